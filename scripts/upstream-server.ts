@@ -1,0 +1,219 @@
+/**
+ * A real MCP server (the SDK's McpServer over streamable HTTP) on loopback,
+ * used as the demo upstream of `npm start`, by the tests and by the
+ * benchmarks. It records what it receives at `GET /_log` so tests can check
+ * exactly what crossed the gateway.
+ */
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+export interface UpstreamOptions {
+	/** Names the server in its serverInfo and tool outputs. */
+	name: string;
+	port?: number;
+	/** When set, requests must carry `Authorization: Bearer <token>` or get 401. */
+	requireToken?: string;
+	/** Answer with JSON instead of SSE. */
+	enableJsonResponse?: boolean;
+}
+
+export interface RecordedRequest {
+	method: string;
+	authorization: string | null;
+	sessionId: string | null;
+	protocolVersion: string | null;
+	body: unknown;
+}
+
+export interface RunningUpstream {
+	port: number;
+	url: string;
+	close(): Promise<void>;
+}
+
+/** Tools, a prompt and resources: enough to exercise every kind of MCP message. */
+export function registerDemoCatalog(server: McpServer, name: string): void {
+	server.registerTool(
+		"echo",
+		{ description: "Echoes the text back.", inputSchema: { text: z.string() } },
+		async ({ text }) => ({ content: [{ type: "text", text }] }),
+	);
+	server.registerTool(
+		"add",
+		{
+			description: "Adds two numbers.",
+			inputSchema: { a: z.number(), b: z.number() },
+			outputSchema: { sum: z.number() },
+			annotations: { readOnlyHint: true },
+		},
+		async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }], structuredContent: { sum: a + b } }),
+	);
+	server.registerTool("whoami", { description: "Names the upstream server that answered." }, async () => ({
+		content: [{ type: "text", text: name }],
+	}));
+	server.registerTool(
+		"sleep",
+		{
+			description: "Waits the given milliseconds, then answers.",
+			inputSchema: { ms: z.number().int().min(0).max(600_000) },
+		},
+		async ({ ms }) => {
+			await new Promise((resolve) => setTimeout(resolve, ms));
+			return { content: [{ type: "text", text: `slept ${ms} ms` }] };
+		},
+	);
+	server.registerTool(
+		"progress",
+		{
+			description: "Sends progress notifications, then answers.",
+			inputSchema: { steps: z.number().int().min(1).max(100) },
+		},
+		async ({ steps }, extra) => {
+			const token = extra._meta?.progressToken;
+			for (let step = 1; step <= steps; step++) {
+				if (token !== undefined) {
+					await extra.sendNotification({
+						method: "notifications/progress",
+						params: { progressToken: token, progress: step, total: steps },
+					});
+				}
+			}
+			return { content: [{ type: "text", text: `done in ${steps} steps` }] };
+		},
+	);
+	server.registerTool(
+		"blob",
+		{
+			description: "Returns a text of the given size in KiB.",
+			inputSchema: { kib: z.number().int().min(1).max(8192) },
+		},
+		async ({ kib }) => ({ content: [{ type: "text", text: "x".repeat(kib * 1024) }] }),
+	);
+	server.registerTool("fail", { description: "Always fails as a tool result." }, async () => ({
+		content: [],
+		isError: true,
+	}));
+	server.registerPrompt("greet", { description: "A greeting.", argsSchema: { who: z.string() } }, ({ who }) => ({
+		messages: [{ role: "user", content: { type: "text", text: `Hello, ${who}, from ${name}!` } }],
+	}));
+	server.registerResource(
+		"readme",
+		`demo://${name}/readme`,
+		{ description: "About this server.", mimeType: "text/plain" },
+		async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: `This is ${name}.` }] }),
+	);
+	server.registerResource(
+		"note",
+		new ResourceTemplate(`demo://${name}/notes/{id}`, { list: undefined }),
+		{ description: "A note by id." },
+		async (uri, { id }) => ({ contents: [{ uri: uri.href, text: `note ${String(id)}` }] }),
+	);
+}
+
+/** Starts the upstream; resolves once it listens. */
+export async function startUpstream(options: UpstreamOptions): Promise<RunningUpstream> {
+	const sessions = new Map<string, StreamableHTTPServerTransport>();
+	const log: RecordedRequest[] = [];
+
+	const handle = async (req: IncomingMessage, res: ServerResponse) => {
+		const path = new URL(req.url ?? "/", "http://localhost").pathname;
+		if (path === "/_log") {
+			res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(log));
+			return;
+		}
+		if (path === "/_reset") {
+			log.length = 0;
+			res.writeHead(204).end();
+			return;
+		}
+		const body = req.method === "POST" ? await readJson(req) : undefined;
+		const sessionId = header(req, "mcp-session-id");
+		log.push({
+			method: req.method ?? "",
+			authorization: header(req, "authorization"),
+			sessionId,
+			protocolVersion: header(req, "mcp-protocol-version"),
+			body,
+		});
+		if (options.requireToken && header(req, "authorization") !== `Bearer ${options.requireToken}`) {
+			res.writeHead(401, { "www-authenticate": 'Bearer realm="upstream"' }).end("unauthorized");
+			return;
+		}
+		let transport = sessionId ? sessions.get(sessionId) : undefined;
+		if (!transport) {
+			const isInitialize = (body as { method?: unknown } | undefined)?.method === "initialize";
+			if (sessionId || !isInitialize) {
+				res
+					.writeHead(sessionId ? 404 : 400, { "content-type": "application/json" })
+					.end(JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32000, message: "No such session" } }));
+				return;
+			}
+			const created = new StreamableHTTPServerTransport({
+				sessionIdGenerator: () => randomUUID(),
+				enableJsonResponse: options.enableJsonResponse ?? false,
+				onsessioninitialized: (id) => {
+					sessions.set(id, created);
+				},
+			});
+			created.onclose = () => {
+				if (created.sessionId) sessions.delete(created.sessionId);
+			};
+			const server = new McpServer(
+				{ name: options.name, version: "1.0.0" },
+				{ instructions: `Tools of ${options.name}.` },
+			);
+			registerDemoCatalog(server, options.name);
+			await server.connect(created);
+			transport = created;
+		}
+		await transport.handleRequest(req, res, body);
+	};
+
+	const server: Server = createServer((req, res) => {
+		handle(req, res).catch((error: unknown) => {
+			console.error(`upstream ${options.name}:`, error);
+			if (!res.headersSent) res.writeHead(500).end();
+		});
+	});
+	await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
+	const port = (server.address() as AddressInfo).port;
+	return {
+		port,
+		url: `http://127.0.0.1:${port}/mcp`,
+		close: () =>
+			new Promise<void>((resolve) => {
+				for (const transport of sessions.values()) void transport.close();
+				server.closeAllConnections();
+				server.close(() => resolve());
+			}),
+	};
+}
+
+function header(req: IncomingMessage, name: string): string | null {
+	const value = req.headers[name];
+	return typeof value === "string" ? value : null;
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+	const chunks: Buffer[] = [];
+	for await (const chunk of req) chunks.push(chunk as Buffer);
+	const text = Buffer.concat(chunks).toString("utf8");
+	try {
+		return text ? JSON.parse(text) : undefined;
+	} catch (error) {
+		if (error instanceof SyntaxError) return text;
+		throw error;
+	}
+}
+
+// Run directly: `node scripts/upstream-server.ts [port] [name]`.
+if (import.meta.url === `file://${process.argv[1]}`) {
+	const port = Number(process.argv[2] ?? 8788);
+	const name = process.argv[3] ?? "demo";
+	const upstream = await startUpstream({ name, port });
+	console.log(`upstream '${name}' listening at ${upstream.url}`);
+}

@@ -1,0 +1,125 @@
+import { type Context, Hono } from "hono";
+import type { z } from "zod";
+import { settingsFrom } from "../config.ts";
+import { secretsEqual } from "../crypto.ts";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import {
+	describeIssues,
+	KeyInputSchema,
+	ServerInputSchema,
+	ServerNameSchema,
+	type ServerRecord,
+} from "../registry/schemas.ts";
+import { registryStub } from "./registry-stub.ts";
+
+type AdminEnv = { Bindings: Env };
+
+/** What the admin API shows of a server: header values masked, since they may hold credentials. */
+function maskServer(server: ServerRecord) {
+	return {
+		name: server.name,
+		url: server.url,
+		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
+		timeoutSeconds: server.timeoutSeconds,
+		generation: server.generation,
+		createdAt: new Date(server.createdAt).toISOString(),
+		updatedAt: new Date(server.updatedAt).toISOString(),
+	};
+}
+
+async function parseJsonBody<T extends z.ZodType>(c: Context<AdminEnv>, schema: T): Promise<z.output<T>> {
+	const type = c.req.header("content-type") ?? "";
+	if (!/^application\/json\s*(;|$)/i.test(type)) {
+		throw new GatewayError("unsupported_media_type", "Unsupported Media Type: admin bodies must be application/json.");
+	}
+	let value: unknown;
+	try {
+		value = await c.req.json();
+	} catch (error) {
+		throw new GatewayError("bad_request", "Bad Request: the body is not valid JSON.", { cause: error });
+	}
+	const parsed = schema.safeParse(value);
+	if (!parsed.success) throw new GatewayError("bad_request", `Bad Request: ${describeIssues(parsed.error)}.`);
+	return parsed.data;
+}
+
+function parseServerName(c: Context<AdminEnv>): string {
+	const parsed = ServerNameSchema.safeParse(c.req.param("name"));
+	if (!parsed.success)
+		throw new GatewayError("bad_request", `Bad Request: server name ${parsed.error.issues[0]?.message}.`);
+	return parsed.data;
+}
+
+/** `/admin/*`: registry management, allowed only with `Authorization: Bearer <ADMIN_TOKEN>`. */
+export function createAdminRoutes(): Hono<AdminEnv> {
+	const admin = new Hono<AdminEnv>();
+
+	admin.use("*", async (c, next) => {
+		const expected = settingsFrom(c.env).adminToken;
+		if (!expected) {
+			throw new GatewayError("misconfigured", "The admin API is disabled: the ADMIN_TOKEN secret is not set.", {
+				status: 503,
+			});
+		}
+		const given = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+		if (!(await secretsEqual(given, expected))) {
+			throw new GatewayError(
+				"unauthenticated",
+				"Unauthorized: send the admin token as 'Authorization: Bearer <token>'.",
+				{
+					headers: { "www-authenticate": 'Bearer realm="mcp-edge-gateway-admin"' },
+				},
+			);
+		}
+		await next();
+	});
+
+	admin.get("/servers", async (c) => {
+		const servers = await registryStub(c.env).listServers();
+		return c.json({ servers: servers.map(maskServer) });
+	});
+
+	admin.get("/servers/:name", async (c) => {
+		const name = parseServerName(c);
+		const server = await registryStub(c.env).getServer(name);
+		if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		return c.json(maskServer(server));
+	});
+
+	admin.put("/servers/:name", async (c) => {
+		const name = parseServerName(c);
+		const input = await parseJsonBody(c, ServerInputSchema);
+		const { server, created } = await registryStub(c.env).putServer(name, input);
+		return c.json(maskServer(server), created ? 201 : 200);
+	});
+
+	admin.delete("/servers/:name", async (c) => {
+		const name = parseServerName(c);
+		if (!(await registryStub(c.env).deleteServer(name))) {
+			throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		}
+		return c.body(null, 204);
+	});
+
+	admin.post("/keys", async (c) => {
+		const input = await parseJsonBody(c, KeyInputSchema);
+		const { record, key } = await registryStub(c.env).createKey(input);
+		return c.json({ ...record, createdAt: new Date(record.createdAt).toISOString(), key }, 201);
+	});
+
+	admin.get("/keys", async (c) => {
+		const keys = await registryStub(c.env).listKeys();
+		return c.json({ keys: keys.map((key) => ({ ...key, createdAt: new Date(key.createdAt).toISOString() })) });
+	});
+
+	admin.delete("/keys/:id", async (c) => {
+		const id = c.req.param("id");
+		if (!(await registryStub(c.env).revokeKey(id))) {
+			throw new GatewayError("not_found", `Not Found: no API key with id '${id}'.`);
+		}
+		return c.body(null, 204);
+	});
+
+	return admin;
+}

@@ -1,0 +1,43 @@
+import { Hono } from "hono";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { createAdminRoutes } from "./admin-routes.ts";
+import { handleServerEndpoint } from "./mcp-routes.ts";
+
+/** The stateless edge: authenticates, checks and routes; never holds session state. */
+export function createApp(): Hono<{ Bindings: Env }> {
+	const app = new Hono<{ Bindings: Env }>();
+
+	app.get("/healthz", (c) => c.json({ ok: true }));
+	app.route("/admin", createAdminRoutes());
+	app.all("/mcp/:server", handleServerEndpoint);
+
+	app.notFound((c) => {
+		const error = new GatewayError(
+			"not_found",
+			`Not Found: ${new URL(c.req.url).pathname} is not an endpoint of this gateway.`,
+		);
+		return c.req.path.startsWith("/admin") ? adminError(error) : error.toResponse();
+	});
+
+	app.onError((error, c) => {
+		const failure =
+			error instanceof GatewayError
+				? error
+				: new GatewayError("internal", "The gateway failed unexpectedly; the request was not completed.", {
+						cause: error,
+					});
+		if (!(error instanceof GatewayError)) console.error("unhandled error", error);
+		return c.req.path.startsWith("/admin") ? adminError(failure) : failure.toResponse();
+	});
+
+	return app;
+}
+
+/** Admin errors are plain JSON, not JSON-RPC: `{ error: { kind, message } }`. */
+function adminError(error: GatewayError): Response {
+	return Response.json(
+		{ error: { kind: error.kind, message: error.message } },
+		{ status: error.status, headers: error.headers },
+	);
+}

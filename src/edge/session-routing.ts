@@ -1,0 +1,45 @@
+import type { Settings } from "../config.ts";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import type { SessionDO } from "../session/session-do.ts";
+import { sessionDigest, verifySessionId } from "./session-id.ts";
+
+/** The SessionDO of a session ID: `idFromName(sha256(id))`, from any edge (invariant 1). */
+export async function sessionStub(env: Env, sessionId: string): Promise<DurableObjectStub<SessionDO>> {
+	return env.SESSIONS.get(env.SESSIONS.idFromName(await sessionDigest(sessionId)));
+}
+
+/** The gateway's session secret, or a clear configuration error. */
+export function requireSessionSecret(settings: Settings): string {
+	if (!settings.sessionSecret) {
+		throw new GatewayError(
+			"misconfigured",
+			"The gateway is misconfigured: the SESSION_SECRET secret is not set (at least 32 characters).",
+		);
+	}
+	return settings.sessionSecret;
+}
+
+/**
+ * The SessionDO for a request's `Mcp-Session-Id`, after its MAC verifies: a
+ * forged or malformed ID gets 404 here without waking any Durable Object.
+ */
+export async function verifiedSessionStub(
+	env: Env,
+	settings: Settings,
+	sessionId: string | null,
+): Promise<DurableObjectStub<SessionDO>> {
+	if (sessionId === null) {
+		throw new GatewayError(
+			"session_required",
+			"Bad Request: Mcp-Session-Id header is required; send initialize first to open a session.",
+		);
+	}
+	if (!(await verifySessionId(requireSessionSecret(settings), sessionId))) {
+		throw new GatewayError(
+			"session_not_found",
+			"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.",
+		);
+	}
+	return sessionStub(env, sessionId);
+}

@@ -1,0 +1,11 @@
+import { createApp } from "./edge/app.ts";
+import type { Env } from "./env.ts";
+
+export { RegistryDO } from "./registry/registry-do.ts";
+export { SessionDO } from "./session/session-do.ts";
+
+const app = createApp();
+
+export default {
+	fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+} satisfies ExportedHandler<Env>;

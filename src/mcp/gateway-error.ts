@@ -1,0 +1,88 @@
+import { ErrorCode, JSONRPC_VERSION, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * Every failure the gateway itself produces has one of these kinds. Callers and
+ * tests switch on the kind, never on the message text.
+ */
+export const ERROR_KINDS = {
+	bad_request: { status: 400, code: ErrorCode.InvalidRequest },
+	parse_error: { status: 400, code: ErrorCode.ParseError },
+	invalid_request: { status: 400, code: ErrorCode.InvalidRequest },
+	unsupported_protocol_version: { status: 400, code: ErrorCode.InvalidRequest },
+	session_required: { status: 400, code: ErrorCode.InvalidRequest },
+	unauthenticated: { status: 401, code: ErrorCode.InvalidRequest },
+	forbidden_origin: { status: 403, code: ErrorCode.InvalidRequest },
+	not_found: { status: 404, code: ErrorCode.InvalidRequest },
+	session_not_found: { status: 404, code: ErrorCode.InvalidRequest },
+	method_not_allowed: { status: 405, code: ErrorCode.InvalidRequest },
+	not_acceptable: { status: 406, code: ErrorCode.InvalidRequest },
+	conflict: { status: 409, code: ErrorCode.InvalidRequest },
+	payload_too_large: { status: 413, code: ErrorCode.InvalidRequest },
+	unsupported_media_type: { status: 415, code: ErrorCode.InvalidRequest },
+	misconfigured: { status: 500, code: ErrorCode.InternalError },
+	internal: { status: 500, code: ErrorCode.InternalError },
+	// Upstream failures. Inside a JSON-RPC exchange they travel as a JSON-RPC
+	// error with HTTP 200; outside one (a notification, a GET stream) the
+	// status says what happened.
+	upstream_unavailable: { status: 502, code: ErrorCode.ConnectionClosed },
+	upstream_error: { status: 502, code: ErrorCode.InternalError },
+	upstream_timeout: { status: 504, code: ErrorCode.RequestTimeout },
+} as const satisfies Record<string, { status: number; code: number }>;
+
+export type ErrorKind = keyof typeof ERROR_KINDS;
+
+export interface GatewayErrorOptions {
+	/** The upstream server involved, named in `data.server`. */
+	server?: string;
+	/** Overrides the kind's default HTTP status. */
+	status?: number;
+	headers?: Record<string, string>;
+	cause?: unknown;
+}
+
+/**
+ * The one error type of the gateway. Handlers throw it; the edge renders it as
+ * an HTTP response carrying a JSON-RPC error body.
+ *
+ * @example
+ * throw new GatewayError("session_not_found", "Session not found: it expired or never existed.");
+ */
+export class GatewayError extends Error {
+	readonly kind: ErrorKind;
+	readonly server: string | undefined;
+	readonly status: number;
+	readonly headers: Record<string, string>;
+
+	constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
+		super(message, { cause: options.cause });
+		this.name = "GatewayError";
+		this.kind = kind;
+		this.server = options.server;
+		this.status = options.status ?? ERROR_KINDS[kind].status;
+		this.headers = options.headers ?? {};
+	}
+
+	/** The JSON-RPC error object: `{ code, message, data: { kind, server? } }`. */
+	toJsonRpcError(): { code: number; message: string; data: { kind: ErrorKind; server?: string } } {
+		const data: { kind: ErrorKind; server?: string } = { kind: this.kind };
+		if (this.server !== undefined) data.server = this.server;
+		return { code: ERROR_KINDS[this.kind].code, message: this.message, data };
+	}
+
+	/** Renders as an HTTP error response (status from the kind) with a JSON-RPC error body. */
+	toResponse(id: RequestId | null = null): Response {
+		return Response.json(
+			{ jsonrpc: JSONRPC_VERSION, id, error: this.toJsonRpcError() },
+			{ status: this.status, headers: this.headers },
+		);
+	}
+
+	/**
+	 * Renders as the answer to a JSON-RPC request: HTTP 200 with an error
+	 * response for that id, so an MCP client reports it as the request's
+	 * failure instead of a transport failure.
+	 */
+	toRpcResponse(id: RequestId): Response {
+		return Response.json({ jsonrpc: JSONRPC_VERSION, id, error: this.toJsonRpcError() });
+	}
+}

@@ -1,0 +1,68 @@
+import {
+	type InitializeRequest,
+	InitializeRequestSchema,
+	type JSONRPCMessage,
+	JSONRPCMessageSchema,
+	type JSONRPCNotification,
+	JSONRPCNotificationSchema,
+	type JSONRPCRequest,
+	JSONRPCRequestSchema,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import { GatewayError } from "./gateway-error.ts";
+
+/** A client message, parsed and classified once at the edge. */
+export type ClientMessage =
+	| { kind: "initialize"; message: JSONRPCRequest; params: InitializeRequest["params"] }
+	| { kind: "request"; message: JSONRPCRequest }
+	| { kind: "notification"; message: JSONRPCNotification }
+	| { kind: "response"; message: JSONRPCMessage };
+
+/** Parses request body text into one JSON-RPC message, with errors a person can act on. */
+export function parseClientMessage(text: string): ClientMessage {
+	let value: unknown;
+	try {
+		value = JSON.parse(text);
+	} catch (error) {
+		throw new GatewayError("parse_error", "Parse error: the request body is not valid JSON.", { cause: error });
+	}
+	if (Array.isArray(value)) {
+		throw new GatewayError(
+			"invalid_request",
+			"Invalid request: JSON-RPC batches are not supported; send one message per POST.",
+		);
+	}
+	const parsed = JSONRPCMessageSchema.safeParse(value);
+	if (!parsed.success) {
+		throw new GatewayError(
+			"invalid_request",
+			"Invalid request: the body is not a JSON-RPC 2.0 request, notification or response.",
+		);
+	}
+	return classify(parsed.data);
+}
+
+function classify(message: JSONRPCMessage): ClientMessage {
+	const request = JSONRPCRequestSchema.safeParse(message);
+	if (request.success) {
+		if (request.data.method === "initialize") {
+			const init = InitializeRequestSchema.safeParse(request.data);
+			if (!init.success) {
+				throw new GatewayError(
+					"invalid_request",
+					`Invalid initialize request: ${init.error.issues[0]?.message ?? "bad params"} at params.${init.error.issues[0]?.path.join(".") ?? ""}.`,
+				);
+			}
+			return { kind: "initialize", message: request.data, params: init.data.params };
+		}
+		return { kind: "request", message: request.data };
+	}
+	const notification = JSONRPCNotificationSchema.safeParse(message);
+	if (notification.success) return { kind: "notification", message: notification.data };
+	return { kind: "response", message };
+}
+
+/** The id of a request message, or null for anything else. */
+export function requestIdOf(message: ClientMessage): RequestId | null {
+	return message.kind === "initialize" || message.kind === "request" ? message.message.id : null;
+}

@@ -1,0 +1,183 @@
+import {
+	type JSONRPCMessage,
+	JSONRPCMessageSchema,
+	type JSONRPCRequest,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { readSseEvents } from "../mcp/sse.ts";
+import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
+
+/** What the gateway holds of one upstream session. */
+export interface UpstreamSession {
+	sessionId: string | null;
+	protocolVersion: string;
+}
+
+/** Replies above this size fail the call instead of the isolate. */
+const MAX_REPLY_BYTES = 10 * 1024 * 1024;
+/** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * The client side of streamable HTTP towards one upstream server. It knows
+ * nothing about gateway clients or principals: it sends messages, and turns
+ * transport failures into GatewayErrors that name the server.
+ */
+export class UpstreamConnection {
+	constructor(
+		private readonly target: UpstreamTarget,
+		private readonly fetcher: FetchLike = (input, init) => fetch(input, init),
+	) {}
+
+	get serverName(): string {
+		return this.target.name;
+	}
+
+	/**
+	 * Runs the initialize handshake: sends the request, reads the response from
+	 * JSON or SSE, and on success sends `notifications/initialized` so that the
+	 * upstream session is ready before the client's first request.
+	 */
+	async initialize(request: JSONRPCRequest): Promise<{ reply: JSONRPCMessage; session: UpstreamSession | null }> {
+		const protocolVersion = String(request.params?.protocolVersion ?? "");
+		const response = await this.send("POST", { sessionId: null, protocolVersion }, request);
+		if (!response.ok) {
+			await response.body?.cancel();
+			throw this.statusError(response.status, "initialize");
+		}
+		const reply = await this.readReply(response, request.id);
+		if (!("result" in reply)) return { reply, session: null };
+		const negotiated = (reply.result as { protocolVersion?: unknown }).protocolVersion;
+		const session: UpstreamSession = {
+			sessionId: response.headers.get("mcp-session-id"),
+			protocolVersion: typeof negotiated === "string" ? negotiated : protocolVersion,
+		};
+		const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" });
+		await ack.body?.cancel();
+		if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
+		return { reply, session };
+	}
+
+	/** Sends one message in the session and returns the upstream's response as it streams. */
+	post(session: UpstreamSession, message: JSONRPCMessage, signal?: AbortSignal): Promise<Response> {
+		return this.send("POST", session, message, undefined, signal);
+	}
+
+	/** Opens the upstream's GET stream for server-initiated messages. */
+	openStream(session: UpstreamSession, lastEventId: string | null, signal?: AbortSignal): Promise<Response> {
+		return this.send("GET", session, undefined, lastEventId ?? undefined, signal);
+	}
+
+	/** Ends the upstream session with DELETE; 404 and 405 count as done. Never throws. */
+	async close(session: UpstreamSession): Promise<void> {
+		if (session.sessionId === null) return;
+		try {
+			const response = await this.send("DELETE", session, undefined, undefined, AbortSignal.timeout(CLOSE_TIMEOUT_MS));
+			await response.body?.cancel();
+			if (!response.ok && response.status !== 404 && response.status !== 405) {
+				console.warn(`upstream ${this.target.name}: DELETE of its session answered HTTP ${response.status}`);
+			}
+		} catch (error) {
+			console.warn(`upstream ${this.target.name}: DELETE of its session failed: ${describe(error)}`);
+		}
+	}
+
+	/** Reads the JSON-RPC response for `id` from a JSON or SSE body. */
+	async readReply(response: Response, id: RequestId): Promise<JSONRPCMessage> {
+		const type = response.headers.get("content-type") ?? "";
+		if (!response.body) throw this.protocolError("an empty body");
+		if (type.includes("text/event-stream")) {
+			let reply: JSONRPCMessage | undefined;
+			await readSseEvents(
+				response.body,
+				(event) => {
+					const message = parseMessage(event.data);
+					if (message && "id" in message && message.id === id && !("method" in message)) reply = message;
+					return reply !== undefined;
+				},
+				MAX_REPLY_BYTES,
+			);
+			if (!reply) throw this.protocolError("an event stream that ended before the response");
+			return reply;
+		}
+		if (type.includes("application/json")) {
+			const text = await response.text();
+			if (text.length > MAX_REPLY_BYTES) throw this.protocolError(`a reply over ${MAX_REPLY_BYTES} bytes`);
+			const message = parseMessage(text);
+			if (!message) throw this.protocolError("a body that is not a JSON-RPC message");
+			return message;
+		}
+		await response.body.cancel();
+		throw this.protocolError(`an unexpected content type (${type || "none"})`);
+	}
+
+	private async send(
+		method: "POST" | "GET" | "DELETE",
+		session: UpstreamSession,
+		message?: JSONRPCMessage,
+		lastEventId?: string,
+		signal?: AbortSignal,
+	): Promise<Response> {
+		const headers = new Headers(this.target.headers);
+		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
+		if (message) headers.set("content-type", "application/json");
+		if (session.sessionId !== null) headers.set("mcp-session-id", session.sessionId);
+		if (session.protocolVersion) headers.set("mcp-protocol-version", session.protocolVersion);
+		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
+		try {
+			return await this.fetcher(this.target.url, {
+				method,
+				headers,
+				body: message ? JSON.stringify(message) : undefined,
+				signal: signal ?? AbortSignal.timeout(this.target.timeoutMs),
+			});
+		} catch (error) {
+			if (error instanceof DOMException && error.name === "TimeoutError") {
+				throw new GatewayError(
+					"upstream_timeout",
+					`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
+					{ server: this.target.name, cause: error },
+				);
+			}
+			throw new GatewayError(
+				"upstream_unavailable",
+				`Upstream server '${this.target.name}' is unreachable at ${displayUrl(this.target.url)}: ${describe(error)}.`,
+				{ server: this.target.name, cause: error },
+			);
+		}
+	}
+
+	/** An error for an upstream HTTP status outside a JSON-RPC exchange. */
+	statusError(status: number, what: string): GatewayError {
+		const detail =
+			status === 401 || status === 403
+				? "its credentials were rejected; check the headers configured for it"
+				: `it answered HTTP ${status}`;
+		return new GatewayError("upstream_error", `Upstream server '${this.target.name}' failed ${what}: ${detail}.`, {
+			server: this.target.name,
+		});
+	}
+
+	private protocolError(what: string): GatewayError {
+		return new GatewayError("upstream_error", `Upstream server '${this.target.name}' sent ${what}.`, {
+			server: this.target.name,
+		});
+	}
+}
+
+function parseMessage(text: string): JSONRPCMessage | null {
+	try {
+		const parsed = JSONRPCMessageSchema.safeParse(JSON.parse(text));
+		return parsed.success ? parsed.data : null;
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
+}
+
+function describe(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,7 @@
+import type { Env as GatewayEnv } from "../src/env.ts";
+
+declare global {
+	namespace Cloudflare {
+		interface Env extends GatewayEnv {}
+	}
+}

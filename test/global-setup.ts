@@ -1,0 +1,20 @@
+import type { TestProject } from "vitest/node";
+import { startUpstream } from "../scripts/upstream-server.ts";
+
+/** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
+export default async function setup(project: TestProject) {
+	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret" });
+	const beta = await startUpstream({ name: "beta", enableJsonResponse: true });
+	project.provide("alphaPort", alpha.port);
+	project.provide("betaPort", beta.port);
+	return async () => {
+		await Promise.all([alpha.close(), beta.close()]);
+	};
+}
+
+declare module "vitest" {
+	export interface ProvidedContext {
+		alphaPort: number;
+		betaPort: number;
+	}
+}
