@@ -11,10 +11,3 @@ export default async function setup(project: TestProject) {
 		await Promise.all([alpha.close(), beta.close()]);
 	};
 }
-
-declare module "vitest" {
-	export interface ProvidedContext {
-		alphaPort: number;
-		betaPort: number;
-	}
-}
