@@ -81,6 +81,7 @@ export function registerDemoCatalog(server: McpServer, name: string): void {
 						params: { progressToken: token, progress: step, total: steps },
 					});
 				}
+				if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
 			}
 			return { content: [{ type: "text", text: `done in ${steps} steps` }] };
 		},

@@ -5,4 +5,5 @@ declare module "vitest" {
 		betaPort: number;
 	}
 }
+
 export {};

@@ -1,0 +1,169 @@
+/**
+ * `npm start`: the gateway on this machine with a demo upstream behind it,
+ * ready to use. It creates `.dev.vars` with random secrets on first run, starts
+ * the demo MCP server and `wrangler dev`, registers the demo server, creates
+ * an API key and prints how to connect. Ctrl-C stops everything.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { startUpstream } from "./upstream-server.ts";
+
+const HOST = "127.0.0.1";
+const GATEWAY_PORT = 8787;
+const UPSTREAM_PORT = 8788;
+const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
+const READY_TIMEOUT_MS = 60_000;
+
+// Wrangler resolves wrangler.toml, .dev.vars and .wrangler/ from the working directory.
+process.chdir(join(import.meta.dirname, ".."));
+
+/** `.dev.vars` holds the local secrets; reused across runs so existing sessions and keys keep working. */
+function ensureDevVars(): Record<string, string> {
+	const path = ".dev.vars";
+	const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+	const vars: Record<string, string> = {};
+	for (const match of text.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"?([^"\n]*)"?\s*$/gm)) {
+		if (match[1] && match[2] !== undefined) vars[match[1]] = match[2];
+	}
+	// Only fill in what is missing: an operator's own values stay untouched.
+	const added = ["ADMIN_TOKEN", "SESSION_SECRET"].filter((name) => !vars[name]);
+	for (const name of added) vars[name] = randomBytes(32).toString("base64url"); // 43 chars
+	if (added.length > 0) {
+		const lines = added.map((name) => `${name}="${vars[name]}"`).join("\n");
+		writeFileSync(path, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${lines}\n`, { mode: 0o600 });
+		console.log(`Wrote ${added.join(" and ")} to ${path}.`);
+	}
+	return vars;
+}
+
+/** Fails early with a clear message instead of a confusing EADDRINUSE from a child process. */
+function assertPortFree(port: number): Promise<void> {
+	return new Promise((resolve, reject) => {
+		const socket = connect(port, HOST);
+		socket.once("connect", () => {
+			socket.destroy();
+			reject(new Error(`Port ${port} is already in use: is another 'npm start' running?`));
+		});
+		socket.once("error", () => resolve());
+	});
+}
+
+/** Streams a child's output line by line with a prefix, so gateway logs stand apart from ours. */
+function prefixLines(stream: NodeJS.ReadableStream | null, prefix: string): void {
+	if (stream) createInterface({ input: stream }).on("line", (line) => console.log(`${prefix} ${line}`));
+}
+
+async function waitUntilHealthy(wrangler: ChildProcess): Promise<void> {
+	const deadline = Date.now() + READY_TIMEOUT_MS;
+	while (Date.now() < deadline) {
+		if (wrangler.exitCode !== null) throw new Error(`wrangler dev exited with code ${wrangler.exitCode}.`);
+		try {
+			const response = await fetch(`${GATEWAY}/healthz`, { signal: AbortSignal.timeout(1_000) });
+			if (response.status === 200) return;
+		} catch {
+			// Not listening yet.
+		}
+		await new Promise((resolve) => setTimeout(resolve, 250));
+	}
+	throw new Error(`The gateway did not answer ${GATEWAY}/healthz within ${READY_TIMEOUT_MS / 1000} s.`);
+}
+
+async function admin(token: string, method: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+	const response = await fetch(`${GATEWAY}/admin${path}`, {
+		method,
+		headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+		body: JSON.stringify(body),
+	});
+	const text = await response.text();
+	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
+	return JSON.parse(text) as Record<string, unknown>;
+}
+
+const vars = ensureDevVars();
+const adminToken = vars.ADMIN_TOKEN ?? "";
+await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT)]);
+
+// In-process, so it stops with this script and its output needs no extra plumbing.
+const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
+console.log(`Demo upstream MCP server listening at ${upstream.url}`);
+
+// stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
+const wrangler = spawn(
+	join("node_modules", ".bin", "wrangler"),
+	["dev", "--port", String(GATEWAY_PORT), "--ip", HOST, "--persist-to", join(".wrangler", "state")],
+	{ stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+);
+prefixLines(wrangler.stdout, "[wrangler]");
+prefixLines(wrangler.stderr, "[wrangler]");
+
+let stopping = false;
+/** Stops wrangler (which stops workerd) and the upstream, then exits. */
+async function stop(code: number): Promise<never> {
+	if (!stopping) {
+		stopping = true;
+		if (wrangler.exitCode === null && wrangler.signalCode === null) {
+			const exited = new Promise((resolve) => wrangler.once("exit", resolve));
+			wrangler.kill("SIGTERM");
+			// A wrangler that ignores SIGTERM must not keep the ports busy forever.
+			const force = setTimeout(() => wrangler.kill("SIGKILL"), 5_000);
+			await exited;
+			clearTimeout(force);
+		}
+		await upstream.close();
+	}
+	process.exit(code);
+}
+process.on("SIGINT", () => void stop(0));
+process.on("SIGTERM", () => void stop(0));
+wrangler.on("exit", (code) => {
+	if (!stopping) {
+		console.error(`wrangler dev exited unexpectedly (code ${code}).`);
+		void stop(code ?? 1);
+	}
+});
+
+try {
+	await waitUntilHealthy(wrangler);
+	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
+	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
+	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
+	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
+	const key = String(created.key);
+	const endpoint = `${GATEWAY}/mcp/demo`;
+	const initialize = JSON.stringify({
+		jsonrpc: "2.0",
+		id: 1,
+		method: "initialize",
+		params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "curl", version: "1" } },
+	});
+	console.log(`
+================================================================================
+ mcp-edge-gateway is running
+
+ MCP endpoint : ${endpoint}
+ API key      : ${key}
+ Admin token  : ${adminToken}   (from .dev.vars)
+
+ Try it with curl (the Mcp-Session-Id response header opens the session):
+   curl -i ${endpoint} \\
+     -H 'Authorization: Bearer ${key}' \\
+     -H 'Content-Type: application/json' \\
+     -H 'Accept: application/json, text/event-stream' \\
+     -d '${initialize}'
+
+ Try it with the MCP Inspector:
+   npx @modelcontextprotocol/inspector
+   then in the browser: Transport Type "Streamable HTTP", URL ${endpoint},
+   header "Authorization: Bearer ${key}", and Connect.
+
+ Press Ctrl-C to stop.
+================================================================================`);
+} catch (error) {
+	console.error(`npm start failed: ${error instanceof Error ? error.message : String(error)}`);
+	await stop(1);
+}

@@ -1,0 +1,139 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
+import { admin, createKey, gatewayFetch, uniqueName, upstreamUrl } from "./helpers.ts";
+
+describe("admin API authentication", () => {
+	it("refuses requests without the admin token with 401 and WWW-Authenticate", async () => {
+		const response = await gatewayFetch("/admin/servers");
+		expect(response.status).toBe(401);
+		expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
+		expect(await response.json()).toMatchObject({ error: { kind: "unauthenticated" } });
+	});
+
+	it("refuses a wrong admin token with 401", async () => {
+		const response = await gatewayFetch("/admin/servers", { headers: { authorization: "Bearer nope" } });
+		expect(response.status).toBe(401);
+	});
+
+	it("refuses an API key in place of the admin token", async () => {
+		const { key } = await createKey();
+		const response = await gatewayFetch("/admin/keys", { headers: { authorization: `Bearer ${key}` } });
+		expect(response.status).toBe(401);
+	});
+});
+
+describe("admin API servers", () => {
+	it("creates a server with 201, replaces it with 200 and keeps its generation", async () => {
+		const name = uniqueName("srv");
+		const created = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") });
+		expect(created.status).toBe(201);
+		const first = (await created.json()) as { generation: string };
+		const replaced = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("alpha"), timeoutSeconds: 5 });
+		expect(replaced.status).toBe(200);
+		const second = (await replaced.json()) as { generation: string; url: string; timeoutSeconds: number };
+		expect(second).toMatchObject({ url: upstreamUrl("alpha"), timeoutSeconds: 5, generation: first.generation });
+	});
+
+	it("lists servers with header values masked", async () => {
+		const name = uniqueName("masked");
+		await admin("PUT", `/servers/${name}`, {
+			url: upstreamUrl("alpha"),
+			headers: { Authorization: "Bearer literal-secret-token", "X-Team": "${TEAM}" },
+		});
+		const listed = await admin("GET", "/servers");
+		const text = await listed.text();
+		expect(text).not.toContain("literal-secret-token");
+		const { servers } = JSON.parse(text) as { servers: Array<{ name: string; headers: Record<string, string> }> };
+		expect(servers.find((server) => server.name === name)?.headers).toEqual({ Authorization: "***", "X-Team": "***" });
+		const one = await admin("GET", `/servers/${name}`);
+		expect(await one.text()).not.toContain("literal-secret-token");
+	});
+
+	it("rejects invalid names, non-http URLs and bad bodies with 400 and the problem in words", async () => {
+		const badName = await admin("PUT", "/servers/Bad_Name", { url: upstreamUrl("beta") });
+		expect(badName.status).toBe(400);
+		expect(((await badName.json()) as { error: { message: string } }).error.message).toMatch(/server name/);
+
+		const ftp = await admin("PUT", `/servers/${uniqueName("ftp")}`, { url: "ftp://example.com/mcp" });
+		expect(ftp.status).toBe(400);
+		expect(((await ftp.json()) as { error: { message: string } }).error.message).toMatch(
+			/url: must be an http\(s\) URL/,
+		);
+
+		const reserved = await admin("PUT", `/servers/${uniqueName("hdr")}`, {
+			url: upstreamUrl("beta"),
+			headers: { "Mcp-Session-Id": "x" },
+		});
+		expect(reserved.status).toBe(400);
+
+		const notJson = await gatewayFetch(`/admin/servers/${uniqueName("x")}`, {
+			method: "PUT",
+			headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
+			body: "{not json",
+		});
+		expect(notJson.status).toBe(400);
+
+		const textBody = await gatewayFetch(`/admin/servers/${uniqueName("x")}`, {
+			method: "PUT",
+			headers: { authorization: "Bearer test-admin-token", "content-type": "text/plain" },
+			body: "{}",
+		});
+		expect(textBody.status).toBe(415);
+	});
+
+	it("a rejected PUT changes nothing", async () => {
+		const name = uniqueName("keep");
+		await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") });
+		const rejected = await admin("PUT", `/servers/${name}`, { url: "not a url" });
+		expect(rejected.status).toBe(400);
+		const after = (await (await admin("GET", `/servers/${name}`)).json()) as { url: string };
+		expect(after.url).toBe(upstreamUrl("beta"));
+	});
+
+	it("deletes a server with 204, then answers 404 for it", async () => {
+		const name = uniqueName("gone");
+		await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") });
+		expect((await admin("DELETE", `/servers/${name}`)).status).toBe(204);
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		expect((await admin("DELETE", `/servers/${name}`)).status).toBe(404);
+	});
+});
+
+describe("admin API keys", () => {
+	it("returns the key once and lists keys without secrets", async () => {
+		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: ["alpha"] });
+		expect(created.status).toBe(201);
+		const { id, key } = (await created.json()) as { id: string; key: string };
+		expect(key).toMatch(/^mcpgw_[A-Za-z0-9_-]{43}$/);
+		const listed = await admin("GET", "/keys");
+		const text = await listed.text();
+		expect(text).not.toContain(key);
+		const { keys } = JSON.parse(text) as { keys: Array<Record<string, unknown>> };
+		expect(keys.find((k) => k.id === id)).toMatchObject({ name: "ci", userPath: "/team/a", servers: ["alpha"] });
+	});
+
+	it("stores only the SHA-256 digest of a key", async () => {
+		const { key } = await createKey({ name: "digest-only" });
+		const registry = env.REGISTRY.get(env.REGISTRY.idFromName(REGISTRY_NAME));
+		const dump = await runInDurableObject(registry, (_instance: RegistryDO, state) =>
+			JSON.stringify(state.storage.sql.exec("SELECT * FROM api_keys").toArray()),
+		);
+		expect(dump).not.toContain(key);
+		expect(dump).toContain("digest-only");
+	});
+
+	it("rejects a bad key body with 400 in words", async () => {
+		const response = await admin("POST", "/keys", { userPath: "no-slash", servers: ["UPPER"] });
+		expect(response.status).toBe(400);
+		const { error } = (await response.json()) as { error: { message: string } };
+		expect(error.message).toMatch(/userPath: must be a path/);
+		expect(error.message).toMatch(/servers\.0/);
+	});
+
+	it("revokes a key with 204; revoking again is 404", async () => {
+		const { id } = await createKey();
+		expect((await admin("DELETE", `/keys/${id}`)).status).toBe(204);
+		expect((await admin("DELETE", `/keys/${id}`)).status).toBe(404);
+	});
+});

@@ -1,0 +1,147 @@
+import { describe, expect, it } from "vitest";
+import {
+	admin,
+	connectClient,
+	createKey,
+	gatewayFetch,
+	initializeBody,
+	mcpHeaders,
+	openSession,
+	readReply,
+	registerServer,
+	rpc,
+	uniqueName,
+	upstreamLog,
+} from "./helpers.ts";
+
+describe("transparent endpoint /mcp/:server", () => {
+	it("passes tools, calls, prompts, resources and templates through unchanged (SSE upstream)", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		expect(client.getServerVersion()).toMatchObject({ name: "alpha" });
+		expect(client.getInstructions()).toBe("Tools of alpha.");
+
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name).sort()).toEqual([
+			"add",
+			"blob",
+			"echo",
+			"fail",
+			"progress",
+			"sleep",
+			"whoami",
+		]);
+		expect(tools.find((tool) => tool.name === "add")?.annotations).toEqual({ readOnlyHint: true });
+
+		const sum = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } });
+		expect(sum).toEqual({ content: [{ type: "text", text: "5" }], structuredContent: { sum: 5 } });
+
+		const prompt = await client.getPrompt({ name: "greet", arguments: { who: "Ada" } });
+		expect(prompt.messages[0]?.content).toEqual({ type: "text", text: "Hello, Ada, from alpha!" });
+
+		const { resources } = await client.listResources();
+		expect(resources.map((resource) => resource.uri)).toEqual(["demo://alpha/readme"]);
+		const read = await client.readResource({ uri: "demo://alpha/readme" });
+		expect(read.contents).toEqual([{ uri: "demo://alpha/readme", mimeType: "text/plain", text: "This is alpha." }]);
+
+		const { resourceTemplates } = await client.listResourceTemplates();
+		expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(["demo://alpha/notes/{id}"]);
+		await client.close();
+	});
+
+	it("works with an upstream that answers in JSON", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const result = await client.callTool({ name: "whoami", arguments: {} });
+		expect(result.content).toEqual([{ type: "text", text: "beta" }]);
+		await client.close();
+	});
+
+	it("an isError tool result reaches the client as exactly that result", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		expect(await client.callTool({ name: "fail", arguments: {} })).toEqual({ content: [], isError: true });
+		await client.close();
+	});
+
+	it("streams progress notifications to the client as they come", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const progress: number[] = [];
+		const result = await client.callTool({ name: "progress", arguments: { steps: 5 } }, undefined, {
+			onprogress: (event) => progress.push(event.progress),
+		});
+		expect(progress).toEqual([1, 2, 3, 4, 5]);
+		expect(result.content).toEqual([{ type: "text", text: "done in 5 steps" }]);
+		await client.close();
+	});
+
+	it("keeps the upstream session id inside the gateway", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey();
+		const sessionId = await openSession(`/mcp/${server}`, key);
+		const response = await rpc(`/mcp/${server}`, key, sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list" });
+		expect(response.headers.get("mcp-session-id")).toBeNull();
+		const upstreamIds = new Set((await upstreamLog("alpha")).map((entry) => entry.sessionId).filter(Boolean));
+		expect(upstreamIds.has(sessionId)).toBe(false);
+	});
+
+	it("a server that does not exist is 404", async () => {
+		const { key } = await createKey();
+		const response = await gatewayFetch(`/mcp/${uniqueName("nothing")}`, {
+			method: "POST",
+			headers: mcpHeaders(key),
+			body: JSON.stringify(initializeBody()),
+		});
+		expect(response.status).toBe(404);
+	});
+
+	it("a server the key may not use is 404", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: ["someone-else"] });
+		const response = await gatewayFetch(`/mcp/${server}`, {
+			method: "POST",
+			headers: mcpHeaders(key),
+			body: JSON.stringify(initializeBody()),
+		});
+		expect(response.status).toBe(404);
+	});
+
+	it("an unreachable upstream gets a JSON-RPC error that names the server, not a 500", async () => {
+		const name = uniqueName("down");
+		await admin("PUT", `/servers/${name}`, { url: "http://127.0.0.1:9/mcp" });
+		const { key } = await createKey();
+		const response = await gatewayFetch(`/mcp/${name}`, {
+			method: "POST",
+			headers: mcpHeaders(key),
+			body: JSON.stringify(initializeBody(7)),
+		});
+		expect(response.status).toBe(200);
+		expect(response.headers.get("mcp-session-id")).toBeNull();
+		const reply = await readReply(response);
+		expect(reply.id).toBe(7);
+		expect(reply.error?.data).toEqual({ kind: "upstream_unavailable", server: name });
+		expect(reply.error?.message).toContain(`'${name}'`);
+	});
+
+	it("an upstream credential reference that is not set is reported without a secret", async () => {
+		const name = uniqueName("miscfg");
+		await admin("PUT", `/servers/${name}`, {
+			url: "http://127.0.0.1:9/mcp",
+			headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" },
+		});
+		const { key } = await createKey();
+		const response = await gatewayFetch(`/mcp/${name}`, {
+			method: "POST",
+			headers: mcpHeaders(key),
+			body: JSON.stringify(initializeBody()),
+		});
+		const reply = await readReply(response);
+		expect(reply.error?.data?.kind).toBe("misconfigured");
+		expect(reply.error?.message).toContain("${NOT_SET_ANYWHERE}");
+	});
+});

@@ -1,0 +1,185 @@
+import { describe, expect, it } from "vitest";
+import {
+	createKey,
+	gatewayFetch,
+	initializeBody,
+	mcpHeaders,
+	openSession,
+	readReply,
+	registerServer,
+	rpc,
+	upstreamLog,
+} from "./helpers.ts";
+
+async function setup() {
+	const server = await registerServer("alpha");
+	const path = `/mcp/${server}`;
+	const { key } = await createKey();
+	const sessionId = await openSession(path, key);
+	return { path, key, sessionId };
+}
+
+describe("streamable HTTP transport checks", () => {
+	it("a body over the limit gets 413", async () => {
+		const { path, key, sessionId } = await setup();
+		const big = JSON.stringify({
+			jsonrpc: "2.0",
+			id: 1,
+			method: "tools/call",
+			params: { name: "echo", arguments: { text: "x".repeat(4 * 1024 * 1024 + 1) } },
+		});
+		const response = await rpc(path, key, sessionId, JSON.parse(big));
+		expect(response.status).toBe(413);
+		expect((await readReply(response)).error?.data?.kind).toBe("payload_too_large");
+	});
+
+	it("a POST that does not accept both JSON and SSE gets 406", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await gatewayFetch(path, {
+			method: "POST",
+			headers: mcpHeaders(key, sessionId, { accept: "application/json" }),
+			body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+		});
+		expect(response.status).toBe(406);
+	});
+
+	it("a GET that does not accept SSE gets 406", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(key, sessionId, { accept: "application/json" }),
+		});
+		expect(response.status).toBe(406);
+	});
+
+	it("a POST that is not application/json gets 415", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await gatewayFetch(path, {
+			method: "POST",
+			headers: mcpHeaders(key, sessionId, { "content-type": "text/plain" }),
+			body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+		});
+		expect(response.status).toBe(415);
+	});
+
+	it("invalid JSON gets 400 with a -32700 parse error", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await gatewayFetch(path, { method: "POST", headers: mcpHeaders(key, sessionId), body: "{oops" });
+		expect(response.status).toBe(400);
+		expect((await readReply(response)).error?.code).toBe(-32700);
+	});
+
+	it("a body that is not a JSON-RPC message gets 400 with -32600", async () => {
+		const { path, key, sessionId } = await setup();
+		for (const body of ['{"hello":"world"}', "[]", "42"]) {
+			const response = await gatewayFetch(path, { method: "POST", headers: mcpHeaders(key, sessionId), body });
+			expect(response.status).toBe(400);
+			expect((await readReply(response)).error?.code).toBe(-32600);
+		}
+	});
+
+	it("a client notification is forwarded and gets 202", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await rpc(path, key, sessionId, {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: 99, reason: "test" },
+		});
+		expect(response.status).toBe(202);
+		const log = await upstreamLog("alpha");
+		expect(
+			log.some((entry) => entry.body?.method === "notifications/cancelled" && entry.body.params?.requestId === 99),
+		).toBe(true);
+	});
+
+	it("a client response is forwarded and gets 202", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await rpc(path, key, sessionId, { jsonrpc: "2.0", id: "srv-1", result: {} });
+		expect(response.status).toBe(202);
+	});
+
+	it("other methods get 405 with Allow", async () => {
+		const { path, key } = await setup();
+		const response = await gatewayFetch(path, { method: "PUT", headers: mcpHeaders(key) });
+		expect(response.status).toBe(405);
+		expect(response.headers.get("allow")).toBe("GET, POST, DELETE");
+	});
+
+	it("a foreign Origin gets 403; the gateway's own origin passes", async () => {
+		const { path, key, sessionId } = await setup();
+		const foreign = await rpc(
+			path,
+			key,
+			sessionId,
+			{ jsonrpc: "2.0", id: 1, method: "tools/list" },
+			{ origin: "https://evil.example" },
+		);
+		expect(foreign.status).toBe(403);
+		const own = await rpc(
+			path,
+			key,
+			sessionId,
+			{ jsonrpc: "2.0", id: 1, method: "tools/list" },
+			{ origin: "http://gateway.test" },
+		);
+		expect(own.status).toBe(200);
+	});
+
+	it("GET without a session ID gets 400", async () => {
+		const { path, key } = await setup();
+		const response = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(key, undefined, { accept: "text/event-stream" }),
+		});
+		expect(response.status).toBe(400);
+	});
+
+	it("the GET stream is proxied as an event stream", async () => {
+		const { path, key, sessionId } = await setup();
+		const controller = new AbortController();
+		const response = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
+			signal: controller.signal,
+		});
+		expect(response.status).toBe(200);
+		expect(response.headers.get("content-type")).toContain("text/event-stream");
+		expect(response.headers.get("mcp-session-id")).toBeNull();
+		await response.body?.cancel();
+		const log = await upstreamLog("alpha");
+		expect(log.some((entry) => entry.method === "GET" && entry.sessionId !== null)).toBe(true);
+	});
+
+	it("an SSE response is streamed, not buffered whole: the first event arrives before the call ends", async () => {
+		const { path, key, sessionId } = await setup();
+		const response = await rpc(path, key, sessionId, {
+			jsonrpc: "2.0",
+			id: 5,
+			method: "tools/call",
+			params: { name: "progress", arguments: { steps: 3, delayMs: 300 }, _meta: { progressToken: "p" } },
+		});
+		const started = Date.now();
+		expect(response.headers.get("content-type")).toContain("text/event-stream");
+		const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+		const first = await reader.read();
+		expect(first.value).toContain("notifications/progress");
+		expect(first.value).not.toContain('"result"');
+		// The whole call takes about 900 ms; the first event must not wait for it.
+		expect(Date.now() - started).toBeLessThan(600);
+		await reader.cancel();
+	});
+
+	it("initialize with a body over the limit is refused before any session exists", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const body = initializeBody();
+		(body.params.clientInfo as { name: string }).name = "x".repeat(4 * 1024 * 1024);
+		const response = await gatewayFetch(`/mcp/${server}`, {
+			method: "POST",
+			headers: mcpHeaders(key),
+			body: JSON.stringify(body),
+		});
+		expect(response.status).toBe(413);
+		expect(response.headers.get("mcp-session-id")).toBeNull();
+	});
+});
