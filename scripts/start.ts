@@ -63,7 +63,7 @@ async function waitUntilHealthy(wrangler: ChildProcess): Promise<void> {
 	while (Date.now() < deadline) {
 		if (wrangler.exitCode !== null) throw new Error(`wrangler dev exited with code ${wrangler.exitCode}.`);
 		try {
-			const response = await fetch(`${GATEWAY}/healthz`, { signal: AbortSignal.timeout(1_000) });
+			const response = await fetch(`${GATEWAY}/healthz`, { signal: AbortSignal.timeout(3_000) });
 			if (response.status === 200) return;
 		} catch {
 			// Not listening yet.
@@ -86,7 +86,10 @@ async function admin(token: string, method: string, path: string, body: unknown)
 
 const vars = ensureDevVars();
 const adminToken = vars.ADMIN_TOKEN ?? "";
-await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT)]);
+await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT)]).catch((error: Error) => {
+	console.error(`npm start failed: ${error.message}`);
+	process.exit(1);
+});
 
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
@@ -106,6 +109,7 @@ let stopping = false;
 async function stop(code: number): Promise<never> {
 	if (!stopping) {
 		stopping = true;
+		console.log("Stopping the gateway and the demo upstream...");
 		if (wrangler.exitCode === null && wrangler.signalCode === null) {
 			const exited = new Promise((resolve) => wrangler.once("exit", resolve));
 			wrangler.kill("SIGTERM");

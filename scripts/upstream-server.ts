@@ -69,10 +69,10 @@ export function registerDemoCatalog(server: McpServer, name: string): void {
 	server.registerTool(
 		"progress",
 		{
-			description: "Sends progress notifications, then answers.",
-			inputSchema: { steps: z.number().int().min(1).max(100) },
+			description: "Sends progress notifications, optionally spaced by a delay, then answers.",
+			inputSchema: { steps: z.number().int().min(1).max(100), delayMs: z.number().int().min(0).max(10_000).optional() },
 		},
-		async ({ steps }, extra) => {
+		async ({ steps, delayMs }, extra) => {
 			const token = extra._meta?.progressToken;
 			for (let step = 1; step <= steps; step++) {
 				if (token !== undefined) {

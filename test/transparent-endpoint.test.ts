@@ -12,6 +12,7 @@ import {
 	rpc,
 	uniqueName,
 	upstreamLog,
+	upstreamUrl,
 } from "./helpers.ts";
 
 describe("transparent endpoint /mcp/:server", () => {
@@ -144,4 +145,26 @@ describe("transparent endpoint /mcp/:server", () => {
 		expect(reply.error?.data?.kind).toBe("misconfigured");
 		expect(reply.error?.message).toContain("${NOT_SET_ANYWHERE}");
 	});
+});
+
+describe("upstream deadline", () => {
+	for (const which of ["alpha", "beta"] as const) {
+		it(`a call that outlasts the server's timeout ends with an upstream_timeout error naming it (${which === "alpha" ? "SSE" : "JSON"} upstream)`, async () => {
+			const name = uniqueName("slow");
+			const headers = which === "alpha" ? { Authorization: "Bearer ${ALPHA_TOKEN}" } : {};
+			await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers, timeoutSeconds: 1 });
+			const { key } = await createKey();
+			const sessionId = await openSession(`/mcp/${name}`, key);
+			const response = await rpc(`/mcp/${name}`, key, sessionId, {
+				jsonrpc: "2.0",
+				id: 41,
+				method: "tools/call",
+				params: { name: "sleep", arguments: { ms: 2500 } },
+			});
+			const reply = await readReply(response);
+			expect(reply.id).toBe(41);
+			expect(reply.error?.data).toEqual({ kind: "upstream_timeout", server: name });
+			expect(reply.error?.message).toMatch(/did not answer within 1 s/);
+		});
+	}
 });

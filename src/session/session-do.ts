@@ -119,9 +119,14 @@ export class SessionDO extends DurableObject<Env> {
 		if (!binding) return notFound();
 		this.begin();
 		let streaming = false;
+		const connection = this.upstreamFor(binding.server);
+		const deadline = connection.startCallDeadline();
+		const done = () => {
+			deadline.clear();
+			this.finish();
+		};
 		try {
-			const connection = this.upstreamFor(binding.server);
-			const upstream = await connection.post(binding.upstream, input.message);
+			const upstream = await connection.post(binding.upstream, input.message, deadline);
 			if (input.kind !== "request") {
 				await upstream.body?.cancel();
 				if (upstream.ok) return new Response(null, { status: 202 });
@@ -132,14 +137,17 @@ export class SessionDO extends DurableObject<Env> {
 				throw connection.statusError(upstream.status, input.message.method);
 			}
 			streaming = true;
-			return passThrough(
-				upstream,
-				withCompletion(upstream.body, () => this.finish()),
-			);
+			const id = input.message.id;
+			const isSse = upstream.headers.get("content-type")?.includes("text/event-stream") === true;
+			// An SSE reply that breaks off (deadline passed, upstream gone) ends with a
+			// JSON-RPC error event for the call, so the client is not left waiting.
+			const tail = (error: unknown) =>
+				isSse ? sseErrorEvent(id, connection.midStreamError(error, deadline.signal.aborted)) : null;
+			return passThrough(upstream, withCompletion(upstream.body, done, tail));
 		} catch (error) {
 			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
 		} finally {
-			if (!streaming) this.finish();
+			if (!streaming) done();
 		}
 	}
 
@@ -273,6 +281,11 @@ function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Resp
 	if (type) headers.set("content-type", type);
 	if (type?.includes("text/event-stream")) headers.set("cache-control", "no-cache");
 	return new Response(body, { status: upstream.status, headers });
+}
+
+function sseErrorEvent(id: JSONRPCRequest["id"], error: GatewayError): Uint8Array {
+	const message = { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
+	return new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
 }
 
 function notFound(): Response {

@@ -2,8 +2,16 @@
  * Passes a body through unchanged, chunk by chunk (never buffered whole), and
  * calls `onDone` exactly once when it ends, fails or the reader cancels. The
  * SessionDO uses it to know when a streamed call is really over.
+ *
+ * When the body fails mid-way, `onError` may supply final bytes (an SSE event
+ * carrying a JSON-RPC error) so that the client learns what happened instead
+ * of seeing a cut connection.
  */
-export function withCompletion(body: ReadableStream<Uint8Array>, onDone: () => void): ReadableStream<Uint8Array> {
+export function withCompletion(
+	body: ReadableStream<Uint8Array>,
+	onDone: () => void,
+	onError?: (error: unknown) => Uint8Array | null,
+): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
 	let finished = false;
 	const finish = () => {
@@ -23,7 +31,13 @@ export function withCompletion(body: ReadableStream<Uint8Array>, onDone: () => v
 					controller.enqueue(chunk.value);
 				}
 			} catch (error) {
-				controller.error(error);
+				const tail = onError?.(error) ?? null;
+				if (tail) {
+					controller.enqueue(tail);
+					controller.close();
+				} else {
+					controller.error(error);
+				}
 				finish();
 			}
 		},

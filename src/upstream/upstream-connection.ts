@@ -6,6 +6,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { readSseEvents } from "../mcp/sse.ts";
+import { type Deadline, startDeadline } from "./deadline.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
 
 /** What the gateway holds of one upstream session. */
@@ -43,45 +44,71 @@ export class UpstreamConnection {
 	 */
 	async initialize(request: JSONRPCRequest): Promise<{ reply: JSONRPCMessage; session: UpstreamSession | null }> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
-		const response = await this.send("POST", { sessionId: null, protocolVersion }, request);
-		if (!response.ok) {
-			await response.body?.cancel();
-			throw this.statusError(response.status, "initialize");
+		const deadline = startDeadline(this.target.timeoutMs);
+		try {
+			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
+			if (!response.ok) {
+				await response.body?.cancel();
+				throw this.statusError(response.status, "initialize");
+			}
+			const reply = await this.readReply(response, request.id);
+			if (!("result" in reply)) return { reply, session: null };
+			const negotiated = (reply.result as { protocolVersion?: unknown }).protocolVersion;
+			const session: UpstreamSession = {
+				sessionId: response.headers.get("mcp-session-id"),
+				protocolVersion: typeof negotiated === "string" ? negotiated : protocolVersion,
+			};
+			const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" }, deadline);
+			await ack.body?.cancel();
+			if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
+			return { reply, session };
+		} finally {
+			deadline.clear();
 		}
-		const reply = await this.readReply(response, request.id);
-		if (!("result" in reply)) return { reply, session: null };
-		const negotiated = (reply.result as { protocolVersion?: unknown }).protocolVersion;
-		const session: UpstreamSession = {
-			sessionId: response.headers.get("mcp-session-id"),
-			protocolVersion: typeof negotiated === "string" ? negotiated : protocolVersion,
-		};
-		const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" });
-		await ack.body?.cancel();
-		if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
-		return { reply, session };
 	}
 
-	/** Sends one message in the session and returns the upstream's response as it streams. */
-	post(session: UpstreamSession, message: JSONRPCMessage, signal?: AbortSignal): Promise<Response> {
-		return this.send("POST", session, message, undefined, signal);
+	/**
+	 * Sends one message in the session and returns the upstream's response as
+	 * it streams. The caller owns `deadline` and clears it when the response
+	 * has been read to the end.
+	 */
+	post(session: UpstreamSession, message: JSONRPCMessage, deadline: Deadline): Promise<Response> {
+		return this.send("POST", session, message, deadline);
 	}
 
-	/** Opens the upstream's GET stream for server-initiated messages. */
-	openStream(session: UpstreamSession, lastEventId: string | null, signal?: AbortSignal): Promise<Response> {
-		return this.send("GET", session, undefined, lastEventId ?? undefined, signal);
+	/** Starts the deadline a call to this server runs under. */
+	startCallDeadline(): Deadline {
+		return startDeadline(this.target.timeoutMs);
+	}
+
+	/**
+	 * Opens the upstream's GET stream for server-initiated messages. The
+	 * timeout covers only the wait for the response headers: the stream itself
+	 * may stay open as long as both sides want.
+	 */
+	async openStream(session: UpstreamSession, lastEventId: string | null): Promise<Response> {
+		const deadline = startDeadline(this.target.timeoutMs);
+		try {
+			return await this.send("GET", session, undefined, deadline, lastEventId ?? undefined);
+		} finally {
+			deadline.clear();
+		}
 	}
 
 	/** Ends the upstream session with DELETE; 404 and 405 count as done. Never throws. */
 	async close(session: UpstreamSession): Promise<void> {
 		if (session.sessionId === null) return;
+		const deadline = startDeadline(CLOSE_TIMEOUT_MS);
 		try {
-			const response = await this.send("DELETE", session, undefined, undefined, AbortSignal.timeout(CLOSE_TIMEOUT_MS));
+			const response = await this.send("DELETE", session, undefined, deadline);
 			await response.body?.cancel();
 			if (!response.ok && response.status !== 404 && response.status !== 405) {
 				console.warn(`upstream ${this.target.name}: DELETE of its session answered HTTP ${response.status}`);
 			}
 		} catch (error) {
 			console.warn(`upstream ${this.target.name}: DELETE of its session failed: ${describe(error)}`);
+		} finally {
+			deadline.clear();
 		}
 	}
 
@@ -117,9 +144,9 @@ export class UpstreamConnection {
 	private async send(
 		method: "POST" | "GET" | "DELETE",
 		session: UpstreamSession,
-		message?: JSONRPCMessage,
+		message: JSONRPCMessage | undefined,
+		deadline: Deadline,
 		lastEventId?: string,
-		signal?: AbortSignal,
 	): Promise<Response> {
 		const headers = new Headers(this.target.headers);
 		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
@@ -132,22 +159,34 @@ export class UpstreamConnection {
 				method,
 				headers,
 				body: message ? JSON.stringify(message) : undefined,
-				signal: signal ?? AbortSignal.timeout(this.target.timeoutMs),
+				signal: deadline.signal,
 			});
 		} catch (error) {
-			if (error instanceof DOMException && error.name === "TimeoutError") {
-				throw new GatewayError(
-					"upstream_timeout",
-					`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
-					{ server: this.target.name, cause: error },
-				);
-			}
+			if (deadline.signal.aborted) throw this.timeoutError(error);
 			throw new GatewayError(
 				"upstream_unavailable",
 				`Upstream server '${this.target.name}' is unreachable at ${displayUrl(this.target.url)}: ${describe(error)}.`,
 				{ server: this.target.name, cause: error },
 			);
 		}
+	}
+
+	/** What to tell the client when a streamed reply broke off. */
+	midStreamError(error: unknown, timedOut: boolean): GatewayError {
+		if (timedOut) return this.timeoutError(error);
+		return new GatewayError(
+			"upstream_unavailable",
+			`Upstream server '${this.target.name}' closed the connection before it answered: ${describe(error)}.`,
+			{ server: this.target.name, cause: error },
+		);
+	}
+
+	private timeoutError(cause: unknown): GatewayError {
+		return new GatewayError(
+			"upstream_timeout",
+			`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
+			{ server: this.target.name, cause },
+		);
 	}
 
 	/** An error for an upstream HTTP status outside a JSON-RPC exchange. */
@@ -178,6 +217,7 @@ function parseMessage(text: string): JSONRPCMessage | null {
 	}
 }
 
+/** An error's message as a clause: no trailing period, so it can sit inside a sentence. */
 function describe(error: unknown): string {
-	return error instanceof Error ? error.message : String(error);
+	return (error instanceof Error ? error.message : String(error)).replace(/\.+$/, "");
 }

@@ -1,0 +1,16 @@
+/**
+ * An abort signal that fires after `ms`, with a way to disarm it. Unlike
+ * `AbortSignal.timeout`, a disarmed deadline leaves no timer behind, so a
+ * finished call does not keep its Durable Object busy until the timeout.
+ */
+export interface Deadline {
+	signal: AbortSignal;
+	/** Disarms the timer; safe to call more than once. */
+	clear(): void;
+}
+
+export function startDeadline(ms: number): Deadline {
+	const controller = new AbortController();
+	const timer = setTimeout(() => controller.abort(new DOMException("upstream deadline passed", "TimeoutError")), ms);
+	return { signal: controller.signal, clear: () => clearTimeout(timer) };
+}
