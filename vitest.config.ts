@@ -13,6 +13,7 @@ export default defineConfig({
 					// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 					UPSTREAM_TIMEOUT_SECONDS: "10",
 					KEY_CACHE_TTL_SECONDS: "0",
+					ALLOWED_ORIGINS: "https://app.example",
 				},
 			},
 		}),

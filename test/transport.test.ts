@@ -125,6 +125,34 @@ describe("streamable HTTP transport checks", () => {
 		expect(own.status).toBe(200);
 	});
 
+	it("an origin listed in ALLOWED_ORIGINS passes and gets CORS headers, including a preflight", async () => {
+		const { path, key, sessionId } = await setup();
+		const preflight = await gatewayFetch(path, {
+			method: "OPTIONS",
+			headers: {
+				origin: "https://app.example",
+				"access-control-request-method": "POST",
+				"access-control-request-headers": "authorization, content-type, mcp-session-id",
+			},
+		});
+		expect(preflight.status).toBe(204);
+		expect(preflight.headers.get("access-control-allow-origin")).toBe("https://app.example");
+		const response = await rpc(
+			path,
+			key,
+			sessionId,
+			{ jsonrpc: "2.0", id: 1, method: "ping" },
+			{ origin: "https://app.example" },
+		);
+		expect(response.status).toBe(200);
+		expect(response.headers.get("access-control-expose-headers")).toContain("Mcp-Session-Id");
+		const foreign = await gatewayFetch(path, {
+			method: "OPTIONS",
+			headers: { origin: "https://evil.example", "access-control-request-method": "POST" },
+		});
+		expect(foreign.headers.get("access-control-allow-origin")).toBeNull();
+	});
+
 	it("GET without a session ID gets 400", async () => {
 		const { path, key } = await setup();
 		const response = await gatewayFetch(path, {

@@ -1,4 +1,6 @@
 import { Hono } from "hono";
+import { cors } from "hono/cors";
+import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
@@ -9,6 +11,29 @@ export function createApp(): Hono<{ Bindings: Env }> {
 	const app = new Hono<{ Bindings: Env }>();
 
 	app.get("/healthz", (c) => c.json({ ok: true }));
+	// Browser clients on an allowed origin (ALLOWED_ORIGINS) need CORS, including
+	// the preflight and a readable Mcp-Session-Id. Other origins get no CORS
+	// headers, and their requests are refused with 403 by the Origin check.
+	app.use(
+		"/mcp/*",
+		cors({
+			origin: (origin, c) => {
+				const allowed = settingsFrom(c.env).allowedOrigins;
+				return allowed.includes("*") || allowed.includes(origin) ? origin : null;
+			},
+			allowMethods: ["GET", "POST", "DELETE"],
+			allowHeaders: [
+				"Authorization",
+				"Content-Type",
+				"Accept",
+				"Mcp-Session-Id",
+				"Mcp-Protocol-Version",
+				"Last-Event-ID",
+			],
+			exposeHeaders: ["Mcp-Session-Id", "WWW-Authenticate"],
+			maxAge: 600,
+		}),
+	);
 	app.route("/admin", createAdminRoutes());
 	app.all("/mcp/:server", handleServerEndpoint);
 
