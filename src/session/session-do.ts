@@ -171,7 +171,13 @@ export class SessionDO extends DurableObject<Env> {
 			streaming = true;
 			return passThrough(
 				upstream,
-				withCompletion(upstream.body, () => this.finish()),
+				withCompletion(
+					upstream.body,
+					() => this.finish(),
+					// The upstream dropping its event stream is an ordinary end for the client,
+					// which reconnects with Last-Event-ID: close cleanly instead of failing.
+					() => new Uint8Array(0),
+				),
 			);
 		} catch (error) {
 			return renderHttpFailure(error);
