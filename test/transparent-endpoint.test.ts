@@ -81,6 +81,15 @@ describe("transparent endpoint /mcp/:server", () => {
 		await client.close();
 	});
 
+	it("the upstream sees exactly one initialize and one notifications/initialized per session", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const before = await upstreamLog("beta");
+		await openSession(`/mcp/${server}`, key);
+		const added = (await upstreamLog("beta")).slice(before.length).map((entry) => entry.body?.method);
+		expect(added).toEqual(["initialize", "notifications/initialized"]);
+	});
+
 	it("keeps the upstream session id inside the gateway", async () => {
 		const server = await registerServer("alpha");
 		const { key } = await createKey();

@@ -1,5 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import type { InitializeRequest, JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type {
+	InitializeRequest,
+	JSONRPCMessage,
+	JSONRPCNotification,
+	JSONRPCRequest,
+} from "@modelcontextprotocol/sdk/types.js";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -27,7 +32,8 @@ export interface OpenSessionResult {
 /** Client messages forwarded into a live session. */
 export type SessionMessage =
 	| { kind: "request"; message: JSONRPCRequest }
-	| { kind: "notification" | "response"; message: JSONRPCMessage };
+	| { kind: "notification"; message: JSONRPCNotification }
+	| { kind: "response"; message: JSONRPCMessage };
 
 const SESSION_NOT_FOUND =
 	"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.";
@@ -117,6 +123,10 @@ export class SessionDO extends DurableObject<Env> {
 	async post(scope: SessionScope, input: SessionMessage): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
+		// The gateway already completed the upstream handshake when the session opened.
+		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
+			return new Response(null, { status: 202 });
+		}
 		this.begin();
 		let streaming = false;
 		const connection = this.upstreamFor(binding.server);
