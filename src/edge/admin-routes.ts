@@ -10,6 +10,8 @@ import {
 	ServerInputSchema,
 	ServerNameSchema,
 	type ServerRecord,
+	VirtualServerInputSchema,
+	type VirtualServerRecord,
 } from "../registry/schemas.ts";
 import { registryStub } from "./registry-stub.ts";
 
@@ -25,6 +27,18 @@ function maskServer(server: ServerRecord) {
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of a virtual server: all of it, with times as ISO strings. */
+function showVirtualServer(virtualServer: VirtualServerRecord) {
+	return {
+		name: virtualServer.name,
+		servers: virtualServer.servers,
+		userPaths: virtualServer.userPaths,
+		generation: virtualServer.generation,
+		createdAt: new Date(virtualServer.createdAt).toISOString(),
+		updatedAt: new Date(virtualServer.updatedAt).toISOString(),
 	};
 }
 
@@ -44,10 +58,11 @@ async function parseJsonBody<T extends z.ZodType>(c: Context<AdminEnv>, schema: 
 	return parsed.data;
 }
 
-function parseServerName(c: Context<AdminEnv>): string {
+/** The `:name` parameter; `what` names its kind in the error ("server", "virtual server"). */
+function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	const parsed = ServerNameSchema.safeParse(c.req.param("name"));
 	if (!parsed.success)
-		throw new GatewayError("bad_request", `Bad Request: server name ${parsed.error.issues[0]?.message}.`);
+		throw new GatewayError("bad_request", `Bad Request: ${what} name ${parsed.error.issues[0]?.message}.`);
 	return parsed.data;
 }
 
@@ -90,14 +105,44 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 	admin.put("/servers/:name", async (c) => {
 		const name = parseServerName(c);
 		const input = await parseJsonBody(c, ServerInputSchema);
-		const { server, created } = await registryStub(c.env).putServer(name, input);
-		return c.json(maskServer(server), created ? 201 : 200);
+		const result = await registryStub(c.env).putServer(name, input);
+		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
+		return c.json(maskServer(result.server), result.created ? 201 : 200);
 	});
 
 	admin.delete("/servers/:name", async (c) => {
 		const name = parseServerName(c);
 		if (!(await registryStub(c.env).deleteServer(name))) {
 			throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		}
+		return c.body(null, 204);
+	});
+
+	admin.get("/virtual-servers", async (c) => {
+		const virtualServers = await registryStub(c.env).listVirtualServers();
+		return c.json({ virtualServers: virtualServers.map(showVirtualServer) });
+	});
+
+	admin.get("/virtual-servers/:name", async (c) => {
+		const name = parseServerName(c, "virtual server");
+		const virtualServer = await registryStub(c.env).getVirtualServer(name);
+		if (!virtualServer) throw new GatewayError("not_found", `Not Found: no virtual server named '${name}'.`);
+		return c.json(showVirtualServer(virtualServer));
+	});
+
+	admin.put("/virtual-servers/:name", async (c) => {
+		const name = parseServerName(c, "virtual server");
+		const input = await parseJsonBody(c, VirtualServerInputSchema);
+		const result = await registryStub(c.env).putVirtualServer(name, input);
+		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		return c.json(showVirtualServer(result.virtualServer), result.created ? 201 : 200);
+	});
+
+	admin.delete("/virtual-servers/:name", async (c) => {
+		const name = parseServerName(c, "virtual server");
+		if (!(await registryStub(c.env).deleteVirtualServer(name))) {
+			throw new GatewayError("not_found", `Not Found: no virtual server named '${name}'.`);
 		}
 		return c.body(null, 204);
 	});

@@ -4,7 +4,7 @@ import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
-import { handleServerEndpoint } from "./mcp-routes.ts";
+import { handleMcpEndpoint } from "./mcp-routes.ts";
 
 /** The stateless edge: authenticates, checks and routes; never holds session state. */
 export function createApp(): Hono<{ Bindings: Env }> {
@@ -35,7 +35,8 @@ export function createApp(): Hono<{ Bindings: Env }> {
 		}),
 	);
 	app.route("/admin", createAdminRoutes());
-	app.all("/mcp/:server", handleServerEndpoint);
+	app.all("/mcp", handleMcpEndpoint);
+	app.all("/mcp/:name", handleMcpEndpoint);
 
 	app.notFound((c) => {
 		const error = new GatewayError(

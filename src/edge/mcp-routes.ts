@@ -2,10 +2,11 @@ import type { Context } from "hono";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { parseClientMessage } from "../mcp/jsonrpc.ts";
-import { keyMayUseServer } from "../registry/access.ts";
-import { SERVER_NAME } from "../registry/schemas.ts";
-import type { SessionScope } from "../session/binding.ts";
+import { type ClientMessage, parseClientMessage } from "../mcp/jsonrpc.ts";
+import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
+import { type ApiKeyRecord, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
+import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
+import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
 import { registryStub } from "./registry-stub.ts";
 import { mintSessionId } from "./session-id.ts";
@@ -22,12 +23,20 @@ type AppContext = Context<{ Bindings: Env }>;
 
 const ALLOWED_METHODS = "GET, POST, DELETE";
 
+/** An endpoint as the session will be bound to it. */
+interface EndpointPlan {
+	mode: OpenSessionInput["mode"];
+	endpointCheck: EndpointCheck;
+	members: Member[];
+}
+
 /**
- * `POST|GET|DELETE /mcp/:server`: one upstream, transparent. Every check that
- * can fail without touching a session runs first, in this order: method,
- * Origin, API key, protocol version, endpoint, then the method's own checks.
+ * `POST|GET|DELETE /mcp` and `/mcp/:name`. Every check that can fail without
+ * touching a session runs first, in this order: method, Origin, API key,
+ * protocol version, then the method's own checks. The endpoint itself is
+ * resolved only at initialize; later requests are bound to it by the session.
  */
-export async function handleServerEndpoint(c: AppContext): Promise<Response> {
+export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const request = c.req.raw;
 	const env = c.env;
 	const settings = settingsFrom(env);
@@ -41,26 +50,23 @@ export async function handleServerEndpoint(c: AppContext): Promise<Response> {
 	const key = await authenticate(request, env);
 	checkProtocolVersion(request);
 
-	const serverName = c.req.param("server") ?? "";
-	if (!SERVER_NAME.test(serverName) || !keyMayUseServer(key, serverName)) throw unknownEndpoint(serverName);
-	const scope: SessionScope = { keyId: key.id, userPath: key.userPath, endpoint: `/mcp/${serverName}` };
+	const name = c.req.param("name");
+	if (name !== undefined && !SERVER_NAME.test(name)) throw unknownEndpoint(name);
+	const scope: SessionScope = { keyId: key.id, userPath: key.userPath, endpoint: name ? `/mcp/${name}` : "/mcp" };
 	const sessionId = request.headers.get("mcp-session-id");
 
 	if (method === "GET") {
 		checkGetHeaders(request);
-		const stub = await verifiedSessionStub(env, settings, sessionId);
-		return stub.stream(scope, request.headers.get("last-event-id"));
+		return (await verifiedSessionStub(env, settings, sessionId)).stream(scope, request.headers.get("last-event-id"));
 	}
 	if (method === "DELETE") {
-		const stub = await verifiedSessionStub(env, settings, sessionId);
-		return stub.end(scope);
+		return (await verifiedSessionStub(env, settings, sessionId)).end(scope);
 	}
 
 	checkPostHeaders(request);
 	const message = parseClientMessage(await readBodyWithin(request, settings.maxBodyBytes));
 	if (message.kind !== "initialize") {
-		const stub = await verifiedSessionStub(env, settings, sessionId);
-		return stub.post(scope, message);
+		return (await verifiedSessionStub(env, settings, sessionId)).post(scope, message);
 	}
 	if (sessionId !== null) {
 		throw new GatewayError(
@@ -68,26 +74,70 @@ export async function handleServerEndpoint(c: AppContext): Promise<Response> {
 			"Bad Request: initialize opens a new session and must not carry an Mcp-Session-Id header.",
 		);
 	}
-	const server = await registryStub(env).getServer(serverName);
-	if (!server) throw unknownEndpoint(serverName);
-	const secret = requireSessionSecret(settings);
-	const newSessionId = await mintSessionId(secret);
+	const plan = name ? await planNamedEndpoint(env, key, name) : await planAggregate(env, key, request);
+	return openSession(env, settings.sessionSecret, scope, message, plan);
+}
+
+async function openSession(
+	env: Env,
+	secret: string | undefined,
+	scope: SessionScope,
+	message: Extract<ClientMessage, { kind: "initialize" }>,
+	plan: EndpointPlan,
+): Promise<Response> {
+	const newSessionId = await mintSessionId(requireSessionSecret({ sessionSecret: secret }));
 	const stub = await sessionStub(env, newSessionId);
-	const { opened, reply } = await stub.open({
-		scope,
-		request: message.message,
-		clientCapabilities: message.params.capabilities,
-		server: {
-			name: server.name,
-			url: server.url,
-			headers: server.headers,
-			timeoutSeconds: server.timeoutSeconds,
-			generation: server.generation,
-		},
-	});
+	const { opened, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
 	return Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} });
 }
 
+/** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
+async function planNamedEndpoint(env: Env, key: ApiKeyRecord, name: string): Promise<EndpointPlan> {
+	const endpoint = await registryStub(env).resolveEndpoint(name);
+	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
+		return {
+			mode: "transparent",
+			endpointCheck: { kind: "server", name, generation: endpoint.server.generation },
+			members: [toMember(endpoint.server)],
+		};
+	}
+	if (endpoint?.kind === "virtual" && keyMayUseVirtualServer(key, endpoint.virtualServer)) {
+		return {
+			mode: "aggregate",
+			endpointCheck: { kind: "virtual", name, generation: endpoint.virtualServer.generation },
+			members: endpoint.members.map(toMember),
+		};
+	}
+	// Absent and forbidden look the same, so an endpoint's existence is not revealed.
+	throw unknownEndpoint(name);
+}
+
+/**
+ * `/mcp`: every server the key may use, narrowed at initialize by
+ * `X-MCP-Servers: a,b` (unknown names ignored; empty means all). The set is
+ * fixed for the life of the session.
+ */
+async function planAggregate(env: Env, key: ApiKeyRecord, request: Request): Promise<EndpointPlan> {
+	const wanted = (request.headers.get("x-mcp-servers") ?? "")
+		.split(",")
+		.map((part) => part.trim())
+		.filter((part) => part !== "");
+	const servers = (await registryStub(env).listServers()).filter(
+		(server) => keyMayUseServer(key, server.name) && (wanted.length === 0 || wanted.includes(server.name)),
+	);
+	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(toMember) };
+}
+
+function toMember(server: ServerRecord): Member {
+	return {
+		name: server.name,
+		url: server.url,
+		headers: server.headers,
+		timeoutSeconds: server.timeoutSeconds,
+		generation: server.generation,
+	};
+}
+
 function unknownEndpoint(name: string): GatewayError {
-	return new GatewayError("not_found", `Not Found: there is no MCP server '${name}' for this API key.`);
+	return new GatewayError("not_found", `Not Found: there is no MCP endpoint '${name}' for this API key.`);
 }

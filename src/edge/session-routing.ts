@@ -10,7 +10,7 @@ export async function sessionStub(env: Env, sessionId: string): Promise<DurableO
 }
 
 /** The gateway's session secret, or a clear configuration error. */
-export function requireSessionSecret(settings: Settings): string {
+export function requireSessionSecret(settings: Pick<Settings, "sessionSecret">): string {
 	if (!settings.sessionSecret) {
 		throw new GatewayError(
 			"misconfigured",

@@ -19,6 +19,10 @@ export const ERROR_KINDS = {
 	conflict: { status: 409, code: ErrorCode.InvalidRequest },
 	payload_too_large: { status: 413, code: ErrorCode.InvalidRequest },
 	unsupported_media_type: { status: 415, code: ErrorCode.InvalidRequest },
+	method_not_found: { status: 404, code: ErrorCode.MethodNotFound },
+	invalid_params: { status: 400, code: ErrorCode.InvalidParams },
+	// MCP's code for an unknown resource URI.
+	resource_not_found: { status: 404, code: -32002 },
 	misconfigured: { status: 500, code: ErrorCode.InternalError },
 	internal: { status: 500, code: ErrorCode.InternalError },
 	// Upstream failures. Inside a JSON-RPC exchange they travel as a JSON-RPC
@@ -37,6 +41,8 @@ export interface GatewayErrorOptions {
 	/** Overrides the kind's default HTTP status. */
 	status?: number;
 	headers?: Record<string, string>;
+	/** For `upstream_error` from a JSON-RPC error reply: the upstream's error code. */
+	upstreamCode?: number;
 	cause?: unknown;
 }
 
@@ -52,6 +58,7 @@ export class GatewayError extends Error {
 	readonly server: string | undefined;
 	readonly status: number;
 	readonly headers: Record<string, string>;
+	readonly upstreamCode: number | undefined;
 
 	constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
 		super(message, { cause: options.cause });
@@ -60,6 +67,7 @@ export class GatewayError extends Error {
 		this.server = options.server;
 		this.status = options.status ?? ERROR_KINDS[kind].status;
 		this.headers = options.headers ?? {};
+		this.upstreamCode = options.upstreamCode;
 	}
 
 	/** The JSON-RPC error object: `{ code, message, data: { kind, server? } }`. */

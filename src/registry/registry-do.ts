@@ -1,7 +1,18 @@
 import { DurableObject } from "cloudflare:workers";
 import { randomToken, sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
-import type { ApiKeyRecord, KeyInput, ServerInput, ServerRecord } from "./schemas.ts";
+import { keyMayUseServer, userPathAllowed } from "./access.ts";
+import type {
+	ApiKeyRecord,
+	KeyInput,
+	ResolvedEndpoint,
+	ServerInput,
+	ServerRecord,
+	SessionCheckInput,
+	SessionCheckResult,
+	VirtualServerInput,
+	VirtualServerRecord,
+} from "./schemas.ts";
 
 /** The registry is one Durable Object instance under this name. */
 export const REGISTRY_NAME = "registry";
@@ -14,6 +25,15 @@ interface ServerRow extends Record<string, SqlStorageValue> {
 	url: string;
 	headers: string;
 	timeout_seconds: number | null;
+	generation: string;
+	created_at: number;
+	updated_at: number;
+}
+
+interface VirtualServerRow extends Record<string, SqlStorageValue> {
+	name: string;
+	servers: string;
+	user_paths: string | null;
 	generation: string;
 	created_at: number;
 	updated_at: number;
@@ -57,11 +77,26 @@ export class RegistryDO extends DurableObject<Env> {
 				servers TEXT,
 				created_at INTEGER NOT NULL
 			);
+			CREATE TABLE IF NOT EXISTS virtual_servers (
+				name TEXT PRIMARY KEY,
+				servers TEXT NOT NULL, -- JSON array of member server names, in order
+				user_paths TEXT, -- JSON array of allowed user paths; NULL means all
+				generation TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			);
 		`);
 	}
 
-	/** Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one. */
-	putServer(name: string, input: ServerInput): { server: ServerRecord; created: boolean } {
+	/**
+	 * Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one.
+	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. The method
+	 * never awaits, so no other call can run between the check and the write.
+	 */
+	putServer(name: string, input: ServerInput): { server: ServerRecord; created: boolean } | { conflict: string } {
+		if (this.getVirtualServerRow(name)) {
+			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
+		}
 		const now = Date.now();
 		const existing = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
 		const generation = existing?.generation ?? randomToken(12);
@@ -95,6 +130,126 @@ export class RegistryDO extends DurableObject<Env> {
 
 	deleteServer(name: string): boolean {
 		return this.sql.exec("DELETE FROM servers WHERE name = ?", name).rowsWritten > 0;
+	}
+
+	/**
+	 * Creates or replaces a virtual server. A replacement keeps its generation, so live sessions
+	 * survive an edit of the member list; a new name gets a fresh one. Every member must be an
+	 * existing server: a typo would otherwise create an endpoint that silently lacks tools.
+	 * The method never awaits, so the checks and the write are atomic.
+	 */
+	putVirtualServer(
+		name: string,
+		input: VirtualServerInput,
+	): { virtualServer: VirtualServerRecord; created: boolean } | { conflict: string } | { invalid: string } {
+		if (this.getServerRow(name)) {
+			return { conflict: `'${name}' is already the name of a server; servers and virtual servers share names` };
+		}
+		const known = new Set(this.existingServers(input.servers).map((server) => server.name));
+		const unknown = input.servers.filter((server) => !known.has(server));
+		if (unknown.length > 0) {
+			const virtual = unknown.filter((member) => this.getVirtualServerRow(member) !== null);
+			const missing = unknown.filter((member) => !virtual.includes(member));
+			const problems: string[] = [];
+			if (missing.length > 0) problems.push(`no server named ${quoteList(missing)}`);
+			if (virtual.length > 0) problems.push(`members must be servers, not virtual servers: ${quoteList(virtual)}`);
+			return { invalid: `servers: ${problems.join("; ")}` };
+		}
+		const now = Date.now();
+		const existing = this.getVirtualServerRow(name);
+		this.sql.exec(
+			`INSERT INTO virtual_servers (name, servers, user_paths, generation, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT(name) DO UPDATE SET servers = excluded.servers, user_paths = excluded.user_paths,
+			   updated_at = excluded.updated_at`,
+			name,
+			JSON.stringify(input.servers),
+			input.userPaths ? JSON.stringify(input.userPaths) : null,
+			existing?.generation ?? randomToken(12),
+			existing?.createdAt ?? now,
+			now,
+		);
+		const virtualServer = this.getVirtualServerRow(name);
+		if (!virtualServer) throw new Error(`virtual server ${name} vanished right after it was written`);
+		return { virtualServer, created: existing === null };
+	}
+
+	getVirtualServer(name: string): VirtualServerRecord | null {
+		this.reads++;
+		return this.getVirtualServerRow(name);
+	}
+
+	listVirtualServers(): VirtualServerRecord[] {
+		this.reads++;
+		return this.sql
+			.exec<VirtualServerRow>("SELECT * FROM virtual_servers ORDER BY name")
+			.toArray()
+			.map(toVirtualServerRecord);
+	}
+
+	deleteVirtualServer(name: string): boolean {
+		return this.sql.exec("DELETE FROM virtual_servers WHERE name = ?", name).rowsWritten > 0;
+	}
+
+	/** What `/mcp/:name` refers to, with a virtual server's existing members, in one read. */
+	resolveEndpoint(name: string): ResolvedEndpoint | null {
+		this.reads++;
+		const server = this.getServerRow(name);
+		if (server) return { kind: "server", server };
+		const virtualServer = this.getVirtualServerRow(name);
+		if (!virtualServer) return null;
+		return { kind: "virtual", virtualServer, members: this.existingServers(virtualServer.servers) };
+	}
+
+	/**
+	 * Whether a live session may go on, in one read: its key still exists with the same user
+	 * path, and its endpoint is the same incarnation (generation) and still open to the key.
+	 */
+	checkSession(input: SessionCheckInput): SessionCheckResult {
+		this.reads++;
+		const row = this.sql
+			.exec<KeyRow>("SELECT id, name, user_path, servers, created_at FROM api_keys WHERE id = ?", input.keyId)
+			.toArray()[0];
+		if (!row) return { ok: false, reason: "the API key was revoked" };
+		const key = toKeyRecord(row);
+		if (key.userPath !== input.userPath) {
+			return { ok: false, reason: "the API key's user path no longer matches the session's" };
+		}
+		const endpoint = input.endpoint;
+		switch (endpoint.kind) {
+			case "aggregate":
+				return { ok: true };
+			case "server": {
+				const server = this.getServerRow(endpoint.name);
+				if (!server || server.generation !== endpoint.generation) {
+					return { ok: false, reason: `server '${endpoint.name}' was deleted or recreated` };
+				}
+				if (!keyMayUseServer(key, endpoint.name)) {
+					return { ok: false, reason: `the API key may not use server '${endpoint.name}'` };
+				}
+				return { ok: true };
+			}
+			case "virtual": {
+				const virtualServer = this.getVirtualServerRow(endpoint.name);
+				if (!virtualServer || virtualServer.generation !== endpoint.generation) {
+					return { ok: false, reason: `virtual server '${endpoint.name}' was deleted or recreated` };
+				}
+				if (!userPathAllowed(key.userPath, virtualServer.userPaths)) {
+					return {
+						ok: false,
+						reason: `user path '${key.userPath}' may not use virtual server '${endpoint.name}'`,
+					};
+				}
+				const denied = virtualServer.servers.filter((server) => !keyMayUseServer(key, server));
+				if (denied.length > 0) {
+					return {
+						ok: false,
+						reason: `the API key may not use ${quoteList(denied)}, members of virtual server '${endpoint.name}'`,
+					};
+				}
+				return { ok: true };
+			}
+		}
 	}
 
 	/** Creates a key and returns its secret, which is never stored or shown again. */
@@ -145,6 +300,26 @@ export class RegistryDO extends DurableObject<Env> {
 		const row = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
 		return row ? toServerRecord(row) : null;
 	}
+
+	private getVirtualServerRow(name: string): VirtualServerRecord | null {
+		const row = this.sql.exec<VirtualServerRow>("SELECT * FROM virtual_servers WHERE name = ?", name).toArray()[0];
+		return row ? toVirtualServerRecord(row) : null;
+	}
+
+	/** The named servers that exist, in the order of `names`, in one query. */
+	private existingServers(names: string[]): ServerRecord[] {
+		const byName = new Map(
+			this.sql
+				.exec<ServerRow>("SELECT * FROM servers WHERE name IN (SELECT value FROM json_each(?))", JSON.stringify(names))
+				.toArray()
+				.map((row) => [row.name, toServerRecord(row)] as const),
+		);
+		return names.flatMap((name) => byName.get(name) ?? []);
+	}
+}
+
+function quoteList(names: string[]): string {
+	return names.map((name) => `'${name}'`).join(", ");
 }
 
 function toServerRecord(row: ServerRow): ServerRecord {
@@ -153,6 +328,17 @@ function toServerRecord(row: ServerRow): ServerRecord {
 		url: row.url,
 		headers: JSON.parse(row.headers) as Record<string, string>,
 		timeoutSeconds: row.timeout_seconds,
+		generation: row.generation,
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
+	};
+}
+
+function toVirtualServerRecord(row: VirtualServerRow): VirtualServerRecord {
+	return {
+		name: row.name,
+		servers: JSON.parse(row.servers) as string[],
+		userPaths: row.user_paths === null ? null : (JSON.parse(row.user_paths) as string[]),
 		generation: row.generation,
 		createdAt: row.created_at,
 		updatedAt: row.updated_at,

@@ -1,6 +1,9 @@
 import { z } from "zod";
 
-/** Server (and later virtual server) names: short, lowercase, and free of `__`-ambiguity. */
+/**
+ * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
+ * Both kinds share one namespace, since both are addressed as `/mcp/:name`.
+ */
 export const SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,31}$/;
 export const ServerNameSchema = z
 	.string()
@@ -43,6 +46,19 @@ export const KeyInputSchema = z.strictObject({
 });
 export type KeyInput = z.output<typeof KeyInputSchema>;
 
+/** Drops repeated entries, keeping the first occurrence, so order stays meaningful. */
+function dedupe(values: string[]): string[] {
+	return [...new Set(values)];
+}
+
+export const VirtualServerInputSchema = z.strictObject({
+	/** Member servers, in the order their tools are listed. */
+	servers: z.array(ServerNameSchema).min(1).max(64).transform(dedupe),
+	/** User paths allowed to use the virtual server (each with everything under it); absent means all. */
+	userPaths: z.array(UserPathSchema).min(1).optional(),
+});
+export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
+
 /** An upstream server as the registry holds it. Header values may contain `${NAME}` references. */
 export interface ServerRecord {
 	name: string;
@@ -64,6 +80,41 @@ export interface ApiKeyRecord {
 	servers: string[] | null;
 	createdAt: number;
 }
+
+/** A virtual server: one endpoint in front of several servers. */
+export interface VirtualServerRecord {
+	name: string;
+	/** Member server names, deduplicated, in their listed order. Members may since have been deleted. */
+	servers: string[];
+	/** User paths allowed to use it (each with everything under it); null means all. */
+	userPaths: string[] | null;
+	/** Random id of this incarnation: deleted and created again, it gets a new one. */
+	generation: string;
+	createdAt: number;
+	updatedAt: number;
+}
+
+/**
+ * What an `/mcp/:name` endpoint name refers to right now. For a virtual server,
+ * `members` are the member servers that exist, in its listed order: a member
+ * deleted since is left out rather than failing the whole endpoint.
+ */
+export type ResolvedEndpoint =
+	| { kind: "server"; server: ServerRecord }
+	| { kind: "virtual"; virtualServer: VirtualServerRecord; members: ServerRecord[] };
+
+/** What a SessionDO knows of its session, to ask the registry whether it may go on. */
+export interface SessionCheckInput {
+	keyId: string;
+	userPath: string;
+	endpoint:
+		| { kind: "server"; name: string; generation: string }
+		| { kind: "virtual"; name: string; generation: string }
+		| { kind: "aggregate" };
+}
+
+/** `reason` is a short sentence for logs and the client's error message. */
+export type SessionCheckResult = { ok: true } | { ok: false; reason: string };
 
 /** Words for a zod failure, for a 400 body: "url: must be an http(s) URL". */
 export function describeIssues(error: z.ZodError): string {

@@ -8,13 +8,25 @@ export interface SessionScope {
 	endpoint: string;
 }
 
-const UpstreamServerSchema = z.object({
+/** A member server as the session knows it: a snapshot of the registry row taken at open. */
+export const MemberSchema = z.object({
 	name: z.string(),
 	url: z.string(),
 	headers: z.record(z.string(), z.string()),
 	timeoutSeconds: z.number().nullable(),
 	generation: z.string(),
 });
+export type Member = z.infer<typeof MemberSchema>;
+
+export const UpstreamSessionSchema = z.object({ sessionId: z.string().nullable(), protocolVersion: z.string() });
+
+/** What the registry must still confirm for the session to go on (see RegistryDO.checkSession). */
+export const EndpointCheckSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("virtual"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("aggregate") }),
+]);
+export type EndpointCheck = z.infer<typeof EndpointCheckSchema>;
 
 /**
  * What a SessionDO stores: the binding of the session, keyed (by the DO's own
@@ -24,13 +36,20 @@ export const SessionBindingSchema = z.object({
 	keyId: z.string(),
 	userPath: z.string(),
 	endpoint: z.string(),
+	/** transparent: one upstream, nothing renamed; aggregate: namespaced union of members. */
+	mode: z.enum(["transparent", "aggregate"]),
+	endpointCheck: EndpointCheckSchema,
 	protocolVersion: z.string(),
 	clientCapabilities: z.record(z.string(), z.unknown()),
-	server: UpstreamServerSchema,
-	upstream: z.object({ sessionId: z.string().nullable(), protocolVersion: z.string() }),
+	clientInfo: z.object({ name: z.string(), version: z.string() }).loose(),
+	members: z.array(MemberSchema),
+	/** Upstream sessions by member name; a member missing here is connected on next use. */
+	upstreams: z.record(z.string(), UpstreamSessionSchema),
 	createdAt: z.number(),
 	/** Last activity as last written; in memory the DO knows a later one. */
 	lastActivity: z.number(),
+	/** Last successful registry recheck. */
+	verifiedAt: z.number(),
 });
 export type SessionBinding = z.infer<typeof SessionBindingSchema>;
 

@@ -1,27 +1,41 @@
 import { DurableObject } from "cloudflare:workers";
-import type {
-	InitializeRequest,
-	JSONRPCMessage,
-	JSONRPCNotification,
-	JSONRPCRequest,
+import {
+	type InitializeRequest,
+	type InitializeResult,
+	type JSONRPCMessage,
+	type JSONRPCNotification,
+	type JSONRPCRequest,
+	LATEST_PROTOCOL_VERSION,
+	type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import {
+	AGGREGATE_CLIENT_CAPABILITIES,
+	aggregateCapabilities,
+	aggregateInstructions,
+	GATEWAY_SERVER_INFO,
+} from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
-import { resolveTarget } from "../upstream/upstream-target.ts";
-import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { REGISTRY_NAME } from "../registry/registry-do.ts";
+import { AggregateRouter } from "./aggregate-router.ts";
+import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { forEachBounded } from "./bounded.ts";
+import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
+import { UpstreamPool } from "./upstream-pool.ts";
 
 /** What the edge hands over when a client initializes. */
 export interface OpenSessionInput {
 	scope: SessionScope;
 	request: JSONRPCRequest;
-	clientCapabilities: InitializeRequest["params"]["capabilities"];
-	server: SessionBinding["server"];
+	params: InitializeRequest["params"];
+	mode: SessionBinding["mode"];
+	endpointCheck: EndpointCheck;
+	members: Member[];
 }
 
 export interface OpenSessionResult {
@@ -38,10 +52,14 @@ export type SessionMessage =
 const SESSION_NOT_FOUND =
 	"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.";
 
+/** A registry recheck is due after this long (invariant 5 bounds registry reads by it). */
+const RECHECK_INTERVAL_MS = 30_000;
+
 /**
  * One instance per session digest (invariant 1). Owns the binding, the idle
- * expiry alarm, the in-flight count and the upstream session, and proxies the
- * session's messages to its upstream.
+ * expiry alarm, the in-flight count and the upstream sessions, and proxies
+ * the session's messages to its upstreams: one upstream unchanged
+ * (transparent), or the namespaced union of several (aggregate).
  *
  * Expiry: the alarm fires at last activity + idle timeout. Activity is kept in
  * memory and written at most once per touch interval; when the alarm fires
@@ -52,7 +70,10 @@ export class SessionDO extends DurableObject<Env> {
 	/** Swapped for a controllable clock in tests. */
 	clock: Clock = systemClock;
 	readonly store: SessionStore;
+	readonly catalog: Catalog;
 	private readonly settings: Settings;
+	private readonly pool: UpstreamPool;
+	private readonly router: AggregateRouter;
 
 	/** undefined: not loaded yet; null: no session here (never opened, expired or deleted). */
 	private binding: SessionBinding | null | undefined;
@@ -66,60 +87,60 @@ export class SessionDO extends DurableObject<Env> {
 	 */
 	private restoredActivityBound = 0;
 	private inFlight = 0;
+	private verifiedAt = 0;
+	private rechecking: Promise<boolean> | null = null;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.store = new SessionStore(ctx.storage);
 		this.settings = settingsFrom(env);
+		this.pool = new UpstreamPool(env, this.settings);
+		this.catalog = new Catalog((server, kind, onInvalidate) => this.fetchList(server, kind, onInvalidate));
+		this.router = new AggregateRouter({
+			members: () => this.binding?.members.map((member) => member.name) ?? [],
+			catalog: this.catalog,
+			forward: (server, message, done) => this.forward(this.member(server), { kind: "request", message }, done),
+			notify: async (server, message) => {
+				await this.forward(this.member(server), { kind: "notification", message }, () => undefined);
+			},
+			request: async (server, method, params) => {
+				const member = this.member(server);
+				return this.pool.connection(member).request(await this.upstreamSession(member), method, params);
+			},
+		});
 	}
 
 	/**
-	 * Opens the session: initializes the upstream session and stores the
-	 * binding. `opened` is false when the upstream refused (its JSON-RPC error
-	 * is the reply) or could not be reached; then nothing was stored.
+	 * Opens the session: initializes the upstream session(s) and stores the
+	 * binding. `opened` is false when a transparent upstream refused (its
+	 * JSON-RPC error is the reply) or could not be reached; then nothing was
+	 * stored.
 	 */
 	async open(input: OpenSessionInput): Promise<OpenSessionResult> {
 		try {
 			if ((await this.load()) !== null) {
 				throw new GatewayError("conflict", "A session with this ID already exists.");
 			}
-			const connection = this.upstreamFor(input.server);
-			const { reply, session } = await connection.initialize(input.request);
-			if (!session) return { opened: false, reply };
-			if (!isSupportedSessionVersion(session.protocolVersion)) {
-				await connection.close(session);
-				throw new GatewayError(
-					"upstream_error",
-					`Upstream server '${input.server.name}' negotiated protocol version ${session.protocolVersion}, which this gateway does not support.`,
-					{ server: input.server.name },
-				);
-			}
+			const opened = input.mode === "transparent" ? await this.openTransparent(input) : await this.openAggregate(input);
+			if (!opened.binding) return { opened: false, reply: opened.reply };
 			const now = this.clock.now();
-			const binding: SessionBinding = {
-				...input.scope,
-				protocolVersion: session.protocolVersion,
-				clientCapabilities: input.clientCapabilities,
-				server: input.server,
-				upstream: session,
-				createdAt: now,
-				lastActivity: now,
-			};
+			const binding: SessionBinding = { ...opened.binding, createdAt: now, lastActivity: now, verifiedAt: now };
 			this.binding = binding;
 			this.lastActivity = now;
 			this.persistedActivity = now;
+			this.verifiedAt = now;
 			await this.store.writeBinding(binding);
 			await this.store.scheduleAlarm(now + this.settings.idleTimeoutMs);
-			return { opened: true, reply };
+			return { opened: true, reply: opened.reply };
 		} catch (error) {
-			const failure = asGatewayError(error);
 			return {
 				opened: false,
-				reply: { jsonrpc: "2.0", id: input.request.id, error: failure.toJsonRpcError() },
+				reply: { jsonrpc: "2.0", id: input.request.id, error: asGatewayError(error).toJsonRpcError() },
 			};
 		}
 	}
 
-	/** Forwards one client message (request, notification or response) to the upstream. */
+	/** Forwards one client message (request, notification or response) into the session. */
 	async post(scope: SessionScope, input: SessionMessage): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
@@ -128,71 +149,59 @@ export class SessionDO extends DurableObject<Env> {
 			return new Response(null, { status: 202 });
 		}
 		this.begin();
-		let streaming = false;
-		const connection = this.upstreamFor(binding.server);
-		const deadline = connection.startCallDeadline();
-		const done = () => {
-			deadline.clear();
-			this.finish();
-		};
+		const done = once(() => this.finish());
 		try {
-			const upstream = await connection.post(binding.upstream, input.message, deadline);
-			if (input.kind !== "request") {
-				await upstream.body?.cancel();
-				if (upstream.ok) return new Response(null, { status: 202 });
-				throw connection.statusError(upstream.status, "a forwarded message");
+			if (!(await this.recheckIfDue(binding))) {
+				done();
+				return notFound();
 			}
-			if (!upstream.ok || !upstream.body) {
-				await upstream.body?.cancel();
-				throw connection.statusError(upstream.status, input.message.method);
-			}
-			streaming = true;
-			const id = input.message.id;
-			const isSse = upstream.headers.get("content-type")?.includes("text/event-stream") === true;
-			// An SSE reply that breaks off (deadline passed, upstream gone) ends with a
-			// JSON-RPC error event for the call, so the client is not left waiting.
-			const tail = (error: unknown) =>
-				isSse ? sseErrorEvent(id, connection.midStreamError(error, deadline.signal.aborted)) : null;
-			return passThrough(upstream, withCompletion(upstream.body, done, tail));
+			if (binding.mode === "transparent") return await this.forward(this.soleMember(binding), input, done);
+			if (input.kind === "request") return await this.router.handle(input.message, done);
+			if (input.kind === "notification") await this.router.notify(input.message);
+			done();
+			return new Response(null, { status: 202 });
 		} catch (error) {
+			done();
 			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
-		} finally {
-			if (!streaming) done();
 		}
 	}
 
-	/** Proxies the upstream's GET stream of server-initiated messages. */
+	/** Proxies the upstream's GET stream of server-initiated messages (transparent sessions). */
 	async stream(scope: SessionScope, lastEventId: string | null): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
+		if (binding.mode === "aggregate") {
+			// Aggregate sessions carry notifications on POST replies only; the spec lets a server decline the GET stream.
+			return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+		}
 		this.begin();
-		let streaming = false;
+		const done = once(() => this.finish());
 		try {
-			const connection = this.upstreamFor(binding.server);
-			const upstream = await connection.openStream(binding.upstream, lastEventId);
+			if (!(await this.recheckIfDue(binding))) {
+				done();
+				return notFound();
+			}
+			const member = this.soleMember(binding);
+			const connection = this.pool.connection(member);
+			const upstream = await connection.openStream(await this.upstreamSession(member), lastEventId);
 			if (upstream.status === 405) {
 				await upstream.body?.cancel();
+				done();
 				return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
 			}
 			if (!upstream.ok || !upstream.body) {
 				await upstream.body?.cancel();
 				throw connection.statusError(upstream.status, "its event stream");
 			}
-			streaming = true;
+			// The upstream dropping its event stream is an ordinary end for the client,
+			// which reconnects with Last-Event-ID: close cleanly instead of failing.
 			return passThrough(
 				upstream,
-				withCompletion(
-					upstream.body,
-					() => this.finish(),
-					// The upstream dropping its event stream is an ordinary end for the client,
-					// which reconnects with Last-Event-ID: close cleanly instead of failing.
-					() => new Uint8Array(0),
-				),
+				withCompletion(upstream.body, done, () => new Uint8Array(0)),
 			);
 		} catch (error) {
+			done();
 			return renderHttpFailure(error);
-		} finally {
-			if (!streaming) this.finish();
 		}
 	}
 
@@ -226,6 +235,215 @@ export class SessionDO extends DurableObject<Env> {
 		return Math.max(this.lastActivity, this.restoredActivityBound) + this.settings.idleTimeoutMs;
 	}
 
+	private async openTransparent(input: OpenSessionInput): Promise<{ binding?: BindingDraft; reply: JSONRPCMessage }> {
+		const member = input.members[0];
+		if (!member) throw new GatewayError("internal", "A transparent session needs exactly one upstream server.");
+		const connection = this.pool.connection(member);
+		const { reply, session } = await connection.initialize(input.request);
+		if (!session) return { reply };
+		if (!isSupportedSessionVersion(session.protocolVersion)) {
+			await connection.close(session);
+			throw new GatewayError(
+				"upstream_error",
+				`Upstream server '${member.name}' negotiated protocol version ${session.protocolVersion}, which this gateway does not support.`,
+				{ server: member.name },
+			);
+		}
+		return {
+			binding: this.draft(input, session.protocolVersion, { [member.name]: session }),
+			reply,
+		};
+	}
+
+	/**
+	 * Initializes every member (at most six at a time). A member that fails is
+	 * left out for now and connected on its next use; the session opens anyway.
+	 */
+	private async openAggregate(input: OpenSessionInput): Promise<{ binding: BindingDraft; reply: JSONRPCMessage }> {
+		const version = isSupportedSessionVersion(input.params.protocolVersion)
+			? input.params.protocolVersion
+			: LATEST_PROTOCOL_VERSION;
+		const params = this.memberInitParams(version, input.params.clientInfo);
+		const hellos = new Map<string, { session: SessionBinding["upstreams"][string]; result: Record<string, unknown> }>();
+		await forEachBounded(input.members, async (member) => {
+			try {
+				hellos.set(member.name, await this.pool.open(member, params));
+			} catch (error) {
+				console.warn(`member ${member.name} unavailable at initialize: ${asGatewayError(error).message}`);
+			}
+		});
+		const answered = input.members.filter((member) => hellos.has(member.name));
+		const result: InitializeResult = {
+			protocolVersion: version,
+			capabilities: aggregateCapabilities(
+				answered.map((member) => (hellos.get(member.name)?.result.capabilities ?? {}) as ServerCapabilities),
+			),
+			serverInfo: GATEWAY_SERVER_INFO,
+		};
+		const instructions = aggregateInstructions(
+			answered.map((member) => {
+				const text = hellos.get(member.name)?.result.instructions;
+				return { server: member.name, instructions: typeof text === "string" ? text : undefined };
+			}),
+		);
+		if (instructions) result.instructions = instructions;
+		const upstreams = Object.fromEntries(answered.map((member) => [member.name, hellos.get(member.name)?.session]));
+		return {
+			binding: this.draft(input, version, upstreams as SessionBinding["upstreams"]),
+			reply: { jsonrpc: "2.0", id: input.request.id, result },
+		};
+	}
+
+	private draft(
+		input: OpenSessionInput,
+		protocolVersion: string,
+		upstreams: SessionBinding["upstreams"],
+	): BindingDraft {
+		return {
+			...input.scope,
+			mode: input.mode,
+			endpointCheck: input.endpointCheck,
+			protocolVersion,
+			clientCapabilities: input.params.capabilities,
+			clientInfo: input.params.clientInfo,
+			members: input.members,
+			upstreams,
+		};
+	}
+
+	private memberInitParams(version: string, clientInfo: InitializeRequest["params"]["clientInfo"]) {
+		return { protocolVersion: version, capabilities: AGGREGATE_CLIENT_CAPABILITIES, clientInfo };
+	}
+
+	/**
+	 * Sends a client message to one member and streams the reply back. `done`
+	 * is called exactly once, when the reply has been read to its end (or failed).
+	 */
+	private async forward(member: Member, input: SessionMessage, done: () => void): Promise<Response> {
+		const connection = this.pool.connection(member);
+		const deadline = connection.startCallDeadline();
+		const finish = once(() => {
+			deadline.clear();
+			done();
+		});
+		try {
+			const upstream = await connection.post(await this.upstreamSession(member), input.message, deadline);
+			if (input.kind !== "request") {
+				await upstream.body?.cancel();
+				finish();
+				if (upstream.ok) return new Response(null, { status: 202 });
+				throw connection.statusError(upstream.status, "a forwarded message");
+			}
+			if (!upstream.ok || !upstream.body) {
+				await upstream.body?.cancel();
+				throw connection.statusError(upstream.status, input.message.method);
+			}
+			const id = input.message.id;
+			const isSse = upstream.headers.get("content-type")?.includes("text/event-stream") === true;
+			// An SSE reply that breaks off (deadline passed, upstream gone) ends with a
+			// JSON-RPC error event for the call, so the client is not left waiting.
+			const tail = (error: unknown) =>
+				isSse ? sseErrorEvent(id, connection.midStreamError(error, deadline.signal.aborted)) : null;
+			return passThrough(upstream, withCompletion(upstream.body, finish, tail));
+		} catch (error) {
+			finish();
+			throw error;
+		}
+	}
+
+	/** The member's upstream session, opening one if the member was unavailable so far. */
+	private async upstreamSession(member: Member): Promise<SessionBinding["upstreams"][string]> {
+		const binding = this.binding;
+		if (!binding) throw new GatewayError("session_not_found", SESSION_NOT_FOUND);
+		const existing = binding.upstreams[member.name];
+		if (existing) return existing;
+		const params =
+			binding.mode === "aggregate"
+				? this.memberInitParams(binding.protocolVersion, binding.clientInfo)
+				: {
+						protocolVersion: binding.protocolVersion,
+						capabilities: binding.clientCapabilities,
+						clientInfo: binding.clientInfo,
+					};
+		const { session } = await this.pool.open(member, params);
+		const current = this.binding;
+		if (current) {
+			// A new upstream session is rare (a member came back): worth one write.
+			const updated = { ...current, upstreams: { ...current.upstreams, [member.name]: session } };
+			this.binding = updated;
+			this.catalog.forget(member.name);
+			await this.store.writeBinding(updated);
+		}
+		return session;
+	}
+
+	/** Fetches a whole list from a member, reporting list_changed notifications seen meanwhile. */
+	private async fetchList(
+		server: string,
+		kind: ListKind,
+		onInvalidate: (kinds: readonly ListKind[]) => void,
+	): Promise<unknown[]> {
+		const member = this.member(server);
+		const { method, field } = LIST_KINDS[kind];
+		try {
+			return await this.pool
+				.connection(member)
+				.listAll(await this.upstreamSession(member), method, field, (notification) => {
+					const kinds = INVALIDATED_BY[notification.method];
+					if (kinds) onInvalidate(kinds);
+				});
+		} catch (error) {
+			// A member that does not offer this list has an empty one.
+			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
+			throw error;
+		}
+	}
+
+	private member(server: string): Member {
+		const member = this.binding?.members.find((candidate) => candidate.name === server);
+		if (!member) throw new GatewayError("invalid_params", `Unknown server '${server}' in this session.`);
+		return member;
+	}
+
+	private soleMember(binding: SessionBinding): Member {
+		const member = binding.members[0];
+		if (!member) throw new GatewayError("internal", "This session has no upstream server.");
+		return member;
+	}
+
+	/**
+	 * Verifies with the registry, at most once per recheck interval, that the
+	 * key and endpoint (same generation) still exist. Concurrent requests share
+	 * one recheck. When the registry cannot be read, the session is served on.
+	 * Returns false when the session was ended.
+	 */
+	private recheckIfDue(binding: SessionBinding): Promise<boolean> {
+		if (this.clock.now() - this.verifiedAt < RECHECK_INTERVAL_MS) return Promise.resolve(true);
+		this.rechecking ??= (async () => {
+			try {
+				const registry = this.env.REGISTRY.get(this.env.REGISTRY.idFromName(REGISTRY_NAME));
+				const check = await registry.checkSession({
+					keyId: binding.keyId,
+					userPath: binding.userPath,
+					endpoint: binding.endpointCheck,
+				});
+				if (!check.ok) {
+					console.log(`session ended by recheck: ${check.reason}`);
+					await this.terminate(binding);
+					return false;
+				}
+				this.verifiedAt = this.clock.now();
+				return true;
+			} catch (error) {
+				console.warn(`session recheck failed, serving unverified: ${asGatewayError(error).message}`);
+				return true;
+			} finally {
+				this.rechecking = null;
+			}
+		})();
+		return this.rechecking;
+	}
+
 	private async authorize(scope: SessionScope): Promise<SessionBinding | null> {
 		const binding = await this.load();
 		// A request from another key, user path or endpoint learns nothing and changes nothing.
@@ -241,6 +459,7 @@ export class SessionDO extends DurableObject<Env> {
 					this.lastActivity = binding.lastActivity;
 					this.persistedActivity = binding.lastActivity;
 					this.restoredActivityBound = binding.lastActivity + this.settings.touchIntervalMs;
+					this.verifiedAt = binding.verifiedAt;
 				}
 			}
 			return this.binding;
@@ -271,7 +490,7 @@ export class SessionDO extends DurableObject<Env> {
 		const now = this.clock.now();
 		if (now - this.persistedActivity < this.settings.touchIntervalMs) return;
 		this.persistedActivity = now;
-		const touched = { ...binding, lastActivity: now };
+		const touched = { ...binding, lastActivity: now, verifiedAt: this.verifiedAt };
 		this.binding = touched;
 		this.store.writeBinding(touched).catch((error: unknown) => {
 			console.error(`session touch failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -282,13 +501,11 @@ export class SessionDO extends DurableObject<Env> {
 		// Forget first, so concurrent and later requests get 404 and nothing writes the session back.
 		this.binding = null;
 		await this.store.clear();
-		await this.upstreamFor(binding.server).close(binding.upstream as UpstreamSession);
-	}
-
-	private upstreamFor(server: SessionBinding["server"]): UpstreamConnection {
-		return new UpstreamConnection(resolveTarget(server, this.env, this.settings.upstreamTimeoutMs));
+		await this.pool.closeAll(binding.members, binding.upstreams);
 	}
 }
+
+type BindingDraft = Omit<SessionBinding, "createdAt" | "lastActivity" | "verifiedAt">;
 
 /** The upstream's response with only the headers a client may see: no upstream session id. */
 function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Response {
@@ -302,6 +519,16 @@ function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Resp
 function sseErrorEvent(id: JSONRPCRequest["id"], error: GatewayError): Uint8Array {
 	const message = { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
 	return new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+function once(action: () => void): () => void {
+	let called = false;
+	return () => {
+		if (!called) {
+			called = true;
+			action();
+		}
+	};
 }
 
 function notFound(): Response {

@@ -1,6 +1,7 @@
 import {
 	type JSONRPCMessage,
 	JSONRPCMessageSchema,
+	type JSONRPCNotification,
 	type JSONRPCRequest,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -19,6 +20,11 @@ export interface UpstreamSession {
 const MAX_REPLY_BYTES = 10 * 1024 * 1024;
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
 const CLOSE_TIMEOUT_MS = 5_000;
+
+/** A bound on pagination, so a looping cursor cannot hold a session forever. */
+const MAX_LIST_PAGES = 100;
+
+let requestCounter = 0;
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
@@ -68,6 +74,70 @@ export class UpstreamConnection {
 	}
 
 	/**
+	 * Sends a request of the gateway's own (a list, a ping) and returns its
+	 * result. Notifications that arrive on the reply's stream are handed to
+	 * `onNotification` (e.g. `list_changed` during a list). An upstream
+	 * JSON-RPC error becomes an `upstream_error` naming the server.
+	 */
+	async request(
+		session: UpstreamSession,
+		method: string,
+		params: Record<string, unknown> | undefined,
+		onNotification?: (message: JSONRPCNotification) => void,
+	): Promise<Record<string, unknown>> {
+		const id = `gw-${++requestCounter}`;
+		const deadline = startDeadline(this.target.timeoutMs);
+		try {
+			const message: JSONRPCMessage =
+				params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
+			const response = await this.send("POST", session, message, deadline);
+			if (!response.ok) {
+				await response.body?.cancel();
+				throw this.statusError(response.status, method);
+			}
+			const reply = await this.readReply(response, id, onNotification);
+			if ("error" in reply) {
+				const error = reply.error as { message?: unknown; code?: unknown };
+				throw new GatewayError(
+					"upstream_error",
+					`Upstream server '${this.target.name}' answered ${method} with an error: ${String(error.message ?? "unknown")}.`,
+					{ server: this.target.name, upstreamCode: typeof error.code === "number" ? error.code : undefined },
+				);
+			}
+			if (!("result" in reply)) throw this.protocolError(`a reply to ${method} without a result`);
+			return reply.result as Record<string, unknown>;
+		} catch (error) {
+			if (deadline.signal.aborted && !(error instanceof GatewayError && error.kind === "upstream_timeout")) {
+				throw this.timeoutError(error);
+			}
+			throw error;
+		} finally {
+			deadline.clear();
+		}
+	}
+
+	/** Follows a list method's pagination to the end and returns every item. */
+	async listAll(
+		session: UpstreamSession,
+		method: string,
+		field: string,
+		onNotification?: (message: JSONRPCNotification) => void,
+	): Promise<unknown[]> {
+		const items: unknown[] = [];
+		let cursor: string | undefined;
+		for (let page = 0; page < MAX_LIST_PAGES; page++) {
+			const result = await this.request(session, method, cursor === undefined ? undefined : { cursor }, onNotification);
+			const list = result[field];
+			if (!Array.isArray(list)) throw this.protocolError(`a ${method} result without '${field}'`);
+			items.push(...list);
+			const next = result.nextCursor;
+			if (typeof next !== "string" || next === "") return items;
+			cursor = next;
+		}
+		throw this.protocolError(`more than ${MAX_LIST_PAGES} pages for ${method}`);
+	}
+
+	/**
 	 * Sends one message in the session and returns the upstream's response as
 	 * it streams. The caller owns `deadline` and clears it when the response
 	 * has been read to the end.
@@ -113,7 +183,11 @@ export class UpstreamConnection {
 	}
 
 	/** Reads the JSON-RPC response for `id` from a JSON or SSE body. */
-	async readReply(response: Response, id: RequestId): Promise<JSONRPCMessage> {
+	async readReply(
+		response: Response,
+		id: RequestId,
+		onNotification?: (message: JSONRPCNotification) => void,
+	): Promise<JSONRPCMessage> {
 		const type = response.headers.get("content-type") ?? "";
 		if (!response.body) throw this.protocolError("an empty body");
 		if (type.includes("text/event-stream")) {
@@ -122,7 +196,9 @@ export class UpstreamConnection {
 				response.body,
 				(event) => {
 					const message = parseMessage(event.data);
-					if (message && "id" in message && message.id === id && !("method" in message)) reply = message;
+					if (!message) return false;
+					if ("method" in message && !("id" in message)) onNotification?.(message as JSONRPCNotification);
+					else if ("id" in message && message.id === id && !("method" in message)) reply = message;
 					return reply !== undefined;
 				},
 				MAX_REPLY_BYTES,
@@ -200,7 +276,7 @@ export class UpstreamConnection {
 		});
 	}
 
-	private protocolError(what: string): GatewayError {
+	protocolError(what: string): GatewayError {
 		return new GatewayError("upstream_error", `Upstream server '${this.target.name}' sent ${what}.`, {
 			server: this.target.name,
 		});

@@ -1,0 +1,111 @@
+import type {
+	ClientCapabilities,
+	InitializeResult,
+	Prompt,
+	Resource,
+	ResourceTemplate,
+	ServerCapabilities,
+	Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { namespacedName } from "./namespacing.ts";
+
+/** Where an exposed tool or prompt name routes: the member server and its original name. */
+export interface RouteTarget {
+	server: string;
+	name: string;
+}
+
+/** Lists of one member, keyed by member name. Members that failed are simply absent. */
+export type PerServer<T> = ReadonlyMap<string, readonly T[]>;
+
+function byName<T extends { name: string }>(a: T, b: T): number {
+	return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/**
+ * Namespaces and merges tools (or prompts) of all members, sorted by exposed
+ * name so the aggregate is stable. Everything but the name passes unchanged.
+ */
+export function aggregateNamed<T extends Tool | Prompt>(
+	perServer: PerServer<T>,
+): { items: T[]; routes: Map<string, RouteTarget> } {
+	const items: T[] = [];
+	const routes = new Map<string, RouteTarget>();
+	for (const [server, list] of perServer) {
+		for (const item of list) {
+			const exposed = namespacedName(server, item.name);
+			if (routes.has(exposed)) continue;
+			routes.set(exposed, { server, name: item.name });
+			items.push({ ...item, name: exposed });
+		}
+	}
+	items.sort(byName);
+	return { items, routes };
+}
+
+/** Merges resources of all members; URIs stay as the upstream wrote them. */
+export function aggregateResources(perServer: PerServer<Resource>): { items: Resource[]; routes: Map<string, string> } {
+	const items: Resource[] = [];
+	const routes = new Map<string, string>();
+	for (const [server, list] of perServer) {
+		for (const resource of list) {
+			if (routes.has(resource.uri)) continue;
+			routes.set(resource.uri, server);
+			items.push(resource);
+		}
+	}
+	items.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+	return { items, routes };
+}
+
+/** Merges resource templates of all members, remembering which member offers each. */
+export function aggregateTemplates(perServer: PerServer<ResourceTemplate>): {
+	items: ResourceTemplate[];
+	routes: Map<string, string>;
+} {
+	const items: ResourceTemplate[] = [];
+	const routes = new Map<string, string>();
+	for (const [server, list] of perServer) {
+		for (const template of list) {
+			if (routes.has(template.uriTemplate)) continue;
+			routes.set(template.uriTemplate, server);
+			items.push(template);
+		}
+	}
+	items.sort((a, b) => (a.uriTemplate < b.uriTemplate ? -1 : a.uriTemplate > b.uriTemplate ? 1 : 0));
+	return { items, routes };
+}
+
+/**
+ * Capabilities of an aggregate: what at least one member offers and the
+ * gateway can really serve. List-changed notifications are the gateway's own
+ * (it watches its members), so they are always announced for offered lists.
+ */
+export function aggregateCapabilities(members: readonly ServerCapabilities[]): ServerCapabilities {
+	const capabilities: ServerCapabilities = {};
+	if (members.some((m) => m.tools)) capabilities.tools = { listChanged: true };
+	if (members.some((m) => m.prompts)) capabilities.prompts = { listChanged: true };
+	if (members.some((m) => m.resources)) {
+		capabilities.resources = { listChanged: true };
+		if (members.some((m) => m.resources?.subscribe)) capabilities.resources.subscribe = true;
+	}
+	if (members.some((m) => m.completions)) capabilities.completions = {};
+	if (members.some((m) => m.logging)) capabilities.logging = {};
+	return capabilities;
+}
+
+/** Members' instructions, each labelled by its server, in member order. */
+export function aggregateInstructions(
+	members: ReadonlyArray<{ server: string; instructions?: string }>,
+): string | undefined {
+	const parts = members
+		.filter((member) => member.instructions && member.instructions.trim() !== "")
+		.map((member) => `## ${member.server}\n${member.instructions?.trim()}`);
+	return parts.length > 0 ? parts.join("\n\n") : undefined;
+}
+
+/** The capabilities the gateway declares to members of an aggregate: none it could not route back. */
+export const AGGREGATE_CLIENT_CAPABILITIES: ClientCapabilities = {};
+
+/** The gateway's own identity in aggregate initialize results. */
+export const GATEWAY_SERVER_INFO: InitializeResult["serverInfo"] = { name: "mcp-edge-gateway", version: "0.1.0" };
