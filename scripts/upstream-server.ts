@@ -7,8 +7,10 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Server as McpLowLevelServer } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 export interface UpstreamOptions {
@@ -19,7 +21,16 @@ export interface UpstreamOptions {
 	requireToken?: string;
 	/** Answer with JSON instead of SSE. */
 	enableJsonResponse?: boolean;
+	/**
+	 * What the server offers: the demo catalog (default); the demo catalog plus a
+	 * tool with a 70-character name; or a catalog that changes under a list
+	 * (announces list_changed, then answers its first tools/list late with
+	 * `stale_tool`, and `fresh_tool` from then on).
+	 */
+	catalog?: "demo" | "long-names" | "shifting";
 }
+
+import { LONG_TOOL_NAME } from "./fixture-names.ts";
 
 export interface RecordedRequest {
 	method: string;
@@ -115,6 +126,29 @@ export function registerDemoCatalog(server: McpServer, name: string): void {
 	);
 }
 
+/**
+ * A low-level server whose tool list changes while it is being listed: the
+ * first tools/list of a session announces list_changed on its own reply
+ * stream, then answers late with the now stale list.
+ */
+function createShiftingServer(name: string): McpLowLevelServer {
+	const server = new McpLowLevelServer({ name, version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+	let lists = 0;
+	server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+		lists++;
+		if (lists === 1) {
+			await extra.sendNotification({ method: "notifications/tools/list_changed" });
+			await new Promise((resolve) => setTimeout(resolve, 200));
+			return { tools: [{ name: "stale_tool", inputSchema: { type: "object" } }] };
+		}
+		return { tools: [{ name: "fresh_tool", inputSchema: { type: "object" } }] };
+	});
+	server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+		content: [{ type: "text", text: `called ${request.params.name}` }],
+	}));
+	return server;
+}
+
 /** Starts the upstream; resolves once it listens. */
 export async function startUpstream(options: UpstreamOptions): Promise<RunningUpstream> {
 	const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -163,12 +197,21 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 			created.onclose = () => {
 				if (created.sessionId) sessions.delete(created.sessionId);
 			};
-			const server = new McpServer(
-				{ name: options.name, version: "1.0.0" },
-				{ instructions: `Tools of ${options.name}.` },
-			);
-			registerDemoCatalog(server, options.name);
-			await server.connect(created);
+			if (options.catalog === "shifting") {
+				await createShiftingServer(options.name).connect(created);
+			} else {
+				const server = new McpServer(
+					{ name: options.name, version: "1.0.0" },
+					{ instructions: `Tools of ${options.name}.` },
+				);
+				registerDemoCatalog(server, options.name);
+				if (options.catalog === "long-names") {
+					server.registerTool(LONG_TOOL_NAME, { description: "A tool with a long name." }, async () => ({
+						content: [{ type: "text", text: "long name reached" }],
+					}));
+				}
+				await server.connect(created);
+			}
 			transport = created;
 		}
 		await transport.handleRequest(req, res, body);

@@ -5,9 +5,13 @@ import { startUpstream } from "../scripts/upstream-server.ts";
 export default async function setup(project: TestProject) {
 	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret" });
 	const beta = await startUpstream({ name: "beta", enableJsonResponse: true });
+	const gamma = await startUpstream({ name: "gamma", catalog: "long-names" });
+	const shifting = await startUpstream({ name: "shifting", catalog: "shifting" });
 	project.provide("alphaPort", alpha.port);
 	project.provide("betaPort", beta.port);
+	project.provide("gammaPort", gamma.port);
+	project.provide("shiftingPort", shifting.port);
 	return async () => {
-		await Promise.all([alpha.close(), beta.close()]);
+		await Promise.all([alpha.close(), beta.close(), gamma.close(), shifting.close()]);
 	};
 }

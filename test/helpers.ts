@@ -33,12 +33,18 @@ export function uniqueName(prefix: string): string {
 	return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
 }
 
-export function upstreamUrl(which: "alpha" | "beta"): string {
-	return `http://127.0.0.1:${inject(which === "alpha" ? "alphaPort" : "betaPort")}/mcp`;
+export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting";
+
+function upstreamPort(which: UpstreamName): number {
+	return inject(`${which}Port`);
 }
 
-/** Registers the alpha upstream (which needs ALPHA_TOKEN) or beta under a fresh name. */
-export async function registerServer(which: "alpha" | "beta", name = uniqueName(which)): Promise<string> {
+export function upstreamUrl(which: UpstreamName): string {
+	return `http://127.0.0.1:${upstreamPort(which)}/mcp`;
+}
+
+/** Registers a test upstream under a fresh name (alpha needs ALPHA_TOKEN, which the gateway resolves). */
+export async function registerServer(which: UpstreamName, name = uniqueName(which)): Promise<string> {
 	const headers = which === "alpha" ? { Authorization: "Bearer ${ALPHA_TOKEN}" } : {};
 	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers });
 	if (response.status !== 201 && response.status !== 200) {
@@ -164,8 +170,8 @@ export class ManualClock {
 	}
 }
 
-export async function upstreamLog(which: "alpha" | "beta") {
-	const response = await fetch(`http://127.0.0.1:${inject(which === "alpha" ? "alphaPort" : "betaPort")}/_log`);
+export async function upstreamLog(which: UpstreamName) {
+	const response = await fetch(`http://127.0.0.1:${upstreamPort(which)}/_log`);
 	return (await response.json()) as Array<{
 		method: string;
 		authorization: string | null;

@@ -3,6 +3,8 @@ declare module "vitest" {
 	export interface ProvidedContext {
 		alphaPort: number;
 		betaPort: number;
+		gammaPort: number;
+		shiftingPort: number;
 	}
 }
 
