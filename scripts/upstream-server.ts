@@ -27,7 +27,7 @@ export interface UpstreamOptions {
 	 * (announces list_changed, then answers its first tools/list late with
 	 * `stale_tool`, and `fresh_tool` from then on).
 	 */
-	catalog?: "demo" | "long-names" | "shifting";
+	catalog?: "demo" | "long-names" | "shifting" | "mutable" | "paged";
 }
 
 import { LONG_TOOL_NAME } from "./fixture-names.ts";
@@ -149,6 +149,53 @@ function createShiftingServer(name: string): McpLowLevelServer {
 	return server;
 }
 
+/** A server that lists its five tools two per page, with cursors. */
+function createPagedServer(name: string): McpLowLevelServer {
+	const server = new McpLowLevelServer({ name, version: "1.0.0" }, { capabilities: { tools: {} } });
+	const tools = ["p1", "p2", "p3", "p4", "p5"].map((tool) => ({
+		name: tool,
+		inputSchema: { type: "object" as const },
+	}));
+	server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+		const start = Number(request.params?.cursor ?? 0);
+		const next = start + 2;
+		return { tools: tools.slice(start, next), ...(next < tools.length ? { nextCursor: String(next) } : {}) };
+	});
+	server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+		content: [{ type: "text", text: `called ${request.params.name}` }],
+	}));
+	return server;
+}
+
+/**
+ * A server whose tool list changes on request: `grow` adds a tool (and the SDK
+ * announces list_changed on the GET stream); `poke` announces list_changed
+ * `times` times without changing anything.
+ */
+function createMutableServer(name: string): McpServer {
+	const server = new McpServer({ name, version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+	let grown = 0;
+	server.registerTool("grow", { description: "Adds a tool." }, async () => {
+		grown++;
+		server.registerTool(`grown_${grown}`, { description: "A tool added at run time." }, async () => ({
+			content: [{ type: "text", text: `grown ${grown}` }],
+		}));
+		return { content: [{ type: "text", text: `now ${grown} grown` }] };
+	});
+	server.registerTool(
+		"poke",
+		{
+			description: "Announces list_changed without changing the list.",
+			inputSchema: { times: z.number().int().min(1).max(50) },
+		},
+		async ({ times }) => {
+			for (let i = 0; i < times; i++) server.sendToolListChanged();
+			return { content: [{ type: "text", text: `poked ${times}` }] };
+		},
+	);
+	return server;
+}
+
 /** Starts the upstream; resolves once it listens. */
 export async function startUpstream(options: UpstreamOptions): Promise<RunningUpstream> {
 	const sessions = new Map<string, StreamableHTTPServerTransport>();
@@ -199,6 +246,10 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 			};
 			if (options.catalog === "shifting") {
 				await createShiftingServer(options.name).connect(created);
+			} else if (options.catalog === "paged") {
+				await createPagedServer(options.name).connect(created);
+			} else if (options.catalog === "mutable") {
+				await createMutableServer(options.name).connect(created);
 			} else {
 				const server = new McpServer(
 					{ name: options.name, version: "1.0.0" },

@@ -72,6 +72,19 @@ describe("aggregate endpoint /mcp", () => {
 		await client.close();
 	});
 
+	it("lists follow upstream pagination to the end", async () => {
+		const paged = await registerServer("paged");
+		const b = await registerServer("beta");
+		const { key } = await createKey({ servers: [paged, b] });
+		const { client } = await connectClient("/mcp", key);
+		const names = (await client.listTools()).tools.map((tool) => tool.name).filter((name) => name.startsWith(paged));
+		expect(names).toEqual(["p1", "p2", "p3", "p4", "p5"].map((tool) => `${paged}__${tool}`));
+		expect((await client.callTool({ name: `${paged}__p5`, arguments: {} })).content).toEqual([
+			{ type: "text", text: "called p5" },
+		]);
+		await client.close();
+	});
+
 	it("a 70-character tool name is shortened, listed once, and callable", async () => {
 		const { c, key } = await threeMembers();
 		const { client } = await connectClient("/mcp", key);

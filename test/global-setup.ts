@@ -7,11 +7,15 @@ export default async function setup(project: TestProject) {
 	const beta = await startUpstream({ name: "beta", enableJsonResponse: true });
 	const gamma = await startUpstream({ name: "gamma", catalog: "long-names" });
 	const shifting = await startUpstream({ name: "shifting", catalog: "shifting" });
+	const mutable = await startUpstream({ name: "mutable", catalog: "mutable" });
+	const paged = await startUpstream({ name: "paged", catalog: "paged" });
+	project.provide("mutablePort", mutable.port);
+	project.provide("pagedPort", paged.port);
 	project.provide("alphaPort", alpha.port);
 	project.provide("betaPort", beta.port);
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
 	return async () => {
-		await Promise.all([alpha.close(), beta.close(), gamma.close(), shifting.close()]);
+		await Promise.all([alpha.close(), beta.close(), gamma.close(), shifting.close(), mutable.close(), paged.close()]);
 	};
 }

@@ -33,7 +33,7 @@ export function uniqueName(prefix: string): string {
 	return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
 }
 
-export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting";
+export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);

@@ -5,6 +5,8 @@ declare module "vitest" {
 		betaPort: number;
 		gammaPort: number;
 		shiftingPort: number;
+		mutablePort: number;
+		pagedPort: number;
 	}
 }
 

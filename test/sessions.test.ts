@@ -120,7 +120,7 @@ describe("a session belongs to its key, user path and endpoint", () => {
 	});
 
 	it("a rejected request writes nothing to the session's storage", async () => {
-		const { path, owner, sessionId } = await setup();
+		const { path, sessionId } = await setup();
 		const stub = await sessionObject(sessionId);
 		const writes = await runInDurableObject(stub, (instance: SessionDO) => instance.store.writes);
 		const other = await createKey();

@@ -18,7 +18,7 @@ import {
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../mcp/namespacing.ts";
 import { forEachBounded } from "./bounded.ts";
-import type { Catalog, ListKind } from "./catalog.ts";
+import { type Catalog, INVALIDATED_BY, type ListKind } from "./catalog.ts";
 
 /** What the router needs from its SessionDO. */
 export interface AggregateHost {
@@ -31,7 +31,23 @@ export interface AggregateHost {
 	notify(server: string, message: JSONRPCNotification): Promise<void>;
 	/** A request of the gateway's own to a member. */
 	request(server: string, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
+	/** Sends a notification to the client's open GET streams, if any. */
+	emit(message: JSONRPCNotification): void;
 }
+
+/** The lists a client sees, and the notification that says one changed. */
+const PUBLIC_LISTS = {
+	tools: { kinds: ["tools"], method: "notifications/tools/list_changed" },
+	prompts: { kinds: ["prompts"], method: "notifications/prompts/list_changed" },
+	resources: { kinds: ["resources", "resourceTemplates"], method: "notifications/resources/list_changed" },
+} as const;
+type PublicList = keyof typeof PUBLIC_LISTS;
+
+/** How long a refresh waits for the rest of a burst of list_changed notifications. */
+const REFRESH_DEBOUNCE_MS = 25;
+
+/** Upstream notifications a client of an aggregate receives as they are. */
+const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/message", "notifications/progress"]);
 
 /**
  * Serves an aggregate endpoint: lists are the namespaced union of members'
@@ -45,6 +61,9 @@ export class AggregateRouter {
 	private templateRoutes = new Map<string, string>();
 	/** Requests forwarded and not yet answered, so a client's cancellation reaches the right member. */
 	private readonly inFlight = new Map<RequestId, string>();
+	/** What the client last saw of each list, to tell a real change from a no-op list_changed. */
+	private readonly published = new Map<ListKind, string>();
+	private readonly refreshes = new Map<PublicList, { running: Promise<void>; dirty: boolean }>();
 
 	constructor(private readonly host: AggregateHost) {}
 
@@ -103,6 +122,61 @@ export class AggregateRouter {
 		if (server) await this.host.notify(server, message);
 	}
 
+	/**
+	 * A notification from a member (on its GET stream or inside a reply).
+	 * list_changed invalidates that member's lists and refreshes the aggregate;
+	 * the client hears of it only if its effective list really changed.
+	 * Returns the message to pass on to the client, or null.
+	 */
+	memberNotification(server: string, message: JSONRPCNotification): JSONRPCNotification | null {
+		const kinds = INVALIDATED_BY[message.method];
+		if (kinds) {
+			this.host.catalog.invalidate(server, kinds);
+			for (const [list, spec] of Object.entries(PUBLIC_LISTS) as [PublicList, (typeof PUBLIC_LISTS)[PublicList]][]) {
+				if (spec.kinds.some((kind) => kinds.includes(kind))) this.refresh(list);
+			}
+			return null;
+		}
+		return PASSED_THROUGH.has(message.method) ? message : null;
+	}
+
+	/** Waits for pending list refreshes (tests, and a clean shutdown). */
+	async settled(): Promise<void> {
+		while (this.refreshes.size > 0) await Promise.all([...this.refreshes.values()].map((r) => r.running));
+	}
+
+	/**
+	 * Recomputes one public list and notifies the client when it differs from
+	 * what the client last saw. A burst of invalidations while a refresh runs
+	 * causes one more refresh, not one per notification.
+	 */
+	private refresh(list: PublicList): void {
+		const current = this.refreshes.get(list);
+		if (current) {
+			current.dirty = true;
+			return;
+		}
+		const state = { dirty: false, running: Promise.resolve() };
+		state.running = (async () => {
+			do {
+				// Notifications of a burst arrive over several reads: wait a moment so they share this refresh.
+				await new Promise((resolve) => setTimeout(resolve, REFRESH_DEBOUNCE_MS));
+				state.dirty = false;
+				const kinds = PUBLIC_LISTS[list].kinds;
+				const before = kinds.map((kind) => this.published.get(kind));
+				if (list === "tools") await this.tools();
+				else if (list === "prompts") await this.prompts();
+				else await Promise.all([this.resources(), this.templates()]);
+				// Only a list the client has seen can have changed for it.
+				const changed = kinds.some((kind, i) => before[i] !== undefined && this.published.get(kind) !== before[i]);
+				if (changed) this.host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].method });
+			} while (state.dirty);
+		})()
+			.catch((error: unknown) => console.warn(`refreshing ${list} failed: ${describe(error)}`))
+			.finally(() => this.refreshes.delete(list));
+		this.refreshes.set(list, state);
+	}
+
 	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
 		this.inFlight.set(message.id, server);
 		return this.host.forward(server, message, () => {
@@ -114,24 +188,28 @@ export class AggregateRouter {
 	private async tools(): Promise<Tool[]> {
 		const { items, routes } = aggregateNamed(await this.collect<Tool>("tools"));
 		this.toolRoutes = routes;
+		this.published.set("tools", JSON.stringify(items));
 		return items;
 	}
 
 	private async prompts(): Promise<Prompt[]> {
 		const { items, routes } = aggregateNamed(await this.collect<Prompt>("prompts"));
 		this.promptRoutes = routes;
+		this.published.set("prompts", JSON.stringify(items));
 		return items;
 	}
 
 	private async resources(): Promise<Resource[]> {
 		const { items, routes } = aggregateResources(await this.collect<Resource>("resources"));
 		this.resourceRoutes = routes;
+		this.published.set("resources", JSON.stringify(items));
 		return items;
 	}
 
 	private async templates(): Promise<ResourceTemplate[]> {
 		const { items, routes } = aggregateTemplates(await this.collect<ResourceTemplate>("resourceTemplates"));
 		this.templateRoutes = routes;
+		this.published.set("resourceTemplates", JSON.stringify(items));
 		return items;
 	}
 

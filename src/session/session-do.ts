@@ -18,11 +18,13 @@ import {
 } from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { filterSseEvents, readSseEvents } from "../mcp/sse.ts";
 import { REGISTRY_NAME } from "../registry/registry-do.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
 import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
+import { ClientChannel } from "./client-channel.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
@@ -74,6 +76,10 @@ export class SessionDO extends DurableObject<Env> {
 	private readonly settings: Settings;
 	private readonly pool: UpstreamPool;
 	private readonly router: AggregateRouter;
+	/** The client's GET streams (aggregate sessions). */
+	private readonly channel = new ClientChannel();
+	/** Aborts the members' GET streams the DO holds while a client listens. */
+	private watching: AbortController | null = null;
 
 	/** undefined: not loaded yet; null: no session here (never opened, expired or deleted). */
 	private binding: SessionBinding | null | undefined;
@@ -107,6 +113,7 @@ export class SessionDO extends DurableObject<Env> {
 				const member = this.member(server);
 				return this.pool.connection(member).request(await this.upstreamSession(member), method, params);
 			},
+			emit: (message) => this.channel.send(message),
 		});
 	}
 
@@ -170,10 +177,7 @@ export class SessionDO extends DurableObject<Env> {
 	async stream(scope: SessionScope, lastEventId: string | null): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
-		if (binding.mode === "aggregate") {
-			// Aggregate sessions carry notifications on POST replies only; the spec lets a server decline the GET stream.
-			return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
-		}
+		if (binding.mode === "aggregate") return this.aggregateStream(binding);
 		this.begin();
 		const done = once(() => this.finish());
 		try {
@@ -205,6 +209,66 @@ export class SessionDO extends DurableObject<Env> {
 		}
 	}
 
+	/**
+	 * The client's GET stream of an aggregate session: carries the gateway's own
+	 * list_changed notifications and members' resource updates and log messages.
+	 * While at least one is open, the DO listens on its members' GET streams.
+	 */
+	private async aggregateStream(binding: SessionBinding): Promise<Response> {
+		this.begin();
+		if (!(await this.recheckIfDue(binding))) {
+			this.finish();
+			return notFound();
+		}
+		const body = this.channel.connect(
+			once(() => {
+				this.finish();
+				if (!this.channel.open) this.stopWatching();
+			}),
+		);
+		this.startWatching(binding);
+		return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+	}
+
+	private startWatching(binding: SessionBinding): void {
+		if (this.watching) return;
+		const controller = new AbortController();
+		this.watching = controller;
+		for (const member of binding.members) {
+			this.watchMember(member, controller.signal).catch((error: unknown) => {
+				if (!controller.signal.aborted) {
+					console.warn(`member ${member.name}: event stream ended: ${asGatewayError(error).message}`);
+				}
+			});
+		}
+	}
+
+	private stopWatching(): void {
+		this.watching?.abort();
+		this.watching = null;
+	}
+
+	/** Reads one member's GET stream until it ends or the DO stops listening. */
+	private async watchMember(member: Member, signal: AbortSignal): Promise<void> {
+		const connection = this.pool.connection(member);
+		const response = await connection.openStream(await this.upstreamSession(member), null, signal);
+		if (!response.ok || !response.body) {
+			// 405: the member offers no GET stream; its notifications arrive on replies only.
+			await response.body?.cancel();
+			return;
+		}
+		await readSseEvents(
+			response.body,
+			(event) => {
+				const message = parseNotification(event.data);
+				const passOn = message ? this.router.memberNotification(member.name, message) : null;
+				if (passOn) this.channel.send(passOn);
+				return signal.aborted;
+			},
+			MAX_EVENT_BYTES,
+		);
+	}
+
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
 	async end(scope: SessionScope): Promise<Response> {
 		const binding = await this.authorize(scope);
@@ -228,6 +292,11 @@ export class SessionDO extends DurableObject<Env> {
 			return;
 		}
 		await this.terminate(binding);
+	}
+
+	/** Resolves once pending catalog refreshes have finished (tests). */
+	settled(): Promise<void> {
+		return this.router.settled();
 	}
 
 	/** When the session expires if nothing else happens. */
@@ -344,7 +413,15 @@ export class SessionDO extends DurableObject<Env> {
 			// JSON-RPC error event for the call, so the client is not left waiting.
 			const tail = (error: unknown) =>
 				isSse ? sseErrorEvent(id, connection.midStreamError(error, deadline.signal.aborted)) : null;
-			return passThrough(upstream, withCompletion(upstream.body, finish, tail));
+			// In an aggregate, members' notifications on a reply are interpreted, not passed on blindly.
+			const body =
+				isSse && this.binding?.mode === "aggregate"
+					? filterSseEvents(upstream.body, (event) => {
+							const message = parseNotification(event.data);
+							return message === null || this.router.memberNotification(member.name, message) !== null;
+						})
+					: upstream.body;
+			return passThrough(upstream, withCompletion(body, finish, tail));
 		} catch (error) {
 			finish();
 			throw error;
@@ -500,6 +577,8 @@ export class SessionDO extends DurableObject<Env> {
 	private async terminate(binding: SessionBinding): Promise<void> {
 		// Forget first, so concurrent and later requests get 404 and nothing writes the session back.
 		this.binding = null;
+		this.stopWatching();
+		this.channel.closeAll();
 		await this.store.clear();
 		await this.pool.closeAll(binding.members, binding.upstreams);
 	}
@@ -519,6 +598,20 @@ function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Resp
 function sseErrorEvent(id: JSONRPCRequest["id"], error: GatewayError): Uint8Array {
 	const message = { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
 	return new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+/** Cap on one event of a member's GET stream. */
+const MAX_EVENT_BYTES = 10 * 1024 * 1024;
+
+/** The notification in an SSE event's data, or null for anything else. */
+function parseNotification(data: string): JSONRPCNotification | null {
+	try {
+		const value = JSON.parse(data) as { method?: unknown; id?: unknown };
+		return typeof value.method === "string" && value.id === undefined ? (value as JSONRPCNotification) : null;
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
 }
 
 function once(action: () => void): () => void {

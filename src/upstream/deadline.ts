@@ -9,8 +9,16 @@ export interface Deadline {
 	clear(): void;
 }
 
-export function startDeadline(ms: number): Deadline {
+/** Starts a deadline; it also aborts when `parent` does (e.g. a stream its owner closes). */
+export function startDeadline(ms: number, parent?: AbortSignal): Deadline {
 	const controller = new AbortController();
 	const timer = setTimeout(() => controller.abort(new DOMException("upstream deadline passed", "TimeoutError")), ms);
-	return { signal: controller.signal, clear: () => clearTimeout(timer) };
+	const onParentAbort = () => controller.abort(parent?.reason);
+	parent?.addEventListener("abort", onParentAbort, { once: true });
+	return {
+		signal: controller.signal,
+		clear: () => {
+			clearTimeout(timer);
+		},
+	};
 }

@@ -156,8 +156,8 @@ export class UpstreamConnection {
 	 * timeout covers only the wait for the response headers: the stream itself
 	 * may stay open as long as both sides want.
 	 */
-	async openStream(session: UpstreamSession, lastEventId: string | null): Promise<Response> {
-		const deadline = startDeadline(this.target.timeoutMs);
+	async openStream(session: UpstreamSession, lastEventId: string | null, signal?: AbortSignal): Promise<Response> {
+		const deadline = startDeadline(this.target.timeoutMs, signal);
 		try {
 			return await this.send("GET", session, undefined, deadline, lastEventId ?? undefined);
 		} finally {
