@@ -15,6 +15,8 @@ const SettingsSchema = z.object({
 		.default(4 * 1024 * 1024),
 	KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 	UPSTREAM_TIMEOUT_SECONDS: seconds(60),
+	RECHECK_INTERVAL_SECONDS: seconds(30),
+	UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
 	ALLOWED_ORIGINS: z
 		.string()
 		.default("")
@@ -34,6 +36,10 @@ export interface Settings {
 	maxBodyBytes: number;
 	keyCacheTtlMs: number;
 	upstreamTimeoutMs: number;
+	/** A session re-verifies with the registry at most this often. */
+	recheckIntervalMs: number;
+	/** A session that cannot be verified this long after its last successful recheck ends. */
+	unverifiedLimitMs: number;
 	allowedOrigins: string[];
 }
 
@@ -61,6 +67,8 @@ export function settingsFrom(env: object): Settings {
 		maxBodyBytes: v.MAX_BODY_BYTES,
 		keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
 		upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
+		recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,
+		unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,
 		allowedOrigins: v.ALLOWED_ORIGINS,
 	};
 	cache.set(env, settings);

@@ -12,6 +12,8 @@ export interface Env {
 	MAX_BODY_BYTES?: string;
 	KEY_CACHE_TTL_SECONDS?: string;
 	UPSTREAM_TIMEOUT_SECONDS?: string;
+	RECHECK_INTERVAL_SECONDS?: string;
+	UNVERIFIED_LIMIT_SECONDS?: string;
 	ALLOWED_ORIGINS?: string;
 	/** Upstream credentials referenced from server headers as `${NAME}`. */
 	[name: string]: unknown;

@@ -1,8 +1,10 @@
 import type { TestProject } from "vitest/node";
 import { startUpstream } from "../scripts/upstream-server.ts";
+import { buildSecondEdge } from "./build-edge.ts";
 
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {
+	project.provide("secondEdgePath", await buildSecondEdge(project.config.root));
 	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret" });
 	const beta = await startUpstream({ name: "beta", enableJsonResponse: true });
 	const gamma = await startUpstream({ name: "gamma", catalog: "long-names" });

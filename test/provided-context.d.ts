@@ -7,6 +7,8 @@ declare module "vitest" {
 		shiftingPort: number;
 		mutablePort: number;
 		pagedPort: number;
+		/** The gateway bundled as a second, separately loaded edge Worker. */
+		secondEdgePath: string;
 	}
 }
 

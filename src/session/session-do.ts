@@ -19,13 +19,13 @@ import {
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { filterSseEvents, readSseEvents } from "../mcp/sse.ts";
-import { REGISTRY_NAME } from "../registry/registry-do.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
 import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
 import { ClientChannel } from "./client-channel.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
@@ -53,9 +53,6 @@ export type SessionMessage =
 
 const SESSION_NOT_FOUND =
 	"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.";
-
-/** A registry recheck is due after this long (invariant 5 bounds registry reads by it). */
-const RECHECK_INTERVAL_MS = 30_000;
 
 /**
  * One instance per session digest (invariant 1). Owns the binding, the idle
@@ -93,13 +90,23 @@ export class SessionDO extends DurableObject<Env> {
 	 */
 	private restoredActivityBound = 0;
 	private inFlight = 0;
+	/** Last successful registry recheck: the unverified limit counts from here. */
 	private verifiedAt = 0;
-	private rechecking: Promise<boolean> | null = null;
+	/** Last recheck attempt, successful or not: registry reads are bounded by the interval from here. */
+	private recheckedAt = 0;
+	/** The last recheck attempt failed (registry unreadable): activity does not extend the session. */
+	private unverified = false;
+	private rechecking: Promise<RecheckOutcome> | null = null;
+	/** Upstream sessions to close once the calls still running have drained. */
+	private closeWhenDrained: SessionBinding | null = null;
+	/** Swapped for counting or gated registries in tests. */
+	registry: RegistryClient;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.store = new SessionStore(ctx.storage);
 		this.settings = settingsFrom(env);
+		this.registry = registryClient(env);
 		this.pool = new UpstreamPool(env, this.settings);
 		this.catalog = new Catalog((server, kind, onInvalidate) => this.fetchList(server, kind, onInvalidate));
 		this.router = new AggregateRouter({
@@ -136,6 +143,7 @@ export class SessionDO extends DurableObject<Env> {
 			this.lastActivity = now;
 			this.persistedActivity = now;
 			this.verifiedAt = now;
+			this.recheckedAt = now;
 			await this.store.writeBinding(binding);
 			await this.store.scheduleAlarm(now + this.settings.idleTimeoutMs);
 			return { opened: true, reply: opened.reply };
@@ -273,17 +281,28 @@ export class SessionDO extends DurableObject<Env> {
 	async end(scope: SessionScope): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
-		await this.terminate(binding);
+		await this.terminate(binding, "deleted by the client");
 		return new Response(null, { status: 204 });
 	}
 
-	/** Idle expiry. Reschedules itself when activity moved the deadline or a call is running. */
+	/**
+	 * Idle expiry and the unverified limit. Reschedules itself when activity
+	 * moved the deadline or a call is running; a session past its unverified
+	 * limit ends even while a call runs, unless a last recheck succeeds.
+	 */
 	override async alarm(): Promise<void> {
 		const binding = await this.load();
 		if (!binding) return;
 		const now = this.clock.now();
+		if (this.unverified && now >= this.verifiedAt + this.settings.unverifiedLimitMs) {
+			const outcome = await this.recheck(binding);
+			if (outcome !== "verified") {
+				if (outcome === "unreadable") await this.terminate(binding, "unverified for too long");
+				return;
+			}
+		}
 		if (this.inFlight > 0) {
-			await this.store.scheduleAlarm(now + this.settings.idleTimeoutMs);
+			await this.store.scheduleAlarm(Math.min(now + this.settings.idleTimeoutMs, this.limitAt()));
 			return;
 		}
 		const deadline = this.deadline();
@@ -291,7 +310,7 @@ export class SessionDO extends DurableObject<Env> {
 			await this.store.scheduleAlarm(deadline);
 			return;
 		}
-		await this.terminate(binding);
+		await this.terminate(binding, "idle");
 	}
 
 	/** Resolves once pending catalog refreshes have finished (tests). */
@@ -299,9 +318,18 @@ export class SessionDO extends DurableObject<Env> {
 		return this.router.settled();
 	}
 
-	/** When the session expires if nothing else happens. */
+	/**
+	 * When the session ends if nothing else happens: one idle timeout after the
+	 * last activity, and, while the registry cannot be read, no later than the
+	 * unverified limit after the last successful recheck.
+	 */
 	deadline(): number {
-		return Math.max(this.lastActivity, this.restoredActivityBound) + this.settings.idleTimeoutMs;
+		const idle = Math.max(this.lastActivity, this.restoredActivityBound) + this.settings.idleTimeoutMs;
+		return Math.min(idle, this.limitAt());
+	}
+
+	private limitAt(): number {
+		return this.unverified ? this.verifiedAt + this.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
 	}
 
 	private async openTransparent(input: OpenSessionInput): Promise<{ binding?: BindingDraft; reply: JSONRPCMessage }> {
@@ -489,31 +517,55 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/**
-	 * Verifies with the registry, at most once per recheck interval, that the
-	 * key and endpoint (same generation) still exist. Concurrent requests share
-	 * one recheck. When the registry cannot be read, the session is served on.
-	 * Returns false when the session was ended.
+	 * Verifies the session with the registry at most once per recheck interval
+	 * (invariant 5). The request that finds a recheck due waits for it, so a
+	 * revoked or deleted session is refused at once; requests arriving while it
+	 * runs are served on the previous verification and do not wait, unless the
+	 * unverified limit has passed. Returns false when the session has ended.
 	 */
-	private recheckIfDue(binding: SessionBinding): Promise<boolean> {
-		if (this.clock.now() - this.verifiedAt < RECHECK_INTERVAL_MS) return Promise.resolve(true);
-		this.rechecking ??= (async () => {
+	private async recheckIfDue(binding: SessionBinding): Promise<boolean> {
+		const now = this.clock.now();
+		const pastLimit = now >= this.verifiedAt + this.settings.unverifiedLimitMs;
+		if (this.rechecking && !pastLimit) return this.binding !== null;
+		if (!this.rechecking && now - this.recheckedAt < this.settings.recheckIntervalMs && !pastLimit) return true;
+		const outcome = await this.recheck(binding);
+		if (outcome === "ended") return false;
+		if (outcome === "unreadable" && this.clock.now() >= this.verifiedAt + this.settings.unverifiedLimitMs) {
+			await this.terminate(binding, "unverified for too long");
+			return false;
+		}
+		return this.binding !== null;
+	}
+
+	/** One registry check, shared by everyone who asks while it runs (single-flight). */
+	private recheck(binding: SessionBinding): Promise<RecheckOutcome> {
+		this.rechecking ??= (async (): Promise<RecheckOutcome> => {
+			this.recheckedAt = this.clock.now();
 			try {
-				const registry = this.env.REGISTRY.get(this.env.REGISTRY.idFromName(REGISTRY_NAME));
-				const check = await registry.checkSession({
-					keyId: binding.keyId,
-					userPath: binding.userPath,
-					endpoint: binding.endpointCheck,
-				});
+				const check = await withTimeout(
+					this.registry.checkSession({
+						keyId: binding.keyId,
+						userPath: binding.userPath,
+						endpoint: binding.endpointCheck,
+					}),
+					REGISTRY_TIMEOUT_MS,
+				);
 				if (!check.ok) {
-					console.log(`session ended by recheck: ${check.reason}`);
-					await this.terminate(binding);
-					return false;
+					await this.terminate(binding, check.reason);
+					return "ended";
 				}
+				// The latest success counts, whoever started it (invariant 8).
 				this.verifiedAt = this.clock.now();
-				return true;
+				this.unverified = false;
+				return "verified";
 			} catch (error) {
-				console.warn(`session recheck failed, serving unverified: ${asGatewayError(error).message}`);
-				return true;
+				console.warn(`session recheck failed, serving unverified: ${describe(error)}`);
+				if (!this.unverified) {
+					this.unverified = true;
+					// End the session at the limit even if no request comes, or a call keeps running.
+					if (this.binding) await this.store.scheduleAlarm(this.limitAt());
+				}
+				return "unreadable";
 			} finally {
 				this.rechecking = null;
 			}
@@ -537,6 +589,7 @@ export class SessionDO extends DurableObject<Env> {
 					this.persistedActivity = binding.lastActivity;
 					this.restoredActivityBound = binding.lastActivity + this.settings.touchIntervalMs;
 					this.verifiedAt = binding.verifiedAt;
+					this.recheckedAt = binding.verifiedAt;
 				}
 			}
 			return this.binding;
@@ -554,6 +607,11 @@ export class SessionDO extends DurableObject<Env> {
 		this.inFlight--;
 		this.lastActivity = this.clock.now();
 		this.touchIfDue();
+		if (this.inFlight === 0 && this.closeWhenDrained) {
+			const ended = this.closeWhenDrained;
+			this.closeWhenDrained = null;
+			this.ctx.waitUntil(this.pool.closeAll(ended.members, ended.upstreams));
+		}
 	}
 
 	/**
@@ -563,7 +621,8 @@ export class SessionDO extends DurableObject<Env> {
 	 */
 	private touchIfDue(): void {
 		const binding = this.binding;
-		if (!binding) return;
+		// An ended session is never written back; an unverified one is not extended.
+		if (!binding || this.unverified) return;
 		const now = this.clock.now();
 		if (now - this.persistedActivity < this.settings.touchIntervalMs) return;
 		this.persistedActivity = now;
@@ -574,14 +633,40 @@ export class SessionDO extends DurableObject<Env> {
 		});
 	}
 
-	private async terminate(binding: SessionBinding): Promise<void> {
-		// Forget first, so concurrent and later requests get 404 and nothing writes the session back.
+	/**
+	 * Ends the session: forgotten first, so concurrent and later requests get
+	 * 404 and nothing writes it back; storage cleared; upstream sessions closed,
+	 * after the calls still running have drained.
+	 */
+	private async terminate(binding: SessionBinding, reason: string): Promise<void> {
+		if (this.binding === null) return;
+		console.log(`session ended: ${reason}`);
 		this.binding = null;
 		this.stopWatching();
 		this.channel.closeAll();
 		await this.store.clear();
-		await this.pool.closeAll(binding.members, binding.upstreams);
+		if (this.inFlight > 0) this.closeWhenDrained = binding;
+		else await this.pool.closeAll(binding.members, binding.upstreams);
 	}
+}
+
+type RecheckOutcome = "verified" | "unreadable" | "ended";
+
+/** A registry that does not answer within this is treated as unreadable for this recheck. */
+const REGISTRY_TIMEOUT_MS = 5_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+	let timer: ReturnType<typeof setTimeout> | undefined;
+	const timeout = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+	});
+	return Promise.race([promise, timeout]).finally(() => {
+		if (timer !== undefined) clearTimeout(timer);
+	});
+}
+
+function describe(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
 }
 
 type BindingDraft = Omit<SessionBinding, "createdAt" | "lastActivity" | "verifiedAt">;

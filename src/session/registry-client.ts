@@ -1,0 +1,15 @@
+import type { Env } from "../env.ts";
+import { REGISTRY_NAME } from "../registry/registry-do.ts";
+import type { SessionCheckInput, SessionCheckResult } from "../registry/schemas.ts";
+
+/** What a SessionDO asks of the registry. Tests swap in counting and gated versions. */
+export interface RegistryClient {
+	checkSession(input: SessionCheckInput): Promise<SessionCheckResult>;
+}
+
+/** The registry Durable Object, over RPC. */
+export function registryClient(env: Env): RegistryClient {
+	return {
+		checkSession: (input) => env.REGISTRY.get(env.REGISTRY.idFromName(REGISTRY_NAME)).checkSession(input),
+	};
+}
