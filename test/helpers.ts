@@ -1,4 +1,4 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -6,6 +6,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { inject } from "vitest";
 import { sha256Hex } from "../src/crypto.ts";
+import type { RegistryClient } from "../src/session/registry-client.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 
 export const ADMIN_TOKEN = "test-admin-token";
@@ -179,4 +180,53 @@ export async function upstreamLog(which: UpstreamName) {
 		protocolVersion: string | null;
 		body: { method?: string; params?: Record<string, unknown> } | undefined;
 	}>;
+}
+
+/** A registry for SessionDOs that counts reads, can fail, and can hold reads open until released. */
+export class TestRegistry implements RegistryClient {
+	reads = 0;
+	failing = false;
+	private gate: Promise<void> | null = null;
+	private release: (() => void) | null = null;
+
+	constructor(private readonly inner: RegistryClient) {}
+
+	hold(): void {
+		this.gate = new Promise((resolve) => {
+			this.release = resolve;
+		});
+	}
+
+	open(): void {
+		this.release?.();
+		this.gate = null;
+	}
+
+	async checkSession(input: Parameters<RegistryClient["checkSession"]>[0]) {
+		this.reads++;
+		if (this.gate) await this.gate;
+		if (this.failing) throw new Error("registry unavailable (test)");
+		return this.inner.checkSession(input);
+	}
+}
+
+/** Gives a session's DO a manual clock and a test registry; returns them with the stub. */
+export async function instrumentSession(sessionId: string) {
+	const stub = await sessionObject(sessionId);
+	const clock = new ManualClock(Date.now() + 1_000);
+	const registry = await runInDurableObject(stub, (instance: SessionDO) => {
+		instance.clock = clock;
+		const wrapped = new TestRegistry(instance.registry);
+		instance.registry = wrapped;
+		return wrapped;
+	});
+	const writes = () => runInDurableObject(stub, (instance: SessionDO) => instance.store.writes);
+	const stored = () => runInDurableObject(stub, async (_i: SessionDO, state) => (await state.storage.list()).size);
+	return { stub, clock, registry, writes, stored };
+}
+
+/** Posts a message and reads the whole reply. */
+export async function exchange(path: string, key: string, sessionId: string, message: unknown) {
+	const response = await rpc(path, key, sessionId, message);
+	return { status: response.status, body: await response.text() };
 }
