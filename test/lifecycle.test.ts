@@ -113,6 +113,20 @@ describe("deletion and revocation win", () => {
 		expect((await exchange(path, owner.key, fresh, PING)).status).toBe(200);
 	});
 
+	it("deleting or recreating a member server ends the aggregate sessions that use it", async () => {
+		const a = await registerServer("alpha");
+		const b = await registerServer("beta");
+		const { key } = await createKey({ servers: [a, b] });
+		const session = await openSession("/mcp", key);
+		const { clock } = await instrumentSession(session);
+		expect((await admin("DELETE", `/servers/${b}`)).status).toBe(204);
+		await registerServer("beta", b);
+		clock.advance(RECHECK);
+		expect((await exchange("/mcp", key, session, PING)).status).toBe(404);
+		const fresh = await openSession("/mcp", key);
+		expect((await exchange("/mcp", key, fresh, PING)).status).toBe(200);
+	});
+
 	it("a virtual server recreated while its delete is in progress keeps the sessions of the new incarnation; sessions opened on the deleted incarnation meanwhile end with it", async () => {
 		const member = await registerServer("beta");
 		const name = uniqueName("virt");

@@ -215,6 +215,8 @@ export class RegistryDO extends DurableObject<Env> {
 		if (key.userPath !== input.userPath) {
 			return { ok: false, reason: "the API key's user path no longer matches the session's" };
 		}
+		const members = this.checkMembers(key, input.members ?? []);
+		if (!members.ok) return members;
 		const endpoint = input.endpoint;
 		switch (endpoint.kind) {
 			case "aggregate":
@@ -294,6 +296,29 @@ export class RegistryDO extends DurableObject<Env> {
 			.exec<KeyRow>("SELECT id, name, user_path, servers, created_at FROM api_keys WHERE digest = ?", digest)
 			.toArray()[0];
 		return row ? toKeyRecord(row) : null;
+	}
+
+	/** Every member still exists in the same incarnation and may be used by the key (one query). */
+	private checkMembers(key: ApiKeyRecord, members: Array<{ name: string; generation: string }>): SessionCheckResult {
+		if (members.length === 0) return { ok: true };
+		const current = new Map(
+			this.sql
+				.exec<{ name: string; generation: string }>(
+					"SELECT name, generation FROM servers WHERE name IN (SELECT value FROM json_each(?))",
+					JSON.stringify(members.map((member) => member.name)),
+				)
+				.toArray()
+				.map((row) => [row.name, row.generation]),
+		);
+		for (const member of members) {
+			if (current.get(member.name) !== member.generation) {
+				return { ok: false, reason: `member server '${member.name}' was deleted or recreated` };
+			}
+			if (!keyMayUseServer(key, member.name)) {
+				return { ok: false, reason: `the API key may not use member server '${member.name}'` };
+			}
+		}
+		return { ok: true };
 	}
 
 	private getServerRow(name: string): ServerRecord | null {

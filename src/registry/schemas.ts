@@ -111,6 +111,12 @@ export interface SessionCheckInput {
 		| { kind: "server"; name: string; generation: string }
 		| { kind: "virtual"; name: string; generation: string }
 		| { kind: "aggregate" };
+	/**
+	 * Members of an aggregate session as it knows them. A member deleted or
+	 * recreated since, or no longer allowed to the key, ends the session: a
+	 * session never carries on with an incarnation that was removed.
+	 */
+	members?: Array<{ name: string; generation: string }>;
 }
 
 /** `reason` is a short sentence for logs and the client's error message. */

@@ -242,7 +242,10 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.watching) return;
 		const controller = new AbortController();
 		this.watching = controller;
-		for (const member of binding.members) {
+		// Member streams stay open as long as the client listens; they are bounded so that
+		// calls and lists always find a free outgoing connection. Members beyond the bound
+		// still deliver their notifications on replies.
+		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
 			this.watchMember(member, controller.signal).catch((error: unknown) => {
 				if (!controller.signal.aborted) {
 					console.warn(`member ${member.name}: event stream ended: ${asGatewayError(error).message}`);
@@ -547,6 +550,11 @@ export class SessionDO extends DurableObject<Env> {
 						keyId: binding.keyId,
 						userPath: binding.userPath,
 						endpoint: binding.endpointCheck,
+						// A transparent session's one member is its endpoint, checked above.
+						members:
+							binding.mode === "aggregate"
+								? binding.members.map((member) => ({ name: member.name, generation: member.generation }))
+								: undefined,
 					}),
 					REGISTRY_TIMEOUT_MS,
 				);
@@ -554,7 +562,7 @@ export class SessionDO extends DurableObject<Env> {
 					await this.terminate(binding, check.reason);
 					return "ended";
 				}
-				// The latest success counts, whoever started it (invariant 8).
+				// The latest success counts, whoever started it: the unverified limit runs from here.
 				this.verifiedAt = this.clock.now();
 				this.unverified = false;
 				return "verified";
@@ -684,6 +692,9 @@ function sseErrorEvent(id: JSONRPCRequest["id"], error: GatewayError): Uint8Arra
 	const message = { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
 	return new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
 }
+
+/** At most this many members' GET streams are held open at once (Workers allow six connections). */
+const MAX_WATCHED_MEMBERS = 4;
 
 /** Cap on one event of a member's GET stream. */
 const MAX_EVENT_BYTES = 10 * 1024 * 1024;
