@@ -168,8 +168,10 @@ describe("aggregate endpoint /mcp", () => {
 		expect((await client.callTool({ name: `${b}__whoami`, arguments: {} })).content).toEqual([
 			{ type: "text", text: "beta" },
 		]);
-		const failed = client.callTool({ name: `${down}__whoami`, arguments: {} });
-		await expect(failed).rejects.toThrow(new RegExp(down));
+		const failed = await client.callTool({ name: `${down}__whoami`, arguments: {} });
+		expect(failed.isError).toBe(true);
+		expect(failed._meta?.["mcp-edge-gateway/error"]).toEqual({ kind: "upstream_unavailable", server: down });
+		expect(JSON.stringify(failed.content)).toContain(`'${down}'`);
 		await client.close();
 	});
 

@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
+import { startFaultSupervisor } from "./fault-supervisor.ts";
 
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {
@@ -17,7 +18,18 @@ export default async function setup(project: TestProject) {
 	project.provide("betaPort", beta.port);
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
+	const fault = await startFaultSupervisor(project.config.root);
+	project.provide("faultPort", fault.faultPort);
+	project.provide("faultSupervisorPort", fault.supervisorPort);
 	return async () => {
-		await Promise.all([alpha.close(), beta.close(), gamma.close(), shifting.close(), mutable.close(), paged.close()]);
+		await Promise.all([
+			alpha.close(),
+			beta.close(),
+			gamma.close(),
+			shifting.close(),
+			mutable.close(),
+			paged.close(),
+			fault.stop(),
+		]);
 	};
 }

@@ -7,6 +7,10 @@ declare module "vitest" {
 		shiftingPort: number;
 		mutablePort: number;
 		pagedPort: number;
+		/** The fault-injecting upstream (scripts/fault-upstream.ts), a separate process on a fixed port. */
+		faultPort: number;
+		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */
+		faultSupervisorPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

@@ -158,7 +158,7 @@ describe("transparent endpoint /mcp/:server", () => {
 
 describe("upstream deadline", () => {
 	for (const which of ["alpha", "beta"] as const) {
-		it(`a call that outlasts the server's timeout ends with an upstream_timeout error naming it (${which === "alpha" ? "SSE" : "JSON"} upstream)`, async () => {
+		it(`a call that outlasts the server's timeout ends with an upstream_timeout result naming it (${which === "alpha" ? "SSE" : "JSON"} upstream)`, async () => {
 			const name = uniqueName("slow");
 			const headers = which === "alpha" ? { Authorization: "Bearer ${ALPHA_TOKEN}" } : {};
 			await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers, timeoutSeconds: 1 });
@@ -172,8 +172,15 @@ describe("upstream deadline", () => {
 			});
 			const reply = await readReply(response);
 			expect(reply.id).toBe(41);
-			expect(reply.error?.data).toEqual({ kind: "upstream_timeout", server: name });
-			expect(reply.error?.message).toMatch(/did not answer within 1 s/);
+			// Inside tools/call, an upstream failure is the tool's result, with the kind in _meta.
+			const result = reply.result as {
+				isError: boolean;
+				content: Array<{ text: string }>;
+				_meta: Record<string, unknown>;
+			};
+			expect(result.isError).toBe(true);
+			expect(result._meta["mcp-edge-gateway/error"]).toEqual({ kind: "upstream_timeout", server: name });
+			expect(result.content[0]?.text).toMatch(/did not answer within 1 s/);
 		});
 	}
 });

@@ -31,9 +31,19 @@ export const ERROR_KINDS = {
 	upstream_unavailable: { status: 502, code: ErrorCode.ConnectionClosed },
 	upstream_error: { status: 502, code: ErrorCode.InternalError },
 	upstream_timeout: { status: 504, code: ErrorCode.RequestTimeout },
+	upstream_auth_required: { status: 502, code: ErrorCode.InternalError },
+	/** A call may or may not have reached the upstream; it was not retried. */
+	outcome_uncertain: { status: 502, code: ErrorCode.InternalError },
+	reply_too_large: { status: 502, code: ErrorCode.InternalError },
 } as const satisfies Record<string, { status: number; code: number }>;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
+
+export interface ErrorData {
+	kind: ErrorKind;
+	server?: string;
+	details?: Record<string, string>;
+}
 
 export interface GatewayErrorOptions {
 	/** The upstream server involved, named in `data.server`. */
@@ -43,6 +53,8 @@ export interface GatewayErrorOptions {
 	headers?: Record<string, string>;
 	/** For `upstream_error` from a JSON-RPC error reply: the upstream's error code. */
 	upstreamCode?: number;
+	/** Extra facts for operators, e.g. an upstream's WWW-Authenticate challenge. Never secrets. */
+	details?: Record<string, string>;
 	cause?: unknown;
 }
 
@@ -59,6 +71,7 @@ export class GatewayError extends Error {
 	readonly status: number;
 	readonly headers: Record<string, string>;
 	readonly upstreamCode: number | undefined;
+	readonly details: Record<string, string> | undefined;
 
 	constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
 		super(message, { cause: options.cause });
@@ -68,13 +81,20 @@ export class GatewayError extends Error {
 		this.status = options.status ?? ERROR_KINDS[kind].status;
 		this.headers = options.headers ?? {};
 		this.upstreamCode = options.upstreamCode;
+		this.details = options.details;
 	}
 
 	/** The JSON-RPC error object: `{ code, message, data: { kind, server? } }`. */
-	toJsonRpcError(): { code: number; message: string; data: { kind: ErrorKind; server?: string } } {
-		const data: { kind: ErrorKind; server?: string } = { kind: this.kind };
+	toJsonRpcError(): { code: number; message: string; data: ErrorData } {
+		return { code: ERROR_KINDS[this.kind].code, message: this.message, data: this.data() };
+	}
+
+	/** Machine-readable facts: `{ kind, server?, details? }`. */
+	data(): ErrorData {
+		const data: ErrorData = { kind: this.kind };
 		if (this.server !== undefined) data.server = this.server;
-		return { code: ERROR_KINDS[this.kind].code, message: this.message, data };
+		if (this.details !== undefined) data.details = this.details;
+		return data;
 	}
 
 	/** Renders as an HTTP error response (status from the kind) with a JSON-RPC error body. */

@@ -40,36 +40,3 @@ export async function readSseEvents(
 	if (oversized) throw new RangeError(`an SSE event exceeded ${maxEventBytes} bytes`);
 	return done;
 }
-
-/**
- * Re-frames an SSE body event by event, dropping the events `keep` refuses.
- * Used on aggregate replies, where members' list_changed notifications are
- * the gateway's to interpret, not to pass on.
- */
-export function filterSseEvents(
-	body: ReadableStream<Uint8Array>,
-	keep: (event: EventSourceMessage) => boolean,
-): ReadableStream<Uint8Array> {
-	const encoder = new TextEncoder();
-	let emit: (event: EventSourceMessage) => void = () => undefined;
-	const parser = createParser({
-		onEvent: (event) => emit(event),
-		onRetry: () => undefined,
-	});
-	return body.pipeThrough(new TextDecoderStream()).pipeThrough(
-		new TransformStream<string, Uint8Array>({
-			transform(chunk, controller) {
-				emit = (event) => {
-					if (!keep(event)) return;
-					const id = event.id === undefined ? "" : `id: ${event.id}\n`;
-					const data = event.data
-						.split("\n")
-						.map((line) => `data: ${line}`)
-						.join("\n");
-					controller.enqueue(encoder.encode(`${id}event: ${event.event ?? "message"}\n${data}\n\n`));
-				};
-				parser.feed(chunk);
-			},
-		}),
-	);
-}

@@ -140,6 +140,12 @@ export class AggregateRouter {
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}
 
+	/** A member's upstream session was replaced: all its lists are refetched, and the client told of real changes. */
+	memberReset(server: string): void {
+		this.host.catalog.forget(server);
+		for (const list of Object.keys(PUBLIC_LISTS) as PublicList[]) this.refresh(list);
+	}
+
 	/** Waits for pending list refreshes (tests, and a clean shutdown). */
 	async settled(): Promise<void> {
 		while (this.refreshes.size > 0) await Promise.all([...this.refreshes.values()].map((r) => r.running));

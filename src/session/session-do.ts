@@ -18,16 +18,18 @@ import {
 } from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import { filterSseEvents, readSseEvents } from "../mcp/sse.ts";
+import { readSseEvents } from "../mcp/sse.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
+import { Breaker } from "./breaker.ts";
 import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
 import { ClientChannel } from "./client-channel.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
+import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 /** What the edge hands over when a client initializes. */
@@ -73,6 +75,9 @@ export class SessionDO extends DurableObject<Env> {
 	private readonly settings: Settings;
 	private readonly pool: UpstreamPool;
 	private readonly router: AggregateRouter;
+	private readonly calls: UpstreamCalls;
+	/** Reconnect backoff and circuit breaker per member. */
+	readonly breaker = new Breaker(() => this.clock);
 	/** The client's GET streams (aggregate sessions). */
 	private readonly channel = new ClientChannel();
 	/** Aborts the members' GET streams the DO holds while a client listens. */
@@ -109,12 +114,27 @@ export class SessionDO extends DurableObject<Env> {
 		this.registry = registryClient(env);
 		this.pool = new UpstreamPool(env, this.settings);
 		this.catalog = new Catalog((server, kind, onInvalidate) => this.fetchList(server, kind, onInvalidate));
+		this.calls = new UpstreamCalls({
+			breaker: this.breaker,
+			connection: (member) => this.pool.connection(member),
+			session: (member) => this.upstreamSession(member),
+			retire: (member, session) => this.retire(member, session),
+			isReadOnlyTool: async (member, name) => {
+				const tools = (await this.catalog.get(member.name, "tools")) as Array<{
+					name?: unknown;
+					annotations?: { readOnlyHint?: unknown };
+				}>;
+				return tools.some((tool) => tool.name === name && tool.annotations?.readOnlyHint === true);
+			},
+			keepNotification: (member, message) =>
+				this.binding?.mode !== "aggregate" || this.router.memberNotification(member.name, message) !== null,
+		});
 		this.router = new AggregateRouter({
 			members: () => this.binding?.members.map((member) => member.name) ?? [],
 			catalog: this.catalog,
-			forward: (server, message, done) => this.forward(this.member(server), { kind: "request", message }, done),
+			forward: (server, message, done) => this.calls.request(this.member(server), message, done),
 			notify: async (server, message) => {
-				await this.forward(this.member(server), { kind: "notification", message }, () => undefined);
+				await this.calls.notify(this.member(server), message);
 			},
 			request: async (server, method, params) => {
 				const member = this.member(server);
@@ -170,7 +190,13 @@ export class SessionDO extends DurableObject<Env> {
 				done();
 				return notFound();
 			}
-			if (binding.mode === "transparent") return await this.forward(this.soleMember(binding), input, done);
+			if (binding.mode === "transparent") {
+				const member = this.soleMember(binding);
+				if (input.kind === "request") return await this.calls.request(member, input.message, done);
+				const accepted = await this.calls.notify(member, input.message);
+				done();
+				return accepted;
+			}
 			if (input.kind === "request") return await this.router.handle(input.message, done);
 			if (input.kind === "notification") await this.router.notify(input.message);
 			done();
@@ -195,7 +221,15 @@ export class SessionDO extends DurableObject<Env> {
 			}
 			const member = this.soleMember(binding);
 			const connection = this.pool.connection(member);
-			const upstream = await connection.openStream(await this.upstreamSession(member), lastEventId);
+			let session = await this.upstreamSession(member);
+			let upstream = await connection.openStream(session, lastEventId);
+			if (upstream.status === 404 && session.sessionId !== null) {
+				// The upstream session expired: retire it and listen on a fresh one.
+				await upstream.body?.cancel();
+				await this.retire(member, session);
+				session = await this.upstreamSession(member);
+				upstream = await connection.openStream(session, null);
+			}
 			if (upstream.status === 405) {
 				await upstream.body?.cancel();
 				done();
@@ -259,25 +293,62 @@ export class SessionDO extends DurableObject<Env> {
 		this.watching = null;
 	}
 
-	/** Reads one member's GET stream until it ends or the DO stops listening. */
+	/**
+	 * Listens on one member's GET stream while the client listens on its own.
+	 * A stream that drops is re-opened with backoff; one that cannot be
+	 * re-opened (non-200, 404 with a session id, retries exhausted) means the
+	 * member's upstream session is closed: it is retired, so the next need
+	 * opens a fresh one, and the member's lists are refreshed. Nothing here
+	 * outlives the client's listening: `signal` ends it.
+	 */
 	private async watchMember(member: Member, signal: AbortSignal): Promise<void> {
 		const connection = this.pool.connection(member);
-		const response = await connection.openStream(await this.upstreamSession(member), null, signal);
-		if (!response.ok || !response.body) {
-			// 405: the member offers no GET stream; its notifications arrive on replies only.
-			await response.body?.cancel();
-			return;
+		let failures = 0;
+		while (!signal.aborted && failures < MAX_STREAM_REOPENS) {
+			const session = await this.upstreamSession(member);
+			let response: Response;
+			try {
+				response = await connection.openStream(session, null, signal);
+			} catch (error) {
+				if (signal.aborted) return;
+				console.warn(`member ${member.name}: event stream could not be opened: ${describe(error)}`);
+				failures++;
+				await sleep(STREAM_REOPEN_BACKOFF_MS * 2 ** (failures - 1));
+				continue;
+			}
+			if (response.status === 405) {
+				// The member offers no GET stream; its notifications arrive on replies only.
+				await response.body?.cancel();
+				return;
+			}
+			if (!response.ok || !response.body) {
+				await response.body?.cancel();
+				break;
+			}
+			failures = 0;
+			try {
+				await readSseEvents(
+					response.body,
+					(event) => {
+						const message = parseNotification(event.data);
+						const passOn = message ? this.router.memberNotification(member.name, message) : null;
+						if (passOn) this.channel.send(passOn);
+						return signal.aborted;
+					},
+					MAX_EVENT_BYTES,
+				);
+			} catch (error) {
+				if (signal.aborted) return;
+				console.warn(`member ${member.name}: event stream broke: ${describe(error)}`);
+			}
+			if (signal.aborted) return;
+			failures++;
+			await sleep(STREAM_REOPEN_BACKOFF_MS * 2 ** (failures - 1));
 		}
-		await readSseEvents(
-			response.body,
-			(event) => {
-				const message = parseNotification(event.data);
-				const passOn = message ? this.router.memberNotification(member.name, message) : null;
-				if (passOn) this.channel.send(passOn);
-				return signal.aborted;
-			},
-			MAX_EVENT_BYTES,
-		);
+		if (signal.aborted) return;
+		const session = this.binding?.upstreams[member.name];
+		if (session) await this.retire(member, session);
+		this.router.memberReset(member.name);
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
@@ -415,50 +486,6 @@ export class SessionDO extends DurableObject<Env> {
 		return { protocolVersion: version, capabilities: AGGREGATE_CLIENT_CAPABILITIES, clientInfo };
 	}
 
-	/**
-	 * Sends a client message to one member and streams the reply back. `done`
-	 * is called exactly once, when the reply has been read to its end (or failed).
-	 */
-	private async forward(member: Member, input: SessionMessage, done: () => void): Promise<Response> {
-		const connection = this.pool.connection(member);
-		const deadline = connection.startCallDeadline();
-		const finish = once(() => {
-			deadline.clear();
-			done();
-		});
-		try {
-			const upstream = await connection.post(await this.upstreamSession(member), input.message, deadline);
-			if (input.kind !== "request") {
-				await upstream.body?.cancel();
-				finish();
-				if (upstream.ok) return new Response(null, { status: 202 });
-				throw connection.statusError(upstream.status, "a forwarded message");
-			}
-			if (!upstream.ok || !upstream.body) {
-				await upstream.body?.cancel();
-				throw connection.statusError(upstream.status, input.message.method);
-			}
-			const id = input.message.id;
-			const isSse = upstream.headers.get("content-type")?.includes("text/event-stream") === true;
-			// An SSE reply that breaks off (deadline passed, upstream gone) ends with a
-			// JSON-RPC error event for the call, so the client is not left waiting.
-			const tail = (error: unknown) =>
-				isSse ? sseErrorEvent(id, connection.midStreamError(error, deadline.signal.aborted)) : null;
-			// In an aggregate, members' notifications on a reply are interpreted, not passed on blindly.
-			const body =
-				isSse && this.binding?.mode === "aggregate"
-					? filterSseEvents(upstream.body, (event) => {
-							const message = parseNotification(event.data);
-							return message === null || this.router.memberNotification(member.name, message) !== null;
-						})
-					: upstream.body;
-			return passThrough(upstream, withCompletion(body, finish, tail));
-		} catch (error) {
-			finish();
-			throw error;
-		}
-	}
-
 	/** The member's upstream session, opening one if the member was unavailable so far. */
 	private async upstreamSession(member: Member): Promise<SessionBinding["upstreams"][string]> {
 		const binding = this.binding;
@@ -473,16 +500,52 @@ export class SessionDO extends DurableObject<Env> {
 						capabilities: binding.clientCapabilities,
 						clientInfo: binding.clientInfo,
 					};
-		const { session } = await this.pool.open(member, params);
+		const wait = this.breaker.reconnectWait(member.name);
+		if (wait > MAX_RECONNECT_WAIT_MS) {
+			throw new GatewayError(
+				"upstream_unavailable",
+				`the gateway is backing off after connection failures and reconnects in ${Math.ceil(wait / 1000)} s`,
+				{ server: member.name },
+			);
+		}
+		// A short backoff is waited out inside this request: no timer outlives it.
+		if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+		let session: SessionBinding["upstreams"][string];
+		try {
+			({ session } = await this.pool.open(member, params));
+		} catch (error) {
+			this.breaker.failure(member.name);
+			throw error;
+		}
+		this.breaker.success(member.name);
 		const current = this.binding;
-		if (current) {
-			// A new upstream session is rare (a member came back): worth one write.
+		if (current && current.upstreams[member.name]?.sessionId !== session.sessionId) {
+			// A new upstream session is rare (a member came back or expired): worth one write.
 			const updated = { ...current, upstreams: { ...current.upstreams, [member.name]: session } };
 			this.binding = updated;
 			this.catalog.forget(member.name);
 			await this.store.writeBinding(updated);
 		}
 		return session;
+	}
+
+	/**
+	 * Retires an upstream session that expired or closed, exactly once: only if
+	 * it is still the member's current session, so a late failure from an old
+	 * session never retires a newer one. The next use opens a fresh session
+	 * (sent without the old id) and refetches the member's catalog.
+	 */
+	private async retire(member: Member, session: SessionBinding["upstreams"][string]): Promise<void> {
+		const binding = this.binding;
+		const current = binding?.upstreams[member.name];
+		if (!binding || !current || current.sessionId !== session.sessionId) return;
+		const { [member.name]: _retired, ...rest } = binding.upstreams;
+		const updated = { ...binding, upstreams: rest };
+		this.binding = updated;
+		this.catalog.forget(member.name);
+		console.log(`upstream ${member.name}: session retired; the next request opens a new one`);
+		this.ctx.waitUntil(this.pool.connection(member).close(session));
+		await this.store.writeBinding(updated);
 	}
 
 	/** Fetches a whole list from a member, reporting list_changed notifications seen meanwhile. */
@@ -688,9 +751,15 @@ function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Resp
 	return new Response(body, { status: upstream.status, headers });
 }
 
-function sseErrorEvent(id: JSONRPCRequest["id"], error: GatewayError): Uint8Array {
-	const message = { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
-	return new TextEncoder().encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+/** A reconnect backoff up to this long is waited out by the request; a longer one fails it fast. */
+const MAX_RECONNECT_WAIT_MS = 1_000;
+
+/** A member's GET stream is re-opened at most this many times in a row before its session counts as closed. */
+const MAX_STREAM_REOPENS = 3;
+const STREAM_REOPEN_BACKOFF_MS = 250;
+
+function sleep(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** At most this many members' GET streams are held open at once (Workers allow six connections). */

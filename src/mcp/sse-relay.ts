@@ -1,0 +1,119 @@
+import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+export interface SseRelayOptions {
+	/** The request this reply answers. */
+	requestId: RequestId;
+	/** Cap on one event's data; a larger event ends the reply with `onOversize`. */
+	maxEventBytes: number;
+	/** Decides about each notification on the reply; dropped ones never reach the client. */
+	keepNotification?: (message: JSONRPCNotification) => boolean;
+	/** What to send when the reply ends or breaks before the response (`error` null: ended cleanly). */
+	onIncomplete: (error: unknown) => JSONRPCMessage;
+	/** What to send when an event is over the cap. */
+	onOversize: () => JSONRPCMessage;
+	/** Called once when the relay is over: ended, failed or cancelled by the client. */
+	onDone: () => void;
+}
+
+const encoder = new TextEncoder();
+
+/** One SSE event carrying a JSON-RPC message. */
+export function sseMessage(message: JSONRPCMessage): Uint8Array {
+	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+function frame(event: EventSourceMessage): Uint8Array {
+	const id = event.id === undefined ? "" : `id: ${event.id}\n`;
+	const data = event.data
+		.split("\n")
+		.map((line) => `data: ${line}`)
+		.join("\n");
+	return encoder.encode(`${id}event: ${event.event ?? "message"}\n${data}\n\n`);
+}
+
+/**
+ * Relays an upstream SSE reply to the client event by event, as it arrives
+ * (never buffered whole). Events are parsed with `eventsource-parser` and
+ * re-framed, so the gateway always knows whether the response has been seen:
+ * a reply that ends or breaks before it (upstream crash, deadline) ends with
+ * the message `onIncomplete` gives, instead of leaving the client waiting.
+ */
+export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOptions): ReadableStream<Uint8Array> {
+	const reader = body.getReader();
+	const decoder = new TextDecoder();
+	let responded = false;
+	let sinceLastEvent = 0;
+	let done = false;
+	let ready: Uint8Array[] = [];
+	const finish = () => {
+		if (!done) {
+			done = true;
+			options.onDone();
+		}
+	};
+	const parser = createParser({
+		onEvent(event) {
+			sinceLastEvent = 0;
+			const message = parseMessage(event.data);
+			if (message && "id" in message && !("method" in message) && message.id === options.requestId) {
+				responded = true;
+			}
+			if (message && "method" in message && !("id" in message) && options.keepNotification) {
+				if (!options.keepNotification(message as JSONRPCNotification)) return;
+			}
+			ready.push(frame(event));
+		},
+	});
+	const end = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage | null) => {
+		if (last) controller.enqueue(sseMessage(last));
+		controller.close();
+		finish();
+	};
+	return new ReadableStream<Uint8Array>({
+		async pull(controller) {
+			for (;;) {
+				let chunk: ReadableStreamReadResult<Uint8Array>;
+				try {
+					chunk = await reader.read();
+				} catch (error) {
+					end(controller, responded ? null : options.onIncomplete(error));
+					return;
+				}
+				if (chunk.done) {
+					end(controller, responded ? null : options.onIncomplete(null));
+					return;
+				}
+				const text = decoder.decode(chunk.value, { stream: true });
+				sinceLastEvent += text.length;
+				parser.feed(text);
+				if (sinceLastEvent > options.maxEventBytes) {
+					await reader.cancel().catch(() => {
+						// The upstream connection is being dropped anyway.
+					});
+					end(controller, responded ? null : options.onOversize());
+					return;
+				}
+				if (ready.length > 0) {
+					for (const bytes of ready) controller.enqueue(bytes);
+					ready = [];
+					return;
+				}
+			}
+		},
+		async cancel(reason) {
+			finish();
+			await reader.cancel(reason);
+		},
+	});
+}
+
+function parseMessage(data: string): JSONRPCMessage | null {
+	try {
+		const value = JSON.parse(data) as unknown;
+		return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JSONRPCMessage) : null;
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
+}

@@ -1,0 +1,267 @@
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { failureReply } from "../mcp/failure-reply.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { normalizeOutgoing } from "../mcp/outgoing.ts";
+import { relaySse } from "../mcp/sse-relay.ts";
+import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
+import type { Member } from "./binding.ts";
+import type { Breaker } from "./breaker.ts";
+
+/** Cap on one upstream JSON reply or SSE event: an over-size reply fails its call, never the isolate. */
+export const MAX_REPLY_BYTES = 10 * 1024 * 1024;
+
+/** What forwarding needs from the SessionDO. */
+export interface CallHost {
+	readonly breaker: Breaker;
+	connection(member: Member): UpstreamConnection;
+	/** The member's upstream session, opened if needed; throws when none can be had (nothing was sent). */
+	session(member: Member): Promise<UpstreamSession>;
+	/** Retires `session` if it is still the member's current one (fenced against newer sessions). */
+	retire(member: Member, session: UpstreamSession): Promise<void>;
+	/** Whether the member listed this tool with `annotations.readOnlyHint === true`. */
+	isReadOnlyTool(member: Member, name: string): Promise<boolean>;
+	/** Aggregate sessions filter members' notifications on replies; transparent ones keep all. */
+	keepNotification?(member: Member, message: JSONRPCNotification): boolean;
+}
+
+/**
+ * Sends client requests to an upstream and turns every way that can fail into
+ * an exact answer, at most once: a request that may have reached the upstream
+ * is repeated only when it cannot change anything (a read method, or a tool
+ * listed as read-only); one that certainly was not sent may be tried once more.
+ */
+export class UpstreamCalls {
+	constructor(private readonly host: CallHost) {}
+
+	/** Forwards a request; `done` is called once its reply has ended. */
+	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
+		const message = normalizeOutgoing(original) as JSONRPCRequest;
+		const reply = (error: GatewayError) => {
+			done();
+			return Response.json(failureReply(message.method, message.id, error));
+		};
+		const connection = this.host.connection(member);
+		for (let attempt = 1; ; attempt++) {
+			const pausedFor = this.host.breaker.openFor(member.name);
+			if (pausedFor > 0) {
+				return reply(
+					new GatewayError(
+						"upstream_unavailable",
+						`Upstream server '${member.name}' is unavailable: after repeated connection failures the gateway pauses requests to it for ${Math.ceil(pausedFor / 1000)} s. The request was not sent; retry later.`,
+						{ server: member.name },
+					),
+				);
+			}
+			let session: UpstreamSession;
+			try {
+				session = await this.host.session(member);
+			} catch (error) {
+				// Nothing was sent: any request may be tried once more.
+				if (attempt === 1) continue;
+				return reply(notSent(member, error));
+			}
+			const deadline = connection.startCallDeadline();
+			let upstream: Response;
+			try {
+				upstream = await connection.post(session, message, deadline);
+			} catch (error) {
+				deadline.clear();
+				if (error instanceof GatewayError && error.kind === "upstream_timeout") {
+					this.cancelUpstream(connection, session, message);
+					return reply(error);
+				}
+				this.host.breaker.failure(member.name);
+				if (attempt === 1 && (await this.mayRepeat(member, message))) continue;
+				return reply(mayHaveRun(member, message, "the connection failed after the request was sent"));
+			}
+			if (upstream.status === 401) {
+				deadline.clear();
+				await upstream.body?.cancel();
+				// Credentials were refused; the upstream session itself is fine and is kept.
+				this.host.breaker.success(member.name);
+				return reply(authRequired(member, upstream.headers.get("www-authenticate")));
+			}
+			if (upstream.status === 404 && session.sessionId !== null) {
+				deadline.clear();
+				await upstream.body?.cancel();
+				this.host.breaker.success(member.name);
+				await this.host.retire(member, session);
+				if (attempt === 1 && (await this.mayRepeat(member, message))) continue;
+				return reply(mayHaveRun(member, message, "its upstream session had expired"));
+			}
+			if (!upstream.ok || !upstream.body) {
+				deadline.clear();
+				await upstream.body?.cancel();
+				return reply(connection.statusError(upstream.status, message.method));
+			}
+			this.host.breaker.success(member.name);
+			return this.relay(member, connection, session, message, upstream, deadline, done);
+		}
+	}
+
+	/** Forwards a notification or a response: 202 once the upstream accepted it. */
+	async notify(member: Member, message: JSONRPCMessage): Promise<Response> {
+		const connection = this.host.connection(member);
+		const session = await this.host.session(member);
+		const deadline = connection.startCallDeadline();
+		try {
+			const upstream = await connection.post(session, normalizeOutgoing(message), deadline);
+			await upstream.body?.cancel();
+			if (upstream.ok) return new Response(null, { status: 202 });
+			if (upstream.status === 404 && session.sessionId !== null) await this.host.retire(member, session);
+			throw connection.statusError(upstream.status, "a forwarded message");
+		} finally {
+			deadline.clear();
+		}
+	}
+
+	/** Streams the upstream's reply to the client, ending it exactly when it breaks off. */
+	private async relay(
+		member: Member,
+		connection: UpstreamConnection,
+		session: UpstreamSession,
+		message: JSONRPCRequest,
+		upstream: Response,
+		deadline: { signal: AbortSignal; clear(): void },
+		done: () => void,
+	): Promise<Response> {
+		const finish = () => {
+			deadline.clear();
+			done();
+		};
+		const type = upstream.headers.get("content-type") ?? "";
+		const body = upstream.body as ReadableStream<Uint8Array>;
+		if (type.includes("text/event-stream")) {
+			const keep = this.host.keepNotification?.bind(this.host);
+			const relayed = relaySse(body, {
+				requestId: message.id,
+				maxEventBytes: MAX_REPLY_BYTES,
+				keepNotification: keep ? (notification) => keep(member, notification) : undefined,
+				onIncomplete: (error) => {
+					if (deadline.signal.aborted) {
+						this.cancelUpstream(connection, session, message);
+						return failureReply(message.method, message.id, connection.midStreamError(error, true));
+					}
+					this.host.breaker.failure(member.name);
+					const what =
+						error === null ? "it closed the reply before answering" : "the connection broke before it answered";
+					return failureReply(message.method, message.id, mayHaveRun(member, message, what));
+				},
+				onOversize: () => failureReply(message.method, message.id, tooLarge(member)),
+				onDone: finish,
+			});
+			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+		}
+		try {
+			const text = await readCapped(body, MAX_REPLY_BYTES);
+			if (text === null) return Response.json(failureReply(message.method, message.id, tooLarge(member)));
+			return new Response(text, { status: upstream.status, headers: { "content-type": "application/json" } });
+		} catch (error) {
+			if (deadline.signal.aborted) {
+				this.cancelUpstream(connection, session, message);
+				return Response.json(failureReply(message.method, message.id, connection.midStreamError(error, true)));
+			}
+			this.host.breaker.failure(member.name);
+			return Response.json(
+				failureReply(
+					message.method,
+					message.id,
+					mayHaveRun(member, message, "the connection broke before it answered"),
+				),
+			);
+		} finally {
+			finish();
+		}
+	}
+
+	/** Reads may always be repeated; a tool call only when the tool is listed as read-only. */
+	private async mayRepeat(member: Member, message: JSONRPCRequest): Promise<boolean> {
+		if (message.method !== "tools/call") return true;
+		const name = (message.params as { name?: unknown } | undefined)?.name;
+		return typeof name === "string" && (await this.host.isReadOnlyTool(member, name).catch(() => false));
+	}
+
+	/** Tells the upstream to stop working on a request the gateway gave up on. Best effort. */
+	private cancelUpstream(connection: UpstreamConnection, session: UpstreamSession, message: JSONRPCRequest): void {
+		const cancelled: JSONRPCNotification = {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: message.id, reason: "The gateway's deadline for this request passed." },
+		};
+		const deadline = connection.startCallDeadline();
+		connection
+			.post(session, cancelled, deadline)
+			.then((response) => response.body?.cancel())
+			.catch((error: unknown) =>
+				console.warn(`upstream ${connection.serverName}: cancellation not delivered: ${describe(error)}`),
+			)
+			.finally(() => deadline.clear());
+	}
+}
+
+function describe(error: unknown): string {
+	return (error instanceof Error ? error.message : String(error)).replace(/\.+$/, "");
+}
+
+function notSent(member: Member, error: unknown): GatewayError {
+	const reason = error instanceof GatewayError ? error.message : describe(error);
+	return new GatewayError(
+		"upstream_unavailable",
+		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${reason.replace(/\.+$/, "")}. It is safe to retry later.`,
+		{ server: member.name, cause: error },
+	);
+}
+
+function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): GatewayError {
+	if (message.method !== "tools/call") {
+		return new GatewayError("upstream_unavailable", `Upstream server '${member.name}' failed: ${what}.`, {
+			server: member.name,
+		});
+	}
+	const tool = String((message.params as { name?: unknown } | undefined)?.name ?? "the tool");
+	return new GatewayError(
+		"outcome_uncertain",
+		`The call to '${tool}' on upstream server '${member.name}' may or may not have taken effect: ${what}. It was not retried, because the tool is not declared read-only. Check its effect with a read before retrying; the gateway reconnects to '${member.name}' on the next request.`,
+		{ server: member.name },
+	);
+}
+
+function authRequired(member: Member, challenge: string | null): GatewayError {
+	return new GatewayError(
+		"upstream_auth_required",
+		`Upstream server '${member.name}' rejected the gateway's credentials (HTTP 401), so the request was not performed. The gateway operator should check the credentials configured for '${member.name}' (its headers, and the secrets they reference).`,
+		{ server: member.name, ...(challenge ? { details: { wwwAuthenticate: challenge.slice(0, 512) } } : {}) },
+	);
+}
+
+function tooLarge(member: Member): GatewayError {
+	return new GatewayError(
+		"reply_too_large",
+		`Upstream server '${member.name}' sent a reply larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB, which the gateway does not relay.`,
+		{ server: member.name },
+	);
+}
+
+/** Reads a body as text, or null when it is longer than `limit` bytes. */
+async function readCapped(body: ReadableStream<Uint8Array>, limit: number): Promise<string | null> {
+	const reader = body.getReader();
+	const chunks: Uint8Array[] = [];
+	let size = 0;
+	for (;;) {
+		const { done, value } = await reader.read();
+		if (done) break;
+		size += value.byteLength;
+		if (size > limit) {
+			await reader.cancel();
+			return null;
+		}
+		chunks.push(value);
+	}
+	const bytes = new Uint8Array(size);
+	let offset = 0;
+	for (const chunk of chunks) {
+		bytes.set(chunk, offset);
+		offset += chunk.byteLength;
+	}
+	return new TextDecoder().decode(bytes);
+}
