@@ -1,6 +1,7 @@
 import { z } from "zod";
 
 const seconds = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const bytes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** Worker vars and secrets, parsed once per isolate into typed settings with defaults. */
 const SettingsSchema = z.object({
@@ -8,11 +9,8 @@ const SettingsSchema = z.object({
 	SESSION_SECRET: z.string().min(32, "SESSION_SECRET must be at least 32 characters").optional(),
 	IDLE_TIMEOUT_SECONDS: seconds(30 * 60),
 	TOUCH_INTERVAL_SECONDS: seconds(60),
-	MAX_BODY_BYTES: z.coerce
-		.number()
-		.int()
-		.positive()
-		.default(4 * 1024 * 1024),
+	MAX_BODY_BYTES: bytes(4 * 1024 * 1024),
+	MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
 	KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 	UPSTREAM_TIMEOUT_SECONDS: seconds(60),
 	RECHECK_INTERVAL_SECONDS: seconds(30),
@@ -34,6 +32,8 @@ export interface Settings {
 	idleTimeoutMs: number;
 	touchIntervalMs: number;
 	maxBodyBytes: number;
+	/** Cap on one upstream JSON reply or SSE event. */
+	maxReplyBytes: number;
 	keyCacheTtlMs: number;
 	upstreamTimeoutMs: number;
 	/** A session re-verifies with the registry at most this often. */
@@ -65,6 +65,7 @@ export function settingsFrom(env: object): Settings {
 		idleTimeoutMs: v.IDLE_TIMEOUT_SECONDS * 1000,
 		touchIntervalMs: v.TOUCH_INTERVAL_SECONDS * 1000,
 		maxBodyBytes: v.MAX_BODY_BYTES,
+		maxReplyBytes: v.MAX_REPLY_BYTES,
 		keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
 		upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 		recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,

@@ -10,6 +10,7 @@ export interface Env {
 	IDLE_TIMEOUT_SECONDS?: string;
 	TOUCH_INTERVAL_SECONDS?: string;
 	MAX_BODY_BYTES?: string;
+	MAX_REPLY_BYTES?: string;
 	KEY_CACHE_TTL_SECONDS?: string;
 	UPSTREAM_TIMEOUT_SECONDS?: string;
 	RECHECK_INTERVAL_SECONDS?: string;

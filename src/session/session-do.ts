@@ -116,6 +116,7 @@ export class SessionDO extends DurableObject<Env> {
 		this.catalog = new Catalog((server, kind, onInvalidate) => this.fetchList(server, kind, onInvalidate));
 		this.calls = new UpstreamCalls({
 			breaker: this.breaker,
+			maxReplyBytes: this.settings.maxReplyBytes,
 			connection: (member) => this.pool.connection(member),
 			session: (member) => this.upstreamSession(member),
 			retire: (member, session) => this.retire(member, session),

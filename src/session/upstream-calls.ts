@@ -7,12 +7,11 @@ import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-c
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
 
-/** Cap on one upstream JSON reply or SSE event: an over-size reply fails its call, never the isolate. */
-export const MAX_REPLY_BYTES = 10 * 1024 * 1024;
-
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
 	readonly breaker: Breaker;
+	/** Cap on one upstream JSON reply or SSE event: an over-size reply fails its call, never the isolate. */
+	readonly maxReplyBytes: number;
 	connection(member: Member): UpstreamConnection;
 	/** The member's upstream session, opened if needed; throws when none can be had (nothing was sent). */
 	session(member: Member): Promise<UpstreamSession>;
@@ -79,7 +78,11 @@ export class UpstreamCalls {
 				await upstream.body?.cancel();
 				// Credentials were refused; the upstream session itself is fine and is kept.
 				this.host.breaker.success(member.name);
-				return reply(authRequired(member, upstream.headers.get("www-authenticate")));
+				const challenge = upstream.headers.get("www-authenticate");
+				console.warn(
+					`upstream ${member.name}: credentials rejected (401)${challenge ? `; challenge: ${challenge}` : ""}`,
+				);
+				return reply(authRequired(member, challenge));
 			}
 			if (upstream.status === 404 && session.sessionId !== null) {
 				deadline.clear();
@@ -135,7 +138,7 @@ export class UpstreamCalls {
 			const keep = this.host.keepNotification?.bind(this.host);
 			const relayed = relaySse(body, {
 				requestId: message.id,
-				maxEventBytes: MAX_REPLY_BYTES,
+				maxEventBytes: this.host.maxReplyBytes,
 				keepNotification: keep ? (notification) => keep(member, notification) : undefined,
 				onIncomplete: (error) => {
 					if (deadline.signal.aborted) {
@@ -147,14 +150,16 @@ export class UpstreamCalls {
 						error === null ? "it closed the reply before answering" : "the connection broke before it answered";
 					return failureReply(message.method, message.id, mayHaveRun(member, message, what));
 				},
-				onOversize: () => failureReply(message.method, message.id, tooLarge(member)),
+				onOversize: () => failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)),
 				onDone: finish,
 			});
 			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 		}
 		try {
-			const text = await readCapped(body, MAX_REPLY_BYTES);
-			if (text === null) return Response.json(failureReply(message.method, message.id, tooLarge(member)));
+			const text = await readCapped(body, this.host.maxReplyBytes);
+			if (text === null) {
+				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
+			}
 			return new Response(text, { status: upstream.status, headers: { "content-type": "application/json" } });
 		} catch (error) {
 			if (deadline.signal.aborted) {
@@ -234,10 +239,10 @@ function authRequired(member: Member, challenge: string | null): GatewayError {
 	);
 }
 
-function tooLarge(member: Member): GatewayError {
+function tooLarge(member: Member, limit: number): GatewayError {
 	return new GatewayError(
 		"reply_too_large",
-		`Upstream server '${member.name}' sent a reply larger than ${MAX_REPLY_BYTES / 1024 / 1024} MiB, which the gateway does not relay.`,
+		`Upstream server '${member.name}' sent a reply larger than ${limit} bytes, which the gateway does not relay.`,
 		{ server: member.name },
 	);
 }
