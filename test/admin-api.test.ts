@@ -137,3 +137,22 @@ describe("admin API keys", () => {
 		expect((await admin("DELETE", `/keys/${id}`)).status).toBe(404);
 	});
 });
+
+describe("admin cost reports", () => {
+	it("reports a session's storage writes, registry reads and upstream requests, and the registry's reads", async () => {
+		const { openSession, rpc, registerServer } = await import("./helpers.ts");
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const sessionId = await openSession(`/mcp/${server}`, key);
+		await (await rpc(`/mcp/${server}`, key, sessionId, { jsonrpc: "2.0", id: 1, method: "tools/list" })).text();
+		const stats = await gatewayFetch("/admin/session-stats", {
+			headers: { authorization: "Bearer test-admin-token", "mcp-session-id": sessionId },
+		});
+		expect(stats.status).toBe(200);
+		expect(await stats.json()).toMatchObject({ storageWrites: 2, registryReads: 0, upstreamRequests: 3 });
+		const registry = await admin("GET", "/registry-stats");
+		expect(((await registry.json()) as { reads: number }).reads).toBeGreaterThan(0);
+		const refused = await gatewayFetch("/admin/session-stats", { headers: { "mcp-session-id": sessionId } });
+		expect(refused.status).toBe(401);
+	});
+});

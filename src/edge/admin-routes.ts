@@ -14,6 +14,7 @@ import {
 	type VirtualServerRecord,
 } from "../registry/schemas.ts";
 import { registryStub } from "./registry-stub.ts";
+import { sessionStub } from "./session-routing.ts";
 
 type AdminEnv = { Bindings: Env };
 
@@ -165,6 +166,21 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		}
 		return c.body(null, 204);
 	});
+
+	/**
+	 * What one session has cost so far (storage operations, registry reads,
+	 * upstream requests). The session ID is sent in a header, as clients do,
+	 * and only its digest is used.
+	 */
+	admin.get("/session-stats", async (c) => {
+		const sessionId = c.req.header("mcp-session-id");
+		if (!sessionId) throw new GatewayError("bad_request", "Bad Request: send the session's Mcp-Session-Id header.");
+		const stub = await sessionStub(c.env, sessionId);
+		return c.json(await stub.stats());
+	});
+
+	/** Registry reads served since the registry instance started. */
+	admin.get("/registry-stats", async (c) => c.json({ reads: await registryStub(c.env).readCount() }));
 
 	return admin;
 }

@@ -88,6 +88,11 @@ export class RegistryDO extends DurableObject<Env> {
 		`);
 	}
 
+	/** Reads served so far (cost reports). */
+	readCount(): number {
+		return this.reads;
+	}
+
 	/**
 	 * Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one.
 	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. The method

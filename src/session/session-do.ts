@@ -102,6 +102,7 @@ export class SessionDO extends DurableObject<Env> {
 	/** The last recheck attempt failed (registry unreadable): activity does not extend the session. */
 	private unverified = false;
 	private rechecking: Promise<RecheckOutcome> | null = null;
+	private registryReads = 0;
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
 	/** Swapped for counting or gated registries in tests. */
@@ -388,6 +389,20 @@ export class SessionDO extends DurableObject<Env> {
 		await this.terminate(binding, "idle");
 	}
 
+	/**
+	 * What this session has cost so far, since this instance started: storage
+	 * operations, registry reads and upstream requests (benchmarks, operators).
+	 */
+	stats(): SessionStats {
+		return {
+			storageReads: this.store.reads,
+			storageWrites: this.store.writes,
+			registryReads: this.registryReads,
+			upstreamRequests: this.pool.requests,
+			inFlight: this.inFlight,
+		};
+	}
+
 	/** Resolves once pending catalog refreshes have finished (tests). */
 	settled(): Promise<void> {
 		return this.router.settled();
@@ -608,6 +623,7 @@ export class SessionDO extends DurableObject<Env> {
 	private recheck(binding: SessionBinding): Promise<RecheckOutcome> {
 		this.rechecking ??= (async (): Promise<RecheckOutcome> => {
 			this.recheckedAt = this.clock.now();
+			this.registryReads++;
 			try {
 				const check = await withTimeout(
 					this.registry.checkSession({
@@ -720,6 +736,14 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.pool.closeAll(binding.members, binding.upstreams);
 	}
+}
+
+export interface SessionStats {
+	storageReads: number;
+	storageWrites: number;
+	registryReads: number;
+	upstreamRequests: number;
+	inFlight: number;
 }
 
 type RecheckOutcome = "verified" | "unreadable" | "ended";

@@ -50,6 +50,13 @@ export class UpstreamPool {
 		return opening;
 	}
 
+	/** Upstream requests sent by this pool's connections so far. */
+	get requests(): number {
+		let total = 0;
+		for (const connection of this.connections.values()) total += connection.requests;
+		return total;
+	}
+
 	/** Ends every given upstream session, best effort, in parallel. */
 	async closeAll(members: readonly Member[], sessions: Record<string, UpstreamSession>): Promise<void> {
 		await Promise.all(

@@ -34,6 +34,9 @@ export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
  * transport failures into GatewayErrors that name the server.
  */
 export class UpstreamConnection {
+	/** Requests sent, for cost reports. */
+	requests = 0;
+
 	constructor(
 		private readonly target: UpstreamTarget,
 		private readonly fetcher: FetchLike = (input, init) => fetch(input, init),
@@ -230,6 +233,7 @@ export class UpstreamConnection {
 		if (session.sessionId !== null) headers.set("mcp-session-id", session.sessionId);
 		if (session.protocolVersion) headers.set("mcp-protocol-version", session.protocolVersion);
 		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
+		this.requests++;
 		try {
 			return await this.fetcher(this.target.url, {
 				method,
