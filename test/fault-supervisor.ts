@@ -124,7 +124,12 @@ export async function startFaultSupervisor(root: string): Promise<FaultSuperviso
 	};
 	const status = () => ({ running: current !== undefined, pid: current?.pid ?? null });
 
-	await serialize(start);
+	try {
+		await serialize(start);
+	} catch (error) {
+		await rm(stateDir, { recursive: true, force: true });
+		throw error;
+	}
 
 	const server: Server = createServer((req, res) => {
 		const route = `${req.method} ${new URL(req.url ?? "/", "http://localhost").pathname}`;
