@@ -35,6 +35,8 @@ export const ERROR_KINDS = {
 	/** A call may or may not have reached the upstream; it was not retried. */
 	outcome_uncertain: { status: 502, code: ErrorCode.InternalError },
 	reply_too_large: { status: 502, code: ErrorCode.InternalError },
+	// The client cancelled the request; any answer is only a formality.
+	cancelled: { status: 200, code: -32800 },
 } as const satisfies Record<string, { status: number; code: number }>;
 
 export type ErrorKind = keyof typeof ERROR_KINDS;

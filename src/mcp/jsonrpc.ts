@@ -32,7 +32,7 @@ export function parseClientMessage(text: string): ClientMessage {
 			"Invalid request: JSON-RPC batches are not supported; send one message per POST.",
 		);
 	}
-	const parsed = JSONRPCMessageSchema.safeParse(value);
+	const parsed = JSONRPCMessageSchema.safeParse(withoutNullMeta(value));
 	if (!parsed.success) {
 		throw new GatewayError(
 			"invalid_request",
@@ -40,6 +40,18 @@ export function parseClientMessage(text: string): ClientMessage {
 		);
 	}
 	return classify(parsed.data);
+}
+
+/**
+ * `params._meta: null` means "no metadata"; the schema wants an object or
+ * nothing, so it is dropped rather than refused (it is never sent upstream).
+ */
+function withoutNullMeta(value: unknown): unknown {
+	if (typeof value !== "object" || value === null) return value;
+	const params = (value as { params?: unknown }).params;
+	if (typeof params !== "object" || params === null || (params as { _meta?: unknown })._meta !== null) return value;
+	const { _meta: _dropped, ...rest } = params as Record<string, unknown>;
+	return { ...value, params: rest };
 }
 
 function classify(message: JSONRPCMessage): ClientMessage {

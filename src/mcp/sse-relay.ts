@@ -8,8 +8,11 @@ export interface SseRelayOptions {
 	maxEventBytes: number;
 	/** Decides about each notification on the reply; dropped ones never reach the client. */
 	keepNotification?: (message: JSONRPCNotification) => boolean;
-	/** What to send when the reply ends or breaks before the response (`error` null: ended cleanly). */
-	onIncomplete: (error: unknown) => JSONRPCMessage;
+	/**
+	 * What to send when the reply ends or breaks before the response (`error`
+	 * null: ended cleanly); null sends nothing (the client cancelled the request).
+	 */
+	onIncomplete: (error: unknown) => JSONRPCMessage | null;
 	/** What to send when an event is over the cap. */
 	onOversize: () => JSONRPCMessage;
 	/** Called once when the relay is over: ended, failed or cancelled by the client. */

@@ -1,4 +1,9 @@
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type {
+	JSONRPCMessage,
+	JSONRPCNotification,
+	JSONRPCRequest,
+	RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
@@ -30,11 +35,29 @@ export interface CallHost {
  * listed as read-only); one that certainly was not sent may be tried once more.
  */
 export class UpstreamCalls {
+	/** Requests being relayed, so a client's cancellation can end the wait for a reply that will not come. */
+	private readonly running = new Map<RequestId, AbortController>();
+
 	constructor(private readonly host: CallHost) {}
 
 	/** Forwards a request; `done` is called once its reply has ended. */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
 		const message = normalizeOutgoing(original) as JSONRPCRequest;
+		const cancelled = new AbortController();
+		this.running.set(message.id, cancelled);
+		const settle = () => {
+			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
+			done();
+		};
+		return this.attempt(member, message, cancelled.signal, settle);
+	}
+
+	private async attempt(
+		member: Member,
+		message: JSONRPCRequest,
+		cancelledByClient: AbortSignal,
+		done: () => void,
+	): Promise<Response> {
 		const reply = (error: GatewayError) => {
 			done();
 			return Response.json(failureReply(message.method, message.id, error));
@@ -59,12 +82,13 @@ export class UpstreamCalls {
 				if (attempt === 1) continue;
 				return reply(notSent(member, error));
 			}
-			const deadline = connection.startCallDeadline();
+			const deadline = connection.startCallDeadline(cancelledByClient);
 			let upstream: Response;
 			try {
 				upstream = await connection.post(session, message, deadline);
 			} catch (error) {
 				deadline.clear();
+				if (cancelledByClient.aborted) return reply(cancelledError());
 				if (error instanceof GatewayError && error.kind === "upstream_timeout") {
 					this.cancelUpstream(connection, session, message);
 					return reply(error);
@@ -98,12 +122,26 @@ export class UpstreamCalls {
 				return reply(connection.statusError(upstream.status, message.method));
 			}
 			this.host.breaker.success(member.name);
-			return this.relay(member, connection, session, message, upstream, deadline, done);
+			return this.relay(member, connection, session, message, upstream, deadline, cancelledByClient, done);
 		}
 	}
 
 	/** Forwards a notification or a response: 202 once the upstream accepted it. */
 	async notify(member: Member, message: JSONRPCMessage): Promise<Response> {
+		if ("method" in message && message.method === "notifications/cancelled") {
+			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
+			const running = requestId === undefined ? undefined : this.running.get(requestId);
+			try {
+				return await this.send(member, message);
+			} finally {
+				// The upstream has been told; stop waiting for a reply that will not come.
+				running?.abort();
+			}
+		}
+		return this.send(member, message);
+	}
+
+	private async send(member: Member, message: JSONRPCMessage): Promise<Response> {
 		const connection = this.host.connection(member);
 		const session = await this.host.session(member);
 		const deadline = connection.startCallDeadline();
@@ -126,6 +164,7 @@ export class UpstreamCalls {
 		message: JSONRPCRequest,
 		upstream: Response,
 		deadline: { signal: AbortSignal; clear(): void },
+		cancelledByClient: AbortSignal,
 		done: () => void,
 	): Promise<Response> {
 		const finish = () => {
@@ -141,6 +180,8 @@ export class UpstreamCalls {
 				maxEventBytes: this.host.maxReplyBytes,
 				keepNotification: keep ? (notification) => keep(member, notification) : undefined,
 				onIncomplete: (error) => {
+					// The client cancelled: per the spec it expects no response.
+					if (cancelledByClient.aborted) return null;
 					if (deadline.signal.aborted) {
 						this.cancelUpstream(connection, session, message);
 						return failureReply(message.method, message.id, connection.midStreamError(error, true));
@@ -162,6 +203,7 @@ export class UpstreamCalls {
 			}
 			return new Response(text, { status: upstream.status, headers: { "content-type": "application/json" } });
 		} catch (error) {
+			if (cancelledByClient.aborted) return Response.json(failureReply(message.method, message.id, cancelledError()));
 			if (deadline.signal.aborted) {
 				this.cancelUpstream(connection, session, message);
 				return Response.json(failureReply(message.method, message.id, connection.midStreamError(error, true)));
@@ -226,9 +268,13 @@ function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): Gate
 	const tool = String((message.params as { name?: unknown } | undefined)?.name ?? "the tool");
 	return new GatewayError(
 		"outcome_uncertain",
-		`The call to '${tool}' on upstream server '${member.name}' may or may not have taken effect: ${what}. It was not retried, because the tool is not declared read-only. Check its effect with a read before retrying; the gateway reconnects to '${member.name}' on the next request.`,
+		`The call to '${tool}' on upstream server '${member.name}' may or may not have taken effect: ${what}. It was not retried, because the tool is not known to be read-only. Check its effect with a read before retrying; the gateway reconnects to '${member.name}' on the next request.`,
 		{ server: member.name },
 	);
+}
+
+function cancelledError(): GatewayError {
+	return new GatewayError("cancelled", "Request cancelled by the client.");
 }
 
 function authRequired(member: Member, challenge: string | null): GatewayError {

@@ -150,8 +150,8 @@ export class UpstreamConnection {
 	}
 
 	/** Starts the deadline a call to this server runs under. */
-	startCallDeadline(): Deadline {
-		return startDeadline(this.target.timeoutMs);
+	startCallDeadline(parent?: AbortSignal): Deadline {
+		return startDeadline(this.target.timeoutMs, parent);
 	}
 
 	/**

@@ -1,0 +1,345 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, inject, it } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
+import {
+	admin,
+	connectClient,
+	createKey,
+	gatewayFetch,
+	ManualClock,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+	sessionObject,
+	uniqueName,
+} from "./helpers.ts";
+
+const FAULT = () => `http://127.0.0.1:${inject("faultPort")}`;
+const SUPERVISOR = () => `http://127.0.0.1:${inject("faultSupervisorPort")}`;
+const ERROR_META = "mcp-edge-gateway/error";
+
+interface LogEntry {
+	pid: number;
+	method: string;
+	sessionId: string | null;
+	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | null;
+	status: number | null;
+	completed: boolean;
+}
+type ToolResult = {
+	isError?: boolean;
+	content: Array<{ type: string; text?: string }>;
+	structuredContent?: unknown;
+	_meta?: Record<string, { kind?: string; server?: string; details?: Record<string, string> }>;
+};
+
+/**
+ * A request to the fault server's control API. After a restart the runtime may
+ * still hold a pooled connection to the old process; one retry covers that.
+ */
+async function faultFetch(url: string, init?: RequestInit): Promise<Response> {
+	try {
+		return await fetch(url, init);
+	} catch (error) {
+		if (!(error instanceof Error) || !/Network connection lost/.test(error.message)) throw error;
+		return fetch(url, init);
+	}
+}
+
+async function control(path: string, body: unknown = {}): Promise<unknown> {
+	const response = await faultFetch(`${FAULT()}${path}`, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify(body),
+	});
+	return response.json();
+}
+const faultLog = async () => (await (await faultFetch(`${FAULT()}/_log`)).json()) as LogEntry[];
+const faultStats = async () =>
+	(await (await faultFetch(`${FAULT()}/_stats`)).json()) as {
+		expiredCalls: number;
+		expiredToolCalls: number;
+		pid: number;
+	};
+async function supervise(action: "start" | "stop" | "restart"): Promise<{ running: boolean; pid: number | null }> {
+	const response = await fetch(`${SUPERVISOR()}/${action}`, { method: "POST" });
+	return (await response.json()) as { running: boolean; pid: number | null };
+}
+const toolCalls = (log: LogEntry[], tool: string) =>
+	log.filter((entry) => entry.body?.method === "tools/call" && entry.body.params?.name === tool);
+
+/** A fresh fault state, the fault server registered under a new name, and an open session on it. */
+async function setup(options: { timeoutSeconds?: number } = {}) {
+	const status = (await (await fetch(`${SUPERVISOR()}/status`)).json()) as { running: boolean };
+	if (!status.running) await supervise("start");
+	await faultFetch(`${FAULT()}/_reset`, { method: "POST" });
+	const server = uniqueName("fault");
+	await admin("PUT", `/servers/${server}`, { url: `${FAULT()}/mcp`, ...options });
+	const path = `/mcp/${server}`;
+	const { key } = await createKey();
+	const sessionId = await openSession(path, key);
+	let id = 100;
+	const call = async (tool: string, args?: unknown, extra: Record<string, unknown> = {}) => {
+		const params: Record<string, unknown> = { name: tool, ...extra };
+		if (args !== undefined) params.arguments = args;
+		const reply = await readReply(
+			await rpc(path, key, sessionId, { jsonrpc: "2.0", id: id++, method: "tools/call", params }),
+		);
+		return reply;
+	};
+	return { server, path, key, sessionId, call };
+}
+
+describe("faithful requests", () => {
+	it("tools/call carries arguments as an object: {} for none or null, nested empty objects unchanged", async () => {
+		const { call } = await setup();
+		await call("echo_args");
+		await call("echo_args", null);
+		await call("echo_args", {});
+		const nested = await call("echo_args", { parameters: {} });
+		expect((nested.result as ToolResult).content[0]?.text).toBe('{"parameters":{}}');
+		const args = toolCalls(await faultLog(), "echo_args").map((entry) => entry.body?.params?.arguments);
+		expect(args).toEqual([{}, {}, {}, { parameters: {} }]);
+	});
+
+	it("no upstream request carries an empty or null params._meta; a non-empty one (progressToken) is kept", async () => {
+		const { call } = await setup();
+		await call("echo_args", {}, { _meta: {} });
+		await call("echo_args", {}, { _meta: null });
+		await call("echo_args", {}, { _meta: { progressToken: "keep-me" } });
+		const log = await faultLog();
+		for (const entry of log) {
+			const params = entry.body?.params;
+			if (params && "_meta" in params) {
+				expect(params._meta).toBeTruthy();
+				expect(Object.keys(params._meta as object).length).toBeGreaterThan(0);
+			}
+		}
+		const metas = toolCalls(log, "echo_args").map((entry) => entry.body?.params?._meta);
+		expect(metas).toEqual([undefined, undefined, { progressToken: "keep-me" }]);
+	});
+});
+
+describe("401 is an auth failure, and only that", () => {
+	it("one 401: the first call is an auth-failure result naming the server; the second call succeeds on the same session", async () => {
+		const { server, call } = await setup();
+		await control("/_control/auth401", { count: 1 });
+		const first = (await call("read_note")).result as ToolResult;
+		expect(first.isError).toBe(true);
+		expect(first._meta?.[ERROR_META]?.kind).toBe("upstream_auth_required");
+		expect(first._meta?.[ERROR_META]?.server).toBe(server);
+		expect(first._meta?.[ERROR_META]?.details?.wwwAuthenticate).toContain('error="invalid_token"');
+		expect(first.content[0]?.text).toContain(`'${server}'`);
+		expect(first.content[0]?.text).toMatch(/rejected the gateway's credentials/);
+		const second = (await call("read_note")).result as ToolResult;
+		expect(second.isError).toBeUndefined();
+		const log = await faultLog();
+		const sessions = new Set(toolCalls(log, "read_note").map((entry) => entry.sessionId));
+		expect(sessions.size).toBe(1);
+		expect(log.filter((entry) => entry.body?.method === "initialize")).toHaveLength(1);
+	});
+
+	it("a 401 on another method is a JSON-RPC error with the same kind", async () => {
+		const { path, key, sessionId } = await setup();
+		await control("/_control/auth401", { count: 1 });
+		const reply = await readReply(await rpc(path, key, sessionId, { jsonrpc: "2.0", id: 1, method: "tools/list" }));
+		expect(reply.error?.data?.kind).toBe("upstream_auth_required");
+	});
+});
+
+describe("expired upstream sessions", () => {
+	it("two concurrent write calls on an expired session both fail as outcome_uncertain, neither is replayed, and the next call succeeds on one new session", async () => {
+		const { call } = await setup();
+		await control("/_control/expire", { hold: 2 });
+		const [a, b] = await Promise.all([call("write_note", { text: "a" }), call("write_note", { text: "b" })]);
+		for (const reply of [a, b]) {
+			const result = reply.result as ToolResult;
+			expect(result.isError).toBe(true);
+			expect(result._meta?.[ERROR_META]?.kind).toBe("outcome_uncertain");
+			expect(result.content[0]?.text).toMatch(/may or may not have taken effect/);
+			expect(result.content[0]?.text).toMatch(/not retried/);
+		}
+		expect((await faultStats()).expiredToolCalls).toBe(2);
+		const next = (await call("write_note", { text: "c" })).result as ToolResult;
+		expect(next.content[0]?.text).toMatch(/^wrote c/);
+		const log = await faultLog();
+		expect(toolCalls(log, "write_note").filter((entry) => entry.body?.params?.arguments)).toHaveLength(3);
+		const inits = log.filter((entry) => entry.body?.method === "initialize");
+		expect(inits).toHaveLength(2);
+		expect(inits[1]?.sessionId).toBeNull();
+	});
+
+	it("a read-only call on an expired session is retried once on a fresh session and succeeds", async () => {
+		const { call } = await setup();
+		await control("/_control/expire");
+		const result = (await call("read_note")).result as ToolResult;
+		expect(result.content[0]?.text).toMatch(/^note from/);
+		// One expired tools/call (the retired session's DELETE also meets a 404, which is fine).
+		expect((await faultStats()).expiredToolCalls).toBe(1);
+	});
+});
+
+describe("crash and restart", () => {
+	it("after a restart on the same port: a read-only call succeeds at once; a write call may fail as outcome_uncertain, and the one after it succeeds on the new process", async () => {
+		const { call } = await setup();
+		const before = (await faultStats()).pid;
+		const restarted = await supervise("restart");
+		expect(restarted.pid).not.toBe(before);
+		const read = (await call("read_note")).result as ToolResult;
+		expect(read.content[0]?.text).toBe(`note from ${restarted.pid}`);
+		const write = (await call("write_note", { text: "x" })).result as ToolResult;
+		if (write.isError) expect(write._meta?.[ERROR_META]?.kind).toBe("outcome_uncertain");
+		const after = (await call("write_note", { text: "y" })).result as ToolResult;
+		expect(after.content[0]?.text).toBe(`wrote y in ${restarted.pid}`);
+	});
+
+	it("a crash mid-call fails that call within a few seconds, and the call is logged exactly once", async () => {
+		const { call, server } = await setup();
+		const started = Date.now();
+		const result = (await call("crash")).result as ToolResult;
+		expect(Date.now() - started).toBeLessThan(5_000);
+		expect(result.isError).toBe(true);
+		expect(result._meta?.[ERROR_META]).toMatchObject({ kind: "outcome_uncertain", server });
+		await supervise("start");
+		expect(toolCalls(await faultLog(), "crash")).toHaveLength(1);
+		const next = (await call("read_note")).result as ToolResult;
+		expect(next.content[0]?.text).toMatch(/^note from/);
+	});
+
+	it("after repeated connection failures, requests fail fast with upstream_unavailable until the cool-down ends", async () => {
+		const { call, sessionId } = await setup();
+		const clock = new ManualClock();
+		await runInDurableObject(await sessionObject(sessionId), (instance: SessionDO) => {
+			instance.clock = clock;
+		});
+		await supervise("stop");
+		let paused: ToolResult | undefined;
+		for (let i = 0; i < 5 && !paused; i++) {
+			const result = (await call("read_note")).result as ToolResult;
+			// Sent and lost: uncertain (the catalog cannot be read to prove it read-only), or not sent at all.
+			expect(["outcome_uncertain", "upstream_unavailable"]).toContain(result._meta?.[ERROR_META]?.kind);
+			if (/pauses requests/.test(result.content[0]?.text ?? "")) paused = result;
+		}
+		expect(paused?._meta?.[ERROR_META]?.kind).toBe("upstream_unavailable");
+		const stub = await sessionObject(sessionId);
+		const sent = await runInDurableObject(stub, (instance: SessionDO) => instance.stats().upstreamRequests);
+		// While paused, nothing is sent.
+		const again = (await call("read_note")).result as ToolResult;
+		expect(again.content[0]?.text).toMatch(/pauses requests/);
+		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.stats().upstreamRequests)).toBe(sent);
+		await supervise("start");
+		clock.advance(61_000);
+		const back = (await call("read_note")).result as ToolResult;
+		expect(back.content[0]?.text).toMatch(/^note from/);
+	});
+});
+
+describe("results pass through unchanged", () => {
+	it("a rich result (text, image, audio, resource_link, embedded resource, structuredContent, _meta) and an empty isError result arrive unchanged, transparent and aggregated", async () => {
+		const { server, key } = await setup();
+		const direct = await connectClient(`/mcp/${server}`, key);
+		const rich = (await direct.client.callTool({ name: "rich", arguments: {} })) as ToolResult;
+		expect(rich.content.map((block: { type: string }) => block.type)).toEqual([
+			"text",
+			"image",
+			"audio",
+			"resource_link",
+			"resource",
+		]);
+		expect(rich.structuredContent).toEqual({ ok: true, n: 1 });
+		expect(rich._meta).toEqual({ "fixture/meta": "kept" });
+		expect(await direct.client.callTool({ name: "empty_error", arguments: {} })).toEqual({
+			content: [],
+			isError: true,
+		});
+		await direct.client.close();
+
+		const { key: aggregateKey } = await createKey({ servers: [server] });
+		const aggregate = await connectClient("/mcp", aggregateKey);
+		expect(await aggregate.client.callTool({ name: `${server}__rich`, arguments: {} })).toEqual(rich);
+		expect(await aggregate.client.callTool({ name: `${server}__empty_error`, arguments: {} })).toEqual({
+			content: [],
+			isError: true,
+		});
+		await aggregate.client.close();
+	});
+});
+
+describe("timeouts and cancellation", () => {
+	it("a call past the server's timeout gets upstream_timeout and the upstream gets notifications/cancelled", async () => {
+		const { call, server } = await setup({ timeoutSeconds: 1 });
+		const result = (await call("slow", { ms: 2_500 })).result as ToolResult;
+		expect(result._meta?.[ERROR_META]).toEqual({ kind: "upstream_timeout", server });
+		const id = toolCalls(await faultLog(), "slow")[0]?.body?.id;
+		for (let i = 0; i < 50; i++) {
+			const cancelled = (await faultLog()).find((entry) => entry.body?.method === "notifications/cancelled");
+			if (cancelled) {
+				expect(cancelled.body?.params?.requestId).toBe(id);
+				return;
+			}
+			await new Promise((resolve) => setTimeout(resolve, 20));
+		}
+		throw new Error("the upstream never got notifications/cancelled");
+	});
+
+	it("a client's notifications/cancelled reaches the upstream that holds the request (aggregate)", async () => {
+		const { server } = await setup();
+		const { key } = await createKey({ servers: [server] });
+		const sessionId = await openSession("/mcp", key);
+		const pending = rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			id: "slow-1",
+			method: "tools/call",
+			params: { name: `${server}__slow`, arguments: { ms: 400 } },
+		});
+		for (let i = 0; i < 50 && toolCalls(await faultLog(), "slow").length === 0; i++) {
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		const cancel = await rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: "slow-1", reason: "user" },
+		});
+		expect(cancel.status).toBe(202);
+		await (await pending).text();
+		const cancelled = (await faultLog()).find((entry) => entry.body?.method === "notifications/cancelled");
+		expect(cancelled?.body?.params?.requestId).toBe("slow-1");
+	});
+});
+
+describe("terminal notification streams", () => {
+	it("a member's GET stream that cannot be re-opened closes its upstream session: the next need opens a fresh one, and no reconnect outlives the client's session", async () => {
+		const { server } = await setup();
+		const { key } = await createKey({ servers: [server] });
+		const sessionId = await openSession("/mcp", key);
+		const listen = await gatewayFetch("/mcp", {
+			method: "GET",
+			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
+		});
+		expect(listen.status).toBe(200);
+		for (let i = 0; i < 100 && !(await faultLog()).some((e) => e.method === "GET"); i++) {
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		await control("/_control/break-get");
+		const stub = await sessionObject(sessionId);
+		const upstreamId = () =>
+			runInDurableObject(stub, async (instance: SessionDO) => (await instance.store.readBinding())?.upstreams[server]);
+		for (let i = 0; i < 300 && (await upstreamId()) !== undefined; i++) {
+			await new Promise((resolve) => setTimeout(resolve, 10));
+		}
+		expect(await upstreamId()).toBeUndefined();
+		await control("/_control/heal");
+
+		const tools = await readReply(await rpc("/mcp", key, sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list" }));
+		expect(((tools.result?.tools ?? []) as unknown[]).length).toBeGreaterThan(0);
+		const inits = (await faultLog()).filter((entry) => entry.body?.method === "initialize");
+		expect(inits.length).toBeGreaterThanOrEqual(2);
+
+		await listen.body?.cancel();
+		expect((await gatewayFetch("/mcp", { method: "DELETE", headers: mcpHeaders(key, sessionId) })).status).toBe(204);
+		const gets = (await faultLog()).filter((entry) => entry.method === "GET").length;
+		await new Promise((resolve) => setTimeout(resolve, 600));
+		expect((await faultLog()).filter((entry) => entry.method === "GET").length).toBe(gets);
+	});
+});
