@@ -180,6 +180,17 @@ describe("expired upstream sessions", () => {
 	});
 });
 
+describe("exact expiry detection", () => {
+	it("an isError result triggers no reconnect: the upstream session stays the same", async () => {
+		const { call } = await setup();
+		expect(((await call("empty_error")).result as ToolResult).isError).toBe(true);
+		expect(((await call("read_note")).result as ToolResult).isError).toBeUndefined();
+		const log = await faultLog();
+		expect(log.filter((entry) => entry.body?.method === "initialize")).toHaveLength(1);
+		expect(new Set(log.filter((e) => e.body?.method === "tools/call").map((e) => e.sessionId)).size).toBe(1);
+	});
+});
+
 describe("crash and restart", () => {
 	it("after a restart on the same port: a read-only call succeeds at once; a write call may fail as outcome_uncertain, and the one after it succeeds on the new process", async () => {
 		const { call } = await setup();
