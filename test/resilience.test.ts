@@ -10,6 +10,7 @@ import {
 	mcpHeaders,
 	openSession,
 	readReply,
+	registerServer,
 	rpc,
 	sessionObject,
 	uniqueName,
@@ -216,6 +217,21 @@ describe("crash and restart", () => {
 		expect(toolCalls(await faultLog(), "crash")).toHaveLength(1);
 		const next = (await call("read_note")).result as ToolResult;
 		expect(next.content[0]?.text).toMatch(/^note from/);
+	});
+
+	it("one member crashing leaves the other members of an aggregate, and other sessions, unaffected", async () => {
+		const { server, call } = await setup();
+		const other = await registerServer("beta");
+		const { key } = await createKey({ servers: [server, other] });
+		const { client } = await connectClient("/mcp", key);
+		const crashed = await client.callTool({ name: `${server}__crash`, arguments: {} });
+		expect(crashed.isError).toBe(true);
+		expect((await client.callTool({ name: `${other}__whoami`, arguments: {} })).content).toEqual([
+			{ type: "text", text: "beta" },
+		]);
+		await client.close();
+		await supervise("start");
+		expect(((await call("read_note")).result as ToolResult).content[0]?.text).toMatch(/^note from/);
 	});
 
 	it("after repeated connection failures, requests fail fast with upstream_unavailable until the cool-down ends", async () => {
