@@ -1,6 +1,7 @@
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { checkProtocolVersionHeader } from "../mcp/protocol-version.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 
 /**
  * Origin validation against DNS rebinding (spec, transport security): requests
@@ -63,24 +64,7 @@ export async function readBodyWithin(request: Request, limit: number): Promise<s
 	const declared = Number(request.headers.get("content-length") ?? "0");
 	if (declared > limit) throw tooLarge();
 	if (!request.body) return "";
-	const reader = request.body.getReader();
-	const chunks: Uint8Array[] = [];
-	let size = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		size += value.byteLength;
-		if (size > limit) {
-			await reader.cancel();
-			throw tooLarge();
-		}
-		chunks.push(value);
-	}
-	const bytes = new Uint8Array(size);
-	let offset = 0;
-	for (const chunk of chunks) {
-		bytes.set(chunk, offset);
-		offset += chunk.byteLength;
-	}
+	const bytes = await readCapped(request.body, limit);
+	if (bytes === null) throw tooLarge();
 	return new TextDecoder().decode(bytes);
 }

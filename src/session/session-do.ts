@@ -428,14 +428,6 @@ export class SessionDO extends DurableObject<Env> {
 		const connection = this.pool.connection(member);
 		const { reply, session } = await connection.initialize(input.request);
 		if (!session) return { reply };
-		if (!isSupportedSessionVersion(session.protocolVersion)) {
-			await connection.close(session);
-			throw new GatewayError(
-				"upstream_error",
-				`Upstream server '${member.name}' negotiated protocol version ${session.protocolVersion}, which this gateway does not support.`,
-				{ server: member.name },
-			);
-		}
 		return {
 			binding: this.draft(input, session.protocolVersion, { [member.name]: session }),
 			reply,

@@ -7,6 +7,7 @@ import type {
 import { failureReply } from "../mcp/failure-reply.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 import { relaySse } from "../mcp/sse-relay.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
@@ -197,11 +198,11 @@ export class UpstreamCalls {
 			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 		}
 		try {
-			const text = await readCapped(body, this.host.maxReplyBytes);
-			if (text === null) {
+			const bytes = await readCapped(body, this.host.maxReplyBytes);
+			if (bytes === null) {
 				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
 			}
-			return new Response(text, { status: upstream.status, headers: { "content-type": "application/json" } });
+			return new Response(bytes, { status: upstream.status, headers: { "content-type": "application/json" } });
 		} catch (error) {
 			if (cancelledByClient.aborted) return Response.json(failureReply(message.method, message.id, cancelledError()));
 			if (deadline.signal.aborted) {
@@ -291,28 +292,4 @@ function tooLarge(member: Member, limit: number): GatewayError {
 		`Upstream server '${member.name}' sent a reply larger than ${limit} bytes, which the gateway does not relay.`,
 		{ server: member.name },
 	);
-}
-
-/** Reads a body as text, or null when it is longer than `limit` bytes. */
-async function readCapped(body: ReadableStream<Uint8Array>, limit: number): Promise<string | null> {
-	const reader = body.getReader();
-	const chunks: Uint8Array[] = [];
-	let size = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		size += value.byteLength;
-		if (size > limit) {
-			await reader.cancel();
-			return null;
-		}
-		chunks.push(value);
-	}
-	const bytes = new Uint8Array(size);
-	let offset = 0;
-	for (const chunk of chunks) {
-		bytes.set(chunk, offset);
-		offset += chunk.byteLength;
-	}
-	return new TextDecoder().decode(bytes);
 }

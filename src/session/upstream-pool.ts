@@ -1,7 +1,6 @@
 import type { InitializeRequest, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import type { Member } from "./binding.ts";
@@ -76,14 +75,6 @@ export class UpstreamPool {
 			throw new GatewayError("upstream_error", `Upstream server '${member.name}' refused initialize: ${message}.`, {
 				server: member.name,
 			});
-		}
-		if (!isSupportedSessionVersion(session.protocolVersion)) {
-			await connection.close(session);
-			throw new GatewayError(
-				"upstream_error",
-				`Upstream server '${member.name}' negotiated protocol version ${session.protocolVersion}, which this gateway does not support.`,
-				{ server: member.name },
-			);
 		}
 		return { session, result: reply.result as Record<string, unknown> };
 	}

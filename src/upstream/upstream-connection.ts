@@ -6,6 +6,7 @@ import {
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
@@ -67,6 +68,14 @@ export class UpstreamConnection {
 				sessionId: response.headers.get("mcp-session-id"),
 				protocolVersion: typeof negotiated === "string" ? negotiated : protocolVersion,
 			};
+			if (!isSupportedSessionVersion(session.protocolVersion)) {
+				await this.close(session);
+				throw new GatewayError(
+					"upstream_error",
+					`Upstream server '${this.target.name}' negotiated protocol version ${session.protocolVersion}, which this gateway does not support.`,
+					{ server: this.target.name },
+				);
+			}
 			const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" }, deadline);
 			await ack.body?.cancel();
 			if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
