@@ -37,14 +37,16 @@ type ToolResult = {
 
 /**
  * A request to the fault server's control API. After a restart the runtime may
- * still hold a pooled connection to the old process; one retry covers that.
+ * still hold pooled connections to the old process; a few retries cover that.
  */
 async function faultFetch(url: string, init?: RequestInit): Promise<Response> {
-	try {
-		return await fetch(url, init);
-	} catch (error) {
-		if (!(error instanceof Error) || !/Network connection lost/.test(error.message)) throw error;
-		return fetch(url, init);
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await fetch(url, init);
+		} catch (error) {
+			if (attempt >= 5 || !(error instanceof Error) || !/Network connection lost/.test(error.message)) throw error;
+			await new Promise((resolve) => setTimeout(resolve, 50));
+		}
 	}
 }
 
@@ -66,6 +68,15 @@ const faultStats = async () =>
 async function supervise(action: "start" | "stop" | "restart"): Promise<{ running: boolean; pid: number | null }> {
 	const response = await fetch(`${SUPERVISOR()}/${action}`, { method: "POST" });
 	return (await response.json()) as { running: boolean; pid: number | null };
+}
+/** After a crash: waits until the supervisor has seen the process exit, then starts it again. */
+async function startAfterCrash(): Promise<void> {
+	for (let i = 0; i < 100; i++) {
+		const status = (await (await fetch(`${SUPERVISOR()}/status`)).json()) as { running: boolean };
+		if (!status.running) break;
+		await new Promise((resolve) => setTimeout(resolve, 20));
+	}
+	await supervise("start");
 }
 const toolCalls = (log: LogEntry[], tool: string) =>
 	log.filter((entry) => entry.body?.method === "tools/call" && entry.body.params?.name === tool);
@@ -213,7 +224,7 @@ describe("crash and restart", () => {
 		expect(Date.now() - started).toBeLessThan(5_000);
 		expect(result.isError).toBe(true);
 		expect(result._meta?.[ERROR_META]).toMatchObject({ kind: "outcome_uncertain", server });
-		await supervise("start");
+		await startAfterCrash();
 		expect(toolCalls(await faultLog(), "crash")).toHaveLength(1);
 		const next = (await call("read_note")).result as ToolResult;
 		expect(next.content[0]?.text).toMatch(/^note from/);
@@ -230,7 +241,7 @@ describe("crash and restart", () => {
 			{ type: "text", text: "beta" },
 		]);
 		await client.close();
-		await supervise("start");
+		await startAfterCrash();
 		expect(((await call("read_note")).result as ToolResult).content[0]?.text).toMatch(/^note from/);
 	});
 
@@ -365,8 +376,10 @@ describe("terminal notification streams", () => {
 
 		await listen.body?.cancel();
 		expect((await gatewayFetch("/mcp", { method: "DELETE", headers: mcpHeaders(key, sessionId) })).status).toBe(204);
+		// Let requests already on the wire land, then nothing more may come.
+		await new Promise((resolve) => setTimeout(resolve, 300));
 		const gets = (await faultLog()).filter((entry) => entry.method === "GET").length;
-		await new Promise((resolve) => setTimeout(resolve, 600));
+		await new Promise((resolve) => setTimeout(resolve, 800));
 		expect((await faultLog()).filter((entry) => entry.method === "GET").length).toBe(gets);
 	});
 });

@@ -18,7 +18,6 @@ import {
 } from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import { readSseEvents } from "../mcp/sse.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
@@ -26,6 +25,7 @@ import { Breaker } from "./breaker.ts";
 import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
 import { ClientChannel } from "./client-channel.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { MemberWatch } from "./member-watch.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
@@ -80,8 +80,8 @@ export class SessionDO extends DurableObject<Env> {
 	readonly breaker = new Breaker(() => this.clock);
 	/** The client's GET streams (aggregate sessions). */
 	private readonly channel = new ClientChannel();
-	/** Aborts the members' GET streams the DO holds while a client listens. */
-	private watching: AbortController | null = null;
+	/** The members' GET streams the DO holds while a client listens. */
+	private readonly watch: MemberWatch;
 
 	/** undefined: not loaded yet; null: no session here (never opened, expired or deleted). */
 	private binding: SessionBinding | null | undefined;
@@ -130,6 +130,20 @@ export class SessionDO extends DurableObject<Env> {
 			},
 			keepNotification: (member, message) =>
 				this.binding?.mode !== "aggregate" || this.router.memberNotification(member.name, message) !== null,
+		});
+		this.watch = new MemberWatch({
+			connection: (member) => this.pool.connection(member),
+			session: (member) => this.upstreamSession(member),
+			notify: (member, message) => {
+				const passOn = this.router.memberNotification(member.name, message);
+				if (passOn) this.channel.send(passOn);
+			},
+			closed: async (member) => {
+				const session = this.binding?.upstreams[member.name];
+				if (session) await this.retire(member, session);
+				this.router.memberReset(member.name);
+			},
+			maxEventBytes: this.settings.maxReplyBytes,
 		});
 		this.router = new AggregateRouter({
 			members: () => this.binding?.members.map((member) => member.name) ?? [],
@@ -267,90 +281,11 @@ export class SessionDO extends DurableObject<Env> {
 		const body = this.channel.connect(
 			once(() => {
 				this.finish();
-				if (!this.channel.open) this.stopWatching();
+				if (!this.channel.open) this.watch.stop();
 			}),
 		);
-		this.startWatching(binding);
+		this.watch.start(binding.members);
 		return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
-	}
-
-	private startWatching(binding: SessionBinding): void {
-		if (this.watching) return;
-		const controller = new AbortController();
-		this.watching = controller;
-		// Member streams stay open as long as the client listens; they are bounded so that
-		// calls and lists always find a free outgoing connection. Members beyond the bound
-		// still deliver their notifications on replies.
-		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
-			this.watchMember(member, controller.signal).catch((error: unknown) => {
-				if (!controller.signal.aborted) {
-					console.warn(`member ${member.name}: event stream ended: ${asGatewayError(error).message}`);
-				}
-			});
-		}
-	}
-
-	private stopWatching(): void {
-		this.watching?.abort();
-		this.watching = null;
-	}
-
-	/**
-	 * Listens on one member's GET stream while the client listens on its own.
-	 * A stream that drops is re-opened with backoff; one that cannot be
-	 * re-opened (non-200, 404 with a session id, retries exhausted) means the
-	 * member's upstream session is closed: it is retired, so the next need
-	 * opens a fresh one, and the member's lists are refreshed. Nothing here
-	 * outlives the client's listening: `signal` ends it.
-	 */
-	private async watchMember(member: Member, signal: AbortSignal): Promise<void> {
-		const connection = this.pool.connection(member);
-		let failures = 0;
-		while (!signal.aborted && failures < MAX_STREAM_REOPENS) {
-			const session = await this.upstreamSession(member);
-			let response: Response;
-			try {
-				response = await connection.openStream(session, null, signal);
-			} catch (error) {
-				if (signal.aborted) return;
-				console.warn(`member ${member.name}: event stream could not be opened: ${describe(error)}`);
-				failures++;
-				await sleep(STREAM_REOPEN_BACKOFF_MS * 2 ** (failures - 1));
-				continue;
-			}
-			if (response.status === 405) {
-				// The member offers no GET stream; its notifications arrive on replies only.
-				await response.body?.cancel();
-				return;
-			}
-			if (!response.ok || !response.body) {
-				await response.body?.cancel();
-				break;
-			}
-			failures = 0;
-			try {
-				await readSseEvents(
-					response.body,
-					(event) => {
-						const message = parseNotification(event.data);
-						const passOn = message ? this.router.memberNotification(member.name, message) : null;
-						if (passOn) this.channel.send(passOn);
-						return signal.aborted;
-					},
-					MAX_EVENT_BYTES,
-				);
-			} catch (error) {
-				if (signal.aborted) return;
-				console.warn(`member ${member.name}: event stream broke: ${describe(error)}`);
-			}
-			if (signal.aborted) return;
-			failures++;
-			await sleep(STREAM_REOPEN_BACKOFF_MS * 2 ** (failures - 1));
-		}
-		if (signal.aborted) return;
-		const session = this.binding?.upstreams[member.name];
-		if (session) await this.retire(member, session);
-		this.router.memberReset(member.name);
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
@@ -722,7 +657,7 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.binding === null) return;
 		console.log(`session ended: ${reason}`);
 		this.binding = null;
-		this.stopWatching();
+		this.watch.stop();
 		this.channel.closeAll();
 		await this.store.clear();
 		if (this.inFlight > 0) this.closeWhenDrained = binding;
@@ -770,31 +705,6 @@ function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Resp
 
 /** A reconnect backoff up to this long is waited out by the request; a longer one fails it fast. */
 const MAX_RECONNECT_WAIT_MS = 1_000;
-
-/** A member's GET stream is re-opened at most this many times in a row before its session counts as closed. */
-const MAX_STREAM_REOPENS = 3;
-const STREAM_REOPEN_BACKOFF_MS = 250;
-
-function sleep(ms: number): Promise<void> {
-	return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** At most this many members' GET streams are held open at once (Workers allow six connections). */
-const MAX_WATCHED_MEMBERS = 4;
-
-/** Cap on one event of a member's GET stream. */
-const MAX_EVENT_BYTES = 10 * 1024 * 1024;
-
-/** The notification in an SSE event's data, or null for anything else. */
-function parseNotification(data: string): JSONRPCNotification | null {
-	try {
-		const value = JSON.parse(data) as { method?: unknown; id?: unknown };
-		return typeof value.method === "string" && value.id === undefined ? (value as JSONRPCNotification) : null;
-	} catch (error) {
-		if (error instanceof SyntaxError) return null;
-		throw error;
-	}
-}
 
 function once(action: () => void): () => void {
 	let called = false;
