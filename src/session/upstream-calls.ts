@@ -12,6 +12,7 @@ import { relaySse } from "../mcp/sse-relay.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
+import { withCompletion } from "./stream-completion.ts";
 
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
@@ -197,7 +198,21 @@ export class UpstreamCalls {
 			});
 			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 		}
+		const declared = Number(upstream.headers.get("content-length") ?? Number.NaN);
+		if (Number.isFinite(declared)) {
+			if (declared > this.host.maxReplyBytes) {
+				await body.cancel();
+				finish();
+				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
+			}
+			// A JSON reply of known, allowed size flows through as a stream.
+			return new Response(withCompletion(body, finish), {
+				status: upstream.status,
+				headers: { "content-type": "application/json" },
+			});
+		}
 		try {
+			// Without a declared length, the reply is read (up to the cap) so that an over-size one fails cleanly.
 			const bytes = await readCapped(body, this.host.maxReplyBytes);
 			if (bytes === null) {
 				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
