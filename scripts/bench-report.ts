@@ -1,0 +1,629 @@
+/**
+ * The report of `npm run bench`: percentiles, the markdown of
+ * docs/benchmarks.md and the hand-made SVG of latency distributions.
+ */
+
+export type TargetId = "direct" | "floor" | "server" | "aggregate";
+export const TARGET_IDS: readonly TargetId[] = ["direct", "floor", "server", "aggregate"];
+export const TARGET_LABELS: Record<TargetId, string> = {
+	direct: "direct",
+	floor: "floor",
+	server: "gateway /mcp/:server",
+	aggregate: "gateway /mcp",
+};
+const COLORS: Record<TargetId, string> = {
+	direct: "#6b7280",
+	floor: "#16a34a",
+	server: "#2563eb",
+	aggregate: "#dc2626",
+};
+
+export type GatewayEndpoint = "server" | "aggregate";
+
+export interface Throughput {
+	calls: number;
+	ms: number;
+	/** Calls per second of each round. */
+	perRound: number[];
+}
+
+export interface ThroughputCell {
+	sessions: number;
+	concurrency: number;
+	results: Record<TargetId, Throughput>;
+}
+
+/** What the gateway's own counters say one session cost over a window. */
+export interface CostWindow {
+	calls: number;
+	elapsedMs: number;
+	storageReads: number;
+	storageWrites: number;
+	/** The session's registry rechecks (session-stats registryReads). */
+	sessionRegistryReads: number;
+	/** Every registry read in the window, from any source (registry-stats); null when not attributable. */
+	registryReadsAll: number | null;
+	upstreamRequests: number;
+}
+
+/** CPU time of the server side of a target over its throughput calls (from /proc). */
+export interface CpuUse {
+	calls: number;
+	/** The upstream's Node process. */
+	upstreamMs: number;
+	/** The runtime in between: the wrangler dev process group (wrangler, workerd); 0 for direct. */
+	runtimeMs: number;
+	/** The benchmark's own process (SDK clients). */
+	clientMs: number;
+}
+
+/** What the upstream received for a number of sessions (setup and DELETE), from its own log. */
+export interface UpstreamLog {
+	sessions: number;
+	requests: number;
+	byKind: Record<string, number>;
+}
+
+export type BundleResult =
+	| { files: string[]; rawBytes: number; gzipBytes: number; wranglerSummary: string | null }
+	| { error: string };
+
+export interface BenchResults {
+	quick: boolean;
+	meta: {
+		date: string;
+		cores: number;
+		cpuModel: string;
+		node: string;
+		platform: string;
+		wrangler: string;
+		sdk: string;
+		loadAverage: number[];
+		wallSeconds: number;
+		rounds: number;
+		poolSize: number;
+		concurrencies: number[];
+		blobKib: number;
+		progressSteps: number;
+		progressDelayMs: number;
+		touchIntervalS: number;
+		recheckIntervalS: number;
+		keyCacheTtlS: number;
+	};
+	latency: Record<TargetId, number[]>;
+	setup: Record<TargetId, number[]>;
+	blob: Record<TargetId, number[]>;
+	progressFirst: Record<TargetId, number[]>;
+	progressTotal: Record<TargetId, number[]>;
+	throughput: ThroughputCell[];
+	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
+	cpu: Record<TargetId, CpuUse> | null;
+	setupUpstream: Record<TargetId, UpstreamLog>;
+	bundle: BundleResult;
+	warnings: string[];
+}
+
+/** Nearest-rank percentile of unsorted samples; NaN for none. */
+export function percentile(samples: readonly number[], p: number): number {
+	if (samples.length === 0) return Number.NaN;
+	const sorted = [...samples].sort((a, b) => a - b);
+	const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+	return sorted[rank - 1] ?? Number.NaN;
+}
+
+function mean(samples: readonly number[]): number {
+	return samples.length === 0 ? Number.NaN : samples.reduce((sum, x) => sum + x, 0) / samples.length;
+}
+
+export function rate(result: Throughput): number {
+	return result.ms > 0 ? (result.calls * 1000) / result.ms : Number.NaN;
+}
+
+function ms(value: number): string {
+	if (!Number.isFinite(value)) return "n/a";
+	return value < 10 ? value.toFixed(2) : value.toFixed(1);
+}
+
+function signedMs(value: number): string {
+	if (!Number.isFinite(value)) return "n/a";
+	return `${value >= 0 ? "+" : "−"}${ms(Math.abs(value))}`;
+}
+
+function ratio(value: number): string {
+	return Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/a";
+}
+
+function perSecond(value: number): string {
+	return Number.isFinite(value) ? Math.round(value).toLocaleString("en-US") : "n/a";
+}
+
+function kib(bytes: number): string {
+	return `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
+function per1000(count: number, calls: number): string {
+	return calls > 0 ? ((count * 1000) / calls).toFixed(2) : "n/a";
+}
+
+function seconds(msValue: number): string {
+	return `${(msValue / 1000).toFixed(1)} s`;
+}
+
+/** Allowed count for "at most one per interval elapsed": ceil(elapsed / interval), at least 1. */
+export function allowance(elapsedMs: number, intervalS: number): number {
+	return Math.max(1, Math.ceil(elapsedMs / (intervalS * 1000)));
+}
+
+function cellLabel(cell: ThroughputCell): string {
+	return `c=${cell.concurrency}, ${cell.sessions === 1 ? "1 session" : `${cell.sessions} sessions`}`;
+}
+
+interface LatencyRow {
+	label: string;
+	samples: Record<TargetId, number[]>;
+	p: number;
+}
+
+/** The whole of docs/benchmarks.md. */
+export function renderMarkdown(results: BenchResults, svgName: string): string {
+	const m = results.meta;
+	const lines: string[] = [];
+	const push = (...more: string[]) => lines.push(...more);
+	const progressLabel = `progress {steps: ${m.progressSteps}, delayMs: ${m.progressDelayMs}}`;
+
+	push(
+		"# Benchmarks",
+		"",
+		"<!-- Generated by `npm run bench` (scripts/bench.ts). Do not edit by hand: rerun it. -->",
+		"",
+		`Run ${m.date} on ${m.cores} cores (${m.cpuModel}), ${m.platform}, Node ${m.node}, wrangler ${m.wrangler} (workerd),` +
+			` MCP SDK ${m.sdk}. ${m.rounds} interleaved rounds; wall time ${m.wallSeconds.toFixed(0)} s; load average at` +
+			` start ${m.loadAverage.map((x) => x.toFixed(2)).join(", ")}.${results.quick ? " **Quick mode: small counts, figures are only a smoke check.**" : ""}`,
+		"",
+		"What is compared, all on this machine, with the same SDK client and the same upstream (an SDK `McpServer` on loopback):",
+		"",
+		"- **direct**: SDK client → upstream.",
+		"- **floor**: SDK client → the thinnest Worker → Durable Object → upstream passthrough (`scripts/floor/`),",
+		"  on the same local runtime (`wrangler dev`, workerd): what the runtime itself costs.",
+		"- **gateway /mcp/:server**: SDK client → the gateway's transparent endpoint (API key, SessionDO).",
+		"- **gateway /mcp**: SDK client → the gateway's aggregate endpoint (tools named `bench__echo`).",
+		"",
+		`On this machine the floor itself adds ${ms(percentile(results.latency.floor, 50) - percentile(results.latency.direct, 50))} ms to a call's p50 over direct: \`wrangler dev\` passes`,
+		"each request through a proxy Worker and then the Worker itself (two workerd processes) and logs it through",
+		"wrangler's Node process. The gateway's own cost is its difference to the floor.",
+		"",
+		"Ratios first (latency and CPU per call: lower is better; throughput: higher is better), absolute figures after.",
+		"Timings on a shared machine are noisy: compare within one run, not across runs; CPU time per call is the steadiest.",
+		"",
+		"Run it with `npm run bench` (about five minutes; rewrites this file and the chart) or `npm run bench -- --quick`",
+		"(under a minute: the CI smoke check, small counts, report in a temporary directory, this file untouched).",
+		"",
+		`![Latency distributions, direct vs floor vs gateway](${svgName})`,
+		"",
+		"## Ratios",
+		"",
+		"| Metric | /mcp/:server ÷ direct | /mcp/:server ÷ floor | /mcp ÷ direct | /mcp ÷ floor |",
+		"| --- | ---: | ---: | ---: | ---: |",
+	);
+	const latencyRows: LatencyRow[] = [
+		{ label: "tools/call latency p50 (c=1)", samples: results.latency, p: 50 },
+		{ label: "tools/call latency p95 (c=1)", samples: results.latency, p: 95 },
+		{ label: "tools/call latency p99 (c=1)", samples: results.latency, p: 99 },
+	];
+	for (const row of latencyRows) push(ratioRow(row.label, (t) => percentile(row.samples[t], row.p)));
+	for (const cell of results.throughput) {
+		push(ratioRow(`throughput ${cellLabel(cell)}`, (t) => rate(cell.results[t])));
+	}
+	const cpu = results.cpu;
+	if (cpu) {
+		push(
+			ratioRow("server-side CPU per call (upstream + runtime)", (t) => serverCpuPerCall(cpu[t])),
+			ratioRow("runtime CPU per call (wrangler dev + workerd)", (t) =>
+				t === "direct" ? Number.NaN : cpu[t].runtimeMs / cpu[t].calls,
+			),
+		);
+	}
+	push(
+		ratioRow("session setup p50", (t) => percentile(results.setup[t], 50)),
+		ratioRow("session setup p95", (t) => percentile(results.setup[t], 95)),
+		ratioRow(`${m.blobKib} KiB result p50`, (t) => percentile(results.blob[t], 50)),
+		ratioRow(`${m.blobKib} KiB result p95`, (t) => percentile(results.blob[t], 95)),
+		ratioRow("progress: first event p50", (t) => percentile(results.progressFirst[t], 50)),
+		ratioRow("progress: complete p50", (t) => percentile(results.progressTotal[t], 50)),
+		"",
+		"## Absolute figures",
+		"",
+		"### tools/call latency (`echo`, concurrency 1, one session), ms",
+		"",
+		"| Target | calls | p50 | p95 | p99 | mean | p50 − floor | p99 − floor |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const t of TARGET_IDS) push(latencyLine(t, results.latency[t], results.latency.floor, true));
+	push(
+		"",
+		"### Throughput (`echo`, calls/s)",
+		"",
+		`One session: one client sends up to *c* calls at once. ${m.poolSize} sessions: ${m.poolSize} clients, *c* calls in flight spread over them round-robin.`,
+		"",
+		"| Sessions | Concurrency | direct | floor | /mcp/:server | /mcp | /mcp/:server ÷ floor |",
+		"| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const cell of results.throughput) {
+		const r = (t: TargetId) => rate(cell.results[t]);
+		push(
+			`| ${cell.sessions} | ${cell.concurrency} | ${TARGET_IDS.map((t) => perSecond(r(t))).join(" | ")} | ${ratio(r("server") / r("floor"))} |`,
+		);
+	}
+	if (cpu) {
+		push(
+			"",
+			"### CPU time per call, ms (all throughput measurements)",
+			"",
+			"CPU time (user + system, from /proc) of the processes behind each target while its throughput was measured,",
+			"divided by the calls: less noisy than wall-clock figures on a busy machine.",
+			"",
+			"| Target | calls | upstream | runtime (wrangler dev: node + workerd) | server side total | benchmark client |",
+			"| --- | ---: | ---: | ---: | ---: | ---: |",
+		);
+		for (const t of TARGET_IDS) {
+			const c = cpu[t];
+			push(
+				`| ${TARGET_LABELS[t]} | ${c.calls.toLocaleString("en-US")} | ${ms(c.upstreamMs / c.calls)} | ${t === "direct" ? "–" : ms(c.runtimeMs / c.calls)} | ${ms(serverCpuPerCall(c))} | ${ms(c.clientMs / c.calls)} |`,
+			);
+		}
+	}
+	push(
+		"",
+		"### Session setup (initialize + notifications/initialized + first tools/list), ms",
+		"",
+		"| Target | sessions | p50 | p95 | p99 | mean | p50 − floor | p99 − floor |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const t of TARGET_IDS) push(latencyLine(t, results.setup[t], results.setup.floor, true));
+	push(
+		"",
+		"Requests the upstream received per session (setup, the SDK client's GET stream, and the DELETE that ends it),",
+		"from the upstream's own log:",
+		"",
+		"| Target | sessions | upstream requests per session | of which |",
+		"| --- | ---: | ---: | --- |",
+	);
+	for (const t of TARGET_IDS) {
+		const u = results.setupUpstream[t];
+		const kinds = Object.entries(u.byKind)
+			.sort((a, b) => b[1] - a[1])
+			.map(([kind, count]) => `${kind} ${(count / Math.max(1, u.sessions)).toFixed(2)}`)
+			.join(", ");
+		push(
+			`| ${TARGET_LABELS[t]} | ${u.sessions} | ${(u.requests / Math.max(1, u.sessions)).toFixed(2)} | ${kinds || "–"} |`,
+		);
+	}
+	const undeleted = TARGET_IDS.filter(
+		(t) => (results.setupUpstream[t].byKind.DELETE ?? 0) < results.setupUpstream[t].sessions,
+	);
+	if (undeleted.length > 0) {
+		push(
+			"",
+			`Fewer upstream DELETEs than sessions (${undeleted.map((t) => TARGET_LABELS[t]).join(", ")}): 200 ms after the client's`,
+			"DELETE and close, those upstream sessions were still open.",
+		);
+	}
+	push(
+		"",
+		`### ${m.blobKib} KiB result (\`blob {kib: ${m.blobKib}}\`), ms`,
+		"",
+		"| Target | calls | p50 | p95 | p99 | mean | p50 − floor | p99 − floor |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const t of TARGET_IDS) push(latencyLine(t, results.blob[t], results.blob.floor, true));
+	push(
+		"",
+		`### Progress streaming (\`${progressLabel}\`), ms`,
+		"",
+		"Time to the first `notifications/progress` event, and to the result. A relay that buffered the reply would",
+		"deliver the first event only at the end.",
+		"",
+		"| Target | calls | first event p50 | first event p95 | complete p50 | complete p95 |",
+		"| --- | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const t of TARGET_IDS) {
+		const first = results.progressFirst[t];
+		const total = results.progressTotal[t];
+		push(
+			`| ${TARGET_LABELS[t]} | ${first.length} | ${ms(percentile(first, 50))} | ${ms(percentile(first, 95))} | ${ms(percentile(total, 50))} | ${ms(percentile(total, 95))} |`,
+		);
+	}
+
+	push(
+		"",
+		"## Gateway costs (its own counters)",
+		"",
+		"From `GET /admin/session-stats` (one session's storage operations, registry rechecks and upstream requests) and",
+		"`GET /admin/registry-stats` (every registry read, including the edge's API-key lookups). Per 1,000 calls.",
+		"",
+		"- **busy session**: a fresh session, counters read after its setup and again after the given number of `echo` calls",
+		"  at concurrency 16 (in a full run, for at least 12 s, so that the window crosses an expiry of the edge's key cache).",
+		"- **long-lived session**: the session used for the c=1 latency, one-session throughput, blob and progress",
+		"  measurements, over the whole run (counters read after its setup and at the end).",
+		"",
+		`Settings: touch interval ${m.touchIntervalS} s, recheck interval ${m.recheckIntervalS} s, edge key cache ${m.keyCacheTtlS} s (defaults of wrangler.toml).`,
+		"",
+		"| Window | Endpoint | calls | elapsed | storage writes | storage reads | registry rechecks | registry reads, all sources | upstream requests |",
+		"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
+	for (const [windowName, windows] of [
+		["busy session", results.costs.busy],
+		["long-lived session", results.costs.longRun],
+	] as const) {
+		for (const endpoint of ["server", "aggregate"] as const) {
+			const w = windows[endpoint];
+			const all =
+				w.registryReadsAll === null ? "n/a" : `${w.registryReadsAll} (${per1000(w.registryReadsAll, w.calls)})`;
+			push(
+				`| ${windowName} | ${TARGET_LABELS[endpoint]} | ${w.calls.toLocaleString("en-US")} | ${seconds(w.elapsedMs)} | ${w.storageWrites} (${per1000(w.storageWrites, w.calls)}) | ${w.storageReads} (${per1000(w.storageReads, w.calls)}) | ${w.sessionRegistryReads} (${per1000(w.sessionRegistryReads, w.calls)}) | ${all} | ${w.upstreamRequests} (${per1000(w.upstreamRequests, w.calls)}) |`,
+			);
+		}
+	}
+	push("", "Cells show the count in the window, then (in parentheses) per 1,000 calls.", "");
+
+	push("## Bundle", "");
+	const bundle = results.bundle;
+	if ("error" in bundle) {
+		push(`\`wrangler deploy --dry-run\` failed: ${bundle.error}`, "");
+	} else {
+		push(
+			"`wrangler deploy --dry-run --outdir <tmp>`, the output modules gzipped (level 9), against Workers' limits on the",
+			"compressed size (3 MB on the free plan, 10 MB on paid).",
+			"",
+			"| Modules | Size | Gzip | of 3 MB (free) | of 10 MB (paid) |",
+			"| --- | ---: | ---: | ---: | ---: |",
+			`| ${bundle.files.join(", ")} | ${kib(bundle.rawBytes)} | ${kib(bundle.gzipBytes)} | ${((bundle.gzipBytes / 3_000_000) * 100).toFixed(1)} % | ${((bundle.gzipBytes / 10_000_000) * 100).toFixed(1)} % |`,
+			"",
+		);
+		if (bundle.wranglerSummary) push(`Wrangler's own summary: \`${bundle.wranglerSummary}\`.`, "");
+	}
+
+	push("## Targets", "", "Reported against, not asserted.", "", "| Target | Figure | Status |", "| --- | --- | --- |");
+	for (const target of evaluateTargets(results)) push(`| ${target.target} | ${target.figure} | ${target.status} |`);
+	push("");
+
+	if (results.warnings.length > 0) {
+		push("## Warnings", "");
+		for (const warning of results.warnings) push(`- ${warning}`);
+		push("");
+	}
+
+	push(
+		"## Method",
+		"",
+		"- One run, one machine: the upstream (`scripts/bench-upstream.ts`, the `startUpstream` fixture) in its own Node",
+		"  process; the gateway and the floor each built with `wrangler deploy --dry-run` and run from that bundle under",
+		"  their own `wrangler dev --no-bundle` (workerd) on free loopback ports, so sources edited during a run change",
+		"  nothing; temporary `--persist-to` state; generated `ADMIN_TOKEN`/`SESSION_SECRET` passed by `--env-file`; the",
+		"  SDK clients in the benchmark process. The gateway gets the upstream registered as `bench` and a fresh API key.",
+		"- Every measurement is interleaved: each round runs every scenario against every target, in an order rotated",
+		"  each round, so all targets see the same machine noise. Warm-up calls and sessions come first and are not counted.",
+		`- Latency: \`performance.now()\` around each SDK call. Percentiles are nearest-rank over all rounds' samples.`,
+		`- Throughput: for a fixed time per round and target, workers loop on \`echo\`; calls/s = calls ÷ elapsed over all rounds.`,
+		"- Session setup: a new SDK client per sample, `connect()` (initialize + notifications/initialized) then",
+		"  `listTools()`; the session is deleted (DELETE) afterwards, outside the timing. The SDK client also opens its",
+		"  GET stream after `initialized`, as it does for users.",
+		"- The floor keys its Durable Object by the `Mcp-Session-Id` header (a fixed one for initialize) and forwards",
+		"  method, headers and body unchanged; the upstream's session id passes through.",
+		"- Request logging of `wrangler dev` is on for both the floor and the gateway, as users run it.",
+		"",
+	);
+	return lines.join("\n");
+}
+
+function serverCpuPerCall(use: CpuUse): number {
+	return use.calls > 0 ? (use.upstreamMs + use.runtimeMs) / use.calls : Number.NaN;
+}
+
+function endpointName(endpoint: GatewayEndpoint): string {
+	return endpoint === "server" ? "/mcp/:server" : "/mcp";
+}
+
+function ratioRow(label: string, value: (t: TargetId) => number): string {
+	return `| ${label} | ${ratio(value("server") / value("direct"))} | ${ratio(value("server") / value("floor"))} | ${ratio(value("aggregate") / value("direct"))} | ${ratio(value("aggregate") / value("floor"))} |`;
+}
+
+function latencyLine(t: TargetId, samples: number[], floor: number[], withDelta: boolean): string {
+	const delta = (p: number) =>
+		withDelta && t !== "floor" ? signedMs(percentile(samples, p) - percentile(floor, p)) : "";
+	return `| ${TARGET_LABELS[t]} | ${samples.length} | ${ms(percentile(samples, 50))} | ${ms(percentile(samples, 95))} | ${ms(percentile(samples, 99))} | ${ms(mean(samples))} | ${delta(50)} | ${delta(99)} |`;
+}
+
+interface TargetStatus {
+	target: string;
+	figure: string;
+	status: string;
+}
+
+const MET = "met";
+const NOT_MET = "**not met**";
+
+/** Where each target of the benchmark issue stands in this run. */
+export function evaluateTargets(results: BenchResults): TargetStatus[] {
+	const m = results.meta;
+	const out: TargetStatus[] = [];
+	const p = (samples: Record<TargetId, number[]>, t: TargetId, q: number) => percentile(samples[t], q);
+
+	const p50Delta = p(results.latency, "server", 50) - p(results.latency, "floor", 50);
+	out.push({
+		target: "tools/call p50 through /mcp/:server within 1 ms of the floor",
+		figure: `${ms(p(results.latency, "server", 50))} ms vs ${ms(p(results.latency, "floor", 50))} ms (${signedMs(p50Delta)} ms)`,
+		status: p50Delta <= 1 ? MET : NOT_MET,
+	});
+	const p99Delta = p(results.latency, "server", 99) - p(results.latency, "floor", 99);
+	out.push({
+		target: "tools/call p99 through /mcp/:server within 3 ms of the floor",
+		figure: `${ms(p(results.latency, "server", 99))} ms vs ${ms(p(results.latency, "floor", 99))} ms (${signedMs(p99Delta)} ms)`,
+		status: p99Delta <= 3 ? MET : NOT_MET,
+	});
+	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {
+		for (const endpoint of ["server", "aggregate"] as const) {
+			const r = rate(cell.results[endpoint]) / rate(cell.results.floor);
+			out.push({
+				target: `throughput ${cellLabel(cell)} through ${endpointName(endpoint)} ≥ 0.8× the floor`,
+				figure: `${perSecond(rate(cell.results[endpoint]))} vs ${perSecond(rate(cell.results.floor))} calls/s (${ratio(r)})`,
+				status: r >= 0.8 ? MET : NOT_MET,
+			});
+		}
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const r = p(results.setup, endpoint, 50) / p(results.setup, "floor", 50);
+		out.push({
+			target: `session setup through ${endpointName(endpoint)} ≤ 1.5× the floor (p50)`,
+			figure: `${ms(p(results.setup, endpoint, 50))} ms vs ${ms(p(results.setup, "floor", 50))} ms (${ratio(r)})`,
+			status: r <= 1.5 ? MET : NOT_MET,
+		});
+	}
+	for (const [name, windows] of [
+		["busy session", results.costs.busy],
+		["long-lived session", results.costs.longRun],
+	] as const) {
+		for (const endpoint of ["server", "aggregate"] as const) {
+			const w = windows[endpoint];
+			const allowed = allowance(w.elapsedMs, m.touchIntervalS);
+			out.push({
+				target: `storage writes, ${name} (${endpointName(endpoint)}): ≤ 1 per touch interval (${m.touchIntervalS} s) elapsed`,
+				figure: `${w.storageWrites} writes in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.storageWrites, w.calls)} per 1,000); allowed ${allowed}`,
+				status: w.storageWrites <= allowed ? MET : NOT_MET,
+			});
+		}
+	}
+	for (const [name, windows] of [
+		["busy session", results.costs.busy],
+		["long-lived session", results.costs.longRun],
+	] as const) {
+		for (const endpoint of ["server", "aggregate"] as const) {
+			const w = windows[endpoint];
+			const allowed = allowance(w.elapsedMs, m.recheckIntervalS);
+			out.push({
+				target: `registry reads, ${name} (${endpointName(endpoint)}): its rechecks ≤ 1 per recheck interval (${m.recheckIntervalS} s)`,
+				figure: `${w.sessionRegistryReads} rechecks in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.sessionRegistryReads, w.calls)} per 1,000); allowed ${allowed}`,
+				status: w.sessionRegistryReads <= allowed ? MET : NOT_MET,
+			});
+		}
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const w = results.costs.busy[endpoint];
+		if (w.registryReadsAll === null) continue;
+		// The session's rechecks, plus one API-key lookup per key-cache lifetime at the edge (one isolate locally).
+		const allowed = allowance(w.elapsedMs, m.recheckIntervalS) + allowance(w.elapsedMs, m.keyCacheTtlS);
+		out.push({
+			target: `registry reads from all sources while one session is busy (${endpointName(endpoint)}): ≤ its rechecks + 1 key lookup per key-cache TTL (${m.keyCacheTtlS} s)`,
+			figure: `${w.registryReadsAll} reads in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.registryReadsAll, w.calls)} per 1,000); allowed ${allowed}`,
+			status: w.registryReadsAll <= allowed ? MET : NOT_MET,
+		});
+	}
+	const bundle = results.bundle;
+	if ("error" in bundle) {
+		out.push({ target: "bundle well under 3 MB gzip", figure: `not measured: ${bundle.error}`, status: NOT_MET });
+	} else {
+		const share = bundle.gzipBytes / 3_000_000;
+		out.push({
+			target: "bundle well under 3 MB gzip",
+			figure: `${kib(bundle.gzipBytes)} gzip (${(share * 100).toFixed(1)} % of 3 MB; "well under" taken as at most half)`,
+			status: share <= 0.5 ? MET : NOT_MET,
+		});
+	}
+	return out;
+}
+
+interface Panel {
+	title: string;
+	samples: Record<TargetId, number[]>;
+}
+
+/** A hand-made SVG: per scenario, the cumulative distribution of latencies of each target. */
+export function renderSvg(results: BenchResults): string {
+	const panels: Panel[] = [
+		{ title: "tools/call echo, concurrency 1", samples: results.latency },
+		{ title: `${results.meta.blobKib} KiB result, concurrency 1`, samples: results.blob },
+		{ title: "session setup (initialize … first tools/list)", samples: results.setup },
+	];
+	const panelWidth = 360;
+	const margin = { left: 48, right: 20 };
+	const y0 = 96;
+	const h = 210;
+	const width = panels.length * panelWidth;
+	const height = y0 + h + 48;
+	const parts: string[] = [];
+	parts.push(
+		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`,
+		`<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+		`<text x="12" y="22" font-size="14" font-weight="600" fill="#111827">Latency distributions (cumulative): direct vs floor vs gateway</text>`,
+		`<text x="12" y="40" fill="#4b5563">${escapeXml(`${results.meta.date}, ${results.meta.cores} cores, Node ${results.meta.node}, wrangler ${results.meta.wrangler}${results.quick ? " — quick mode, small samples" : ""}. Right edge of each panel: 1.1 × the largest p99 (the slowest 1 % run off it).`)}</text>`,
+	);
+	let legendX = 12;
+	for (const t of TARGET_IDS) {
+		parts.push(
+			`<line x1="${legendX}" y1="58" x2="${legendX + 20}" y2="58" stroke="${COLORS[t]}" stroke-width="3"/>`,
+			`<text x="${legendX + 26}" y="62" fill="#111827">${escapeXml(TARGET_LABELS[t])}</text>`,
+		);
+		legendX += 46 + TARGET_LABELS[t].length * 6.5;
+	}
+	panels.forEach((panel, index) => {
+		const x0 = index * panelWidth + margin.left;
+		const w = panelWidth - margin.left - margin.right;
+		const p99 = Math.max(0, ...TARGET_IDS.map((t) => percentile(panel.samples[t], 99)).filter(Number.isFinite));
+		const step = niceStep(Math.max(p99 * 1.1, 0.001) / 4);
+		const xMax = Math.ceil((p99 * 1.1) / step) * step || step * 4;
+		const sx = (value: number) => x0 + (Math.min(value, xMax) / xMax) * w;
+		const sy = (fraction: number) => y0 + h - fraction * h;
+		parts.push(
+			`<text x="${x0}" y="${y0 - 10}" font-size="12" font-weight="600" fill="#111827">${escapeXml(panel.title)}</text>`,
+		);
+		for (const q of [0, 0.25, 0.5, 0.75, 0.9, 1]) {
+			parts.push(
+				`<line x1="${x0}" y1="${sy(q).toFixed(1)}" x2="${x0 + w}" y2="${sy(q).toFixed(1)}" stroke="#e5e7eb"/>`,
+				`<text x="${x0 - 6}" y="${(sy(q) + 4).toFixed(1)}" text-anchor="end" fill="#6b7280">p${Math.round(q * 100)}</text>`,
+			);
+		}
+		for (let value = 0; value <= xMax + step / 2; value += step) {
+			const x = sx(value);
+			parts.push(
+				`<line x1="${x.toFixed(1)}" y1="${y0}" x2="${x.toFixed(1)}" y2="${y0 + h}" stroke="#f3f4f6"/>`,
+				`<text x="${x.toFixed(1)}" y="${y0 + h + 15}" text-anchor="middle" fill="#6b7280">${formatTick(value)}</text>`,
+			);
+		}
+		parts.push(
+			`<rect x="${x0}" y="${y0}" width="${w}" height="${h}" fill="none" stroke="#9ca3af"/>`,
+			`<text x="${x0 + w / 2}" y="${y0 + h + 32}" text-anchor="middle" fill="#374151">latency, ms</text>`,
+		);
+		for (const t of TARGET_IDS) {
+			const sorted = [...panel.samples[t]].sort((a, b) => a - b);
+			if (sorted.length === 0) continue;
+			const stride = Math.max(1, Math.floor(sorted.length / 400));
+			const points: string[] = [`${sx(sorted[0] ?? 0).toFixed(1)},${sy(0).toFixed(1)}`];
+			for (let i = 0; i < sorted.length; i += stride) {
+				points.push(`${sx(sorted[i] ?? 0).toFixed(1)},${sy((i + 1) / sorted.length).toFixed(1)}`);
+			}
+			points.push(`${sx(sorted[sorted.length - 1] ?? 0).toFixed(1)},${sy(1).toFixed(1)}`);
+			parts.push(
+				`<polyline fill="none" stroke="${COLORS[t]}" stroke-width="2" stroke-linejoin="round" points="${points.join(" ")}"/>`,
+			);
+		}
+	});
+	parts.push("</svg>", "");
+	return parts.join("\n");
+}
+
+/** 1, 2, 2.5 or 5 times a power of ten, at least `value`. */
+function niceStep(value: number): number {
+	const magnitude = 10 ** Math.floor(Math.log10(value));
+	for (const factor of [1, 2, 2.5, 5, 10]) {
+		if (factor * magnitude >= value) return factor * magnitude;
+	}
+	return 10 * magnitude;
+}
+
+function formatTick(value: number): string {
+	return Number(value.toPrecision(6)).toString();
+}
+
+function escapeXml(text: string): string {
+	return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}

@@ -1,0 +1,895 @@
+/**
+ * `npm run bench`: the gateway's cost against talking to the upstream
+ * directly and against the thinnest Worker → Durable Object passthrough on the
+ * same runtime (the floor, scripts/floor/), in one run on one machine.
+ *
+ * Builds the gateway and the floor (`wrangler deploy --dry-run`), starts an
+ * SDK upstream (scripts/bench-upstream.ts) and both bundles under `wrangler dev
+ * --no-bundle` (workerd) on free loopback ports with temporary state and
+ * secrets, then measures interleaved rounds of: tools/call latency at
+ * concurrency 1, throughput at several concurrencies over one session and over
+ * many, session setup, a 64 KiB result and progress streaming. Reads the
+ * gateway's own counters (admin session-stats, registry-stats) and the bundle
+ * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg.
+ *
+ *   npm run bench              full run (a few minutes), writes docs/
+ *   npm run bench -- --quick   smoke run (under a minute), report in a temp dir, docs/ untouched
+ */
+
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, platform, release, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { gzipSync } from "node:zlib";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+	type Child,
+	childReport,
+	delay,
+	freePort,
+	groupCpuMs,
+	HOST,
+	Processes,
+	waitForLine,
+	waitHealthy,
+	withTimeout,
+} from "./bench-processes.ts";
+import {
+	type BenchResults,
+	type BundleResult,
+	type CostWindow,
+	type CpuUse,
+	type GatewayEndpoint,
+	percentile,
+	rate,
+	renderMarkdown,
+	renderSvg,
+	TARGET_IDS,
+	TARGET_LABELS,
+	type TargetId,
+	type Throughput,
+	type ThroughputCell,
+	type UpstreamLog,
+} from "./bench-report.ts";
+
+const ROOT = join(import.meta.dirname, "..");
+const USAGE = `Usage: npm run bench [-- --quick]
+
+  (no option)  full run, a few minutes; writes docs/benchmarks.md and docs/benchmarks-latency.svg
+  --quick      smoke run with small counts, a minute or less; writes its report to a temporary
+               directory (printed at the end), never to docs/
+  --help       this text`;
+
+const args = process.argv.slice(2);
+if (args.includes("--help") || args.includes("-h")) {
+	console.log(USAGE);
+	process.exit(0);
+}
+const unknown = args.filter((arg) => arg !== "--quick");
+if (unknown.length > 0) {
+	console.error(`bench: unknown option ${unknown.join(" ")}\n\n${USAGE}`);
+	process.exit(2);
+}
+const QUICK = args.includes("--quick");
+
+// The SDK client passes one long-lived AbortSignal to every fetch of a session, and undici
+// releases each request's abort listener only when the request is garbage-collected: past
+// 1,500 pending listeners Node prints a MaxListenersExceededWarning per call. Harmless (the
+// same for every target) but it would bury the output, so it is counted instead.
+let suppressedListenerWarnings = 0;
+process.removeAllListeners("warning");
+process.on("warning", (warning) => {
+	if (warning.name === "MaxListenersExceededWarning") suppressedListenerWarnings++;
+	else console.warn(`${warning.name}: ${warning.message}`);
+});
+
+/** Counts per round and target; durations in ms. */
+const PLAN = QUICK
+	? {
+			rounds: 2,
+			warmupCalls: 30,
+			latencyCalls: 30,
+			throughputMs: 100,
+			setupSessions: 2,
+			blobCalls: 4,
+			progressCalls: 2,
+			poolSize: 16,
+			busyCalls: 200,
+			busyMinMs: 0,
+			watchdogMs: 4 * 60_000,
+		}
+	: {
+			rounds: 5,
+			warmupCalls: 150,
+			latencyCalls: 200,
+			throughputMs: 700,
+			setupSessions: 25,
+			blobCalls: 40,
+			progressCalls: 15,
+			poolSize: 64,
+			busyCalls: 1_000,
+			// Long enough to cross at least one expiry of the edge's API-key cache (10 s).
+			busyMinMs: 12_000,
+			watchdogMs: 15 * 60_000,
+		};
+const CONCURRENCIES = [1, 16, 64];
+/** Upper bound on the calls of one throughput measurement, whatever the machine's speed. */
+const MAX_CALLS_PER_CELL = 200_000;
+const BLOB_KIB = 64;
+const PROGRESS_STEPS = 10;
+const PROGRESS_DELAY_MS = 5;
+const BUSY_CONCURRENCY = 16;
+/** Any single MCP request of the benchmark. */
+const CALL_TIMEOUT_MS = 30_000;
+const STARTUP_TIMEOUT_MS = 90_000;
+const BUNDLE_TIMEOUT_MS = 120_000;
+/** Sessions opened at once when filling the pools. */
+const OPEN_PARALLELISM = 8;
+
+/** Quick runs never touch docs/: their report goes to a temporary directory. */
+const OUT_DIR = QUICK ? join(tmpdir(), "mcp-edge-gateway-bench-quick") : join(ROOT, "docs");
+/** The raw samples of the last run, for a closer look (never committed). */
+const RAW_PATH = join(tmpdir(), `mcp-edge-gateway-bench-${QUICK ? "quick" : "full"}.json`);
+const MD_NAME = "benchmarks.md";
+const SVG_NAME = "benchmarks-latency.svg";
+
+// ---------------------------------------------------------------------------------------------
+// Processes, cleanup and signals
+
+const procs = new Processes();
+const openSessions = new Set<Session>();
+let shuttingDown = false;
+
+/** Closes clients, stops every child process group, removes temp dirs, then exits. */
+async function shutdown(code: number, message?: string): Promise<never> {
+	if (shuttingDown) {
+		// A second signal while stopping: no more waiting.
+		procs.killAllSync();
+		process.exit(code);
+	}
+	shuttingDown = true;
+	if (message) console.error(message);
+	for (const session of openSessions) {
+		session.closing = true;
+		void session.client.close().catch(() => undefined);
+	}
+	try {
+		await withTimeout(procs.stopAll(), 15_000, "stopping the child processes");
+	} catch (error) {
+		console.error(`bench: ${describe(error)}; killing them`);
+		procs.killAllSync();
+	}
+	process.exit(code);
+}
+
+process.on(
+	"SIGINT",
+	() => void shutdown(130, "\nbench: interrupted; stopping the gateway, the floor and the upstream."),
+);
+process.on("SIGTERM", () => void shutdown(143, "bench: terminated; stopping the gateway, the floor and the upstream."));
+process.on("SIGHUP", () => void shutdown(129, "bench: hung up; stopping the gateway, the floor and the upstream."));
+process.on("exit", () => procs.killAllSync());
+process.on(
+	"unhandledRejection",
+	(error) => void shutdown(1, `bench: failed (unhandled rejection): ${describe(error)}`),
+);
+process.on("uncaughtException", (error) => void shutdown(1, `bench: failed (uncaught exception): ${describe(error)}`));
+
+function describe(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}
+
+function log(message: string): void {
+	console.log(`bench: ${message}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets and sessions
+
+interface Target {
+	id: TargetId;
+	url: string;
+	headers?: Record<string, string>;
+	/** The tool's name at this endpoint (the aggregate namespaces it). */
+	tool(name: string): string;
+}
+
+interface Session {
+	target: Target;
+	client: Client;
+	transport: StreamableHTTPClientTransport;
+	/** Calls sent through this session since the last reset. */
+	calls: number;
+	closing: boolean;
+}
+
+/** Client-side errors outside a call (e.g. the GET stream breaking), by target and message. */
+const clientErrors = new Map<string, { count: number; first: number; last: number }>();
+
+const startedAt = performance.now();
+function elapsedS(): string {
+	return ((performance.now() - startedAt) / 1000).toFixed(0);
+}
+
+async function openSession(target: Target): Promise<Session> {
+	const transport = new StreamableHTTPClientTransport(
+		new URL(target.url),
+		target.headers ? { requestInit: { headers: target.headers } } : undefined,
+	);
+	const client = new Client({ name: "mcp-edge-bench", version: "1.0.0" });
+	const session: Session = { target, client, transport, calls: 0, closing: false };
+	client.onerror = (error) => {
+		if (session.closing || shuttingDown) return;
+		const key = `${TARGET_LABELS[target.id]}: ${describe(error).slice(0, 160)}`;
+		const now = Number(elapsedS());
+		const seen = clientErrors.get(key) ?? { count: 0, first: now, last: now };
+		clientErrors.set(key, { count: seen.count + 1, first: seen.first, last: now });
+	};
+	await client.connect(transport, { timeout: CALL_TIMEOUT_MS });
+	openSessions.add(session);
+	return session;
+}
+
+/** Ends a session: DELETE (when `terminate`), then the client closes its streams. */
+async function closeSession(session: Session, terminate: boolean): Promise<void> {
+	session.closing = true;
+	openSessions.delete(session);
+	if (terminate) {
+		await withTimeout(session.transport.terminateSession(), CALL_TIMEOUT_MS, "DELETE of a session").catch(
+			(error: unknown) => warn(`${TARGET_LABELS[session.target.id]}: ending a session failed: ${describe(error)}`),
+		);
+	}
+	await session.client.close().catch(() => undefined);
+}
+
+const warnings: string[] = [];
+function warn(message: string): void {
+	if (warnings.length < 20 && !warnings.includes(message)) warnings.push(message);
+	console.warn(`bench: warning: ${message}`);
+}
+
+function textOf(result: unknown): string {
+	const content = (result as { content?: Array<{ type?: string; text?: string }> }).content;
+	return content?.[0]?.type === "text" ? (content[0].text ?? "") : "";
+}
+
+function checkResult(session: Session, tool: string, result: unknown, ok: (text: string) => boolean): void {
+	if ((result as { isError?: boolean }).isError || !ok(textOf(result))) {
+		throw new Error(
+			`${TARGET_LABELS[session.target.id]}: unexpected result of ${tool}: ${JSON.stringify(result).slice(0, 300)}`,
+		);
+	}
+}
+
+async function echo(session: Session): Promise<void> {
+	const name = session.target.tool("echo");
+	const result = await session.client.callTool({ name, arguments: { text: "bench" } }, undefined, {
+		timeout: CALL_TIMEOUT_MS,
+	});
+	session.calls++;
+	checkResult(session, name, result, (text) => text === "bench");
+}
+
+async function blob(session: Session): Promise<void> {
+	const name = session.target.tool("blob");
+	const result = await session.client.callTool({ name, arguments: { kib: BLOB_KIB } }, undefined, {
+		timeout: CALL_TIMEOUT_MS,
+	});
+	session.calls++;
+	checkResult(session, name, result, (text) => text.length === BLOB_KIB * 1024);
+}
+
+/** One progress call: ms to the first progress event and to the result. */
+async function progress(session: Session): Promise<{ first: number; total: number }> {
+	const name = session.target.tool("progress");
+	let first = Number.NaN;
+	let events = 0;
+	const start = performance.now();
+	const result = await session.client.callTool(
+		{ name, arguments: { steps: PROGRESS_STEPS, delayMs: PROGRESS_DELAY_MS } },
+		undefined,
+		{
+			timeout: CALL_TIMEOUT_MS,
+			onprogress: () => {
+				if (events++ === 0) first = performance.now() - start;
+			},
+		},
+	);
+	const total = performance.now() - start;
+	session.calls++;
+	checkResult(session, name, result, (text) => text.startsWith("done"));
+	if (events !== PROGRESS_STEPS) {
+		warn(`${TARGET_LABELS[session.target.id]}: ${events} of ${PROGRESS_STEPS} progress events arrived`);
+	}
+	return { first, total };
+}
+
+/** Session setup as a client sees it: initialize + initialized + first tools/list. */
+async function setupOnce(target: Target): Promise<number> {
+	const start = performance.now();
+	const session = await openSession(target);
+	const { tools } = await session.client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+	const elapsed = performance.now() - start;
+	if (!tools.some((tool) => tool.name === target.tool("echo"))) {
+		throw new Error(`${TARGET_LABELS[target.id]}: tools/list lacks ${target.tool("echo")}`);
+	}
+	await closeSession(session, true);
+	return elapsed;
+}
+
+/** Workers loop on echo until the time is up (or the call bound is reached), spreading calls over the sessions. */
+async function runThroughput(sessions: Session[], concurrency: number, durationMs: number): Promise<Throughput> {
+	let issued = 0;
+	let completed = 0;
+	const start = performance.now();
+	const end = start + durationMs;
+	const worker = async () => {
+		while (performance.now() < end && issued < MAX_CALLS_PER_CELL) {
+			const session = sessions[issued++ % sessions.length];
+			if (!session) throw new Error("no session to call");
+			await echo(session);
+			completed++;
+		}
+	};
+	await Promise.all(Array.from({ length: concurrency }, worker));
+	const ms = performance.now() - start;
+	return { calls: completed, ms, perRound: [] };
+}
+
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+	const results: R[] = new Array(items.length);
+	let next = 0;
+	const worker = async () => {
+		while (next < items.length) {
+			const index = next++;
+			results[index] = await fn(items[index] as T);
+		}
+	};
+	await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+	return results;
+}
+
+function byTarget<T>(make: () => T): Record<TargetId, T> {
+	return { direct: make(), floor: make(), server: make(), aggregate: make() };
+}
+
+/** The targets in an order rotated by round, so none is always measured first. */
+function rotated(round: number): TargetId[] {
+	return TARGET_IDS.map((_, i) => TARGET_IDS[(i + round) % TARGET_IDS.length] as TargetId);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gateway admin API
+
+interface SessionStats {
+	storageReads: number;
+	storageWrites: number;
+	registryReads: number;
+	upstreamRequests: number;
+	inFlight: number;
+}
+
+interface Gateway {
+	url: string;
+	adminToken: string;
+}
+
+async function admin<T>(
+	gateway: Gateway,
+	method: string,
+	path: string,
+	body?: unknown,
+	extra?: Record<string, string>,
+) {
+	const response = await fetch(`${gateway.url}/admin${path}`, {
+		method,
+		headers: {
+			authorization: `Bearer ${gateway.adminToken}`,
+			...(body === undefined ? {} : { "content-type": "application/json" }),
+			...extra,
+		},
+		body: body === undefined ? undefined : JSON.stringify(body),
+		signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+	});
+	const text = await response.text();
+	if (!response.ok) throw new Error(`${method} /admin${path} answered ${response.status}: ${text.slice(0, 300)}`);
+	return JSON.parse(text) as T;
+}
+
+function sessionStats(gateway: Gateway, session: Session): Promise<SessionStats> {
+	const id = session.transport.sessionId;
+	if (!id) throw new Error(`${TARGET_LABELS[session.target.id]}: the session has no id`);
+	return admin<SessionStats>(gateway, "GET", "/session-stats", undefined, { "mcp-session-id": id });
+}
+
+async function registryReads(gateway: Gateway): Promise<number> {
+	return (await admin<{ reads: number }>(gateway, "GET", "/registry-stats")).reads;
+}
+
+/** The upstream fixture's request log: one entry per request it received. */
+async function upstreamLog(upstreamUrl: string): Promise<Array<{ method: string; body?: { method?: string } }>> {
+	const response = await fetch(new URL("/_log", upstreamUrl), { signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+	if (!response.ok) throw new Error(`the upstream's /_log answered ${response.status}`);
+	return (await response.json()) as Array<{ method: string; body?: { method?: string } }>;
+}
+
+async function resetUpstreamLog(upstreamUrl: string): Promise<void> {
+	const response = await fetch(new URL("/_reset", upstreamUrl), {
+		method: "POST",
+		signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+	});
+	await response.body?.cancel();
+}
+
+interface CostMark {
+	at: number;
+	calls: number;
+	stats: SessionStats;
+}
+
+async function costMark(gateway: Gateway, session: Session): Promise<CostMark> {
+	return { at: performance.now(), calls: session.calls, stats: await sessionStats(gateway, session) };
+}
+
+/**
+ * Counts registry reads from now on. The registry's counter lives in memory and restarts at 0
+ * when the local runtime evicts an idle registry instance, so it is polled and increments are
+ * summed (a drop means a restart: everything since counts).
+ */
+function countRegistryReads(gateway: Gateway): { stop(): Promise<number> } {
+	let stopped = false;
+	let total = 0;
+	const running = (async () => {
+		let previous = await registryReads(gateway);
+		for (let polls = 0; polls < 10_000; polls++) {
+			await delay(500);
+			const current = await registryReads(gateway);
+			total += current >= previous ? current - previous : current;
+			previous = current;
+			if (stopped) return;
+		}
+	})();
+	return {
+		stop: async () => {
+			stopped = true;
+			await withTimeout(running, CALL_TIMEOUT_MS, "counting registry reads");
+			return total;
+		},
+	};
+}
+
+function costWindow(before: CostMark, after: CostMark, registryReadsAll: number | null): CostWindow {
+	if (after.stats.upstreamRequests < before.stats.upstreamRequests) {
+		warn("a session's Durable Object restarted during a cost window: its counters started again from 0");
+	}
+	return {
+		calls: after.calls - before.calls,
+		elapsedMs: after.at - before.at,
+		storageReads: after.stats.storageReads - before.stats.storageReads,
+		storageWrites: after.stats.storageWrites - before.stats.storageWrites,
+		sessionRegistryReads: after.stats.registryReads - before.stats.registryReads,
+		registryReadsAll,
+		upstreamRequests: after.stats.upstreamRequests - before.stats.upstreamRequests,
+	};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Startup
+
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+const childEnv: NodeJS.ProcessEnv = {
+	...process.env,
+	WRANGLER_SEND_METRICS: "false",
+	// Loopback only: no fetch of the Request.cf placeholder from workers.cloudflare.com.
+	CLOUDFLARE_CF_FETCH_ENABLED: "false",
+};
+
+async function startUpstream(): Promise<{ child: Child; url: string }> {
+	const child = procs.spawn("upstream", process.execPath, [join(ROOT, "scripts", "bench-upstream.ts")], {
+		cwd: ROOT,
+		keepStdinOpen: true,
+	});
+	const match = await waitForLine(child, /^ready (\d+)$/, 20_000);
+	return { child, url: `http://${HOST}:${match[1]}/mcp` };
+}
+
+/** Lines of the Workers' own output that may explain a failure (errors, resets), kept for the end. */
+const notableRuntimeLines: string[] = [];
+const NOTABLE = /error|exception|uncaught|terminat|reset|exceeded|overloaded/i;
+
+/** `wrangler dev` on a pre-built bundle: what runs cannot change under the benchmark when sources are edited. */
+async function startWrangler(
+	name: string,
+	config: string,
+	entry: string,
+	persistTo: string,
+	extraArgs: string[],
+): Promise<{ child: Child; url: string }> {
+	const [port, inspectorPort] = [await freePort(), await freePort()];
+	const child = procs.spawn(
+		name,
+		WRANGLER,
+		[
+			"dev",
+			entry,
+			"--no-bundle",
+			"--config",
+			config,
+			"--ip",
+			HOST,
+			"--port",
+			String(port),
+			"--inspector-port",
+			String(inspectorPort),
+			"--persist-to",
+			persistTo,
+			"--show-interactive-dev-session=false",
+			...extraArgs,
+		],
+		{ cwd: ROOT, env: childEnv },
+	);
+	child.onLine((line) => {
+		if (NOTABLE.test(line) && !line.includes("[wrangler:info]") && notableRuntimeLines.length < 40) {
+			notableRuntimeLines.push(`${name} at +${elapsedS()} s: ${line.slice(0, 300)}`);
+		}
+	});
+	const url = `http://${HOST}:${port}`;
+	await waitHealthy(child, `${url}/healthz`, STARTUP_TIMEOUT_MS);
+	return { child, url };
+}
+
+/** `wrangler deploy --dry-run --outdir`: the Worker exactly as it would be uploaded. */
+async function build(
+	name: string,
+	config: string,
+	outDir: string,
+): Promise<{ child: Child; outDir: string; entry: string }> {
+	const child = procs.spawn(
+		`${name} (wrangler deploy --dry-run)`,
+		WRANGLER,
+		["deploy", "--dry-run", "--config", config, "--outdir", outDir],
+		{ cwd: ROOT, env: childEnv },
+	);
+	const ok = await withTimeout(
+		child.exited.then(() => child.process.exitCode === 0),
+		BUNDLE_TIMEOUT_MS,
+		`wrangler deploy --dry-run of the ${name}`,
+	);
+	const entry = join(outDir, "index.js");
+	if (!ok || !existsSync(entry)) throw new Error(`could not build the ${name}: ${childReport(child)}`);
+	return { child, outDir, entry };
+}
+
+/** The built modules' size, raw and gzipped. */
+function bundleSize(built: { child: Child; outDir: string }): BundleResult {
+	const files = (readdirSync(built.outDir, { recursive: true }) as string[])
+		.filter((file) => /\.(m?js|cjs|wasm)$/.test(file))
+		.sort();
+	if (files.length === 0) return { error: `no modules in ${built.outDir}` };
+	let rawBytes = 0;
+	let gzipBytes = 0;
+	for (const file of files) {
+		const content = readFileSync(join(built.outDir, file));
+		rawBytes += statSync(join(built.outDir, file)).size;
+		gzipBytes += gzipSync(content, { level: 9 }).length;
+	}
+	const summary = built.child.output
+		.map((line) => /Total Upload:.*/.exec(line)?.[0])
+		.find((line) => line !== undefined);
+	return { files, rawBytes, gzipBytes, wranglerSummary: summary?.trim() ?? null };
+}
+
+/** A numeric var of the gateway's wrangler.toml (what the run used: the bench overrides none). */
+function gatewayVar(name: string, fallback: number): number {
+	const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+	const value = Number(new RegExp(`^${name}\\s*=\\s*"(\\d+)"`, "m").exec(toml)?.[1] ?? Number.NaN);
+	return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+function packageVersion(name: string): string {
+	try {
+		const manifest = JSON.parse(readFileSync(join(ROOT, "node_modules", name, "package.json"), "utf8")) as {
+			version?: string;
+		};
+		return manifest.version ?? "unknown";
+	} catch {
+		return "unknown";
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+async function main(): Promise<void> {
+	const started = performance.now();
+	const loadAtStart = loadavg();
+	log(`${QUICK ? "quick" : "full"} run; ${cpus().length} cores, Node ${process.version}`);
+	const watchdog = setTimeout(
+		() =>
+			void shutdown(
+				1,
+				`bench: did not finish within ${PLAN.watchdogMs / 60_000} min; stopping. Is the machine overloaded or a server stuck?`,
+			),
+		PLAN.watchdogMs,
+	);
+	watchdog.unref();
+
+	// Temporary state and secrets: the user's .dev.vars and .wrangler/state are never touched.
+	const tmp = procs.tempDir("mcp-edge-bench-");
+	// A private registry of local dev Workers: a gateway the user runs at the same time (`npm start`,
+	// same Worker name) and the benchmark's own never see each other.
+	childEnv.WRANGLER_REGISTRY_PATH = join(tmp, "dev-registry");
+	// wrangler keeps its build output next to the floor's config.
+	procs.removeOnExit(join(ROOT, "scripts", "floor", ".wrangler"));
+	const adminToken = randomBytes(32).toString("base64url");
+	const envFile = join(tmp, "gateway.env");
+	writeFileSync(envFile, `ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\n`, {
+		mode: 0o600,
+	});
+
+	log("building the gateway and the floor (wrangler deploy --dry-run), starting the upstream...");
+	const [upstream, gatewayBuild, floorBuild] = await Promise.all([
+		startUpstream(),
+		build("gateway", join(ROOT, "wrangler.toml"), join(tmp, "gateway-bundle")),
+		build("floor", join(ROOT, "scripts", "floor", "wrangler.toml"), join(tmp, "floor-bundle")),
+	]);
+	const bundle = bundleSize(gatewayBuild);
+	log("starting the gateway and the floor (wrangler dev)...");
+	const [gatewayDev, floorDev] = await Promise.all([
+		startWrangler(
+			"gateway (wrangler dev)",
+			join(ROOT, "wrangler.toml"),
+			gatewayBuild.entry,
+			join(tmp, "gateway-state"),
+			["--env-file", envFile],
+		),
+		startWrangler(
+			"floor (wrangler dev)",
+			join(ROOT, "scripts", "floor", "wrangler.toml"),
+			floorBuild.entry,
+			join(tmp, "floor-state"),
+			["--var", `UPSTREAM_URL:${upstream.url}`],
+		),
+	]);
+	log(`ready: upstream ${upstream.url}, gateway ${gatewayDev.url}, floor ${floorDev.url}`);
+
+	const gateway: Gateway = { url: gatewayDev.url, adminToken };
+	await admin(gateway, "PUT", "/servers/bench", { url: upstream.url });
+	const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", { name: "bench" });
+	const auth = { authorization: `Bearer ${key}` };
+	const same = (name: string) => name;
+	const targets: Record<TargetId, Target> = {
+		direct: { id: "direct", url: upstream.url, tool: same },
+		floor: { id: "floor", url: `${floorDev.url}/mcp`, tool: same },
+		server: { id: "server", url: `${gatewayDev.url}/mcp/bench`, headers: auth, tool: same },
+		aggregate: { id: "aggregate", url: `${gatewayDev.url}/mcp`, headers: auth, tool: (name) => `bench__${name}` },
+	};
+
+	// CPU time of the server side of each target, per throughput call: the upstream's process, and
+	// the process group (wrangler, workerd) of the runtime in between.
+	const groups = {
+		upstream: upstream.child.process.pid ?? -1,
+		floor: floorDev.child.process.pid ?? -1,
+		gateway: gatewayDev.child.process.pid ?? -1,
+	};
+	const runtimeGroup: Record<TargetId, number | null> = {
+		direct: null,
+		floor: groups.floor,
+		server: groups.gateway,
+		aggregate: groups.gateway,
+	};
+	const cpuSupported = groupCpuMs([groups.upstream]) !== null;
+	const cpu = byTarget<CpuUse>(() => ({ calls: 0, upstreamMs: 0, runtimeMs: 0, clientMs: 0 }));
+	const setupLog = byTarget<UpstreamLog>(() => ({ sessions: 0, requests: 0, byKind: {} }));
+
+	// Sessions that live through the run: one per target, and a pool per target.
+	log(`opening sessions: 1 + ${PLAN.poolSize} per target...`);
+	const mains = byTarget<Session | undefined>(() => undefined);
+	const pools = byTarget<Session[]>(() => []);
+	for (const t of TARGET_IDS) {
+		const session = await openSession(targets[t]);
+		await session.client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+		mains[t] = session;
+		pools[t] = await mapBounded(Array.from({ length: PLAN.poolSize }), OPEN_PARALLELISM, async () => {
+			const pooled = await openSession(targets[t]);
+			await pooled.client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+			return pooled;
+		});
+	}
+	const mainOf = (t: TargetId): Session => {
+		const session = mains[t];
+		if (!session) throw new Error(`no long-lived session for ${t}`);
+		return session;
+	};
+
+	log("warming up...");
+	for (const t of TARGET_IDS) {
+		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(mainOf(t));
+		await runThroughput(pools[t], 16, QUICK ? 100 : 300);
+		await blob(mainOf(t));
+		await progress(mainOf(t));
+		await setupOnce(targets[t]);
+	}
+
+	// The long-lived sessions' cost window starts here.
+	const longRunStart = {
+		server: await costMark(gateway, mainOf("server")),
+		aggregate: await costMark(gateway, mainOf("aggregate")),
+	};
+
+	const latency = byTarget<number[]>(() => []);
+	const setup = byTarget<number[]>(() => []);
+	const blobs = byTarget<number[]>(() => []);
+	const progressFirst = byTarget<number[]>(() => []);
+	const progressTotal = byTarget<number[]>(() => []);
+	const cells: ThroughputCell[] = [];
+	for (const sessions of [1, PLAN.poolSize]) {
+		for (const concurrency of CONCURRENCIES) {
+			cells.push({ sessions, concurrency, results: byTarget(() => ({ calls: 0, ms: 0, perRound: [] })) });
+		}
+	}
+
+	for (let round = 0; round < PLAN.rounds; round++) {
+		const roundStart = performance.now();
+		const order = rotated(round);
+		await resetUpstreamLog(upstream.url); // It records every request: keep the upstream's memory flat.
+		for (const t of order) {
+			const session = mainOf(t);
+			for (let i = 0; i < PLAN.latencyCalls; i++) {
+				const start = performance.now();
+				await echo(session);
+				latency[t].push(performance.now() - start);
+			}
+		}
+		for (const cell of cells) {
+			for (const t of order) {
+				const sessions = cell.sessions === 1 ? [mainOf(t)] : pools[t];
+				const group = runtimeGroup[t];
+				const cpuBefore = groupCpuMs([groups.upstream, group ?? groups.upstream]);
+				const clientBefore = process.cpuUsage();
+				const result = await runThroughput(sessions, cell.concurrency, PLAN.throughputMs);
+				const clientUse = process.cpuUsage(clientBefore);
+				const cpuAfter = groupCpuMs([groups.upstream, group ?? groups.upstream]);
+				if (cpuBefore && cpuAfter) {
+					const used = (g: number) => (cpuAfter.get(g) ?? 0) - (cpuBefore.get(g) ?? 0);
+					cpu[t].calls += result.calls;
+					cpu[t].upstreamMs += used(groups.upstream);
+					cpu[t].runtimeMs += group === null ? 0 : used(group);
+					cpu[t].clientMs += (clientUse.user + clientUse.system) / 1000;
+				}
+				const total = cell.results[t];
+				total.calls += result.calls;
+				total.ms += result.ms;
+				total.perRound.push(rate(result));
+			}
+		}
+		for (const t of order) {
+			await resetUpstreamLog(upstream.url);
+			for (let i = 0; i < PLAN.setupSessions; i++) setup[t].push(await setupOnce(targets[t]));
+			await delay(200); // The gateway closes an upstream session once the client's GET stream has ended.
+			const entries = await upstreamLog(upstream.url);
+			setupLog[t].sessions += PLAN.setupSessions;
+			setupLog[t].requests += entries.length;
+			for (const entry of entries) {
+				const kind = entry.method === "POST" ? (entry.body?.method ?? "POST (other)") : entry.method;
+				setupLog[t].byKind[kind] = (setupLog[t].byKind[kind] ?? 0) + 1;
+			}
+		}
+		for (const t of order) {
+			const session = mainOf(t);
+			for (let i = 0; i < PLAN.blobCalls; i++) {
+				const start = performance.now();
+				await blob(session);
+				blobs[t].push(performance.now() - start);
+			}
+		}
+		for (const t of order) {
+			for (let i = 0; i < PLAN.progressCalls; i++) {
+				const { first, total } = await progress(mainOf(t));
+				if (Number.isFinite(first)) progressFirst[t].push(first);
+				progressTotal[t].push(total);
+			}
+		}
+		const summary = TARGET_IDS.map((t) => `${t} p50 ${percentile(latency[t], 50).toFixed(2)} ms`).join(", ");
+		log(
+			`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
+		);
+	}
+
+	const longRun = {
+		server: costWindow(longRunStart.server, await costMark(gateway, mainOf("server")), null),
+		aggregate: costWindow(longRunStart.aggregate, await costMark(gateway, mainOf("aggregate")), null),
+	};
+
+	log(
+		`cost of a busy session: ${PLAN.busyCalls} calls (and at least ${PLAN.busyMinMs / 1000} s) at concurrency ${BUSY_CONCURRENCY}...`,
+	);
+	const busy = {} as Record<GatewayEndpoint, CostWindow>;
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const session = await openSession(targets[endpoint]);
+		await session.client.listTools(undefined, { timeout: CALL_TIMEOUT_MS });
+		await delay(300); // Let the SDK client's GET stream open: it belongs to setup, not to the calls.
+		const registry = countRegistryReads(gateway);
+		const before = await costMark(gateway, session);
+		const until = performance.now() + PLAN.busyMinMs;
+		let issued = 0;
+		await Promise.all(
+			Array.from({ length: BUSY_CONCURRENCY }, async () => {
+				while ((issued < PLAN.busyCalls || performance.now() < until) && issued < MAX_CALLS_PER_CELL) {
+					issued++;
+					await echo(session);
+				}
+			}),
+		);
+		const after = await costMark(gateway, session);
+		busy[endpoint] = costWindow(before, after, await registry.stop());
+		await closeSession(session, true);
+	}
+
+	for (const [key, seen] of clientErrors) {
+		warn(`client error outside a call (${seen.count}×, at +${seen.first}…+${seen.last} s): ${key}`);
+	}
+	for (const line of notableRuntimeLines) log(`runtime output: ${line}`);
+	if (suppressedListenerWarnings > 0) {
+		log(
+			`(${suppressedListenerWarnings} MaxListenersExceededWarning from the SDK client's shared AbortSignal were not printed)`,
+		);
+	}
+
+	const results: BenchResults = {
+		quick: QUICK,
+		meta: {
+			date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+			cores: cpus().length,
+			cpuModel: cpus()[0]?.model.trim() ?? "unknown CPU",
+			node: process.version,
+			platform: `${platform()} ${release()}`,
+			wrangler: packageVersion("wrangler"),
+			sdk: packageVersion("@modelcontextprotocol/sdk"),
+			loadAverage: loadAtStart,
+			wallSeconds: (performance.now() - started) / 1000,
+			rounds: PLAN.rounds,
+			poolSize: PLAN.poolSize,
+			concurrencies: CONCURRENCIES,
+			blobKib: BLOB_KIB,
+			progressSteps: PROGRESS_STEPS,
+			progressDelayMs: PROGRESS_DELAY_MS,
+			touchIntervalS: gatewayVar("TOUCH_INTERVAL_SECONDS", 60),
+			recheckIntervalS: gatewayVar("RECHECK_INTERVAL_SECONDS", 30),
+			keyCacheTtlS: gatewayVar("KEY_CACHE_TTL_SECONDS", 10),
+		},
+		latency,
+		setup,
+		blob: blobs,
+		progressFirst,
+		progressTotal,
+		throughput: cells,
+		costs: { busy, longRun },
+		cpu: cpuSupported ? cpu : null,
+		setupUpstream: setupLog,
+		bundle,
+		warnings,
+	};
+
+	const markdown = renderMarkdown(results, SVG_NAME);
+	mkdirSync(OUT_DIR, { recursive: true });
+	writeFileSync(join(OUT_DIR, MD_NAME), markdown);
+	writeFileSync(join(OUT_DIR, SVG_NAME), renderSvg(results));
+	writeFileSync(RAW_PATH, JSON.stringify(results));
+	console.log(`\n${markdown}`);
+	log(`wrote ${join(OUT_DIR, MD_NAME)} and ${SVG_NAME}; raw samples in ${RAW_PATH}`);
+	log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+	clearTimeout(watchdog);
+}
+
+try {
+	await main();
+	await shutdown(0);
+} catch (error) {
+	// A bundle build is the only child meant to exit early; any other one that did is the likely cause.
+	const exited = procs.exited().filter((report) => !report.includes("wrangler deploy --dry-run"));
+	const cause = exited.length > 0 ? `\nbench: a child process had exited: ${exited.join("\n")}` : "";
+	await shutdown(1, `bench: failed: ${describe(error)}${cause}`);
+}
