@@ -17,6 +17,7 @@ import {
 	rpc,
 	sessionObject,
 	uniqueName,
+	upstreamLog,
 } from "./helpers.ts";
 
 const SECOND = 1_000;
@@ -287,6 +288,38 @@ describe("long calls", () => {
 		expect((await call).body).toContain("slept 300 ms");
 		expect(await stored()).toBe(0);
 		expect((await send()).status).toBe(404);
+	});
+});
+
+describe("listening streams", () => {
+	it("DELETE while the client's GET stream is open ends the stream and closes the upstream session at once", async () => {
+		const { path, owner, sessionId, stored } = await transparentSession();
+		const listen = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(owner.key, sessionId, { accept: "text/event-stream" }),
+		});
+		expect(listen.status).toBe(200);
+		const reading = listen.text();
+		const deletes = (await upstreamLog("alpha")).filter((e) => e.method === "DELETE").length;
+		expect((await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(owner.key, sessionId) })).status).toBe(
+			204,
+		);
+		await reading; // the stream ended
+		expect(await stored()).toBe(0);
+		expect((await upstreamLog("alpha")).filter((e) => e.method === "DELETE").length).toBe(deletes + 1);
+	});
+
+	it("a session with only a GET stream open still expires at the idle timeout, and the stream ends", async () => {
+		const { path, owner, sessionId, stub, clock, stored } = await transparentSession();
+		const listen = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(owner.key, sessionId, { accept: "text/event-stream" }),
+		});
+		const reading = listen.text();
+		clock.advance(IDLE + SECOND);
+		await runDurableObjectAlarm(stub);
+		await reading;
+		expect(await stored()).toBe(0);
 	});
 });
 

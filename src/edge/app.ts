@@ -14,26 +14,25 @@ export function createApp(): Hono<{ Bindings: Env }> {
 	// Browser clients on an allowed origin (ALLOWED_ORIGINS) need CORS, including
 	// the preflight and a readable Mcp-Session-Id. Other origins get no CORS
 	// headers, and their requests are refused with 403 by the Origin check.
-	app.use(
-		"/mcp/*",
-		cors({
-			origin: (origin, c) => {
-				const allowed = settingsFrom(c.env).allowedOrigins;
-				return allowed.includes("*") || allowed.includes(origin) ? origin : null;
-			},
-			allowMethods: ["GET", "POST", "DELETE"],
-			allowHeaders: [
-				"Authorization",
-				"Content-Type",
-				"Accept",
-				"Mcp-Session-Id",
-				"Mcp-Protocol-Version",
-				"Last-Event-ID",
-			],
-			exposeHeaders: ["Mcp-Session-Id", "WWW-Authenticate"],
-			maxAge: 600,
-		}),
-	);
+	const corsForAllowedOrigins = cors({
+		origin: (origin, c) => {
+			const allowed = settingsFrom(c.env).allowedOrigins;
+			return allowed.includes("*") || allowed.includes(origin) ? origin : null;
+		},
+		allowMethods: ["GET", "POST", "DELETE"],
+		allowHeaders: [
+			"Authorization",
+			"Content-Type",
+			"Accept",
+			"Mcp-Session-Id",
+			"Mcp-Protocol-Version",
+			"Last-Event-ID",
+		],
+		exposeHeaders: ["Mcp-Session-Id", "WWW-Authenticate"],
+		maxAge: 600,
+	});
+	// Most MCP clients are not browsers and send no Origin: they skip CORS entirely.
+	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
 	app.route("/admin", createAdminRoutes());
 	app.all("/mcp", handleMcpEndpoint);
 	app.all("/mcp/:name", handleMcpEndpoint);

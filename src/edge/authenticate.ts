@@ -21,6 +21,9 @@ interface CachedKey {
  */
 const cache = new Map<string, CachedKey>();
 
+/** Registry lookups in progress, shared by concurrent requests with the same key. */
+const lookups = new Map<string, Promise<ApiKeyRecord | null>>();
+
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** Resolves the request's `Authorization: Bearer <api key>` to its key record, or throws 401. */
@@ -33,7 +36,15 @@ export async function authenticate(request: Request, env: Env): Promise<ApiKeyRe
 	const now = Date.now();
 	const cached = cache.get(digest);
 	if (cached && cached.expiresAt > now) return cached.record;
-	const record = await registryStub(env).findKeyByDigest(digest);
+	let lookup = lookups.get(digest);
+	if (!lookup) {
+		// One registry read per key however many requests find the cache empty at once.
+		lookup = registryStub(env)
+			.findKeyByDigest(digest)
+			.finally(() => lookups.delete(digest));
+		lookups.set(digest, lookup);
+	}
+	const record = await lookup;
 	if (!record) {
 		cache.delete(digest);
 		throw unauthenticated("Invalid API key: it is unknown or has been revoked.");

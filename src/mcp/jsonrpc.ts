@@ -4,9 +4,7 @@ import {
 	type JSONRPCMessage,
 	JSONRPCMessageSchema,
 	type JSONRPCNotification,
-	JSONRPCNotificationSchema,
 	type JSONRPCRequest,
-	JSONRPCRequestSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "./gateway-error.ts";
@@ -54,23 +52,26 @@ function withoutNullMeta(value: unknown): unknown {
 	return { ...value, params: rest };
 }
 
+/**
+ * Sorts a message the schema already accepted by its shape, without a second
+ * validation: requests have a method and an id, notifications a method only.
+ */
 function classify(message: JSONRPCMessage): ClientMessage {
-	const request = JSONRPCRequestSchema.safeParse(message);
-	if (request.success) {
-		if (request.data.method === "initialize") {
-			const init = InitializeRequestSchema.safeParse(request.data);
+	if ("method" in message && "id" in message) {
+		const request = message as JSONRPCRequest;
+		if (request.method === "initialize") {
+			const init = InitializeRequestSchema.safeParse(request);
 			if (!init.success) {
 				throw new GatewayError(
 					"invalid_request",
 					`Invalid initialize request: ${init.error.issues[0]?.message ?? "bad params"} at params.${init.error.issues[0]?.path.join(".") ?? ""}.`,
 				);
 			}
-			return { kind: "initialize", message: request.data, params: init.data.params };
+			return { kind: "initialize", message: request, params: init.data.params };
 		}
-		return { kind: "request", message: request.data };
+		return { kind: "request", message: request };
 	}
-	const notification = JSONRPCNotificationSchema.safeParse(message);
-	if (notification.success) return { kind: "notification", message: notification.data };
+	if ("method" in message) return { kind: "notification", message: message as JSONRPCNotification };
 	return { kind: "response", message };
 }
 

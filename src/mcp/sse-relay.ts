@@ -36,15 +36,18 @@ function frame(event: EventSourceMessage): Uint8Array {
 }
 
 /**
- * Relays an upstream SSE reply to the client event by event, as it arrives
- * (never buffered whole). Events are parsed with `eventsource-parser` and
- * re-framed, so the gateway always knows whether the response has been seen:
+ * Relays an upstream SSE reply to the client as it arrives (never buffered
+ * whole). Events are parsed with `eventsource-parser`, so the gateway always
+ * knows whether the response has been seen; bytes pass on unchanged unless
+ * notifications are filtered (aggregates), which re-frames the kept events:
  * a reply that ends or breaks before it (upstream crash, deadline) ends with
  * the message `onIncomplete` gives, instead of leaving the client waiting.
  */
 export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOptions): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
+	// Without filtering, bytes pass on as they came; they are parsed only to follow the reply.
+	const filtering = options.keepNotification !== undefined;
 	let responded = false;
 	let sinceLastEvent = 0;
 	let done = false;
@@ -62,14 +65,19 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 			if (message && "id" in message && !("method" in message) && message.id === options.requestId) {
 				responded = true;
 			}
+			if (!filtering) return;
 			if (message && "method" in message && !("id" in message) && options.keepNotification) {
 				if (!options.keepNotification(message as JSONRPCNotification)) return;
 			}
 			ready.push(frame(event));
 		},
 	});
+	/** Chunks of an event not yet complete (pass-through only). */
+	let held: Uint8Array[] = [];
 	const end = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage | null) => {
 		if (last) controller.enqueue(sseMessage(last));
+		// What is left of an unfinished event at a clean end is passed on, as the upstream wrote it.
+		else if (held.length > 0) controller.enqueue(join(held));
 		controller.close();
 		finish();
 	};
@@ -97,6 +105,20 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 					end(controller, responded ? null : options.onOversize());
 					return;
 				}
+				if (!filtering) {
+					// Complete events pass on as the upstream wrote them; an unfinished one waits
+					// for its end, so a reply cut off mid-event never hands the client half an event.
+					const cut = afterLastEvent(chunk.value, held);
+					if (cut === 0) {
+						held.push(chunk.value);
+						continue;
+					}
+					controller.enqueue(
+						held.length === 0 ? chunk.value.subarray(0, cut) : join([...held, chunk.value.subarray(0, cut)]),
+					);
+					held = cut < chunk.value.length ? [chunk.value.subarray(cut)] : [];
+					return;
+				}
 				if (ready.length > 0) {
 					for (const bytes of ready) controller.enqueue(bytes);
 					ready = [];
@@ -109,6 +131,38 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 			await reader.cancel(reason);
 		},
 	});
+}
+
+const LF = 10;
+const CR = 13;
+
+/**
+ * The index in `chunk` just after the last blank line (the end of an event),
+ * or 0 if the chunk ends none. `before` holds the bytes that came earlier, for
+ * a blank line split across chunks.
+ */
+function afterLastEvent(chunk: Uint8Array, before: readonly Uint8Array[]): number {
+	const previous = before[before.length - 1];
+	const at = (i: number): number | undefined =>
+		i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
+	for (let i = chunk.length - 1; i >= 0; i--) {
+		if (chunk[i] !== LF) continue;
+		if (at(i - 1) === LF) return i + 1;
+		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
+	}
+	return 0;
+}
+
+function join(parts: readonly Uint8Array[]): Uint8Array {
+	let length = 0;
+	for (const part of parts) length += part.length;
+	const joined = new Uint8Array(length);
+	let offset = 0;
+	for (const part of parts) {
+		joined.set(part, offset);
+		offset += part.length;
+	}
+	return joined;
 }
 
 function parseMessage(data: string): JSONRPCMessage | null {

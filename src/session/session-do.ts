@@ -103,6 +103,8 @@ export class SessionDO extends DurableObject<Env> {
 	private unverified = false;
 	private rechecking: Promise<RecheckOutcome> | null = null;
 	private registryReads = 0;
+	/** The transparent GET streams being relayed; they end when the session does. */
+	private readonly listeners = new Set<AbortController>();
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
 	/** Swapped for counting or gated registries in tests. */
@@ -128,8 +130,10 @@ export class SessionDO extends DurableObject<Env> {
 				}>;
 				return tools.some((tool) => tool.name === name && tool.annotations?.readOnlyHint === true);
 			},
-			keepNotification: (member, message) =>
-				this.binding?.mode !== "aggregate" || this.router.memberNotification(member.name, message) !== null,
+			notificationFilter: (member) =>
+				this.binding?.mode === "aggregate"
+					? (message) => this.router.memberNotification(member.name, message) !== null
+					: undefined,
 		});
 		this.watch = new MemberWatch({
 			connection: (member) => this.pool.connection(member),
@@ -168,9 +172,9 @@ export class SessionDO extends DurableObject<Env> {
 	 */
 	async open(input: OpenSessionInput): Promise<OpenSessionResult> {
 		try {
-			if ((await this.load()) !== null) {
-				throw new GatewayError("conflict", "A session with this ID already exists.");
-			}
+			// A fresh session ID has 192 random bits, so its Durable Object is new: no storage read
+			// is needed to know it holds nothing. An instance already holding a session refuses.
+			if (this.binding) throw new GatewayError("conflict", "A session with this ID already exists.");
 			const opened = input.mode === "transparent" ? await this.openTransparent(input) : await this.openAggregate(input);
 			if (!opened.binding) return { opened: false, reply: opened.reply };
 			const now = this.clock.now();
@@ -228,8 +232,14 @@ export class SessionDO extends DurableObject<Env> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
 		if (binding.mode === "aggregate") return this.aggregateStream(binding);
-		this.begin();
-		const done = once(() => this.finish());
+		// A listening stream is not a call: it does not hold expiry off, and it ends with the session.
+		this.touch();
+		const listening = new AbortController();
+		this.listeners.add(listening);
+		const done = once(() => {
+			this.listeners.delete(listening);
+			this.touch();
+		});
 		try {
 			if (!(await this.recheckIfDue(binding))) {
 				done();
@@ -238,13 +248,13 @@ export class SessionDO extends DurableObject<Env> {
 			const member = this.soleMember(binding);
 			const connection = this.pool.connection(member);
 			let session = await this.upstreamSession(member);
-			let upstream = await connection.openStream(session, lastEventId);
+			let upstream = await connection.openStream(session, lastEventId, listening.signal);
 			if (upstream.status === 404 && session.sessionId !== null) {
 				// The upstream session expired: retire it and listen on a fresh one.
 				await upstream.body?.cancel();
 				await this.retire(member, session);
 				session = await this.upstreamSession(member);
-				upstream = await connection.openStream(session, null);
+				upstream = await connection.openStream(session, null, listening.signal);
 			}
 			if (upstream.status === 405) {
 				await upstream.body?.cancel();
@@ -273,14 +283,11 @@ export class SessionDO extends DurableObject<Env> {
 	 * While at least one is open, the DO listens on its members' GET streams.
 	 */
 	private async aggregateStream(binding: SessionBinding): Promise<Response> {
-		this.begin();
-		if (!(await this.recheckIfDue(binding))) {
-			this.finish();
-			return notFound();
-		}
+		this.touch();
+		if (!(await this.recheckIfDue(binding))) return notFound();
 		const body = this.channel.connect(
 			once(() => {
-				this.finish();
+				this.touch();
 				if (!this.channel.open) this.watch.stop();
 			}),
 		);
@@ -612,6 +619,12 @@ export class SessionDO extends DurableObject<Env> {
 		return this.loading;
 	}
 
+	/** Activity that is not a call (a stream opened or closed): moves the idle clock only. */
+	private touch(): void {
+		this.lastActivity = this.clock.now();
+		this.touchIfDue();
+	}
+
 	private begin(): void {
 		this.inFlight++;
 		this.lastActivity = this.clock.now();
@@ -659,6 +672,8 @@ export class SessionDO extends DurableObject<Env> {
 		this.binding = null;
 		this.watch.stop();
 		this.channel.closeAll();
+		for (const listening of this.listeners) listening.abort();
+		this.listeners.clear();
 		await this.store.clear();
 		if (this.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.pool.closeAll(binding.members, binding.upstreams);

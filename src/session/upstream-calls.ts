@@ -26,8 +26,11 @@ export interface CallHost {
 	retire(member: Member, session: UpstreamSession): Promise<void>;
 	/** Whether the member listed this tool with `annotations.readOnlyHint === true`. */
 	isReadOnlyTool(member: Member, name: string): Promise<boolean>;
-	/** Aggregate sessions filter members' notifications on replies; transparent ones keep all. */
-	keepNotification?(member: Member, message: JSONRPCNotification): boolean;
+	/**
+	 * Aggregate sessions filter members' notifications on replies (returns the
+	 * filter); transparent ones pass replies on unchanged (returns undefined).
+	 */
+	notificationFilter(member: Member): ((message: JSONRPCNotification) => boolean) | undefined;
 }
 
 /**
@@ -176,11 +179,10 @@ export class UpstreamCalls {
 		const type = upstream.headers.get("content-type") ?? "";
 		const body = upstream.body as ReadableStream<Uint8Array>;
 		if (type.includes("text/event-stream")) {
-			const keep = this.host.keepNotification?.bind(this.host);
 			const relayed = relaySse(body, {
 				requestId: message.id,
 				maxEventBytes: this.host.maxReplyBytes,
-				keepNotification: keep ? (notification) => keep(member, notification) : undefined,
+				keepNotification: this.host.notificationFilter(member),
 				onIncomplete: (error) => {
 					// The client cancelled: per the spec it expects no response.
 					if (cancelledByClient.aborted) return null;
