@@ -197,6 +197,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"",
 		"Run it with `npm run bench` (about five minutes; rewrites this file and the chart) or `npm run bench -- --quick`",
 		"(under a minute: the CI smoke check, small counts, report in a temporary directory, this file untouched).",
+		"What the figures showed and what was fixed, before and after: [benchmarks-history.md](benchmarks-history.md).",
 		"",
 		`![Latency distributions, direct vs floor vs gateway](${svgName})`,
 		"",
