@@ -554,6 +554,7 @@ export function renderSvg(results: BenchResults): string {
 	const parts: string[] = [];
 	parts.push(
 		`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif" font-size="11">`,
+		"<title>Latency distributions of tools/call: direct, floor and gateway</title>",
 		`<rect width="${width}" height="${height}" fill="#ffffff"/>`,
 		`<text x="12" y="22" font-size="14" font-weight="600" fill="#111827">Latency distributions (cumulative): direct vs floor vs gateway</text>`,
 		`<text x="12" y="40" fill="#4b5563">${escapeXml(`${results.meta.date}, ${results.meta.cores} cores, Node ${results.meta.node}, wrangler ${results.meta.wrangler}${results.quick ? " — quick mode, small samples" : ""}. Right edge of each panel: 1.1 × the largest p99 (the slowest 1 % run off it).`)}</text>`,
