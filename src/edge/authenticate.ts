@@ -60,11 +60,6 @@ export async function authenticate(request: Request, env: Env): Promise<ApiKeyRe
 	return record;
 }
 
-/** Drops every cached key (tests, and after admin changes in this isolate). */
-export function forgetCachedKeys(): void {
-	cache.clear();
-}
-
 function unauthenticated(message: string): GatewayError {
 	return new GatewayError("unauthenticated", message, {
 		headers: { "www-authenticate": 'Bearer realm="mcp-edge-gateway"' },

@@ -5,7 +5,6 @@ import {
 	JSONRPCMessageSchema,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
-	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "./gateway-error.ts";
 
@@ -73,9 +72,4 @@ function classify(message: JSONRPCMessage): ClientMessage {
 	}
 	if ("method" in message) return { kind: "notification", message: message as JSONRPCNotification };
 	return { kind: "response", message };
-}
-
-/** The id of a request message, or null for anything else. */
-export function requestIdOf(message: ClientMessage): RequestId | null {
-	return message.kind === "initialize" || message.kind === "request" ? message.message.id : null;
 }
