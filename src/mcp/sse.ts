@@ -35,6 +35,7 @@ export async function readSseEvents(
 			if (chunk.value.includes("\n\n") || chunk.value.includes("\r\n\r\n")) pending = 0;
 		}
 	} finally {
+		// Releasing a stream that already ended or failed can reject; there is nothing left to release.
 		await reader.cancel().catch(() => undefined);
 	}
 	if (oversized) throw new RangeError(`an SSE event exceeded ${maxEventBytes} bytes`);
