@@ -1,46 +1,23 @@
 import { DurableObject } from "cloudflare:workers";
-import {
-	type InitializeRequest,
-	type InitializeResult,
-	type JSONRPCMessage,
-	type JSONRPCNotification,
-	type JSONRPCRequest,
-	LATEST_PROTOCOL_VERSION,
-	type ServerCapabilities,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
-import {
-	AGGREGATE_CLIENT_CAPABILITIES,
-	aggregateCapabilities,
-	aggregateInstructions,
-	GATEWAY_SERVER_INFO,
-} from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
-import { type EndpointCheck, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
-import { forEachBounded } from "./bounded.ts";
+import { type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
 import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
 import { ClientChannel } from "./client-channel.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { MemberWatch } from "./member-watch.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
+import { memberInitParams, type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
-/** What the edge hands over when a client initializes. */
-export interface OpenSessionInput {
-	scope: SessionScope;
-	request: JSONRPCRequest;
-	params: InitializeRequest["params"];
-	mode: SessionBinding["mode"];
-	endpointCheck: EndpointCheck;
-	members: Member[];
-}
+export type { OpenSessionInput } from "./session-open.ts";
 
 export interface OpenSessionResult {
 	opened: boolean;
@@ -175,7 +152,8 @@ export class SessionDO extends DurableObject<Env> {
 			// A fresh session ID has 192 random bits, so its Durable Object is new: no storage read
 			// is needed to know it holds nothing. An instance already holding a session refuses.
 			if (this.binding) throw new GatewayError("conflict", "A session with this ID already exists.");
-			const opened = input.mode === "transparent" ? await this.openTransparent(input) : await this.openAggregate(input);
+			const opened =
+				input.mode === "transparent" ? await openTransparent(this.pool, input) : await openAggregate(this.pool, input);
 			if (!opened.binding) return { opened: false, reply: opened.reply };
 			const now = this.clock.now();
 			const binding: SessionBinding = { ...opened.binding, createdAt: now, lastActivity: now, verifiedAt: now };
@@ -364,78 +342,6 @@ export class SessionDO extends DurableObject<Env> {
 		return this.unverified ? this.verifiedAt + this.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
 	}
 
-	private async openTransparent(input: OpenSessionInput): Promise<{ binding?: BindingDraft; reply: JSONRPCMessage }> {
-		const member = input.members[0];
-		if (!member) throw new GatewayError("internal", "A transparent session needs exactly one upstream server.");
-		const connection = this.pool.connection(member);
-		const { reply, session } = await connection.initialize(input.request);
-		if (!session) return { reply };
-		return {
-			binding: this.draft(input, session.protocolVersion, { [member.name]: session }),
-			reply,
-		};
-	}
-
-	/**
-	 * Initializes every member (at most six at a time). A member that fails is
-	 * left out for now and connected on its next use; the session opens anyway.
-	 */
-	private async openAggregate(input: OpenSessionInput): Promise<{ binding: BindingDraft; reply: JSONRPCMessage }> {
-		const version = isSupportedSessionVersion(input.params.protocolVersion)
-			? input.params.protocolVersion
-			: LATEST_PROTOCOL_VERSION;
-		const params = this.memberInitParams(version, input.params.clientInfo);
-		const hellos = new Map<string, { session: SessionBinding["upstreams"][string]; result: Record<string, unknown> }>();
-		await forEachBounded(input.members, async (member) => {
-			try {
-				hellos.set(member.name, await this.pool.open(member, params));
-			} catch (error) {
-				console.warn(`member ${member.name} unavailable at initialize: ${asGatewayError(error).message}`);
-			}
-		});
-		const answered = input.members.filter((member) => hellos.has(member.name));
-		const result: InitializeResult = {
-			protocolVersion: version,
-			capabilities: aggregateCapabilities(
-				answered.map((member) => (hellos.get(member.name)?.result.capabilities ?? {}) as ServerCapabilities),
-			),
-			serverInfo: GATEWAY_SERVER_INFO,
-		};
-		const instructions = aggregateInstructions(
-			answered.map((member) => {
-				const text = hellos.get(member.name)?.result.instructions;
-				return { server: member.name, instructions: typeof text === "string" ? text : undefined };
-			}),
-		);
-		if (instructions) result.instructions = instructions;
-		const upstreams = Object.fromEntries(answered.map((member) => [member.name, hellos.get(member.name)?.session]));
-		return {
-			binding: this.draft(input, version, upstreams as SessionBinding["upstreams"]),
-			reply: { jsonrpc: "2.0", id: input.request.id, result },
-		};
-	}
-
-	private draft(
-		input: OpenSessionInput,
-		protocolVersion: string,
-		upstreams: SessionBinding["upstreams"],
-	): BindingDraft {
-		return {
-			...input.scope,
-			mode: input.mode,
-			endpointCheck: input.endpointCheck,
-			protocolVersion,
-			clientCapabilities: input.params.capabilities,
-			clientInfo: input.params.clientInfo,
-			members: input.members,
-			upstreams,
-		};
-	}
-
-	private memberInitParams(version: string, clientInfo: InitializeRequest["params"]["clientInfo"]) {
-		return { protocolVersion: version, capabilities: AGGREGATE_CLIENT_CAPABILITIES, clientInfo };
-	}
-
 	/** The member's upstream session, opening one if the member was unavailable so far. */
 	private async upstreamSession(member: Member): Promise<SessionBinding["upstreams"][string]> {
 		const binding = this.binding;
@@ -444,7 +350,7 @@ export class SessionDO extends DurableObject<Env> {
 		if (existing) return existing;
 		const params =
 			binding.mode === "aggregate"
-				? this.memberInitParams(binding.protocolVersion, binding.clientInfo)
+				? memberInitParams(binding.protocolVersion, binding.clientInfo)
 				: {
 						protocolVersion: binding.protocolVersion,
 						capabilities: binding.clientCapabilities,
@@ -706,8 +612,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error);
 }
-
-type BindingDraft = Omit<SessionBinding, "createdAt" | "lastActivity" | "verifiedAt">;
 
 /** The upstream's response with only the headers a client may see: no upstream session id. */
 function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Response {

@@ -1,0 +1,109 @@
+import {
+	type InitializeRequest,
+	type InitializeResult,
+	type JSONRPCMessage,
+	type JSONRPCRequest,
+	LATEST_PROTOCOL_VERSION,
+	type ServerCapabilities,
+} from "@modelcontextprotocol/sdk/types.js";
+import {
+	AGGREGATE_CLIENT_CAPABILITIES,
+	aggregateCapabilities,
+	aggregateInstructions,
+	GATEWAY_SERVER_INFO,
+} from "../mcp/aggregate.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
+import { forEachBounded } from "./bounded.ts";
+import type { MemberHello, UpstreamPool } from "./upstream-pool.ts";
+
+/** What the edge hands over when a client initializes. */
+export interface OpenSessionInput {
+	scope: SessionScope;
+	request: JSONRPCRequest;
+	params: InitializeRequest["params"];
+	mode: SessionBinding["mode"];
+	endpointCheck: EndpointCheck;
+	members: Member[];
+}
+
+/** A binding before the DO stamps it with its times. */
+export type BindingDraft = Omit<SessionBinding, "createdAt" | "lastActivity" | "verifiedAt">;
+
+/** The outcome of an initialize: the reply for the client, and a binding when a session opened. */
+export interface Opened {
+	binding?: BindingDraft;
+	reply: JSONRPCMessage;
+}
+
+/** The initialize params the gateway sends to an aggregate's members. */
+export function memberInitParams(version: string, clientInfo: InitializeRequest["params"]["clientInfo"]) {
+	return { protocolVersion: version, capabilities: AGGREGATE_CLIENT_CAPABILITIES, clientInfo };
+}
+
+/**
+ * A transparent session: the client's initialize goes to the upstream as it
+ * is, and the upstream's reply (result or refusal) comes back unchanged.
+ */
+export async function openTransparent(pool: UpstreamPool, input: OpenSessionInput): Promise<Opened> {
+	const member = input.members[0];
+	if (!member) throw new GatewayError("internal", "A transparent session needs exactly one upstream server.");
+	const { reply, session } = await pool.connection(member).initialize(input.request);
+	if (!session) return { reply };
+	return { binding: draft(input, session.protocolVersion, { [member.name]: session }), reply };
+}
+
+/**
+ * An aggregate session: every member is initialized (at most six at a time).
+ * A member that fails is left out for now and connected on its next use; the
+ * session opens anyway, with the gateway's own initialize result.
+ */
+export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput): Promise<Opened> {
+	const version = isSupportedSessionVersion(input.params.protocolVersion)
+		? input.params.protocolVersion
+		: LATEST_PROTOCOL_VERSION;
+	const params = memberInitParams(version, input.params.clientInfo);
+	const hellos = new Map<string, MemberHello>();
+	await forEachBounded(input.members, async (member) => {
+		try {
+			hellos.set(member.name, await pool.open(member, params));
+		} catch (error) {
+			const reason = error instanceof Error ? error.message : String(error);
+			console.warn(`member ${member.name} unavailable at initialize: ${reason}`);
+		}
+	});
+	const answered = input.members.flatMap((member) => {
+		const hello = hellos.get(member.name);
+		return hello ? [{ member, hello }] : [];
+	});
+	const result: InitializeResult = {
+		protocolVersion: version,
+		capabilities: aggregateCapabilities(
+			answered.map(({ hello }) => (hello.result.capabilities ?? {}) as ServerCapabilities),
+		),
+		serverInfo: GATEWAY_SERVER_INFO,
+	};
+	const instructions = aggregateInstructions(
+		answered.map(({ member, hello }) => ({
+			server: member.name,
+			instructions: typeof hello.result.instructions === "string" ? hello.result.instructions : undefined,
+		})),
+	);
+	if (instructions) result.instructions = instructions;
+	const upstreams = Object.fromEntries(answered.map(({ member, hello }) => [member.name, hello.session]));
+	return { binding: draft(input, version, upstreams), reply: { jsonrpc: "2.0", id: input.request.id, result } };
+}
+
+function draft(input: OpenSessionInput, protocolVersion: string, upstreams: SessionBinding["upstreams"]): BindingDraft {
+	return {
+		...input.scope,
+		mode: input.mode,
+		endpointCheck: input.endpointCheck,
+		protocolVersion,
+		clientCapabilities: input.params.capabilities,
+		clientInfo: input.params.clientInfo,
+		members: input.members,
+		upstreams,
+	};
+}
