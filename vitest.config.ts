@@ -6,8 +6,11 @@ const PROJECT = "gateway";
 /** The Worker whose Durable Object classes the second edge binds to. */
 const GATEWAY = `vitest-plugin-runner-${PROJECT}`;
 
+/** Fixture credentials of the test Worker; nothing here is a real secret. */
+const testAdminBearer = "test-admin-token";
+
 const bindings = {
-	ADMIN_TOKEN: "test-admin-token",
+	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
 	ALPHA_TOKEN: "alpha-secret",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.

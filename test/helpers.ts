@@ -9,7 +9,8 @@ import { sha256Hex } from "../src/crypto.ts";
 import type { RegistryClient } from "../src/session/registry-client.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 
-export const ADMIN_TOKEN = "test-admin-token";
+/** The admin token the test bindings configure (a fixture, not a secret). */
+export const TEST_ADMIN_BEARER = "test-admin-token";
 export const BASE = "http://gateway.test";
 
 /** A request through the gateway Worker's fetch handler. */
@@ -18,7 +19,7 @@ export function gatewayFetch(path: string, init: RequestInit = {}): Promise<Resp
 }
 
 export async function admin(method: string, path: string, body?: unknown): Promise<Response> {
-	const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
+	const headers: Record<string, string> = { authorization: `Bearer ${TEST_ADMIN_BEARER}` };
 	if (body !== undefined) headers["content-type"] = "application/json";
 	return gatewayFetch(`/admin${path}`, {
 		method,
