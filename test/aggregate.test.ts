@@ -12,6 +12,7 @@ import {
 	ManualClock,
 	mcpHeaders,
 	openSession,
+	postInitialize,
 	readReply,
 	registerServer,
 	rpc,
@@ -261,11 +262,7 @@ describe("virtual servers", () => {
 		const partial = await createKey({ userPath: "/team/a", servers: [a] });
 		const member = await createKey({ userPath: "/team/a" });
 		for (const key of [outsider.key, partial.key]) {
-			const response = await gatewayFetch(`/mcp/${name}`, {
-				method: "POST",
-				headers: mcpHeaders(key),
-				body: JSON.stringify(initializeBody()),
-			});
+			const response = await postInitialize(`/mcp/${name}`, key);
 			expect(response.status).toBe(404);
 		}
 		expect(await openSession(`/mcp/${name}`, member.key)).toMatch(/^gw1\./);

@@ -6,6 +6,7 @@ import {
 	gatewayFetch,
 	initializeBody,
 	mcpHeaders,
+	postInitialize,
 	registerServer,
 	upstreamLog,
 } from "./helpers.ts";
@@ -33,11 +34,7 @@ describe("authentication at the edge", () => {
 
 	it("an unknown API key gets 401", async () => {
 		const server = await registerServer("beta");
-		const response = await gatewayFetch(`/mcp/${server}`, {
-			method: "POST",
-			headers: mcpHeaders("mcpgw_unknown"),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${server}`, "mcpgw_unknown");
 		expect(response.status).toBe(401);
 		expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
 	});
@@ -46,11 +43,7 @@ describe("authentication at the edge", () => {
 		const server = await registerServer("beta");
 		const { id, key } = await createKey();
 		await admin("DELETE", `/keys/${id}`);
-		const response = await gatewayFetch(`/mcp/${server}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${server}`, key);
 		expect(response.status).toBe(401);
 	});
 

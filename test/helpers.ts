@@ -89,13 +89,14 @@ export function initializeBody(id: number | string = 1) {
 	};
 }
 
+/** A raw initialize POST (no session yet), for exact status codes. */
+export function postInitialize(path: string, key: string, id: number | string = 1): Promise<Response> {
+	return gatewayFetch(path, { method: "POST", headers: mcpHeaders(key), body: JSON.stringify(initializeBody(id)) });
+}
+
 /** Opens a session with raw fetch and returns its ID. */
 export async function openSession(path: string, key: string): Promise<string> {
-	const response = await gatewayFetch(path, {
-		method: "POST",
-		headers: mcpHeaders(key),
-		body: JSON.stringify(initializeBody()),
-	});
+	const response = await postInitialize(path, key);
 	const sessionId = response.headers.get("mcp-session-id");
 	if (response.status !== 200 || !sessionId) {
 		throw new Error(`initialize failed: ${response.status} ${await response.text()}`);

@@ -37,6 +37,18 @@ async function transparentSession() {
 	return { server, path, owner, sessionId, send, ...instruments };
 }
 
+/** Starts a call that takes 300 ms upstream; resolves once it is under way, with its reply to come. */
+async function startLongCall(path: string, key: string, sessionId: string) {
+	const reply = exchange(path, key, sessionId, {
+		jsonrpc: "2.0",
+		id: 9,
+		method: "tools/call",
+		params: { name: "sleep", arguments: { ms: 300 } },
+	});
+	await new Promise((resolve) => setTimeout(resolve, 50));
+	return { reply };
+}
+
 async function until(check: () => boolean | Promise<boolean>): Promise<void> {
 	for (let i = 0; i < 200; i++) {
 		if (await check()) return;
@@ -238,13 +250,7 @@ describe("registry outage", () => {
 		registry.failing = true;
 		clock.advance(RECHECK);
 		expect((await send()).status).toBe(200);
-		const call = exchange(path, owner.key, sessionId, {
-			jsonrpc: "2.0",
-			id: 9,
-			method: "tools/call",
-			params: { name: "sleep", arguments: { ms: 300 } },
-		});
-		await new Promise((resolve) => setTimeout(resolve, 50));
+		const { reply: call } = await startLongCall(path, owner.key, sessionId);
 		clock.advance(LIMIT);
 		await runDurableObjectAlarm(stub);
 		expect(await stored()).toBe(0);
@@ -257,13 +263,7 @@ describe("registry outage", () => {
 describe("long calls", () => {
 	it("a long call keeps the session resumable past the idle timeout; its end restarts the timeout", async () => {
 		const { stub, clock, path, owner, sessionId, send, stored } = await transparentSession();
-		const call = exchange(path, owner.key, sessionId, {
-			jsonrpc: "2.0",
-			id: 9,
-			method: "tools/call",
-			params: { name: "sleep", arguments: { ms: 300 } },
-		});
-		await new Promise((resolve) => setTimeout(resolve, 50));
+		const { reply: call } = await startLongCall(path, owner.key, sessionId);
 		clock.advance(IDLE + 10 * SECOND);
 		await runDurableObjectAlarm(stub);
 		expect(await stored()).toBeGreaterThan(0);
@@ -276,13 +276,7 @@ describe("long calls", () => {
 
 	it("a delete during a long call is not undone by it", async () => {
 		const { path, owner, sessionId, stored, send } = await transparentSession();
-		const call = exchange(path, owner.key, sessionId, {
-			jsonrpc: "2.0",
-			id: 9,
-			method: "tools/call",
-			params: { name: "sleep", arguments: { ms: 300 } },
-		});
-		await new Promise((resolve) => setTimeout(resolve, 50));
+		const { reply: call } = await startLongCall(path, owner.key, sessionId);
 		const deleted = await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(owner.key, sessionId) });
 		expect(deleted.status).toBe(204);
 		expect((await call).body).toContain("slept 300 ms");

@@ -3,10 +3,8 @@ import {
 	admin,
 	connectClient,
 	createKey,
-	gatewayFetch,
-	initializeBody,
-	mcpHeaders,
 	openSession,
+	postInitialize,
 	readReply,
 	registerServer,
 	rpc,
@@ -102,22 +100,14 @@ describe("transparent endpoint /mcp/:server", () => {
 
 	it("a server that does not exist is 404", async () => {
 		const { key } = await createKey();
-		const response = await gatewayFetch(`/mcp/${uniqueName("nothing")}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${uniqueName("nothing")}`, key);
 		expect(response.status).toBe(404);
 	});
 
 	it("a server the key may not use is 404", async () => {
 		const server = await registerServer("beta");
 		const { key } = await createKey({ servers: ["someone-else"] });
-		const response = await gatewayFetch(`/mcp/${server}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${server}`, key);
 		expect(response.status).toBe(404);
 	});
 
@@ -125,11 +115,7 @@ describe("transparent endpoint /mcp/:server", () => {
 		const name = uniqueName("down");
 		await admin("PUT", `/servers/${name}`, { url: "http://127.0.0.1:9/mcp" });
 		const { key } = await createKey();
-		const response = await gatewayFetch(`/mcp/${name}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody(7)),
-		});
+		const response = await postInitialize(`/mcp/${name}`, key, 7);
 		expect(response.status).toBe(200);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
 		const reply = await readReply(response);
@@ -145,11 +131,7 @@ describe("transparent endpoint /mcp/:server", () => {
 			headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" },
 		});
 		const { key } = await createKey();
-		const response = await gatewayFetch(`/mcp/${name}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${name}`, key);
 		const reply = await readReply(response);
 		expect(reply.error?.data?.kind).toBe("misconfigured");
 		expect(reply.error?.message).toContain("${NOT_SET_ANYWHERE}");

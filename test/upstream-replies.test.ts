@@ -2,10 +2,8 @@ import { describe, expect, it } from "vitest";
 import {
 	admin,
 	createKey,
-	gatewayFetch,
-	initializeBody,
-	mcpHeaders,
 	openSession,
+	postInitialize,
 	readReply,
 	registerServer,
 	rpc,
@@ -54,11 +52,7 @@ describe("credentials stay secret", () => {
 			headers: { Authorization: "Bearer header-token-secret" },
 		});
 		const { key } = await createKey();
-		const response = await gatewayFetch(`/mcp/${name}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${name}`, key);
 		const text = await response.text();
 		expect(text).toContain(name);
 		for (const secret of ["url-password", "url-token-secret", "header-token-secret"])
@@ -72,11 +66,7 @@ describe("credentials stay secret", () => {
 			headers: { Authorization: "Bearer wrong-secret" },
 		});
 		const { key } = await createKey();
-		const response = await gatewayFetch(`/mcp/${name}`, {
-			method: "POST",
-			headers: mcpHeaders(key),
-			body: JSON.stringify(initializeBody()),
-		});
+		const response = await postInitialize(`/mcp/${name}`, key);
 		const text = await response.text();
 		expect(text).toContain("credentials were rejected");
 		expect(text).not.toContain("wrong-secret");

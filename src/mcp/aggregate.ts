@@ -43,19 +43,32 @@ export function aggregateNamed<T extends Tool | Prompt>(
 	return { items, routes };
 }
 
-/** Merges resources of all members; URIs stay as the upstream wrote them. */
-export function aggregateResources(perServer: PerServer<Resource>): { items: Resource[]; routes: Map<string, string> } {
-	const items: Resource[] = [];
+/**
+ * Merges items that keep their upstream identity (a resource's URI, a
+ * template's URI template), remembering which member offers each; the first
+ * member to offer a key wins. Sorted by key so the aggregate is stable.
+ */
+function aggregateByKey<T>(
+	perServer: PerServer<T>,
+	keyOf: (item: T) => string,
+): { items: T[]; routes: Map<string, string> } {
+	const items: T[] = [];
 	const routes = new Map<string, string>();
 	for (const [server, list] of perServer) {
-		for (const resource of list) {
-			if (routes.has(resource.uri)) continue;
-			routes.set(resource.uri, server);
-			items.push(resource);
+		for (const item of list) {
+			const key = keyOf(item);
+			if (routes.has(key)) continue;
+			routes.set(key, server);
+			items.push(item);
 		}
 	}
-	items.sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+	items.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
 	return { items, routes };
+}
+
+/** Merges resources of all members; URIs stay as the upstream wrote them. */
+export function aggregateResources(perServer: PerServer<Resource>): { items: Resource[]; routes: Map<string, string> } {
+	return aggregateByKey(perServer, (resource) => resource.uri);
 }
 
 /** Merges resource templates of all members, remembering which member offers each. */
@@ -63,17 +76,7 @@ export function aggregateTemplates(perServer: PerServer<ResourceTemplate>): {
 	items: ResourceTemplate[];
 	routes: Map<string, string>;
 } {
-	const items: ResourceTemplate[] = [];
-	const routes = new Map<string, string>();
-	for (const [server, list] of perServer) {
-		for (const template of list) {
-			if (routes.has(template.uriTemplate)) continue;
-			routes.set(template.uriTemplate, server);
-			items.push(template);
-		}
-	}
-	items.sort((a, b) => (a.uriTemplate < b.uriTemplate ? -1 : a.uriTemplate > b.uriTemplate ? 1 : 0));
-	return { items, routes };
+	return aggregateByKey(perServer, (template) => template.uriTemplate);
 }
 
 /**

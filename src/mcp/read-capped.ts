@@ -16,11 +16,18 @@ export async function readCapped(body: ReadableStream<Uint8Array>, limit: number
 		}
 		chunks.push(value);
 	}
-	const bytes = new Uint8Array(size);
+	return joinChunks(chunks);
+}
+
+/** The chunks as one array, in order. */
+export function joinChunks(chunks: readonly Uint8Array[]): Uint8Array {
+	let length = 0;
+	for (const chunk of chunks) length += chunk.byteLength;
+	const joined = new Uint8Array(length);
 	let offset = 0;
 	for (const chunk of chunks) {
-		bytes.set(chunk, offset);
+		joined.set(chunk, offset);
 		offset += chunk.byteLength;
 	}
-	return bytes;
+	return joined;
 }

@@ -1,5 +1,6 @@
 import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { joinChunks } from "./read-capped.ts";
 
 export interface SseRelayOptions {
 	/** The request this reply answers. */
@@ -77,7 +78,7 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	const end = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage | null) => {
 		if (last) controller.enqueue(sseMessage(last));
 		// What is left of an unfinished event at a clean end is passed on, as the upstream wrote it.
-		else if (held.length > 0) controller.enqueue(join(held));
+		else if (held.length > 0) controller.enqueue(joinChunks(held));
 		controller.close();
 		finish();
 	};
@@ -114,7 +115,7 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 						continue;
 					}
 					controller.enqueue(
-						held.length === 0 ? chunk.value.subarray(0, cut) : join([...held, chunk.value.subarray(0, cut)]),
+						held.length === 0 ? chunk.value.subarray(0, cut) : joinChunks([...held, chunk.value.subarray(0, cut)]),
 					);
 					held = cut < chunk.value.length ? [chunk.value.subarray(cut)] : [];
 					return;
@@ -151,18 +152,6 @@ function afterLastEvent(chunk: Uint8Array, before: readonly Uint8Array[]): numbe
 		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
 	}
 	return 0;
-}
-
-function join(parts: readonly Uint8Array[]): Uint8Array {
-	let length = 0;
-	for (const part of parts) length += part.length;
-	const joined = new Uint8Array(length);
-	let offset = 0;
-	for (const part of parts) {
-		joined.set(part, offset);
-		offset += part.length;
-	}
-	return joined;
 }
 
 function parseMessage(data: string): JSONRPCMessage | null {
