@@ -7,12 +7,12 @@ const PROJECT = "gateway";
 const GATEWAY = `vitest-plugin-runner-${PROJECT}`;
 
 /** Fixture credentials of the test Worker; nothing here is a real secret. */
-const testAdminBearer = "test-admin-token";
+const testAdminBearer = "test-admin-token-0123456789abcdefghij";
 
 const bindings = {
 	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
-	ALPHA_TOKEN: "alpha-secret",
+	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",

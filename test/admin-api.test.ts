@@ -1,7 +1,8 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
-import { admin, createKey, gatewayFetch, uniqueName, upstreamUrl } from "./helpers.ts";
+import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 describe("admin API authentication", () => {
 	it("refuses requests without the admin token with 401 and WWW-Authenticate", async () => {
@@ -69,14 +70,14 @@ describe("admin API servers", () => {
 
 		const notJson = await gatewayFetch(`/admin/servers/${uniqueName("x")}`, {
 			method: "PUT",
-			headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
+			headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "application/json" },
 			body: "{not json",
 		});
 		expect(notJson.status).toBe(400);
 
 		const textBody = await gatewayFetch(`/admin/servers/${uniqueName("x")}`, {
 			method: "PUT",
-			headers: { authorization: "Bearer test-admin-token", "content-type": "text/plain" },
+			headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "text/plain" },
 			body: "{}",
 		});
 		expect(textBody.status).toBe(415);
@@ -140,13 +141,12 @@ describe("admin API keys", () => {
 
 describe("admin cost reports", () => {
 	it("reports a session's storage writes, registry reads and upstream requests, and the registry's reads", async () => {
-		const { openSession, rpc, registerServer } = await import("./helpers.ts");
 		const server = await registerServer("beta");
 		const { key } = await createKey();
 		const sessionId = await openSession(`/mcp/${server}`, key);
 		await (await rpc(`/mcp/${server}`, key, sessionId, { jsonrpc: "2.0", id: 1, method: "tools/list" })).text();
 		const stats = await gatewayFetch("/admin/session-stats", {
-			headers: { authorization: "Bearer test-admin-token", "mcp-session-id": sessionId },
+			headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "mcp-session-id": sessionId },
 		});
 		expect(stats.status).toBe(200);
 		expect(await stats.json()).toMatchObject({ storageWrites: 2, registryReads: 0, upstreamRequests: 3 });

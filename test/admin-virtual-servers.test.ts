@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { keyMayUseVirtualServer, userPathAllowed } from "../src/registry/access.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import type { SessionCheckInput } from "../src/registry/schemas.ts";
-import { admin, createKey, uniqueName, upstreamUrl } from "./helpers.ts";
+import { admin, createKey, uniqueName } from "./support/gateway.ts";
+import { upstreamUrl } from "./support/upstreams.ts";
 
 interface VirtualServerBody {
 	name: string;

@@ -1,17 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
-import {
-	createKey,
-	gatewayFetch,
-	mcpHeaders,
-	openSession,
-	readReply,
-	registerServer,
-	rpc,
-	sessionObject,
-	upstreamLog,
-} from "./helpers.ts";
+import { createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import { sessionObject } from "./support/session-object.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 /** Reads SSE events from a client GET stream as they arrive. */
 function eventReader(body: ReadableStream<Uint8Array>) {

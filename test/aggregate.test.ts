@@ -9,18 +9,15 @@ import {
 	createKey,
 	gatewayFetch,
 	initializeBody,
-	ManualClock,
 	mcpHeaders,
 	openSession,
 	postInitialize,
 	readReply,
-	registerServer,
 	rpc,
-	sessionObject,
-	type UpstreamName,
 	uniqueName,
-	upstreamLog,
-} from "./helpers.ts";
+} from "./support/gateway.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { registerServer, type UpstreamName, upstreamLog } from "./support/upstreams.ts";
 
 const DEMO_TOOLS = ["add", "blob", "echo", "fail", "progress", "sleep", "whoami"];
 

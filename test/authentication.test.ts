@@ -7,9 +7,8 @@ import {
 	initializeBody,
 	mcpHeaders,
 	postInitialize,
-	registerServer,
-	upstreamLog,
-} from "./helpers.ts";
+} from "./support/gateway.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 describe("authentication at the edge", () => {
 	it("a request without an API key gets 401 with WWW-Authenticate and a JSON-RPC error", async () => {

@@ -1,16 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
-import {
-	createKey,
-	ManualClock,
-	openSession,
-	readReply,
-	registerServer,
-	rpc,
-	sessionObject,
-	upstreamLog,
-} from "./helpers.ts";
+import { createKey, openSession, readReply, rpc } from "./support/gateway.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const MINUTE = 60_000;
 const IDLE = 30 * MINUTE;

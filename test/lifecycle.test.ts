@@ -10,15 +10,13 @@ import {
 	exchange,
 	gatewayFetch,
 	initializeBody,
-	instrumentSession,
 	mcpHeaders,
 	openSession,
-	registerServer,
 	rpc,
-	sessionObject,
 	uniqueName,
-	upstreamLog,
-} from "./helpers.ts";
+} from "./support/gateway.ts";
+import { instrumentSession, sessionObject } from "./support/session-object.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const SECOND = 1_000;
 const RECHECK = 30 * SECOND;

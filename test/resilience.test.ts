@@ -6,15 +6,14 @@ import {
 	connectClient,
 	createKey,
 	gatewayFetch,
-	ManualClock,
 	mcpHeaders,
 	openSession,
 	readReply,
-	registerServer,
 	rpc,
-	sessionObject,
 	uniqueName,
-} from "./helpers.ts";
+} from "./support/gateway.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { registerServer } from "./support/upstreams.ts";
 
 const FAULT = () => `http://127.0.0.1:${inject("faultPort")}`;
 const SUPERVISOR = () => `http://127.0.0.1:${inject("faultSupervisorPort")}`;

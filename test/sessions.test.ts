@@ -1,18 +1,9 @@
 import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
-import {
-	createKey,
-	gatewayFetch,
-	initializeBody,
-	mcpHeaders,
-	openSession,
-	readReply,
-	registerServer,
-	rpc,
-	sessionObject,
-	upstreamLog,
-} from "./helpers.ts";
+import { createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import { sessionObject } from "./support/session-object.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const TOOLS_LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { connectClient, createKey, registerServer } from "./helpers.ts";
+import { connectClient, createKey } from "./support/gateway.ts";
+import { registerServer } from "./support/upstreams.ts";
 
 describe("smoke", () => {
 	it("an SDK client lists and calls tools through /mcp/:server", async () => {

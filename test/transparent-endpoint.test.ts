@@ -6,12 +6,10 @@ import {
 	openSession,
 	postInitialize,
 	readReply,
-	registerServer,
 	rpc,
 	uniqueName,
-	upstreamLog,
-	upstreamUrl,
-} from "./helpers.ts";
+} from "./support/gateway.ts";
+import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 describe("transparent endpoint /mcp/:server", () => {
 	it("passes tools, calls, prompts, resources and templates through unchanged (SSE upstream)", async () => {
@@ -142,7 +140,7 @@ describe("upstream deadline", () => {
 	for (const which of ["alpha", "beta"] as const) {
 		it(`a call that outlasts the server's timeout ends with an upstream_timeout result naming it (${which === "alpha" ? "SSE" : "JSON"} upstream)`, async () => {
 			const name = uniqueName("slow");
-			const headers = which === "alpha" ? { Authorization: "Bearer ${ALPHA_TOKEN}" } : {};
+			const headers = which === "alpha" ? { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" } : {};
 			await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers, timeoutSeconds: 1 });
 			const { key } = await createKey();
 			const sessionId = await openSession(`/mcp/${name}`, key);

@@ -1,15 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-	createKey,
-	gatewayFetch,
-	initializeBody,
-	mcpHeaders,
-	openSession,
-	readReply,
-	registerServer,
-	rpc,
-	upstreamLog,
-} from "./helpers.ts";
+import { createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 async function setup() {
 	const server = await registerServer("alpha");

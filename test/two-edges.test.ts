@@ -1,6 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { BASE, createKey, mcpHeaders, openSession, readReply, registerServer } from "./helpers.ts";
+import { BASE, createKey, mcpHeaders, openSession, readReply } from "./support/gateway.ts";
+import { registerServer } from "./support/upstreams.ts";
 
 /** A request through the second edge Worker (own isolate, same Durable Object namespaces). */
 function edgeB(path: string, init: RequestInit): Promise<Response> {

@@ -1,15 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-	admin,
-	createKey,
-	openSession,
-	postInitialize,
-	readReply,
-	registerServer,
-	rpc,
-	uniqueName,
-	upstreamUrl,
-} from "./helpers.ts";
+import { admin, createKey, openSession, postInitialize, readReply, rpc, uniqueName } from "./support/gateway.ts";
+import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 type ToolResult = { isError?: boolean; content: Array<{ text?: string }>; _meta?: Record<string, unknown> };
 

@@ -1,0 +1,63 @@
+import { env, runInDurableObject } from "cloudflare:test";
+import { sha256Hex } from "../../src/crypto.ts";
+import type { RegistryClient } from "../../src/session/registry-client.ts";
+import type { SessionDO } from "../../src/session/session-do.ts";
+
+/** The SessionDO stub of a session ID, for runInDurableObject and alarms. */
+export async function sessionObject(sessionId: string): Promise<DurableObjectStub<SessionDO>> {
+	return env.SESSIONS.get(env.SESSIONS.idFromName(await sha256Hex(sessionId)));
+}
+
+/** A clock tests move by hand. */
+export class ManualClock {
+	constructor(public time = Date.now()) {}
+	now(): number {
+		return this.time;
+	}
+	advance(ms: number): void {
+		this.time += ms;
+	}
+}
+
+/** A registry for SessionDOs that counts reads, can fail, and can hold reads open until released. */
+export class TestRegistry implements RegistryClient {
+	reads = 0;
+	failing = false;
+	private gate: Promise<void> | null = null;
+	private release: (() => void) | null = null;
+
+	constructor(private readonly inner: RegistryClient) {}
+
+	hold(): void {
+		this.gate = new Promise((resolve) => {
+			this.release = resolve;
+		});
+	}
+
+	open(): void {
+		this.release?.();
+		this.gate = null;
+	}
+
+	async checkSession(input: Parameters<RegistryClient["checkSession"]>[0]) {
+		this.reads++;
+		if (this.gate) await this.gate;
+		if (this.failing) throw new Error("registry unavailable (test)");
+		return this.inner.checkSession(input);
+	}
+}
+
+/** Gives a session's DO a manual clock and a test registry; returns them with the stub. */
+export async function instrumentSession(sessionId: string) {
+	const stub = await sessionObject(sessionId);
+	const clock = new ManualClock(Date.now() + 1_000);
+	const registry = await runInDurableObject(stub, (instance: SessionDO) => {
+		instance.clock = clock;
+		const wrapped = new TestRegistry(instance.registry);
+		instance.registry = wrapped;
+		return wrapped;
+	});
+	const writes = () => runInDurableObject(stub, (instance: SessionDO) => instance.store.writes);
+	const stored = () => runInDurableObject(stub, async (_i: SessionDO, state) => (await state.storage.list()).size);
+	return { stub, clock, registry, writes, stored };
+}

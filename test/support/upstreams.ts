@@ -1,0 +1,36 @@
+import { inject } from "vitest";
+import { admin, uniqueName } from "./gateway.ts";
+
+export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged";
+
+function upstreamPort(which: UpstreamName): number {
+	return inject(`${which}Port`);
+}
+
+export function upstreamUrl(which: UpstreamName): string {
+	return `http://127.0.0.1:${upstreamPort(which)}/mcp`;
+}
+
+/** Registers a test upstream under a fresh name (alpha needs UPSTREAM_ALPHA_TOKEN, which the gateway resolves). */
+export async function registerServer(which: UpstreamName, name = uniqueName(which)): Promise<string> {
+	const headers = which === "alpha" ? { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" } : {};
+	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers });
+	if (response.status !== 201 && response.status !== 200) {
+		throw new Error(`registering ${name} failed: ${response.status} ${await response.text()}`);
+	}
+	return name;
+}
+
+export interface UpstreamLogEntry {
+	method: string;
+	authorization: string | null;
+	sessionId: string | null;
+	protocolVersion: string | null;
+	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | undefined;
+}
+
+/** Everything the upstream received, in order. */
+export async function upstreamLog(which: UpstreamName): Promise<UpstreamLogEntry[]> {
+	const response = await fetch(`http://127.0.0.1:${upstreamPort(which)}/_log`);
+	return (await response.json()) as UpstreamLogEntry[];
+}
