@@ -19,6 +19,21 @@ const bindings = {
 	// Small enough for a test to exceed with the demo's blob tool.
 	MAX_REPLY_BYTES: String(2 * 1024 * 1024),
 	ALLOWED_ORIGINS: "https://app.example",
+	// The tests' own host; anything else is refused as DNS rebinding.
+	ALLOWED_HOSTS: "gateway.test,localhost,127.0.0.1",
+	// The test upstreams are plain http on loopback.
+	ALLOW_HTTP_UPSTREAMS: "true",
+};
+
+/**
+ * Rate limits of the test Worker: generous for the suite (no test sends more
+ * than a few hundred requests with one key), small enough for the limit
+ * tests to reach. Failed authentications without CF-Connecting-IP share one
+ * bucket, which the whole suite's 401 tests must stay under.
+ */
+const ratelimits = {
+	KEY_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 400, period: 60 as const } },
+	AUTH_FAILURE_LIMITER: { namespace_id: "1002", simple: { limit: 60, period: 60 as const } },
 };
 
 export default defineConfig({
@@ -27,6 +42,7 @@ export default defineConfig({
 			wrangler: { configPath: "./wrangler.toml" },
 			miniflare: {
 				bindings,
+				ratelimits,
 				serviceBindings: { EDGE_B: "edge-b" },
 				workers: [
 					{
@@ -35,9 +51,11 @@ export default defineConfig({
 						scriptPath: inject<string>("secondEdgePath"),
 						compatibilityDate: "2026-11-01",
 						bindings,
+						ratelimits,
 						durableObjects: {
 							SESSIONS: { className: "SessionDO", scriptName: GATEWAY },
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },
+							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
 						},
 					},
 				],

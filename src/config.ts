@@ -1,29 +1,41 @@
 import { z } from "zod";
+import { GatewayError } from "./mcp/gateway-error.ts";
 
 const seconds = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 const bytes = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const list = (fallback: string) =>
+	z
+		.string()
+		.default(fallback)
+		.transform((value) =>
+			value
+				.split(",")
+				.map((entry) => entry.trim())
+				.filter((entry) => entry.length > 0),
+		);
+
+/** Hosts a local gateway answers on when ALLOWED_HOSTS is not set. */
+export const LOCAL_HOSTS = "localhost,127.0.0.1,[::1]";
 
 /** Worker vars and secrets, parsed once per isolate into typed settings with defaults. */
 const SettingsSchema = z.object({
-	ADMIN_TOKEN: z.string().min(1).optional(),
+	// A short admin token can be guessed; refusing it at start beats running with it.
+	ADMIN_TOKEN: z.string().min(32, "ADMIN_TOKEN must be at least 32 characters").optional(),
 	SESSION_SECRET: z.string().min(32, "SESSION_SECRET must be at least 32 characters").optional(),
 	IDLE_TIMEOUT_SECONDS: seconds(30 * 60),
 	TOUCH_INTERVAL_SECONDS: seconds(60),
+	MAX_SESSION_AGE_SECONDS: seconds(24 * 60 * 60),
 	MAX_BODY_BYTES: bytes(4 * 1024 * 1024),
 	MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
 	KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 	UPSTREAM_TIMEOUT_SECONDS: seconds(60),
 	RECHECK_INTERVAL_SECONDS: seconds(30),
 	UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
-	ALLOWED_ORIGINS: z
-		.string()
-		.default("")
-		.transform((value) =>
-			value
-				.split(",")
-				.map((origin) => origin.trim())
-				.filter((origin) => origin.length > 0),
-		),
+	MAX_SESSIONS_PER_KEY: z.coerce.number().int().positive().default(100),
+	RATE_LIMIT_PERIOD_SECONDS: z.coerce.number().int().positive().default(60),
+	ALLOWED_ORIGINS: list(""),
+	ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
+	ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
 });
 
 export interface Settings {
@@ -31,8 +43,10 @@ export interface Settings {
 	sessionSecret: string | undefined;
 	idleTimeoutMs: number;
 	touchIntervalMs: number;
+	/** A session ends this long after it opened, busy or not. */
+	maxSessionAgeMs: number;
 	maxBodyBytes: number;
-	/** Cap on one upstream JSON reply or SSE event. */
+	/** Cap on one upstream JSON reply or SSE event, and on one member's whole list (all pages). */
 	maxReplyBytes: number;
 	keyCacheTtlMs: number;
 	upstreamTimeoutMs: number;
@@ -40,14 +54,24 @@ export interface Settings {
 	recheckIntervalMs: number;
 	/** A session that cannot be verified this long after its last successful recheck ends. */
 	unverifiedLimitMs: number;
+	/** Live sessions one API key may hold at once. */
+	maxSessionsPerKey: number;
+	/** The period of the rate-limiting bindings, sent as Retry-After with a 429. */
+	rateLimitPeriodSeconds: number;
 	allowedOrigins: string[];
+	/** Host names the gateway answers on (`*.example.com` allows subdomains); others get 403. */
+	allowedHosts: string[];
+	/** Plain-http upstream URLs are accepted only when this is set (local development). */
+	allowHttpUpstreams: boolean;
 }
 
 const cache = new WeakMap<object, Settings>();
 
 /**
  * Reads settings from the Worker env. Empty strings count as unset, so a var
- * left blank in wrangler.toml takes the default.
+ * left blank in wrangler.toml takes the default. A configuration that cannot
+ * be safe is refused: every request then fails with a `misconfigured` error
+ * that says which setting is wrong (never its value).
  */
 export function settingsFrom(env: object): Settings {
 	const cached = cache.get(env);
@@ -56,7 +80,10 @@ export function settingsFrom(env: object): Settings {
 	const parsed = SettingsSchema.safeParse(raw);
 	if (!parsed.success) {
 		const issue = parsed.error.issues[0];
-		throw new Error(`Invalid gateway configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+		throw new GatewayError(
+			"misconfigured",
+			`The gateway is misconfigured and refuses to serve: ${issue?.path.join(".")}: ${issue?.message}.`,
+		);
 	}
 	const v = parsed.data;
 	const settings: Settings = {
@@ -64,13 +91,18 @@ export function settingsFrom(env: object): Settings {
 		sessionSecret: v.SESSION_SECRET,
 		idleTimeoutMs: v.IDLE_TIMEOUT_SECONDS * 1000,
 		touchIntervalMs: v.TOUCH_INTERVAL_SECONDS * 1000,
+		maxSessionAgeMs: v.MAX_SESSION_AGE_SECONDS * 1000,
 		maxBodyBytes: v.MAX_BODY_BYTES,
 		maxReplyBytes: v.MAX_REPLY_BYTES,
 		keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
 		upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 		recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,
 		unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,
+		maxSessionsPerKey: v.MAX_SESSIONS_PER_KEY,
+		rateLimitPeriodSeconds: v.RATE_LIMIT_PERIOD_SECONDS,
 		allowedOrigins: v.ALLOWED_ORIGINS,
+		allowedHosts: v.ALLOWED_HOSTS,
+		allowHttpUpstreams: v.ALLOW_HTTP_UPSTREAMS === "true",
 	};
 	cache.set(env, settings);
 	return settings;

@@ -1,3 +1,4 @@
+import type { KeySessionsDO } from "./registry/key-sessions-do.ts";
 import type { RegistryDO } from "./registry/registry-do.ts";
 import type { SessionDO } from "./session/session-do.ts";
 
@@ -5,6 +6,11 @@ import type { SessionDO } from "./session/session-do.ts";
 export interface Env {
 	SESSIONS: DurableObjectNamespace<SessionDO>;
 	REGISTRY: DurableObjectNamespace<RegistryDO>;
+	KEY_SESSIONS: DurableObjectNamespace<KeySessionsDO>;
+	/** Requests per API key (wrangler.toml `[[ratelimits]]`); absent: not limited. */
+	KEY_RATE_LIMITER?: RateLimit;
+	/** Failed authentications per client IP; absent: not limited. */
+	AUTH_FAILURE_LIMITER?: RateLimit;
 	ADMIN_TOKEN?: string;
 	SESSION_SECRET?: string;
 	IDLE_TIMEOUT_SECONDS?: string;
@@ -16,6 +22,11 @@ export interface Env {
 	RECHECK_INTERVAL_SECONDS?: string;
 	UNVERIFIED_LIMIT_SECONDS?: string;
 	ALLOWED_ORIGINS?: string;
-	/** Upstream credentials referenced from server headers as `${NAME}`. */
+	ALLOWED_HOSTS?: string;
+	ALLOW_HTTP_UPSTREAMS?: string;
+	MAX_SESSION_AGE_SECONDS?: string;
+	MAX_SESSIONS_PER_KEY?: string;
+	RATE_LIMIT_PERIOD_SECONDS?: string;
+	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

@@ -18,10 +18,16 @@ function body(chunks: string[], fail = false): ReadableStream<Uint8Array> {
 
 async function relay(chunks: string[], options: { fail?: boolean; max?: number; filter?: boolean } = {}) {
 	let done = 0;
+	const foreign: unknown[] = [];
 	const stream = relaySse(body(chunks, options.fail), {
 		requestId: 7,
 		maxEventBytes: options.max ?? 1_000_000,
-		keepNotification: options.filter ? (message) => message.method !== "notifications/tools/list_changed" : undefined,
+		isolation: options.filter
+			? {
+					keepNotification: (message) => message.method !== "notifications/tools/list_changed",
+					onForeign: (message) => foreign.push(message),
+				}
+			: undefined,
 		onIncomplete: (error) => ({
 			jsonrpc: "2.0",
 			id: 7,
@@ -31,7 +37,7 @@ async function relay(chunks: string[], options: { fail?: boolean; max?: number; 
 		onDone: () => done++,
 	});
 	const text = await new Response(stream).text();
-	return { text, done };
+	return { text, done, foreign };
 }
 
 const progress =
@@ -82,5 +88,23 @@ describe("relaySse", () => {
 		const changed = 'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n\n';
 		const { text } = await relay([changed + progress + result], { filter: true });
 		expect(text).toBe(progress + result);
+	});
+
+	it("an isolated reply passes only its own response: other ids and server requests are dropped, and nothing after it", async () => {
+		const other = 'event: message\ndata: {"jsonrpc":"2.0","id":6,"result":{"forged":true}}\n\n';
+		const request =
+			'event: message\ndata: {"jsonrpc":"2.0","id":"x","method":"sampling/createMessage","params":{"messages":[],"maxTokens":1}}\n\n';
+		const late = 'event: message\ndata: {"jsonrpc":"2.0","id":8,"result":{"forged":true}}\n\n';
+		const { text, foreign, done } = await relay([other + request, progress + result + late], { filter: true });
+		expect(text).toBe(progress + result);
+		expect(foreign).toHaveLength(2);
+		expect(done).toBe(1);
+	});
+
+	it("an event over the cap spread over many small lines and chunks still ends the reply as over-size", async () => {
+		const lines = Array.from({ length: 200 }, () => "data: 0123456789\n");
+		const { text } = await relay(["event: message\n", ...lines, "\n"], { max: 1_000 });
+		expect(text).toContain('"too large"');
+		expect(text).not.toContain("0123456789");
 	});
 });

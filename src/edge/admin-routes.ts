@@ -4,6 +4,7 @@ import { settingsFrom } from "../config.ts";
 import { secretsEqual } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { registryStub } from "../registry/registry-stub.ts";
 import {
 	describeIssues,
 	KeyInputSchema,
@@ -13,16 +14,18 @@ import {
 	VirtualServerInputSchema,
 	type VirtualServerRecord,
 } from "../registry/schemas.ts";
-import { registryStub } from "./registry-stub.ts";
+import { maskedUrl } from "../upstream/upstream-target.ts";
+import { bearerToken } from "./bearer.ts";
 import { sessionStub } from "./session-routing.ts";
+import { isJsonContentType } from "./transport-checks.ts";
 
 type AdminEnv = { Bindings: Env };
 
-/** What the admin API shows of a server: header values masked, since they may hold credentials. */
+/** What the admin API shows of a server: header values and URL query values masked, since they may hold credentials. */
 function maskServer(server: ServerRecord) {
 	return {
 		name: server.name,
-		url: server.url,
+		url: maskedUrl(server.url),
 		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
 		timeoutSeconds: server.timeoutSeconds,
 		generation: server.generation,
@@ -44,8 +47,7 @@ function showVirtualServer(virtualServer: VirtualServerRecord) {
 }
 
 async function parseJsonBody<T extends z.ZodType>(c: Context<AdminEnv>, schema: T): Promise<z.output<T>> {
-	const type = c.req.header("content-type") ?? "";
-	if (!/^application\/json\s*(;|$)/i.test(type)) {
+	if (!isJsonContentType(c.req.header("content-type") ?? null)) {
 		throw new GatewayError("unsupported_media_type", "Unsupported Media Type: admin bodies must be application/json.");
 	}
 	let value: unknown;
@@ -78,8 +80,7 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 				status: 503,
 			});
 		}
-		const given = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
-		if (!(await secretsEqual(given, expected))) {
+		if (!(await secretsEqual(bearerToken(c.req.raw) ?? "", expected))) {
 			throw new GatewayError(
 				"unauthenticated",
 				"Unauthorized: send the admin token as 'Authorization: Bearer <token>'.",
@@ -106,6 +107,12 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 	admin.put("/servers/:name", async (c) => {
 		const name = parseServerName(c);
 		const input = await parseJsonBody(c, ServerInputSchema);
+		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
+			throw new GatewayError(
+				"bad_request",
+				"Bad Request: url: plain http upstreams are refused (credentials and calls would travel unencrypted); use https, or set ALLOW_HTTP_UPSTREAMS=true for local development.",
+			);
+		}
 		const result = await registryStub(c.env).putServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		return c.json(maskServer(result.server), result.created ? 201 : 200);

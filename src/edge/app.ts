@@ -5,11 +5,18 @@ import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { handleMcpEndpoint } from "./mcp-routes.ts";
+import { checkHost } from "./transport-checks.ts";
 
 /** The stateless edge: authenticates, checks and routes; never holds session state. */
 export function createApp(): Hono<{ Bindings: Env }> {
 	const app = new Hono<{ Bindings: Env }>();
 
+	// Before anything else: a configuration that cannot be safe refuses every request, and a
+	// request for a host that is not the gateway's own (DNS rebinding) is refused unauthenticated.
+	app.use("*", async (c, next) => {
+		checkHost(c.req.raw, settingsFrom(c.env));
+		await next();
+	});
 	app.get("/healthz", (c) => c.json({ ok: true }));
 	// Browser clients on an allowed origin (ALLOWED_ORIGINS) need CORS, including
 	// the preflight and a readable Mcp-Session-Id. Other origins get no CORS

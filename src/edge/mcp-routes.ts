@@ -1,14 +1,16 @@
 import type { Context } from "hono";
-import { settingsFrom } from "../config.ts";
+import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, parseClientMessage } from "../mcp/jsonrpc.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
-import { type ApiKeyRecord, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
-import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
+import { keySessions } from "../registry/key-sessions-do.ts";
+import { registryStub } from "../registry/registry-stub.ts";
+import { type ApiKeyRecord, SERVER_NAME } from "../registry/schemas.ts";
+import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
-import { registryStub } from "./registry-stub.ts";
+import { limitKeyRate } from "./rate-limits.ts";
 import { mintSessionId } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
 import {
@@ -47,7 +49,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		});
 	}
 	checkOrigin(request, settings);
-	const key = await authenticate(request, env);
+	const key = await authenticate(request, env, settings);
+	await limitKeyRate(env, settings, key.id);
 	checkProtocolVersion(request);
 
 	const name = c.req.param("name");
@@ -75,20 +78,43 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		);
 	}
 	const plan = name ? await planNamedEndpoint(env, key, name) : await planAggregate(env, key, request);
-	return openSession(env, settings.sessionSecret, scope, message, plan);
+	return openSession(env, settings, key, scope, message, plan);
 }
 
+/**
+ * Mints a session ID and opens the session in its Durable Object, after the
+ * key's ledger admitted it (at most its cap of live sessions). A session that
+ * does not open gives its place back at once.
+ */
 async function openSession(
 	env: Env,
-	secret: string | undefined,
+	settings: Settings,
+	key: ApiKeyRecord,
 	scope: SessionScope,
 	message: Extract<ClientMessage, { kind: "initialize" }>,
 	plan: EndpointPlan,
 ): Promise<Response> {
-	const newSessionId = await mintSessionId(requireSessionSecret({ sessionSecret: secret }));
+	const newSessionId = await mintSessionId(requireSessionSecret(settings));
 	const stub = await sessionStub(env, newSessionId);
-	const { opened, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
-	return Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} });
+	const place = stub.id.toString();
+	const ledger = keySessions(env, key.id);
+	const cap = key.maxSessions ?? settings.maxSessionsPerKey;
+	if (!(await ledger.admit(place, cap))) {
+		throw new GatewayError(
+			"session_limit",
+			`Too Many Requests: this API key already holds its limit of ${cap} live sessions. End a session (DELETE) or let one expire, then initialize again.`,
+			{ headers: { "retry-after": String(settings.rateLimitPeriodSeconds) } },
+		);
+	}
+	let opened = false;
+	try {
+		// Destructured: the RPC stub types JSON-RPC payloads (open index signatures) as never.
+		const { opened: ok, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
+		opened = ok;
+		return Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} });
+	} finally {
+		if (!opened) await ledger.release(place);
+	}
 }
 
 /** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
@@ -98,14 +124,14 @@ async function planNamedEndpoint(env: Env, key: ApiKeyRecord, name: string): Pro
 		return {
 			mode: "transparent",
 			endpointCheck: { kind: "server", name, generation: endpoint.server.generation },
-			members: [toMember(endpoint.server)],
+			members: [memberOf(endpoint.server)],
 		};
 	}
 	if (endpoint?.kind === "virtual" && keyMayUseVirtualServer(key, endpoint.virtualServer)) {
 		return {
 			mode: "aggregate",
 			endpointCheck: { kind: "virtual", name, generation: endpoint.virtualServer.generation },
-			members: endpoint.members.map(toMember),
+			members: endpoint.members.map(memberOf),
 		};
 	}
 	// Absent and forbidden look the same, so an endpoint's existence is not revealed.
@@ -125,17 +151,7 @@ async function planAggregate(env: Env, key: ApiKeyRecord, request: Request): Pro
 	const servers = (await registryStub(env).listServers()).filter(
 		(server) => keyMayUseServer(key, server.name) && (wanted.length === 0 || wanted.includes(server.name)),
 	);
-	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(toMember) };
-}
-
-function toMember(server: ServerRecord): Member {
-	return {
-		name: server.name,
-		url: server.url,
-		headers: server.headers,
-		timeoutSeconds: server.timeoutSeconds,
-		generation: server.generation,
-	};
+	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };
 }
 
 function unknownEndpoint(name: string): GatewayError {

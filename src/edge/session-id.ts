@@ -9,12 +9,13 @@ const PREFIX = "gw1";
 const RANDOM_BYTES = 24;
 const SESSION_ID_SHAPE = /^gw1\.([A-Za-z0-9_-]{32})\.([A-Za-z0-9_-]{43})$/;
 
+const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 
 function macKey(secret: string): Promise<CryptoKey> {
 	let key = keys.get(secret);
 	if (!key) {
-		key = crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+		key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
 			"sign",
 			"verify",
 		]);
@@ -26,27 +27,27 @@ function macKey(secret: string): Promise<CryptoKey> {
 /** Mints a new session ID under the gateway's session secret. */
 export async function mintSessionId(secret: string): Promise<string> {
 	const body = `${PREFIX}.${randomToken(RANDOM_BYTES)}`;
-	const mac = await crypto.subtle.sign("HMAC", await macKey(secret), new TextEncoder().encode(body));
+	const mac = await crypto.subtle.sign("HMAC", await macKey(secret), encoder.encode(body));
 	return `${body}.${base64url(new Uint8Array(mac))}`;
 }
 
-/** True when the ID has the right shape and its MAC verifies (constant time). */
+/**
+ * True when the ID has the right shape and carries exactly the MAC this
+ * gateway would mint for it. The canonical encoding is compared (in constant
+ * time), not the decoded bytes: the MAC's last base64url character carries two
+ * unused bits, and decoding would accept four spellings of one ID.
+ */
 export async function verifySessionId(secret: string, id: string): Promise<boolean> {
 	const match = SESSION_ID_SHAPE.exec(id);
 	if (!match?.[2]) return false;
-	const mac = decodeBase64url(match[2]);
-	if (!mac) return false;
 	const body = id.slice(0, id.lastIndexOf("."));
-	return crypto.subtle.verify("HMAC", await macKey(secret), mac, new TextEncoder().encode(body));
+	const expected = await crypto.subtle.sign("HMAC", await macKey(secret), encoder.encode(body));
+	const given = encoder.encode(match[2]);
+	const canonical = encoder.encode(base64url(new Uint8Array(expected)));
+	return given.byteLength === canonical.byteLength && crypto.subtle.timingSafeEqual(given, canonical);
 }
 
 /** The name of the session's Durable Object: the raw ID itself is never stored anywhere. */
 export function sessionDigest(id: string): Promise<string> {
 	return sha256Hex(id);
-}
-
-function decodeBase64url(text: string): Uint8Array | null {
-	const padded = text.replaceAll("-", "+").replaceAll("_", "/") + "=".repeat((4 - (text.length % 4)) % 4);
-	const binary = atob(padded);
-	return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }

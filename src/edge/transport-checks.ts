@@ -4,6 +4,36 @@ import { checkProtocolVersionHeader } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 
 /**
+ * Host validation against DNS rebinding: a page on an attacker's domain that
+ * resolves to the gateway's address reaches it with the attacker's host name.
+ * Only the gateway's own hosts (ALLOWED_HOSTS) are served; the port does not
+ * matter. On Cloudflare the platform routes only the Worker's own hosts here;
+ * locally (wrangler dev on loopback) this check is what keeps browsers out.
+ */
+export function checkHost(request: Request, settings: Pick<Settings, "allowedHosts">): void {
+	const host = hostName(request.headers.get("host") ?? new URL(request.url).host);
+	if (settings.allowedHosts.some((allowed) => hostAllowed(host, allowed))) return;
+	throw new GatewayError(
+		"forbidden_host",
+		`Forbidden: '${host}' is not a host name of this gateway. Use the gateway's own address (ALLOWED_HOSTS).`,
+	);
+}
+
+/** The host name of a Host header, lowercase, without the port (IPv6 keeps its brackets). */
+function hostName(header: string): string {
+	const host = header.trim().toLowerCase();
+	if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
+	const colon = host.lastIndexOf(":");
+	return colon === -1 ? host : host.slice(0, colon);
+}
+
+/** `allowed` is a host name, or `*.suffix` for every subdomain of suffix. */
+function hostAllowed(host: string, allowed: string): boolean {
+	if (allowed.startsWith("*.")) return host.endsWith(allowed.slice(1)) && host.length > allowed.length - 1;
+	return host === allowed;
+}
+
+/**
  * Origin validation against DNS rebinding (spec, transport security): requests
  * without Origin come from non-browser clients and pass; a browser origin must
  * be the gateway's own or listed in ALLOWED_ORIGINS.
@@ -36,8 +66,7 @@ export function checkPostHeaders(request: Request): void {
 			"Not Acceptable: the client must accept both application/json and text/event-stream.",
 		);
 	}
-	const type = request.headers.get("content-type") ?? "";
-	if (!/^application\/json\s*(;|$)/i.test(type)) {
+	if (!isJsonContentType(request.headers.get("content-type"))) {
 		throw new GatewayError("unsupported_media_type", "Unsupported Media Type: the body must be application/json.");
 	}
 }
@@ -47,6 +76,11 @@ export function checkGetHeaders(request: Request): void {
 	if (!acceptsType(request.headers.get("accept") ?? "", "text/event-stream")) {
 		throw new GatewayError("not_acceptable", "Not Acceptable: the client must accept text/event-stream.");
 	}
+}
+
+/** Whether a Content-Type header names JSON (parameters such as charset allowed). */
+export function isJsonContentType(type: string | null): boolean {
+	return /^application\/json\s*(;|$)/i.test(type ?? "");
 }
 
 function acceptsType(accept: string, type: string): boolean {

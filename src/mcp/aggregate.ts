@@ -45,37 +45,32 @@ export function aggregateNamed<T extends Tool | Prompt>(
 
 /**
  * Merges items that keep their upstream identity (a resource's URI, a
- * template's URI template), remembering which member offers each; the first
- * member to offer a key wins. Sorted by key so the aggregate is stable.
+ * template's URI template). An identity that several members offer is left
+ * out: the gateway cannot tell whose it is, and routing it to one of them
+ * would hand one member's reads to another (see `resource-routes.ts`).
+ * Sorted by key so the aggregate is stable.
  */
-function aggregateByKey<T>(
-	perServer: PerServer<T>,
-	keyOf: (item: T) => string,
-): { items: T[]; routes: Map<string, string> } {
-	const items: T[] = [];
-	const routes = new Map<string, string>();
+function aggregateByKey<T>(perServer: PerServer<T>, keyOf: (item: T) => string): T[] {
+	const owners = new Map<string, { item: T; servers: Set<string> }>();
 	for (const [server, list] of perServer) {
 		for (const item of list) {
 			const key = keyOf(item);
-			if (routes.has(key)) continue;
-			routes.set(key, server);
-			items.push(item);
+			const seen = owners.get(key);
+			if (seen) seen.servers.add(server);
+			else owners.set(key, { item, servers: new Set([server]) });
 		}
 	}
-	items.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-	return { items, routes };
+	const items = [...owners.values()].filter((owner) => owner.servers.size === 1).map((owner) => owner.item);
+	return items.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
 }
 
 /** Merges resources of all members; URIs stay as the upstream wrote them. */
-export function aggregateResources(perServer: PerServer<Resource>): { items: Resource[]; routes: Map<string, string> } {
+export function aggregateResources(perServer: PerServer<Resource>): Resource[] {
 	return aggregateByKey(perServer, (resource) => resource.uri);
 }
 
-/** Merges resource templates of all members, remembering which member offers each. */
-export function aggregateTemplates(perServer: PerServer<ResourceTemplate>): {
-	items: ResourceTemplate[];
-	routes: Map<string, string>;
-} {
+/** Merges resource templates of all members. */
+export function aggregateTemplates(perServer: PerServer<ResourceTemplate>): ResourceTemplate[] {
 	return aggregateByKey(perServer, (template) => template.uriTemplate);
 }
 

@@ -12,6 +12,7 @@ export const ERROR_KINDS = {
 	session_required: { status: 400, code: ErrorCode.InvalidRequest },
 	unauthenticated: { status: 401, code: ErrorCode.InvalidRequest },
 	forbidden_origin: { status: 403, code: ErrorCode.InvalidRequest },
+	forbidden_host: { status: 403, code: ErrorCode.InvalidRequest },
 	not_found: { status: 404, code: ErrorCode.InvalidRequest },
 	session_not_found: { status: 404, code: ErrorCode.InvalidRequest },
 	method_not_allowed: { status: 405, code: ErrorCode.InvalidRequest },
@@ -19,6 +20,10 @@ export const ERROR_KINDS = {
 	conflict: { status: 409, code: ErrorCode.InvalidRequest },
 	payload_too_large: { status: 413, code: ErrorCode.InvalidRequest },
 	unsupported_media_type: { status: 415, code: ErrorCode.InvalidRequest },
+	// Limits: requests per key (rate), live sessions per key, requests in flight per session.
+	rate_limited: { status: 429, code: ErrorCode.InvalidRequest },
+	session_limit: { status: 429, code: ErrorCode.InvalidRequest },
+	too_many_in_flight: { status: 429, code: ErrorCode.InvalidRequest },
 	method_not_found: { status: 404, code: ErrorCode.MethodNotFound },
 	invalid_params: { status: 400, code: ErrorCode.InvalidParams },
 	// MCP's code for an unknown resource URI.
@@ -115,4 +120,9 @@ export class GatewayError extends Error {
 	toRpcResponse(id: RequestId): Response {
 		return Response.json({ jsonrpc: JSONRPC_VERSION, id, error: this.toJsonRpcError() });
 	}
+}
+
+/** An error's message as a clause, without a trailing period, for logs and sentences. */
+export function describeError(error: unknown): string {
+	return (error instanceof Error ? error.message : String(error)).replace(/\.+$/, "");
 }

@@ -5,8 +5,39 @@ import {
 	JSONRPCMessageSchema,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
+	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "./gateway-error.ts";
+
+/** Longest request id (as text) a client may use: ids key the gateway's maps of running requests. */
+export const MAX_REQUEST_ID_LENGTH = 256;
+
+/**
+ * One JSON-RPC message from untrusted text (an upstream's reply or event),
+ * validated with the SDK's schema; null when it is not JSON or not JSON-RPC.
+ * The one parser of messages the gateway receives from upstreams.
+ */
+export function parseJsonRpcMessage(text: string): JSONRPCMessage | null {
+	let value: unknown;
+	try {
+		value = JSON.parse(text);
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
+	const parsed = JSONRPCMessageSchema.safeParse(value);
+	return parsed.success ? parsed.data : null;
+}
+
+/** A notification (a method, no id), told by shape: the message was validated already. */
+export function isNotification(message: JSONRPCMessage): message is JSONRPCNotification {
+	return "method" in message && !("id" in message);
+}
+
+/** A response (result or error) to the request with this id. */
+export function isResponseTo(message: JSONRPCMessage, id: RequestId): boolean {
+	return !("method" in message) && "id" in message && message.id === id;
+}
 
 /** A client message, parsed and classified once at the edge. */
 export type ClientMessage =
@@ -36,7 +67,22 @@ export function parseClientMessage(text: string): ClientMessage {
 			"Invalid request: the body is not a JSON-RPC 2.0 request, notification or response.",
 		);
 	}
-	return classify(parsed.data);
+	const message = parsed.data;
+	if ("id" in message && String(message.id).length > MAX_REQUEST_ID_LENGTH) {
+		throw new GatewayError(
+			"invalid_request",
+			`Invalid request: the request id is longer than ${MAX_REQUEST_ID_LENGTH} characters.`,
+		);
+	}
+	const token =
+		"params" in message ? (message.params?._meta as { progressToken?: unknown } | undefined)?.progressToken : undefined;
+	if (token !== undefined && String(token).length > MAX_REQUEST_ID_LENGTH) {
+		throw new GatewayError(
+			"invalid_request",
+			`Invalid request: the progress token is longer than ${MAX_REQUEST_ID_LENGTH} characters.`,
+		);
+	}
+	return classify(message);
 }
 
 /**

@@ -1,14 +1,27 @@
 import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { createParser } from "eventsource-parser";
+import { isNotification, isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
 import { joinChunks } from "./read-capped.ts";
+import { afterLastEvent, EventSizeLimit, sseFrame, sseMessage } from "./sse.ts";
+
+/**
+ * For aggregate replies: a member's reply stream may carry only the response
+ * to the request the gateway sent it and the notifications the gateway keeps.
+ */
+export interface ReplyIsolation {
+	/** Decides about each notification on the reply; dropped ones never reach the client. */
+	keepNotification: (message: JSONRPCNotification) => boolean;
+	/** Told of every message dropped because it was not the member's to send. */
+	onForeign: (message: JSONRPCMessage) => void;
+}
 
 export interface SseRelayOptions {
 	/** The request this reply answers. */
 	requestId: RequestId;
-	/** Cap on one event's data; a larger event ends the reply with `onOversize`. */
+	/** Cap on one event's size; a larger event ends the reply with `onOversize`. */
 	maxEventBytes: number;
-	/** Decides about each notification on the reply; dropped ones never reach the client. */
-	keepNotification?: (message: JSONRPCNotification) => boolean;
+	/** Set for aggregate replies (see ReplyIsolation); transparent replies pass on unchanged. */
+	isolation?: ReplyIsolation;
 	/**
 	 * What to send when the reply ends or breaks before the response (`error`
 	 * null: ended cleanly); null sends nothing (the client cancelled the request).
@@ -20,37 +33,24 @@ export interface SseRelayOptions {
 	onDone: () => void;
 }
 
-const encoder = new TextEncoder();
-
-/** One SSE event carrying a JSON-RPC message. */
-export function sseMessage(message: JSONRPCMessage): Uint8Array {
-	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
-}
-
-function frame(event: EventSourceMessage): Uint8Array {
-	const id = event.id === undefined ? "" : `id: ${event.id}\n`;
-	const data = event.data
-		.split("\n")
-		.map((line) => `data: ${line}`)
-		.join("\n");
-	return encoder.encode(`${id}event: ${event.event ?? "message"}\n${data}\n\n`);
-}
-
 /**
  * Relays an upstream SSE reply to the client as it arrives (never buffered
  * whole). Events are parsed with `eventsource-parser`, so the gateway always
- * knows whether the response has been seen; bytes pass on unchanged unless
- * notifications are filtered (aggregates), which re-frames the kept events:
- * a reply that ends or breaks before it (upstream crash, deadline) ends with
- * the message `onIncomplete` gives, instead of leaving the client waiting.
+ * knows whether the response has been seen: a reply that ends or breaks
+ * before it (upstream crash, deadline) ends with the message `onIncomplete`
+ * gives, instead of leaving the client waiting.
+ *
+ * Transparent replies pass on byte for byte. Aggregate replies are isolated:
+ * only the response with the request's own id and kept notifications are
+ * re-framed for the client; responses to other ids and server-to-client
+ * requests are dropped, and the reply ends once its response has been sent.
  */
 export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOptions): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
-	// Without filtering, bytes pass on as they came; they are parsed only to follow the reply.
-	const filtering = options.keepNotification !== undefined;
+	const limit = new EventSizeLimit(options.maxEventBytes);
+	const isolation = options.isolation;
 	let responded = false;
-	let sinceLastEvent = 0;
 	let done = false;
 	let ready: Uint8Array[] = [];
 	const finish = () => {
@@ -61,16 +61,22 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	};
 	const parser = createParser({
 		onEvent(event) {
-			sinceLastEvent = 0;
-			const message = parseMessage(event.data);
-			if (message && "id" in message && !("method" in message) && message.id === options.requestId) {
-				responded = true;
+			const message = parseJsonRpcMessage(event.data);
+			const ownResponse = message !== null && isResponseTo(message, options.requestId);
+			if (!isolation) {
+				if (ownResponse) responded = true;
+				return;
 			}
-			if (!filtering) return;
-			if (message && "method" in message && !("id" in message) && options.keepNotification) {
-				if (!options.keepNotification(message as JSONRPCNotification)) return;
+			// After its response, nothing more of this reply is the client's.
+			if (responded || message === null) return;
+			if (ownResponse) responded = true;
+			else if (isNotification(message)) {
+				if (!isolation.keepNotification(message)) return;
+			} else {
+				isolation.onForeign(message);
+				return;
 			}
-			ready.push(frame(event));
+			ready.push(sseFrame(event));
 		},
 	});
 	/** Chunks of an event not yet complete (pass-through only). */
@@ -82,6 +88,10 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 		controller.close();
 		finish();
 	};
+	const stopReading = () =>
+		reader.cancel().catch(() => {
+			// The upstream connection is being dropped anyway.
+		});
 	return new ReadableStream<Uint8Array>({
 		async pull(controller) {
 			for (;;) {
@@ -96,17 +106,13 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 					end(controller, responded ? null : options.onIncomplete(null));
 					return;
 				}
-				const text = decoder.decode(chunk.value, { stream: true });
-				sinceLastEvent += text.length;
-				parser.feed(text);
-				if (sinceLastEvent > options.maxEventBytes) {
-					await reader.cancel().catch(() => {
-						// The upstream connection is being dropped anyway.
-					});
+				if (!limit.add(chunk.value)) {
+					await stopReading();
 					end(controller, responded ? null : options.onOversize());
 					return;
 				}
-				if (!filtering) {
+				parser.feed(decoder.decode(chunk.value, { stream: true }));
+				if (!isolation) {
 					// Complete events pass on as the upstream wrote them; an unfinished one waits
 					// for its end, so a reply cut off mid-event never hands the client half an event.
 					const cut = afterLastEvent(chunk.value, held);
@@ -123,8 +129,13 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 				if (ready.length > 0) {
 					for (const bytes of ready) controller.enqueue(bytes);
 					ready = [];
+				}
+				if (responded) {
+					await stopReading();
+					end(controller, null);
 					return;
 				}
+				if (controller.desiredSize !== null && controller.desiredSize <= 0) return;
 			}
 		},
 		async cancel(reason) {
@@ -132,34 +143,4 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 			await reader.cancel(reason);
 		},
 	});
-}
-
-const LF = 10;
-const CR = 13;
-
-/**
- * The index in `chunk` just after the last blank line (the end of an event),
- * or 0 if the chunk ends none. `before` holds the bytes that came earlier, for
- * a blank line split across chunks.
- */
-function afterLastEvent(chunk: Uint8Array, before: readonly Uint8Array[]): number {
-	const previous = before[before.length - 1];
-	const at = (i: number): number | undefined =>
-		i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
-	for (let i = chunk.length - 1; i >= 0; i--) {
-		if (chunk[i] !== LF) continue;
-		if (at(i - 1) === LF) return i + 1;
-		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
-	}
-	return 0;
-}
-
-function parseMessage(data: string): JSONRPCMessage | null {
-	try {
-		const value = JSON.parse(data) as unknown;
-		return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as JSONRPCMessage) : null;
-	} catch (error) {
-		if (error instanceof SyntaxError) return null;
-		throw error;
-	}
 }

@@ -1,16 +1,77 @@
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+const encoder = new TextEncoder();
+
+/** One SSE event carrying a JSON-RPC message: the gateway's one way of framing its own events. */
+export function sseMessage(message: JSONRPCMessage): Uint8Array {
+	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+}
+
+/** A parsed event framed again as SSE, id and event type kept. */
+export function sseFrame(event: EventSourceMessage): Uint8Array {
+	const id = event.id === undefined ? "" : `id: ${event.id}\n`;
+	const data = event.data
+		.split("\n")
+		.map((line) => `data: ${line}`)
+		.join("\n");
+	return encoder.encode(`${id}event: ${event.event ?? "message"}\n${data}\n\n`);
+}
+
+const LF = 10;
+const CR = 13;
+
+/**
+ * The index in `chunk` just after the last blank line (the end of an event),
+ * or 0 if the chunk ends none. `before` holds the bytes that came earlier, for
+ * a blank line split across chunks. Scans back from the end, so it costs the
+ * length of the unfinished tail, not of the chunk.
+ */
+export function afterLastEvent(chunk: Uint8Array, before: readonly Uint8Array[]): number {
+	const previous = before[before.length - 1];
+	const at = (i: number): number | undefined =>
+		i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
+	for (let i = chunk.length - 1; i >= 0; i--) {
+		if (chunk[i] !== LF) continue;
+		if (at(i - 1) === LF) return i + 1;
+		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
+	}
+	return 0;
+}
+
+/**
+ * Follows the size of the SSE event being received, so that one event is
+ * capped however the stream is chunked and however many lines it has: an
+ * upstream cannot grow the parser's buffer without end.
+ */
+export class EventSizeLimit {
+	private pending = 0;
+	private last: Uint8Array | undefined;
+
+	constructor(readonly maxEventBytes: number) {}
+
+	/** Takes the next chunk; false when the event still unfinished is over the cap. */
+	add(chunk: Uint8Array): boolean {
+		const cut = afterLastEvent(chunk, this.last === undefined ? [] : [this.last]);
+		this.pending = cut === 0 ? this.pending + chunk.byteLength : chunk.byteLength - cut;
+		if (chunk.byteLength > 0) this.last = chunk;
+		return this.pending <= this.maxEventBytes;
+	}
+}
 
 /**
  * Reads an SSE body event by event with `eventsource-parser`, calling `onEvent`
- * for each; stops early when `onEvent` returns true. Each event's data is
- * capped so that one oversized event fails the read instead of the isolate.
+ * for each; stops early when `onEvent` returns true. Each event is capped so
+ * that one oversized event fails the read (RangeError) instead of the isolate.
  */
 export async function readSseEvents(
 	body: ReadableStream<Uint8Array>,
 	onEvent: (event: EventSourceMessage) => boolean,
 	maxEventBytes: number,
 ): Promise<boolean> {
-	const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+	const reader = body.getReader();
+	const decoder = new TextDecoder();
+	const limit = new EventSizeLimit(maxEventBytes);
 	let done = false;
 	let oversized = false;
 	const parser = createParser({
@@ -21,18 +82,15 @@ export async function readSseEvents(
 			// A malformed field is skipped, as an EventSource would.
 		},
 	});
-	let pending = 0;
 	try {
 		while (!done) {
 			const chunk = await reader.read();
 			if (chunk.done) break;
-			pending += chunk.value.length;
-			if (pending > maxEventBytes) {
+			if (!limit.add(chunk.value)) {
 				oversized = true;
 				break;
 			}
-			parser.feed(chunk.value);
-			if (chunk.value.includes("\n\n") || chunk.value.includes("\r\n\r\n")) pending = 0;
+			parser.feed(decoder.decode(chunk.value, { stream: true }));
 		}
 	} finally {
 		// Releasing a stream that already ended or failed can reject; there is nothing left to release.

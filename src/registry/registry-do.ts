@@ -26,6 +26,7 @@ interface ServerRow extends Record<string, SqlStorageValue> {
 	headers: string;
 	timeout_seconds: number | null;
 	generation: string;
+	config_digest: string | null;
 	created_at: number;
 	updated_at: number;
 }
@@ -44,8 +45,12 @@ interface KeyRow extends Record<string, SqlStorageValue> {
 	name: string | null;
 	user_path: string;
 	servers: string | null;
+	max_sessions: number | null;
 	created_at: number;
 }
+
+/** The key columns read back (never the digest). */
+const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, created_at";
 
 /**
  * The registry of upstream servers and API keys, in SQLite. Reads go through
@@ -59,6 +64,11 @@ export class RegistryDO extends DurableObject<Env> {
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
+		this.createTables();
+		void ctx.blockConcurrencyWhile(() => this.migrate());
+	}
+
+	private createTables(): void {
 		this.sql.exec(`
 			CREATE TABLE IF NOT EXISTS servers (
 				name TEXT PRIMARY KEY,
@@ -66,6 +76,7 @@ export class RegistryDO extends DurableObject<Env> {
 				headers TEXT NOT NULL,
 				timeout_seconds INTEGER,
 				generation TEXT NOT NULL,
+				config_digest TEXT,
 				created_at INTEGER NOT NULL,
 				updated_at INTEGER NOT NULL
 			);
@@ -75,6 +86,7 @@ export class RegistryDO extends DurableObject<Env> {
 				digest TEXT NOT NULL UNIQUE,
 				user_path TEXT NOT NULL,
 				servers TEXT,
+				max_sessions INTEGER,
 				created_at INTEGER NOT NULL
 			);
 			CREATE TABLE IF NOT EXISTS virtual_servers (
@@ -88,6 +100,29 @@ export class RegistryDO extends DurableObject<Env> {
 		`);
 	}
 
+	/**
+	 * Registries created by earlier versions get the newer columns (a server's
+	 * config digest, a key's session cap), and every server its digest, before
+	 * the first request is served.
+	 */
+	private async migrate(): Promise<void> {
+		this.addColumn("servers", "config_digest", "TEXT");
+		this.addColumn("api_keys", "max_sessions", "INTEGER");
+		const rows = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE config_digest IS NULL").toArray();
+		for (const row of rows) {
+			const record = toServerRecord(row);
+			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(record), row.name);
+		}
+	}
+
+	private addColumn(table: string, column: string, type: string): void {
+		const present = this.sql
+			.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+			.toArray()
+			.some((row) => row.name === column);
+		if (!present) this.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+	}
+
 	/** Reads served so far (cost reports). */
 	readCount(): number {
 		return this.reads;
@@ -95,10 +130,19 @@ export class RegistryDO extends DurableObject<Env> {
 
 	/**
 	 * Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one.
-	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. The method
-	 * never awaits, so no other call can run between the check and the write.
+	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. Nothing
+	 * after the digest awaits, so no other call can run between the check and the write.
 	 */
-	putServer(name: string, input: ServerInput): { server: ServerRecord; created: boolean } | { conflict: string } {
+	async putServer(
+		name: string,
+		input: ServerInput,
+	): Promise<{ server: ServerRecord; created: boolean } | { conflict: string }> {
+		// Hashed before the checks: nothing below awaits, so checks and write stay atomic.
+		const digest = await configDigest({
+			url: input.url,
+			headers: input.headers,
+			timeoutSeconds: input.timeoutSeconds ?? null,
+		});
 		if (this.getVirtualServerRow(name)) {
 			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
 		}
@@ -106,15 +150,17 @@ export class RegistryDO extends DurableObject<Env> {
 		const existing = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
 		const generation = existing?.generation ?? randomToken(12);
 		this.sql.exec(
-			`INSERT INTO servers (name, url, headers, timeout_seconds, generation, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO servers (name, url, headers, timeout_seconds, generation, config_digest, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT(name) DO UPDATE SET url = excluded.url, headers = excluded.headers,
-			   timeout_seconds = excluded.timeout_seconds, updated_at = excluded.updated_at`,
+			   timeout_seconds = excluded.timeout_seconds, config_digest = excluded.config_digest,
+			   updated_at = excluded.updated_at`,
 			name,
 			input.url,
 			JSON.stringify(input.headers),
 			input.timeoutSeconds ?? null,
 			generation,
+			digest,
 			existing?.created_at ?? now,
 			now,
 		);
@@ -212,9 +258,7 @@ export class RegistryDO extends DurableObject<Env> {
 	 */
 	checkSession(input: SessionCheckInput): SessionCheckResult {
 		this.reads++;
-		const row = this.sql
-			.exec<KeyRow>("SELECT id, name, user_path, servers, created_at FROM api_keys WHERE id = ?", input.keyId)
-			.toArray()[0];
+		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`, input.keyId).toArray()[0];
 		if (!row) return { ok: false, reason: "the API key was revoked" };
 		const key = toKeyRecord(row);
 		if (key.userPath !== input.userPath) {
@@ -223,9 +267,10 @@ export class RegistryDO extends DurableObject<Env> {
 		const members = this.checkMembers(key, input.members ?? []);
 		if (!members.ok) return members;
 		const endpoint = input.endpoint;
+		const ok = { ok: true as const, changed: members.changed };
 		switch (endpoint.kind) {
 			case "aggregate":
-				return { ok: true };
+				return ok;
 			case "server": {
 				const server = this.getServerRow(endpoint.name);
 				if (!server || server.generation !== endpoint.generation) {
@@ -234,7 +279,7 @@ export class RegistryDO extends DurableObject<Env> {
 				if (!keyMayUseServer(key, endpoint.name)) {
 					return { ok: false, reason: `the API key may not use server '${endpoint.name}'` };
 				}
-				return { ok: true };
+				return ok;
 			}
 			case "virtual": {
 				const virtualServer = this.getVirtualServerRow(endpoint.name);
@@ -254,7 +299,7 @@ export class RegistryDO extends DurableObject<Env> {
 						reason: `the API key may not use ${quoteList(denied)}, members of virtual server '${endpoint.name}'`,
 					};
 				}
-				return { ok: true };
+				return ok;
 			}
 		}
 	}
@@ -265,12 +310,13 @@ export class RegistryDO extends DurableObject<Env> {
 		const id = `key_${randomToken(9)}`;
 		const now = Date.now();
 		this.sql.exec(
-			"INSERT INTO api_keys (id, name, digest, user_path, servers, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+			"INSERT INTO api_keys (id, name, digest, user_path, servers, max_sessions, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 			id,
 			input.name ?? null,
 			await sha256Hex(key),
 			input.userPath,
 			input.servers ? JSON.stringify(input.servers) : null,
+			input.maxSessions ?? null,
 			now,
 		);
 		const record: ApiKeyRecord = {
@@ -278,6 +324,7 @@ export class RegistryDO extends DurableObject<Env> {
 			name: input.name ?? null,
 			userPath: input.userPath,
 			servers: input.servers ?? null,
+			maxSessions: input.maxSessions ?? null,
 			createdAt: now,
 		};
 		return { record, key };
@@ -286,7 +333,7 @@ export class RegistryDO extends DurableObject<Env> {
 	listKeys(): ApiKeyRecord[] {
 		this.reads++;
 		return this.sql
-			.exec<KeyRow>("SELECT id, name, user_path, servers, created_at FROM api_keys ORDER BY created_at, id")
+			.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`)
 			.toArray()
 			.map(toKeyRecord);
 	}
@@ -297,33 +344,40 @@ export class RegistryDO extends DurableObject<Env> {
 
 	findKeyByDigest(digest: string): ApiKeyRecord | null {
 		this.reads++;
-		const row = this.sql
-			.exec<KeyRow>("SELECT id, name, user_path, servers, created_at FROM api_keys WHERE digest = ?", digest)
-			.toArray()[0];
+		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE digest = ?`, digest).toArray()[0];
 		return row ? toKeyRecord(row) : null;
 	}
 
-	/** Every member still exists in the same incarnation and may be used by the key (one query). */
-	private checkMembers(key: ApiKeyRecord, members: Array<{ name: string; generation: string }>): SessionCheckResult {
-		if (members.length === 0) return { ok: true };
+	/**
+	 * Every member still exists in the same incarnation and may be used by the key (one query);
+	 * members whose configuration (URL, headers, timeout) changed since are returned as they are now.
+	 */
+	private checkMembers(
+		key: ApiKeyRecord,
+		members: NonNullable<SessionCheckInput["members"]>,
+	): { ok: true; changed: ServerRecord[] } | { ok: false; reason: string } {
+		if (members.length === 0) return { ok: true, changed: [] };
 		const current = new Map(
 			this.sql
-				.exec<{ name: string; generation: string }>(
-					"SELECT name, generation FROM servers WHERE name IN (SELECT value FROM json_each(?))",
+				.exec<ServerRow>(
+					"SELECT * FROM servers WHERE name IN (SELECT value FROM json_each(?))",
 					JSON.stringify(members.map((member) => member.name)),
 				)
 				.toArray()
-				.map((row) => [row.name, row.generation]),
+				.map((row) => [row.name, toServerRecord(row)] as const),
 		);
+		const changed: ServerRecord[] = [];
 		for (const member of members) {
-			if (current.get(member.name) !== member.generation) {
+			const server = current.get(member.name);
+			if (server?.generation !== member.generation) {
 				return { ok: false, reason: `member server '${member.name}' was deleted or recreated` };
 			}
 			if (!keyMayUseServer(key, member.name)) {
 				return { ok: false, reason: `the API key may not use member server '${member.name}'` };
 			}
+			if (server.configDigest !== member.configDigest) changed.push(server);
 		}
-		return { ok: true };
+		return { ok: true, changed };
 	}
 
 	private getServerRow(name: string): ServerRecord | null {
@@ -348,6 +402,11 @@ export class RegistryDO extends DurableObject<Env> {
 	}
 }
 
+/** What identifies a server's configuration: a change of URL, headers or timeout changes it. */
+function configDigest(server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds">): Promise<string> {
+	return sha256Hex(JSON.stringify([server.url, server.headers, server.timeoutSeconds]));
+}
+
 function quoteList(names: string[]): string {
 	return names.map((name) => `'${name}'`).join(", ");
 }
@@ -359,6 +418,7 @@ function toServerRecord(row: ServerRow): ServerRecord {
 		headers: JSON.parse(row.headers) as Record<string, string>,
 		timeoutSeconds: row.timeout_seconds,
 		generation: row.generation,
+		configDigest: row.config_digest ?? "",
 		createdAt: row.created_at,
 		updatedAt: row.updated_at,
 	};
@@ -381,6 +441,7 @@ function toKeyRecord(row: KeyRow): ApiKeyRecord {
 		name: row.name,
 		userPath: row.user_path,
 		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
+		maxSessions: row.max_sessions,
 		createdAt: row.created_at,
 	};
 }

@@ -28,21 +28,56 @@ const HeaderNameSchema = z
 	.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be a valid HTTP header name")
 	.refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), "is set by the gateway and cannot be configured");
 
+/**
+ * Header values may reference Worker secrets as `${UPSTREAM_NAME}`. Only names
+ * with this prefix resolve, so whoever can register a server cannot have the
+ * gateway's own secrets (SESSION_SECRET, ADMIN_TOKEN) sent to a host of theirs.
+ */
+const UPSTREAM_SECRET_PREFIX = "UPSTREAM_";
+const ANY_REFERENCE = /\$\{([^}]*)\}/g;
+
+/** A header value: visible Latin-1 and tabs only, so no CR/LF can split it into another header. */
+const HeaderValueSchema = z
+	.string()
+	.max(8192)
+	.regex(/^[\t\x20-\x7e\x80-\xff]*$/, "must be one line of printable characters (no CR, LF or control characters)")
+	.superRefine((value, context) => {
+		for (const [, name] of value.matchAll(ANY_REFERENCE)) {
+			if (!name?.startsWith(UPSTREAM_SECRET_PREFIX) || !/^[A-Z0-9_]+$/.test(name)) {
+				context.addIssue({
+					code: "custom",
+					message: `references \${${name}}; only secrets named ${UPSTREAM_SECRET_PREFIX}... (capital letters, digits, _) can be used in server headers`,
+				});
+			}
+		}
+	});
+
+const UpstreamUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).refine((url) => {
+	const parsed = URL.parse(url);
+	return parsed === null || (parsed.username === "" && parsed.password === "");
+}, "must not carry credentials (user:password@); put them in headers referencing an UPSTREAM_ secret");
+
 export const ServerInputSchema = z.strictObject({
-	url: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }),
-	headers: z.record(HeaderNameSchema, z.string().max(8192)).default({}),
+	url: UpstreamUrlSchema,
+	headers: z.record(HeaderNameSchema, HeaderValueSchema).default({}),
 	timeoutSeconds: z.number().int().positive().max(3600).optional(),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
 export const UserPathSchema = z
 	.string()
-	.regex(/^\/([A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*)?$/, "must be a path like /team/a");
+	.regex(/^\/([A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*)?$/, "must be a path like /team/a")
+	// `/team/..` would read as below `/team` to a prefix check while meaning its parent.
+	.refine((path) => !path.split("/").some((segment) => segment === "." || segment === ".."), {
+		message: "must not contain '.' or '..' segments",
+	});
 
 export const KeyInputSchema = z.strictObject({
 	name: z.string().min(1).max(100).optional(),
 	userPath: UserPathSchema.default("/"),
 	servers: z.array(ServerNameSchema).max(256).optional(),
+	/** Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY. */
+	maxSessions: z.number().int().positive().max(100_000).optional(),
 });
 export type KeyInput = z.output<typeof KeyInputSchema>;
 
@@ -67,6 +102,8 @@ export interface ServerRecord {
 	timeoutSeconds: number | null;
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: string;
+	/** SHA-256 of its URL, headers and timeout: a replacing PUT that changes them changes it. */
+	configDigest: string;
 	createdAt: number;
 	updatedAt: number;
 }
@@ -78,6 +115,8 @@ export interface ApiKeyRecord {
 	userPath: string;
 	/** Servers the key may use; null means all. */
 	servers: string[] | null;
+	/** Live sessions the key may hold; null means the gateway's MAX_SESSIONS_PER_KEY. */
+	maxSessions: number | null;
 	createdAt: number;
 }
 
@@ -112,15 +151,21 @@ export interface SessionCheckInput {
 		| { kind: "virtual"; name: string; generation: string }
 		| { kind: "aggregate" };
 	/**
-	 * Members of an aggregate session as it knows them. A member deleted or
-	 * recreated since, or no longer allowed to the key, ends the session: a
-	 * session never carries on with an incarnation that was removed.
+	 * Members of the session as it knows them (a transparent session's one
+	 * server too). A member deleted or recreated since, or no longer allowed to
+	 * the key, ends the session: a session never carries on with an
+	 * incarnation that was removed. A member whose configuration digest differs
+	 * is reported as changed.
 	 */
-	members?: Array<{ name: string; generation: string }>;
+	members?: Array<{ name: string; generation: string; configDigest?: string | undefined }>;
 }
 
-/** `reason` is a short sentence for logs and the client's error message. */
-export type SessionCheckResult = { ok: true } | { ok: false; reason: string };
+/**
+ * `reason` is a short sentence for logs and the client's error message.
+ * `changed`: members whose configuration changed since the session last saw
+ * it, as they are now; the session reopens its upstream session on them.
+ */
+export type SessionCheckResult = { ok: true; changed: ServerRecord[] } | { ok: false; reason: string };
 
 /** Words for a zod failure, for a 400 body: "url: must be an http(s) URL". */
 export function describeIssues(error: z.ZodError): string {

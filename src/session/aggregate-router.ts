@@ -1,7 +1,7 @@
-import { UriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import type {
 	JSONRPCNotification,
 	JSONRPCRequest,
+	ProgressToken,
 	Prompt,
 	RequestId,
 	Resource,
@@ -15,10 +15,12 @@ import {
 	type PerServer,
 	type RouteTarget,
 } from "../mcp/aggregate.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { INVALIDATED_BY, type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../mcp/namespacing.ts";
+import { ResourceRoutes } from "../mcp/resource-routes.ts";
 import { forEachBounded } from "./bounded.ts";
-import { type Catalog, INVALIDATED_BY, type ListKind } from "./catalog.ts";
+import type { Catalog } from "./catalog.ts";
 
 /** What the router needs from its SessionDO. */
 export interface AggregateHost {
@@ -35,32 +37,40 @@ export interface AggregateHost {
 	emit(message: JSONRPCNotification): void;
 }
 
-/** The lists a client sees, and the notification that says one changed. */
-const PUBLIC_LISTS = {
-	tools: { kinds: ["tools"], method: "notifications/tools/list_changed" },
-	prompts: { kinds: ["prompts"], method: "notifications/prompts/list_changed" },
-	resources: { kinds: ["resources", "resourceTemplates"], method: "notifications/resources/list_changed" },
-} as const;
-type PublicList = keyof typeof PUBLIC_LISTS;
-
-/** How long a refresh waits for the rest of a burst of list_changed notifications. */
+/**
+ * How long a refresh waits for the rest of a burst of list_changed
+ * notifications. A refresh pass fetches each list once (no retry when a
+ * notification arrives meanwhile: that only marks the pass dirty), so a member
+ * flooding list_changed costs at most one fetch per window.
+ */
 const REFRESH_DEBOUNCE_MS = 25;
 
-/** Upstream notifications a client of an aggregate receives as they are. */
-const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/message", "notifications/progress"]);
+/** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS). */
+const ONE_ATTEMPT = 1;
+
+/** Member notifications a client of an aggregate receives as they are (progress is routed by token). */
+const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/message"]);
 
 /**
  * Serves an aggregate endpoint: lists are the namespaced union of members'
  * lists, calls route by name prefix (tools, prompts) or by what this session
- * learned from list calls (resource URIs and templates).
+ * learned from list calls (resource URIs and templates, see
+ * `resource-routes.ts`). Members are isolated: a member's notification reaches
+ * the client only if it is the member's to send (progress only for tokens of
+ * requests sent to that member).
  */
 export class AggregateRouter {
 	private toolRoutes = new Map<string, RouteTarget>();
 	private promptRoutes = new Map<string, RouteTarget>();
-	private resourceRoutes = new Map<string, string>();
-	private templateRoutes = new Map<string, string>();
+	private resourceRoutes = new ResourceRoutes(new Map(), new Map());
+	/** The catalog version the resource routes were computed from; -1: never. */
+	private resourceRoutesVersion = -1;
+	/** Conflicts already reported to the operator, so each is logged once per session. */
+	private readonly reportedConflicts = new Set<string>();
 	/** Requests forwarded and not yet answered, so a client's cancellation reaches the right member. */
 	private readonly inFlight = new Map<RequestId, string>();
+	/** Progress tokens of forwarded requests: a member's progress reaches the client only for its own. */
+	private readonly progress = new Map<ProgressToken, string>();
 	/** What the client last saw of each list, to tell a real change from a no-op list_changed. */
 	private readonly published = new Map<ListKind, string>();
 	private readonly refreshes = new Map<PublicList, { running: Promise<void>; dirty: boolean }>();
@@ -82,9 +92,9 @@ export class AggregateRouter {
 			case "prompts/list":
 				return local({ prompts: await this.prompts() });
 			case "resources/list":
-				return local({ resources: await this.resources() });
+				return local({ resources: (await this.resourceLists()).resources });
 			case "resources/templates/list":
-				return local({ resourceTemplates: await this.templates() });
+				return local({ resourceTemplates: (await this.resourceLists()).templates });
 			case "tools/call": {
 				const target = await this.routeName("tool", String(params.name ?? ""));
 				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
@@ -102,7 +112,7 @@ export class AggregateRouter {
 			case "logging/setLevel":
 				await forEachBounded(this.host.members(), async (server) => {
 					await this.host.request(server, "logging/setLevel", params).catch((error: unknown) => {
-						console.warn(`member ${server} ignored logging/setLevel: ${describe(error)}`);
+						console.warn(`member ${server} ignored logging/setLevel: ${describeError(error)}`);
 					});
 				});
 				return local({});
@@ -131,11 +141,12 @@ export class AggregateRouter {
 	memberNotification(server: string, message: JSONRPCNotification): JSONRPCNotification | null {
 		const kinds = INVALIDATED_BY[message.method];
 		if (kinds) {
-			this.host.catalog.invalidate(server, kinds);
-			for (const [list, spec] of Object.entries(PUBLIC_LISTS) as [PublicList, (typeof PUBLIC_LISTS)[PublicList]][]) {
-				if (spec.kinds.some((kind) => kinds.includes(kind))) this.refresh(list);
-			}
+			this.invalidate(server, kinds);
 			return null;
+		}
+		if (message.method === "notifications/progress") {
+			const token = (message.params as { progressToken?: ProgressToken } | undefined)?.progressToken;
+			return token !== undefined && this.progress.get(token) === server ? message : null;
 		}
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}
@@ -151,10 +162,19 @@ export class AggregateRouter {
 		while (this.refreshes.size > 0) await Promise.all([...this.refreshes.values()].map((r) => r.running));
 	}
 
+	private invalidate(server: string, kinds: readonly ListKind[]): void {
+		this.host.catalog.invalidate(server, kinds);
+		for (const [list, spec] of Object.entries(PUBLIC_LISTS) as [PublicList, (typeof PUBLIC_LISTS)[PublicList]][]) {
+			if (spec.kinds.some((kind) => kinds.includes(kind))) this.refresh(list);
+		}
+	}
+
 	/**
 	 * Recomputes one public list and notifies the client when it differs from
 	 * what the client last saw. A burst of invalidations while a refresh runs
-	 * causes one more refresh, not one per notification.
+	 * causes one more refresh, not one per notification. A pass makes one
+	 * attempt per list: a list invalidated while it is fetched is not fetched
+	 * again in the same pass, the next pass (one window later) does it.
 	 */
 	private refresh(list: PublicList): void {
 		const current = this.refreshes.get(list);
@@ -170,53 +190,97 @@ export class AggregateRouter {
 				state.dirty = false;
 				const kinds = PUBLIC_LISTS[list].kinds;
 				const before = kinds.map((kind) => this.published.get(kind));
-				if (list === "tools") await this.tools();
-				else if (list === "prompts") await this.prompts();
-				else await Promise.all([this.resources(), this.templates()]);
+				if (list === "tools") await this.tools(ONE_ATTEMPT);
+				else if (list === "prompts") await this.prompts(ONE_ATTEMPT);
+				else await this.resourceLists(ONE_ATTEMPT);
 				// Only a list the client has seen can have changed for it.
 				const changed = kinds.some((kind, i) => before[i] !== undefined && this.published.get(kind) !== before[i]);
-				if (changed) this.host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].method });
+				if (changed) this.host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].notification });
 			} while (state.dirty);
 		})()
-			.catch((error: unknown) => console.warn(`refreshing ${list} failed: ${describe(error)}`))
+			.catch((error: unknown) => console.warn(`refreshing ${list} failed: ${describeError(error)}`))
 			.finally(() => this.refreshes.delete(list));
 		this.refreshes.set(list, state);
 	}
 
+	/**
+	 * Forwards a request to a member, remembering it (and its progress token)
+	 * until its reply ends, so cancellations and progress find the right member.
+	 * Entries are removed however the forward ends.
+	 */
 	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
+		const token = message.params?._meta?.progressToken;
+		if (token !== undefined) {
+			const holder = this.progress.get(token);
+			if (holder !== undefined) {
+				throw new GatewayError(
+					"invalid_params",
+					"Invalid params: this progress token is already used by a running request; use a new token per request.",
+				);
+			}
+			this.progress.set(token, server);
+		}
 		this.inFlight.set(message.id, server);
-		return this.host.forward(server, message, () => {
-			this.inFlight.delete(message.id);
+		let released = false;
+		const release = () => {
+			if (released) return;
+			released = true;
+			if (this.inFlight.get(message.id) === server) this.inFlight.delete(message.id);
+			if (token !== undefined) this.progress.delete(token);
 			done();
-		});
+		};
+		try {
+			return await this.host.forward(server, message, release);
+		} catch (error) {
+			release();
+			throw error;
+		}
 	}
 
-	private async tools(): Promise<Tool[]> {
-		const { items, routes } = aggregateNamed(await this.collect<Tool>("tools"));
+	private async tools(attempts?: number): Promise<Tool[]> {
+		const { items, routes } = aggregateNamed(await this.collect("tools", attempts));
 		this.toolRoutes = routes;
 		this.published.set("tools", JSON.stringify(items));
 		return items;
 	}
 
-	private async prompts(): Promise<Prompt[]> {
-		const { items, routes } = aggregateNamed(await this.collect<Prompt>("prompts"));
+	private async prompts(attempts?: number): Promise<Prompt[]> {
+		const { items, routes } = aggregateNamed(await this.collect("prompts", attempts));
 		this.promptRoutes = routes;
 		this.published.set("prompts", JSON.stringify(items));
 		return items;
 	}
 
-	private async resources(): Promise<Resource[]> {
-		const { items, routes } = aggregateResources(await this.collect<Resource>("resources"));
-		this.resourceRoutes = routes;
-		this.published.set("resources", JSON.stringify(items));
-		return items;
+	/** Resources and templates together: both decide where a URI routes. */
+	private async resourceLists(attempts?: number): Promise<{ resources: Resource[]; templates: ResourceTemplate[] }> {
+		const version = this.host.catalog.version;
+		const [resources, templates] = await Promise.all([
+			this.collect("resources", attempts),
+			this.collect("resourceTemplates", attempts),
+		]);
+		this.resourceRoutes = new ResourceRoutes(resources, templates);
+		this.resourceRoutesVersion = version;
+		this.reportConflicts();
+		const merged = { resources: aggregateResources(resources), templates: aggregateTemplates(templates) };
+		this.published.set("resources", JSON.stringify(merged.resources));
+		this.published.set("resourceTemplates", JSON.stringify(merged.templates));
+		return merged;
 	}
 
-	private async templates(): Promise<ResourceTemplate[]> {
-		const { items, routes } = aggregateTemplates(await this.collect<ResourceTemplate>("resourceTemplates"));
-		this.templateRoutes = routes;
-		this.published.set("resourceTemplates", JSON.stringify(items));
-		return items;
+	/** Several members offering one URI or template is an operator's problem: said once, in a structured line. */
+	private reportConflicts(): void {
+		for (const { key, servers } of this.resourceRoutes.conflicts()) {
+			if (this.reportedConflicts.has(key)) continue;
+			this.reportedConflicts.add(key);
+			console.warn(
+				JSON.stringify({
+					event: "resource_conflict",
+					uri: key,
+					servers,
+					effect: "left out of the aggregate's lists; reads are refused as ambiguous",
+				}),
+			);
+		}
 	}
 
 	/**
@@ -224,14 +288,14 @@ export class AggregateRouter {
 	 * a logged reason instead of failing the whole list; it is asked again next
 	 * time, so its entries reappear once it answers.
 	 */
-	private async collect<T>(kind: ListKind): Promise<PerServer<T>> {
+	private async collect<K extends ListKind>(kind: K, attempts?: number): Promise<PerServer<ListItems[K]>> {
 		const members = this.host.members();
-		const lists = new Map<string, T[]>();
+		const lists = new Map<string, Array<ListItems[K]>>();
 		await forEachBounded(members, async (server) => {
 			try {
-				lists.set(server, (await this.host.catalog.get(server, kind)) as T[]);
+				lists.set(server, await this.host.catalog.get(server, kind, attempts));
 			} catch (error) {
-				console.warn(`member ${server} left out of ${kind}: ${describe(error)}`);
+				console.warn(`member ${server} left out of ${kind}: ${describeError(error)}`);
 			}
 		});
 		return new Map(members.filter((server) => lists.has(server)).map((server) => [server, lists.get(server) ?? []]));
@@ -254,23 +318,19 @@ export class AggregateRouter {
 		throw new GatewayError("invalid_params", `Unknown ${what}: '${exposed}' is not offered by this endpoint.`);
 	}
 
+	/**
+	 * The member a resource URI belongs to. The routes are recomputed whenever
+	 * the catalog changed, so an exact listing is always consulted before any
+	 * template: a member's catch-all template never takes a URI another member lists.
+	 */
 	private async routeUri(uri: string): Promise<string> {
-		let server = this.findUri(uri);
-		if (!server) {
-			await Promise.all([this.resources(), this.templates()]);
-			server = this.findUri(uri);
+		if (this.resourceRoutesVersion !== this.host.catalog.version) await this.resourceLists();
+		const route = this.resourceRoutes.route(uri);
+		if (route === null) {
+			throw new GatewayError("resource_not_found", `Resource not found: ${uri} is not offered by this endpoint.`);
 		}
-		if (server) return server;
-		throw new GatewayError("resource_not_found", `Resource not found: ${uri} is not offered by this endpoint.`);
-	}
-
-	private findUri(uri: string): string | undefined {
-		const exact = this.resourceRoutes.get(uri);
-		if (exact) return exact;
-		for (const [template, server] of this.templateRoutes) {
-			if (new UriTemplate(template).match(uri)) return server;
-		}
-		return undefined;
+		if ("ambiguous" in route) throw ambiguous(`Resource ${uri}`, route.ambiguous);
+		return route.server;
 	}
 
 	private async complete(
@@ -289,9 +349,10 @@ export class AggregateRouter {
 		}
 		if (ref.type === "ref/resource") {
 			const uri = String(ref.uri ?? "");
-			if (!this.templateRoutes.has(uri)) await this.templates();
-			const server = this.templateRoutes.get(uri) ?? (await this.routeUri(uri));
-			return this.forward(server, message, done);
+			if (this.resourceRoutesVersion !== this.host.catalog.version) await this.resourceLists();
+			const route = this.resourceRoutes.routeTemplate(uri);
+			if (route !== null && "ambiguous" in route) throw ambiguous(`Resource template ${uri}`, route.ambiguous);
+			return this.forward(route?.server ?? (await this.routeUri(uri)), message, done);
 		}
 		throw new GatewayError(
 			"invalid_params",
@@ -300,6 +361,9 @@ export class AggregateRouter {
 	}
 }
 
-function describe(error: unknown): string {
-	return error instanceof Error ? error.message : String(error);
+function ambiguous(what: string, servers: readonly string[]): GatewayError {
+	return new GatewayError(
+		"invalid_params",
+		`${what} is offered by several servers of this endpoint (${servers.join(", ")}); the gateway does not guess which one to use. Use a server's own endpoint.`,
+	);
 }

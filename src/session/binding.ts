@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ServerRecord } from "../registry/schemas.ts";
 
 /** Who may use a session: the key and user path that opened it, on the endpoint it was opened on. */
 export interface SessionScope {
@@ -15,8 +16,22 @@ export const MemberSchema = z.object({
 	headers: z.record(z.string(), z.string()),
 	timeoutSeconds: z.number().nullable(),
 	generation: z.string(),
+	/** The configuration the session uses; absent in bindings older than digests (refreshed at the next recheck). */
+	configDigest: z.string().optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
+
+/** A session's snapshot of a server's registry row. */
+export function memberOf(server: ServerRecord): Member {
+	return {
+		name: server.name,
+		url: server.url,
+		headers: server.headers,
+		timeoutSeconds: server.timeoutSeconds,
+		generation: server.generation,
+		configDigest: server.configDigest,
+	};
+}
 
 export const UpstreamSessionSchema = z.object({ sessionId: z.string().nullable(), protocolVersion: z.string() });
 

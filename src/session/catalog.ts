@@ -1,25 +1,10 @@
-/** The lists a member server can offer, with the method and result field of each. */
-export const LIST_KINDS = {
-	tools: { method: "tools/list", field: "tools" },
-	prompts: { method: "prompts/list", field: "prompts" },
-	resources: { method: "resources/list", field: "resources" },
-	resourceTemplates: { method: "resources/templates/list", field: "resourceTemplates" },
-} as const;
-export type ListKind = keyof typeof LIST_KINDS;
+import { LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 
-/** Which lists an upstream `notifications/.../list_changed` invalidates. */
-export const INVALIDATED_BY: Record<string, readonly ListKind[]> = {
-	"notifications/tools/list_changed": ["tools"],
-	"notifications/prompts/list_changed": ["prompts"],
-	"notifications/resources/list_changed": ["resources", "resourceTemplates"],
-};
-
-/** Fetches one whole list from one member; may report notifications seen on the way. */
-export type ListFetcher = (
-	server: string,
-	kind: ListKind,
-	onInvalidate: (kinds: readonly ListKind[]) => void,
-) => Promise<unknown[]>;
+/**
+ * Fetches one whole list from one member. A list_changed seen on the way
+ * reaches the catalog through `invalidate` (via the router's throttle).
+ */
+export type ListFetcher = <K extends ListKind>(server: string, kind: K) => Promise<Array<ListItems[K]>>;
 
 interface Entry {
 	/** Bumped by every invalidation; a fetch commits only if it is unchanged. */
@@ -28,7 +13,7 @@ interface Entry {
 	flight?: { promise: Promise<unknown[]>; generation: number };
 }
 
-/** Attempts per get: a list that keeps changing while it is fetched is served as last fetched. */
+/** Attempts per get by default: a list that keeps changing while it is fetched is served as last fetched. */
 const MAX_ATTEMPTS = 3;
 
 /**
@@ -40,32 +25,19 @@ const MAX_ATTEMPTS = 3;
  */
 export class Catalog {
 	private readonly entries = new Map<string, Entry>();
+	/** Changes whenever any list may have changed (an invalidation or a committed fetch). */
+	version = 0;
 
 	constructor(private readonly fetchList: ListFetcher) {}
 
-	/** The member's list, from cache or one shared fetch. Throws when the member fails. */
-	async get(server: string, kind: ListKind): Promise<unknown[]> {
-		const entry = this.entry(server, kind);
-		for (let attempt = 1; ; attempt++) {
-			if (entry.cached && entry.cached.generation === entry.generation) return entry.cached.items;
-			let flight = entry.flight;
-			if (!flight || flight.generation !== entry.generation) {
-				const generation = entry.generation;
-				const promise = this.fetchList(server, kind, (kinds) => this.invalidate(server, kinds));
-				flight = { promise, generation };
-				entry.flight = flight;
-				promise.then(
-					() => this.settle(entry, promise),
-					() => this.settle(entry, promise),
-				);
-			}
-			const items = await flight.promise;
-			if (entry.generation === flight.generation) {
-				entry.cached = { items, generation: flight.generation };
-				return items;
-			}
-			if (attempt >= MAX_ATTEMPTS) return items;
-		}
+	/**
+	 * The member's list, from cache or one shared fetch. A fetch invalidated
+	 * while it ran is repeated, up to `attempts` fetches in all. Throws when the
+	 * member fails.
+	 */
+	async get<K extends ListKind>(server: string, kind: K, attempts = MAX_ATTEMPTS): Promise<Array<ListItems[K]>> {
+		// Entries of kind K only ever hold lists of kind K (fetched by `fetchList(server, kind)`).
+		return (await this.getAny(server, kind, attempts)) as Array<ListItems[K]>;
 	}
 
 	/** Marks lists of a member stale; the next get refetches them. */
@@ -75,11 +47,37 @@ export class Catalog {
 			entry.generation++;
 			entry.cached = undefined;
 		}
+		this.version++;
 	}
 
 	/** Forgets everything about a member (its upstream session was replaced). */
 	forget(server: string): void {
-		for (const kind of Object.keys(LIST_KINDS) as ListKind[]) this.invalidate(server, [kind]);
+		this.invalidate(server, Object.keys(LIST_KINDS) as ListKind[]);
+	}
+
+	private async getAny(server: string, kind: ListKind, attempts: number): Promise<unknown[]> {
+		const entry = this.entry(server, kind);
+		for (let attempt = 1; ; attempt++) {
+			if (entry.cached && entry.cached.generation === entry.generation) return entry.cached.items;
+			let flight = entry.flight;
+			if (!flight || flight.generation !== entry.generation) {
+				const generation = entry.generation;
+				const promise: Promise<unknown[]> = this.fetchList(server, kind);
+				flight = { promise, generation };
+				entry.flight = flight;
+				promise.then(
+					() => this.settle(entry, promise),
+					() => this.settle(entry, promise),
+				);
+			}
+			const items = await flight.promise;
+			if (entry.generation === flight.generation) {
+				if (entry.cached?.items !== items) this.version++;
+				entry.cached = { items, generation: flight.generation };
+				return items;
+			}
+			if (attempt >= attempts) return items;
+		}
 	}
 
 	private settle(entry: Entry, promise: Promise<unknown[]>): void {

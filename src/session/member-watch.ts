@@ -1,4 +1,6 @@
 import type { JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
+import { describeError } from "../mcp/gateway-error.ts";
+import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
@@ -39,7 +41,8 @@ export class MemberWatch {
 		// their notifications on replies.
 		for (const member of members.slice(0, MAX_WATCHED_MEMBERS)) {
 			this.watch(member, controller.signal).catch((error: unknown) => {
-				if (!controller.signal.aborted) console.warn(`member ${member.name}: event stream ended: ${describe(error)}`);
+				if (!controller.signal.aborted)
+					console.warn(`member ${member.name}: event stream ended: ${describeError(error)}`);
 			});
 		}
 	}
@@ -63,7 +66,7 @@ export class MemberWatch {
 				response = await connection.openStream(await this.host.session(member), null, signal);
 			} catch (error) {
 				if (signal.aborted) return;
-				console.warn(`member ${member.name}: event stream could not be opened: ${describe(error)}`);
+				console.warn(`member ${member.name}: event stream could not be opened: ${describeError(error)}`);
 				failures++;
 				await sleep(STREAM_REOPEN_BACKOFF_MS * 2 ** (failures - 1));
 				continue;
@@ -90,7 +93,7 @@ export class MemberWatch {
 				);
 			} catch (error) {
 				if (signal.aborted) return;
-				console.warn(`member ${member.name}: event stream broke: ${describe(error)}`);
+				console.warn(`member ${member.name}: event stream broke: ${describeError(error)}`);
 			}
 			if (signal.aborted) return;
 			failures++;
@@ -100,21 +103,12 @@ export class MemberWatch {
 	}
 }
 
-/** The notification in an SSE event's data, or null for anything else. */
-export function parseNotification(data: string): JSONRPCNotification | null {
-	try {
-		const value = JSON.parse(data) as { method?: unknown; id?: unknown };
-		return typeof value.method === "string" && value.id === undefined ? (value as JSONRPCNotification) : null;
-	} catch (error) {
-		if (error instanceof SyntaxError) return null;
-		throw error;
-	}
+/** The notification in an SSE event's data, or null for anything else (a member's stream carries nothing else to the client). */
+function parseNotification(data: string): JSONRPCNotification | null {
+	const message = parseJsonRpcMessage(data);
+	return message !== null && isNotification(message) ? message : null;
 }
 
 function sleep(ms: number): Promise<void> {
 	return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function describe(error: unknown): string {
-	return error instanceof Error ? error.message : String(error);
 }

@@ -1,5 +1,5 @@
 import type { Env } from "../env.ts";
-import { REGISTRY_NAME } from "../registry/registry-do.ts";
+import { registryStub } from "../registry/registry-stub.ts";
 import type { SessionCheckInput, SessionCheckResult } from "../registry/schemas.ts";
 
 /** What a SessionDO asks of the registry. Tests swap in counting and gated versions. */
@@ -9,7 +9,5 @@ export interface RegistryClient {
 
 /** The registry Durable Object, over RPC. */
 export function registryClient(env: Env): RegistryClient {
-	return {
-		checkSession: (input) => env.REGISTRY.get(env.REGISTRY.idFromName(REGISTRY_NAME)).checkSession(input),
-	};
+	return { checkSession: (input) => registryStub(env).checkSession(input) };
 }

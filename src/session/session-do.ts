@@ -2,16 +2,29 @@ import { DurableObject } from "cloudflare:workers";
 import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import type { ReplyIsolation } from "../mcp/sse-relay.ts";
+import { keySessions } from "../registry/key-sessions-do.ts";
+import type { ServerRecord } from "../registry/schemas.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
-import { type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { type Member, memberOf, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
-import { Catalog, INVALIDATED_BY, LIST_KINDS, type ListKind } from "./catalog.ts";
-import { ClientChannel } from "./client-channel.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { Catalog } from "./catalog.ts";
+import { ClientChannel, MAX_CLIENT_STREAMS } from "./client-channel.ts";
+import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { MemberWatch } from "./member-watch.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { memberInitParams, type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
+import {
+	asGatewayError,
+	notFound,
+	once,
+	passThrough,
+	renderHttpFailure,
+	renderRpcFailure,
+	SESSION_NOT_FOUND,
+} from "./session-responses.ts";
 import { SessionStore } from "./session-store.ts";
 import { withCompletion } from "./stream-completion.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
@@ -30,8 +43,16 @@ export type SessionMessage =
 	| { kind: "notification"; message: JSONRPCNotification }
 	| { kind: "response"; message: JSONRPCMessage };
 
-const SESSION_NOT_FOUND =
-	"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.";
+/** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
+export const MAX_IN_FLIGHT = 100;
+
+/** A registry that does not answer within this is treated as unreadable for this recheck. */
+const REGISTRY_TIMEOUT_MS = 5_000;
+
+/** A reconnect backoff up to this long is waited out by the request; a longer one fails it fast. */
+const MAX_RECONNECT_WAIT_MS = 1_000;
+
+type RecheckOutcome = "verified" | "unreadable" | "ended";
 
 /**
  * One instance per session digest (invariant 1). Owns the binding, the idle
@@ -39,21 +60,25 @@ const SESSION_NOT_FOUND =
  * the session's messages to its upstreams: one upstream unchanged
  * (transparent), or the namespaced union of several (aggregate).
  *
- * Expiry: the alarm fires at last activity + idle timeout. Activity is kept in
- * memory and written at most once per touch interval; when the alarm fires
- * early because activity moved the deadline, it is rescheduled. A request in
- * flight pauses expiry; its end restarts the idle clock.
+ * Expiry: the alarm fires at last activity + idle timeout (or earlier: the
+ * unverified limit, the maximum age). Activity is kept in memory and written
+ * at most once per touch interval; when the alarm fires early because activity
+ * moved the deadline, it is rescheduled. A request in flight pauses idle
+ * expiry; its end restarts the idle clock. While a call or stream is open, a
+ * timer rechecks the session every recheck interval, so revocation reaches it.
  */
 export class SessionDO extends DurableObject<Env> {
 	/** Swapped for a controllable clock in tests. */
 	clock: Clock = systemClock;
+	/** Swapped for timers fired by hand in tests. */
+	timers: Timers = systemTimers;
 	readonly store: SessionStore;
 	readonly catalog: Catalog;
 	private readonly settings: Settings;
 	private readonly pool: UpstreamPool;
 	private readonly router: AggregateRouter;
 	private readonly calls: UpstreamCalls;
-	/** Reconnect backoff and circuit breaker per member. */
+	/** Reconnect backoff and circuit breaker per member, for this session. */
 	readonly breaker = new Breaker(() => this.clock);
 	/** The client's GET streams (aggregate sessions). */
 	private readonly channel = new ClientChannel();
@@ -80,10 +105,12 @@ export class SessionDO extends DurableObject<Env> {
 	private unverified = false;
 	private rechecking: Promise<RecheckOutcome> | null = null;
 	private registryReads = 0;
-	/** The transparent GET streams being relayed; they end when the session does. */
-	private readonly listeners = new Set<AbortController>();
+	/** The transparent GET streams being relayed, oldest first; they end when the session does. */
+	private readonly listeners: AbortController[] = [];
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
+	/** Cancels the recheck timer of a busy session; null while none is set. */
+	private cancelBusyRecheck: (() => void) | null = null;
 	/** Swapped for counting or gated registries in tests. */
 	registry: RegistryClient;
 
@@ -93,24 +120,17 @@ export class SessionDO extends DurableObject<Env> {
 		this.settings = settingsFrom(env);
 		this.registry = registryClient(env);
 		this.pool = new UpstreamPool(env, this.settings);
-		this.catalog = new Catalog((server, kind, onInvalidate) => this.fetchList(server, kind, onInvalidate));
+		this.catalog = new Catalog((server, kind) => this.fetchList(server, kind));
 		this.calls = new UpstreamCalls({
 			breaker: this.breaker,
-			maxReplyBytes: this.settings.maxReplyBytes,
 			connection: (member) => this.pool.connection(member),
 			session: (member) => this.upstreamSession(member),
 			retire: (member, session) => this.retire(member, session),
-			isReadOnlyTool: async (member, name) => {
-				const tools = (await this.catalog.get(member.name, "tools")) as Array<{
-					name?: unknown;
-					annotations?: { readOnlyHint?: unknown };
-				}>;
-				return tools.some((tool) => tool.name === name && tool.annotations?.readOnlyHint === true);
-			},
-			notificationFilter: (member) =>
-				this.binding?.mode === "aggregate"
-					? (message) => this.router.memberNotification(member.name, message) !== null
-					: undefined,
+			isReadOnlyTool: async (member, name) =>
+				(await this.catalog.get(member.name, "tools")).some(
+					(tool) => tool.name === name && tool.annotations?.readOnlyHint === true,
+				),
+			isolation: (member) => (this.binding?.mode === "aggregate" ? this.isolation(member) : undefined),
 		});
 		this.watch = new MemberWatch({
 			connection: (member) => this.pool.connection(member),
@@ -163,7 +183,7 @@ export class SessionDO extends DurableObject<Env> {
 			this.verifiedAt = now;
 			this.recheckedAt = now;
 			await this.store.writeBinding(binding);
-			await this.store.scheduleAlarm(now + this.settings.idleTimeoutMs);
+			await this.store.scheduleAlarm(Math.min(now + this.settings.idleTimeoutMs, this.ageLimitAt()));
 			return { opened: true, reply: opened.reply };
 		} catch (error) {
 			return {
@@ -181,6 +201,12 @@ export class SessionDO extends DurableObject<Env> {
 		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
 			return new Response(null, { status: 202 });
 		}
+		if (input.kind === "request" && this.inFlight >= MAX_IN_FLIGHT) {
+			return new GatewayError(
+				"too_many_in_flight",
+				`Too Many Requests: this session already has ${MAX_IN_FLIGHT} requests running; wait for some to finish.`,
+			).toResponse(input.message.id);
+		}
 		this.begin();
 		const done = once(() => this.finish());
 		try {
@@ -188,8 +214,9 @@ export class SessionDO extends DurableObject<Env> {
 				done();
 				return notFound();
 			}
-			if (binding.mode === "transparent") {
-				const member = this.soleMember(binding);
+			const current = this.binding ?? binding;
+			if (current.mode === "transparent") {
+				const member = this.soleMember(current);
 				if (input.kind === "request") return await this.calls.request(member, input.message, done);
 				const accepted = await this.calls.notify(member, input.message);
 				done();
@@ -213,17 +240,22 @@ export class SessionDO extends DurableObject<Env> {
 		// A listening stream is not a call: it does not hold expiry off, and it ends with the session.
 		this.touch();
 		const listening = new AbortController();
-		this.listeners.add(listening);
+		this.listeners.push(listening);
+		// A client holds at most MAX_CLIENT_STREAMS streams: opening one more ends the oldest.
+		while (this.listeners.length > MAX_CLIENT_STREAMS) this.listeners.shift()?.abort();
 		const done = once(() => {
-			this.listeners.delete(listening);
+			const index = this.listeners.indexOf(listening);
+			if (index !== -1) this.listeners.splice(index, 1);
 			this.touch();
+			this.watchWhileBusy();
 		});
 		try {
 			if (!(await this.recheckIfDue(binding))) {
 				done();
 				return notFound();
 			}
-			const member = this.soleMember(binding);
+			this.watchWhileBusy();
+			const member = this.soleMember(this.binding ?? binding);
 			const connection = this.pool.connection(member);
 			let session = await this.upstreamSession(member);
 			let upstream = await connection.openStream(session, lastEventId, listening.signal);
@@ -257,8 +289,8 @@ export class SessionDO extends DurableObject<Env> {
 
 	/**
 	 * The client's GET stream of an aggregate session: carries the gateway's own
-	 * list_changed notifications and members' resource updates and log messages.
-	 * While at least one is open, the DO listens on its members' GET streams.
+	 * list_changed notifications and members' resource updates, log messages and
+	 * progress. While at least one is open, the DO listens on its members' GET streams.
 	 */
 	private async aggregateStream(binding: SessionBinding): Promise<Response> {
 		this.touch();
@@ -267,9 +299,11 @@ export class SessionDO extends DurableObject<Env> {
 			once(() => {
 				this.touch();
 				if (!this.channel.open) this.watch.stop();
+				this.watchWhileBusy();
 			}),
 		);
-		this.watch.start(binding.members);
+		this.watch.start((this.binding ?? binding).members);
+		this.watchWhileBusy();
 		return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 	}
 
@@ -282,14 +316,19 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/**
-	 * Idle expiry and the unverified limit. Reschedules itself when activity
-	 * moved the deadline or a call is running; a session past its unverified
-	 * limit ends even while a call runs, unless a last recheck succeeds.
+	 * Idle expiry, the unverified limit and the maximum age. Reschedules itself
+	 * when activity moved the deadline or a call is running; a session past its
+	 * maximum age, or past its unverified limit without a successful last
+	 * recheck, ends even while a call runs.
 	 */
 	override async alarm(): Promise<void> {
 		const binding = await this.load();
 		if (!binding) return;
 		const now = this.clock.now();
+		if (now >= this.ageLimitAt()) {
+			await this.terminate(binding, "reached its maximum age");
+			return;
+		}
 		if (this.unverified && now >= this.verifiedAt + this.settings.unverifiedLimitMs) {
 			const outcome = await this.recheck(binding);
 			if (outcome !== "verified") {
@@ -298,7 +337,7 @@ export class SessionDO extends DurableObject<Env> {
 			}
 		}
 		if (this.inFlight > 0) {
-			await this.store.scheduleAlarm(Math.min(now + this.settings.idleTimeoutMs, this.limitAt()));
+			await this.store.scheduleAlarm(Math.min(now + this.settings.idleTimeoutMs, this.limitAt(), this.ageLimitAt()));
 			return;
 		}
 		const deadline = this.deadline();
@@ -330,16 +369,32 @@ export class SessionDO extends DurableObject<Env> {
 
 	/**
 	 * When the session ends if nothing else happens: one idle timeout after the
-	 * last activity, and, while the registry cannot be read, no later than the
-	 * unverified limit after the last successful recheck.
+	 * last activity; while the registry cannot be read, no later than the
+	 * unverified limit after the last successful recheck; never after its maximum age.
 	 */
 	deadline(): number {
 		const idle = Math.max(this.lastActivity, this.restoredActivityBound) + this.settings.idleTimeoutMs;
-		return Math.min(idle, this.limitAt());
+		return Math.min(idle, this.limitAt(), this.ageLimitAt());
 	}
 
 	private limitAt(): number {
 		return this.unverified ? this.verifiedAt + this.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
+	}
+
+	private ageLimitAt(): number {
+		const createdAt = this.binding?.createdAt;
+		return createdAt === undefined ? Number.POSITIVE_INFINITY : createdAt + this.settings.maxSessionAgeMs;
+	}
+
+	/** How an aggregate member's reply is kept to itself: its own response, and notifications it may send. */
+	private isolation(member: Member): ReplyIsolation {
+		return {
+			keepNotification: (message) => this.router.memberNotification(member.name, message) !== null,
+			onForeign: (message) => {
+				const what = "method" in message ? `a ${message.method} request` : "a response to another request";
+				console.warn(`member ${member.name}: dropped ${what} on its reply; it is not the member's to send`);
+			},
+		};
 	}
 
 	/** The member's upstream session, opening one if the member was unavailable so far. */
@@ -404,21 +459,48 @@ export class SessionDO extends DurableObject<Env> {
 		await this.store.writeBinding(updated);
 	}
 
-	/** Fetches a whole list from a member, reporting list_changed notifications seen meanwhile. */
-	private async fetchList(
-		server: string,
-		kind: ListKind,
-		onInvalidate: (kinds: readonly ListKind[]) => void,
-	): Promise<unknown[]> {
+	/**
+	 * A recheck found members whose configuration (URL, headers, timeout)
+	 * changed: the session takes the new configuration and reopens those
+	 * upstream sessions on it, so it never talks to an old URL with current
+	 * secrets. An old session on an unchanged URL is closed there; one on a URL
+	 * that changed gets nothing more, not even a DELETE carrying credentials.
+	 */
+	private async applyConfigChanges(changed: readonly ServerRecord[]): Promise<void> {
+		const binding = this.binding;
+		if (!binding || changed.length === 0) return;
+		const upstreams = { ...binding.upstreams };
+		let members = binding.members;
+		for (const server of changed) {
+			const old = members.find((member) => member.name === server.name);
+			if (!old) continue;
+			const member = memberOf(server);
+			members = members.map((candidate) => (candidate.name === server.name ? member : candidate));
+			const session = upstreams[server.name];
+			delete upstreams[server.name];
+			this.pool.replace(member);
+			this.breaker.success(member.name);
+			if (session && old.url === member.url) this.ctx.waitUntil(this.pool.connection(member).close(session));
+			console.log(`upstream ${server.name}: configuration changed; this session reconnects with the new one`);
+		}
+		this.binding = { ...binding, members, upstreams };
+		for (const server of changed) {
+			if (binding.mode === "aggregate") this.router.memberReset(server.name);
+			else this.catalog.forget(server.name);
+		}
+		await this.store.writeBinding(this.binding);
+	}
+
+	/**
+	 * Fetches a whole list from a member. list_changed notifications seen on
+	 * the way go through the router, which applies them at most once per window.
+	 */
+	private async fetchList<K extends ListKind>(server: string, kind: K): Promise<Array<ListItems[K]>> {
 		const member = this.member(server);
-		const { method, field } = LIST_KINDS[kind];
 		try {
-			return await this.pool
-				.connection(member)
-				.listAll(await this.upstreamSession(member), method, field, (notification) => {
-					const kinds = INVALIDATED_BY[notification.method];
-					if (kinds) onInvalidate(kinds);
-				});
+			return await this.pool.connection(member).listAll(await this.upstreamSession(member), kind, (notification) => {
+				this.router.memberNotification(server, notification);
+			});
 		} catch (error) {
 			// A member that does not offer this list has an empty one.
 			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
@@ -443,10 +525,15 @@ export class SessionDO extends DurableObject<Env> {
 	 * (invariant 5). The request that finds a recheck due waits for it, so a
 	 * revoked or deleted session is refused at once; requests arriving while it
 	 * runs are served on the previous verification and do not wait, unless the
-	 * unverified limit has passed. Returns false when the session has ended.
+	 * unverified limit has passed. A session past its maximum age ends here.
+	 * Returns false when the session has ended.
 	 */
 	private async recheckIfDue(binding: SessionBinding): Promise<boolean> {
 		const now = this.clock.now();
+		if (now >= this.ageLimitAt()) {
+			await this.terminate(binding, "reached its maximum age");
+			return false;
+		}
 		const pastLimit = now >= this.verifiedAt + this.settings.unverifiedLimitMs;
 		if (this.rechecking && !pastLimit) return this.binding !== null;
 		if (!this.rechecking && now - this.recheckedAt < this.settings.recheckIntervalMs && !pastLimit) return true;
@@ -470,11 +557,11 @@ export class SessionDO extends DurableObject<Env> {
 						keyId: binding.keyId,
 						userPath: binding.userPath,
 						endpoint: binding.endpointCheck,
-						// A transparent session's one member is its endpoint, checked above.
-						members:
-							binding.mode === "aggregate"
-								? binding.members.map((member) => ({ name: member.name, generation: member.generation }))
-								: undefined,
+						members: binding.members.map((member) => ({
+							name: member.name,
+							generation: member.generation,
+							configDigest: member.configDigest,
+						})),
 					}),
 					REGISTRY_TIMEOUT_MS,
 				);
@@ -485,9 +572,10 @@ export class SessionDO extends DurableObject<Env> {
 				// The latest success counts, whoever started it: the unverified limit runs from here.
 				this.verifiedAt = this.clock.now();
 				this.unverified = false;
+				await this.applyConfigChanges(check.changed);
 				return "verified";
 			} catch (error) {
-				console.warn(`session recheck failed, serving unverified: ${describe(error)}`);
+				console.warn(`session recheck failed, serving unverified: ${describeError(error)}`);
 				if (!this.unverified) {
 					this.unverified = true;
 					// End the session at the limit even if no request comes, or a call keeps running.
@@ -499,6 +587,36 @@ export class SessionDO extends DurableObject<Env> {
 			}
 		})();
 		return this.rechecking;
+	}
+
+	/** A call or a client stream is open: nothing else would make the session recheck. */
+	private get busy(): boolean {
+		return this.inFlight > 0 || this.listeners.length > 0 || this.channel.open;
+	}
+
+	/**
+	 * While the session is busy, a timer rechecks it every recheck interval, so
+	 * a revoked key or a deleted endpoint ends an open stream or a long call
+	 * within one interval even when no new request arrives. A timer costs no
+	 * storage write (the alarm would cost one per call), and a busy Durable
+	 * Object is awake anyway; it is cancelled as soon as the session is idle.
+	 */
+	private watchWhileBusy(): void {
+		if (!this.busy || !this.binding) {
+			this.cancelBusyRecheck?.();
+			this.cancelBusyRecheck = null;
+			return;
+		}
+		if (this.cancelBusyRecheck) return;
+		const due = Math.min(this.recheckedAt + this.settings.recheckIntervalMs, this.ageLimitAt());
+		this.cancelBusyRecheck = this.timers.set(Math.max(0, due - this.clock.now()), () => {
+			this.cancelBusyRecheck = null;
+			const binding = this.binding;
+			if (!binding || !this.busy) return;
+			this.recheckIfDue(binding)
+				.catch((error: unknown) => console.error(`busy session recheck failed: ${describeError(error)}`))
+				.finally(() => this.watchWhileBusy());
+		});
 	}
 
 	private async authorize(scope: SessionScope): Promise<SessionBinding | null> {
@@ -535,12 +653,14 @@ export class SessionDO extends DurableObject<Env> {
 		this.inFlight++;
 		this.lastActivity = this.clock.now();
 		this.touchIfDue();
+		this.watchWhileBusy();
 	}
 
 	private finish(): void {
 		this.inFlight--;
 		this.lastActivity = this.clock.now();
 		this.touchIfDue();
+		this.watchWhileBusy();
 		if (this.inFlight === 0 && this.closeWhenDrained) {
 			const ended = this.closeWhenDrained;
 			this.closeWhenDrained = null;
@@ -563,23 +683,31 @@ export class SessionDO extends DurableObject<Env> {
 		const touched = { ...binding, lastActivity: now, verifiedAt: this.verifiedAt };
 		this.binding = touched;
 		this.store.writeBinding(touched).catch((error: unknown) => {
-			console.error(`session touch failed: ${error instanceof Error ? error.message : String(error)}`);
+			console.error(`session touch failed: ${describeError(error)}`);
 		});
 	}
 
 	/**
 	 * Ends the session: forgotten first, so concurrent and later requests get
-	 * 404 and nothing writes it back; storage cleared; upstream sessions closed,
-	 * after the calls still running have drained.
+	 * 404 and nothing writes it back; running calls and streams ended; storage
+	 * cleared; the key's place given back; upstream sessions closed, after the
+	 * calls still running have drained.
 	 */
 	private async terminate(binding: SessionBinding, reason: string): Promise<void> {
 		if (this.binding === null) return;
 		console.log(`session ended: ${reason}`);
 		this.binding = null;
+		this.cancelBusyRecheck?.();
+		this.cancelBusyRecheck = null;
+		this.calls.abortAll(reason);
 		this.watch.stop();
 		this.channel.closeAll();
-		for (const listening of this.listeners) listening.abort();
-		this.listeners.clear();
+		for (const listening of this.listeners.splice(0)) listening.abort();
+		this.ctx.waitUntil(
+			keySessions(this.env, binding.keyId)
+				.release(this.ctx.id.toString())
+				.catch((error: unknown) => console.warn(`session place not released: ${describeError(error)}`)),
+		);
 		await this.store.clear();
 		if (this.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.pool.closeAll(binding.members, binding.upstreams);
@@ -594,11 +722,6 @@ export interface SessionStats {
 	inFlight: number;
 }
 
-type RecheckOutcome = "verified" | "unreadable" | "ended";
-
-/** A registry that does not answer within this is treated as unreadable for this recheck. */
-const REGISTRY_TIMEOUT_MS = 5_000;
-
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 	let timer: ReturnType<typeof setTimeout> | undefined;
 	const timeout = new Promise<never>((_, reject) => {
@@ -607,48 +730,4 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 	return Promise.race([promise, timeout]).finally(() => {
 		if (timer !== undefined) clearTimeout(timer);
 	});
-}
-
-function describe(error: unknown): string {
-	return error instanceof Error ? error.message : String(error);
-}
-
-/** The upstream's response with only the headers a client may see: no upstream session id. */
-function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Response {
-	const headers = new Headers();
-	const type = upstream.headers.get("content-type");
-	if (type) headers.set("content-type", type);
-	if (type?.includes("text/event-stream")) headers.set("cache-control", "no-cache");
-	return new Response(body, { status: upstream.status, headers });
-}
-
-/** A reconnect backoff up to this long is waited out by the request; a longer one fails it fast. */
-const MAX_RECONNECT_WAIT_MS = 1_000;
-
-function once(action: () => void): () => void {
-	let called = false;
-	return () => {
-		if (!called) {
-			called = true;
-			action();
-		}
-	};
-}
-
-function notFound(): Response {
-	return new GatewayError("session_not_found", SESSION_NOT_FOUND).toResponse();
-}
-
-function renderRpcFailure(error: unknown, id: JSONRPCRequest["id"]): Response {
-	return asGatewayError(error).toRpcResponse(id);
-}
-
-function renderHttpFailure(error: unknown): Response {
-	return asGatewayError(error).toResponse();
-}
-
-function asGatewayError(error: unknown): GatewayError {
-	if (error instanceof GatewayError) return error;
-	console.error("session: unexpected failure", error);
-	return new GatewayError("internal", "The gateway failed unexpectedly while handling this session.", { cause: error });
 }

@@ -4,7 +4,6 @@ import {
 	type JSONRPCMessage,
 	type JSONRPCRequest,
 	LATEST_PROTOCOL_VERSION,
-	type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import {
 	AGGREGATE_CLIENT_CAPABILITIES,
@@ -12,7 +11,7 @@ import {
 	aggregateInstructions,
 	GATEWAY_SERVER_INFO,
 } from "../mcp/aggregate.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
@@ -49,9 +48,12 @@ export function memberInitParams(version: string, clientInfo: InitializeRequest[
 export async function openTransparent(pool: UpstreamPool, input: OpenSessionInput): Promise<Opened> {
 	const member = input.members[0];
 	if (!member) throw new GatewayError("internal", "A transparent session needs exactly one upstream server.");
-	const { reply, session } = await pool.connection(member).initialize(input.request);
-	if (!session) return { reply };
-	return { binding: draft(input, session.protocolVersion, { [member.name]: session }), reply };
+	const opened = await pool.connection(member).initialize(input.request);
+	if (!opened.session) return { reply: opened.reply };
+	return {
+		binding: draft(input, opened.session.protocolVersion, { [member.name]: opened.session }),
+		reply: opened.reply,
+	};
 }
 
 /**
@@ -69,8 +71,7 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 		try {
 			hellos.set(member.name, await pool.open(member, params));
 		} catch (error) {
-			const reason = error instanceof Error ? error.message : String(error);
-			console.warn(`member ${member.name} unavailable at initialize: ${reason}`);
+			console.warn(`member ${member.name} unavailable at initialize: ${describeError(error)}`);
 		}
 	});
 	const answered = input.members.flatMap((member) => {
@@ -79,15 +80,13 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 	});
 	const result: InitializeResult = {
 		protocolVersion: version,
-		capabilities: aggregateCapabilities(
-			answered.map(({ hello }) => (hello.result.capabilities ?? {}) as ServerCapabilities),
-		),
+		capabilities: aggregateCapabilities(answered.map(({ hello }) => hello.result.capabilities)),
 		serverInfo: GATEWAY_SERVER_INFO,
 	};
 	const instructions = aggregateInstructions(
 		answered.map(({ member, hello }) => ({
 			server: member.name,
-			instructions: typeof hello.result.instructions === "string" ? hello.result.instructions : undefined,
+			instructions: hello.result.instructions,
 		})),
 	);
 	if (instructions) result.instructions = instructions;

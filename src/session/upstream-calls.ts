@@ -5,10 +5,12 @@ import type {
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { failureReply } from "../mcp/failure-reply.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { relaySse } from "../mcp/sse-relay.ts";
+import { type ReplyIsolation, relaySse } from "../mcp/sse-relay.ts";
+import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
@@ -17,8 +19,6 @@ import { withCompletion } from "./stream-completion.ts";
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
 	readonly breaker: Breaker;
-	/** Cap on one upstream JSON reply or SSE event: an over-size reply fails its call, never the isolate. */
-	readonly maxReplyBytes: number;
 	connection(member: Member): UpstreamConnection;
 	/** The member's upstream session, opened if needed; throws when none can be had (nothing was sent). */
 	session(member: Member): Promise<UpstreamSession>;
@@ -27,20 +27,40 @@ export interface CallHost {
 	/** Whether the member listed this tool with `annotations.readOnlyHint === true`. */
 	isReadOnlyTool(member: Member, name: string): Promise<boolean>;
 	/**
-	 * Aggregate sessions filter members' notifications on replies (returns the
-	 * filter); transparent ones pass replies on unchanged (returns undefined).
+	 * Aggregate sessions isolate members' replies (returns how); transparent
+	 * ones pass replies on unchanged (returns undefined).
 	 */
-	notificationFilter(member: Member): ((message: JSONRPCNotification) => boolean) | undefined;
+	isolation(member: Member, request: JSONRPCRequest): ReplyIsolation | undefined;
 }
+
+/**
+ * Methods that only read, so repeating them after a failure that may have
+ * reached the upstream changes nothing. Everything else (including methods the
+ * gateway does not know, passed through a transparent endpoint) is sent at most
+ * once; `tools/call` is repeated only for tools listed as read-only.
+ */
+const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
+	"tools/list",
+	"prompts/list",
+	"prompts/get",
+	"resources/list",
+	"resources/templates/list",
+	"resources/read",
+	"ping",
+]);
+
+/** Why a running request was aborted by the gateway rather than the client. */
+class SessionEnded extends Error {}
 
 /**
  * Sends client requests to an upstream and turns every way that can fail into
  * an exact answer, at most once: a request that may have reached the upstream
- * is repeated only when it cannot change anything (a read method, or a tool
- * listed as read-only); one that certainly was not sent may be tried once more.
+ * is repeated only when it cannot change anything (a read method on the
+ * allowlist, or a tool listed as read-only); one that certainly was not sent
+ * may be tried once more.
  */
 export class UpstreamCalls {
-	/** Requests being relayed, so a client's cancellation can end the wait for a reply that will not come. */
+	/** Requests being relayed, so a cancellation can end the wait for a reply that will not come. */
 	private readonly running = new Map<RequestId, AbortController>();
 
 	constructor(private readonly host: CallHost) {}
@@ -50,17 +70,31 @@ export class UpstreamCalls {
 		const message = normalizeOutgoing(original) as JSONRPCRequest;
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
+		let settled = false;
 		const settle = () => {
+			if (settled) return;
+			settled = true;
 			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
 			done();
 		};
-		return this.attempt(member, message, cancelled.signal, settle);
+		try {
+			return await this.attempt(member, message, cancelled.signal, settle);
+		} catch (error) {
+			settle();
+			throw error;
+		}
+	}
+
+	/** Ends every running request: the session ended (`reason` says why) and their replies are not wanted. */
+	abortAll(reason: string): void {
+		for (const running of this.running.values()) running.abort(new SessionEnded(reason));
+		this.running.clear();
 	}
 
 	private async attempt(
 		member: Member,
 		message: JSONRPCRequest,
-		cancelledByClient: AbortSignal,
+		cancelled: AbortSignal,
 		done: () => void,
 	): Promise<Response> {
 		const reply = (error: GatewayError) => {
@@ -84,20 +118,22 @@ export class UpstreamCalls {
 				session = await this.host.session(member);
 			} catch (error) {
 				// Nothing was sent: any request may be tried once more.
-				if (attempt === 1) continue;
+				if (attempt === 1 && !isFinal(error)) continue;
 				return reply(notSent(member, error));
 			}
-			const deadline = connection.startCallDeadline(cancelledByClient);
+			const deadline = connection.startCallDeadline(cancelled);
 			let upstream: Response;
 			try {
 				upstream = await connection.post(session, message, deadline);
 			} catch (error) {
 				deadline.clear();
-				if (cancelledByClient.aborted) return reply(cancelledError());
+				if (cancelled.aborted) return reply(cancelledError(cancelled));
 				if (error instanceof GatewayError && error.kind === "upstream_timeout") {
 					this.cancelUpstream(connection, session, message);
 					return reply(error);
 				}
+				// The upstream answered, but not as MCP (a redirect): nothing to retry or back off from.
+				if (isFinal(error)) return reply(error as GatewayError);
 				this.host.breaker.failure(member.name);
 				if (attempt === 1 && (await this.mayRepeat(member, message))) continue;
 				return reply(mayHaveRun(member, message, "the connection failed after the request was sent"));
@@ -127,7 +163,7 @@ export class UpstreamCalls {
 				return reply(connection.statusError(upstream.status, message.method));
 			}
 			this.host.breaker.success(member.name);
-			return this.relay(member, connection, session, message, upstream, deadline, cancelledByClient, done);
+			return this.relay(member, connection, session, message, upstream, deadline, cancelled, done);
 		}
 	}
 
@@ -168,80 +204,87 @@ export class UpstreamCalls {
 		session: UpstreamSession,
 		message: JSONRPCRequest,
 		upstream: Response,
-		deadline: { signal: AbortSignal; clear(): void },
-		cancelledByClient: AbortSignal,
+		deadline: Deadline,
+		cancelled: AbortSignal,
 		done: () => void,
 	): Promise<Response> {
 		const finish = () => {
 			deadline.clear();
 			done();
 		};
+		const cap = connection.maxReplyBytes;
+		const isolation = this.host.isolation(member, message);
+		const failed = (error: unknown): JSONRPCMessage | null => {
+			if (cancelled.aborted) {
+				// The client cancelled: per the spec it expects no response. The session ended: say so.
+				return cancelled.reason instanceof SessionEnded
+					? failureReply(message.method, message.id, cancelledError(cancelled))
+					: null;
+			}
+			if (deadline.signal.aborted) {
+				this.cancelUpstream(connection, session, message);
+				return failureReply(message.method, message.id, connection.midStreamError(error, true));
+			}
+			this.host.breaker.failure(member.name);
+			const what = error === null ? "it closed the reply before answering" : "the connection broke before it answered";
+			return failureReply(message.method, message.id, mayHaveRun(member, message, what));
+		};
 		const type = upstream.headers.get("content-type") ?? "";
 		const body = upstream.body as ReadableStream<Uint8Array>;
 		if (type.includes("text/event-stream")) {
 			const relayed = relaySse(body, {
 				requestId: message.id,
-				maxEventBytes: this.host.maxReplyBytes,
-				keepNotification: this.host.notificationFilter(member),
-				onIncomplete: (error) => {
-					// The client cancelled: per the spec it expects no response.
-					if (cancelledByClient.aborted) return null;
-					if (deadline.signal.aborted) {
-						this.cancelUpstream(connection, session, message);
-						return failureReply(message.method, message.id, connection.midStreamError(error, true));
-					}
-					this.host.breaker.failure(member.name);
-					const what =
-						error === null ? "it closed the reply before answering" : "the connection broke before it answered";
-					return failureReply(message.method, message.id, mayHaveRun(member, message, what));
-				},
-				onOversize: () => failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)),
+				maxEventBytes: cap,
+				isolation,
+				onIncomplete: failed,
+				onOversize: () => failureReply(message.method, message.id, tooLarge(member, cap)),
 				onDone: finish,
 			});
 			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 		}
 		const declared = Number(upstream.headers.get("content-length") ?? Number.NaN);
-		if (Number.isFinite(declared)) {
-			if (declared > this.host.maxReplyBytes) {
-				await body.cancel();
-				finish();
-				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
-			}
-			// A JSON reply of known, allowed size flows through as a stream.
+		if (Number.isFinite(declared) && declared > cap) {
+			await body.cancel();
+			finish();
+			return Response.json(failureReply(message.method, message.id, tooLarge(member, cap)));
+		}
+		if (Number.isFinite(declared) && !isolation) {
+			// A transparent JSON reply of known, allowed size flows through as a stream.
 			return new Response(withCompletion(body, finish), {
 				status: upstream.status,
 				headers: { "content-type": "application/json" },
 			});
 		}
 		try {
-			// Without a declared length, the reply is read (up to the cap) so that an over-size one fails cleanly.
-			const bytes = await readCapped(body, this.host.maxReplyBytes);
-			if (bytes === null) {
-				return Response.json(failureReply(message.method, message.id, tooLarge(member, this.host.maxReplyBytes)));
+			// Read (up to the cap) so that an over-size reply fails cleanly, and, on aggregates,
+			// so that only the member's answer to this request reaches the client.
+			const bytes = await readCapped(body, cap);
+			if (bytes === null) return Response.json(failureReply(message.method, message.id, tooLarge(member, cap)));
+			if (isolation) {
+				const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
+				if (!reply || !isResponseTo(reply, message.id)) {
+					if (reply) isolation.onForeign(reply);
+					return Response.json(
+						failureReply(
+							message.method,
+							message.id,
+							connection.protocolError("a JSON reply that does not answer the request it was sent"),
+						),
+					);
+				}
 			}
 			return new Response(bytes, { status: upstream.status, headers: { "content-type": "application/json" } });
 		} catch (error) {
-			if (cancelledByClient.aborted) return Response.json(failureReply(message.method, message.id, cancelledError()));
-			if (deadline.signal.aborted) {
-				this.cancelUpstream(connection, session, message);
-				return Response.json(failureReply(message.method, message.id, connection.midStreamError(error, true)));
-			}
-			this.host.breaker.failure(member.name);
-			return Response.json(
-				failureReply(
-					message.method,
-					message.id,
-					mayHaveRun(member, message, "the connection broke before it answered"),
-				),
-			);
+			return Response.json(failed(error) ?? failureReply(message.method, message.id, cancelledError(cancelled)));
 		} finally {
 			finish();
 		}
 	}
 
-	/** Reads may always be repeated; a tool call only when the tool is listed as read-only. */
+	/** Read methods on the allowlist may always be repeated; a tool call only when the tool is listed as read-only. */
 	private async mayRepeat(member: Member, message: JSONRPCRequest): Promise<boolean> {
-		if (message.method !== "tools/call") return true;
+		if (REPEATABLE_METHODS.has(message.method)) return true;
+		if (message.method !== "tools/call") return false;
 		const name = (message.params as { name?: unknown } | undefined)?.name;
 		return typeof name === "string" && (await this.host.isReadOnlyTool(member, name).catch(() => false));
 	}
@@ -258,30 +301,38 @@ export class UpstreamCalls {
 			.post(session, cancelled, deadline)
 			.then((response) => response.body?.cancel())
 			.catch((error: unknown) =>
-				console.warn(`upstream ${connection.serverName}: cancellation not delivered: ${describe(error)}`),
+				console.warn(`upstream ${connection.serverName}: cancellation not delivered: ${describeError(error)}`),
 			)
 			.finally(() => deadline.clear());
 	}
 }
 
-function describe(error: unknown): string {
-	return (error instanceof Error ? error.message : String(error)).replace(/\.+$/, "");
+/** Failures that are an answer, not a transport problem: retrying or backing off would not help. */
+function isFinal(error: unknown): boolean {
+	return error instanceof GatewayError && (error.kind === "upstream_error" || error.kind === "misconfigured");
 }
 
 function notSent(member: Member, error: unknown): GatewayError {
-	const reason = error instanceof GatewayError ? error.message : describe(error);
+	if (error instanceof GatewayError && error.kind === "misconfigured") return error;
 	return new GatewayError(
 		"upstream_unavailable",
-		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${reason.replace(/\.+$/, "")}. It is safe to retry later.`,
+		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${describeError(error)}. It is safe to retry later.`,
 		{ server: member.name, cause: error },
 	);
 }
 
 function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): GatewayError {
-	if (message.method !== "tools/call") {
+	if (REPEATABLE_METHODS.has(message.method)) {
 		return new GatewayError("upstream_unavailable", `Upstream server '${member.name}' failed: ${what}.`, {
 			server: member.name,
 		});
+	}
+	if (message.method !== "tools/call") {
+		return new GatewayError(
+			"outcome_uncertain",
+			`The request ${message.method} to upstream server '${member.name}' may or may not have taken effect: ${what}. It was not repeated, because only reads are. Check before sending it again; the gateway reconnects to '${member.name}' on the next request.`,
+			{ server: member.name },
+		);
 	}
 	const tool = String((message.params as { name?: unknown } | undefined)?.name ?? "the tool");
 	return new GatewayError(
@@ -291,7 +342,13 @@ function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): Gate
 	);
 }
 
-function cancelledError(): GatewayError {
+function cancelledError(signal: AbortSignal): GatewayError {
+	if (signal.reason instanceof SessionEnded) {
+		return new GatewayError(
+			"session_not_found",
+			`The session ended while this request was running (${signal.reason.message}). Initialize a new session.`,
+		);
+	}
 	return new GatewayError("cancelled", "Request cancelled by the client.");
 }
 

@@ -1,14 +1,15 @@
-import type { InitializeRequest, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { InitializeRequest, InitializeResult, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import type { Member } from "./binding.ts";
+import { forEachBounded } from "./bounded.ts";
 
 /** What a member's initialize reply tells the aggregate. */
 export interface MemberHello {
 	session: UpstreamSession;
-	result: Record<string, unknown>;
+	result: InitializeResult;
 }
 
 /**
@@ -19,6 +20,8 @@ export interface MemberHello {
 export class UpstreamPool {
 	private readonly connections = new Map<string, UpstreamConnection>();
 	private readonly opening = new Map<string, Promise<MemberHello>>();
+	/** Requests of connections already replaced, so cost reports keep counting them. */
+	private replacedRequests = 0;
 
 	constructor(
 		private readonly vars: Record<string, unknown>,
@@ -28,10 +31,22 @@ export class UpstreamPool {
 	connection(member: Member): UpstreamConnection {
 		let connection = this.connections.get(member.name);
 		if (!connection) {
-			connection = new UpstreamConnection(resolveTarget(member, this.vars, this.settings.upstreamTimeoutMs));
+			connection = new UpstreamConnection(
+				resolveTarget(member, this.vars, {
+					defaultTimeoutMs: this.settings.upstreamTimeoutMs,
+					maxReplyBytes: this.settings.maxReplyBytes,
+					allowHttpUpstreams: this.settings.allowHttpUpstreams,
+				}),
+			);
 			this.connections.set(member.name, connection);
 		}
 		return connection;
+	}
+
+	/** Forgets the member's connection: its configuration changed, the next use builds one from the new. */
+	replace(member: Member): void {
+		this.replacedRequests += this.connections.get(member.name)?.requests ?? 0;
+		this.connections.delete(member.name);
 	}
 
 	/**
@@ -51,31 +66,29 @@ export class UpstreamPool {
 
 	/** Upstream requests sent by this pool's connections so far. */
 	get requests(): number {
-		let total = 0;
+		let total = this.replacedRequests;
 		for (const connection of this.connections.values()) total += connection.requests;
 		return total;
 	}
 
-	/** Ends every given upstream session, best effort, in parallel. */
+	/** Ends every given upstream session, best effort, at most six at a time. */
 	async closeAll(members: readonly Member[], sessions: Record<string, UpstreamSession>): Promise<void> {
-		await Promise.all(
-			members.map(async (member) => {
-				const session = sessions[member.name];
-				if (session) await this.connection(member).close(session);
-			}),
-		);
+		await forEachBounded(members, async (member) => {
+			const session = sessions[member.name];
+			if (session) await this.connection(member).close(session);
+		});
 	}
 
 	private async handshake(member: Member, params: InitializeRequest["params"]): Promise<MemberHello> {
 		const connection = this.connection(member);
 		const request: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-init-${member.name}`, method: "initialize", params };
-		const { reply, session } = await connection.initialize(request);
-		if (!session || !("result" in reply)) {
-			const message = "error" in reply ? String((reply.error as { message?: unknown }).message) : "no result";
-			throw new GatewayError("upstream_error", `Upstream server '${member.name}' refused initialize: ${message}.`, {
+		const opened = await connection.initialize(request);
+		if (!opened.session) {
+			const reason = "error" in opened.reply ? opened.reply.error.message : "no result";
+			throw new GatewayError("upstream_error", `Upstream server '${member.name}' refused initialize: ${reason}.`, {
 				server: member.name,
 			});
 		}
-		return { session, result: reply.result as Record<string, unknown> };
+		return { session: opened.session, result: opened.result };
 	}
 }

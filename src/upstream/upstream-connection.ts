@@ -1,12 +1,17 @@
 import {
+	type InitializeResult,
+	InitializeResultSchema,
 	type JSONRPCMessage,
-	JSONRPCMessageSchema,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
+	PaginatedResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
@@ -17,8 +22,6 @@ export interface UpstreamSession {
 	protocolVersion: string;
 }
 
-/** Replies above this size fail the call instead of the isolate. */
-const MAX_REPLY_BYTES = 10 * 1024 * 1024;
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
 const CLOSE_TIMEOUT_MS = 5_000;
 
@@ -29,10 +32,20 @@ let requestCounter = 0;
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
+/** A JSON-RPC reply read from an upstream, with its size on the wire. */
+interface Reply {
+	message: JSONRPCMessage;
+	bytes: number;
+}
+
 /**
  * The client side of streamable HTTP towards one upstream server. It knows
  * nothing about gateway clients or principals: it sends messages, and turns
- * transport failures into GatewayErrors that name the server.
+ * transport failures into GatewayErrors that name the server. Every reply is
+ * read under the reply cap; redirects are never followed.
+ *
+ * Client-facing messages name the server and the kind of failure only: its
+ * host, path and the raw fetch error go to the operator's log.
  */
 export class UpstreamConnection {
 	/** Requests sent, for cost reports. */
@@ -47,12 +60,23 @@ export class UpstreamConnection {
 		return this.target.name;
 	}
 
+	/** Cap on one reply or SSE event from this upstream. */
+	get maxReplyBytes(): number {
+		return this.target.maxReplyBytes;
+	}
+
 	/**
 	 * Runs the initialize handshake: sends the request, reads the response from
 	 * JSON or SSE, and on success sends `notifications/initialized` so that the
-	 * upstream session is ready before the client's first request.
+	 * upstream session is ready before the client's first request. `reply` is
+	 * the upstream's message as it came; `result` its result, parsed.
 	 */
-	async initialize(request: JSONRPCRequest): Promise<{ reply: JSONRPCMessage; session: UpstreamSession | null }> {
+	async initialize(
+		request: JSONRPCRequest,
+	): Promise<
+		| { reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }
+		| { reply: JSONRPCMessage; session: null }
+	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
@@ -61,12 +85,13 @@ export class UpstreamConnection {
 				await response.body?.cancel();
 				throw this.statusError(response.status, "initialize");
 			}
-			const reply = await this.readReply(response, request.id);
+			const { message: reply } = await this.readReply(response, request.id);
 			if (!("result" in reply)) return { reply, session: null };
-			const negotiated = (reply.result as { protocolVersion?: unknown }).protocolVersion;
+			const parsed = InitializeResultSchema.safeParse(reply.result);
+			if (!parsed.success) throw this.protocolError("an initialize result that is not valid MCP");
 			const session: UpstreamSession = {
 				sessionId: response.headers.get("mcp-session-id"),
-				protocolVersion: typeof negotiated === "string" ? negotiated : protocolVersion,
+				protocolVersion: parsed.data.protocolVersion,
 			};
 			if (!isSupportedSessionVersion(session.protocolVersion)) {
 				await this.close(session);
@@ -79,7 +104,9 @@ export class UpstreamConnection {
 			const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" }, deadline);
 			await ack.body?.cancel();
 			if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
-			return { reply, session };
+			return { reply, session, result: parsed.data };
+		} catch (error) {
+			throw deadline.signal.aborted ? this.timeoutError(error) : error;
 		} finally {
 			deadline.clear();
 		}
@@ -97,56 +124,52 @@ export class UpstreamConnection {
 		params: Record<string, unknown> | undefined,
 		onNotification?: (message: JSONRPCNotification) => void,
 	): Promise<Record<string, unknown>> {
-		const id = `gw-${++requestCounter}`;
-		const deadline = startDeadline(this.target.timeoutMs);
-		try {
-			const message: JSONRPCMessage =
-				params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
-			const response = await this.send("POST", session, message, deadline);
-			if (!response.ok) {
-				await response.body?.cancel();
-				throw this.statusError(response.status, method);
-			}
-			const reply = await this.readReply(response, id, onNotification);
-			if ("error" in reply) {
-				const error = reply.error as { message?: unknown; code?: unknown };
-				throw new GatewayError(
-					"upstream_error",
-					`Upstream server '${this.target.name}' answered ${method} with an error: ${String(error.message ?? "unknown")}.`,
-					{ server: this.target.name, upstreamCode: typeof error.code === "number" ? error.code : undefined },
-				);
-			}
-			if (!("result" in reply)) throw this.protocolError(`a reply to ${method} without a result`);
-			return reply.result as Record<string, unknown>;
-		} catch (error) {
-			if (deadline.signal.aborted && !(error instanceof GatewayError && error.kind === "upstream_timeout")) {
-				throw this.timeoutError(error);
-			}
-			throw error;
-		} finally {
-			deadline.clear();
-		}
+		return (await this.exchange(session, method, params, onNotification)).result;
 	}
 
-	/** Follows a list method's pagination to the end and returns every item. */
-	async listAll(
+	/**
+	 * Follows a list method's pagination to the end and returns every valid
+	 * entry, as the upstream wrote it. Entries that are not valid MCP are
+	 * dropped with one log line naming the server; all pages together are
+	 * capped like one reply, so a long list cannot exhaust the isolate.
+	 */
+	async listAll<K extends ListKind>(
 		session: UpstreamSession,
-		method: string,
-		field: string,
+		kind: K,
 		onNotification?: (message: JSONRPCNotification) => void,
-	): Promise<unknown[]> {
-		const items: unknown[] = [];
+	): Promise<Array<ListItems[K]>> {
+		const { method, field } = LIST_KINDS[kind];
+		const items: Array<ListItems[K]> = [];
+		let dropped = 0;
+		let total = 0;
 		let cursor: string | undefined;
 		for (let page = 0; page < MAX_LIST_PAGES; page++) {
-			const result = await this.request(session, method, cursor === undefined ? undefined : { cursor }, onNotification);
-			const list = result[field];
-			if (!Array.isArray(list)) throw this.protocolError(`a ${method} result without '${field}'`);
-			items.push(...list);
-			const next = result.nextCursor;
-			if (typeof next !== "string" || next === "") return items;
+			const { result, bytes } = await this.exchange(
+				session,
+				method,
+				cursor === undefined ? undefined : { cursor },
+				onNotification,
+			);
+			total += bytes;
+			if (total > this.target.maxReplyBytes) {
+				throw this.tooLarge(`its ${method} pages together are larger than ${this.target.maxReplyBytes} bytes`);
+			}
+			const entries = result[field];
+			const paging = PaginatedResultSchema.safeParse(result);
+			if (!Array.isArray(entries) || !paging.success) throw this.protocolError(`a ${method} result without '${field}'`);
+			for (const entry of entries) {
+				if (isListItem(kind, entry)) items.push(entry);
+				else dropped++;
+			}
+			const next = paging.data.nextCursor;
+			if (next === undefined || next === "") break;
 			cursor = next;
+			if (page === MAX_LIST_PAGES - 1) throw this.protocolError(`more than ${MAX_LIST_PAGES} pages for ${method}`);
 		}
-		throw this.protocolError(`more than ${MAX_LIST_PAGES} pages for ${method}`);
+		if (dropped > 0) {
+			console.warn(`upstream ${this.target.name}: dropped ${dropped} invalid ${field} entries of its ${method} reply`);
+		}
+		return items;
 	}
 
 	/**
@@ -188,93 +211,67 @@ export class UpstreamConnection {
 				console.warn(`upstream ${this.target.name}: DELETE of its session answered HTTP ${response.status}`);
 			}
 		} catch (error) {
-			console.warn(`upstream ${this.target.name}: DELETE of its session failed: ${describe(error)}`);
+			console.warn(`upstream ${this.target.name}: DELETE of its session failed: ${describeError(error)}`);
 		} finally {
 			deadline.clear();
 		}
 	}
 
-	/** Reads the JSON-RPC response for `id` from a JSON or SSE body. */
+	/**
+	 * Reads the JSON-RPC response for `id` from a JSON or SSE body, under the
+	 * reply cap: an over-size reply is `reply_too_large`, read no further.
+	 */
 	async readReply(
 		response: Response,
 		id: RequestId,
 		onNotification?: (message: JSONRPCNotification) => void,
-	): Promise<JSONRPCMessage> {
+	): Promise<Reply> {
 		const type = response.headers.get("content-type") ?? "";
 		if (!response.body) throw this.protocolError("an empty body");
+		const cap = this.target.maxReplyBytes;
 		if (type.includes("text/event-stream")) {
-			let reply: JSONRPCMessage | undefined;
-			await readSseEvents(
-				response.body,
-				(event) => {
-					const message = parseMessage(event.data);
-					if (!message) return false;
-					if ("method" in message && !("id" in message)) onNotification?.(message as JSONRPCNotification);
-					else if ("id" in message && message.id === id && !("method" in message)) reply = message;
-					return reply !== undefined;
-				},
-				MAX_REPLY_BYTES,
-			);
+			let reply: Reply | undefined;
+			try {
+				await readSseEvents(
+					response.body,
+					(event) => {
+						const message = parseJsonRpcMessage(event.data);
+						if (!message) return false;
+						if (isNotification(message)) onNotification?.(message);
+						else if (isResponseTo(message, id)) reply = { message, bytes: event.data.length };
+						return reply !== undefined;
+					},
+					cap,
+				);
+			} catch (error) {
+				if (error instanceof RangeError) throw this.tooLarge(`an event of its reply is larger than ${cap} bytes`);
+				throw error;
+			}
 			if (!reply) throw this.protocolError("an event stream that ended before the response");
 			return reply;
 		}
 		if (type.includes("application/json")) {
-			const text = await response.text();
-			if (text.length > MAX_REPLY_BYTES) throw this.protocolError(`a reply over ${MAX_REPLY_BYTES} bytes`);
-			const message = parseMessage(text);
+			const bytes = await readCapped(response.body, cap);
+			if (bytes === null) throw this.tooLarge(`its reply is larger than ${cap} bytes`);
+			const message = parseJsonRpcMessage(new TextDecoder().decode(bytes));
 			if (!message) throw this.protocolError("a body that is not a JSON-RPC message");
-			return message;
+			if (!isResponseTo(message, id)) {
+				throw this.protocolError("a JSON reply that does not answer the request it was sent");
+			}
+			return { message, bytes: bytes.byteLength };
 		}
 		await response.body.cancel();
 		throw this.protocolError(`an unexpected content type (${type || "none"})`);
 	}
 
-	private async send(
-		method: "POST" | "GET" | "DELETE",
-		session: UpstreamSession,
-		message: JSONRPCMessage | undefined,
-		deadline: Deadline,
-		lastEventId?: string,
-	): Promise<Response> {
-		const headers = new Headers(this.target.headers);
-		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
-		if (message) headers.set("content-type", "application/json");
-		if (session.sessionId !== null) headers.set("mcp-session-id", session.sessionId);
-		if (session.protocolVersion) headers.set("mcp-protocol-version", session.protocolVersion);
-		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
-		this.requests++;
-		try {
-			return await this.fetcher(this.target.url, {
-				method,
-				headers,
-				body: message ? JSON.stringify(message) : undefined,
-				signal: deadline.signal,
-			});
-		} catch (error) {
-			if (deadline.signal.aborted) throw this.timeoutError(error);
-			throw new GatewayError(
-				"upstream_unavailable",
-				`Upstream server '${this.target.name}' is unreachable at ${displayUrl(this.target.url)}: ${describe(error)}.`,
-				{ server: this.target.name, cause: error },
-			);
-		}
-	}
-
 	/** What to tell the client when a streamed reply broke off. */
 	midStreamError(error: unknown, timedOut: boolean): GatewayError {
 		if (timedOut) return this.timeoutError(error);
+		console.warn(`upstream ${this.target.name}: reply broke off: ${describeError(error)}`);
 		return new GatewayError(
 			"upstream_unavailable",
-			`Upstream server '${this.target.name}' closed the connection before it answered: ${describe(error)}.`,
+			`Upstream server '${this.target.name}' closed the connection before it answered.`,
 			{ server: this.target.name, cause: error },
-		);
-	}
-
-	private timeoutError(cause: unknown): GatewayError {
-		return new GatewayError(
-			"upstream_timeout",
-			`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
-			{ server: this.target.name, cause },
 		);
 	}
 
@@ -294,19 +291,108 @@ export class UpstreamConnection {
 			server: this.target.name,
 		});
 	}
-}
 
-function parseMessage(text: string): JSONRPCMessage | null {
-	try {
-		const parsed = JSONRPCMessageSchema.safeParse(JSON.parse(text));
-		return parsed.success ? parsed.data : null;
-	} catch (error) {
-		if (error instanceof SyntaxError) return null;
-		throw error;
+	private async exchange(
+		session: UpstreamSession,
+		method: string,
+		params: Record<string, unknown> | undefined,
+		onNotification?: (message: JSONRPCNotification) => void,
+	): Promise<{ result: Record<string, unknown>; bytes: number }> {
+		const id = `gw-${++requestCounter}`;
+		const deadline = startDeadline(this.target.timeoutMs);
+		try {
+			const message: JSONRPCMessage =
+				params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params };
+			const response = await this.send("POST", session, message, deadline);
+			if (!response.ok) {
+				await response.body?.cancel();
+				throw this.statusError(response.status, method);
+			}
+			const { message: reply, bytes } = await this.readReply(response, id, onNotification);
+			if ("error" in reply) {
+				throw new GatewayError(
+					"upstream_error",
+					`Upstream server '${this.target.name}' answered ${method} with an error: ${reply.error.message}.`,
+					{ server: this.target.name, upstreamCode: reply.error.code },
+				);
+			}
+			if (!("result" in reply)) throw this.protocolError(`a reply to ${method} without a result`);
+			return { result: reply.result, bytes };
+		} catch (error) {
+			if (deadline.signal.aborted && !(error instanceof GatewayError && error.kind === "upstream_timeout")) {
+				throw this.timeoutError(error);
+			}
+			throw error;
+		} finally {
+			deadline.clear();
+		}
 	}
-}
 
-/** An error's message as a clause: no trailing period, so it can sit inside a sentence. */
-function describe(error: unknown): string {
-	return (error instanceof Error ? error.message : String(error)).replace(/\.+$/, "");
+	/**
+	 * One HTTP request to the upstream with its configured headers. Redirects
+	 * are never followed: they would carry the configured credentials and the
+	 * call to wherever the upstream points. A 3xx is an `upstream_error`.
+	 */
+	private async send(
+		method: "POST" | "GET" | "DELETE",
+		session: UpstreamSession,
+		message: JSONRPCMessage | undefined,
+		deadline: Deadline,
+		lastEventId?: string,
+	): Promise<Response> {
+		const headers = new Headers(this.target.headers);
+		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
+		if (message) headers.set("content-type", "application/json");
+		if (session.sessionId !== null) headers.set("mcp-session-id", session.sessionId);
+		if (session.protocolVersion) headers.set("mcp-protocol-version", session.protocolVersion);
+		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
+		this.requests++;
+		let response: Response;
+		try {
+			response = await this.fetcher(this.target.url, {
+				method,
+				headers,
+				body: message ? JSON.stringify(message) : undefined,
+				signal: deadline.signal,
+				redirect: "manual",
+			});
+		} catch (error) {
+			if (deadline.signal.aborted) throw this.timeoutError(error);
+			console.warn(
+				`upstream ${this.target.name}: ${method} ${displayUrl(this.target.url)} failed: ${describeError(error)}`,
+			);
+			throw new GatewayError("upstream_unavailable", `Upstream server '${this.target.name}' is unreachable.`, {
+				server: this.target.name,
+				cause: error,
+			});
+		}
+		if (response.status >= 300 && response.status < 400) {
+			await response.body?.cancel();
+			console.warn(
+				`upstream ${this.target.name}: ${method} ${displayUrl(this.target.url)} answered a redirect (HTTP ${response.status}), not followed`,
+			);
+			throw new GatewayError(
+				"upstream_error",
+				`Upstream server '${this.target.name}' answered with a redirect (HTTP ${response.status}), which the gateway does not follow; its registered URL may need updating.`,
+				{ server: this.target.name },
+			);
+		}
+		return response;
+	}
+
+	private timeoutError(cause: unknown): GatewayError {
+		return new GatewayError(
+			"upstream_timeout",
+			`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
+			{ server: this.target.name, cause },
+		);
+	}
+
+	private tooLarge(what: string): GatewayError {
+		return new GatewayError(
+			"reply_too_large",
+			`Upstream server '${this.target.name}' sent too much: ${what}, which the gateway does not relay.`,
+			{ server: this.target.name },
+		);
+	}
 }

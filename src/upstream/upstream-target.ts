@@ -6,9 +6,11 @@ export interface UpstreamTarget {
 	url: string;
 	headers: Record<string, string>;
 	timeoutMs: number;
+	/** Cap on one reply or SSE event, and on one list with all its pages. */
+	maxReplyBytes: number;
 }
 
-/** The parts of a server record the upstream layer needs; header values may hold `${NAME}`. */
+/** The parts of a server record the upstream layer needs; header values may hold `${UPSTREAM_NAME}`. */
 export interface UpstreamServerConfig {
 	name: string;
 	url: string;
@@ -16,27 +18,50 @@ export interface UpstreamServerConfig {
 	timeoutSeconds: number | null;
 }
 
-const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+export interface TargetLimits {
+	defaultTimeoutMs: number;
+	maxReplyBytes: number;
+	allowHttpUpstreams: boolean;
+}
+
+/** A reference that resolves: only secrets named UPSTREAM_..., never the gateway's own. */
+const UPSTREAM_REFERENCE = /^UPSTREAM_[A-Z0-9_]+$/;
+const ANY_REFERENCE = /\$\{([^}]*)\}/g;
 
 /**
- * Resolves `${NAME}` references in header values against Worker secrets and
- * vars, at send time, so rotating a secret needs no registry change. A missing
- * reference is an operator error, reported without the header's value.
+ * Resolves `${UPSTREAM_NAME}` references in header values against Worker
+ * secrets and vars, at send time, so rotating a secret needs no registry
+ * change. Any other reference, or one that is not set, is an operator error:
+ * the client is told the server is misconfigured, and only the operator's log
+ * names the header and the variable. A plain-http URL is refused unless the
+ * gateway allows it (local development), also for servers registered before
+ * that rule.
  */
 export function resolveTarget(
 	server: UpstreamServerConfig,
 	vars: Record<string, unknown>,
-	defaultTimeoutMs: number,
+	limits: TargetLimits,
 ): UpstreamTarget {
+	const misconfigured = (detail: string) => {
+		console.error(`upstream ${server.name}: misconfigured: ${detail}`);
+		return new GatewayError(
+			"misconfigured",
+			`Upstream server '${server.name}' is misconfigured, so the gateway cannot reach it; the operator's logs say why.`,
+			{ server: server.name },
+		);
+	};
+	if (new URL(server.url).protocol === "http:" && !limits.allowHttpUpstreams) {
+		throw misconfigured("its URL is plain http and ALLOW_HTTP_UPSTREAMS is not true");
+	}
 	const headers: Record<string, string> = {};
 	for (const [header, template] of Object.entries(server.headers)) {
-		headers[header] = template.replace(REFERENCE, (_match, name: string) => {
-			const value = vars[name];
+		headers[header] = template.replace(ANY_REFERENCE, (_match, name: string) => {
+			const value = UPSTREAM_REFERENCE.test(name) ? vars[name] : undefined;
 			if (typeof value !== "string") {
-				throw new GatewayError(
-					"misconfigured",
-					`Upstream server '${server.name}' is misconfigured: header ${header} references \${${name}}, which is not set as a Worker secret or var.`,
-					{ server: server.name },
+				throw misconfigured(
+					UPSTREAM_REFERENCE.test(name)
+						? `header ${header} references \${${name}}, which is not set as a Worker secret or var`
+						: `header ${header} references \${${name}}, which is not an UPSTREAM_ secret and is never resolved`,
 				);
 			}
 			return value;
@@ -46,12 +71,22 @@ export function resolveTarget(
 		name: server.name,
 		url: server.url,
 		headers,
-		timeoutMs: server.timeoutSeconds === null ? defaultTimeoutMs : server.timeoutSeconds * 1000,
+		timeoutMs: server.timeoutSeconds === null ? limits.defaultTimeoutMs : server.timeoutSeconds * 1000,
+		maxReplyBytes: limits.maxReplyBytes,
 	};
 }
 
-/** The URL without credentials or query, for messages and logs. */
+/** The URL without credentials or query, for operators' logs. */
 export function displayUrl(url: string): string {
 	const parsed = new URL(url);
 	return `${parsed.protocol}//${parsed.host}${parsed.pathname}`;
+}
+
+/** The URL with every query value masked and no credentials, for admin listings. */
+export function maskedUrl(url: string): string {
+	const parsed = new URL(url);
+	parsed.username = "";
+	parsed.password = "";
+	for (const name of new Set(parsed.searchParams.keys())) parsed.searchParams.set(name, "***");
+	return parsed.toString();
 }

@@ -1,0 +1,55 @@
+import {
+	type Prompt,
+	PromptSchema,
+	type Resource,
+	ResourceSchema,
+	type ResourceTemplate,
+	ResourceTemplateSchema,
+	type Tool,
+	ToolSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * The lists a member server can offer: the method, the result field, and the
+ * SDK's schema of one entry (entries that fail it are dropped, never cast).
+ */
+export const LIST_KINDS = {
+	tools: { method: "tools/list", field: "tools", item: ToolSchema },
+	prompts: { method: "prompts/list", field: "prompts", item: PromptSchema },
+	resources: { method: "resources/list", field: "resources", item: ResourceSchema },
+	resourceTemplates: { method: "resources/templates/list", field: "resourceTemplates", item: ResourceTemplateSchema },
+} as const;
+export type ListKind = keyof typeof LIST_KINDS;
+
+/** The entry type of each list. */
+export interface ListItems {
+	tools: Tool;
+	prompts: Prompt;
+	resources: Resource;
+	resourceTemplates: ResourceTemplate;
+}
+
+/**
+ * The lists a client sees and the notification that says one changed; a
+ * client's `resources` covers both resources and resource templates.
+ */
+export const PUBLIC_LISTS = {
+	tools: { kinds: ["tools"], notification: "notifications/tools/list_changed" },
+	prompts: { kinds: ["prompts"], notification: "notifications/prompts/list_changed" },
+	resources: { kinds: ["resources", "resourceTemplates"], notification: "notifications/resources/list_changed" },
+} as const satisfies Record<string, { kinds: readonly ListKind[]; notification: string }>;
+export type PublicList = keyof typeof PUBLIC_LISTS;
+
+/** Which member lists an upstream `notifications/.../list_changed` invalidates. */
+export const INVALIDATED_BY: Readonly<Record<string, readonly ListKind[]>> = Object.fromEntries(
+	Object.values(PUBLIC_LISTS).map((list) => [list.notification, list.kinds]),
+);
+
+/**
+ * Whether `entry` is a valid entry of the list kind. The entry itself is kept
+ * as the upstream wrote it (the SDK's schemas strip fields they do not know,
+ * which would change what a client sees), so this is a type guard, not a parse.
+ */
+export function isListItem<K extends ListKind>(kind: K, entry: unknown): entry is ListItems[K] {
+	return LIST_KINDS[kind].item.safeParse(entry).success;
+}

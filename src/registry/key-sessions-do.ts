@@ -1,0 +1,48 @@
+import { DurableObject } from "cloudflare:workers";
+import { settingsFrom } from "../config.ts";
+import type { Env } from "../env.ts";
+
+/**
+ * The live sessions of one API key (one instance per key id), so that a key
+ * cannot hold more than its cap however many edges open sessions at once:
+ * admissions are serialized here. The edge admits a session before opening
+ * it; the session releases its place when it ends, whatever ends it. A place
+ * whose release was lost (a crash) is reclaimed once it is older than the
+ * maximum session age, which no session outlives.
+ *
+ * Cost: one request at initialize and one at session end; nothing per call.
+ */
+export class KeySessionsDO extends DurableObject<Env> {
+	private readonly sql: SqlStorage;
+
+	constructor(ctx: DurableObjectState, env: Env) {
+		super(ctx, env);
+		this.sql = ctx.storage.sql;
+		this.sql.exec("CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, opened_at INTEGER NOT NULL)");
+	}
+
+	/** Takes a place for `session` if the key holds fewer than `max` live sessions. */
+	admit(session: string, max: number): boolean {
+		const now = Date.now();
+		this.sql.exec("DELETE FROM sessions WHERE opened_at < ?", now - settingsFrom(this.env).maxSessionAgeMs);
+		const row = this.sql.exec<{ live: number }>("SELECT COUNT(*) AS live FROM sessions").one();
+		if (row.live >= max) return false;
+		this.sql.exec("INSERT OR REPLACE INTO sessions (session, opened_at) VALUES (?, ?)", session, now);
+		return true;
+	}
+
+	/** Gives the place back (the session ended, or never opened). */
+	release(session: string): void {
+		this.sql.exec("DELETE FROM sessions WHERE session = ?", session);
+	}
+
+	/** Live sessions held (tests, operators). */
+	live(): number {
+		return this.sql.exec<{ live: number }>("SELECT COUNT(*) AS live FROM sessions").one().live;
+	}
+}
+
+/** The ledger of one key's live sessions. */
+export function keySessions(env: Env, keyId: string): DurableObjectStub<KeySessionsDO> {
+	return env.KEY_SESSIONS.get(env.KEY_SESSIONS.idFromName(keyId));
+}
