@@ -25,6 +25,8 @@
  *   arrived, then all are answered 404 together.
  * - `POST /_control/break-get`: close every open GET stream; answer later
  *   GETs 500 until `POST /_control/heal`.
+ * - `GET /_gates/<name>`, `POST /_gates/<name>/release`: the gates of the
+ *   `gate` tool (see scripts/upstream-server.ts); they live in this process.
  * - `GET /_stats`: `{expiredCalls, expiredToolCalls, pid, sessions, held}`.
  * - `GET /_log`: the merged log as a JSON array. `POST /_reset`: truncate the
  *   log, zero the counters, clear every control (held requests are answered 404).
@@ -36,8 +38,11 @@ import { join } from "node:path";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
+import { Gates, handleGateControl, registerGateTool } from "./upstream-server.ts";
 
 const pid = process.pid;
+/** The `gate` tool's gates, shared by every session of this process. */
+const gates = new Gates();
 
 /** A 1x1 transparent PNG. */
 const TINY_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
@@ -137,6 +142,7 @@ export function registerFaultTools(server: McpServer): void {
 		{ description: "Echoes its arguments as JSON text.", inputSchema: z.looseObject({}) },
 		async (args) => ({ content: [{ type: "text", text: JSON.stringify(args) }] }),
 	);
+	registerGateTool(server, gates);
 }
 
 interface LogRequestLine {
@@ -249,6 +255,11 @@ export async function startFaultUpstream(port: number, stateDir: string): Promis
 	});
 
 	const handleControl = async (req: IncomingMessage, res: ServerResponse, path: string) => {
+		if (path.startsWith("/_gates/")) {
+			req.resume();
+			if (!handleGateControl(gates, req, res, path)) json(res, 404, { error: `no gate route ${path}` });
+			return;
+		}
 		const method = req.method ?? "GET";
 		const route = `${method} ${path}`;
 		const input = method === "POST" ? await readBody(req) : { json: null };

@@ -3,6 +3,12 @@
  * used as the demo upstream of `npm start`, by the tests and by the
  * benchmarks. It records what it receives at `GET /_log` so tests can check
  * exactly what crossed the gateway.
+ *
+ * With `gates: true` (the test upstreams) it also offers the `gate` tool: a
+ * call that does not answer until the test releases it, so a test can hold a
+ * call under way for exactly as long as it needs, without sleeping:
+ * - `GET /_gates/<name>`: `{ waiting, arrived, passed, cancelled, released }`;
+ * - `POST /_gates/<name>/release`: lets every waiting and later call through.
  */
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -28,6 +34,8 @@ export interface UpstreamOptions {
 	 * `stale_tool`, and `fresh_tool` from then on).
 	 */
 	catalog?: "demo" | "long-names" | "shifting" | "mutable" | "paged";
+	/** Adds the `gate` tool to the demo catalog (tests); its control API answers in any case. */
+	gates?: boolean;
 }
 
 import { LONG_TOOL_NAME } from "./fixture-names.ts";
@@ -126,6 +134,128 @@ export function registerDemoCatalog(server: McpServer, name: string): void {
 	);
 }
 
+/** What a gate has seen; `GET /_gates/<name>` answers with it. */
+export interface GateStatus {
+	/** Calls waiting at the gate now. */
+	waiting: number;
+	/** Calls that have arrived in all. */
+	arrived: number;
+	/** Calls the gate let through. */
+	passed: number;
+	/** Calls that ended while waiting: cancelled by notifications/cancelled, or their session closed. */
+	cancelled: number;
+	/** Whether the test has released the gate (later calls pass at once). */
+	released: boolean;
+}
+
+interface GateState {
+	status: GateStatus;
+	open: Promise<void>;
+	release: () => void;
+}
+
+/** Named gates, created on first use; a test uses a name of its own. */
+export class Gates {
+	private readonly gates = new Map<string, GateState>();
+
+	private gate(name: string): GateState {
+		let gate = this.gates.get(name);
+		if (!gate) {
+			let release = () => {};
+			const open = new Promise<void>((resolve) => {
+				release = resolve;
+			});
+			gate = { status: { waiting: 0, arrived: 0, passed: 0, cancelled: 0, released: false }, open, release };
+			this.gates.set(name, gate);
+		}
+		return gate;
+	}
+
+	status(name: string): GateStatus {
+		return { ...this.gate(name).status };
+	}
+
+	release(name: string): GateStatus {
+		const gate = this.gate(name);
+		gate.status.released = true;
+		gate.release();
+		return this.status(name);
+	}
+
+	/**
+	 * Counts the call as waiting, runs `arrived`, then waits until the gate is
+	 * released; fails (counted as cancelled) if `signal` aborts first.
+	 */
+	async pass(name: string, signal: AbortSignal, arrived: () => Promise<void> = async () => {}): Promise<void> {
+		const gate = this.gate(name);
+		const { status } = gate;
+		status.arrived++;
+		status.waiting++;
+		try {
+			await arrived();
+			await new Promise<void>((resolve, reject) => {
+				const abort = () => reject(signal.reason instanceof Error ? signal.reason : new Error("cancelled at the gate"));
+				if (signal.aborted) return abort();
+				signal.addEventListener("abort", abort, { once: true });
+				void gate.open.then(() => {
+					signal.removeEventListener("abort", abort);
+					resolve();
+				});
+			});
+			status.passed++;
+		} catch (error) {
+			status.cancelled++;
+			throw error;
+		} finally {
+			status.waiting--;
+		}
+	}
+}
+
+/**
+ * Answers the gate control API (`GET /_gates/<name>`, `POST /_gates/<name>/release`);
+ * false when the path is not one of its routes.
+ */
+export function handleGateControl(gates: Gates, req: IncomingMessage, res: ServerResponse, path: string): boolean {
+	const route = /^\/_gates\/([^/]+)(\/release)?$/.exec(path);
+	if (!route?.[1]) return false;
+	const name = decodeURIComponent(route[1]);
+	const reply = (status: number, value: unknown) =>
+		res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+	if (route[2] && req.method === "POST") reply(200, gates.release(name));
+	else if (!route[2] && req.method === "GET") reply(200, gates.status(name));
+	else reply(405, { error: `${req.method} is not a gate operation` });
+	return true;
+}
+
+/**
+ * The `gate` tool: answers only once the test releases the gate named in its
+ * argument. With a progress token, it first sends one progress notification,
+ * so a test can see a reply stream open while the call is still under way.
+ */
+export function registerGateTool(server: McpServer, gates: Gates): void {
+	server.registerTool(
+		"gate",
+		{
+			description:
+				"Test fixture: waits until the named gate is released (POST /_gates/<name>/release), then answers. " +
+				"Sends one progress notification on arrival when the call carries a progress token.",
+			inputSchema: { name: z.string().min(1).max(200) },
+		},
+		async ({ name }, extra) => {
+			const token = extra._meta?.progressToken;
+			await gates.pass(name, extra.signal, async () => {
+				if (token === undefined) return;
+				await extra.sendNotification({
+					method: "notifications/progress",
+					params: { progressToken: token, progress: 0, message: `waiting at gate ${name}` },
+				});
+			});
+			return { content: [{ type: "text", text: `gate ${name} passed` }] };
+		},
+	);
+}
+
 /**
  * A low-level server whose tool list changes while it is being listed: the
  * first tools/list of a session announces list_changed on its own reply
@@ -170,10 +300,15 @@ function createPagedServer(name: string): McpLowLevelServer {
 /**
  * A server whose tool list changes on request: `grow` adds a tool (and the SDK
  * announces list_changed on the GET stream); `poke` announces list_changed
- * `times` times without changing anything.
+ * `times` times without changing anything; `say` sends a log message on the
+ * GET stream, which tests use as a marker: what the client receives before it
+ * was sent before it.
  */
 function createMutableServer(name: string): McpServer {
-	const server = new McpServer({ name, version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } });
+	const server = new McpServer(
+		{ name, version: "1.0.0" },
+		{ capabilities: { tools: { listChanged: true }, logging: {} } },
+	);
 	let grown = 0;
 	server.registerTool("grow", { description: "Adds a tool." }, async () => {
 		grown++;
@@ -193,6 +328,17 @@ function createMutableServer(name: string): McpServer {
 			return { content: [{ type: "text", text: `poked ${times}` }] };
 		},
 	);
+	server.registerTool(
+		"say",
+		{
+			description: "Sends notifications/message with the text on the session's GET stream.",
+			inputSchema: { text: z.string() },
+		},
+		async ({ text }) => {
+			await server.server.notification({ method: "notifications/message", params: { level: "info", data: text } });
+			return { content: [{ type: "text", text: `said ${text}` }] };
+		},
+	);
 	return server;
 }
 
@@ -200,9 +346,15 @@ function createMutableServer(name: string): McpServer {
 export async function startUpstream(options: UpstreamOptions): Promise<RunningUpstream> {
 	const sessions = new Map<string, StreamableHTTPServerTransport>();
 	const log: RecordedRequest[] = [];
+	const gates = new Gates();
 
 	const handle = async (req: IncomingMessage, res: ServerResponse) => {
 		const path = new URL(req.url ?? "/", "http://localhost").pathname;
+		if (path.startsWith("/_gates/")) {
+			req.resume();
+			if (!handleGateControl(gates, req, res, path)) res.writeHead(404).end();
+			return;
+		}
 		if (path === "/_log") {
 			res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(log));
 			return;
@@ -256,6 +408,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 					{ instructions: `Tools of ${options.name}.` },
 				);
 				registerDemoCatalog(server, options.name);
+				if (options.gates) registerGateTool(server, gates);
 				if (options.catalog === "long-names") {
 					server.registerTool(LONG_TOOL_NAME, { description: "A tool with a long name." }, async () => ({
 						content: [{ type: "text", text: "long name reached" }],

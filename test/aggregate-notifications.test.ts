@@ -1,16 +1,25 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
-import { createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import { eventually } from "./support/eventually.ts";
+import { createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { sessionObject } from "./support/session-object.ts";
-import { registerServer, upstreamLog } from "./support/upstreams.ts";
+import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
+
+/** The tools the client sees at first: mutable's grow, poke and say, and beta's eight. */
+const INITIAL_TOOLS = 3 + 8;
+
+interface ClientEvent {
+	method?: string;
+	params?: { data?: unknown };
+}
 
 /** Reads SSE events from a client GET stream as they arrive. */
 function eventReader(body: ReadableStream<Uint8Array>) {
 	const reader = body.pipeThrough(new TextDecoderStream()).getReader();
 	let buffer = "";
 	return {
-		async next(): Promise<{ method?: string }> {
+		async next(): Promise<ClientEvent> {
 			for (;;) {
 				const end = buffer.indexOf("\n\n");
 				if (end >= 0) {
@@ -21,7 +30,7 @@ function eventReader(body: ReadableStream<Uint8Array>) {
 						.filter((line) => line.startsWith("data:"))
 						.map((line) => line.slice(5).trim())
 						.join("\n");
-					if (data) return JSON.parse(data) as { method?: string };
+					if (data) return JSON.parse(data) as ClientEvent;
 					continue;
 				}
 				const chunk = await reader.read();
@@ -31,14 +40,6 @@ function eventReader(body: ReadableStream<Uint8Array>) {
 		},
 		cancel: () => reader.cancel(),
 	};
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-	for (let i = 0; i < 100; i++) {
-		if (await check()) return;
-		await new Promise((resolve) => setTimeout(resolve, 20));
-	}
-	throw new Error("condition not reached");
 }
 
 async function setup() {
@@ -58,63 +59,78 @@ async function setup() {
 	expect(response.status).toBe(200);
 	const events = eventReader(response.body as ReadableStream<Uint8Array>);
 	// The gateway listens on the member's own GET stream while the client listens on its.
-	await until(async () =>
-		(await upstreamLog("mutable")).some((entry) => entry.method === "GET" && entry.sessionId === memberSession),
+	await eventually(
+		async () => (await upstreamSessionLog("mutable", memberSession)).some((entry) => entry.method === "GET"),
+		"the gateway listening on the member's GET stream",
 	);
 	const settled = () => runInDurableObject(stub, (instance: SessionDO) => instance.settled());
 	const listCalls = async () =>
-		(await upstreamLog("mutable")).filter((e) => e.sessionId === memberSession && e.body?.method === "tools/list")
-			.length;
-	return { mutable, key, sessionId, call, events, settled, listCalls };
+		(await upstreamSessionLog("mutable", memberSession)).filter((entry) => entry.body?.method === "tools/list").length;
+	/**
+	 * Has the member send a log message on its GET stream and expects it as the
+	 * client's next event: proof that the client was sent nothing before it.
+	 */
+	let markers = 1_000;
+	const expectNothingBefore = async () => {
+		const marker = uniqueName("marker");
+		await call(markers++, "tools/call", { name: `${mutable}__say`, arguments: { text: marker } });
+		expect(await events.next()).toMatchObject({ method: "notifications/message", params: { data: marker } });
+	};
+	/** Waits until the gateway has relisted the member since `lists`, and that refresh is over. */
+	const relisted = async (lists: number) => {
+		await eventually(async () => (await listCalls()) > lists, "the gateway relisting the member");
+		await settled();
+	};
+	return { mutable, call, events, settled, listCalls, relisted, expectNothingBefore };
 }
 
 describe("aggregate list_changed", () => {
 	it("the client gets notifications/tools/list_changed only when its effective catalog really changed", async () => {
-		const { mutable, call, events, settled } = await setup();
+		const { mutable, call, events, settled, listCalls, relisted, expectNothingBefore } = await setup();
 		const before = await call(1, "tools/list");
-		expect(((before.result?.tools ?? []) as unknown[]).length).toBe(9);
+		expect(((before.result?.tools ?? []) as unknown[]).length).toBe(INITIAL_TOOLS);
 
+		// list_changed without a change: the gateway relists and tells the client nothing.
+		const lists = await listCalls();
 		await call(2, "tools/call", { name: `${mutable}__poke`, arguments: { times: 1 } });
-		await settled();
-		await call(3, "tools/call", { name: `${mutable}__grow`, arguments: {} });
+		await relisted(lists);
+		await expectNothingBefore();
 
-		const first = await events.next();
-		expect(first.method).toBe("notifications/tools/list_changed");
+		// A real change: the client is told, once.
+		await call(3, "tools/call", { name: `${mutable}__grow`, arguments: {} });
+		expect((await events.next()).method).toBe("notifications/tools/list_changed");
 		await settled();
 		const after = await call(4, "tools/list");
 		const names = ((after.result?.tools ?? []) as Array<{ name: string }>).map((tool) => tool.name);
 		expect(names).toContain(`${mutable}__grown_1`);
-
-		// Nothing else was sent: the next event is the one a later real change causes.
-		await call(5, "tools/call", { name: `${mutable}__grow`, arguments: {} });
-		expect((await events.next()).method).toBe("notifications/tools/list_changed");
+		await expectNothingBefore();
 		await events.cancel();
 	});
 
 	it("a burst of list_changed notifications causes one refresh, not many", async () => {
-		const { mutable, call, events, settled, listCalls } = await setup();
+		const { mutable, call, events, listCalls, relisted } = await setup();
 		await call(1, "tools/list");
 		const lists = await listCalls();
 		await call(2, "tools/call", { name: `${mutable}__poke`, arguments: { times: 20 } });
-		await until(async () => (await listCalls()) > lists);
-		await settled();
+		await relisted(lists);
 		expect((await listCalls()) - lists).toBe(1);
 		await events.cancel();
 	});
 
 	it("an unchanged catalog sends the client nothing", async () => {
-		const { mutable, call, events, settled, listCalls } = await setup();
+		const { mutable, call, events, settled, listCalls, relisted, expectNothingBefore } = await setup();
 		await call(1, "tools/list");
 		const lists = await listCalls();
 		await call(2, "tools/call", { name: `${mutable}__poke`, arguments: { times: 3 } });
-		await until(async () => (await listCalls()) > lists);
-		await settled();
-		// A real change now must be the first event the client sees.
+		await relisted(lists);
+		await expectNothingBefore();
+		// A real change now is the next event the client sees.
 		await call(3, "tools/call", { name: `${mutable}__grow`, arguments: {} });
 		expect((await events.next()).method).toBe("notifications/tools/list_changed");
 		await settled();
 		const tools = await call(4, "tools/list");
-		expect(((tools.result?.tools ?? []) as unknown[]).length).toBe(10);
+		expect(((tools.result?.tools ?? []) as unknown[]).length).toBe(INITIAL_TOOLS + 1);
+		await expectNothingBefore();
 		await events.cancel();
 	});
 });

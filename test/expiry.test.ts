@@ -2,8 +2,8 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { createKey, openSession, readReply, rpc } from "./support/gateway.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
-import { registerServer, upstreamLog } from "./support/upstreams.ts";
+import { ManualClock, sessionObject, upstreamSessionId } from "./support/session-object.ts";
+import { registerServer, upstreamGate, upstreamSessionLog } from "./support/upstreams.ts";
 
 const MINUTE = 60_000;
 const IDLE = 30 * MINUTE;
@@ -30,7 +30,7 @@ async function openWithClock() {
 	const writes = () => runInDurableObject(stub, (instance: SessionDO) => instance.store.writes);
 	const stored = () =>
 		runInDurableObject(stub, async (_instance: SessionDO, state) => (await state.storage.list()).size);
-	return { path, key, sessionId, stub, clock, send, writes, stored };
+	return { server, path, key, sessionId, stub, clock, send, writes, stored };
 }
 
 describe("alarm-driven idle expiry", () => {
@@ -53,14 +53,14 @@ describe("alarm-driven idle expiry", () => {
 	});
 
 	it("expiry deletes the upstream session (best effort) and all storage", async () => {
-		const { stub, clock, stored } = await openWithClock();
-		const deletesBefore = (await upstreamLog("alpha")).filter((entry) => entry.method === "DELETE").length;
+		const { server, sessionId, stub, clock, stored } = await openWithClock();
+		const upstreamSession = await upstreamSessionId(sessionId, server);
 		clock.advance(IDLE + 1);
 		await runDurableObjectAlarm(stub);
 		expect(await stored()).toBe(0);
 		expect(await runInDurableObject(stub, async (_instance: SessionDO, state) => state.storage.getAlarm())).toBeNull();
-		const deletesAfter = (await upstreamLog("alpha")).filter((entry) => entry.method === "DELETE").length;
-		expect(deletesAfter).toBe(deletesBefore + 1);
+		const deletes = (await upstreamSessionLog("alpha", upstreamSession)).filter((entry) => entry.method === "DELETE");
+		expect(deletes).toHaveLength(1);
 	});
 
 	it("activity within a touch interval writes nothing; a touch after it writes once", async () => {
@@ -93,19 +93,16 @@ describe("alarm-driven idle expiry", () => {
 
 	it("a request in flight pauses expiry, and its end restarts the idle clock", async () => {
 		const { stub, clock, send, stored } = await openWithClock();
-		const call = send({
-			jsonrpc: "2.0",
-			id: 9,
-			method: "tools/call",
-			params: { name: "sleep", arguments: { ms: 400 } },
-		});
-		await new Promise((resolve) => setTimeout(resolve, 100));
+		const gate = upstreamGate("alpha");
+		const call = send(gate.call(9));
+		await gate.arrived();
 		clock.advance(IDLE * 2);
 		await runDurableObjectAlarm(stub);
 		expect(await stored()).toBeGreaterThan(0);
 
+		await gate.release();
 		const response = await call;
-		expect(response.body).toContain("slept 400 ms");
+		expect(response.body).toContain(`gate ${gate.name} passed`);
 		const ended = clock.time;
 		clock.advance(IDLE - 1);
 		await runDurableObjectAlarm(stub);

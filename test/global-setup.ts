@@ -6,9 +6,9 @@ import { startFaultSupervisor } from "./fault-supervisor.ts";
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {
 	project.provide("secondEdgePath", await buildSecondEdge(project.config.root));
-	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret" });
-	const beta = await startUpstream({ name: "beta", enableJsonResponse: true });
-	const gamma = await startUpstream({ name: "gamma", catalog: "long-names" });
+	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret", gates: true });
+	const beta = await startUpstream({ name: "beta", enableJsonResponse: true, gates: true });
+	const gamma = await startUpstream({ name: "gamma", catalog: "long-names", gates: true });
 	const shifting = await startUpstream({ name: "shifting", catalog: "shifting" });
 	const mutable = await startUpstream({ name: "mutable", catalog: "mutable" });
 	const paged = await startUpstream({ name: "paged", catalog: "paged" });

@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, inject, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
+import { eventually } from "./support/eventually.ts";
+import { newGate } from "./support/gates.ts";
 import {
 	admin,
 	connectClient,
@@ -12,7 +14,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { ManualClock, sessionObject, upstreamSessionId } from "./support/session-object.ts";
 import { registerServer } from "./support/upstreams.ts";
 
 const FAULT = () => `http://127.0.0.1:${inject("faultPort")}`;
@@ -22,9 +24,13 @@ const ERROR_META = "mcp-edge-gateway/error";
 interface LogEntry {
 	pid: number;
 	method: string;
+	/** The request path: `/mcp/<server name>`, so it names the test that sent it (see `setup`). */
+	path: string;
 	sessionId: string | null;
 	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | null;
 	status: number | null;
+	/** Why the fixture answered as it did: mcp, auth401, expired, no-session, break-get, aborted. */
+	reason: string | null;
 	completed: boolean;
 }
 type ToolResult = {
@@ -36,17 +42,24 @@ type ToolResult = {
 
 /**
  * A request to the fault server's control API. After a restart the runtime may
- * still hold pooled connections to the old process; a few retries cover that.
+ * still hold pooled connections to the old process: a lost connection is
+ * tried again until one reaches the new process; any other error fails at once.
  */
 async function faultFetch(url: string, init?: RequestInit): Promise<Response> {
-	for (let attempt = 1; ; attempt++) {
-		try {
-			return await fetch(url, init);
-		} catch (error) {
-			if (attempt >= 5 || !(error instanceof Error) || !/Network connection lost/.test(error.message)) throw error;
-			await new Promise((resolve) => setTimeout(resolve, 50));
-		}
-	}
+	const outcome = await eventually(
+		async () => {
+			try {
+				return { response: await fetch(url, init) };
+			} catch (error) {
+				if (error instanceof Error && /Network connection lost/.test(error.message)) return undefined;
+				return { error };
+			}
+		},
+		`a connection to the fault upstream for ${url}`,
+		2_000,
+	);
+	if ("error" in outcome) throw outcome.error;
+	return outcome.response;
 }
 
 async function control(path: string, body: unknown = {}): Promise<unknown> {
@@ -58,35 +71,39 @@ async function control(path: string, body: unknown = {}): Promise<unknown> {
 	return response.json();
 }
 const faultLog = async () => (await (await faultFetch(`${FAULT()}/_log`)).json()) as LogEntry[];
-const faultStats = async () =>
-	(await (await faultFetch(`${FAULT()}/_stats`)).json()) as {
-		expiredCalls: number;
-		expiredToolCalls: number;
-		pid: number;
-	};
+const faultStats = async () => (await (await faultFetch(`${FAULT()}/_stats`)).json()) as { pid: number };
 async function supervise(action: "start" | "stop" | "restart"): Promise<{ running: boolean; pid: number | null }> {
 	const response = await fetch(`${SUPERVISOR()}/${action}`, { method: "POST" });
 	return (await response.json()) as { running: boolean; pid: number | null };
 }
 /** After a crash: waits until the supervisor has seen the process exit, then starts it again. */
 async function startAfterCrash(): Promise<void> {
-	for (let i = 0; i < 100; i++) {
+	await eventually(async () => {
 		const status = (await (await fetch(`${SUPERVISOR()}/status`)).json()) as { running: boolean };
-		if (!status.running) break;
-		await new Promise((resolve) => setTimeout(resolve, 20));
-	}
+		return !status.running;
+	}, "the supervisor seeing the crashed upstream exit");
 	await supervise("start");
 }
 const toolCalls = (log: LogEntry[], tool: string) =>
 	log.filter((entry) => entry.body?.method === "tools/call" && entry.body.params?.name === tool);
+const initializes = (log: LogEntry[]) => log.filter((entry) => entry.body?.method === "initialize");
+/** The tools/calls the fixture answered 404 because their upstream session had expired. */
+const expiredToolCalls = (log: LogEntry[]) =>
+	log.filter((entry) => entry.body?.method === "tools/call" && entry.reason === "expired" && entry.status === 404);
 
-/** A fresh fault state, the fault server registered under a new name, and an open session on it. */
+/**
+ * Fault controls cleared, the fault server registered under a new name, and
+ * an open session on it. The server's URL ends in its name, so every request
+ * of this test's sessions carries it: `received()` is what they sent, never
+ * another test's requests.
+ */
 async function setup(options: { timeoutSeconds?: number } = {}) {
 	const status = (await (await fetch(`${SUPERVISOR()}/status`)).json()) as { running: boolean };
 	if (!status.running) await supervise("start");
 	await faultFetch(`${FAULT()}/_reset`, { method: "POST" });
 	const server = uniqueName("fault");
-	await admin("PUT", `/servers/${server}`, { url: `${FAULT()}/mcp`, ...options });
+	await admin("PUT", `/servers/${server}`, { url: `${FAULT()}/mcp/${server}`, ...options });
+	const received = async () => (await faultLog()).filter((entry) => entry.path === `/mcp/${server}`);
 	const path = `/mcp/${server}`;
 	const { key } = await createKey();
 	const sessionId = await openSession(path, key);
@@ -99,27 +116,28 @@ async function setup(options: { timeoutSeconds?: number } = {}) {
 		);
 		return reply;
 	};
-	return { server, path, key, sessionId, call };
+	return { server, path, key, sessionId, call, received };
 }
 
 describe("faithful requests", () => {
 	it("tools/call carries arguments as an object: {} for none or null, nested empty objects unchanged", async () => {
-		const { call } = await setup();
+		const { call, received } = await setup();
 		await call("echo_args");
 		await call("echo_args", null);
 		await call("echo_args", {});
 		const nested = await call("echo_args", { parameters: {} });
 		expect((nested.result as ToolResult).content[0]?.text).toBe('{"parameters":{}}');
-		const args = toolCalls(await faultLog(), "echo_args").map((entry) => entry.body?.params?.arguments);
+		const args = toolCalls(await received(), "echo_args").map((entry) => entry.body?.params?.arguments);
 		expect(args).toEqual([{}, {}, {}, { parameters: {} }]);
 	});
 
 	it("no upstream request carries an empty or null params._meta; a non-empty one (progressToken) is kept", async () => {
-		const { call } = await setup();
+		const { call, received } = await setup();
 		await call("echo_args", {}, { _meta: {} });
 		await call("echo_args", {}, { _meta: null });
 		await call("echo_args", {}, { _meta: { progressToken: "keep-me" } });
-		const log = await faultLog();
+		const log = await received();
+		expect(log.length).toBeGreaterThan(3);
 		for (const entry of log) {
 			const params = entry.body?.params;
 			if (params && "_meta" in params) {
@@ -134,7 +152,7 @@ describe("faithful requests", () => {
 
 describe("401 is an auth failure, and only that", () => {
 	it("one 401: the first call is an auth-failure result naming the server; the second call succeeds on the same session", async () => {
-		const { server, call } = await setup();
+		const { server, call, received } = await setup();
 		await control("/_control/auth401", { count: 1 });
 		const first = (await call("read_note")).result as ToolResult;
 		expect(first.isError).toBe(true);
@@ -145,10 +163,11 @@ describe("401 is an auth failure, and only that", () => {
 		expect(first.content[0]?.text).toMatch(/rejected the gateway's credentials/);
 		const second = (await call("read_note")).result as ToolResult;
 		expect(second.isError).toBeUndefined();
-		const log = await faultLog();
-		const sessions = new Set(toolCalls(log, "read_note").map((entry) => entry.sessionId));
-		expect(sessions.size).toBe(1);
-		expect(log.filter((entry) => entry.body?.method === "initialize")).toHaveLength(1);
+		const log = await received();
+		const calls = toolCalls(log, "read_note");
+		expect(calls.map((entry) => entry.status)).toEqual([401, 200]);
+		expect(new Set(calls.map((entry) => entry.sessionId)).size).toBe(1);
+		expect(initializes(log)).toHaveLength(1);
 	});
 
 	it("a 401 on another method is a JSON-RPC error with the same kind", async () => {
@@ -161,7 +180,7 @@ describe("401 is an auth failure, and only that", () => {
 
 describe("expired upstream sessions", () => {
 	it("two concurrent write calls on an expired session both fail as outcome_uncertain, neither is replayed, and the next call succeeds on one new session", async () => {
-		const { call } = await setup();
+		const { call, received } = await setup();
 		await control("/_control/expire", { hold: 2 });
 		const [a, b] = await Promise.all([call("write_note", { text: "a" }), call("write_note", { text: "b" })]);
 		for (const reply of [a, b]) {
@@ -171,34 +190,43 @@ describe("expired upstream sessions", () => {
 			expect(result.content[0]?.text).toMatch(/may or may not have taken effect/);
 			expect(result.content[0]?.text).toMatch(/not retried/);
 		}
-		expect((await faultStats()).expiredToolCalls).toBe(2);
+		expect(expiredToolCalls(await received())).toHaveLength(2);
 		const next = (await call("write_note", { text: "c" })).result as ToolResult;
 		expect(next.content[0]?.text).toMatch(/^wrote c/);
-		const log = await faultLog();
-		expect(toolCalls(log, "write_note").filter((entry) => entry.body?.params?.arguments)).toHaveLength(3);
-		const inits = log.filter((entry) => entry.body?.method === "initialize");
-		expect(inits).toHaveLength(2);
-		expect(inits[1]?.sessionId).toBeNull();
+		const log = await received();
+		// Sent once each, never replayed; the next call went out on the one session opened since.
+		const writes = toolCalls(log, "write_note");
+		const text = (entry: LogEntry | undefined) =>
+			(entry?.body?.params?.arguments as { text?: string } | undefined)?.text;
+		expect(writes.map(text).sort()).toEqual(["a", "b", "c"]);
+		expect(initializes(log)).toHaveLength(2);
+		const expired = writes.find((entry) => text(entry) === "a")?.sessionId;
+		expect(writes.find((entry) => text(entry) === "c")?.sessionId).not.toBe(expired);
 	});
 
 	it("a read-only call on an expired session is retried once on a fresh session and succeeds", async () => {
-		const { call } = await setup();
+		const { call, received } = await setup();
 		await control("/_control/expire");
 		const result = (await call("read_note")).result as ToolResult;
 		expect(result.content[0]?.text).toMatch(/^note from/);
-		// One expired tools/call (the retired session's DELETE also meets a 404, which is fine).
-		expect((await faultStats()).expiredToolCalls).toBe(1);
+		// One expired tools/call (the retired session's DELETE also meets a 404, which is fine), then one that answered.
+		const log = await received();
+		expect(expiredToolCalls(log)).toHaveLength(1);
+		expect(toolCalls(log, "read_note").map((entry) => entry.status)).toEqual([404, 200]);
+		expect(initializes(log)).toHaveLength(2);
 	});
 });
 
 describe("exact expiry detection", () => {
 	it("an isError result triggers no reconnect: the upstream session stays the same", async () => {
-		const { call } = await setup();
+		const { call, received } = await setup();
 		expect(((await call("empty_error")).result as ToolResult).isError).toBe(true);
 		expect(((await call("read_note")).result as ToolResult).isError).toBeUndefined();
-		const log = await faultLog();
-		expect(log.filter((entry) => entry.body?.method === "initialize")).toHaveLength(1);
-		expect(new Set(log.filter((e) => e.body?.method === "tools/call").map((e) => e.sessionId)).size).toBe(1);
+		const log = await received();
+		expect(initializes(log)).toHaveLength(1);
+		const calls = log.filter((entry) => entry.body?.method === "tools/call");
+		expect(calls).toHaveLength(2);
+		expect(new Set(calls.map((entry) => entry.sessionId)).size).toBe(1);
 	});
 });
 
@@ -217,14 +245,14 @@ describe("crash and restart", () => {
 	});
 
 	it("a crash mid-call fails that call within a few seconds, and the call is logged exactly once", async () => {
-		const { call, server } = await setup();
+		const { call, server, received } = await setup();
 		const started = Date.now();
 		const result = (await call("crash")).result as ToolResult;
 		expect(Date.now() - started).toBeLessThan(5_000);
 		expect(result.isError).toBe(true);
 		expect(result._meta?.[ERROR_META]).toMatchObject({ kind: "outcome_uncertain", server });
 		await startAfterCrash();
-		expect(toolCalls(await faultLog(), "crash")).toHaveLength(1);
+		expect(toolCalls(await received(), "crash")).toHaveLength(1);
 		const next = (await call("read_note")).result as ToolResult;
 		expect(next.content[0]?.text).toMatch(/^note from/);
 	});
@@ -304,81 +332,80 @@ describe("results pass through unchanged", () => {
 });
 
 describe("timeouts and cancellation", () => {
-	it("a call past the server's timeout gets upstream_timeout and the upstream gets notifications/cancelled", async () => {
-		const { call, server } = await setup({ timeoutSeconds: 1 });
-		const result = (await call("slow", { ms: 2_500 })).result as ToolResult;
+	it("a call past the server's timeout gets upstream_timeout, and the upstream gets notifications/cancelled for it, which ends the call there", async () => {
+		const { call, server, received } = await setup({ timeoutSeconds: 1 });
+		// A call held at a gate the test never releases: it cannot answer within the 1 s timeout.
+		const gate = newGate(FAULT(), faultFetch);
+		const result = (await call("gate", { name: gate.name })).result as ToolResult;
 		expect(result._meta?.[ERROR_META]).toEqual({ kind: "upstream_timeout", server });
-		const id = toolCalls(await faultLog(), "slow")[0]?.body?.id;
-		for (let i = 0; i < 50; i++) {
-			const cancelled = (await faultLog()).find((entry) => entry.body?.method === "notifications/cancelled");
-			if (cancelled) {
-				expect(cancelled.body?.params?.requestId).toBe(id);
-				return;
-			}
-			await new Promise((resolve) => setTimeout(resolve, 20));
-		}
-		throw new Error("the upstream never got notifications/cancelled");
+		const id = toolCalls(await received(), "gate")[0]?.body?.id;
+		expect(id).toBeDefined();
+		const cancelled = await eventually(
+			async () => (await received()).find((entry) => entry.body?.method === "notifications/cancelled"),
+			"notifications/cancelled at the upstream",
+		);
+		expect(cancelled.body?.params?.requestId).toBe(id);
+		await eventually(async () => (await gate.status()).cancelled === 1, "the call cancelled at the gate");
+		expect(await gate.status()).toMatchObject({ waiting: 0, passed: 0 });
 	});
 
-	it("a client's notifications/cancelled reaches the upstream that holds the request (aggregate)", async () => {
-		const { server } = await setup();
+	it("a client's notifications/cancelled reaches the upstream that holds the request (aggregate), which ends the call there", async () => {
+		const { server, received } = await setup();
 		const { key } = await createKey({ servers: [server] });
 		const sessionId = await openSession("/mcp", key);
-		const pending = rpc("/mcp", key, sessionId, {
-			jsonrpc: "2.0",
-			id: "slow-1",
-			method: "tools/call",
-			params: { name: `${server}__slow`, arguments: { ms: 400 } },
-		});
-		for (let i = 0; i < 50 && toolCalls(await faultLog(), "slow").length === 0; i++) {
-			await new Promise((resolve) => setTimeout(resolve, 10));
-		}
+		const gate = newGate(FAULT(), faultFetch);
+		const pending = rpc("/mcp", key, sessionId, gate.call("gated-1", `${server}__gate`));
+		await gate.arrived();
 		const cancel = await rpc("/mcp", key, sessionId, {
 			jsonrpc: "2.0",
 			method: "notifications/cancelled",
-			params: { requestId: "slow-1", reason: "user" },
+			params: { requestId: "gated-1", reason: "user" },
 		});
 		expect(cancel.status).toBe(202);
 		await (await pending).text();
-		const cancelled = (await faultLog()).find((entry) => entry.body?.method === "notifications/cancelled");
-		expect(cancelled?.body?.params?.requestId).toBe("slow-1");
+		const cancelled = (await received()).filter((entry) => entry.body?.method === "notifications/cancelled");
+		expect(cancelled.map((entry) => entry.body?.params?.requestId)).toEqual(["gated-1"]);
+		await eventually(async () => (await gate.status()).cancelled === 1, "the call cancelled at the gate");
+		expect(await gate.status()).toMatchObject({ waiting: 0, passed: 0 });
 	});
 });
 
 describe("terminal notification streams", () => {
-	it("a member's GET stream that cannot be re-opened closes its upstream session: the next need opens a fresh one, and no reconnect outlives the client's session", async () => {
-		const { server } = await setup();
+	it("a member's GET stream that cannot be re-opened closes its upstream session; the next need opens a fresh one, which the client's DELETE deletes, ending the client's stream", async () => {
+		const { server, received } = await setup();
 		const { key } = await createKey({ servers: [server] });
 		const sessionId = await openSession("/mcp", key);
+		const first = await upstreamSessionId(sessionId, server);
+		expect(first).toBeTruthy();
 		const listen = await gatewayFetch("/mcp", {
 			method: "GET",
 			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
 		});
 		expect(listen.status).toBe(200);
-		for (let i = 0; i < 100 && !(await faultLog()).some((e) => e.method === "GET"); i++) {
-			await new Promise((resolve) => setTimeout(resolve, 10));
-		}
+		const gets = async (upstreamSession: string | null | undefined) =>
+			(await received()).filter((entry) => entry.method === "GET" && entry.sessionId === upstreamSession);
+		await eventually(async () => (await gets(first)).length > 0, "the gateway listening on the member's GET stream");
+
 		await control("/_control/break-get");
-		const stub = await sessionObject(sessionId);
-		const upstreamId = () =>
-			runInDurableObject(stub, async (instance: SessionDO) => (await instance.store.readBinding())?.upstreams[server]);
-		for (let i = 0; i < 300 && (await upstreamId()) !== undefined; i++) {
-			await new Promise((resolve) => setTimeout(resolve, 10));
-		}
-		expect(await upstreamId()).toBeUndefined();
+		await eventually(
+			async () => (await upstreamSessionId(sessionId, server)) === undefined,
+			"the member's upstream session closed",
+		);
+		// The stream broke and its re-open was refused.
+		expect((await gets(first)).some((entry) => entry.status === 500)).toBe(true);
 		await control("/_control/heal");
 
 		const tools = await readReply(await rpc("/mcp", key, sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list" }));
 		expect(((tools.result?.tools ?? []) as unknown[]).length).toBeGreaterThan(0);
-		const inits = (await faultLog()).filter((entry) => entry.body?.method === "initialize");
-		expect(inits.length).toBeGreaterThanOrEqual(2);
+		const second = await upstreamSessionId(sessionId, server);
+		expect(second).toBeTruthy();
+		expect(second).not.toBe(first);
+		const inSecond = (await received()).filter((entry) => entry.sessionId === second);
+		expect(inSecond.some((entry) => entry.body?.method === "tools/list")).toBe(true);
 
-		await listen.body?.cancel();
 		expect((await gatewayFetch("/mcp", { method: "DELETE", headers: mcpHeaders(key, sessionId) })).status).toBe(204);
-		// Let requests already on the wire land, then nothing more may come.
-		await new Promise((resolve) => setTimeout(resolve, 300));
-		const gets = (await faultLog()).filter((entry) => entry.method === "GET").length;
-		await new Promise((resolve) => setTimeout(resolve, 800));
-		expect((await faultLog()).filter((entry) => entry.method === "GET").length).toBe(gets);
+		await listen.text(); // the client's stream ended with its session
+		const deletes = (await received()).filter((entry) => entry.method === "DELETE" && entry.sessionId === second);
+		expect(deletes.map((entry) => entry.status)).toEqual([200]);
 	});
 });

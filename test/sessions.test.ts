@@ -2,8 +2,8 @@ import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
-import { sessionObject } from "./support/session-object.ts";
-import { registerServer, upstreamLog } from "./support/upstreams.ts";
+import { sessionObject, upstreamSessionId } from "./support/session-object.ts";
+import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
 
 const TOOLS_LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
 
@@ -13,6 +13,19 @@ async function setup() {
 	const owner = await createKey();
 	const sessionId = await openSession(path, owner.key);
 	return { server, path, owner, sessionId };
+}
+
+/**
+ * The ID with one character in the middle of one of its parts (1: the random
+ * part, 2: the MAC) changed. Never the MAC's last character: it carries two
+ * unused bits, so changing it can spell the same MAC differently.
+ */
+function tamper(sessionId: string, part: 1 | 2): string {
+	const parts = sessionId.split(".");
+	const text = parts[part] ?? "";
+	const middle = Math.floor(text.length / 2);
+	parts[part] = text.slice(0, middle) + (text[middle] === "A" ? "B" : "A") + text.slice(middle + 1);
+	return parts.join(".");
 }
 
 async function stillWorks(path: string, key: string, sessionId: string): Promise<boolean> {
@@ -40,9 +53,11 @@ describe("session IDs", () => {
 	it("a forged or malformed ID gets 404 from the Worker without waking a Durable Object", async () => {
 		const { path, owner, sessionId } = await setup();
 		const before = (await listDurableObjectIds(env.SESSIONS)).length;
-		const last = sessionId.at(-1) === "A" ? "B" : "A";
-		const forged = sessionId.slice(0, -1) + last;
-		for (const bad of [forged, "not-a-session", `${sessionId}x`, "gw1.short.mac"]) {
+		const forgedRandom = tamper(sessionId, 1);
+		const forgedMac = tamper(sessionId, 2);
+		expect(forgedRandom).not.toBe(sessionId);
+		expect(forgedMac).not.toBe(sessionId);
+		for (const bad of [forgedRandom, forgedMac, "not-a-session", `${sessionId}x`, "gw1.short.mac"]) {
 			const response = await rpc(path, owner.key, bad, TOOLS_LIST);
 			expect(response.status).toBe(404);
 			expect((await readReply(response)).error?.data?.kind).toBe("session_not_found");
@@ -63,6 +78,7 @@ describe("session IDs", () => {
 
 	it("an initialize that carries a session ID gets 400 and opens nothing", async () => {
 		const { path, owner, sessionId } = await setup();
+		const before = (await listDurableObjectIds(env.SESSIONS)).length;
 		const response = await gatewayFetch(path, {
 			method: "POST",
 			headers: mcpHeaders(owner.key, sessionId),
@@ -70,11 +86,12 @@ describe("session IDs", () => {
 		});
 		expect(response.status).toBe(400);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
 	});
 });
 
 describe("a session belongs to its key, user path and endpoint", () => {
-	it("another key gets 404 on POST, GET and DELETE, and the session is unchanged", async () => {
+	it("another key gets 404 on POST, GET and DELETE, and the session still works for its owner", async () => {
 		const { path, owner, sessionId } = await setup();
 		const other = await createKey();
 		expect((await rpc(path, other.key, sessionId, TOOLS_LIST)).status).toBe(404);
@@ -137,16 +154,13 @@ describe("session storage", () => {
 
 describe("DELETE", () => {
 	it("ends the session with 204, deletes the upstream session, clears storage; afterwards 404", async () => {
-		const { path, owner, sessionId } = await setup();
+		const { server, path, owner, sessionId } = await setup();
 		const stub = await sessionObject(sessionId);
+		const upstreamSession = await upstreamSessionId(sessionId, server);
 		const response = await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(owner.key, sessionId) });
 		expect(response.status).toBe(204);
-		const log = await upstreamLog("alpha");
-		const upstreamSession = log.find(
-			(entry) => entry.body?.method === "tools/list" || entry.body?.method === "notifications/initialized",
-		)?.sessionId;
-		expect(log.some((entry) => entry.method === "DELETE" && entry.sessionId !== null)).toBe(true);
-		expect(upstreamSession).toBeTruthy();
+		const deletes = (await upstreamSessionLog("alpha", upstreamSession)).filter((entry) => entry.method === "DELETE");
+		expect(deletes).toHaveLength(1);
 		const keys = await runInDurableObject(stub, async (_instance: SessionDO, state) => [
 			...(await state.storage.list()).keys(),
 		]);
@@ -177,7 +191,7 @@ describe("MCP-Protocol-Version", () => {
 		});
 	}
 
-	it("a missing header means 2025-03-26 and is accepted", async () => {
+	it("a request without MCP-Protocol-Version is accepted", async () => {
 		const { path, owner, sessionId } = await setup();
 		const response = await gatewayFetch(path, {
 			method: "POST",
@@ -187,11 +201,11 @@ describe("MCP-Protocol-Version", () => {
 		expect(response.status).toBe(200);
 	});
 
-	it("a per-request-era version (2099-01-01) passes the header check, on DELETE too", async () => {
+	it("per-request-era versions pass the header check: 2026-07-28 and 2099-01-01 on POST, 2099-01-01 on DELETE", async () => {
 		const { path, owner, sessionId } = await setup();
-		expect((await rpc(path, owner.key, sessionId, TOOLS_LIST, { "mcp-protocol-version": "2026-07-28" })).status).toBe(
-			200,
-		);
+		for (const version of ["2026-07-28", "2099-01-01"]) {
+			expect((await rpc(path, owner.key, sessionId, TOOLS_LIST, { "mcp-protocol-version": version })).status).toBe(200);
+		}
 		const del = await gatewayFetch(path, {
 			method: "DELETE",
 			headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": "2099-01-01" }),

@@ -3,13 +3,17 @@ import {
 	admin,
 	connectClient,
 	createKey,
+	gatewayFetch,
+	initializeBody,
+	mcpHeaders,
 	openSession,
 	postInitialize,
 	readReply,
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
-import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { upstreamSessionId } from "./support/session-object.ts";
+import { registerServer, upstreamGate, upstreamLog, upstreamSessionLog, upstreamUrl } from "./support/upstreams.ts";
 
 describe("transparent endpoint /mcp/:server", () => {
 	it("passes tools, calls, prompts, resources and templates through unchanged (SSE upstream)", async () => {
@@ -25,6 +29,7 @@ describe("transparent endpoint /mcp/:server", () => {
 			"blob",
 			"echo",
 			"fail",
+			"gate",
 			"progress",
 			"sleep",
 			"whoami",
@@ -79,11 +84,26 @@ describe("transparent endpoint /mcp/:server", () => {
 
 	it("the upstream sees exactly one initialize and one notifications/initialized per session", async () => {
 		const server = await registerServer("beta");
+		const path = `/mcp/${server}`;
 		const { key } = await createKey();
-		const before = await upstreamLog("beta");
-		await openSession(`/mcp/${server}`, key);
-		const added = (await upstreamLog("beta")).slice(before.length).map((entry) => entry.body?.method);
-		expect(added).toEqual(["initialize", "notifications/initialized"]);
+		// The client's name passes through to the upstream: it marks this session's initialize.
+		const clientName = uniqueName("client");
+		const body = initializeBody();
+		body.params.clientInfo = { name: clientName, version: "1" };
+		const opened = await gatewayFetch(path, { method: "POST", headers: mcpHeaders(key), body: JSON.stringify(body) });
+		expect(opened.status).toBe(200);
+		const sessionId = opened.headers.get("mcp-session-id") ?? "";
+		await opened.body?.cancel();
+		expect((await rpc(path, key, sessionId, { jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
+
+		const initializes = (await upstreamLog("beta")).filter(
+			(entry) =>
+				entry.body?.method === "initialize" &&
+				(entry.body.params?.clientInfo as { name?: string } | undefined)?.name === clientName,
+		);
+		expect(initializes).toHaveLength(1);
+		const inSession = await upstreamSessionLog("beta", await upstreamSessionId(sessionId, server));
+		expect(inSession.map((entry) => entry.body?.method)).toEqual(["notifications/initialized"]);
 	});
 
 	it("keeps the upstream session id inside the gateway", async () => {
@@ -92,8 +112,15 @@ describe("transparent endpoint /mcp/:server", () => {
 		const sessionId = await openSession(`/mcp/${server}`, key);
 		const response = await rpc(`/mcp/${server}`, key, sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list" });
 		expect(response.headers.get("mcp-session-id")).toBeNull();
-		const upstreamIds = new Set((await upstreamLog("alpha")).map((entry) => entry.sessionId).filter(Boolean));
-		expect(upstreamIds.has(sessionId)).toBe(false);
+		await response.text();
+		// The session's tools/list reached the upstream under the upstream's own session id ...
+		const upstreamSession = await upstreamSessionId(sessionId, server);
+		expect(upstreamSession).toBeTruthy();
+		expect(upstreamSession).not.toBe(sessionId);
+		const inSession = await upstreamSessionLog("alpha", upstreamSession);
+		expect(inSession.some((entry) => entry.body?.method === "tools/list")).toBe(true);
+		// ... and the gateway's id never reached the upstream at all.
+		expect(JSON.stringify(await upstreamLog("alpha"))).not.toContain(sessionId);
 	});
 
 	it("a server that does not exist is 404", async () => {
@@ -144,12 +171,9 @@ describe("upstream deadline", () => {
 			await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers, timeoutSeconds: 1 });
 			const { key } = await createKey();
 			const sessionId = await openSession(`/mcp/${name}`, key);
-			const response = await rpc(`/mcp/${name}`, key, sessionId, {
-				jsonrpc: "2.0",
-				id: 41,
-				method: "tools/call",
-				params: { name: "sleep", arguments: { ms: 2500 } },
-			});
+			// A call held at a gate the test never releases: it cannot answer within 1 s.
+			const gate = upstreamGate(which);
+			const response = await rpc(`/mcp/${name}`, key, sessionId, gate.call(41));
 			const reply = await readReply(response);
 			expect(reply.id).toBe(41);
 			// Inside tools/call, an upstream failure is the tool's result, with the kind in _meta.

@@ -1,13 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
-import { registerServer, upstreamLog } from "./support/upstreams.ts";
+import {
+	createKey,
+	gatewayFetch,
+	initializeBody,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+	uniqueName,
+} from "./support/gateway.ts";
+import { upstreamSessionId } from "./support/session-object.ts";
+import { registerServer, upstreamGate, upstreamSessionLog } from "./support/upstreams.ts";
 
 async function setup() {
 	const server = await registerServer("alpha");
 	const path = `/mcp/${server}`;
 	const { key } = await createKey();
 	const sessionId = await openSession(path, key);
-	return { path, key, sessionId };
+	/** What alpha received in this session's upstream session. */
+	const upstreamReceived = async () => upstreamSessionLog("alpha", await upstreamSessionId(sessionId, server));
+	return { path, key, sessionId, upstreamReceived };
 }
 
 describe("streamable HTTP transport checks", () => {
@@ -70,23 +82,24 @@ describe("streamable HTTP transport checks", () => {
 	});
 
 	it("a client notification is forwarded and gets 202", async () => {
-		const { path, key, sessionId } = await setup();
+		const { path, key, sessionId, upstreamReceived } = await setup();
 		const response = await rpc(path, key, sessionId, {
 			jsonrpc: "2.0",
 			method: "notifications/cancelled",
 			params: { requestId: 99, reason: "test" },
 		});
 		expect(response.status).toBe(202);
-		const log = await upstreamLog("alpha");
-		expect(
-			log.some((entry) => entry.body?.method === "notifications/cancelled" && entry.body.params?.requestId === 99),
-		).toBe(true);
+		const forwarded = (await upstreamReceived()).filter((entry) => entry.body?.method === "notifications/cancelled");
+		expect(forwarded.map((entry) => entry.body?.params)).toEqual([{ requestId: 99, reason: "test" }]);
 	});
 
 	it("a client response is forwarded and gets 202", async () => {
-		const { path, key, sessionId } = await setup();
-		const response = await rpc(path, key, sessionId, { jsonrpc: "2.0", id: "srv-1", result: {} });
+		const { path, key, sessionId, upstreamReceived } = await setup();
+		const id = uniqueName("srv");
+		const response = await rpc(path, key, sessionId, { jsonrpc: "2.0", id, result: {} });
 		expect(response.status).toBe(202);
+		const forwarded = (await upstreamReceived()).filter((entry) => entry.body?.id === id);
+		expect(forwarded.map((entry) => entry.body)).toEqual([{ jsonrpc: "2.0", id, result: {} }]);
 	});
 
 	it("other methods get 405 with Allow", async () => {
@@ -154,7 +167,7 @@ describe("streamable HTTP transport checks", () => {
 	});
 
 	it("the GET stream is proxied as an event stream", async () => {
-		const { path, key, sessionId } = await setup();
+		const { path, key, sessionId, upstreamReceived } = await setup();
 		const controller = new AbortController();
 		const response = await gatewayFetch(path, {
 			method: "GET",
@@ -165,24 +178,25 @@ describe("streamable HTTP transport checks", () => {
 		expect(response.headers.get("content-type")).toContain("text/event-stream");
 		expect(response.headers.get("mcp-session-id")).toBeNull();
 		await response.body?.cancel();
-		const log = await upstreamLog("alpha");
-		expect(log.some((entry) => entry.method === "GET" && entry.sessionId !== null)).toBe(true);
+		expect((await upstreamReceived()).filter((entry) => entry.method === "GET")).toHaveLength(1);
 	});
 
 	it("an SSE response is streamed, not buffered whole: the first event arrives before the call ends", async () => {
 		const { path, key, sessionId } = await setup();
-		const response = await rpc(path, key, sessionId, {
-			jsonrpc: "2.0",
-			id: 5,
-			method: "tools/call",
-			params: { name: "progress", arguments: { steps: 3, delayMs: 300 }, _meta: { progressToken: "p" } },
-		});
+		// The gate tool sends one progress notification on arrival, then waits until the test releases it.
+		const gate = upstreamGate("alpha");
+		const response = await rpc(path, key, sessionId, gate.call(5, "gate", { progressToken: "p" }));
 		expect(response.headers.get("content-type")).toContain("text/event-stream");
 		const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
 		const first = await reader.read();
 		expect(first.value).toContain("notifications/progress");
 		expect(first.value).not.toContain('"result"');
-		await reader.cancel();
+		// The call is still held at the upstream: the event came while it ran.
+		expect((await gate.status()).waiting).toBe(1);
+		await gate.release();
+		let rest = "";
+		for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += chunk.value;
+		expect(rest).toContain(`gate ${gate.name} passed`);
 	});
 
 	it("initialize with a body over the limit is refused before any session exists", async () => {

@@ -1,20 +1,23 @@
 /**
- * Waits until `check` holds (returns true, or a value other than false/undefined
- * without throwing), polling every few milliseconds; fails with the last
- * error or `what` after `timeoutMs`. The one way tests wait for something
- * that happens in the background: never a fixed sleep.
+ * Waits until `check` holds: returns a value other than false, null or
+ * undefined without throwing. Polls every few milliseconds and resolves with
+ * that value. After `timeoutMs` it fails with the check's last error (so an
+ * assertion inside the check shows its own diff) or, when the check simply
+ * did not hold, with `what`. The one way tests wait for something that
+ * happens in the background: never a fixed sleep.
  */
 export async function eventually<T>(
 	check: () => T | Promise<T>,
 	what = "condition",
 	timeoutMs = 5_000,
-): Promise<Exclude<T, false | undefined>> {
+): Promise<Exclude<T, false | null | undefined>> {
 	const started = Date.now();
 	let lastError: unknown;
 	for (;;) {
 		try {
 			const value = await check();
-			if (value !== false && value !== undefined) return value as Exclude<T, false | undefined>;
+			if (value !== false && value !== null && value !== undefined)
+				return value as Exclude<T, false | null | undefined>;
 			lastError = undefined;
 		} catch (error) {
 			lastError = error;

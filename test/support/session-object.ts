@@ -61,3 +61,17 @@ export async function instrumentSession(sessionId: string) {
 	const stored = () => runInDurableObject(stub, async (_i: SessionDO, state) => (await state.storage.list()).size);
 	return { stub, clock, registry, writes, stored };
 }
+
+/** The upstream session ids a gateway session holds, by member server name (null: the upstream gave none). */
+export async function upstreamSessionIds(sessionId: string): Promise<Record<string, string | null>> {
+	const stub = await sessionObject(sessionId);
+	const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
+	return Object.fromEntries(
+		Object.entries(binding?.upstreams ?? {}).map(([name, upstream]) => [name, upstream.sessionId]),
+	);
+}
+
+/** The upstream session id a gateway session holds for one member server; undefined when it holds none. */
+export async function upstreamSessionId(sessionId: string, server: string): Promise<string | null | undefined> {
+	return (await upstreamSessionIds(sessionId))[server];
+}

@@ -1,4 +1,5 @@
 import { inject } from "vitest";
+import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
 export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged";
@@ -29,8 +30,22 @@ export interface UpstreamLogEntry {
 	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | undefined;
 }
 
-/** Everything the upstream received, in order. */
+/** Everything the upstream received, in order, from every test of the run. */
 export async function upstreamLog(which: UpstreamName): Promise<UpstreamLogEntry[]> {
 	const response = await fetch(`http://127.0.0.1:${upstreamPort(which)}/_log`);
 	return (await response.json()) as UpstreamLogEntry[];
+}
+
+/** What the upstream received in one upstream session (the initialize that opened it carries no session id). */
+export async function upstreamSessionLog(
+	which: UpstreamName,
+	upstreamSessionId: string | null | undefined,
+): Promise<UpstreamLogEntry[]> {
+	if (!upstreamSessionId) throw new Error(`no upstream session id to look for at ${which}`);
+	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
+}
+
+/** A new gate of the `gate` tool on a test upstream (alpha, beta and gamma offer it). */
+export function upstreamGate(which: "alpha" | "beta" | "gamma") {
+	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
