@@ -1,5 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
@@ -51,7 +52,7 @@ describe("admin API servers", () => {
 		expect(await one.text()).not.toContain("literal-secret-token");
 	});
 
-	it("rejects invalid names, non-http URLs and bad bodies with 400 and the problem in words", async () => {
+	it("rejects invalid names and non-http URLs with 400 naming the problem, reserved headers and malformed JSON with 400, and a body that is not JSON with 415", async () => {
 		const badName = await admin("PUT", "/servers/Bad_Name", { url: upstreamUrl("beta") });
 		expect(badName.status).toBe(400);
 		expect(((await badName.json()) as { error: { message: string } }).error.message).toMatch(/server name/);
@@ -122,6 +123,7 @@ describe("admin API keys", () => {
 		);
 		expect(dump).not.toContain(key);
 		expect(dump).toContain("digest-only");
+		expect(dump).toContain(await sha256Hex(key));
 	});
 
 	it("rejects a bad key body with 400 in words", async () => {

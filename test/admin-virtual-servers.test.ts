@@ -264,6 +264,10 @@ describe("RegistryDO.checkSession", () => {
 			endpoint: { kind: "server", name: a.name, generation: a.generation },
 		});
 		expect(result).toEqual({ ok: false, reason: "the API key was revoked" });
+		const name = uniqueName("vs");
+		const virtual = await putVirtual(name, { servers: [a.name] });
+		const endpoint = { kind: "virtual", name, generation: virtual.generation } as const;
+		expect(await check({ keyId: key.id, userPath: key.userPath, endpoint })).toMatchObject({ ok: false });
 		expect(await check({ keyId: key.id, userPath: key.userPath, endpoint: { kind: "aggregate" } })).toMatchObject({
 			ok: false,
 		});

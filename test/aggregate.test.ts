@@ -220,6 +220,12 @@ describe("aggregate endpoint /mcp", () => {
 		expect((await client.readResource({ uri: "demo://beta/readme" })).contents[0]).toMatchObject({
 			text: "This is beta.",
 		});
+		const { resourceTemplates } = await client.listResourceTemplates();
+		expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual([
+			"demo://alpha/notes/{id}",
+			"demo://beta/notes/{id}",
+			"demo://gamma/notes/{id}",
+		]);
 		expect((await client.readResource({ uri: "demo://alpha/notes/7" })).contents[0]).toMatchObject({ text: "note 7" });
 		await expect(client.readResource({ uri: "demo://nowhere/x" })).rejects.toMatchObject({ code: -32002 });
 		void a;

@@ -69,7 +69,7 @@ describe("transparent endpoint /mcp/:server", () => {
 		await client.close();
 	});
 
-	it("streams progress notifications to the client as they come", async () => {
+	it("passes progress notifications through to the client, in order", async () => {
 		const server = await registerServer("alpha");
 		const { key } = await createKey();
 		const { client } = await connectClient(`/mcp/${server}`, key);

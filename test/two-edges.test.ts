@@ -43,7 +43,7 @@ describe("many stateless edges, one session", () => {
 		);
 	});
 
-	it("DELETE through either Worker ends the session everywhere", async () => {
+	it("DELETE through the second Worker ends the session on both", async () => {
 		const server = await registerServer("beta");
 		const { key } = await createKey();
 		const sessionId = await openSession(`/mcp/${server}`, key);

@@ -50,7 +50,7 @@ describe("credentials stay secret", () => {
 			expect(text).not.toContain(secret);
 	});
 
-	it("an upstream's 401 is reported with its challenge, never with the configured credential", async () => {
+	it("an upstream's 401 at initialize is reported as rejected credentials, never with the configured credential", async () => {
 		const name = uniqueName("wrongcred");
 		await admin("PUT", `/servers/${name}`, {
 			url: upstreamUrl("alpha"),
