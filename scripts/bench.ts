@@ -625,9 +625,19 @@ async function main(): Promise<void> {
 	procs.removeOnExit(join(ROOT, "scripts", "floor", ".wrangler"));
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
-	writeFileSync(envFile, `ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\n`, {
-		mode: 0o600,
-	});
+	// The bench upstream is plain http on loopback, which deployments refuse.
+	writeFileSync(
+		envFile,
+		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
+		{ mode: 0o600 },
+	);
+	// The benchmark drives one key far past the per-key rate limit of a deployment: the same
+	// configuration with the limits raised, so the limiter still runs on every request.
+	const gatewayConfig = join(tmp, "wrangler.toml");
+	writeFileSync(
+		gatewayConfig,
+		readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace(/limit = \d+, period/g, "limit = 100000000, period"),
+	);
 
 	log("building the gateway and the floor (wrangler deploy --dry-run), starting the upstream...");
 	const [upstream, gatewayBuild, floorBuild] = await Promise.all([
@@ -640,7 +650,7 @@ async function main(): Promise<void> {
 	const [gatewayDev, floorDev] = await Promise.all([
 		startWrangler(
 			"gateway (wrangler dev)",
-			join(ROOT, "wrangler.toml"),
+			gatewayConfig,
 			gatewayBuild.entry,
 			join(tmp, "gateway-state"),
 			["--env-file", envFile],

@@ -98,7 +98,18 @@ console.log(`Demo upstream MCP server listening at ${upstream.url}`);
 // stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
 const wrangler = spawn(
 	join("node_modules", ".bin", "wrangler"),
-	["dev", "--port", String(GATEWAY_PORT), "--ip", HOST, "--persist-to", join(".wrangler", "state")],
+	[
+		"dev",
+		"--port",
+		String(GATEWAY_PORT),
+		"--ip",
+		HOST,
+		"--persist-to",
+		join(".wrangler", "state"),
+		// The demo upstream is plain http on loopback, which deployments refuse.
+		"--var",
+		"ALLOW_HTTP_UPSTREAMS:true",
+	],
 	{ stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
 prefixLines(wrangler.stdout, "[wrangler]");

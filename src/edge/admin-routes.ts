@@ -69,6 +69,25 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	return parsed.data;
 }
 
+/** What an admin action did, for the audit line. */
+type AdminAction =
+	| "server.created"
+	| "server.replaced"
+	| "server.deleted"
+	| "virtual_server.created"
+	| "virtual_server.replaced"
+	| "virtual_server.deleted"
+	| "key.created"
+	| "key.deleted";
+
+/**
+ * One structured line per admin change: who (the admin token's holder), what,
+ * and the target's name or key id. Never a value: no URL, header or secret.
+ */
+function audit(action: AdminAction, target: string): void {
+	console.log(JSON.stringify({ event: "admin_audit", actor: "admin", action, target }));
+}
+
 /** `/admin/*`: registry management, allowed only with `Authorization: Bearer <ADMIN_TOKEN>`. */
 export function createAdminRoutes(): Hono<AdminEnv> {
 	const admin = new Hono<AdminEnv>();
@@ -115,6 +134,7 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		}
 		const result = await registryStub(c.env).putServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
+		audit(result.created ? "server.created" : "server.replaced", name);
 		return c.json(maskServer(result.server), result.created ? 201 : 200);
 	});
 
@@ -123,6 +143,7 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		if (!(await registryStub(c.env).deleteServer(name))) {
 			throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
 		}
+		audit("server.deleted", name);
 		return c.body(null, 204);
 	});
 
@@ -144,6 +165,7 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		const result = await registryStub(c.env).putVirtualServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		audit(result.created ? "virtual_server.created" : "virtual_server.replaced", name);
 		return c.json(showVirtualServer(result.virtualServer), result.created ? 201 : 200);
 	});
 
@@ -152,12 +174,14 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		if (!(await registryStub(c.env).deleteVirtualServer(name))) {
 			throw new GatewayError("not_found", `Not Found: no virtual server named '${name}'.`);
 		}
+		audit("virtual_server.deleted", name);
 		return c.body(null, 204);
 	});
 
 	admin.post("/keys", async (c) => {
 		const input = await parseJsonBody(c, KeyInputSchema);
 		const { record, key } = await registryStub(c.env).createKey(input);
+		audit("key.created", record.id);
 		return c.json({ ...record, createdAt: new Date(record.createdAt).toISOString(), key }, 201);
 	});
 
@@ -171,6 +195,7 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		if (!(await registryStub(c.env).revokeKey(id))) {
 			throw new GatewayError("not_found", `Not Found: no API key with id '${id}'.`);
 		}
+		audit("key.deleted", id);
 		return c.body(null, 204);
 	});
 

@@ -41,7 +41,9 @@ function hostAllowed(host: string, allowed: string): boolean {
 export function checkOrigin(request: Request, settings: Settings): void {
 	const origin = request.headers.get("origin");
 	if (origin === null) return;
-	if (origin === new URL(request.url).origin) return;
+	// The gateway's own origin, as the client addressed it (the Host was validated first).
+	const url = new URL(request.url);
+	if (origin === `${url.protocol}//${request.headers.get("host") ?? url.host}`) return;
 	if (settings.allowedOrigins.includes("*") || settings.allowedOrigins.includes(origin)) return;
 	throw new GatewayError("forbidden_origin", `Forbidden: origin ${origin} is not allowed to use this gateway.`);
 }
