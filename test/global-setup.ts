@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 import { startFaultSupervisor } from "./fault-supervisor.ts";
@@ -18,6 +19,9 @@ export default async function setup(project: TestProject) {
 	project.provide("betaPort", beta.port);
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
+	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
+	const hostile = await startHostileUpstream();
+	project.provide("hostilePort", hostile.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -29,6 +33,7 @@ export default async function setup(project: TestProject) {
 			shifting.close(),
 			mutable.close(),
 			paged.close(),
+			hostile.close(),
 			fault.stop(),
 		]);
 	};

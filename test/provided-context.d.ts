@@ -11,6 +11,8 @@ declare module "vitest" {
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */
 		faultSupervisorPort: number;
+		/** The hostile upstream (scripts/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */
+		hostilePort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
