@@ -43,6 +43,7 @@
  * - `redos-template`: one resource template of 30 adjacent reserved
  *   expansions followed by `x` and 26 adjacent simple ones, to tempt a
  *   backtracking matcher; resources/read answers any URI.
+ * - `listen`: GET opens an SSE stream that stays open and silent (any number of them) until the client leaves.
  * - `gated`: tool `wait` answers only once `POST /_release?behaviour=gated` is called.
  *
  * Control API:
@@ -216,6 +217,7 @@ const BEHAVIOURS = new Map<string, Behaviour>([
 			},
 		},
 	],
+	["listen", { get: quietStream }],
 	[
 		"gated",
 		{
@@ -423,6 +425,15 @@ async function floodListChanged({ query, res, state }: HttpContext): Promise<voi
 	}
 	state.streams.delete(res);
 	if (!gone(res)) res.end();
+}
+
+/** The GET stream of an upstream with nothing to say: open, one comment, then silence until the client leaves. */
+async function quietStream({ res, state }: HttpContext): Promise<void> {
+	res.writeHead(200, SSE_HEADERS);
+	state.streams.add(res);
+	res.write(": listening\n\n");
+	await new Promise<void>((resolve) => res.once("close", () => resolve()));
+	state.streams.delete(res);
 }
 
 /** A tools/call reply stream that buries the result under 500 list_changed notifications. */

@@ -68,7 +68,10 @@ describe("host validation (DNS rebinding)", () => {
 			const health = await exports.default.fetch(new Request(`${BASE}/healthz`, { headers: { host } }));
 			expect(health.status).toBe(200);
 		}
-		const sessionId = await openSession(`/mcp/${server}`, key, { host: "localhost:8787", origin: "http://localhost:8787" });
+		const sessionId = await openSession(`/mcp/${server}`, key, {
+			host: "localhost:8787",
+			origin: "http://localhost:8787",
+		});
 		expect((await rpc(`/mcp/${server}`, key, sessionId, PING)).status).toBe(200);
 	});
 
