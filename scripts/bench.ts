@@ -648,13 +648,10 @@ async function main(): Promise<void> {
 	const bundle = bundleSize(gatewayBuild);
 	log("starting the gateway and the floor (wrangler dev)...");
 	const [gatewayDev, floorDev] = await Promise.all([
-		startWrangler(
-			"gateway (wrangler dev)",
-			gatewayConfig,
-			gatewayBuild.entry,
-			join(tmp, "gateway-state"),
-			["--env-file", envFile],
-		),
+		startWrangler("gateway (wrangler dev)", gatewayConfig, gatewayBuild.entry, join(tmp, "gateway-state"), [
+			"--env-file",
+			envFile,
+		]),
 		startWrangler(
 			"floor (wrangler dev)",
 			join(ROOT, "scripts", "floor", "wrangler.toml"),

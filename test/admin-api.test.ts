@@ -41,7 +41,7 @@ describe("admin API servers", () => {
 		const name = uniqueName("masked");
 		await admin("PUT", `/servers/${name}`, {
 			url: upstreamUrl("alpha"),
-			headers: { Authorization: "Bearer literal-secret-token", "X-Team": "${TEAM}" },
+			headers: { Authorization: "Bearer literal-secret-token", "X-Team": "${UPSTREAM_TEAM}" },
 		});
 		const listed = await admin("GET", "/servers");
 		const text = await listed.text();

@@ -245,13 +245,12 @@ describe("RegistryDO.checkSession", () => {
 		const virtual = await putVirtual(name, { servers: [a.name], userPaths: ["/team"] });
 		const key = await createKey({ userPath: "/team/a", servers: [a.name] });
 		const base = { keyId: key.id, userPath: "/team/a" };
-		expect(await check({ ...base, endpoint: { kind: "server", name: a.name, generation: a.generation } })).toEqual({
-			ok: true,
-		});
-		expect(await check({ ...base, endpoint: { kind: "virtual", name, generation: virtual.generation } })).toEqual({
-			ok: true,
-		});
-		expect(await check({ ...base, endpoint: { kind: "aggregate" } })).toEqual({ ok: true });
+		const live = { ok: true, changed: [] };
+		expect(await check({ ...base, endpoint: { kind: "server", name: a.name, generation: a.generation } })).toEqual(
+			live,
+		);
+		expect(await check({ ...base, endpoint: { kind: "virtual", name, generation: virtual.generation } })).toEqual(live);
+		expect(await check({ ...base, endpoint: { kind: "aggregate" } })).toEqual(live);
 	});
 
 	it("refuses every endpoint kind once the key is revoked", async () => {

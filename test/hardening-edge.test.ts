@@ -23,8 +23,8 @@ import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 const PING = { jsonrpc: "2.0", id: 1, method: "ping" };
 
 /** The gateway's answer with another env: the edge reads its settings from the env it is given. */
-function fetchWithEnv(overrides: Record<string, string>, request: Request): Promise<Response> {
-	return createApp().fetch(request, { ...env, ...overrides });
+async function fetchWithEnv(overrides: Record<string, string>, request: Request): Promise<Response> {
+	return await createApp().fetch(request, { ...env, ...overrides });
 }
 
 async function errorOf(response: Response): Promise<{ kind?: string; message: string }> {

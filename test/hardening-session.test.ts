@@ -159,7 +159,7 @@ describe("edits reach live sessions", () => {
 			const reply = await readReply(
 				await rpc(path, key, sessionId, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "whoami" } }),
 			);
-			return (reply.result?.content as Array<{ text: string }>)[0]?.text;
+			return (reply.result?.content as Array<{ text: string }> | undefined)?.[0]?.text;
 		};
 		expect(await whoami(1)).toBe("beta");
 		const betaSession = await upstreamSessionId(sessionId, name);

@@ -97,7 +97,7 @@ describe("replies are capped by MAX_REPLY_BYTES everywhere", () => {
 		const beta = await registerServer("beta");
 		const { call } = await aggregateOf([huge.name, beta]);
 		const listed = await call("tools/list");
-		const names = (listed.result?.tools as Array<{ name: string }>).map((tool) => tool.name);
+		const names = ((listed.result?.tools ?? []) as Array<{ name: string }>).map((tool) => tool.name);
 		expect(names).toContain(`${beta}__echo`);
 		expect(names.some((tool) => tool.startsWith(`${huge.name}__`))).toBe(false);
 		const pages = (await hostileLog(huge.tag)).filter((entry) => entry.rpcMethod === "tools/list");
@@ -195,7 +195,7 @@ describe("aggregate members are isolated from each other", () => {
 		const beta = await registerServer("beta");
 		const { call } = await aggregateOf([dup.name, beta]);
 		const listed = await call("resources/list");
-		const uris = (listed.result?.resources as Array<{ uri: string }>).map((resource) => resource.uri);
+		const uris = ((listed.result?.resources ?? []) as Array<{ uri: string }>).map((resource) => resource.uri);
 		expect(uris).not.toContain("demo://beta/readme");
 		const read = await call("resources/read", { uri: "demo://beta/readme" });
 		expect(read.error?.code).toBe(-32602);
@@ -217,7 +217,7 @@ describe("upstream lists are parsed, not cast", () => {
 		const invalid = await registerHostile("invalid-tools");
 		const { call } = await aggregateOf([invalid.name]);
 		const listed = await call("tools/list");
-		expect((listed.result?.tools as Array<{ name: string }>).map((tool) => tool.name)).toEqual([
+		expect(((listed.result?.tools ?? []) as Array<{ name: string }>).map((tool) => tool.name)).toEqual([
 			`${invalid.name}__good`,
 		]);
 		const dropped = warnings.filter((line) => line.includes(`upstream ${invalid.name}: dropped`));

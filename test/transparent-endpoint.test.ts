@@ -149,17 +149,19 @@ describe("transparent endpoint /mcp/:server", () => {
 		expect(reply.error?.message).toContain(`'${name}'`);
 	});
 
-	it("an upstream credential reference that is not set is reported without a secret", async () => {
+	it("an upstream credential that is not set is reported as misconfigured, naming neither the variable nor the URL", async () => {
 		const name = uniqueName("miscfg");
 		await admin("PUT", `/servers/${name}`, {
 			url: "http://127.0.0.1:9/mcp",
-			headers: { Authorization: "Bearer ${NOT_SET_ANYWHERE}" },
+			headers: { Authorization: "Bearer ${UPSTREAM_NOT_SET_ANYWHERE}" },
 		});
 		const { key } = await createKey();
 		const response = await postInitialize(`/mcp/${name}`, key);
 		const reply = await readReply(response);
-		expect(reply.error?.data?.kind).toBe("misconfigured");
-		expect(reply.error?.message).toContain("${NOT_SET_ANYWHERE}");
+		expect(reply.error?.data).toEqual({ kind: "misconfigured", server: name });
+		expect(reply.error?.message).toContain(name);
+		expect(reply.error?.message).not.toContain("UPSTREAM_NOT_SET_ANYWHERE");
+		expect(reply.error?.message).not.toContain("127.0.0.1");
 	});
 });
 

@@ -31,7 +31,8 @@ export async function registerHostile(
 	const name = uniqueName(behaviour);
 	const tag = uniqueName("tag");
 	const response = await admin("PUT", `/servers/${name}`, { url: hostileUrl(behaviour, tag, query), headers });
-	if (response.status !== 201) throw new Error(`registering ${name} failed: ${response.status} ${await response.text()}`);
+	if (response.status !== 201)
+		throw new Error(`registering ${name} failed: ${response.status} ${await response.text()}`);
 	return { name, tag };
 }
 

@@ -1,0 +1,288 @@
+import type { Settings } from "../config.ts";
+import { describeError } from "../mcp/gateway-error.ts";
+import type { ServerRecord } from "../registry/schemas.ts";
+import type { SessionBinding } from "./binding.ts";
+import type { Clock, Timers } from "./clock.ts";
+import type { RegistryClient } from "./registry-client.ts";
+import type { SessionStore } from "./session-store.ts";
+
+/** A registry that does not answer within this is treated as unreadable for this recheck. */
+const REGISTRY_TIMEOUT_MS = 5_000;
+
+type RecheckOutcome = "verified" | "unreadable" | "ended";
+
+/** What the lifecycle needs from its SessionDO (asked on every use, so tests can swap clock, timers, registry). */
+export interface LifecycleHost {
+	readonly settings: Settings;
+	readonly store: SessionStore;
+	clock(): Clock;
+	timers(): Timers;
+	registry(): RegistryClient;
+	/** The binding as the DO holds it now: undefined until loaded, null once ended. */
+	current(): SessionBinding | null | undefined;
+	/** Replaces the in-memory binding (a touch). */
+	replace(binding: SessionBinding): void;
+	/** Whether a client stream is open: like a call, it needs rechecks while no request comes. */
+	streamsOpen(): boolean;
+	/** Ends the session for `reason`. */
+	end(binding: SessionBinding, reason: string): Promise<void>;
+	/** A recheck found members whose configuration changed. */
+	configChanged(changed: readonly ServerRecord[]): Promise<void>;
+	/** The last running request ended. */
+	drained(): void;
+}
+
+/**
+ * When a session ends, and what keeping it alive costs: idle expiry by alarm,
+ * at most one storage write per touch interval, at most one registry read per
+ * recheck interval (shared by concurrent requests), the unverified limit while
+ * the registry cannot be read, the maximum age, and rechecks on a timer while
+ * a call or stream is open (invariants 5 to 8).
+ */
+export class SessionLifecycle {
+	/** Requests running now. */
+	inFlight = 0;
+	/** Registry reads made, for cost reports. */
+	registryReads = 0;
+	private lastActivity = 0;
+	private persistedActivity = 0;
+	/**
+	 * Latest activity that may have happened before this instance started and
+	 * was never written (at most one touch interval after the stored value), so
+	 * an evicted session is never expired early.
+	 */
+	private restoredActivityBound = 0;
+	/** Last successful registry recheck: the unverified limit counts from here. */
+	private verifiedAt = 0;
+	/** Last recheck attempt, successful or not: registry reads are bounded by the interval from here. */
+	private recheckedAt = 0;
+	/** The last recheck attempt failed (registry unreadable): activity does not extend the session. */
+	private unverified = false;
+	private rechecking: Promise<RecheckOutcome> | null = null;
+	/** Cancels the recheck timer of a busy session; null while none is set. */
+	private cancelBusyRecheck: (() => void) | null = null;
+
+	constructor(private readonly host: LifecycleHost) {}
+
+	/** A session just opened at `now`: the first alarm is its idle deadline (or its age limit). */
+	async opened(binding: SessionBinding): Promise<void> {
+		const now = binding.createdAt;
+		this.lastActivity = now;
+		this.persistedActivity = now;
+		this.verifiedAt = now;
+		this.recheckedAt = now;
+		await this.host.store.scheduleAlarm(Math.min(now + this.host.settings.idleTimeoutMs, this.ageLimitAt(binding)));
+	}
+
+	/** A session loaded from storage after the Durable Object started. */
+	restored(binding: SessionBinding): void {
+		this.lastActivity = binding.lastActivity;
+		this.persistedActivity = binding.lastActivity;
+		this.restoredActivityBound = binding.lastActivity + this.host.settings.touchIntervalMs;
+		this.verifiedAt = binding.verifiedAt;
+		this.recheckedAt = binding.verifiedAt;
+	}
+
+	/**
+	 * The alarm: the maximum age ends the session, busy or not; so does the
+	 * unverified limit unless a last recheck succeeds. Otherwise it reschedules
+	 * itself while a call runs or activity moved the deadline, and ends an idle session.
+	 */
+	async alarm(binding: SessionBinding): Promise<void> {
+		const { settings, store } = this.host;
+		const now = this.host.clock().now();
+		if (now >= this.ageLimitAt(binding)) {
+			await this.host.end(binding, "reached its maximum age");
+			return;
+		}
+		if (this.unverified && now >= this.verifiedAt + settings.unverifiedLimitMs) {
+			const outcome = await this.recheck(binding);
+			if (outcome !== "verified") {
+				if (outcome === "unreadable") await this.host.end(binding, "unverified for too long");
+				return;
+			}
+		}
+		if (this.inFlight > 0) {
+			await store.scheduleAlarm(Math.min(now + settings.idleTimeoutMs, this.limitAt(), this.ageLimitAt(binding)));
+			return;
+		}
+		const deadline = this.deadline();
+		if (now < deadline) {
+			await store.scheduleAlarm(deadline);
+			return;
+		}
+		await this.host.end(binding, "idle");
+	}
+
+	/**
+	 * When the session ends if nothing else happens: one idle timeout after the
+	 * last activity; while the registry cannot be read, no later than the
+	 * unverified limit after the last successful recheck; never after its maximum age.
+	 */
+	deadline(): number {
+		const idle = Math.max(this.lastActivity, this.restoredActivityBound) + this.host.settings.idleTimeoutMs;
+		const binding = this.host.current();
+		return Math.min(idle, this.limitAt(), binding ? this.ageLimitAt(binding) : Number.POSITIVE_INFINITY);
+	}
+
+	/**
+	 * Verifies the session with the registry at most once per recheck interval
+	 * (invariant 5). The request that finds a recheck due waits for it, so a
+	 * revoked or deleted session is refused at once; requests arriving while it
+	 * runs are served on the previous verification and do not wait, unless the
+	 * unverified limit has passed. A session past its maximum age ends here.
+	 * Returns false when the session has ended.
+	 */
+	async recheckIfDue(binding: SessionBinding): Promise<boolean> {
+		const { settings } = this.host;
+		const now = this.host.clock().now();
+		if (now >= this.ageLimitAt(binding)) {
+			await this.host.end(binding, "reached its maximum age");
+			return false;
+		}
+		const pastLimit = now >= this.verifiedAt + settings.unverifiedLimitMs;
+		if (this.rechecking && !pastLimit) return this.host.current() !== null;
+		if (!this.rechecking && now - this.recheckedAt < settings.recheckIntervalMs && !pastLimit) return true;
+		const outcome = await this.recheck(binding);
+		if (outcome === "ended") return false;
+		if (outcome === "unreadable" && this.host.clock().now() >= this.verifiedAt + settings.unverifiedLimitMs) {
+			await this.host.end(binding, "unverified for too long");
+			return false;
+		}
+		return this.host.current() !== null;
+	}
+
+	/** Activity that is not a call (a stream opened or closed): moves the idle clock only. */
+	touch(): void {
+		this.lastActivity = this.host.clock().now();
+		this.touchIfDue();
+	}
+
+	/** A request starts: it holds idle expiry off until it ends. */
+	begin(): void {
+		this.inFlight++;
+		this.touch();
+		this.watchWhileBusy();
+	}
+
+	/** A request ended: the idle clock restarts. */
+	finish(): void {
+		this.inFlight--;
+		this.touch();
+		this.watchWhileBusy();
+		if (this.inFlight === 0) this.host.drained();
+	}
+
+	/**
+	 * While the session is busy (a call or a client stream is open), a timer
+	 * rechecks it every recheck interval, so a revoked key or a deleted endpoint
+	 * ends an open stream or a long call within one interval even when no new
+	 * request arrives. A timer costs no storage write (moving the alarm would
+	 * cost one per call), and a busy Durable Object is awake anyway; it is
+	 * cancelled as soon as the session is idle, so nothing keeps an idle object awake.
+	 */
+	watchWhileBusy(): void {
+		const binding = this.host.current();
+		const busy = this.inFlight > 0 || this.host.streamsOpen();
+		if (!busy || !binding) {
+			this.stop();
+			return;
+		}
+		if (this.cancelBusyRecheck) return;
+		const due = Math.min(this.recheckedAt + this.host.settings.recheckIntervalMs, this.ageLimitAt(binding));
+		this.cancelBusyRecheck = this.host.timers().set(Math.max(0, due - this.host.clock().now()), () => {
+			this.cancelBusyRecheck = null;
+			const live = this.host.current();
+			if (!live || !(this.inFlight > 0 || this.host.streamsOpen())) return;
+			this.recheckIfDue(live)
+				.catch((error: unknown) => console.error(`busy session recheck failed: ${describeError(error)}`))
+				.finally(() => this.watchWhileBusy());
+		});
+	}
+
+	/** No more rechecks: the session ended. */
+	stop(): void {
+		this.cancelBusyRecheck?.();
+		this.cancelBusyRecheck = null;
+	}
+
+	private limitAt(): number {
+		return this.unverified ? this.verifiedAt + this.host.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
+	}
+
+	private ageLimitAt(binding: SessionBinding): number {
+		return binding.createdAt + this.host.settings.maxSessionAgeMs;
+	}
+
+	/** One registry check, shared by everyone who asks while it runs (single-flight). */
+	private recheck(binding: SessionBinding): Promise<RecheckOutcome> {
+		this.rechecking ??= (async (): Promise<RecheckOutcome> => {
+			this.recheckedAt = this.host.clock().now();
+			this.registryReads++;
+			try {
+				const check = await withTimeout(
+					this.host.registry().checkSession({
+						keyId: binding.keyId,
+						userPath: binding.userPath,
+						endpoint: binding.endpointCheck,
+						members: binding.members.map((member) => ({
+							name: member.name,
+							generation: member.generation,
+							configDigest: member.configDigest,
+						})),
+					}),
+					REGISTRY_TIMEOUT_MS,
+				);
+				if (!check.ok) {
+					await this.host.end(binding, check.reason);
+					return "ended";
+				}
+				// The latest success counts, whoever started it: the unverified limit runs from here.
+				this.verifiedAt = this.host.clock().now();
+				this.unverified = false;
+				await this.host.configChanged(check.changed);
+				return "verified";
+			} catch (error) {
+				console.warn(`session recheck failed, serving unverified: ${describeError(error)}`);
+				if (!this.unverified) {
+					this.unverified = true;
+					// End the session at the limit even if no request comes, or a call keeps running.
+					if (this.host.current()) await this.host.store.scheduleAlarm(this.limitAt());
+				}
+				return "unreadable";
+			} finally {
+				this.rechecking = null;
+			}
+		})();
+		return this.rechecking;
+	}
+
+	/**
+	 * Writes the activity time, at most once per touch interval however many
+	 * requests arrive: the check and the update of `persistedActivity` happen
+	 * synchronously, so concurrent requests share one write.
+	 */
+	private touchIfDue(): void {
+		const binding = this.host.current();
+		// An ended session is never written back; an unverified one is not extended.
+		if (!binding || this.unverified) return;
+		const now = this.host.clock().now();
+		if (now - this.persistedActivity < this.host.settings.touchIntervalMs) return;
+		this.persistedActivity = now;
+		const touched = { ...binding, lastActivity: now, verifiedAt: this.verifiedAt };
+		this.host.replace(touched);
+		this.host.store.writeBinding(touched).catch((error: unknown) => {
+			console.error(`session touch failed: ${describeError(error)}`);
+		});
+	}
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+	let timer: ReturnType<typeof setTimeout> | undefined;
+	const timeout = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+	});
+	return Promise.race([promise, timeout]).finally(() => {
+		if (timer !== undefined) clearTimeout(timer);
+	});
+}
