@@ -238,7 +238,7 @@ describe("registry outage", () => {
 		expect((await send()).status).toBe(200);
 	});
 
-	it("the unverified limit ends the session also while a call is running", async () => {
+	it("the unverified limit ends the session also while a call is running: the call ends with an error saying why", async () => {
 		const { stub, clock, registry, send, stored, path, owner, sessionId } = await transparentSession();
 		registry.failing = true;
 		clock.advance(RECHECK);
@@ -247,9 +247,10 @@ describe("registry outage", () => {
 		clock.advance(LIMIT);
 		await runDurableObjectAlarm(stub);
 		expect(await stored()).toBe(0);
-		// However the running call ends (answered, or cut off with the session), it does not bring the session back.
+		const ended = await call;
+		expect(ended.status).toBe(200);
+		expect(ended.body).toContain("The session ended while this request was running (unverified for too long)");
 		await gate.release();
-		expect((await call).status).toBe(200);
 		expect(await stored()).toBe(0);
 		expect((await send()).status).toBe(404);
 	});
@@ -272,14 +273,14 @@ describe("long calls", () => {
 		expect((await send()).status).toBe(200);
 	});
 
-	it("a delete during a long call is not undone by it", async () => {
+	it("a delete during a long call ends the call with an error saying the session ended, and is not undone by it", async () => {
 		const { path, owner, sessionId, stored, send } = await transparentSession();
 		const { gate, reply: call } = await startLongCall(path, owner.key, sessionId);
 		const deleted = await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(owner.key, sessionId) });
 		expect(deleted.status).toBe(204);
-		// However the running call ends (answered, or cut off with the session), it does not bring the session back.
+		const ended = await call;
+		expect(ended.body).toContain("The session ended while this request was running (deleted by the client)");
 		await gate.release();
-		expect((await call).status).toBe(200);
 		expect(await stored()).toBe(0);
 		expect((await send()).status).toBe(404);
 	});

@@ -217,6 +217,42 @@ describe("expired upstream sessions", () => {
 	});
 });
 
+describe("at most once, by an allowlist of reads", () => {
+	for (const method of ["completion/complete", "resources/subscribe", "custom/unknown-method"]) {
+		it(`${method}, not on the read allowlist, is sent once on an expired session and fails as outcome_uncertain`, async () => {
+			const { path, key, sessionId, received } = await setup();
+			await control("/_control/expire");
+			const reply = await readReply(
+				await rpc(path, key, sessionId, {
+					jsonrpc: "2.0",
+					id: 7,
+					method,
+					params: { ref: { type: "ref/prompt", name: "p" }, argument: { name: "a", value: "" }, uri: "fault://doc" },
+				}),
+			);
+			expect(reply.error?.data).toEqual({ kind: "outcome_uncertain", server: expect.any(String) });
+			expect(reply.error?.message).toMatch(/was not repeated, because only reads are/);
+			expect((await received()).filter((entry) => entry.body?.method === method)).toHaveLength(1);
+		});
+	}
+
+	it("resources/read, on the read allowlist, is repeated once on a fresh session after its session expired", async () => {
+		const { path, key, sessionId, received } = await setup();
+		await control("/_control/expire");
+		const reply = await readReply(
+			await rpc(path, key, sessionId, {
+				jsonrpc: "2.0",
+				id: 8,
+				method: "resources/read",
+				params: { uri: "fault://doc" },
+			}),
+		);
+		expect(reply.id).toBe(8);
+		const reads = (await received()).filter((entry) => entry.body?.method === "resources/read");
+		expect(reads.map((entry) => entry.status)).toEqual([404, 200]);
+	});
+});
+
 describe("exact expiry detection", () => {
 	it("an isError result triggers no reconnect: the upstream session stays the same", async () => {
 		const { call, received } = await setup();
