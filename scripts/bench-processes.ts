@@ -1,5 +1,6 @@
 /**
- * Child processes and temporary files of `npm run bench`, kept tidy: every
+ * Child processes and temporary files of the scripts (`npm run bench`,
+ * `npm run conformance`), kept tidy: every
  * child runs in its own process group (wrangler starts workerd and esbuild
  * under it) and the whole group is stopped on exit, on errors and on SIGINT.
  * Every wait has a timeout and names what it waited for.
@@ -127,6 +128,53 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 	} catch {
 		// ESRCH: the group is gone already.
 	}
+}
+
+/**
+ * Stops a script cleanly however it ends: signals, an uncaught error, or its
+ * own end. `shutdown` runs `beforeStop` (closing clients), stops every child
+ * process group and removes temporary dirs, then exits; a second signal kills at once.
+ */
+export function installShutdown(
+	procs: Processes,
+	name: string,
+	beforeStop: () => Promise<unknown> | undefined = () => undefined,
+): { shutdown(code: number, message?: string): Promise<never>; stopping(): boolean } {
+	let stopping = false;
+	const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+	const shutdown = async (code: number, message?: string): Promise<never> => {
+		if (stopping) {
+			// A second signal while stopping: no more waiting.
+			procs.killAllSync();
+			process.exit(code);
+		}
+		stopping = true;
+		if (message) console.error(message);
+		try {
+			await withTimeout(
+				Promise.all([beforeStop(), procs.stopAll()]),
+				15_000,
+				"stopping the child processes and servers",
+			);
+		} catch (error) {
+			console.error(`${name}: ${describe(error)}; killing them`);
+			procs.killAllSync();
+		}
+		process.exit(code);
+	};
+	process.on("SIGINT", () => void shutdown(130, `\n${name}: interrupted; stopping everything it started.`));
+	process.on("SIGTERM", () => void shutdown(143, `${name}: terminated; stopping everything it started.`));
+	process.on("SIGHUP", () => void shutdown(129, `${name}: hung up; stopping everything it started.`));
+	process.on("exit", () => procs.killAllSync());
+	process.on(
+		"unhandledRejection",
+		(error) => void shutdown(1, `${name}: failed (unhandled rejection): ${describe(error)}`),
+	);
+	process.on(
+		"uncaughtException",
+		(error) => void shutdown(1, `${name}: failed (uncaught exception): ${describe(error)}`),
+	);
+	return { shutdown, stopping: () => stopping };
 }
 
 export function delay(ms: number): Promise<void> {

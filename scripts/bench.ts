@@ -17,7 +17,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, platform, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -26,14 +26,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
 	type Child,
-	childReport,
 	delay,
-	freePort,
 	groupCpuMs,
 	HOST,
+	installShutdown,
 	Processes,
 	waitForLine,
-	waitHealthy,
 	withTimeout,
 } from "./bench-processes.ts";
 import {
@@ -53,8 +51,10 @@ import {
 	type ThroughputCell,
 	type UpstreamLog,
 } from "./bench-report.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
 
-const ROOT = join(import.meta.dirname, "..");
+/** Wrangler's environment, set once the run's temporary directory exists. */
+let childEnv: NodeJS.ProcessEnv = process.env;
 const USAGE = `Usage: npm run bench [-- --quick]
 
   (no option)  full run, a few minutes; writes docs/benchmarks.md and docs/benchmarks-latency.svg
@@ -123,8 +123,6 @@ const PROGRESS_DELAY_MS = 5;
 const BUSY_CONCURRENCY = 16;
 /** Any single MCP request of the benchmark. */
 const CALL_TIMEOUT_MS = 30_000;
-const STARTUP_TIMEOUT_MS = 90_000;
-const BUNDLE_TIMEOUT_MS = 120_000;
 /** Sessions opened at once when filling the pools. */
 const OPEN_PARALLELISM = 8;
 
@@ -140,42 +138,14 @@ const SVG_NAME = "benchmarks-latency.svg";
 
 const procs = new Processes();
 const openSessions = new Set<Session>();
-let shuttingDown = false;
-
-/** Closes clients, stops every child process group, removes temp dirs, then exits. */
-async function shutdown(code: number, message?: string): Promise<never> {
-	if (shuttingDown) {
-		// A second signal while stopping: no more waiting.
-		procs.killAllSync();
-		process.exit(code);
-	}
-	shuttingDown = true;
-	if (message) console.error(message);
+/** Closes the benchmark's clients, then stops the gateway, the floor and the upstream (see installShutdown). */
+const { shutdown, stopping } = installShutdown(procs, "bench", () => {
 	for (const session of openSessions) {
 		session.closing = true;
 		void session.client.close().catch(() => undefined);
 	}
-	try {
-		await withTimeout(procs.stopAll(), 15_000, "stopping the child processes");
-	} catch (error) {
-		console.error(`bench: ${describe(error)}; killing them`);
-		procs.killAllSync();
-	}
-	process.exit(code);
-}
-
-process.on(
-	"SIGINT",
-	() => void shutdown(130, "\nbench: interrupted; stopping the gateway, the floor and the upstream."),
-);
-process.on("SIGTERM", () => void shutdown(143, "bench: terminated; stopping the gateway, the floor and the upstream."));
-process.on("SIGHUP", () => void shutdown(129, "bench: hung up; stopping the gateway, the floor and the upstream."));
-process.on("exit", () => procs.killAllSync());
-process.on(
-	"unhandledRejection",
-	(error) => void shutdown(1, `bench: failed (unhandled rejection): ${describe(error)}`),
-);
-process.on("uncaughtException", (error) => void shutdown(1, `bench: failed (uncaught exception): ${describe(error)}`));
+	return undefined;
+});
 
 function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error);
@@ -221,7 +191,7 @@ async function openSession(target: Target): Promise<Session> {
 	const client = new Client({ name: "mcp-edge-bench", version: "1.0.0" });
 	const session: Session = { target, client, transport, calls: 0, closing: false };
 	client.onerror = (error) => {
-		if (session.closing || shuttingDown) return;
+		if (session.closing || stopping()) return;
 		const key = `${TARGET_LABELS[target.id]}: ${describe(error).slice(0, 160)}`;
 		const now = Number(elapsedS());
 		const seen = clientErrors.get(key) ?? { count: 0, first: now, last: now };
@@ -478,14 +448,6 @@ function costWindow(before: CostMark, after: CostMark, registryReadsAll: number 
 // ---------------------------------------------------------------------------------------------
 // Startup
 
-const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
-const childEnv: NodeJS.ProcessEnv = {
-	...process.env,
-	WRANGLER_SEND_METRICS: "false",
-	// Loopback only: no fetch of the Request.cf placeholder from workers.cloudflare.com.
-	CLOUDFLARE_CF_FETCH_ENABLED: "false",
-};
-
 async function startUpstream(): Promise<{ child: Child; url: string }> {
 	const child = procs.spawn("upstream", process.execPath, [join(ROOT, "scripts", "bench-upstream.ts")], {
 		cwd: ROOT,
@@ -499,7 +461,7 @@ async function startUpstream(): Promise<{ child: Child; url: string }> {
 const notableRuntimeLines: string[] = [];
 const NOTABLE = /error|exception|uncaught|terminat|reset|exceeded|overloaded/i;
 
-/** `wrangler dev` on a pre-built bundle: what runs cannot change under the benchmark when sources are edited. */
+/** `wrangler dev` on a pre-built bundle, its notable output lines kept for the report. */
 async function startWrangler(
 	name: string,
 	config: string,
@@ -507,59 +469,13 @@ async function startWrangler(
 	persistTo: string,
 	extraArgs: string[],
 ): Promise<{ child: Child; url: string }> {
-	const [port, inspectorPort] = [await freePort(), await freePort()];
-	const child = procs.spawn(
-		name,
-		WRANGLER,
-		[
-			"dev",
-			entry,
-			"--no-bundle",
-			"--config",
-			config,
-			"--ip",
-			HOST,
-			"--port",
-			String(port),
-			"--inspector-port",
-			String(inspectorPort),
-			"--persist-to",
-			persistTo,
-			"--show-interactive-dev-session=false",
-			...extraArgs,
-		],
-		{ cwd: ROOT, env: childEnv },
-	);
-	child.onLine((line) => {
+	const started = await startWranglerDev(procs, { name, config, entry, persistTo, env: childEnv, extraArgs });
+	started.child.onLine((line) => {
 		if (NOTABLE.test(line) && !line.includes("[wrangler:info]") && notableRuntimeLines.length < 40) {
 			notableRuntimeLines.push(`${name} at +${elapsedS()} s: ${line.slice(0, 300)}`);
 		}
 	});
-	const url = `http://${HOST}:${port}`;
-	await waitHealthy(child, `${url}/healthz`, STARTUP_TIMEOUT_MS);
-	return { child, url };
-}
-
-/** `wrangler deploy --dry-run --outdir`: the Worker exactly as it would be uploaded. */
-async function build(
-	name: string,
-	config: string,
-	outDir: string,
-): Promise<{ child: Child; outDir: string; entry: string }> {
-	const child = procs.spawn(
-		`${name} (wrangler deploy --dry-run)`,
-		WRANGLER,
-		["deploy", "--dry-run", "--config", config, "--outdir", outDir],
-		{ cwd: ROOT, env: childEnv },
-	);
-	const ok = await withTimeout(
-		child.exited.then(() => child.process.exitCode === 0),
-		BUNDLE_TIMEOUT_MS,
-		`wrangler deploy --dry-run of the ${name}`,
-	);
-	const entry = join(outDir, "index.js");
-	if (!ok || !existsSync(entry)) throw new Error(`could not build the ${name}: ${childReport(child)}`);
-	return { child, outDir, entry };
+	return started;
 }
 
 /** The built modules' size, raw and gzipped. */
@@ -620,7 +536,7 @@ async function main(): Promise<void> {
 	const tmp = procs.tempDir("mcp-edge-bench-");
 	// A private registry of local dev Workers: a gateway the user runs at the same time (`npm start`,
 	// same Worker name) and the benchmark's own never see each other.
-	childEnv.WRANGLER_REGISTRY_PATH = join(tmp, "dev-registry");
+	childEnv = wranglerEnv(tmp);
 	// wrangler keeps its build output next to the floor's config.
 	procs.removeOnExit(join(ROOT, "scripts", "floor", ".wrangler"));
 	const adminToken = randomBytes(32).toString("base64url");
@@ -642,8 +558,18 @@ async function main(): Promise<void> {
 	log("building the gateway and the floor (wrangler deploy --dry-run), starting the upstream...");
 	const [upstream, gatewayBuild, floorBuild] = await Promise.all([
 		startUpstream(),
-		build("gateway", join(ROOT, "wrangler.toml"), join(tmp, "gateway-bundle")),
-		build("floor", join(ROOT, "scripts", "floor", "wrangler.toml"), join(tmp, "floor-bundle")),
+		buildWorker(procs, {
+			name: "gateway",
+			config: join(ROOT, "wrangler.toml"),
+			outDir: join(tmp, "gateway-bundle"),
+			env: childEnv,
+		}),
+		buildWorker(procs, {
+			name: "floor",
+			config: join(ROOT, "scripts", "floor", "wrangler.toml"),
+			outDir: join(tmp, "floor-bundle"),
+			env: childEnv,
+		}),
 	]);
 	const bundle = bundleSize(gatewayBuild);
 	log("starting the gateway and the floor (wrangler dev)...");

@@ -24,16 +24,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFi
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { dirname, join, resolve } from "node:path";
-import { type Child, childReport, freePort, HOST, Processes, waitHealthy, withTimeout } from "./bench-processes.ts";
+import { type Child, HOST, installShutdown, Processes, withTimeout } from "./bench-processes.ts";
 import { type RunningConformanceUpstream, startConformanceUpstream } from "./conformance-upstream.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
 
-const ROOT = join(import.meta.dirname, "..");
 /** The spec revision whose required server scenarios are run, at that revision's wire version. */
 const REVISION = "2025-11-25";
 /** The name the upstream is registered under: the suite runs against `/mcp/<SERVER_NAME>`. */
 const SERVER_NAME = "conformance";
-const STARTUP_TIMEOUT_MS = 90_000;
-const BUILD_TIMEOUT_MS = 120_000;
 /** The whole suite takes seconds; this only bounds a hung run (each scenario has its own 30 s timeout). */
 const SUITE_TIMEOUT_MS = 10 * 60_000;
 const ADMIN_TIMEOUT_MS = 30_000;
@@ -97,41 +95,8 @@ const options = parseArgs(process.argv.slice(2));
 const procs = new Processes();
 let upstream: RunningConformanceUpstream | undefined;
 let proxy: RunningProxy | undefined;
-let shuttingDown = false;
-
-/** Stops the CLI, wrangler (with workerd), the proxy and the upstream, removes temp dirs, then exits. */
-async function shutdown(code: number, message?: string): Promise<never> {
-	if (shuttingDown) {
-		// A second signal while stopping: no more waiting.
-		procs.killAllSync();
-		process.exit(code);
-	}
-	shuttingDown = true;
-	if (message) console.error(withoutColours(message));
-	try {
-		await withTimeout(
-			Promise.all([procs.stopAll(), proxy?.close(), upstream?.close()]),
-			15_000,
-			"stopping the child processes and servers",
-		);
-	} catch (error) {
-		console.error(`conformance: ${describe(error)}; killing them`);
-		procs.killAllSync();
-	}
-	process.exit(code);
-}
-
-process.on("SIGINT", () => void shutdown(130, "\nconformance: interrupted; stopping everything it started."));
-process.on("SIGTERM", () => void shutdown(143, "conformance: terminated; stopping everything it started."));
-process.on("SIGHUP", () => void shutdown(129, "conformance: hung up; stopping everything it started."));
-process.on("exit", () => procs.killAllSync());
-process.on(
-	"unhandledRejection",
-	(error) => void shutdown(1, `conformance: failed (unhandled rejection): ${describe(error)}`),
-);
-process.on(
-	"uncaughtException",
-	(error) => void shutdown(1, `conformance: failed (uncaught exception): ${describe(error)}`),
+const { shutdown, stopping } = installShutdown(procs, "conformance", () =>
+	Promise.all([proxy?.close(), upstream?.close()]),
 );
 
 /** esbuild colours its build errors whatever NO_COLOR says; escape codes only garble a CI log. */
@@ -437,72 +402,27 @@ async function startKeyProxy(gateway: URL, key: string): Promise<RunningProxy> {
 // ---------------------------------------------------------------------------------------------
 // The gateway
 
-const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
-
-function wranglerEnv(tmp: string): NodeJS.ProcessEnv {
-	return {
-		...process.env,
-		WRANGLER_SEND_METRICS: "false",
-		// Loopback only: no fetch of the Request.cf placeholder from workers.cloudflare.com.
-		CLOUDFLARE_CF_FETCH_ENABLED: "false",
-		// A private registry of local dev Workers: a gateway the user runs meanwhile (`npm start`,
-		// same Worker name) and this one never see each other.
-		WRANGLER_REGISTRY_PATH: join(tmp, "dev-registry"),
-		// Plain text in the error reports: wrangler and esbuild colour their output otherwise.
-		NO_COLOR: "1",
-		FORCE_COLOR: "0",
-	};
-}
-
-/** `wrangler deploy --dry-run`: the Worker as it would be uploaded, so edits to src/ during the run change nothing. */
-async function buildGateway(tmp: string): Promise<string> {
-	const outDir = join(tmp, "gateway-bundle");
-	const child = procs.spawn(
-		"gateway build (wrangler deploy --dry-run)",
-		WRANGLER,
-		["deploy", "--dry-run", "--config", join(ROOT, "wrangler.toml"), "--outdir", outDir],
-		{ cwd: ROOT, env: wranglerEnv(tmp) },
-	);
-	const ok = await withTimeout(
-		child.exited.then(() => child.process.exitCode === 0),
-		BUILD_TIMEOUT_MS,
-		"building the gateway",
-	);
-	const entry = join(outDir, "index.js");
-	if (!ok || !existsSync(entry)) throw new Error(`could not build the gateway: ${childReport(child)}`);
-	return entry;
-}
-
 /**
- * `wrangler dev` on the built gateway, on free loopback ports, with temporary
- * secrets and state. HTTP upstreams are allowed (the upstream is plain HTTP on
- * loopback) and Host must name this machine.
+ * The gateway under `wrangler dev`, built first, with temporary secrets and
+ * state. HTTP upstreams are allowed (the upstream is plain HTTP on loopback)
+ * and Host must name this machine.
  */
-async function startGateway(tmp: string, entry: string): Promise<{ child: Child; url: string; adminToken: string }> {
+async function startGateway(tmp: string): Promise<{ child: Child; url: string; adminToken: string }> {
+	const env = { ...wranglerEnv(tmp), NO_COLOR: "1", FORCE_COLOR: "0" };
+	const config = join(ROOT, "wrangler.toml");
+	const { entry } = await buildWorker(procs, { name: "gateway", config, outDir: join(tmp, "gateway-bundle"), env });
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
 	writeFileSync(envFile, `ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\n`, {
 		mode: 0o600,
 	});
-	const [port, inspectorPort] = [await freePort(), await freePort()];
-	const child = procs.spawn(
-		"gateway (wrangler dev)",
-		WRANGLER,
-		[
-			"dev",
-			entry,
-			"--no-bundle",
-			"--config",
-			join(ROOT, "wrangler.toml"),
-			"--ip",
-			HOST,
-			"--port",
-			String(port),
-			"--inspector-port",
-			String(inspectorPort),
-			"--persist-to",
-			join(tmp, "gateway-state"),
-			"--show-interactive-dev-session=false",
+	const { child, url } = await startWranglerDev(procs, {
+		name: "gateway (wrangler dev)",
+		config,
+		entry,
+		persistTo: join(tmp, "gateway-state"),
+		env,
+		extraArgs: [
 			"--env-file",
 			envFile,
 			"--var",
@@ -510,10 +430,7 @@ async function startGateway(tmp: string, entry: string): Promise<{ child: Child;
 			"--var",
 			"ALLOWED_HOSTS:localhost,127.0.0.1",
 		],
-		{ cwd: ROOT, env: wranglerEnv(tmp) },
-	);
-	const url = `http://${HOST}:${port}`;
-	await waitHealthy(child, `${url}/healthz`, STARTUP_TIMEOUT_MS);
+	});
 	return { child, url, adminToken };
 }
 
@@ -550,7 +467,7 @@ async function main(): Promise<number> {
 	let target = upstream.url;
 	if (!options.direct) {
 		log("building the gateway and starting it (wrangler dev)...");
-		const gateway = await startGateway(tmp, await buildGateway(tmp));
+		const gateway = await startGateway(tmp);
 		await admin(gateway.url, gateway.adminToken, "PUT", `/servers/${SERVER_NAME}`, { url: upstream.url });
 		const { key } = await admin<{ key: string }>(gateway.url, gateway.adminToken, "POST", "/keys", {
 			name: "conformance",
@@ -563,7 +480,7 @@ async function main(): Promise<number> {
 	log(options.scenario ? `running scenario ${options.scenario}...` : `running the ${REVISION} server scenarios...`);
 	const run = await runSuite(bin, target, resultsDir);
 	// Interrupted: the CLI was stopped midway, so its results are partial; shutdown() owns the exit.
-	if (shuttingDown) return new Promise<never>(() => {});
+	if (stopping()) return new Promise<never>(() => {});
 	const results = collectResults(run, resultsDir);
 	if (results.length === 0) {
 		console.error(
@@ -591,8 +508,8 @@ try {
 	await shutdown(await main());
 } catch (error) {
 	// An interrupt stops the children, which makes the step waiting on them fail: not the cause.
-	if (shuttingDown) await new Promise<never>(() => {});
+	if (stopping()) await new Promise<never>(() => {});
 	const exited = procs.exited().filter((report) => !report.includes("deploy --dry-run") && !report.includes("CLI"));
 	const cause = exited.length > 0 ? `\nconformance: a child process had exited: ${exited.join("\n")}` : "";
-	await shutdown(1, `conformance: failed: ${describe(error)}${cause}`);
+	await shutdown(1, withoutColours(`conformance: failed: ${describe(error)}${cause}`));
 }
