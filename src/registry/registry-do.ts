@@ -2,6 +2,18 @@ import { DurableObject } from "cloudflare:workers";
 import { randomToken, sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { keyMayUseServer, userPathAllowed } from "./access.ts";
+import {
+	configDigest,
+	createTables,
+	KEY_COLUMNS,
+	type KeyRow,
+	migrate,
+	type ServerRow,
+	toKeyRecord,
+	toServerRecord,
+	toVirtualServerRecord,
+	type VirtualServerRow,
+} from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
 	KeyInput,
@@ -20,38 +32,6 @@ export const REGISTRY_NAME = "registry";
 /** Prefix that makes gateway API keys recognisable in secret scanners and logs. */
 const API_KEY_PREFIX = "mcpgw_";
 
-interface ServerRow extends Record<string, SqlStorageValue> {
-	name: string;
-	url: string;
-	headers: string;
-	timeout_seconds: number | null;
-	generation: string;
-	config_digest: string | null;
-	created_at: number;
-	updated_at: number;
-}
-
-interface VirtualServerRow extends Record<string, SqlStorageValue> {
-	name: string;
-	servers: string;
-	user_paths: string | null;
-	generation: string;
-	created_at: number;
-	updated_at: number;
-}
-
-interface KeyRow extends Record<string, SqlStorageValue> {
-	id: string;
-	name: string | null;
-	user_path: string;
-	servers: string | null;
-	max_sessions: number | null;
-	created_at: number;
-}
-
-/** The key columns read back (never the digest). */
-const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, created_at";
-
 /**
  * The registry of upstream servers and API keys, in SQLite. Reads go through
  * RPC from the edge (cached per isolate) and from SessionDOs (rechecks).
@@ -64,63 +44,8 @@ export class RegistryDO extends DurableObject<Env> {
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
-		this.createTables();
-		void ctx.blockConcurrencyWhile(() => this.migrate());
-	}
-
-	private createTables(): void {
-		this.sql.exec(`
-			CREATE TABLE IF NOT EXISTS servers (
-				name TEXT PRIMARY KEY,
-				url TEXT NOT NULL,
-				headers TEXT NOT NULL,
-				timeout_seconds INTEGER,
-				generation TEXT NOT NULL,
-				config_digest TEXT,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS api_keys (
-				id TEXT PRIMARY KEY,
-				name TEXT,
-				digest TEXT NOT NULL UNIQUE,
-				user_path TEXT NOT NULL,
-				servers TEXT,
-				max_sessions INTEGER,
-				created_at INTEGER NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS virtual_servers (
-				name TEXT PRIMARY KEY,
-				servers TEXT NOT NULL, -- JSON array of member server names, in order
-				user_paths TEXT, -- JSON array of allowed user paths; NULL means all
-				generation TEXT NOT NULL,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-		`);
-	}
-
-	/**
-	 * Registries created by earlier versions get the newer columns (a server's
-	 * config digest, a key's session cap), and every server its digest, before
-	 * the first request is served.
-	 */
-	private async migrate(): Promise<void> {
-		this.addColumn("servers", "config_digest", "TEXT");
-		this.addColumn("api_keys", "max_sessions", "INTEGER");
-		const rows = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE config_digest IS NULL").toArray();
-		for (const row of rows) {
-			const record = toServerRecord(row);
-			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(record), row.name);
-		}
-	}
-
-	private addColumn(table: string, column: string, type: string): void {
-		const present = this.sql
-			.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
-			.toArray()
-			.some((row) => row.name === column);
-		if (!present) this.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+		createTables(this.sql);
+		void ctx.blockConcurrencyWhile(() => migrate(this.sql));
 	}
 
 	/** Reads served so far (cost reports). */
@@ -402,46 +327,6 @@ export class RegistryDO extends DurableObject<Env> {
 	}
 }
 
-/** What identifies a server's configuration: a change of URL, headers or timeout changes it. */
-function configDigest(server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds">): Promise<string> {
-	return sha256Hex(JSON.stringify([server.url, server.headers, server.timeoutSeconds]));
-}
-
 function quoteList(names: string[]): string {
 	return names.map((name) => `'${name}'`).join(", ");
-}
-
-function toServerRecord(row: ServerRow): ServerRecord {
-	return {
-		name: row.name,
-		url: row.url,
-		headers: JSON.parse(row.headers) as Record<string, string>,
-		timeoutSeconds: row.timeout_seconds,
-		generation: row.generation,
-		configDigest: row.config_digest ?? "",
-		createdAt: row.created_at,
-		updatedAt: row.updated_at,
-	};
-}
-
-function toVirtualServerRecord(row: VirtualServerRow): VirtualServerRecord {
-	return {
-		name: row.name,
-		servers: JSON.parse(row.servers) as string[],
-		userPaths: row.user_paths === null ? null : (JSON.parse(row.user_paths) as string[]),
-		generation: row.generation,
-		createdAt: row.created_at,
-		updatedAt: row.updated_at,
-	};
-}
-
-function toKeyRecord(row: KeyRow): ApiKeyRecord {
-	return {
-		id: row.id,
-		name: row.name,
-		userPath: row.user_path,
-		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
-		maxSessions: row.max_sessions,
-		createdAt: row.created_at,
-	};
 }

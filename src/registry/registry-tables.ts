@@ -1,0 +1,134 @@
+import { sha256Hex } from "../crypto.ts";
+import type { ApiKeyRecord, ServerRecord, VirtualServerRecord } from "./schemas.ts";
+
+/**
+ * The registry's SQLite tables: their rows, how this version creates them,
+ * how older registries are brought up to date, and rows to records.
+ */
+
+export interface ServerRow extends Record<string, SqlStorageValue> {
+	name: string;
+	url: string;
+	headers: string;
+	timeout_seconds: number | null;
+	generation: string;
+	config_digest: string | null;
+	created_at: number;
+	updated_at: number;
+}
+
+export interface VirtualServerRow extends Record<string, SqlStorageValue> {
+	name: string;
+	servers: string;
+	user_paths: string | null;
+	generation: string;
+	created_at: number;
+	updated_at: number;
+}
+
+export interface KeyRow extends Record<string, SqlStorageValue> {
+	id: string;
+	name: string | null;
+	user_path: string;
+	servers: string | null;
+	max_sessions: number | null;
+	created_at: number;
+}
+
+/** The key columns read back (never the digest). */
+export const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, created_at";
+
+/** The registry's tables, as this version creates them. */
+export function createTables(sql: SqlStorage): void {
+	sql.exec(`
+			CREATE TABLE IF NOT EXISTS servers (
+				name TEXT PRIMARY KEY,
+				url TEXT NOT NULL,
+				headers TEXT NOT NULL,
+				timeout_seconds INTEGER,
+				generation TEXT NOT NULL,
+				config_digest TEXT,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			);
+			CREATE TABLE IF NOT EXISTS api_keys (
+				id TEXT PRIMARY KEY,
+				name TEXT,
+				digest TEXT NOT NULL UNIQUE,
+				user_path TEXT NOT NULL,
+				servers TEXT,
+				max_sessions INTEGER,
+				created_at INTEGER NOT NULL
+			);
+			CREATE TABLE IF NOT EXISTS virtual_servers (
+				name TEXT PRIMARY KEY,
+				servers TEXT NOT NULL, -- JSON array of member server names, in order
+				user_paths TEXT, -- JSON array of allowed user paths; NULL means all
+				generation TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			);
+	`);
+}
+
+/**
+ * Registries created by earlier versions get the newer columns (a server's
+ * config digest, a key's session cap), and every server its digest, before
+ * the first request is served.
+ */
+export async function migrate(sql: SqlStorage): Promise<void> {
+	addColumn(sql, "servers", "config_digest", "TEXT");
+	addColumn(sql, "api_keys", "max_sessions", "INTEGER");
+	const rows = sql.exec<ServerRow>("SELECT * FROM servers WHERE config_digest IS NULL").toArray();
+	for (const row of rows) {
+		sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(toServerRecord(row)), row.name);
+	}
+}
+
+function addColumn(sql: SqlStorage, table: string, column: string, type: string): void {
+	const present = sql
+		.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+		.toArray()
+		.some((row) => row.name === column);
+	if (!present) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+}
+
+/** What identifies a server's configuration: a change of URL, headers or timeout changes it. */
+export function configDigest(server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds">): Promise<string> {
+	return sha256Hex(JSON.stringify([server.url, server.headers, server.timeoutSeconds]));
+}
+
+export function toServerRecord(row: ServerRow): ServerRecord {
+	return {
+		name: row.name,
+		url: row.url,
+		headers: JSON.parse(row.headers) as Record<string, string>,
+		timeoutSeconds: row.timeout_seconds,
+		generation: row.generation,
+		configDigest: row.config_digest ?? "",
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
+	};
+}
+
+export function toVirtualServerRecord(row: VirtualServerRow): VirtualServerRecord {
+	return {
+		name: row.name,
+		servers: JSON.parse(row.servers) as string[],
+		userPaths: row.user_paths === null ? null : (JSON.parse(row.user_paths) as string[]),
+		generation: row.generation,
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
+	};
+}
+
+export function toKeyRecord(row: KeyRow): ApiKeyRecord {
+	return {
+		id: row.id,
+		name: row.name,
+		userPath: row.user_path,
+		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
+		maxSessions: row.max_sessions,
+		createdAt: row.created_at,
+	};
+}
