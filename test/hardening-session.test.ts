@@ -150,7 +150,7 @@ describe("client streams are bounded", () => {
 });
 
 describe("edits reach live sessions", () => {
-	it("replacing a server's URL: the next recheck moves the session to the new URL, and the old URL gets nothing more", async () => {
+	it("replacing a server's URL: the next recheck moves the session to the new URL, ends its listening stream on the old one, and the old URL gets nothing more", async () => {
 		const name = await registerServer("beta");
 		const path = `/mcp/${name}`;
 		const { key } = await createKey();
@@ -163,6 +163,7 @@ describe("edits reach live sessions", () => {
 		};
 		expect(await whoami(1)).toBe("beta");
 		const betaSession = await upstreamSessionId(sessionId, name);
+		const stream = await listen(path, key, sessionId);
 		const replaced = await admin("PUT", `/servers/${name}`, {
 			url: upstreamUrl("alpha"),
 			headers: { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" },
@@ -170,6 +171,8 @@ describe("edits reach live sessions", () => {
 		expect(replaced.status).toBe(200);
 		clock.advance(RECHECK);
 		expect(await whoami(2)).toBe("alpha");
+		await stream.reading;
+		expect(stream.isEnded()).toBe(true);
 		const alphaSession = await upstreamSessionId(sessionId, name);
 		expect(alphaSession).not.toBe(betaSession);
 		expect(

@@ -119,9 +119,19 @@ export class SessionDO extends DurableObject<Env> {
 			catalog: this.catalog,
 			breaker: this.breaker,
 			waitUntil: (promise) => this.ctx.waitUntil(promise),
+			// A member's configuration changed: nothing of the session keeps talking to its old URL.
 			memberReset: (server) => {
-				if (this.binding?.mode === "aggregate") this.router.memberReset(server);
-				else this.catalog.forget(server);
+				if (this.binding?.mode === "aggregate") {
+					this.router.memberReset(server);
+					if (this.channel.open) {
+						this.watch.stop();
+						this.watch.start(this.binding.members);
+					}
+					return;
+				}
+				this.catalog.forget(server);
+				// The client's listening streams end; it reconnects, to the new configuration.
+				for (const listening of this.listeners.splice(0)) listening.abort();
 			},
 		});
 		this.calls = new UpstreamCalls({
