@@ -87,12 +87,13 @@ describe("host validation (DNS rebinding)", () => {
 
 describe("configuration that cannot be safe is refused", () => {
 	it("an ADMIN_TOKEN shorter than 32 characters refuses every request with a sentence naming the setting, not its value", async () => {
-		const response = await fetchWithEnv({ ADMIN_TOKEN: "short-token" }, new Request(`${BASE}/healthz`));
+		const tooShort = "short-token";
+		const response = await fetchWithEnv({ ADMIN_TOKEN: tooShort }, new Request(`${BASE}/healthz`));
 		expect(response.status).toBe(500);
 		const text = await response.text();
 		expect(text).toContain("misconfigured");
 		expect(text).toContain("ADMIN_TOKEN must be at least 32 characters");
-		expect(text).not.toContain("short-token");
+		expect(text).not.toContain(tooShort);
 		expect(() => settingsFrom({ ADMIN_TOKEN: "x".repeat(31) })).toThrow(/ADMIN_TOKEN/);
 		expect(settingsFrom({ ADMIN_TOKEN: "x".repeat(32) }).adminToken).toHaveLength(32);
 	});
