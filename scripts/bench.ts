@@ -590,7 +590,11 @@ async function main(): Promise<void> {
 
 	const gateway: Gateway = { url: gatewayDev.url, adminToken };
 	await admin(gateway, "PUT", "/servers/bench", { url: upstream.url });
-	const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", { name: "bench" });
+	const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", {
+		name: "bench",
+		// The benchmark holds hundreds of sessions with one key; a deployment caps them at MAX_SESSIONS_PER_KEY.
+		maxSessions: 100_000,
+	});
 	const auth = { authorization: `Bearer ${key}` };
 	const same = (name: string) => name;
 	const targets: Record<TargetId, Target> = {
