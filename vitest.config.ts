@@ -12,6 +12,7 @@ const testAdminBearer = "test-admin-token-0123456789abcdefghij";
 const bindings = {
 	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
+	KEY_SECRET: "test-key-secret-0123456789abcdefghijkl",
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
@@ -31,6 +32,9 @@ const bindings = {
  * tests to reach. Failed authentications without CF-Connecting-IP share one
  * bucket, which the whole suite's 401 tests must stay under.
  */
+/** The registry's KV namespace, shared by the gateway and the second edge. */
+const REGISTRY_KV_ID = "registry-kv";
+
 const ratelimits = {
 	KEY_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 400, period: 60 as const } },
 	AUTH_FAILURE_LIMITER: { namespace_id: "1002", simple: { limit: 60, period: 60 as const } },
@@ -43,6 +47,7 @@ export default defineConfig({
 			miniflare: {
 				bindings,
 				ratelimits,
+				kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID },
 				serviceBindings: { EDGE_B: "edge-b" },
 				workers: [
 					{
@@ -52,6 +57,8 @@ export default defineConfig({
 						compatibilityDate: "2026-11-01",
 						bindings,
 						ratelimits,
+						// The same namespace as the gateway's: one registry read path for both edges.
+						kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID },
 						durableObjects: {
 							SESSIONS: { className: "SessionDO", scriptName: GATEWAY },
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },

@@ -22,6 +22,13 @@ const SettingsSchema = z.object({
 	// A short admin token can be guessed; refusing it at start beats running with it.
 	ADMIN_TOKEN: z.string().min(32, "ADMIN_TOKEN must be at least 32 characters").optional(),
 	SESSION_SECRET: z.string().min(32, "SESSION_SECRET must be at least 32 characters").optional(),
+	KEY_SECRET: z.string().min(32, "KEY_SECRET must be at least 32 characters").optional(),
+	// Workers KV does not accept a cacheTtl below 30 s; 0 leaves KV's default.
+	KV_CACHE_TTL_SECONDS: z.coerce
+		.number()
+		.int()
+		.refine((value) => value === 0 || value >= 30, "KV_CACHE_TTL_SECONDS must be 0 or at least 30")
+		.default(30),
 	IDLE_TIMEOUT_SECONDS: seconds(30 * 60),
 	TOUCH_INTERVAL_SECONDS: seconds(60),
 	MAX_SESSION_AGE_SECONDS: seconds(24 * 60 * 60),
@@ -41,6 +48,10 @@ const SettingsSchema = z.object({
 export interface Settings {
 	adminToken: string | undefined;
 	sessionSecret: string | undefined;
+	/** Signs API keys so the edge can verify them without any read. */
+	keySecret: string | undefined;
+	/** How long a location's KV cache may serve a registry record (KV's `cacheTtl`). */
+	kvCacheTtlSeconds: number;
 	idleTimeoutMs: number;
 	touchIntervalMs: number;
 	/** A session ends this long after it opened, busy or not. */
@@ -89,6 +100,8 @@ export function settingsFrom(env: object): Settings {
 	const settings: Settings = {
 		adminToken: v.ADMIN_TOKEN,
 		sessionSecret: v.SESSION_SECRET,
+		keySecret: v.KEY_SECRET,
+		kvCacheTtlSeconds: v.KV_CACHE_TTL_SECONDS,
 		idleTimeoutMs: v.IDLE_TIMEOUT_SECONDS * 1000,
 		touchIntervalMs: v.TOUCH_INTERVAL_SECONDS * 1000,
 		maxSessionAgeMs: v.MAX_SESSION_AGE_SECONDS * 1000,

@@ -7,12 +7,16 @@ export interface Env {
 	SESSIONS: DurableObjectNamespace<SessionDO>;
 	REGISTRY: DurableObjectNamespace<RegistryDO>;
 	KEY_SESSIONS: DurableObjectNamespace<KeySessionsDO>;
+	/** The registry's read path, written through by the RegistryDO (see src/registry/kv-records.ts). */
+	REGISTRY_KV: KVNamespace;
 	/** Requests per API key (wrangler.toml `[[ratelimits]]`); absent: not limited. */
 	KEY_RATE_LIMITER?: RateLimit;
 	/** Failed authentications per client IP; absent: not limited. */
 	AUTH_FAILURE_LIMITER?: RateLimit;
 	ADMIN_TOKEN?: string;
 	SESSION_SECRET?: string;
+	KEY_SECRET?: string;
+	KV_CACHE_TTL_SECONDS?: string;
 	IDLE_TIMEOUT_SECONDS?: string;
 	TOUCH_INTERVAL_SECONDS?: string;
 	MAX_BODY_BYTES?: string;

@@ -107,12 +107,18 @@ describe("admin API keys", () => {
 		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: ["alpha"] });
 		expect(created.status).toBe(201);
 		const { id, key } = (await created.json()) as { id: string; key: string };
-		expect(key).toMatch(/^mcpgw_[A-Za-z0-9_-]{43}$/);
+		expect(key).toMatch(/^mcpgw2_key_[A-Za-z0-9_-]{12}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
+		expect(key.startsWith(`mcpgw2_${id}.`)).toBe(true);
 		const listed = await admin("GET", "/keys");
 		const text = await listed.text();
 		expect(text).not.toContain(key);
 		const { keys } = JSON.parse(text) as { keys: Array<Record<string, unknown>> };
-		expect(keys.find((k) => k.id === id)).toMatchObject({ name: "ci", userPath: "/team/a", servers: ["alpha"] });
+		expect(keys.find((k) => k.id === id)).toMatchObject({
+			name: "ci",
+			userPath: "/team/a",
+			servers: ["alpha"],
+			format: "self-verifying",
+		});
 	});
 
 	it("stores only the SHA-256 digest of a key", async () => {

@@ -1,4 +1,4 @@
-import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { RegistryDO } from "../src/registry/registry-do.ts";
 
@@ -6,6 +6,8 @@ import type { RegistryDO } from "../src/registry/registry-do.ts";
 const PREVIOUS_SCHEMA = `
 	DROP TABLE IF EXISTS servers;
 	DROP TABLE IF EXISTS api_keys;
+	DROP TABLE IF EXISTS meta;
+	DROP TABLE IF EXISTS kv_outbox;
 	CREATE TABLE servers (
 		name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER,
 		generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
@@ -19,7 +21,7 @@ const PREVIOUS_SCHEMA = `
 `;
 
 describe("registry migration", () => {
-	it("a registry created by the previous version gains config digests and key session caps before it serves", async () => {
+	it("a registry created by the previous version gains config digests, key session caps and key formats before it serves, and publishes everything to KV", async () => {
 		// A registry instance of its own, so the suite's registry is untouched.
 		const stub = env.REGISTRY.get(env.REGISTRY.idFromName("migration-test"));
 		await runInDurableObject(stub, (_instance: RegistryDO, state) => {
@@ -29,8 +31,8 @@ describe("registry migration", () => {
 		const server = await stub.getServer("old");
 		expect(server?.configDigest).toMatch(/^[0-9a-f]{64}$/);
 		expect(server?.generation).toBe("gen-old");
-		const key = await stub.findKeyByDigest("digest-old");
-		expect(key).toMatchObject({ id: "key_old", maxSessions: null });
+		const key = await stub.storedKey("key_old");
+		expect(key).toMatchObject({ id: "key_old", maxSessions: null, format: "legacy", digest: "digest-old" });
 		// A session opened before the digests existed is told its server's configuration, once.
 		const check = await stub.checkSession({
 			keyId: "key_old",
@@ -39,5 +41,9 @@ describe("registry migration", () => {
 			members: [{ name: "old", generation: "gen-old" }],
 		});
 		expect(check).toMatchObject({ ok: true, changed: [{ name: "old", url: "https://old.example.com/mcp" }] });
+		// Its first start of this version published every record (by alarm).
+		await runDurableObjectAlarm(stub);
+		expect(await env.REGISTRY_KV.get("endpoint/old", "json")).toMatchObject({ kind: "server", server: { name: "old" } });
+		expect(await env.REGISTRY_KV.get("key/key_old", "json")).toMatchObject({ id: "key_old", format: "legacy" });
 	});
 });

@@ -78,7 +78,8 @@ type AdminAction =
 	| "virtual_server.replaced"
 	| "virtual_server.deleted"
 	| "key.created"
-	| "key.deleted";
+	| "key.deleted"
+	| "registry.synced";
 
 /**
  * One structured line per admin change: who (the admin token's holder), what,
@@ -211,8 +212,19 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		return c.json(await stub.stats());
 	});
 
-	/** Registry reads served since the registry instance started. */
+	/** Requests the registry of record served since its instance started (only admin work, in steady state). */
 	admin.get("/registry-stats", async (c) => c.json({ reads: await registryStub(c.env).readCount() }));
+
+	/**
+	 * Publishes the whole registry to Workers KV again: after a KV namespace was
+	 * replaced or emptied, or to repair it. Answers how many records were
+	 * published and how many still wait for a retry.
+	 */
+	admin.post("/sync", async (c) => {
+		const result = await registryStub(c.env).sync();
+		audit("registry.synced", "kv");
+		return c.json(result);
+	});
 
 	return admin;
 }

@@ -1,20 +1,30 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
-import { settingsFrom } from "../config.ts";
+import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
-import { handleMcpEndpoint } from "./mcp-routes.ts";
+import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
 
+export interface AppOptions {
+	/** The registry's read path; tests swap in counting or failing readers. Default: Workers KV. */
+	reader?: (env: Env, settings: Settings) => RegistryReader;
+}
+
 /** The stateless edge: authenticates, checks and routes; never holds session state. */
-export function createApp(): Hono<{ Bindings: Env }> {
-	const app = new Hono<{ Bindings: Env }>();
+export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
+	const app = new Hono<EdgeContext>();
+	const reader =
+		options.reader ?? ((env: Env, settings: Settings) => kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds));
 
 	// Before anything else: a configuration that cannot be safe refuses every request, and a
 	// request for a host that is not the gateway's own (DNS rebinding) is refused unauthenticated.
 	app.use("*", async (c, next) => {
-		checkHost(c.req.raw, settingsFrom(c.env));
+		const settings = settingsFrom(c.env);
+		checkHost(c.req.raw, settings);
+		c.set("reader", reader(c.env, settings));
 		await next();
 	});
 	app.get("/healthz", (c) => c.json({ ok: true }));

@@ -2,37 +2,50 @@ import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { registryStub } from "../registry/registry-stub.ts";
+import { verifyApiKey } from "../registry/api-key.ts";
+import type { StoredKey } from "../registry/kv-records.ts";
+import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
 import { clientIp, failedAuthentication, refuseLockedOut } from "./rate-limits.ts";
+import { registryUnavailable } from "./registry-unavailable.ts";
 
 /** Bound on cached keys per isolate, so a flood of distinct keys cannot grow memory. */
 const MAX_CACHED_KEYS = 1_000;
 
 interface CachedKey {
-	record: ApiKeyRecord;
+	record: StoredKey;
 	expiresAt: number;
 }
 
 /**
- * Known keys, per isolate, for a few seconds: most requests then cost no
- * registry read. Unknown keys are never cached, so a key works the moment it
- * is created; a revoked key stops within the cache TTL here and within one
- * recheck interval in its sessions.
+ * Known keys, per isolate and key id, for a few seconds: most requests then
+ * cost no KV read. Unknown keys are never cached, so a key works the moment
+ * its record reaches KV; a revoked key stops within the cache TTL here (plus
+ * KV's own staleness) and within one recheck interval in its sessions.
  */
 const cache = new Map<string, CachedKey>();
 
-/** Registry lookups in progress, shared by concurrent requests with the same key. */
-const lookups = new Map<string, Promise<ApiKeyRecord | null>>();
+/** KV lookups in progress, shared by concurrent requests with the same key. */
+const lookups = new Map<string, Promise<StoredKey | null>>();
+
+/** The one sentence for every key that does not authenticate, whatever is wrong with it. */
+const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
 
 /**
  * Resolves the request's `Authorization: Bearer <api key>` to its key record,
- * or throws 401. Failed authentications count against the client's IP: past
- * AUTH_FAILURE_LIMITER's limit the answer is 429, and this isolate refuses that
- * IP before any key lookup until the period has passed.
+ * or throws 401. A key's shape and MAC are checked by local computation first
+ * (`verifyApiKey`), so garbage, truncated, foreign and forged keys cost no
+ * Durable Object request and no KV read (invariant 11); only then is its record
+ * read, and the SHA-256 of the whole key compared with the one on record.
+ * Failed authentications count against the client's IP (AUTH_FAILURE_LIMITER).
  */
-export async function authenticate(request: Request, env: Env, settings: Settings): Promise<ApiKeyRecord> {
+export async function authenticate(
+	request: Request,
+	env: Env,
+	settings: Settings,
+	reader: RegistryReader,
+): Promise<ApiKeyRecord> {
 	const ip = clientIp(request);
 	refuseLockedOut(ip, settings);
 	const token = bearerToken(request);
@@ -44,36 +57,55 @@ export async function authenticate(request: Request, env: Env, settings: Setting
 			unauthenticated("Authentication required: send an API key as 'Authorization: Bearer <key>'."),
 		);
 	}
-	const digest = await sha256Hex(token);
-	const now = Date.now();
-	const cached = cache.get(digest);
-	if (cached && cached.expiresAt > now) return cached.record;
-	let lookup = lookups.get(digest);
-	if (!lookup) {
-		// One registry read per key however many requests find the cache empty at once.
-		lookup = registryStub(env)
-			.findKeyByDigest(digest)
-			.finally(() => lookups.delete(digest));
-		lookups.set(digest, lookup);
-	}
-	const record = await lookup;
-	if (!record) {
-		cache.delete(digest);
-		throw await failedAuthentication(
-			env,
-			settings,
-			ip,
-			unauthenticated("Invalid API key: it is unknown or has been revoked."),
+	if (!settings.keySecret) {
+		throw new GatewayError(
+			"misconfigured",
+			"The gateway is misconfigured: the KEY_SECRET secret is not set (at least 32 characters).",
 		);
 	}
-	if (settings.keyCacheTtlMs > 0) {
+	const id = await verifyApiKey(settings.keySecret, token);
+	if (id === null) throw await failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY));
+	const record = await keyRecord(id, reader, settings);
+	// The MAC proves the gateway minted the key; the digest proves it is this record's key.
+	if (!record || !(await digestMatches(token, record.digest))) {
+		cache.delete(id);
+		throw await failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY));
+	}
+	return record;
+}
+
+/** The key's record from the isolate cache or one shared KV read; KV failing is a 503. */
+async function keyRecord(id: string, reader: RegistryReader, settings: Settings): Promise<StoredKey | null> {
+	const now = Date.now();
+	const cached = cache.get(id);
+	if (cached && cached.expiresAt > now) return cached.record;
+	let lookup = lookups.get(id);
+	if (!lookup) {
+		// One read per key however many requests find the cache empty at once.
+		lookup = reader.key(id).finally(() => lookups.delete(id));
+		lookups.set(id, lookup);
+	}
+	let record: StoredKey | null;
+	try {
+		record = await lookup;
+	} catch (error) {
+		throw registryUnavailable(error);
+	}
+	if (record && settings.keyCacheTtlMs > 0) {
 		if (cache.size >= MAX_CACHED_KEYS) {
 			const oldest = cache.keys().next();
 			if (!oldest.done) cache.delete(oldest.value);
 		}
-		cache.set(digest, { record, expiresAt: now + settings.keyCacheTtlMs });
+		cache.set(id, { record, expiresAt: now + settings.keyCacheTtlMs });
 	}
 	return record;
+}
+
+async function digestMatches(token: string, digest: string): Promise<boolean> {
+	const encoder = new TextEncoder();
+	const given = encoder.encode(await sha256Hex(token));
+	const expected = encoder.encode(digest);
+	return given.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(given, expected);
 }
 
 function unauthenticated(message: string): GatewayError {

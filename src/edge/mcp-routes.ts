@@ -5,12 +5,13 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, parseClientMessage } from "../mcp/jsonrpc.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
-import { registryStub } from "../registry/registry-stub.ts";
+import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type ApiKeyRecord, SERVER_NAME } from "../registry/schemas.ts";
 import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
 import { limitKeyRate } from "./rate-limits.ts";
+import { registryUnavailable } from "./registry-unavailable.ts";
 import { mintSessionId } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
 import {
@@ -21,7 +22,9 @@ import {
 	readBodyWithin,
 } from "./transport-checks.ts";
 
-type AppContext = Context<{ Bindings: Env }>;
+/** The edge's context: the Worker env, and the registry's read path chosen for this request. */
+export type EdgeContext = { Bindings: Env; Variables: { reader: RegistryReader } };
+type AppContext = Context<EdgeContext>;
 
 const ALLOWED_METHODS = "GET, POST, DELETE";
 
@@ -49,7 +52,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		});
 	}
 	checkOrigin(request, settings);
-	const key = await authenticate(request, env, settings);
+	const reader = c.get("reader");
+	const key = await authenticate(request, env, settings, reader);
 	await limitKeyRate(env, settings, key.id);
 	checkProtocolVersion(request);
 
@@ -77,7 +81,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 			"Bad Request: initialize opens a new session and must not carry an Mcp-Session-Id header.",
 		);
 	}
-	const plan = name ? await planNamedEndpoint(env, key, name) : await planAggregate(env, key, request);
+	const plan = name ? await planNamedEndpoint(reader, key, name) : await planAggregate(reader, key, request);
 	return openSession(env, settings, key, scope, message, plan);
 }
 
@@ -118,8 +122,8 @@ async function openSession(
 }
 
 /** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
-async function planNamedEndpoint(env: Env, key: ApiKeyRecord, name: string): Promise<EndpointPlan> {
-	const endpoint = await registryStub(env).resolveEndpoint(name);
+async function planNamedEndpoint(reader: RegistryReader, key: ApiKeyRecord, name: string): Promise<EndpointPlan> {
+	const endpoint = await readRegistry(() => reader.endpoint(name));
 	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
 		return {
 			mode: "transparent",
@@ -143,15 +147,24 @@ async function planNamedEndpoint(env: Env, key: ApiKeyRecord, name: string): Pro
  * `X-MCP-Servers: a,b` (unknown names ignored; empty means all). The set is
  * fixed for the life of the session.
  */
-async function planAggregate(env: Env, key: ApiKeyRecord, request: Request): Promise<EndpointPlan> {
+async function planAggregate(reader: RegistryReader, key: ApiKeyRecord, request: Request): Promise<EndpointPlan> {
 	const wanted = (request.headers.get("x-mcp-servers") ?? "")
 		.split(",")
 		.map((part) => part.trim())
 		.filter((part) => part !== "");
-	const servers = (await registryStub(env).listServers()).filter(
+	const servers = (await readRegistry(() => reader.servers())).filter(
 		(server) => keyMayUseServer(key, server.name) && (wanted.length === 0 || wanted.includes(server.name)),
 	);
 	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };
+}
+
+/** A read of the registry's read path; failing, it is a 503 naming nothing internal. */
+async function readRegistry<T>(read: () => Promise<T>): Promise<T> {
+	try {
+		return await read();
+	} catch (error) {
+		throw registryUnavailable(error);
+	}
 }
 
 function unknownEndpoint(name: string): GatewayError {

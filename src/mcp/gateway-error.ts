@@ -29,6 +29,8 @@ export const ERROR_KINDS = {
 	// MCP's code for an unknown resource URI.
 	resource_not_found: { status: 404, code: -32002 },
 	misconfigured: { status: 500, code: ErrorCode.InternalError },
+	// The registry's read path (Workers KV) could not be read.
+	registry_unavailable: { status: 503, code: ErrorCode.InternalError },
 	internal: { status: 500, code: ErrorCode.InternalError },
 	// Upstream failures. Inside a JSON-RPC exchange they travel as a JSON-RPC
 	// error with HTTP 200; outside one (a notification, a GET stream) the

@@ -1,7 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
+import { settingsFrom } from "../config.ts";
 import { randomToken, sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
-import { keyMayUseServer, userPathAllowed } from "./access.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { mintApiKey, newKeyId } from "./api-key.ts";
+import { KvPublisher } from "./kv-publisher.ts";
+import { KV_NAMES, type StoredKey } from "./kv-records.ts";
 import {
 	configDigest,
 	createTables,
@@ -25,32 +29,57 @@ import type {
 	VirtualServerInput,
 	VirtualServerRecord,
 } from "./schemas.ts";
+import { checkSessionAgainst, quoteList } from "./session-check.ts";
 
 /** The registry is one Durable Object instance under this name. */
 export const REGISTRY_NAME = "registry";
 
-/** Prefix that makes gateway API keys recognisable in secret scanners and logs. */
-const API_KEY_PREFIX = "mcpgw_";
-
 /**
- * The registry of upstream servers and API keys, in SQLite. Reads go through
- * RPC from the edge (cached per isolate) and from SessionDOs (rechecks).
+ * The registry of record: upstream servers, virtual servers and API keys, in
+ * SQLite, strongly consistent. Only admin writes reach it: each commits here
+ * and is then written through to Workers KV (`KvPublisher`), which is what
+ * the edge and the sessions read (invariant 12).
  */
 export class RegistryDO extends DurableObject<Env> {
 	private readonly sql: SqlStorage;
-	/** Reads served, for cost assertions in tests and benchmarks. */
+	/** Requests served, for cost assertions in tests and benchmarks. */
 	reads = 0;
+	readonly publisher: KvPublisher;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.sql = ctx.storage.sql;
 		createTables(this.sql);
-		void ctx.blockConcurrencyWhile(() => migrate(this.sql));
+		this.publisher = new KvPublisher(
+			this.sql,
+			ctx.storage,
+			env.REGISTRY_KV,
+			(name) => this.publishedValue(name),
+			() => this.publishedNames(),
+		);
+		void ctx.blockConcurrencyWhile(async () => {
+			await migrate(this.sql);
+			// The first start of this version (or of a new record format) publishes everything.
+			if (this.publisher.formatOutdated()) this.publisher.markAll();
+			if (this.publisher.pending() > 0) await ctx.storage.setAlarm(Date.now());
+		});
 	}
 
-	/** Reads served so far (cost reports). */
+	/** Publishing retries (and the first start's full publish) run here. */
+	override async alarm(): Promise<void> {
+		await this.publisher.publish();
+	}
+
+	/** Requests served so far (cost reports). */
 	readCount(): number {
 		return this.reads;
+	}
+
+	/** Publishes everything to KV again (`POST /admin/sync`); returns how many records, and how many still wait. */
+	async sync(): Promise<{ records: number; pending: number }> {
+		const records = this.publisher.markAll();
+		await this.publisher.publish();
+		return { records, pending: this.publisher.pending() };
 	}
 
 	/**
@@ -89,8 +118,10 @@ export class RegistryDO extends DurableObject<Env> {
 			existing?.created_at ?? now,
 			now,
 		);
+		this.publisher.markDirty(this.namesOfServer(name));
 		const server = this.getServerRow(name);
 		if (!server) throw new Error(`server ${name} vanished right after it was written`);
+		await this.publisher.publish();
 		return { server, created: existing === undefined };
 	}
 
@@ -104,20 +135,24 @@ export class RegistryDO extends DurableObject<Env> {
 		return this.sql.exec<ServerRow>("SELECT * FROM servers ORDER BY name").toArray().map(toServerRecord);
 	}
 
-	deleteServer(name: string): boolean {
-		return this.sql.exec("DELETE FROM servers WHERE name = ?", name).rowsWritten > 0;
+	async deleteServer(name: string): Promise<boolean> {
+		const deleted = this.sql.exec("DELETE FROM servers WHERE name = ?", name).rowsWritten > 0;
+		if (!deleted) return false;
+		this.publisher.markDirty(this.namesOfServer(name));
+		await this.publisher.publish();
+		return true;
 	}
 
 	/**
 	 * Creates or replaces a virtual server. A replacement keeps its generation, so live sessions
 	 * survive an edit of the member list; a new name gets a fresh one. Every member must be an
 	 * existing server: a typo would otherwise create an endpoint that silently lacks tools.
-	 * The method never awaits, so the checks and the write are atomic.
+	 * Nothing awaits before the write, so the checks and the write are atomic.
 	 */
-	putVirtualServer(
+	async putVirtualServer(
 		name: string,
 		input: VirtualServerInput,
-	): { virtualServer: VirtualServerRecord; created: boolean } | { conflict: string } | { invalid: string } {
+	): Promise<{ virtualServer: VirtualServerRecord; created: boolean } | { conflict: string } | { invalid: string }> {
 		if (this.getServerRow(name)) {
 			return { conflict: `'${name}' is already the name of a server; servers and virtual servers share names` };
 		}
@@ -145,8 +180,10 @@ export class RegistryDO extends DurableObject<Env> {
 			existing?.createdAt ?? now,
 			now,
 		);
+		this.publisher.markDirty([KV_NAMES.endpoint(name)]);
 		const virtualServer = this.getVirtualServerRow(name);
 		if (!virtualServer) throw new Error(`virtual server ${name} vanished right after it was written`);
+		await this.publisher.publish();
 		return { virtualServer, created: existing === null };
 	}
 
@@ -163,93 +200,71 @@ export class RegistryDO extends DurableObject<Env> {
 			.map(toVirtualServerRecord);
 	}
 
-	deleteVirtualServer(name: string): boolean {
-		return this.sql.exec("DELETE FROM virtual_servers WHERE name = ?", name).rowsWritten > 0;
+	async deleteVirtualServer(name: string): Promise<boolean> {
+		const deleted = this.sql.exec("DELETE FROM virtual_servers WHERE name = ?", name).rowsWritten > 0;
+		if (!deleted) return false;
+		this.publisher.markDirty([KV_NAMES.endpoint(name)]);
+		await this.publisher.publish();
+		return true;
 	}
 
 	/** What `/mcp/:name` refers to, with a virtual server's existing members, in one read. */
 	resolveEndpoint(name: string): ResolvedEndpoint | null {
 		this.reads++;
-		const server = this.getServerRow(name);
-		if (server) return { kind: "server", server };
-		const virtualServer = this.getVirtualServerRow(name);
-		if (!virtualServer) return null;
-		return { kind: "virtual", virtualServer, members: this.existingServers(virtualServer.servers) };
+		return this.resolveRow(name);
 	}
 
 	/**
-	 * Whether a live session may go on, in one read: its key still exists with the same user
-	 * path, and its endpoint is the same incarnation (generation) and still open to the key.
+	 * Whether a live session may go on, from the registry of record (tests and
+	 * operators; sessions check the same way against KV, `checkSessionWith`).
 	 */
 	checkSession(input: SessionCheckInput): SessionCheckResult {
 		this.reads++;
 		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`, input.keyId).toArray()[0];
-		if (!row) return { ok: false, reason: "the API key was revoked" };
-		const key = toKeyRecord(row);
-		if (key.userPath !== input.userPath) {
-			return { ok: false, reason: "the API key's user path no longer matches the session's" };
-		}
-		const members = this.checkMembers(key, input.members ?? []);
-		if (!members.ok) return members;
-		const endpoint = input.endpoint;
-		const ok = { ok: true as const, changed: members.changed };
-		switch (endpoint.kind) {
-			case "aggregate":
-				return ok;
-			case "server": {
-				const server = this.getServerRow(endpoint.name);
-				if (!server || server.generation !== endpoint.generation) {
-					return { ok: false, reason: `server '${endpoint.name}' was deleted or recreated` };
-				}
-				if (!keyMayUseServer(key, endpoint.name)) {
-					return { ok: false, reason: `the API key may not use server '${endpoint.name}'` };
-				}
-				return ok;
-			}
-			case "virtual": {
-				const virtualServer = this.getVirtualServerRow(endpoint.name);
-				if (!virtualServer || virtualServer.generation !== endpoint.generation) {
-					return { ok: false, reason: `virtual server '${endpoint.name}' was deleted or recreated` };
-				}
-				if (!userPathAllowed(key.userPath, virtualServer.userPaths)) {
-					return {
-						ok: false,
-						reason: `user path '${key.userPath}' may not use virtual server '${endpoint.name}'`,
-					};
-				}
-				const denied = virtualServer.servers.filter((server) => !keyMayUseServer(key, server));
-				if (denied.length > 0) {
-					return {
-						ok: false,
-						reason: `the API key may not use ${quoteList(denied)}, members of virtual server '${endpoint.name}'`,
-					};
-				}
-				return ok;
-			}
-		}
+		const endpoint = input.endpoint.kind === "aggregate" ? null : this.resolveRow(input.endpoint.name);
+		const members = this.existingServers((input.members ?? []).map((member) => member.name));
+		return checkSessionAgainst(
+			{
+				key: row ? toKeyRecord(row) : null,
+				endpoint,
+				servers: new Map(members.map((server) => [server.name, server])),
+			},
+			input,
+		);
 	}
 
 	/** Creates a key and returns its secret, which is never stored or shown again. */
 	async createKey(input: KeyInput): Promise<{ record: ApiKeyRecord; key: string }> {
-		const key = API_KEY_PREFIX + randomToken(32);
-		const id = `key_${randomToken(9)}`;
+		const secret = settingsFrom(this.env).keySecret;
+		if (!secret) {
+			throw new GatewayError(
+				"misconfigured",
+				"The gateway is misconfigured: the KEY_SECRET secret is not set (at least 32 characters), so no API key can be issued.",
+			);
+		}
+		const id = newKeyId();
+		const key = await mintApiKey(secret, id);
+		const digest = await sha256Hex(key);
 		const now = Date.now();
 		this.sql.exec(
-			"INSERT INTO api_keys (id, name, digest, user_path, servers, max_sessions, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			"INSERT INTO api_keys (id, name, digest, user_path, servers, max_sessions, key_format, created_at) VALUES (?, ?, ?, ?, ?, ?, 2, ?)",
 			id,
 			input.name ?? null,
-			await sha256Hex(key),
+			digest,
 			input.userPath,
 			input.servers ? JSON.stringify(input.servers) : null,
 			input.maxSessions ?? null,
 			now,
 		);
+		this.publisher.markDirty([KV_NAMES.key(id)]);
+		await this.publisher.publish();
 		const record: ApiKeyRecord = {
 			id,
 			name: input.name ?? null,
 			userPath: input.userPath,
 			servers: input.servers ?? null,
 			maxSessions: input.maxSessions ?? null,
+			format: "self-verifying",
 			createdAt: now,
 		};
 		return { record, key };
@@ -263,46 +278,65 @@ export class RegistryDO extends DurableObject<Env> {
 			.map(toKeyRecord);
 	}
 
-	revokeKey(id: string): boolean {
-		return this.sql.exec("DELETE FROM api_keys WHERE id = ?", id).rowsWritten > 0;
+	async revokeKey(id: string): Promise<boolean> {
+		const deleted = this.sql.exec("DELETE FROM api_keys WHERE id = ?", id).rowsWritten > 0;
+		if (!deleted) return false;
+		this.publisher.markDirty([KV_NAMES.key(id)]);
+		await this.publisher.publish();
+		return true;
 	}
 
-	findKeyByDigest(digest: string): ApiKeyRecord | null {
-		this.reads++;
-		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE digest = ?`, digest).toArray()[0];
-		return row ? toKeyRecord(row) : null;
+	/** A key's stored record with its digest (what is published as `key/<id>`); null if none. */
+	storedKey(id: string): StoredKey | null {
+		const row = this.sql
+			.exec<KeyRow & { digest: string }>(`SELECT ${KEY_COLUMNS}, digest FROM api_keys WHERE id = ?`, id)
+			.toArray()[0];
+		return row ? { ...toKeyRecord(row), digest: row.digest } : null;
 	}
 
-	/**
-	 * Every member still exists in the same incarnation and may be used by the key (one query);
-	 * members whose configuration (URL, headers, timeout) changed since are returned as they are now.
-	 */
-	private checkMembers(
-		key: ApiKeyRecord,
-		members: NonNullable<SessionCheckInput["members"]>,
-	): { ok: true; changed: ServerRecord[] } | { ok: false; reason: string } {
-		if (members.length === 0) return { ok: true, changed: [] };
-		const current = new Map(
-			this.sql
-				.exec<ServerRow>(
-					"SELECT * FROM servers WHERE name IN (SELECT value FROM json_each(?))",
-					JSON.stringify(members.map((member) => member.name)),
-				)
-				.toArray()
-				.map((row) => [row.name, toServerRecord(row)] as const),
-		);
-		const changed: ServerRecord[] = [];
-		for (const member of members) {
-			const server = current.get(member.name);
-			if (server?.generation !== member.generation) {
-				return { ok: false, reason: `member server '${member.name}' was deleted or recreated` };
-			}
-			if (!keyMayUseServer(key, member.name)) {
-				return { ok: false, reason: `the API key may not use member server '${member.name}'` };
-			}
-			if (server.configDigest !== member.configDigest) changed.push(server);
+	/** KV names a change of server `name` affects: its endpoint, the server list, virtual servers using it. */
+	private namesOfServer(name: string): string[] {
+		const virtual = this.sql
+			.exec<{ name: string }>(
+				"SELECT name FROM virtual_servers WHERE EXISTS (SELECT 1 FROM json_each(virtual_servers.servers) WHERE value = ?)",
+				name,
+			)
+			.toArray()
+			.map((row) => KV_NAMES.endpoint(row.name));
+		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
+	}
+
+	/** Every KV name the registry publishes now. */
+	private publishedNames(): string[] {
+		const endpoints = this.sql
+			.exec<{ name: string }>("SELECT name FROM servers UNION SELECT name FROM virtual_servers")
+			.toArray()
+			.map((row) => KV_NAMES.endpoint(row.name));
+		const keys = this.sql
+			.exec<{ id: string }>("SELECT id FROM api_keys")
+			.toArray()
+			.map((row) => KV_NAMES.key(row.id));
+		return [KV_NAMES.servers, ...endpoints, ...keys];
+	}
+
+	/** What a KV name holds according to the registry of record now; null: it should not exist. */
+	private publishedValue(name: string): unknown {
+		if (name === KV_NAMES.servers) {
+			return this.sql.exec<ServerRow>("SELECT * FROM servers ORDER BY name").toArray().map(toServerRecord);
 		}
-		return { ok: true, changed };
+		const [kind, ...rest] = name.split("/");
+		const id = rest.join("/");
+		if (kind === "key") return this.storedKey(id);
+		if (kind === "endpoint") return this.resolveRow(id);
+		throw new Error(`registry: unknown KV name ${name}`);
+	}
+
+	private resolveRow(name: string): ResolvedEndpoint | null {
+		const server = this.getServerRow(name);
+		if (server) return { kind: "server", server };
+		const virtualServer = this.getVirtualServerRow(name);
+		if (!virtualServer) return null;
+		return { kind: "virtual", virtualServer, members: this.existingServers(virtualServer.servers) };
 	}
 
 	private getServerRow(name: string): ServerRecord | null {
@@ -325,8 +359,4 @@ export class RegistryDO extends DurableObject<Env> {
 		);
 		return names.flatMap((name) => byName.get(name) ?? []);
 	}
-}
-
-function quoteList(names: string[]): string {
-	return names.map((name) => `'${name}'`).join(", ");
 }

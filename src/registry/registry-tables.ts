@@ -32,11 +32,12 @@ export interface KeyRow extends Record<string, SqlStorageValue> {
 	user_path: string;
 	servers: string | null;
 	max_sessions: number | null;
+	key_format: number;
 	created_at: number;
 }
 
 /** The key columns read back (never the digest). */
-export const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, created_at";
+export const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, key_format, created_at";
 
 /** The registry's tables, as this version creates them. */
 export function createTables(sql: SqlStorage): void {
@@ -58,7 +59,17 @@ export function createTables(sql: SqlStorage): void {
 				user_path TEXT NOT NULL,
 				servers TEXT,
 				max_sessions INTEGER,
+				key_format INTEGER NOT NULL DEFAULT 2,
 				created_at INTEGER NOT NULL
+			);
+			-- KV names to publish (KvPublisher): version bumps when a name is marked again.
+			CREATE TABLE IF NOT EXISTS kv_outbox (
+				name TEXT PRIMARY KEY,
+				version INTEGER NOT NULL
+			);
+			CREATE TABLE IF NOT EXISTS meta (
+				key TEXT PRIMARY KEY,
+				value TEXT NOT NULL
 			);
 			CREATE TABLE IF NOT EXISTS virtual_servers (
 				name TEXT PRIMARY KEY,
@@ -79,6 +90,8 @@ export function createTables(sql: SqlStorage): void {
 export async function migrate(sql: SqlStorage): Promise<void> {
 	addColumn(sql, "servers", "config_digest", "TEXT");
 	addColumn(sql, "api_keys", "max_sessions", "INTEGER");
+	// Keys issued before self-verifying keys are of the first format.
+	addColumn(sql, "api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
 	const rows = sql.exec<ServerRow>("SELECT * FROM servers WHERE config_digest IS NULL").toArray();
 	for (const row of rows) {
 		sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(toServerRecord(row)), row.name);
@@ -129,6 +142,7 @@ export function toKeyRecord(row: KeyRow): ApiKeyRecord {
 		userPath: row.user_path,
 		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
 		maxSessions: row.max_sessions,
+		format: row.key_format === 1 ? "legacy" : "self-verifying",
 		createdAt: row.created_at,
 	};
 }

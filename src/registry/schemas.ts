@@ -117,6 +117,8 @@ export interface ApiKeyRecord {
 	servers: string[] | null;
 	/** Live sessions the key may hold; null means the gateway's MAX_SESSIONS_PER_KEY. */
 	maxSessions: number | null;
+	/** "legacy": issued before self-verifying keys, no longer accepted; re-issue it. */
+	format: "self-verifying" | "legacy";
 	createdAt: number;
 }
 

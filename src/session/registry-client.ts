@@ -1,13 +1,22 @@
+import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
-import { registryStub } from "../registry/registry-stub.ts";
+import { checkSessionWith, kvRegistryReader } from "../registry/registry-reader.ts";
 import type { SessionCheckInput, SessionCheckResult } from "../registry/schemas.ts";
 
-/** What a SessionDO asks of the registry. Tests swap in counting and gated versions. */
+/** What a SessionDO asks of the registry. Tests swap in counting, gated, failing or stale versions. */
 export interface RegistryClient {
 	checkSession(input: SessionCheckInput): Promise<SessionCheckResult>;
+	/** Workers KV reads made so far (cost reports). */
+	readonly kvReads: number;
 }
 
-/** The registry Durable Object, over RPC. */
+/** Rechecks from the registry's read path, Workers KV: no request reaches the RegistryDO. */
 export function registryClient(env: Env): RegistryClient {
-	return { checkSession: (input) => registryStub(env).checkSession(input) };
+	const reader = kvRegistryReader(env.REGISTRY_KV, settingsFrom(env).kvCacheTtlSeconds);
+	return {
+		checkSession: (input) => checkSessionWith(reader, input),
+		get kvReads() {
+			return reader.reads;
+		},
+	};
 }

@@ -319,6 +319,7 @@ export class SessionDO extends DurableObject<Env> {
 			storageReads: this.store.reads,
 			storageWrites: this.store.writes,
 			registryReads: this.lifecycle.registryReads,
+			kvReads: this.registry.kvReads,
 			upstreamRequests: this.pool.requests,
 			inFlight: this.lifecycle.inFlight,
 		};
@@ -429,7 +430,10 @@ export class SessionDO extends DurableObject<Env> {
 export interface SessionStats {
 	storageReads: number;
 	storageWrites: number;
+	/** Rechecks made (each reads the registry's read path). */
 	registryReads: number;
+	/** Workers KV reads those rechecks made. */
+	kvReads: number;
 	upstreamRequests: number;
 	inFlight: number;
 }

@@ -28,6 +28,11 @@ export class TestRegistry implements RegistryClient {
 
 	constructor(private readonly inner: RegistryClient) {}
 
+	/** The wrapped client's Workers KV reads. */
+	get kvReads(): number {
+		return this.inner.kvReads;
+	}
+
 	hold(): void {
 		this.gate = new Promise((resolve) => {
 			this.release = resolve;

@@ -1,0 +1,63 @@
+import { z } from "zod";
+
+/**
+ * What the registry publishes to Workers KV, the read path of the edge and
+ * the sessions. Every admin write commits in the RegistryDO first and is then
+ * written through here (never ahead of it). Values are parsed with these
+ * schemas when read: a record that does not parse counts as unreadable.
+ *
+ * - `key/<id>`: an API key's record with the SHA-256 of the key.
+ * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
+ * - `servers`: every server, for the aggregate `/mcp`.
+ */
+export const KV_NAMES = {
+	key: (id: string) => `key/${id}`,
+	endpoint: (name: string) => `endpoint/${name}`,
+	servers: "servers",
+} as const;
+
+/**
+ * Bumped when the published records change shape: a registry that finds an
+ * older format recorded republishes everything at start.
+ */
+export const KV_FORMAT = 1;
+
+const ServerRecordSchema = z.object({
+	name: z.string(),
+	url: z.string(),
+	headers: z.record(z.string(), z.string()),
+	timeoutSeconds: z.number().nullable(),
+	generation: z.string(),
+	configDigest: z.string(),
+	createdAt: z.number(),
+	updatedAt: z.number(),
+});
+
+const VirtualServerRecordSchema = z.object({
+	name: z.string(),
+	servers: z.array(z.string()),
+	userPaths: z.array(z.string()).nullable(),
+	generation: z.string(),
+	createdAt: z.number(),
+	updatedAt: z.number(),
+});
+
+export const StoredKeySchema = z.object({
+	id: z.string(),
+	name: z.string().nullable(),
+	userPath: z.string(),
+	servers: z.array(z.string()).nullable(),
+	maxSessions: z.number().nullable(),
+	format: z.enum(["self-verifying", "legacy"]),
+	createdAt: z.number(),
+	/** SHA-256 (hex) of the whole key: the key itself is never stored. */
+	digest: z.string(),
+});
+export type StoredKey = z.infer<typeof StoredKeySchema>;
+
+export const EndpointRecordSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
+	z.object({ kind: z.literal("virtual"), virtualServer: VirtualServerRecordSchema, members: z.array(ServerRecordSchema) }),
+]);
+
+export const ServerListSchema = z.array(ServerRecordSchema);

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { EndpointRecordSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
+import type { ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
+import { checkSessionAgainst } from "./session-check.ts";
+
+/** The registry's read path: what the edge and the sessions need, from Workers KV. */
+export interface RegistryReader {
+	key(id: string): Promise<StoredKey | null>;
+	endpoint(name: string): Promise<ResolvedEndpoint | null>;
+	servers(): Promise<ServerRecord[]>;
+}
+
+/** A reader that counts its reads (cost reports). */
+export interface CountingReader extends RegistryReader {
+	readonly reads: number;
+}
+
+/**
+ * Reads published records from Workers KV. `cacheTtlSeconds` lets the
+ * location's KV cache serve a record for that long (0: KV's default). A
+ * record that does not parse is an error, as is KV failing: both count as an
+ * unreadable registry.
+ */
+export function kvRegistryReader(kv: KVNamespace, cacheTtlSeconds: number): CountingReader {
+	let reads = 0;
+	const read = async <T>(name: string, schema: z.ZodType<T>): Promise<T | null> => {
+		reads++;
+		const value: unknown =
+			cacheTtlSeconds > 0 ? await kv.get(name, { type: "json", cacheTtl: cacheTtlSeconds }) : await kv.get(name, "json");
+		if (value === null) return null;
+		const parsed = schema.safeParse(value);
+		if (!parsed.success) throw new Error(`registry record ${name} is not readable: ${parsed.error.issues[0]?.message}`);
+		return parsed.data;
+	};
+	return {
+		get reads() {
+			return reads;
+		},
+		key: (id) => read(KV_NAMES.key(id), StoredKeySchema),
+		endpoint: (name) => read(KV_NAMES.endpoint(name), EndpointRecordSchema),
+		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
+	};
+}
+
+/**
+ * A session's recheck from the read path: the key record and the endpoint
+ * record (or, for `/mcp`, the server list), read in parallel.
+ */
+export async function checkSessionWith(reader: RegistryReader, input: SessionCheckInput): Promise<SessionCheckResult> {
+	const endpoint = input.endpoint;
+	const [key, resolved, all] = await Promise.all([
+		reader.key(input.keyId),
+		endpoint.kind === "aggregate" ? Promise.resolve(null) : reader.endpoint(endpoint.name),
+		endpoint.kind === "aggregate" ? reader.servers() : Promise.resolve([]),
+	]);
+	const current: ServerRecord[] =
+		resolved?.kind === "server" ? [resolved.server] : resolved?.kind === "virtual" ? resolved.members : all;
+	return checkSessionAgainst(
+		{ key, endpoint: resolved, servers: new Map(current.map((server) => [server.name, server])) },
+		input,
+	);
+}

@@ -1,0 +1,74 @@
+import { keyMayUseServer, userPathAllowed } from "./access.ts";
+import type {
+	ApiKeyRecord,
+	ResolvedEndpoint,
+	ServerRecord,
+	SessionCheckInput,
+	SessionCheckResult,
+} from "./schemas.ts";
+
+/** What the registry holds now that a session's check needs, however it was read (SQLite or KV). */
+export interface CheckSnapshot {
+	key: ApiKeyRecord | null;
+	/** The endpoint by name, for `/mcp/:name` sessions; ignored for the aggregate `/mcp`. */
+	endpoint: ResolvedEndpoint | null;
+	/** Current records of the session's member servers (those that still exist). */
+	servers: ReadonlyMap<string, ServerRecord>;
+}
+
+/**
+ * Whether a live session may go on: its key still exists with the same user
+ * path; its endpoint is the same incarnation (generation) and still open to
+ * the key; every member is still the incarnation it opened with and allowed
+ * to the key. Members whose configuration changed are returned as they are now.
+ */
+export function checkSessionAgainst(snapshot: CheckSnapshot, input: SessionCheckInput): SessionCheckResult {
+	const key = snapshot.key;
+	if (!key) return { ok: false, reason: "the API key was revoked" };
+	if (key.userPath !== input.userPath) {
+		return { ok: false, reason: "the API key's user path no longer matches the session's" };
+	}
+	const changed: ServerRecord[] = [];
+	for (const member of input.members ?? []) {
+		const server = snapshot.servers.get(member.name);
+		if (server?.generation !== member.generation) {
+			return { ok: false, reason: `member server '${member.name}' was deleted or recreated` };
+		}
+		if (!keyMayUseServer(key, member.name)) {
+			return { ok: false, reason: `the API key may not use member server '${member.name}'` };
+		}
+		if (server.configDigest !== member.configDigest) changed.push(server);
+	}
+	const ok = { ok: true as const, changed };
+	const endpoint = input.endpoint;
+	if (endpoint.kind === "aggregate") return ok;
+	const current = snapshot.endpoint;
+	if (endpoint.kind === "server") {
+		if (current?.kind !== "server" || current.server.generation !== endpoint.generation) {
+			return { ok: false, reason: `server '${endpoint.name}' was deleted or recreated` };
+		}
+		if (!keyMayUseServer(key, endpoint.name)) {
+			return { ok: false, reason: `the API key may not use server '${endpoint.name}'` };
+		}
+		return ok;
+	}
+	if (current?.kind !== "virtual" || current.virtualServer.generation !== endpoint.generation) {
+		return { ok: false, reason: `virtual server '${endpoint.name}' was deleted or recreated` };
+	}
+	if (!userPathAllowed(key.userPath, current.virtualServer.userPaths)) {
+		return { ok: false, reason: `user path '${key.userPath}' may not use virtual server '${endpoint.name}'` };
+	}
+	const denied = current.virtualServer.servers.filter((server) => !keyMayUseServer(key, server));
+	if (denied.length > 0) {
+		return {
+			ok: false,
+			reason: `the API key may not use ${quoteList(denied)}, members of virtual server '${endpoint.name}'`,
+		};
+	}
+	return ok;
+}
+
+/** `'a', 'b'`: names quoted for a sentence. */
+export function quoteList(names: readonly string[]): string {
+	return names.map((name) => `'${name}'`).join(", ");
+}
