@@ -413,9 +413,13 @@ async function startGateway(tmp: string): Promise<{ child: Child; url: string; a
 	const { entry } = await buildWorker(procs, { name: "gateway", config, outDir: join(tmp, "gateway-bundle"), env });
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
-	writeFileSync(envFile, `ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\n`, {
-		mode: 0o600,
-	});
+	writeFileSync(
+		envFile,
+		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nKEY_SECRET="${randomBytes(32).toString("base64url")}"\n`,
+		{
+			mode: 0o600,
+		},
+	);
 	const { child, url } = await startWranglerDev(procs, {
 		name: "gateway (wrangler dev)",
 		config,

@@ -31,7 +31,7 @@ function ensureDevVars(): Record<string, string> {
 		if (match[1] && match[2] !== undefined) vars[match[1]] = match[2];
 	}
 	// Only fill in what is missing: an operator's own values stay untouched.
-	const added = ["ADMIN_TOKEN", "SESSION_SECRET"].filter((name) => !vars[name]);
+	const added = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET"].filter((name) => !vars[name]);
 	for (const name of added) vars[name] = randomBytes(32).toString("base64url"); // 43 chars
 	if (added.length > 0) {
 		const lines = added.map((name) => `${name}="${vars[name]}"`).join("\n");
