@@ -544,7 +544,7 @@ async function main(): Promise<void> {
 	// The bench upstream is plain http on loopback, which deployments refuse.
 	writeFileSync(
 		envFile,
-		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
+		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nKEY_SECRET="${randomBytes(32).toString("base64url")}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
 		{ mode: 0o600 },
 	);
 	// The benchmark drives one key far past the per-key rate limit of a deployment: the same
