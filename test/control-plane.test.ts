@@ -1,0 +1,344 @@
+import { env, listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/edge/app.ts";
+import type { KvWriter } from "../src/registry/kv-publisher.ts";
+import type { StoredKey } from "../src/registry/kv-records.ts";
+import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
+import { checkSessionWith, kvRegistryReader, type RegistryReader } from "../src/registry/registry-reader.ts";
+import type { SessionDO } from "../src/session/session-do.ts";
+import { eventually } from "./support/eventually.ts";
+import {
+	admin,
+	BASE,
+	createKey,
+	initializeBody,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+	uniqueName,
+} from "./support/gateway.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { registerServer, upstreamUrl } from "./support/upstreams.ts";
+
+const RECHECK = 30_000;
+const PING = { jsonrpc: "2.0", id: 1, method: "ping" };
+const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
+
+const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName(REGISTRY_NAME));
+
+/** Counts what a request touches: Durable Object stubs of every namespace, and KV reads. */
+function countingEnv() {
+	const counts = { durableObjects: 0, kvReads: 0 };
+	const countGets = <T extends object>(target: T, counter: "durableObjects" | "kvReads"): T =>
+		new Proxy(target, {
+			get(object, property) {
+				const value = Reflect.get(object, property) as unknown;
+				if (typeof value !== "function") return value;
+				if (property === "get") {
+					return (...args: unknown[]) => {
+						counts[counter]++;
+						return (value as (...a: unknown[]) => unknown).apply(object, args);
+					};
+				}
+				return (value as (...a: unknown[]) => unknown).bind(object);
+			},
+		});
+	const counted = {
+		...env,
+		SESSIONS: countGets(env.SESSIONS, "durableObjects"),
+		REGISTRY: countGets(env.REGISTRY, "durableObjects"),
+		KEY_SESSIONS: countGets(env.KEY_SESSIONS, "durableObjects"),
+		REGISTRY_KV: countGets(env.REGISTRY_KV, "kvReads"),
+	};
+	return { counts, env: counted };
+}
+
+/** One character in the middle of the key's MAC changed. */
+function tamperMac(key: string): string {
+	const at = key.lastIndexOf(".") + 20;
+	return key.slice(0, at) + (key[at] === "A" ? "B" : "A") + key.slice(at + 1);
+}
+
+describe("keys verify themselves at the edge", () => {
+	it("garbage, truncated, wrong-prefix, MAC-invalid and old-format keys get 401 with the same sentence, touching no Durable Object and no KV read", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const app = createApp();
+		const { counts, env: counted } = countingEnv();
+		const bad = [
+			"garbage",
+			key.slice(0, -5),
+			key.replace("mcpgw2_", "mcpgw3_"),
+			tamperMac(key),
+			`mcpgw_${"A".repeat(43)}`,
+			`${key}x`,
+		];
+		for (const bearer of bad) {
+			const response = await app.fetch(
+				new Request(`${BASE}/mcp/${server}`, {
+					method: "POST",
+					headers: mcpHeaders(bearer),
+					body: JSON.stringify(initializeBody()),
+				}),
+				counted,
+			);
+			expect(response.status).toBe(401);
+			expect((await readReply(response)).error?.message).toBe(INVALID_KEY);
+		}
+		expect(counts).toEqual({ durableObjects: 0, kvReads: 0 });
+	});
+
+	it("an initialize with a valid key reads KV twice (key, endpoint) and sends no request to the registry Durable Object", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const before = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
+		const { counts, env: counted } = countingEnv();
+		const response = await createApp().fetch(
+			new Request(`${BASE}/mcp/${server}`, {
+				method: "POST",
+				headers: mcpHeaders(key),
+				body: JSON.stringify(initializeBody()),
+			}),
+			counted,
+		);
+		expect(response.status).toBe(200);
+		await response.body?.cancel();
+		// The key record, then the endpoint record: KV only.
+		expect(counts.kvReads).toBe(2);
+		const after = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
+		expect(after.reads).toBe(before.reads);
+	});
+
+	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {
+		const server = await registerServer("beta");
+		const { id, key } = await createKey();
+		expect((await admin("DELETE", `/keys/${id}`)).status).toBe(204);
+		const response = await createApp().fetch(
+			new Request(`${BASE}/mcp/${server}`, {
+				method: "POST",
+				headers: mcpHeaders(key),
+				body: JSON.stringify(initializeBody()),
+			}),
+			env,
+		);
+		expect(response.status).toBe(401);
+		expect((await readReply(response)).error?.message).toBe(INVALID_KEY);
+	});
+});
+
+describe("the registry writes through to Workers KV", () => {
+	it("servers, virtual servers and keys reach KV with their generation and config digest; deletes remove them", async () => {
+		const name = uniqueName("kv");
+		const put = (await (await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") })).json()) as {
+			generation: string;
+		};
+		const endpoint = (await env.REGISTRY_KV.get(`endpoint/${name}`, "json")) as {
+			kind: string;
+			server: { generation: string; configDigest: string; url: string };
+		};
+		expect(endpoint.kind).toBe("server");
+		expect(endpoint.server.generation).toBe(put.generation);
+		expect(endpoint.server.configDigest).toMatch(/^[0-9a-f]{64}$/);
+		const list = (await env.REGISTRY_KV.get("servers", "json")) as Array<{ name: string }>;
+		expect(list.some((server) => server.name === name)).toBe(true);
+		const vs = uniqueName("kv-vs");
+		await admin("PUT", `/virtual-servers/${vs}`, { servers: [name] });
+		expect(await env.REGISTRY_KV.get(`endpoint/${vs}`, "json")).toMatchObject({
+			kind: "virtual",
+			members: [{ name, generation: put.generation }],
+		});
+		// A member's edit reaches the virtual server's record too.
+		await admin("PUT", `/servers/${name}`, { url: upstreamUrl("alpha") });
+		expect(await env.REGISTRY_KV.get(`endpoint/${vs}`, "json")).toMatchObject({
+			members: [{ name, url: upstreamUrl("alpha") }],
+		});
+		const { id } = await createKey();
+		expect(await env.REGISTRY_KV.get(`key/${id}`, "json")).toMatchObject({ id, format: "self-verifying" });
+		await admin("DELETE", `/keys/${id}`);
+		await admin("DELETE", `/virtual-servers/${vs}`);
+		await admin("DELETE", `/servers/${name}`);
+		expect(await env.REGISTRY_KV.get(`key/${id}`)).toBeNull();
+		expect(await env.REGISTRY_KV.get(`endpoint/${vs}`)).toBeNull();
+		expect(await env.REGISTRY_KV.get(`endpoint/${name}`)).toBeNull();
+	});
+
+	it("a write whose KV publish fails is committed in the registry, and the alarm retries until it lands", async () => {
+		const stub = registry();
+		const failing: KvWriter = {
+			put: () => Promise.reject(new Error("KV unavailable (test)")),
+			delete: () => Promise.reject(new Error("KV unavailable (test)")),
+		};
+		await runInDurableObject(stub, (instance: RegistryDO) => {
+			instance.publisher.kv = failing;
+		});
+		const name = uniqueName("retry");
+		expect((await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") })).status).toBe(201);
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(200);
+		expect(await env.REGISTRY_KV.get(`endpoint/${name}`)).toBeNull();
+		expect(await runInDurableObject(stub, (_i: RegistryDO, state) => state.storage.getAlarm())).not.toBeNull();
+		// Still failing: the alarm leaves it waiting.
+		await runDurableObjectAlarm(stub);
+		expect(await env.REGISTRY_KV.get(`endpoint/${name}`)).toBeNull();
+		await runInDurableObject(stub, (instance: RegistryDO) => {
+			instance.publisher.kv = env.REGISTRY_KV;
+		});
+		await runDurableObjectAlarm(stub);
+		expect(await env.REGISTRY_KV.get(`endpoint/${name}`, "json")).toMatchObject({ server: { name } });
+		expect(await runInDurableObject(stub, (instance: RegistryDO) => instance.publisher.pending())).toBe(0);
+	});
+
+	it("two concurrent replacements of one server: the later write is what KV keeps", async () => {
+		const stub = registry();
+		const name = uniqueName("race");
+		await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") });
+		let release = () => {};
+		const held = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		let puts = 0;
+		await runInDurableObject(stub, (instance: RegistryDO) => {
+			const real = env.REGISTRY_KV;
+			instance.publisher.kv = {
+				put: async (...args: Parameters<KVNamespace["put"]>) => {
+					puts++;
+					// The first publish is slow: the second write commits while it is under way.
+					if (puts === 1) await held;
+					return real.put(...args);
+				},
+				delete: (key: string) => real.delete(key),
+			};
+		});
+		const first = admin("PUT", `/servers/${name}`, { url: `${upstreamUrl("beta")}?first` });
+		await eventually(() => puts >= 1, "the first publish started");
+		const second = admin("PUT", `/servers/${name}`, { url: `${upstreamUrl("beta")}?second` });
+		// The second write has committed (it marked the name again) while the first publish is held.
+		await eventually(async () => {
+			const version = await runInDurableObject(
+				stub,
+				(_i: RegistryDO, state) =>
+					state.storage.sql
+						.exec<{ version: number }>("SELECT version FROM kv_outbox WHERE name = ?", `endpoint/${name}`)
+						.toArray()[0]?.version ?? 0,
+			);
+			return version >= 2;
+		}, "the second write committed");
+		release();
+		expect((await first).status).toBe(200);
+		expect((await second).status).toBe(200);
+		const published = (await env.REGISTRY_KV.get(`endpoint/${name}`, "json")) as { server: { url: string } };
+		expect(published.server.url).toBe(`${upstreamUrl("beta")}?second`);
+		await runInDurableObject(stub, (instance: RegistryDO) => {
+			instance.publisher.kv = env.REGISTRY_KV;
+		});
+	});
+
+	it("POST /admin/sync republishes every record", async () => {
+		const name = await registerServer("beta");
+		await env.REGISTRY_KV.delete(`endpoint/${name}`);
+		const response = await admin("POST", "/sync");
+		expect(response.status).toBe(200);
+		const result = (await response.json()) as { records: number; pending: number };
+		expect(result.pending).toBe(0);
+		expect(result.records).toBeGreaterThan(0);
+		expect(await env.REGISTRY_KV.get(`endpoint/${name}`, "json")).toMatchObject({ server: { name } });
+	});
+});
+
+describe("sessions recheck from KV", () => {
+	it("a session's rechecks read KV and send no request to the registry Durable Object", async () => {
+		const server = await registerServer("beta");
+		const path = `/mcp/${server}`;
+		const { key } = await createKey();
+		const sessionId = await openSession(path, key);
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock(Date.now() + 1_000);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+		});
+		const before = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
+		for (let i = 0; i < 3; i++) {
+			clock.advance(RECHECK);
+			expect((await readReply(await rpc(path, key, sessionId, PING))).result).toEqual({});
+		}
+		const stats = await stub.stats();
+		expect(stats.registryReads).toBe(3);
+		// Each recheck reads the key record and the endpoint record.
+		expect(stats.kvReads).toBe(6);
+		const after = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
+		expect(after.reads).toBe(before.reads);
+	});
+
+	it("a stale KV read keeps a revoked key's session going only until the fresh record is read, then it ends", async () => {
+		const server = await registerServer("beta");
+		const path = `/mcp/${server}`;
+		const owner = await createKey();
+		const sessionId = await openSession(path, owner.key);
+		const stale = (await registry().storedKey(owner.id)) as StoredKey;
+		expect((await admin("DELETE", `/keys/${owner.id}`)).status).toBe(204);
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock(Date.now() + 1_000);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			// KV at this location still serves the record it cached before the revocation, once.
+			const fresh = kvRegistryReader(env.REGISTRY_KV, 0);
+			let served = false;
+			const reader: RegistryReader = {
+				key: async (id) => {
+					if (served) return fresh.key(id);
+					served = true;
+					return stale;
+				},
+				endpoint: (name) => fresh.endpoint(name),
+				servers: () => fresh.servers(),
+			};
+			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
+		});
+		// Straight to the session, as an edge that still had the key cached would send it.
+		const scope = { keyId: owner.id, userPath: "/", endpoint: path };
+		const ping = () => stub.post(scope, { kind: "request", message: { jsonrpc: "2.0", id: 1, method: "ping" } });
+		clock.advance(RECHECK);
+		expect((await readReply(await ping())).result).toEqual({});
+		clock.advance(RECHECK);
+		expect((await ping()).status).toBe(404);
+		expect(await runInDurableObject(stub, async (_i: SessionDO, state) => (await state.storage.list()).size)).toBe(0);
+	});
+});
+
+describe("an unreadable KV", () => {
+	const failing: RegistryReader = {
+		key: () => Promise.reject(new Error("KV read failed (test)")),
+		endpoint: () => Promise.reject(new Error("KV read failed (test)")),
+		servers: () => Promise.reject(new Error("KV read failed (test)")),
+	};
+
+	it("initialize fails with a 503 that names nothing internal, and opens nothing", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const before = (await listDurableObjectIds(env.SESSIONS)).length;
+		for (const reader of [
+			failing,
+			// Keys readable, endpoints not.
+			{ ...kvRegistryReader(env.REGISTRY_KV, 0), endpoint: failing.endpoint, servers: failing.servers },
+		]) {
+			for (const path of [`/mcp/${server}`, "/mcp"]) {
+				const response = await createApp({ reader: () => reader }).fetch(
+					new Request(`${BASE}${path}`, {
+						method: "POST",
+						headers: mcpHeaders(key),
+						body: JSON.stringify(initializeBody()),
+					}),
+					env,
+				);
+				expect(response.status).toBe(503);
+				expect(response.headers.get("retry-after")).toBe("5");
+				const reply = await readReply(response);
+				expect(reply.error?.data?.kind).toBe("registry_unavailable");
+				expect(reply.error?.message).toBe(
+					"Service Unavailable: the gateway cannot read its configuration right now. Try again shortly.",
+				);
+			}
+		}
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
+	});
+});
