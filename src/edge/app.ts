@@ -1,10 +1,10 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { createAdminRoutes } from "./admin-routes.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { createAdminRoutes } from "./admin-routes.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
 
@@ -25,6 +25,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 		const settings = settingsFrom(c.env);
 		checkHost(c.req.raw, settings);
 		c.set("reader", reader(c.env, settings));
+		c.set("waitUntil", waitUntilOf(c));
 		await next();
 	});
 	app.get("/healthz", (c) => c.json({ ok: true }));
@@ -74,6 +75,20 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	});
 
 	return app;
+}
+
+/**
+ * The request's `waitUntil`, so background work (the rate limiters' verdicts)
+ * outlives the response; without an execution context (a test calling the
+ * app directly) the work simply runs on.
+ */
+function waitUntilOf(c: Context<EdgeContext>): (promise: Promise<unknown>) => void {
+	try {
+		const ctx = c.executionCtx;
+		return (promise) => ctx.waitUntil(promise);
+	} catch {
+		return () => undefined;
+	}
 }
 
 /** Admin errors are plain JSON, not JSON-RPC: `{ error: { kind, message } }`. */

@@ -7,7 +7,7 @@ import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
-import { clientIp, failedAuthentication, refuseLockedOut } from "./rate-limits.ts";
+import { clientIp, failedAuthentication, refuseLockedOut, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 
 /** Bound on cached keys per isolate, so a flood of distinct keys cannot grow memory. */
@@ -45,16 +45,18 @@ export async function authenticate(
 	env: Env,
 	settings: Settings,
 	reader: RegistryReader,
+	waitUntil: WaitUntil,
 ): Promise<ApiKeyRecord> {
 	const ip = clientIp(request);
 	refuseLockedOut(ip, settings);
 	const token = bearerToken(request);
 	if (!token) {
-		throw await failedAuthentication(
+		throw failedAuthentication(
 			env,
 			settings,
 			ip,
 			unauthenticated("Authentication required: send an API key as 'Authorization: Bearer <key>'."),
+			waitUntil,
 		);
 	}
 	if (!settings.keySecret) {
@@ -64,12 +66,12 @@ export async function authenticate(
 		);
 	}
 	const id = await verifyApiKey(settings.keySecret, token);
-	if (id === null) throw await failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY));
+	if (id === null) throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY), waitUntil);
 	const record = await keyRecord(id, reader, settings);
 	// The MAC proves the gateway minted the key; the digest proves it is this record's key.
 	if (!record || !(await digestMatches(token, record.digest))) {
 		cache.delete(id);
-		throw await failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY));
+		throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY), waitUntil);
 	}
 	return record;
 }

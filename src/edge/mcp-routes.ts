@@ -10,7 +10,7 @@ import { type ApiKeyRecord, SERVER_NAME } from "../registry/schemas.ts";
 import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
-import { limitKeyRate } from "./rate-limits.ts";
+import { limitKeyRate, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 import { mintSessionId } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
@@ -23,7 +23,7 @@ import {
 } from "./transport-checks.ts";
 
 /** The edge's context: the Worker env, and the registry's read path chosen for this request. */
-export type EdgeContext = { Bindings: Env; Variables: { reader: RegistryReader } };
+export type EdgeContext = { Bindings: Env; Variables: { reader: RegistryReader; waitUntil: WaitUntil } };
 type AppContext = Context<EdgeContext>;
 
 const ALLOWED_METHODS = "GET, POST, DELETE";
@@ -53,8 +53,9 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	}
 	checkOrigin(request, settings);
 	const reader = c.get("reader");
-	const key = await authenticate(request, env, settings, reader);
-	await limitKeyRate(env, settings, key.id);
+	const waitUntil = c.get("waitUntil");
+	const key = await authenticate(request, env, settings, reader, waitUntil);
+	limitKeyRate(env, settings, key.id, waitUntil);
 	checkProtocolVersion(request);
 
 	const name = c.req.param("name");

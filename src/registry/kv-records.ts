@@ -57,7 +57,11 @@ export type StoredKey = z.infer<typeof StoredKeySchema>;
 
 export const EndpointRecordSchema = z.discriminatedUnion("kind", [
 	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
-	z.object({ kind: z.literal("virtual"), virtualServer: VirtualServerRecordSchema, members: z.array(ServerRecordSchema) }),
+	z.object({
+		kind: z.literal("virtual"),
+		virtualServer: VirtualServerRecordSchema,
+		members: z.array(ServerRecordSchema),
+	}),
 ]);
 
 export const ServerListSchema = z.array(ServerRecordSchema);

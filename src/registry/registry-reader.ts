@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { EndpointRecordSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
 import type { ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
@@ -26,7 +26,9 @@ export function kvRegistryReader(kv: KVNamespace, cacheTtlSeconds: number): Coun
 	const read = async <T>(name: string, schema: z.ZodType<T>): Promise<T | null> => {
 		reads++;
 		const value: unknown =
-			cacheTtlSeconds > 0 ? await kv.get(name, { type: "json", cacheTtl: cacheTtlSeconds }) : await kv.get(name, "json");
+			cacheTtlSeconds > 0
+				? await kv.get(name, { type: "json", cacheTtl: cacheTtlSeconds })
+				: await kv.get(name, "json");
 		if (value === null) return null;
 		const parsed = schema.safeParse(value);
 		if (!parsed.success) throw new Error(`registry record ${name} is not readable: ${parsed.error.issues[0]?.message}`);

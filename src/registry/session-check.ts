@@ -1,11 +1,5 @@
 import { keyMayUseServer, userPathAllowed } from "./access.ts";
-import type {
-	ApiKeyRecord,
-	ResolvedEndpoint,
-	ServerRecord,
-	SessionCheckInput,
-	SessionCheckResult,
-} from "./schemas.ts";
+import type { ApiKeyRecord, ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 
 /** What the registry holds now that a session's check needs, however it was read (SQLite or KV). */
 export interface CheckSnapshot {
