@@ -10,7 +10,9 @@
  * concurrency 1, throughput at several concurrencies over one session and over
  * many, session setup, a 64 KiB result and progress streaming. Reads the
  * gateway's own counters (admin session-stats, registry-stats) and the bundle
- * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg.
+ * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
+ * any server starts, it runs the per-stage microbenchmark of one request's
+ * plain code (scripts/bench-stages.ts).
  *
  *   npm run bench              full run (a few minutes), writes docs/
  *   npm run bench -- --quick   smoke run (under a minute), report in a temp dir, docs/ untouched
@@ -51,6 +53,7 @@ import {
 	type ThroughputCell,
 	type UpstreamLog,
 } from "./bench-report.ts";
+import { measureStages } from "./bench-stages.ts";
 import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
 
 /** Wrangler's environment, set once the run's temporary directory exists. */
@@ -535,6 +538,15 @@ async function main(): Promise<void> {
 	);
 	watchdog.unref();
 
+	// On a quiet machine, before any server starts. A failure is reported, not fatal: src/ may be mid-edit.
+	log("per-stage cost of one request's plain code (scripts/bench-stages.ts)...");
+	const stagesStart = performance.now();
+	const stages = await measureStages({ quick: QUICK }).catch((error: unknown) => {
+		warn(`the per-stage microbenchmark failed: ${describe(error)}`);
+		return { error: describe(error) };
+	});
+	log(`per-stage microbenchmark done in ${((performance.now() - stagesStart) / 1000).toFixed(1)} s`);
+
 	// Temporary state and secrets: the user's .dev.vars and .wrangler/state are never touched.
 	const tmp = procs.tempDir("mcp-edge-bench-");
 	// A private registry of local dev Workers: a gateway the user runs at the same time (`npm start`,
@@ -817,6 +829,7 @@ async function main(): Promise<void> {
 		cpu: cpuSupported ? cpu : null,
 		setupUpstream: setupLog,
 		bundle,
+		stages,
 		warnings,
 	};
 
