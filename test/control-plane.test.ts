@@ -110,6 +110,27 @@ describe("keys verify themselves at the edge", () => {
 		expect(after.reads).toBe(before.reads);
 	});
 
+	it("a cached key costs no KV read; a forged key naming a cached id still gets 401 and leaves the cache alone", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const app = createApp();
+		const { counts, env: counted } = countingEnv();
+		// The edge's key cache is on in this env (the test Worker's own setting turns it off).
+		const cachingEnv = { ...counted, KEY_CACHE_TTL_SECONDS: "60" };
+		const send = (bearer: string) =>
+			app.fetch(
+				new Request(`${BASE}/mcp/${server}`, { method: "DELETE", headers: { authorization: `Bearer ${bearer}` } }),
+				cachingEnv,
+			);
+		expect((await send(key)).status).toBe(400);
+		expect(counts.kvReads).toBe(1);
+		const forged = await send(tamperMac(key));
+		expect(forged.status).toBe(401);
+		expect((await readReply(forged)).error?.message).toBe(INVALID_KEY);
+		expect((await send(key)).status).toBe(400);
+		expect(counts).toEqual({ durableObjects: 0, kvReads: 1 });
+	});
+
 	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {
 		const server = await registerServer("beta");
 		const { id, key } = await createKey();

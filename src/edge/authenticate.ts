@@ -2,7 +2,7 @@ import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { verifyApiKey } from "../registry/api-key.ts";
+import { apiKeyId, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
@@ -34,10 +34,11 @@ const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revok
 
 /**
  * Resolves the request's `Authorization: Bearer <api key>` to its key record,
- * or throws 401. A key's shape and MAC are checked by local computation first
- * (`verifyApiKey`), so garbage, truncated, foreign and forged keys cost no
- * Durable Object request and no KV read (invariant 11); only then is its record
- * read, and the SHA-256 of the whole key compared with the one on record.
+ * or throws 401. A key's shape, and unless its record is cached its MAC, are
+ * checked by local computation first (`verifyApiKey`), so garbage, truncated,
+ * foreign and forged keys cost no Durable Object request and no KV read
+ * (invariant 11); only then is its record read, and the SHA-256 of the whole
+ * key compared with the one on record.
  * Failed authentications count against the client's IP (AUTH_FAILURE_LIMITER).
  */
 export async function authenticate(
@@ -65,22 +66,32 @@ export async function authenticate(
 			"The gateway is misconfigured: the KEY_SECRET secret is not set (at least 32 characters).",
 		);
 	}
-	const id = await verifyApiKey(settings.keySecret, token);
-	if (id === null) throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY), waitUntil);
-	const record = await keyRecord(id, reader, settings);
-	// The MAC proves the gateway minted the key; the digest proves it is this record's key.
+	const record = await knownKey(token, settings.keySecret, reader, settings);
+	// The digest proves the key is this record's, whichever way the record was found.
+	// A wrong key naming a cached id leaves the cache as it is: it cannot evict a good record.
 	if (!record || !(await digestMatches(token, record.digest))) {
-		cache.delete(id);
 		throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY), waitUntil);
 	}
 	return record;
 }
 
-/** The key's record from the isolate cache or one shared KV read; KV failing is a 503. */
-async function keyRecord(id: string, reader: RegistryReader, settings: Settings): Promise<StoredKey | null> {
+/**
+ * The record of the key the token names: from the isolate's cache when it is
+ * there (no MAC check needed: no read follows, and the digest decides), else,
+ * only when the token's MAC is right, from one shared KV read. KV failing is a 503.
+ */
+async function knownKey(
+	token: string,
+	secret: string,
+	reader: RegistryReader,
+	settings: Settings,
+): Promise<StoredKey | null> {
+	const id = apiKeyId(token);
+	if (id === null) return null;
 	const now = Date.now();
 	const cached = cache.get(id);
 	if (cached && cached.expiresAt > now) return cached.record;
+	if ((await verifyApiKey(secret, token)) !== id) return null;
 	let lookup = lookups.get(id);
 	if (!lookup) {
 		// One read per key however many requests find the cache empty at once.
@@ -103,8 +114,9 @@ async function keyRecord(id: string, reader: RegistryReader, settings: Settings)
 	return record;
 }
 
+const encoder = new TextEncoder();
+
 async function digestMatches(token: string, digest: string): Promise<boolean> {
-	const encoder = new TextEncoder();
 	const given = encoder.encode(await sha256Hex(token));
 	const expected = encoder.encode(digest);
 	return given.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(given, expected);

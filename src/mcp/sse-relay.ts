@@ -2,7 +2,7 @@ import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelconte
 import { createParser } from "eventsource-parser";
 import { isNotification, isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
 import { joinChunks } from "./read-capped.ts";
-import { afterLastEvent, EventSizeLimit, sseFrame, sseMessage } from "./sse.ts";
+import { EventSizeLimit, sseFrame, sseMessage } from "./sse.ts";
 
 /**
  * For aggregate replies: a member's reply stream may carry only the response
@@ -106,7 +106,8 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 					end(controller, responded ? null : options.onIncomplete(null));
 					return;
 				}
-				if (!limit.add(chunk.value)) {
+				const cut = limit.add(chunk.value);
+				if (cut < 0) {
 					await stopReading();
 					end(controller, responded ? null : options.onOversize());
 					return;
@@ -115,7 +116,6 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 				if (!isolation) {
 					// Complete events pass on as the upstream wrote them; an unfinished one waits
 					// for its end, so a reply cut off mid-event never hands the client half an event.
-					const cut = afterLastEvent(chunk.value, held);
 					if (cut === 0) {
 						held.push(chunk.value);
 						continue;

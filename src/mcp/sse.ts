@@ -23,16 +23,14 @@ const CR = 13;
 
 /**
  * The index in `chunk` just after the last blank line (the end of an event),
- * or 0 if the chunk ends none. `before` holds the bytes that came earlier, for
- * a blank line split across chunks. Scans back from the end, so it costs the
- * length of the unfinished tail, not of the chunk.
+ * or 0 if the chunk ends none. `previous` holds the bytes just before, for a
+ * blank line split across chunks. Searches back from the end with the engine's
+ * own `lastIndexOf`, so it costs about the length of the unfinished tail.
  */
-export function afterLastEvent(chunk: Uint8Array, before: readonly Uint8Array[]): number {
-	const previous = before[before.length - 1];
+export function afterLastEvent(chunk: Uint8Array, previous: Uint8Array | undefined): number {
 	const at = (i: number): number | undefined =>
 		i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
-	for (let i = chunk.length - 1; i >= 0; i--) {
-		if (chunk[i] !== LF) continue;
+	for (let i = chunk.lastIndexOf(LF); i >= 0; i = i > 0 ? chunk.lastIndexOf(LF, i - 1) : -1) {
 		if (at(i - 1) === LF) return i + 1;
 		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
 	}
@@ -50,12 +48,16 @@ export class EventSizeLimit {
 
 	constructor(readonly maxEventBytes: number) {}
 
-	/** Takes the next chunk; false when the event still unfinished is over the cap. */
-	add(chunk: Uint8Array): boolean {
-		const cut = afterLastEvent(chunk, this.last === undefined ? [] : [this.last]);
+	/**
+	 * Takes the next chunk. Returns where its last complete event ends (0: it
+	 * ends none; see `afterLastEvent`), or -1 when the event still unfinished
+	 * is over the cap. One scan serves both the cap and the caller's cut.
+	 */
+	add(chunk: Uint8Array): number {
+		const cut = afterLastEvent(chunk, this.last);
 		this.pending = cut === 0 ? this.pending + chunk.byteLength : chunk.byteLength - cut;
 		if (chunk.byteLength > 0) this.last = chunk;
-		return this.pending <= this.maxEventBytes;
+		return this.pending <= this.maxEventBytes ? cut : -1;
 	}
 }
 
@@ -86,7 +88,7 @@ export async function readSseEvents(
 		while (!done) {
 			const chunk = await reader.read();
 			if (chunk.done) break;
-			if (!limit.add(chunk.value)) {
+			if (limit.add(chunk.value) < 0) {
 				oversized = true;
 				break;
 			}

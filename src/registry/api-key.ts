@@ -26,6 +26,11 @@ export async function mintApiKey(secret: string, id: string): Promise<string> {
 	return `${body}.${await macOf(secret, body)}`;
 }
 
+/** The key id a key names, when it has the shape of a key (no MAC check: see `verifyApiKey`). */
+export function apiKeyId(key: string): string | null {
+	return KEY_SHAPE.exec(key)?.[1] ?? null;
+}
+
 /** The key's id when its shape and MAC are right; null otherwise (local computation only). */
 export async function verifyApiKey(secret: string, key: string): Promise<string | null> {
 	const match = KEY_SHAPE.exec(key);
