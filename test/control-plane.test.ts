@@ -362,4 +362,43 @@ describe("an unreadable KV", () => {
 		}
 		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
 	});
+
+	it("a KV that does not answer is treated as unreadable: initialize gets the same 503 once the read times out", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey();
+		const silent = { get: () => new Promise<never>(() => {}) } as unknown as KVNamespace;
+		const fresh = kvRegistryReader(env.REGISTRY_KV, 0);
+		const slow = kvRegistryReader(silent, 0, 50);
+		const reader: RegistryReader = { key: (id) => fresh.key(id), endpoint: slow.endpoint, servers: slow.servers };
+		const response = await createApp({ reader: () => reader }).fetch(
+			new Request(`${BASE}/mcp/${server}`, {
+				method: "POST",
+				headers: mcpHeaders(key),
+				body: JSON.stringify(initializeBody()),
+			}),
+			env,
+		);
+		expect(response.status).toBe(503);
+		expect((await readReply(response)).error?.data?.kind).toBe("registry_unavailable");
+	});
+
+	it("a live session whose recheck cannot read KV is served on unverified, as when the registry cannot be read", async () => {
+		const server = await registerServer("beta");
+		const path = `/mcp/${server}`;
+		const { key } = await createKey();
+		const sessionId = await openSession(path, key);
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock(Date.now() + 1_000);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			const broken = { get: () => Promise.reject(new Error("KV unavailable (test)")) } as unknown as KVNamespace;
+			const reader = kvRegistryReader(broken, 0);
+			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
+		});
+		clock.advance(RECHECK);
+		expect((await readReply(await rpc(path, key, sessionId, PING))).result).toEqual({});
+		// Not extended while unverified: the session now ends at the unverified limit, not an idle timeout away.
+		const deadline = await runInDurableObject(stub, (instance: SessionDO) => instance.deadline());
+		expect(deadline).toBeLessThanOrEqual(clock.now() + 300_000);
+	});
 });

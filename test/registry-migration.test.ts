@@ -43,7 +43,10 @@ describe("registry migration", () => {
 		expect(check).toMatchObject({ ok: true, changed: [{ name: "old", url: "https://old.example.com/mcp" }] });
 		// Its first start of this version published every record (by alarm).
 		await runDurableObjectAlarm(stub);
-		expect(await env.REGISTRY_KV.get("endpoint/old", "json")).toMatchObject({ kind: "server", server: { name: "old" } });
+		expect(await env.REGISTRY_KV.get("endpoint/old", "json")).toMatchObject({
+			kind: "server",
+			server: { name: "old" },
+		});
 		expect(await env.REGISTRY_KV.get("key/key_old", "json")).toMatchObject({ id: "key_old", format: "legacy" });
 	});
 });

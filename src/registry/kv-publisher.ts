@@ -31,7 +31,7 @@ export class KvPublisher {
 		private readonly storage: DurableObjectStorage,
 		public kv: KvWriter,
 		/** The value a KV name should hold now; null: it should not exist. */
-		private readonly valueOf: (name: string) => unknown,
+		private readonly currentValue: (name: string) => unknown,
 		/** Every name the registry publishes (for a full republish). */
 		private readonly allNames: () => string[],
 	) {}
@@ -83,7 +83,7 @@ export class KvPublisher {
 				return;
 			}
 			for (const { name, version } of batch) {
-				const value = this.valueOf(name);
+				const value = this.currentValue(name);
 				try {
 					this.writes++;
 					if (value === null) await this.kv.delete(name);

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { withTimeout } from "../timing.ts";
 import { EndpointRecordSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
 import type { ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
@@ -15,20 +16,25 @@ export interface CountingReader extends RegistryReader {
 	readonly reads: number;
 }
 
+/** A KV read that does not answer within this counts as failed: a slow KV is an unreadable registry. */
+const KV_READ_TIMEOUT_MS = 5_000;
+
 /**
  * Reads published records from Workers KV. `cacheTtlSeconds` lets the
  * location's KV cache serve a record for that long (0: KV's default). A
- * record that does not parse is an error, as is KV failing: both count as an
- * unreadable registry.
+ * record that does not parse is an error, as is KV failing or not answering
+ * within `timeoutMs`: all count as an unreadable registry.
  */
-export function kvRegistryReader(kv: KVNamespace, cacheTtlSeconds: number): CountingReader {
+export function kvRegistryReader(
+	kv: Pick<KVNamespace, "get">,
+	cacheTtlSeconds: number,
+	timeoutMs = KV_READ_TIMEOUT_MS,
+): CountingReader {
 	let reads = 0;
 	const read = async <T>(name: string, schema: z.ZodType<T>): Promise<T | null> => {
 		reads++;
-		const value: unknown =
-			cacheTtlSeconds > 0
-				? await kv.get(name, { type: "json", cacheTtl: cacheTtlSeconds })
-				: await kv.get(name, "json");
+		const get = cacheTtlSeconds > 0 ? kv.get(name, { type: "json", cacheTtl: cacheTtlSeconds }) : kv.get(name, "json");
+		const value: unknown = await withTimeout(get, timeoutMs, `reading ${name} from KV`);
 		if (value === null) return null;
 		const parsed = schema.safeParse(value);
 		if (!parsed.success) throw new Error(`registry record ${name} is not readable: ${parsed.error.issues[0]?.message}`);

@@ -1,6 +1,7 @@
 import type { Settings } from "../config.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import type { ServerRecord } from "../registry/schemas.ts";
+import { withTimeout } from "../timing.ts";
 import type { SessionBinding } from "./binding.ts";
 import type { Clock, Timers } from "./clock.ts";
 import type { RegistryClient } from "./registry-client.ts";
@@ -232,6 +233,7 @@ export class SessionLifecycle {
 						})),
 					}),
 					REGISTRY_TIMEOUT_MS,
+					"the registry",
 				);
 				if (!check.ok) {
 					await this.host.end(binding, check.reason);
@@ -275,14 +277,4 @@ export class SessionLifecycle {
 			console.error(`session touch failed: ${describeError(error)}`);
 		});
 	}
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-	let timer: ReturnType<typeof setTimeout> | undefined;
-	const timeout = new Promise<never>((_, reject) => {
-		timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-	});
-	return Promise.race([promise, timeout]).finally(() => {
-		if (timer !== undefined) clearTimeout(timer);
-	});
 }
