@@ -18,7 +18,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { instrumentSession, ManualClock, sessionObject } from "./support/session-object.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 const RECHECK = 30_000;
@@ -54,6 +54,15 @@ function countingEnv() {
 	return { counts, env: counted };
 }
 
+/** A raw initialize POST with this bearer, as a Request for `createApp().fetch`. */
+function initializeRequest(path: string, bearer: string): Request {
+	return new Request(`${BASE}${path}`, {
+		method: "POST",
+		headers: mcpHeaders(bearer),
+		body: JSON.stringify(initializeBody()),
+	});
+}
+
 /** One character in the middle of the key's MAC changed. */
 function tamperMac(key: string): string {
 	const at = key.lastIndexOf(".") + 20;
@@ -75,14 +84,7 @@ describe("keys verify themselves at the edge", () => {
 			`${key}x`,
 		];
 		for (const bearer of bad) {
-			const response = await app.fetch(
-				new Request(`${BASE}/mcp/${server}`, {
-					method: "POST",
-					headers: mcpHeaders(bearer),
-					body: JSON.stringify(initializeBody()),
-				}),
-				counted,
-			);
+			const response = await app.fetch(initializeRequest(`/mcp/${server}`, bearer), counted);
 			expect(response.status).toBe(401);
 			expect((await readReply(response)).error?.message).toBe(INVALID_KEY);
 		}
@@ -94,14 +96,7 @@ describe("keys verify themselves at the edge", () => {
 		const { key } = await createKey();
 		const before = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
 		const { counts, env: counted } = countingEnv();
-		const response = await createApp().fetch(
-			new Request(`${BASE}/mcp/${server}`, {
-				method: "POST",
-				headers: mcpHeaders(key),
-				body: JSON.stringify(initializeBody()),
-			}),
-			counted,
-		);
+		const response = await createApp().fetch(initializeRequest(`/mcp/${server}`, key), counted);
 		expect(response.status).toBe(200);
 		await response.body?.cancel();
 		// The key record, then the endpoint record: KV only.
@@ -135,14 +130,7 @@ describe("keys verify themselves at the edge", () => {
 		const server = await registerServer("beta");
 		const { id, key } = await createKey();
 		expect((await admin("DELETE", `/keys/${id}`)).status).toBe(204);
-		const response = await createApp().fetch(
-			new Request(`${BASE}/mcp/${server}`, {
-				method: "POST",
-				headers: mcpHeaders(key),
-				body: JSON.stringify(initializeBody()),
-			}),
-			env,
-		);
+		const response = await createApp().fetch(initializeRequest(`/mcp/${server}`, key), env);
 		expect(response.status).toBe(401);
 		expect((await readReply(response)).error?.message).toBe(INVALID_KEY);
 	});
@@ -272,11 +260,7 @@ describe("sessions recheck from KV", () => {
 		const path = `/mcp/${server}`;
 		const { key } = await createKey();
 		const sessionId = await openSession(path, key);
-		const stub = await sessionObject(sessionId);
-		const clock = new ManualClock(Date.now() + 1_000);
-		await runInDurableObject(stub, (instance: SessionDO) => {
-			instance.clock = clock;
-		});
+		const { stub, clock } = await instrumentSession(sessionId);
 		const before = (await (await admin("GET", "/registry-stats")).json()) as { reads: number };
 		for (let i = 0; i < 3; i++) {
 			clock.advance(RECHECK);
@@ -343,14 +327,7 @@ describe("an unreadable KV", () => {
 			{ ...kvRegistryReader(env.REGISTRY_KV, 0), endpoint: failing.endpoint, servers: failing.servers },
 		]) {
 			for (const path of [`/mcp/${server}`, "/mcp"]) {
-				const response = await createApp({ reader: () => reader }).fetch(
-					new Request(`${BASE}${path}`, {
-						method: "POST",
-						headers: mcpHeaders(key),
-						body: JSON.stringify(initializeBody()),
-					}),
-					env,
-				);
+				const response = await createApp({ reader: () => reader }).fetch(initializeRequest(path, key), env);
 				expect(response.status).toBe(503);
 				expect(response.headers.get("retry-after")).toBe("5");
 				const reply = await readReply(response);
@@ -370,14 +347,7 @@ describe("an unreadable KV", () => {
 		const fresh = kvRegistryReader(env.REGISTRY_KV, 0);
 		const slow = kvRegistryReader(silent, 0, 50);
 		const reader: RegistryReader = { key: (id) => fresh.key(id), endpoint: slow.endpoint, servers: slow.servers };
-		const response = await createApp({ reader: () => reader }).fetch(
-			new Request(`${BASE}/mcp/${server}`, {
-				method: "POST",
-				headers: mcpHeaders(key),
-				body: JSON.stringify(initializeBody()),
-			}),
-			env,
-		);
+		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
 		expect(response.status).toBe(503);
 		expect((await readReply(response)).error?.data?.kind).toBe("registry_unavailable");
 	});
