@@ -116,6 +116,16 @@ export interface BenchResults {
 	warnings: string[];
 }
 
+/** Every cost window of the run, by window and gateway endpoint. */
+function* costWindows(results: BenchResults): Generator<{ name: string; endpoint: GatewayEndpoint; w: CostWindow }> {
+	for (const [name, windows] of [
+		["busy session", results.costs.busy],
+		["long-lived session", results.costs.longRun],
+	] as const) {
+		for (const endpoint of ["server", "aggregate"] as const) yield { name, endpoint, w: windows[endpoint] };
+	}
+}
+
 /** Nearest-rank percentile of unsorted samples; NaN for none. */
 export function percentile(samples: readonly number[], p: number): number {
 	if (samples.length === 0) return Number.NaN;
@@ -367,18 +377,11 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"| Window | Endpoint | calls | elapsed | storage writes | storage reads | registry rechecks | KV reads | RegistryDO requests, all sources | upstream requests |",
 		"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 	);
-	for (const [windowName, windows] of [
-		["busy session", results.costs.busy],
-		["long-lived session", results.costs.longRun],
-	] as const) {
-		for (const endpoint of ["server", "aggregate"] as const) {
-			const w = windows[endpoint];
-			const all =
-				w.registryReadsAll === null ? "n/a" : `${w.registryReadsAll} (${per1000(w.registryReadsAll, w.calls)})`;
-			push(
-				`| ${windowName} | ${TARGET_LABELS[endpoint]} | ${w.calls.toLocaleString("en-US")} | ${seconds(w.elapsedMs)} | ${w.storageWrites} (${per1000(w.storageWrites, w.calls)}) | ${w.storageReads} (${per1000(w.storageReads, w.calls)}) | ${w.sessionRegistryReads} (${per1000(w.sessionRegistryReads, w.calls)}) | ${w.kvReads} (${per1000(w.kvReads, w.calls)}) | ${all} | ${w.upstreamRequests} (${per1000(w.upstreamRequests, w.calls)}) |`,
-			);
-		}
+	for (const { name: windowName, endpoint, w } of costWindows(results)) {
+		const all = w.registryReadsAll === null ? "n/a" : `${w.registryReadsAll} (${per1000(w.registryReadsAll, w.calls)})`;
+		push(
+			`| ${windowName} | ${TARGET_LABELS[endpoint]} | ${w.calls.toLocaleString("en-US")} | ${seconds(w.elapsedMs)} | ${w.storageWrites} (${per1000(w.storageWrites, w.calls)}) | ${w.storageReads} (${per1000(w.storageReads, w.calls)}) | ${w.sessionRegistryReads} (${per1000(w.sessionRegistryReads, w.calls)}) | ${w.kvReads} (${per1000(w.kvReads, w.calls)}) | ${all} | ${w.upstreamRequests} (${per1000(w.upstreamRequests, w.calls)}) |`,
+		);
 	}
 	push("", "Cells show the count in the window, then (in parentheses) per 1,000 calls.", "");
 	push(
@@ -559,47 +562,29 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 			status: r <= 1.5 ? MET : NOT_MET,
 		});
 	}
-	for (const [name, windows] of [
-		["busy session", results.costs.busy],
-		["long-lived session", results.costs.longRun],
-	] as const) {
-		for (const endpoint of ["server", "aggregate"] as const) {
-			const w = windows[endpoint];
-			const allowed = allowance(w.elapsedMs, m.touchIntervalS);
-			out.push({
-				target: `storage writes, ${name} (${endpointName(endpoint)}): ≤ 1 per touch interval (${m.touchIntervalS} s) elapsed`,
-				figure: `${w.storageWrites} writes in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.storageWrites, w.calls)} per 1,000); allowed ${allowed}`,
-				status: w.storageWrites <= allowed ? MET : NOT_MET,
-			});
-		}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		const allowed = allowance(w.elapsedMs, m.touchIntervalS);
+		out.push({
+			target: `storage writes, ${name} (${endpointName(endpoint)}): ≤ 1 per touch interval (${m.touchIntervalS} s) elapsed`,
+			figure: `${w.storageWrites} writes in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.storageWrites, w.calls)} per 1,000); allowed ${allowed}`,
+			status: w.storageWrites <= allowed ? MET : NOT_MET,
+		});
 	}
-	for (const [name, windows] of [
-		["busy session", results.costs.busy],
-		["long-lived session", results.costs.longRun],
-	] as const) {
-		for (const endpoint of ["server", "aggregate"] as const) {
-			const w = windows[endpoint];
-			const allowed = allowance(w.elapsedMs, m.recheckIntervalS);
-			out.push({
-				target: `registry reads, ${name} (${endpointName(endpoint)}): its rechecks ≤ 1 per recheck interval (${m.recheckIntervalS} s)`,
-				figure: `${w.sessionRegistryReads} rechecks in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.sessionRegistryReads, w.calls)} per 1,000); allowed ${allowed}`,
-				status: w.sessionRegistryReads <= allowed ? MET : NOT_MET,
-			});
-		}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		const allowed = allowance(w.elapsedMs, m.recheckIntervalS);
+		out.push({
+			target: `registry reads, ${name} (${endpointName(endpoint)}): its rechecks ≤ 1 per recheck interval (${m.recheckIntervalS} s)`,
+			figure: `${w.sessionRegistryReads} rechecks in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.sessionRegistryReads, w.calls)} per 1,000); allowed ${allowed}`,
+			status: w.sessionRegistryReads <= allowed ? MET : NOT_MET,
+		});
 	}
-	for (const [name, windows] of [
-		["busy session", results.costs.busy],
-		["long-lived session", results.costs.longRun],
-	] as const) {
-		for (const endpoint of ["server", "aggregate"] as const) {
-			const w = windows[endpoint];
-			if (w.registryReadsAll === null) continue;
-			out.push({
-				target: `RegistryDO requests in steady state, ${name} (${endpointName(endpoint)}): 0 (only admin writes reach it)`,
-				figure: `${w.registryReadsAll} requests in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.registryReadsAll, w.calls)} per 1,000)`,
-				status: w.registryReadsAll === 0 ? MET : NOT_MET,
-			});
-		}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		if (w.registryReadsAll === null) continue;
+		out.push({
+			target: `RegistryDO requests in steady state, ${name} (${endpointName(endpoint)}): 0 (only admin writes reach it)`,
+			figure: `${w.registryReadsAll} requests in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.registryReadsAll, w.calls)} per 1,000)`,
+			status: w.registryReadsAll === 0 ? MET : NOT_MET,
+		});
 	}
 	for (const endpoint of ["server", "aggregate"] as const) {
 		const w = results.costs.longRun[endpoint];

@@ -392,23 +392,7 @@ function streamOf(...chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 
 /** Reads a stream to its end; the bytes, joined. */
 async function drain(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-	const reader = stream.getReader();
-	const chunks: Uint8Array[] = [];
-	let length = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		chunks.push(value);
-		length += value.byteLength;
-	}
-	if (chunks.length === 1 && chunks[0]) return chunks[0];
-	const joined = new Uint8Array(length);
-	let offset = 0;
-	for (const chunk of chunks) {
-		joined.set(chunk, offset);
-		offset += chunk.byteLength;
-	}
-	return joined;
+	return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
 function expect(condition: boolean, what: string): void {
