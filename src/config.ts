@@ -40,6 +40,12 @@ const SettingsSchema = z.object({
 	UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
 	MAX_SESSIONS_PER_KEY: z.coerce.number().int().positive().default(100),
 	RATE_LIMIT_PERIOD_SECONDS: z.coerce.number().int().positive().default(60),
+	EVENT_BUFFER_EVENTS: z.coerce.number().int().positive().default(500),
+	EVENT_BUFFER_BYTES: bytes(1024 * 1024),
+	EVENT_BUFFER_SECONDS: seconds(5 * 60),
+	SSE_RETRY_MS: z.coerce.number().int().positive().default(1000),
+	LISTEN_WINDOW_SECONDS: seconds(25),
+	MAX_PENDING_CLIENT_REQUESTS: z.coerce.number().int().positive().default(32),
 	ALLOWED_ORIGINS: list(""),
 	ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
 	ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
@@ -69,6 +75,14 @@ export interface Settings {
 	maxSessionsPerKey: number;
 	/** The period of the rate-limiting bindings, sent as Retry-After with a 429. */
 	rateLimitPeriodSeconds: number;
+	/** The per-session buffer streams resume from: at most this many events, bytes, and this old. */
+	eventBuffer: { maxEvents: number; maxBytes: number; maxAgeMs: number };
+	/** The `retry` the gateway's SSE streams carry: how long a client waits before resuming. */
+	sseRetryMs: number;
+	/** A listening GET stream is closed (with `retry`) after this long, or at its session's next recheck. */
+	listenWindowMs: number;
+	/** Member requests to the client (sampling, elicitation, roots, ping) waiting for an answer, per session. */
+	maxPendingClientRequests: number;
 	allowedOrigins: string[];
 	/** Host names the gateway answers on (`*.example.com` allows subdomains); others get 403. */
 	allowedHosts: string[];
@@ -113,6 +127,14 @@ export function settingsFrom(env: object): Settings {
 		unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,
 		maxSessionsPerKey: v.MAX_SESSIONS_PER_KEY,
 		rateLimitPeriodSeconds: v.RATE_LIMIT_PERIOD_SECONDS,
+		eventBuffer: {
+			maxEvents: v.EVENT_BUFFER_EVENTS,
+			maxBytes: v.EVENT_BUFFER_BYTES,
+			maxAgeMs: v.EVENT_BUFFER_SECONDS * 1000,
+		},
+		sseRetryMs: v.SSE_RETRY_MS,
+		listenWindowMs: v.LISTEN_WINDOW_SECONDS * 1000,
+		maxPendingClientRequests: v.MAX_PENDING_CLIENT_REQUESTS,
 		allowedOrigins: v.ALLOWED_ORIGINS,
 		allowedHosts: v.ALLOWED_HOSTS,
 		allowHttpUpstreams: v.ALLOW_HTTP_UPSTREAMS === "true",

@@ -1,6 +1,7 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ClientChannel, MAX_CLIENT_STREAMS } from "../src/session/client-channel.ts";
+import { ClientStreams, MAX_CLIENT_STREAMS } from "../src/session/client-streams.ts";
+import { EventBuffer } from "../src/session/event-buffer.ts";
 import { MAX_IN_FLIGHT, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import {
@@ -46,17 +47,27 @@ async function listen(path: string, key: string, sessionId: string) {
 	});
 	expect(response.status).toBe(200);
 	let ended = false;
+	let text = "";
+	let identified: (id: string) => void = () => {};
+	const streamId = new Promise<string>((resolve) => {
+		identified = resolve;
+	});
 	const reader = response.body?.getReader();
+	const decoder = new TextDecoder();
 	const reading = (async () => {
 		for (;;) {
 			const chunk = await reader?.read();
 			if (!chunk || chunk.done) break;
+			text += decoder.decode(chunk.value, { stream: true });
+			const id = /^id: ([pg][\w-]{11})-\d+$/m.exec(text)?.[1];
+			if (id) identified(id);
 		}
 		ended = true;
 	})().catch(() => {
 		ended = true;
 	});
-	return { isEnded: () => ended, reading, close: () => reader?.cancel() };
+	/** The gateway's stream id from the first event (aggregate streams). */
+	return { isEnded: () => ended, reading, streamId, text: () => text, close: () => reader?.cancel() };
 }
 
 /** A transparent endpoint on the hostile `gated` behaviour: its `wait` tool answers when the test releases it. */
@@ -69,38 +80,45 @@ async function gatedServer() {
 }
 
 describe("client streams are bounded", () => {
-	for (const kind of ["transparent", "aggregate"] as const) {
-		it(`a ${kind} session holds at most ${MAX_CLIENT_STREAMS} GET streams: opening one more ends the oldest`, async () => {
-			// An upstream that accepts any number of GET streams (the SDK's server takes one per session).
-			const { name: server } = await registerHostile("listen");
-			const path = kind === "transparent" ? `/mcp/${server}` : `/mcp`;
-			const { key } = await createKey({ servers: [server] });
-			const sessionId = await openSession(path, key);
-			const streams = [];
-			for (let i = 0; i < MAX_CLIENT_STREAMS; i++) streams.push(await listen(path, key, sessionId));
-			expect(streams.some((stream) => stream.isEnded())).toBe(false);
-			const newest = await listen(path, key, sessionId);
-			await streams[0]?.reading;
-			expect(streams[0]?.isEnded()).toBe(true);
-			expect(streams.slice(1).some((stream) => stream.isEnded())).toBe(false);
-			expect(newest.isEnded()).toBe(false);
-			for (const stream of [...streams, newest]) await stream.close();
-		});
-	}
+	it(`an aggregate session keeps at most ${MAX_CLIENT_STREAMS} listening streams: opening one more ends the oldest`, async () => {
+		// An upstream that accepts any number of GET streams (the SDK's server takes one per session).
+		const { name: server } = await registerHostile("listen");
+		const { key } = await createKey({ servers: [server] });
+		const { sessionId, stub } = await instrumented("/mcp", key);
+		const streams = [];
+		for (let i = 0; i < MAX_CLIENT_STREAMS + 1; i++) streams.push(await listen("/mcp", key, sessionId));
+		const ids = await Promise.all(streams.map((stream) => stream.streamId));
+		const live = await runInDurableObject(stub, (instance: SessionDO) =>
+			ids.map((id) => instance.streams.live(id) !== undefined),
+		);
+		expect(live).toEqual([false, true, true, true, true]);
+		for (const stream of streams) await stream.close();
+	});
 
-	it("a client that stops reading its GET stream is dropped once 1 MiB waits for it, not buffered without end", async () => {
-		const channel = new ClientChannel();
-		let closed = 0;
-		channel.connect(() => closed++);
-		expect(channel.open).toBe(true);
-		const message = {
-			jsonrpc: "2.0" as const,
-			method: "notifications/message",
-			params: { data: "x".repeat(64 * 1024) },
-		};
-		for (let i = 0; i < 40; i++) channel.send(message);
-		expect(closed).toBe(1);
-		expect(channel.open).toBe(false);
+	it("a client that stops reading is dropped once 1 MiB waits for it; its stream goes on and the rest can be resumed", async () => {
+		// A Durable Object of its own, for its real storage.
+		const stub = env.SESSIONS.get(env.SESSIONS.newUniqueId());
+		const outcome = await runInDurableObject(stub, async (_instance: SessionDO, state) => {
+			const buffer = new EventBuffer(
+				state.storage,
+				{ maxEvents: 1000, maxBytes: 8 * 1024 * 1024, maxAgeMs: 60_000 },
+				() => ({ now: () => 0 }),
+			);
+			buffer.startEmpty();
+			const streams = new ClientStreams(buffer, { retryMs: 1000, primes: () => true });
+			const stream = await streams.open("g");
+			let closed = 0;
+			stream.connect(streams.priming(stream), () => closed++);
+			const message = {
+				jsonrpc: "2.0" as const,
+				method: "notifications/message",
+				params: { level: "info", data: "x".repeat(64 * 1024) },
+			};
+			for (let i = 0; i < 40; i++) stream.send(message);
+			const resumed = await streams.resume(`${stream.id}-0`);
+			return { closed, ended: stream.isEnded, resumedEvents: resumed?.missed.match(/^id: /gm)?.length };
+		});
+		expect(outcome).toEqual({ closed: 1, ended: false, resumedEvents: 40 });
 	});
 
 	it(`a session with ${MAX_IN_FLIGHT} requests running refuses one more with 429, and serves again once they end`, async () => {
@@ -150,7 +168,7 @@ describe("client streams are bounded", () => {
 });
 
 describe("edits reach live sessions", () => {
-	it("replacing a server's URL: the next recheck moves the session to the new URL, ends its listening stream on the old one, and the old URL gets nothing more", async () => {
+	it("replacing a server's URL: the listening window on the old URL ends by the next recheck, which moves the session to the new URL; the old URL gets nothing more", async () => {
 		const name = await registerServer("beta");
 		const path = `/mcp/${name}`;
 		const { key } = await createKey();
@@ -163,16 +181,18 @@ describe("edits reach live sessions", () => {
 		};
 		expect(await whoami(1)).toBe("beta");
 		const betaSession = await upstreamSessionId(sessionId, name);
+		// The next recheck is about a second away: a listening window never lasts past it.
+		clock.advance(RECHECK - 2 * SECOND);
 		const stream = await listen(path, key, sessionId);
 		const replaced = await admin("PUT", `/servers/${name}`, {
 			url: upstreamUrl("alpha"),
 			headers: { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" },
 		});
 		expect(replaced.status).toBe(200);
-		clock.advance(RECHECK);
-		expect(await whoami(2)).toBe("alpha");
 		await stream.reading;
 		expect(stream.isEnded()).toBe(true);
+		clock.advance(2 * SECOND);
+		expect(await whoami(2)).toBe("alpha");
 		const alphaSession = await upstreamSessionId(sessionId, name);
 		expect(alphaSession).not.toBe(betaSession);
 		expect(
@@ -228,22 +248,22 @@ describe("edits reach live sessions", () => {
 });
 
 describe("revocation reaches open streams and long calls within one recheck interval", () => {
-	it("revoking a key ends the session's open GET stream at the next recheck time, without any new request", async () => {
-		const server = await registerServer("alpha");
-		const path = `/mcp/${server}`;
-		const owner = await createKey();
-		const { sessionId, clock, timers, stored, runTimers } = await instrumented(path, owner.key);
-		const stream = await listen(path, owner.key, sessionId);
-		expect(timers.count).toBe(1);
-		expect((await admin("DELETE", `/keys/${owner.id}`)).status).toBe(204);
-		clock.advance(RECHECK - 2 * SECOND);
-		expect(await runTimers()).toBe(0);
-		clock.advance(2 * SECOND);
-		expect(await runTimers()).toBe(1);
-		await stream.reading;
-		expect(stream.isEnded()).toBe(true);
-		await eventually(async () => (await stored()) === 0, "the session's storage cleared");
-	});
+	for (const kind of ["transparent", "aggregate"] as const) {
+		it(`revoking a key: a ${kind} listening window ends at the next recheck time, holding no timer in the object, and that recheck ends the session`, async () => {
+			const server = await registerServer("alpha");
+			const path = kind === "transparent" ? `/mcp/${server}` : "/mcp";
+			const owner = await createKey({ servers: [server] });
+			const { sessionId, clock, timers, stored } = await instrumented(path, owner.key);
+			clock.advance(RECHECK - 2 * SECOND);
+			const stream = await listen(path, owner.key, sessionId);
+			expect(timers.count).toBe(0);
+			expect((await admin("DELETE", `/keys/${owner.id}`)).status).toBe(204);
+			clock.advance(2 * SECOND);
+			await stream.reading;
+			expect(stream.isEnded()).toBe(true);
+			await eventually(async () => (await stored()) === 0, "the session's storage cleared");
+		});
+	}
 
 	it("revoking a key ends a long call at the next recheck time with an error saying the session ended", async () => {
 		const gated = await gatedServer();

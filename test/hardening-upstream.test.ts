@@ -1,4 +1,6 @@
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import {
 	admin,
@@ -13,6 +15,7 @@ import {
 	uniqueName,
 } from "./support/gateway.ts";
 import { hostileLog, hostileUrl, registerHostile } from "./support/hostile.ts";
+import { sessionObject } from "./support/session-object.ts";
 import { registerServer } from "./support/upstreams.ts";
 
 /** An aggregate endpoint over the given servers (a virtual server), with a key and an open session. */
@@ -127,12 +130,13 @@ describe("replies are capped by MAX_REPLY_BYTES everywhere", () => {
 			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
 		});
 		expect(events.status).toBe(200);
-		// The member's first flood (400 ms) ends; the gateway re-opens its stream once the flood has stopped.
 		await eventually(
-			async () => (await hostileLog(flood.tag)).filter((entry) => entry.httpMethod === "GET").length >= 2,
-			"the member's stream re-opened after its flood",
+			async () =>
+				(await hostileLog(flood.tag)).filter((entry) => entry.rpcMethod === "tools/list").length > listsBefore,
+			"a refresh while the member floods",
 		);
 		await events.body?.cancel();
+		await runInDurableObject(await sessionObject(sessionId), (instance: SessionDO) => instance.settled());
 		const elapsed = Date.now() - started;
 		const lists = (await hostileLog(flood.tag)).filter((entry) => entry.rpcMethod === "tools/list").length;
 		expect(lists - listsBefore).toBeLessThanOrEqual(Math.ceil(elapsed / 25) + 2);
@@ -140,7 +144,7 @@ describe("replies are capped by MAX_REPLY_BYTES everywhere", () => {
 });
 
 describe("aggregate members are isolated from each other", () => {
-	it("a member answering with other requests' ids: only the response to its own request reaches the client, nothing after it", async () => {
+	it("a member answering with other requests' ids: only the response to its own request reaches the client, nothing after it; its request to the client arrives under a gateway-minted id", async () => {
 		const liar = await registerHostile("lying-ids");
 		const beta = await registerServer("beta");
 		const { send } = await aggregateOf([liar.name, beta]);
@@ -151,12 +155,14 @@ describe("aggregate members are isolated from each other", () => {
 			_meta: { progressToken: "mine" },
 		});
 		const messages = messagesOf(text, type);
-		const withIds = messages.filter((message) => message.id !== undefined);
-		expect(withIds).toHaveLength(1);
-		expect(withIds[0]?.id).toBe(2);
-		expect(JSON.stringify(withIds[0])).toContain("real");
+		const responses = messages.filter((message) => message.id !== undefined && message.method === undefined);
+		expect(responses).toHaveLength(1);
+		expect(responses[0]?.id).toBe(2);
+		expect(JSON.stringify(responses[0])).toContain("real");
 		expect(text).not.toContain("forged");
-		expect(text).not.toContain("sampling/createMessage");
+		const requests = messages.filter((message) => message.id !== undefined && message.method !== undefined);
+		expect(requests.map((request) => request.method)).toEqual(["sampling/createMessage"]);
+		expect(String(requests[0]?.id)).toMatch(/^gw-[\w-]{22}$/);
 		expect(text).not.toContain("someone-elses-token");
 	});
 

@@ -407,29 +407,26 @@ describe("timeouts and cancellation", () => {
 });
 
 describe("terminal notification streams", () => {
-	it("a member's GET stream that cannot be re-opened closes its upstream session; the next need opens a fresh one, which the client's DELETE deletes, ending the client's stream", async () => {
+	it("a member's GET stream answering 404 retires its expired upstream session; the next need opens a fresh one, which the client's DELETE deletes, ending the client's stream", async () => {
 		const { server, received } = await setup();
 		const { key } = await createKey({ servers: [server] });
 		const sessionId = await openSession("/mcp", key);
 		const first = await upstreamSessionId(sessionId, server);
 		expect(first).toBeTruthy();
-		const listen = await gatewayFetch("/mcp", {
-			method: "GET",
-			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
-		});
-		expect(listen.status).toBe(200);
+		const listen = () =>
+			gatewayFetch("/mcp", { method: "GET", headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }) });
 		const gets = async (upstreamSession: string | null | undefined) =>
 			(await received()).filter((entry) => entry.method === "GET" && entry.sessionId === upstreamSession);
-		await eventually(async () => (await gets(first)).length > 0, "the gateway listening on the member's GET stream");
 
-		await control("/_control/break-get");
+		await control("/_control/expire");
+		const afterExpiry = await listen();
+		expect(afterExpiry.status).toBe(200);
 		await eventually(
 			async () => (await upstreamSessionId(sessionId, server)) === undefined,
-			"the member's upstream session closed",
+			"the member's upstream session retired",
 		);
-		// The stream broke and its re-open was refused.
-		expect((await gets(first)).some((entry) => entry.status === 500)).toBe(true);
-		await control("/_control/heal");
+		expect((await gets(first)).some((entry) => entry.status === 404)).toBe(true);
+		await afterExpiry.body?.cancel();
 
 		const tools = await readReply(await rpc("/mcp", key, sessionId, { jsonrpc: "2.0", id: 2, method: "tools/list" }));
 		expect(((tools.result?.tools ?? []) as unknown[]).length).toBeGreaterThan(0);
@@ -439,8 +436,10 @@ describe("terminal notification streams", () => {
 		const inSecond = (await received()).filter((entry) => entry.sessionId === second);
 		expect(inSecond.some((entry) => entry.body?.method === "tools/list")).toBe(true);
 
+		const listening = await listen();
+		await eventually(async () => (await gets(second)).length > 0, "the edge listening on the member's new session");
 		expect((await gatewayFetch("/mcp", { method: "DELETE", headers: mcpHeaders(key, sessionId) })).status).toBe(204);
-		await listen.text(); // the client's stream ended with its session
+		await listening.text(); // the client's stream ended with its session
 		const deletes = (await received()).filter((entry) => entry.method === "DELETE" && entry.sessionId === second);
 		expect(deletes.map((entry) => entry.status)).toEqual([200]);
 	});

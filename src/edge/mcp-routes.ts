@@ -10,6 +10,7 @@ import { type ApiKeyRecord, SERVER_NAME } from "../registry/schemas.ts";
 import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
+import { serveListen } from "./listen.ts";
 import { limitKeyRate, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 import { mintSessionId } from "./session-id.ts";
@@ -65,7 +66,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 
 	if (method === "GET") {
 		checkGetHeaders(request);
-		return (await verifiedSessionStub(env, settings, sessionId)).stream(scope, request.headers.get("last-event-id"));
+		const stub = await verifiedSessionStub(env, settings, sessionId);
+		return serveListen(env, settings, stub, scope, request.headers.get("last-event-id"), waitUntil);
 	}
 	if (method === "DELETE") {
 		return (await verifiedSessionStub(env, settings, sessionId)).end(scope);

@@ -1,5 +1,4 @@
 import type {
-	ClientCapabilities,
 	InitializeResult,
 	Prompt,
 	Resource,
@@ -101,9 +100,6 @@ export function aggregateInstructions(
 		.map((member) => `## ${member.server}\n${member.instructions?.trim()}`);
 	return parts.length > 0 ? parts.join("\n\n") : undefined;
 }
-
-/** The capabilities the gateway declares to members of an aggregate: none it could not route back. */
-export const AGGREGATE_CLIENT_CAPABILITIES: ClientCapabilities = {};
 
 /** The gateway's own identity in aggregate initialize results. */
 export const GATEWAY_SERVER_INFO: InitializeResult["serverInfo"] = { name: "mcp-edge-gateway", version: "0.1.0" };

@@ -1,4 +1,5 @@
 import type {
+	JSONRPCMessage,
 	JSONRPCNotification,
 	JSONRPCRequest,
 	ProgressToken,
@@ -21,6 +22,7 @@ import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../mcp/namespacing.ts
 import { ResourceRoutes } from "../mcp/resource-routes.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
+import type { ServerRequests } from "./server-requests.ts";
 
 /** What the router needs from its SessionDO. */
 export interface AggregateHost {
@@ -29,8 +31,10 @@ export interface AggregateHost {
 	readonly catalog: Catalog;
 	/** Forwards a request to a member and streams its reply; calls `done` when the reply has ended. */
 	forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response>;
-	/** Sends a notification to a member. */
-	notify(server: string, message: JSONRPCNotification): Promise<void>;
+	/** Sends a notification, or a response to one of its requests, to a member. */
+	notify(server: string, message: JSONRPCMessage): Promise<void>;
+	/** Members' requests to the client waiting for its answers. */
+	readonly requests: ServerRequests;
 	/** A request of the gateway's own to a member. */
 	request(server: string, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
 	/** Sends a notification to the client's open GET streams, if any. */
@@ -48,8 +52,14 @@ const REFRESH_DEBOUNCE_MS = 25;
 /** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS). */
 const ONE_ATTEMPT = 1;
 
-/** Member notifications a client of an aggregate receives as they are (progress is routed by token). */
-const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/message"]);
+/**
+ * Member notifications a client of an aggregate receives (progress is routed
+ * by token, cancellations by request id, log messages are labelled).
+ */
+const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/elicitation/complete"]);
+
+/** What a member asking too much of the client is answered (JSON-RPC internal error). */
+const TOO_MANY_PENDING = -32603;
 
 /**
  * Serves an aggregate endpoint: lists are the namespaced union of members'
@@ -124,12 +134,72 @@ export class AggregateRouter {
 		}
 	}
 
-	/** Routes a client notification: cancellations to the member holding the request; the rest stay here. */
+	/**
+	 * Routes a client notification: a cancellation to the member running the
+	 * request, progress on a member's request to that member, a change of the
+	 * client's roots to every member; anything else stays here.
+	 */
 	async notify(message: JSONRPCNotification): Promise<void> {
-		if (message.method !== "notifications/cancelled") return;
-		const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
-		const server = requestId === undefined ? undefined : this.inFlight.get(requestId);
-		if (server) await this.host.notify(server, message);
+		if (message.method === "notifications/cancelled") {
+			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
+			const server = requestId === undefined ? undefined : this.inFlight.get(requestId);
+			if (server) await this.host.notify(server, message);
+			return;
+		}
+		if (message.method === "notifications/progress") {
+			const routed = this.host.requests.progress(message);
+			if (routed) await this.host.notify(routed.server, routed.message);
+			return;
+		}
+		if (message.method === "notifications/roots/list_changed") {
+			await forEachBounded(this.host.members(), async (server) => {
+				await this.host.notify(server, message).catch((error: unknown) => {
+					console.warn(`member ${server} not told of the client's roots change: ${describeError(error)}`);
+				});
+			});
+		}
+	}
+
+	/**
+	 * The client's answer to a member's request: to that member under its own
+	 * id. One the session never sent (or no longer waits for) changes nothing.
+	 */
+	async clientResponse(message: JSONRPCMessage): Promise<void> {
+		const routed = this.host.requests.answer(message);
+		if (!routed) {
+			const id = "id" in message ? JSON.stringify(message.id).slice(0, 80) : "none";
+			console.warn(`client response with id ${id} ignored: no member request of this session is waiting for it`);
+			return;
+		}
+		await this.host.notify(routed.server, routed.message);
+	}
+
+	/**
+	 * Anything a member sends besides its response to a forwarded request (on
+	 * that reply, `call` naming the client stream, or on the member's
+	 * listening stream, `call` null): what the client gets, or null.
+	 */
+	memberMessage(server: string, message: JSONRPCMessage, call: string | null): JSONRPCMessage | null {
+		if ("method" in message) {
+			if (!("id" in message)) return this.memberNotification(server, message);
+			const request = this.host.requests.toClient(server, message, call);
+			if (request) return request;
+			console.warn(`member ${server}: request ${message.method} to the client refused: too many are waiting`);
+			this.host
+				.notify(server, {
+					jsonrpc: "2.0",
+					id: message.id,
+					error: {
+						code: TOO_MANY_PENDING,
+						message:
+							"The gateway refused this request: too many requests to the client are waiting for answers in this session.",
+					},
+				})
+				.catch((error: unknown) => console.warn(`member ${server}: refusal not delivered: ${describeError(error)}`));
+			return null;
+		}
+		console.warn(`member ${server}: dropped a response to another request; it is not the member's to send`);
+		return null;
 	}
 
 	/**
@@ -148,6 +218,13 @@ export class AggregateRouter {
 			const token = (message.params as { progressToken?: ProgressToken } | undefined)?.progressToken;
 			return token !== undefined && this.progress.get(token) === server ? message : null;
 		}
+		if (message.method === "notifications/cancelled") return this.host.requests.cancelled(server, message);
+		if (message.method === "notifications/message") {
+			// Which member logged it: the client sees `<server>` or `<server>/<logger>` as the logger.
+			const logger = message.params?.logger;
+			const label = typeof logger === "string" && logger !== "" ? `${server}/${logger}` : server;
+			return { ...message, params: { ...message.params, logger: label } };
+		}
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}
 
@@ -155,6 +232,11 @@ export class AggregateRouter {
 	memberReset(server: string): void {
 		this.host.catalog.forget(server);
 		for (const list of Object.keys(PUBLIC_LISTS) as PublicList[]) this.refresh(list);
+	}
+
+	/** Whether a list refresh is running (its outcome may be a list_changed for the client). */
+	get refreshing(): boolean {
+		return this.refreshes.size > 0;
 	}
 
 	/** Waits for pending list refreshes (tests, and a clean shutdown). */

@@ -55,14 +55,7 @@ export class MemberSessions {
 		if (!binding) throw new GatewayError("session_not_found", SESSION_NOT_FOUND);
 		const existing = binding.upstreams[member.name];
 		if (existing) return existing;
-		const params =
-			binding.mode === "aggregate"
-				? memberInitParams(binding.protocolVersion, binding.clientInfo)
-				: {
-						protocolVersion: binding.protocolVersion,
-						capabilities: binding.clientCapabilities,
-						clientInfo: binding.clientInfo,
-					};
+		const params = memberInitParams(binding.protocolVersion, binding.clientInfo, binding.clientCapabilities);
 		const { breaker, pool } = this.host;
 		const wait = breaker.reconnectWait(member.name);
 		if (wait > MAX_RECONNECT_WAIT_MS) {

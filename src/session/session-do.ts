@@ -4,32 +4,26 @@ import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
-import type { ReplyIsolation } from "../mcp/sse-relay.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
 import { Catalog } from "./catalog.ts";
-import { ClientChannel, MAX_CLIENT_STREAMS } from "./client-channel.ts";
+import { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
+import { EventBuffer } from "./event-buffer.ts";
+import { type ListenEvent, type ListenFrames, Listening, type ListenPlan, SSE_HEADERS } from "./listening.ts";
 import { MemberSessions } from "./member-sessions.ts";
-import { MemberWatch } from "./member-watch.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
+import { ServerRequests } from "./server-requests.ts";
 import { SessionLifecycle } from "./session-lifecycle.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
-import {
-	asGatewayError,
-	notFound,
-	once,
-	passThrough,
-	renderHttpFailure,
-	renderRpcFailure,
-} from "./session-responses.ts";
+import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
 import { SessionStore } from "./session-store.ts";
-import { withCompletion } from "./stream-completion.ts";
-import { UpstreamCalls } from "./upstream-calls.ts";
+import { type ReplyRoute, UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
+export type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 export type { OpenSessionInput } from "./session-open.ts";
 
 export interface OpenSessionResult {
@@ -64,21 +58,22 @@ export class SessionDO extends DurableObject<Env> {
 	readonly catalog: Catalog;
 	/** Reconnect backoff and circuit breaker per member, for this session. */
 	readonly breaker = new Breaker(() => this.clock);
-	private readonly settings: Settings;
+	readonly settings: Settings;
+	/** The session's recent stream events, for resumption. */
+	readonly buffer: EventBuffer;
+	/** The session's SSE streams to its client (aggregate sessions). */
+	readonly streams: ClientStreams;
+	/** Members' requests to the client waiting for answers (aggregate sessions). */
+	readonly requests: ServerRequests;
 	private readonly pool: UpstreamPool;
 	private readonly lifecycle: SessionLifecycle;
-	private readonly members: MemberSessions;
-	private readonly router: AggregateRouter;
+	readonly members: MemberSessions;
+	readonly router: AggregateRouter;
 	private readonly calls: UpstreamCalls;
-	/** The client's GET streams (aggregate sessions). */
-	private readonly channel = new ClientChannel();
-	/** The members' GET streams the DO holds while a client listens. */
-	private readonly watch: MemberWatch;
+	private readonly listening: Listening;
 	/** undefined: not loaded yet; null: no session here (never opened, expired or deleted). */
 	private binding: SessionBinding | null | undefined;
 	private loading: Promise<SessionBinding | null> | null = null;
-	/** The transparent GET streams being relayed, oldest first; they end when the session does. */
-	private readonly listeners: AbortController[] = [];
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
 
@@ -89,6 +84,16 @@ export class SessionDO extends DurableObject<Env> {
 		this.registry = registryClient(env);
 		this.pool = new UpstreamPool(env, this.settings);
 		this.catalog = new Catalog((server, kind) => this.fetchList(server, kind));
+		this.buffer = new EventBuffer(ctx.storage, this.settings.eventBuffer, () => this.clock);
+		this.streams = new ClientStreams(this.buffer, {
+			retryMs: this.settings.sseRetryMs,
+			primes: () => primingExpected(this.binding?.protocolVersion),
+		});
+		this.requests = new ServerRequests({
+			max: this.settings.maxPendingClientRequests,
+			ttlMs: this.settings.upstreamTimeoutMs,
+			clock: () => this.clock,
+		});
 		const state = {
 			current: () => this.binding,
 			replace: (binding: SessionBinding) => {
@@ -102,7 +107,6 @@ export class SessionDO extends DurableObject<Env> {
 			clock: () => this.clock,
 			timers: () => this.timers,
 			registry: () => this.registry,
-			streamsOpen: () => this.listeners.length > 0 || this.channel.open,
 			end: (binding, reason) => this.terminate(binding, reason),
 			configChanged: (changed) => this.members.configChanged(changed),
 			drained: () => {
@@ -119,19 +123,11 @@ export class SessionDO extends DurableObject<Env> {
 			catalog: this.catalog,
 			breaker: this.breaker,
 			waitUntil: (promise) => this.ctx.waitUntil(promise),
-			// A member's configuration changed: nothing of the session keeps talking to its old URL.
+			// A member's configuration changed: nothing of the session keeps talking to its old URL
+			// (listening windows end by the next recheck, and resume on the new configuration).
 			memberReset: (server) => {
-				if (this.binding?.mode === "aggregate") {
-					this.router.memberReset(server);
-					if (this.channel.open) {
-						this.watch.stop();
-						this.watch.start(this.binding.members);
-					}
-					return;
-				}
-				this.catalog.forget(server);
-				// The client's listening streams end; it reconnects, to the new configuration.
-				for (const listening of this.listeners.splice(0)) listening.abort();
+				if (this.binding?.mode === "aggregate") this.router.memberReset(server);
+				else this.catalog.forget(server);
 			},
 		});
 		this.calls = new UpstreamCalls({
@@ -143,21 +139,7 @@ export class SessionDO extends DurableObject<Env> {
 				(await this.catalog.get(member.name, "tools")).some(
 					(tool) => tool.name === name && tool.annotations?.readOnlyHint === true,
 				),
-			isolation: (member) => (this.binding?.mode === "aggregate" ? this.isolation(member) : undefined),
-		});
-		this.watch = new MemberWatch({
-			connection: (member) => this.pool.connection(member),
-			session: (member) => this.members.session(member),
-			notify: (member, message) => {
-				const passOn = this.router.memberNotification(member.name, message);
-				if (passOn) this.channel.send(passOn);
-			},
-			closed: async (member) => {
-				const session = this.binding?.upstreams[member.name];
-				if (session) await this.members.retire(member, session);
-				this.router.memberReset(member.name);
-			},
-			maxEventBytes: this.settings.maxReplyBytes,
+			replyRoute: (member) => (this.binding?.mode === "aggregate" ? this.replyRoute(member) : undefined),
 		});
 		this.router = new AggregateRouter({
 			members: () => this.binding?.members.map((member) => member.name) ?? [],
@@ -166,11 +148,19 @@ export class SessionDO extends DurableObject<Env> {
 			notify: async (server, message) => {
 				await this.calls.notify(this.members.member(server), message);
 			},
+			requests: this.requests,
 			request: async (server, method, params) => {
 				const member = this.members.member(server);
 				return this.pool.connection(member).request(await this.members.session(member), method, params);
 			},
-			emit: (message) => this.channel.send(message),
+			emit: (message) => this.streams.listening()?.send(message),
+		});
+		this.listening = new Listening({
+			settings: this.settings,
+			streams: this.streams,
+			router: this.router,
+			members: this.members,
+			untilRecheck: (binding) => this.lifecycle.untilRecheck(binding),
 		});
 	}
 
@@ -191,6 +181,7 @@ export class SessionDO extends DurableObject<Env> {
 			const now = this.clock.now();
 			const binding: SessionBinding = { ...opened.binding, createdAt: now, lastActivity: now, verifiedAt: now };
 			this.binding = binding;
+			this.buffer.startEmpty();
 			await this.store.writeBinding(binding);
 			await this.lifecycle.opened(binding);
 			return { opened: true, reply: opened.reply };
@@ -233,6 +224,7 @@ export class SessionDO extends DurableObject<Env> {
 			}
 			if (input.kind === "request") return await this.router.handle(input.message, done);
 			if (input.kind === "notification") await this.router.notify(input.message);
+			else await this.router.clientResponse(input.message);
 			done();
 			return new Response(null, { status: 202 });
 		} catch (error) {
@@ -241,59 +233,51 @@ export class SessionDO extends DurableObject<Env> {
 		}
 	}
 
-	/** Proxies the upstream's GET stream of server-initiated messages (transparent sessions). */
-	async stream(scope: SessionScope, lastEventId: string | null): Promise<Response> {
+	/**
+	 * A client's GET: resumes a stream it lost (Last-Event-ID), or plans a
+	 * listening window the edge Worker carries (see Listening), so a client
+	 * that only listens keeps this object busy for milliseconds, not minutes.
+	 */
+	async listen(scope: SessionScope, lastEventId: string | null): Promise<ListenPlan | Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
-		if (binding.mode === "aggregate") return this.aggregateStream(binding);
-		// A listening stream is not a call: it does not hold expiry off, and it ends with the session.
+		// Listening is not a call: it does not hold expiry off, but each window counts as activity.
 		this.lifecycle.touch();
-		const listening = new AbortController();
-		this.listeners.push(listening);
-		// A client holds at most MAX_CLIENT_STREAMS streams: opening one more ends the oldest.
-		while (this.listeners.length > MAX_CLIENT_STREAMS) this.listeners.shift()?.abort();
-		const done = once(() => {
-			const index = this.listeners.indexOf(listening);
-			if (index !== -1) this.listeners.splice(index, 1);
-			this.lifecycle.touch();
-			this.lifecycle.watchWhileBusy();
-		});
 		try {
-			if (!(await this.lifecycle.recheckIfDue(binding))) {
-				done();
-				return notFound();
-			}
-			this.lifecycle.watchWhileBusy();
-			const member = this.members.sole(this.binding ?? binding);
-			const connection = this.pool.connection(member);
-			let session = await this.members.session(member);
-			let upstream = await connection.openStream(session, lastEventId, listening.signal);
-			if (upstream.status === 404 && session.sessionId !== null) {
-				// The upstream session expired: retire it and listen on a fresh one.
-				await upstream.body?.cancel();
-				await this.members.retire(member, session);
-				session = await this.members.session(member);
-				upstream = await connection.openStream(session, null, listening.signal);
-			}
-			if (upstream.status === 405) {
-				await upstream.body?.cancel();
-				done();
-				return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
-			}
-			if (!upstream.ok || !upstream.body) {
-				await upstream.body?.cancel();
-				throw connection.statusError(upstream.status, "its event stream");
-			}
-			// The upstream dropping its event stream is an ordinary end for the client,
-			// which reconnects with Last-Event-ID: close cleanly instead of failing.
-			return passThrough(
-				upstream,
-				withCompletion(upstream.body, done, () => new Uint8Array(0)),
-			);
+			if (!(await this.lifecycle.recheckIfDue(binding))) return notFound();
+			return await this.listening.plan(this.binding ?? binding, lastEventId);
 		} catch (error) {
-			done();
 			return renderHttpFailure(error);
 		}
+	}
+
+	/**
+	 * Events from members' GET streams the edge listens to for `stream`:
+	 * the frames for the client (null: that stream is over here).
+	 */
+	async listenEvents(scope: SessionScope, stream: string, events: ListenEvent[]): Promise<ListenFrames> {
+		if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
+		return this.listening.events(stream, events);
+	}
+
+	/**
+	 * What waits for the client on a listening stream (`stream` null: a
+	 * transparent one) once list refreshes are over. At a window's end
+	 * (`windowEnd`) the session is rechecked first: the window ended because
+	 * a recheck was due, and a revoked session ends now, not at the client's return.
+	 */
+	async listenCollect(scope: SessionScope, stream: string | null, windowEnd = false): Promise<ListenFrames> {
+		const binding = await this.authorize(scope);
+		if (!binding || (windowEnd && !(await this.lifecycle.recheckIfDue(binding)))) {
+			return { frames: null, refreshing: false };
+		}
+		return stream === null ? { frames: "", refreshing: false } : this.listening.collect(stream);
+	}
+
+	/** A member's GET stream found its upstream session gone (404): it is retired and reopened on next use. */
+	async listenExpired(scope: SessionScope, server: string, sessionId: string | null): Promise<void> {
+		const binding = await this.authorize(scope);
+		if (binding) await this.listening.expired(binding, server, sessionId);
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
@@ -336,32 +320,21 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/**
-	 * The client's GET stream of an aggregate session: carries the gateway's own
-	 * list_changed notifications and members' resource updates, log messages and
-	 * progress. While at least one is open, the DO listens on its members' GET streams.
+	 * How an aggregate member's reply reaches the client: on a resumable
+	 * stream of its own, carrying the response, the member's progress and log
+	 * messages, and its requests to the client under gateway-minted ids.
 	 */
-	private async aggregateStream(binding: SessionBinding): Promise<Response> {
-		this.lifecycle.touch();
-		if (!(await this.lifecycle.recheckIfDue(binding))) return notFound();
-		const body = this.channel.connect(
-			once(() => {
-				this.lifecycle.touch();
-				if (!this.channel.open) this.watch.stop();
-				this.lifecycle.watchWhileBusy();
-			}),
-		);
-		this.watch.start((this.binding ?? binding).members);
-		this.lifecycle.watchWhileBusy();
-		return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
-	}
-
-	/** How an aggregate member's reply is kept to itself: its own response, and notifications it may send. */
-	private isolation(member: Member): ReplyIsolation {
+	private replyRoute(member: Member): ReplyRoute {
 		return {
-			keepNotification: (message) => this.router.memberNotification(member.name, message) !== null,
-			onForeign: (message) => {
-				const what = "method" in message ? `a ${message.method} request` : "a response to another request";
-				console.warn(`member ${member.name}: dropped ${what} on its reply; it is not the member's to send`);
+			open: async () => {
+				const stream = await this.streams.open("p");
+				const response = new Response(stream.connect(this.streams.priming(stream)), { headers: SSE_HEADERS });
+				return { stream, response };
+			},
+			route: (message, stream) => this.router.memberMessage(member.name, message, stream.id),
+			reading: (task, stream) => {
+				// The call goes on if the client's connection drops: its result waits in the buffer.
+				this.ctx.waitUntil(task.finally(() => this.requests.callEnded(stream.id)));
 			},
 		};
 	}
@@ -413,9 +386,9 @@ export class SessionDO extends DurableObject<Env> {
 		this.binding = null;
 		this.lifecycle.stop();
 		this.calls.abortAll(reason);
-		this.watch.stop();
-		this.channel.closeAll();
-		for (const listening of this.listeners.splice(0)) listening.abort();
+		this.streams.closeAll();
+		this.requests.clear();
+		this.listening.clear();
 		this.ctx.waitUntil(
 			keySessions(this.env, binding.keyId)
 				.release(this.ctx.id.toString())
@@ -425,6 +398,11 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.lifecycle.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.pool.closeAll(binding.members, binding.upstreams);
 	}
+}
+
+/** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */
+function primingExpected(version: string | undefined): boolean {
+	return version !== undefined && version >= "2025-11-25";
 }
 
 export interface SessionStats {

@@ -23,8 +23,6 @@ export interface LifecycleHost {
 	current(): SessionBinding | null | undefined;
 	/** Replaces the in-memory binding (a touch). */
 	replace(binding: SessionBinding): void;
-	/** Whether a client stream is open: like a call, it needs rechecks while no request comes. */
-	streamsOpen(): boolean;
 	/** Ends the session for `reason`. */
 	end(binding: SessionBinding, reason: string): Promise<void>;
 	/** A recheck found members whose configuration changed. */
@@ -38,7 +36,7 @@ export interface LifecycleHost {
  * at most one storage write per touch interval, at most one registry read per
  * recheck interval (shared by concurrent requests), the unverified limit while
  * the registry cannot be read, the maximum age, and rechecks on a timer while
- * a call or stream is open (invariants 5 to 8).
+ * a call runs (invariants 5 to 8).
  */
 export class SessionLifecycle {
 	/** Requests running now. */
@@ -153,6 +151,12 @@ export class SessionLifecycle {
 		return this.host.current() !== null;
 	}
 
+	/** Milliseconds until the next recheck is due (or the maximum age): how long a listening window may last. */
+	untilRecheck(binding: SessionBinding): number {
+		const due = Math.min(this.recheckedAt + this.host.settings.recheckIntervalMs, this.ageLimitAt(binding));
+		return due - this.host.clock().now();
+	}
+
 	/** Activity that is not a call (a stream opened or closed): moves the idle clock only. */
 	touch(): void {
 		this.lastActivity = this.host.clock().now();
@@ -175,16 +179,16 @@ export class SessionLifecycle {
 	}
 
 	/**
-	 * While the session is busy (a call or a client stream is open), a timer
+	 * While the session is busy (a call is running), a timer
 	 * rechecks it every recheck interval, so a revoked key or a deleted endpoint
-	 * ends an open stream or a long call within one interval even when no new
+	 * ends a long call within one interval even when no new
 	 * request arrives. A timer costs no storage write (moving the alarm would
 	 * cost one per call), and a busy Durable Object is awake anyway; it is
 	 * cancelled as soon as the session is idle, so nothing keeps an idle object awake.
 	 */
 	watchWhileBusy(): void {
 		const binding = this.host.current();
-		const busy = this.inFlight > 0 || this.host.streamsOpen();
+		const busy = this.inFlight > 0;
 		if (!busy || !binding) {
 			this.stop();
 			return;
@@ -194,7 +198,7 @@ export class SessionLifecycle {
 		this.cancelBusyRecheck = this.host.timers().set(Math.max(0, due - this.host.clock().now()), () => {
 			this.cancelBusyRecheck = null;
 			const live = this.host.current();
-			if (!live || !(this.inFlight > 0 || this.host.streamsOpen())) return;
+			if (!live || this.inFlight === 0) return;
 			this.recheckIfDue(live)
 				.catch((error: unknown) => console.error(`busy session recheck failed: ${describeError(error)}`))
 				.finally(() => this.watchWhileBusy());

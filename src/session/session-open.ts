@@ -5,12 +5,7 @@ import {
 	type JSONRPCRequest,
 	LATEST_PROTOCOL_VERSION,
 } from "@modelcontextprotocol/sdk/types.js";
-import {
-	AGGREGATE_CLIENT_CAPABILITIES,
-	aggregateCapabilities,
-	aggregateInstructions,
-	GATEWAY_SERVER_INFO,
-} from "../mcp/aggregate.ts";
+import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
@@ -36,9 +31,17 @@ export interface Opened {
 	reply: JSONRPCMessage;
 }
 
-/** The initialize params the gateway sends to an aggregate's members. */
-export function memberInitParams(version: string, clientInfo: InitializeRequest["params"]["clientInfo"]) {
-	return { protocolVersion: version, capabilities: AGGREGATE_CLIENT_CAPABILITIES, clientInfo };
+/**
+ * The initialize params the gateway sends to an aggregate's members: the
+ * client's own capabilities, since members' requests to the client (sampling,
+ * elicitation, roots) are routed back to it.
+ */
+export function memberInitParams(
+	version: string,
+	clientInfo: InitializeRequest["params"]["clientInfo"],
+	capabilities: InitializeRequest["params"]["capabilities"],
+) {
+	return { protocolVersion: version, capabilities, clientInfo };
 }
 
 /**
@@ -65,7 +68,7 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 	const version = isSupportedSessionVersion(input.params.protocolVersion)
 		? input.params.protocolVersion
 		: LATEST_PROTOCOL_VERSION;
-	const params = memberInitParams(version, input.params.clientInfo);
+	const params = memberInitParams(version, input.params.clientInfo, input.params.capabilities);
 	const hellos = new Map<string, MemberHello>();
 	await forEachBounded(input.members, async (member) => {
 		try {

@@ -9,12 +9,28 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { type ReplyIsolation, relaySse } from "../mcp/sse-relay.ts";
+import { readSseEvents } from "../mcp/sse.ts";
+import { relaySse } from "../mcp/sse-relay.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
+import type { LiveStream } from "./client-streams.ts";
 import { withCompletion } from "./stream-completion.ts";
+
+/**
+ * How an aggregate member's reply reaches the client: on a resumable stream
+ * of the gateway's own, read by the gateway whether or not the client is
+ * still connected, so the call runs to its end and its result can be resumed.
+ */
+export interface ReplyRoute {
+	/** The client's stream for this reply and the response that connects the client to it. */
+	open(): Promise<{ stream: LiveStream; response: Response }>;
+	/** A message of the reply other than the response: what the client gets on the stream (null: nothing). */
+	route(message: JSONRPCMessage, stream: LiveStream): JSONRPCMessage | null;
+	/** The reply is over; `task` is the reading, kept running past the client's connection. */
+	reading(task: Promise<void>, stream: LiveStream): void;
+}
 
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
@@ -27,10 +43,10 @@ export interface CallHost {
 	/** Whether the member listed this tool with `annotations.readOnlyHint === true`. */
 	isReadOnlyTool(member: Member, name: string): Promise<boolean>;
 	/**
-	 * Aggregate sessions isolate members' replies (returns how); transparent
-	 * ones pass replies on unchanged (returns undefined).
+	 * Aggregate sessions carry members' replies on streams of their own (returns
+	 * how); transparent ones pass replies on unchanged (returns undefined).
 	 */
-	isolation(member: Member, request: JSONRPCRequest): ReplyIsolation | undefined;
+	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
 }
 
 /**
@@ -213,7 +229,7 @@ export class UpstreamCalls {
 			done();
 		};
 		const cap = connection.maxReplyBytes;
-		const isolation = this.host.isolation(member, message);
+		const route = this.host.replyRoute(member, message);
 		const failed = (error: unknown): JSONRPCMessage | null => {
 			if (cancelled.aborted) {
 				// The client cancelled: per the spec it expects no response. The session ended: say so.
@@ -231,11 +247,17 @@ export class UpstreamCalls {
 		};
 		const type = upstream.headers.get("content-type") ?? "";
 		const body = upstream.body as ReadableStream<Uint8Array>;
-		if (type.includes("text/event-stream")) {
+		const sse = type.includes("text/event-stream");
+		if (route) {
+			const reply = await route.open();
+			const task = this.readInto(reply.stream, route, member, message, body, sse, cap, failed).finally(finish);
+			route.reading(task, reply.stream);
+			return reply.response;
+		}
+		if (sse) {
 			const relayed = relaySse(body, {
 				requestId: message.id,
 				maxEventBytes: cap,
-				isolation,
 				onIncomplete: failed,
 				onOversize: () => failureReply(message.method, message.id, tooLarge(member, cap)),
 				onDone: finish,
@@ -248,7 +270,7 @@ export class UpstreamCalls {
 			finish();
 			return Response.json(failureReply(message.method, message.id, tooLarge(member, cap)));
 		}
-		if (Number.isFinite(declared) && !isolation) {
+		if (Number.isFinite(declared)) {
 			// A transparent JSON reply of known, allowed size flows through as a stream.
 			return new Response(withCompletion(body, finish), {
 				status: upstream.status,
@@ -256,29 +278,66 @@ export class UpstreamCalls {
 			});
 		}
 		try {
-			// Read (up to the cap) so that an over-size reply fails cleanly, and, on aggregates,
-			// so that only the member's answer to this request reaches the client.
+			// Read (up to the cap) so that an over-size reply fails cleanly.
 			const bytes = await readCapped(body, cap);
 			if (bytes === null) return Response.json(failureReply(message.method, message.id, tooLarge(member, cap)));
-			if (isolation) {
-				const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-				if (!reply || !isResponseTo(reply, message.id)) {
-					if (reply) isolation.onForeign(reply);
-					return Response.json(
-						failureReply(
-							message.method,
-							message.id,
-							connection.protocolError("a JSON reply that does not answer the request it was sent"),
-						),
-					);
-				}
-			}
 			return new Response(bytes, { status: upstream.status, headers: { "content-type": "application/json" } });
 		} catch (error) {
 			return Response.json(failed(error) ?? failureReply(message.method, message.id, cancelledError(cancelled)));
 		} finally {
 			finish();
 		}
+	}
+
+	/**
+	 * Reads an aggregate member's reply onto the client's stream: its response
+	 * to this request (then the stream ends), and what `route` lets through of
+	 * everything else. A reply that ends or breaks first ends with the error
+	 * `failed` gives.
+	 */
+	private async readInto(
+		stream: LiveStream,
+		route: ReplyRoute,
+		member: Member,
+		message: JSONRPCRequest,
+		body: ReadableStream<Uint8Array>,
+		sse: boolean,
+		cap: number,
+		failed: (error: unknown) => JSONRPCMessage | null,
+	): Promise<void> {
+		let answer: JSONRPCMessage | null = null;
+		const take = (reply: JSONRPCMessage | null): boolean => {
+			if (reply === null) return false;
+			if (isResponseTo(reply, message.id)) {
+				answer = reply;
+				return true;
+			}
+			const passed = route.route(reply, stream);
+			if (passed) stream.send(passed);
+			return false;
+		};
+		try {
+			if (sse) {
+				await readSseEvents(body, (event) => take(parseJsonRpcMessage(event.data)), cap);
+			} else {
+				const bytes = await readCapped(body, cap);
+				if (bytes === null) throw new RangeError("reply over the cap");
+				const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
+				if (!take(reply) && answer === null) {
+					answer = failureReply(
+						message.method,
+						message.id,
+						this.host.connection(member).protocolError("a JSON reply that does not answer the request it was sent"),
+					);
+				}
+			}
+			answer ??= failed(null);
+		} catch (error) {
+			answer =
+				error instanceof RangeError ? failureReply(message.method, message.id, tooLarge(member, cap)) : failed(error);
+		}
+		if (answer) stream.send(answer);
+		stream.end();
 	}
 
 	/** Read methods on the allowlist may always be repeated; a tool call only when the tool is listed as read-only. */

@@ -1,0 +1,145 @@
+import { z } from "zod";
+import type { Clock } from "./clock.ts";
+
+/** How much of a session's stream history is kept for resumption. */
+export interface BufferLimits {
+	maxEvents: number;
+	maxBytes: number;
+	maxAgeMs: number;
+}
+
+/** One buffered event: its stream, its place in that stream, and the JSON-RPC message it carried (null: too large to keep). */
+export interface BufferedEvent {
+	stream: string;
+	seq: number;
+	at: number;
+	data: string | null;
+}
+
+const PREFIX = "ev:";
+/** SQLite-backed Durable Object storage takes values up to 2 MB; an event near that is not kept. */
+const MAX_STORED_EVENT_BYTES = 1_900_000;
+
+const StoredEvent = z.object({ at: z.number(), data: z.string().nullable() });
+
+function storageKey(stream: string, seq: number): string {
+	return `${PREFIX}${stream}:${String(seq).padStart(10, "0")}`;
+}
+
+function parseKey(key: string): { stream: string; seq: number } | null {
+	const match = /^ev:([A-Za-z0-9_-]+):(\d{10})$/.exec(key);
+	return match?.[1] && match[2] ? { stream: match[1], seq: Number(match[2]) } : null;
+}
+
+/**
+ * The session's recent SSE events, in Durable Object storage, so a client
+ * that lost a stream can resume it with Last-Event-ID, even from another
+ * instance after eviction. Bounded by count, bytes and age; the oldest go
+ * first, so within one stream what remains is always a contiguous tail.
+ * An event too large to keep is remembered as a gap: a resumption that
+ * would need it starts fresh instead of skipping it.
+ */
+export class EventBuffer {
+	writes = 0;
+	reads = 0;
+	/** Oldest first; null until loaded in this instance. */
+	private events: BufferedEvent[] | null = null;
+	private loading: Promise<BufferedEvent[]> | null = null;
+	private bytes = 0;
+
+	constructor(
+		private readonly storage: DurableObjectStorage,
+		private readonly limits: BufferLimits,
+		private readonly clock: () => Clock,
+	) {}
+
+	/** A new session's object holds no events: no read is needed to know it. */
+	startEmpty(): void {
+		this.events ??= [];
+	}
+
+	/** Loads what an earlier instance kept (once per instance); `append` and `after` need it. */
+	async ready(): Promise<void> {
+		await this.load();
+	}
+
+	/**
+	 * Keeps one event (after `ready`). The storage write is not awaited: the
+	 * output gate holds anything the object sends after it until it is durable.
+	 */
+	append(stream: string, seq: number, data: string): void {
+		const events = this.events;
+		if (!events) throw new Error("EventBuffer.append before ready()");
+		const kept = data.length <= Math.min(MAX_STORED_EVENT_BYTES, this.limits.maxBytes) ? data : null;
+		const event: BufferedEvent = { stream, seq, at: this.clock().now(), data: kept };
+		events.push(event);
+		this.bytes += kept?.length ?? 0;
+		this.writes++;
+		this.storage.put(storageKey(stream, seq), { at: event.at, data: kept }).catch(storageFailed);
+		this.prune(events);
+	}
+
+	/**
+	 * The events of `stream` after `seq`, oldest first; null when they cannot
+	 * all be given (the stream is unknown here, or some were dropped or too large).
+	 * `lastSeq` is the stream's latest seq if it is still live in memory.
+	 */
+	after(stream: string, seq: number, lastSeq: number | undefined): BufferedEvent[] | null {
+		const events = this.events;
+		if (!events) throw new Error("EventBuffer.after before ready()");
+		this.prune(events);
+		const own = events.filter((event) => event.stream === stream);
+		const first = own[0];
+		if (first === undefined) {
+			// Nothing kept: fine only if the live stream has sent nothing since.
+			return lastSeq !== undefined && lastSeq <= seq ? [] : null;
+		}
+		if (first.seq > seq + 1) return null;
+		const missed = own.filter((event) => event.seq > seq);
+		return missed.some((event) => event.data === null) ? null : missed;
+	}
+
+	/** Drops the oldest events until the limits hold. */
+	private prune(events: BufferedEvent[]): void {
+		const oldest = this.clock().now() - this.limits.maxAgeMs;
+		const dropped: string[] = [];
+		for (;;) {
+			const first = events[0];
+			if (!first) break;
+			const over = events.length > this.limits.maxEvents || this.bytes > this.limits.maxBytes || first.at < oldest;
+			if (!over) break;
+			events.shift();
+			this.bytes -= first.data?.length ?? 0;
+			dropped.push(storageKey(first.stream, first.seq));
+		}
+		for (let i = 0; i < dropped.length; i += 128) {
+			this.writes++;
+			this.storage.delete(dropped.slice(i, i + 128)).catch(storageFailed);
+		}
+	}
+
+	private load(): Promise<BufferedEvent[]> {
+		if (this.events) return Promise.resolve(this.events);
+		this.loading ??= (async () => {
+			this.reads++;
+			const stored = await this.storage.list({ prefix: PREFIX });
+			const events: BufferedEvent[] = [];
+			for (const [key, value] of stored) {
+				const place = parseKey(key);
+				const parsed = StoredEvent.safeParse(value);
+				if (place && parsed.success) events.push({ ...place, ...parsed.data });
+			}
+			// Keys sort by stream, then seq; the buffer's order is by time.
+			events.sort((a, b) => a.at - b.at || (a.stream === b.stream ? a.seq - b.seq : 0));
+			this.events ??= events;
+			this.bytes = this.events.reduce((sum, event) => sum + (event.data?.length ?? 0), 0);
+			return this.events;
+		})();
+		return this.loading;
+	}
+}
+
+function storageFailed(error: unknown): void {
+	// The event was already sent; only a later resumption of it is lost.
+	console.warn(`event buffer: storage write failed: ${error instanceof Error ? error.message : String(error)}`);
+}

@@ -1,0 +1,154 @@
+import type { Settings } from "../config.ts";
+import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import type { UpstreamSession } from "../upstream/upstream-connection.ts";
+import type { AggregateRouter } from "./aggregate-router.ts";
+import type { Member, SessionBinding } from "./binding.ts";
+import type { ClientStreams, LiveStream } from "./client-streams.ts";
+import type { MemberSessions } from "./member-sessions.ts";
+
+/** At most this many members' GET streams are listened on per client stream (Workers allow six connections). */
+export const MAX_WATCHED_MEMBERS = 4;
+
+/** What the edge Worker does for a client's GET: the Durable Object is not held while a client only listens. */
+export type ListenPlan =
+	/** Transparent: the edge listens on the upstream's GET stream itself, passing it through. */
+	| { kind: "upstream"; member: Member; session: UpstreamSession; lastEventId: string | null; windowMs: number }
+	/**
+	 * Aggregate: the edge writes `first` (priming, or the events the client
+	 * missed), listens on the members' GET streams and hands each event to
+	 * `listenEvent`, writing back what that returns.
+	 */
+	| {
+			kind: "members";
+			stream: string;
+			first: string;
+			members: Array<{ member: Member; session: UpstreamSession }>;
+			windowMs: number;
+	  };
+
+/** One event from a member's GET stream: the SSE data, as the member sent it. */
+export interface ListenEvent {
+	server: string;
+	data: string;
+}
+
+/** Frames for a listening client, and whether more may follow from a list refresh now running. */
+export interface ListenFrames {
+	frames: string | null;
+	refreshing: boolean;
+}
+
+export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+
+function replayOnly(frames: string): ReadableStream<Uint8Array> {
+	return new Response(frames).body as ReadableStream<Uint8Array>;
+}
+
+/** What listening needs from its SessionDO. */
+export interface ListeningHost {
+	readonly settings: Settings;
+	readonly streams: ClientStreams;
+	readonly router: AggregateRouter;
+	readonly members: MemberSessions;
+	/** Milliseconds until the session's next recheck is due. */
+	untilRecheck(binding: SessionBinding): number;
+}
+
+/**
+ * A client's listening streams, carried by the edge Worker rather than by the
+ * Durable Object (see docs/architecture.md, "Listening off the Durable
+ * Object"): the object plans a listening window, then is called only when a
+ * member has something to say. Each window ends by the next recheck, so a
+ * revoked key still loses its stream within one recheck interval; the client
+ * resumes with Last-Event-ID and loses nothing.
+ */
+export class Listening {
+	/** Outboxes of the listening streams the edge holds, by stream id. */
+	private readonly outboxes = new Map<string, { drain(): string | null }>();
+
+	constructor(private readonly host: ListeningHost) {}
+
+	/**
+	 * Plans a listening window for a client's GET (after authorization and the
+	 * recheck). A stream the object itself carries comes back as a Response:
+	 * a running call's stream being resumed (the object is busy with the call
+	 * anyway), or a finished call's stream, replayed and ended.
+	 */
+	async plan(binding: SessionBinding, lastEventId: string | null): Promise<ListenPlan | Response> {
+		const windowMs = Math.max(0, Math.min(this.host.settings.listenWindowMs, this.host.untilRecheck(binding)));
+		const { members, streams } = this.host;
+		if (binding.mode === "transparent") {
+			const member = members.sole(binding);
+			return { kind: "upstream", member, session: await members.session(member), lastEventId, windowMs };
+		}
+		const resumed = lastEventId === null ? null : await streams.resume(lastEventId);
+		let stream: LiveStream;
+		let first: string;
+		if (resumed && (!resumed.stream || resumed.stream.kind === "p")) {
+			// A call's stream: what the client missed of it, then the rest of the call, if it still runs.
+			const body = resumed.stream ? resumed.stream.connect(resumed.missed) : replayOnly(resumed.missed);
+			return new Response(body, { headers: SSE_HEADERS });
+		}
+		if (resumed?.stream) {
+			stream = resumed.stream;
+			first = resumed.missed;
+		} else {
+			stream = await streams.open("g");
+			// A Last-Event-ID that cannot be honoured starts a fresh stream; the new id in the priming event says so.
+			first =
+				(lastEventId === null ? "" : ": Last-Event-ID not resumable; this is a new stream\n\n") +
+				streams.priming(stream);
+		}
+		this.outboxes.set(stream.id, stream.outbox());
+		const watched: Array<{ member: Member; session: UpstreamSession }> = [];
+		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
+			try {
+				watched.push({ member, session: await members.session(member) });
+			} catch {
+				// A member that cannot be reached now is listened to on the next window.
+			}
+		}
+		return { kind: "members", stream: stream.id, first, members: watched, windowMs };
+	}
+
+	/**
+	 * Members' events (in order) on a stream the edge listens to. Returns the frames for
+	 * the client (null when the stream is no longer live here: the edge ends
+	 * it), and whether a list refresh is running, whose outcome (a
+	 * list_changed for the client) the edge then collects with `collect`.
+	 */
+	events(stream: string, events: readonly ListenEvent[]): ListenFrames {
+		const live = this.host.streams.live(stream);
+		for (const { server, data } of live ? events : []) {
+			const message = parseJsonRpcMessage(data);
+			const passed = message === null ? null : this.host.router.memberMessage(server, message, null);
+			if (passed) live?.send(passed);
+		}
+		return { frames: this.drain(stream), refreshing: this.host.router.refreshing };
+	}
+
+	/** What waits for the client on `stream` once running list refreshes are over. */
+	async collect(stream: string): Promise<ListenFrames> {
+		await this.host.router.settled();
+		return { frames: this.drain(stream), refreshing: false };
+	}
+
+	private drain(stream: string): string | null {
+		const outbox = this.outboxes.get(stream);
+		const frames = outbox?.drain() ?? null;
+		if (frames === null || this.host.streams.live(stream) === undefined) this.outboxes.delete(stream);
+		return frames;
+	}
+
+	/** A member's GET stream answered 404 for its upstream session: retire it; the next window opens a new one. */
+	async expired(binding: SessionBinding, server: string, sessionId: string | null): Promise<void> {
+		const member = this.host.members.member(server);
+		await this.host.members.retire(member, { sessionId, protocolVersion: "" });
+		// Its lists are refetched, and the client told of real changes.
+		if (binding.mode === "aggregate") this.host.router.memberReset(server);
+	}
+
+	clear(): void {
+		this.outboxes.clear();
+	}
+}
