@@ -36,8 +36,11 @@ export interface UpstreamOptions {
 	catalog?: "demo" | "long-names" | "shifting" | "mutable" | "paged";
 	/** Adds the `gate` tool to the demo catalog (tests); its control API answers in any case. */
 	gates?: boolean;
+	/** Adds tools that ask the client (sampling, elicitation, roots) and log outside requests (tests). */
+	peer?: boolean;
 }
 
+import { registerClientRequestTools } from "./client-request-tools.ts";
 import { LONG_TOOL_NAME } from "./fixture-names.ts";
 
 export interface RecordedRequest {
@@ -409,6 +412,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 				);
 				registerDemoCatalog(server, options.name);
 				if (options.gates) registerGateTool(server, gates);
+				if (options.peer) registerClientRequestTools(server, options.name);
 				if (options.catalog === "long-names") {
 					server.registerTool(LONG_TOOL_NAME, { description: "A tool with a long name." }, async () => ({
 						content: [{ type: "text", text: "long name reached" }],

@@ -13,6 +13,11 @@ export default async function setup(project: TestProject) {
 	const shifting = await startUpstream({ name: "shifting", catalog: "shifting" });
 	const mutable = await startUpstream({ name: "mutable", catalog: "mutable" });
 	const paged = await startUpstream({ name: "paged", catalog: "paged" });
+	// Full peers of their client: they ask it for sampling, elicitation and roots, and log outside requests.
+	const delta = await startUpstream({ name: "delta", gates: true, peer: true });
+	const epsilon = await startUpstream({ name: "epsilon", gates: true, peer: true });
+	project.provide("deltaPort", delta.port);
+	project.provide("epsilonPort", epsilon.port);
 	project.provide("mutablePort", mutable.port);
 	project.provide("pagedPort", paged.port);
 	project.provide("alphaPort", alpha.port);
@@ -33,6 +38,8 @@ export default async function setup(project: TestProject) {
 			shifting.close(),
 			mutable.close(),
 			paged.close(),
+			delta.close(),
+			epsilon.close(),
 			hostile.close(),
 			fault.stop(),
 		]);

@@ -7,6 +7,8 @@ declare module "vitest" {
 		shiftingPort: number;
 		mutablePort: number;
 		pagedPort: number;
+		deltaPort: number;
+		epsilonPort: number;
 		/** The fault-injecting upstream (scripts/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */

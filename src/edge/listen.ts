@@ -191,13 +191,13 @@ function listenMembers(
 				send();
 			});
 	};
-	const ask = (server: string, data: string) => {
+	const ask = (event: ListenEvent) => {
 		// A member flooding its stream faster than the object takes events loses the excess, not the session.
 		if (queued.length >= MAX_QUEUED_EVENTS) {
 			dropped++;
 			return;
 		}
-		queued.push({ server, data });
+		queued.push(event);
 		send();
 	};
 	let dropped = 0;
@@ -216,10 +216,10 @@ function listenMembers(
 	}, plan.windowMs);
 	writer.closed.catch(close);
 	writer.write(encoder.encode(plan.first)).catch(close);
-	for (const { member, session } of plan.members) {
+	for (const { member, session, lastEventId } of plan.members) {
 		const connection = pool.connection(member);
 		(async () => {
-			const response = await connection.openStream(session, null, abort.signal);
+			const response = await connection.openStream(session, lastEventId, abort.signal);
 			if (response.status === 404 && session.sessionId !== null) {
 				await response.body?.cancel();
 				chain = chain.then(() => stub.listenExpired(scope, member.name, session.sessionId));
@@ -233,7 +233,7 @@ function listenMembers(
 			await readSseEvents(
 				response.body,
 				(event) => {
-					ask(member.name, event.data);
+					ask({ server: member.name, data: event.data, ...(event.id ? { id: event.id } : {}) });
 					return abort.signal.aborted;
 				},
 				settings.maxReplyBytes,

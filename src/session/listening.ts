@@ -22,7 +22,7 @@ export type ListenPlan =
 			kind: "members";
 			stream: string;
 			first: string;
-			members: Array<{ member: Member; session: UpstreamSession }>;
+			members: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }>;
 			windowMs: number;
 	  };
 
@@ -30,6 +30,8 @@ export type ListenPlan =
 export interface ListenEvent {
 	server: string;
 	data: string;
+	/** The member's own event id, if it gave one: the next window resumes the member's stream from it. */
+	id?: string;
 }
 
 /** Frames for a listening client, and whether more may follow from a list refresh now running. */
@@ -50,6 +52,7 @@ export interface ListeningHost {
 	readonly streams: ClientStreams;
 	readonly router: AggregateRouter;
 	readonly members: MemberSessions;
+	current(): SessionBinding | null | undefined;
 	/** Milliseconds until the session's next recheck is due. */
 	untilRecheck(binding: SessionBinding): number;
 }
@@ -65,6 +68,13 @@ export interface ListeningHost {
 export class Listening {
 	/** Outboxes of the listening streams the edge holds, by stream id. */
 	private readonly outboxes = new Map<string, { drain(): string | null }>();
+	/**
+	 * The last event id each member gave on its GET stream, with the upstream
+	 * session it belongs to: a member that keeps its events lets the next
+	 * window resume where the last one stopped, so nothing sent between
+	 * windows is lost.
+	 */
+	private readonly cursors = new Map<string, { sessionId: string | null; id: string }>();
 
 	constructor(private readonly host: ListeningHost) {}
 
@@ -100,10 +110,13 @@ export class Listening {
 				streams.priming(stream);
 		}
 		this.outboxes.set(stream.id, stream.outbox());
-		const watched: Array<{ member: Member; session: UpstreamSession }> = [];
+		const watched: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }> = [];
 		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
 			try {
-				watched.push({ member, session: await members.session(member) });
+				const session = await members.session(member);
+				const cursor = this.cursors.get(member.name);
+				const lastEventId = cursor && cursor.sessionId === session.sessionId ? cursor.id : null;
+				watched.push({ member, session, lastEventId });
 			} catch {
 				// A member that cannot be reached now is listened to on the next window.
 			}
@@ -119,7 +132,11 @@ export class Listening {
 	 */
 	events(stream: string, events: readonly ListenEvent[]): ListenFrames {
 		const live = this.host.streams.live(stream);
-		for (const { server, data } of live ? events : []) {
+		for (const { server, data, id } of live ? events : []) {
+			if (id !== undefined) {
+				const sessionId = this.host.current()?.upstreams[server]?.sessionId;
+				if (sessionId !== undefined) this.cursors.set(server, { sessionId, id });
+			}
 			const message = parseJsonRpcMessage(data);
 			const passed = message === null ? null : this.host.router.memberMessage(server, message, null);
 			if (passed) live?.send(passed);
@@ -150,5 +167,6 @@ export class Listening {
 
 	clear(): void {
 		this.outboxes.clear();
+		this.cursors.clear();
 	}
 }

@@ -160,6 +160,7 @@ export class SessionDO extends DurableObject<Env> {
 			streams: this.streams,
 			router: this.router,
 			members: this.members,
+			current: () => this.binding,
 			untilRecheck: (binding) => this.lifecycle.untilRecheck(binding),
 		});
 	}

@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { type ClientCapabilities, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 
 /** The admin token the test bindings configure (a fixture, not a secret). */
@@ -130,10 +130,14 @@ export async function readReply(response: Response): Promise<RpcReply> {
 	return replies[replies.length - 1] as RpcReply;
 }
 
-/** The SDK client, connected through the gateway. */
+/**
+ * The SDK client, connected through the gateway. `capabilities` and `setup`
+ * (request handlers for sampling, elicitation, roots) make it a full peer.
+ */
 export async function connectClient(
 	path: string,
 	key: string,
+	options: { capabilities?: ClientCapabilities; setup?: (client: Client) => void } = {},
 ): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
 	const transport = new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), {
 		fetch: (url, init) => exports.default.fetch(new Request(url, init)),
@@ -141,8 +145,9 @@ export async function connectClient(
 	});
 	const client = new Client(
 		{ name: "gateway-test", version: "1.0.0" },
-		{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+		{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator(), capabilities: options.capabilities ?? {} },
 	);
+	options.setup?.(client);
 	await client.connect(transport);
 	return { client, transport };
 }

@@ -2,7 +2,7 @@ import { inject } from "vitest";
 import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
-export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged";
+export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged" | "delta" | "epsilon";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
@@ -46,6 +46,6 @@ export async function upstreamSessionLog(
 }
 
 /** A new gate of the `gate` tool on a test upstream (alpha, beta and gamma offer it). */
-export function upstreamGate(which: "alpha" | "beta" | "gamma") {
+export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon") {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
