@@ -2,7 +2,7 @@ import { inject } from "vitest";
 import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
-export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged";
+export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged" | "resumable";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
@@ -27,6 +27,7 @@ export interface UpstreamLogEntry {
 	authorization: string | null;
 	sessionId: string | null;
 	protocolVersion: string | null;
+	lastEventId: string | null;
 	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | undefined;
 }
 
@@ -45,7 +46,7 @@ export async function upstreamSessionLog(
 	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
 }
 
-/** A new gate of the `gate` tool on a test upstream (alpha, beta and gamma offer it). */
-export function upstreamGate(which: "alpha" | "beta" | "gamma") {
+/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma and resumable offer it). */
+export function upstreamGate(which: "alpha" | "beta" | "gamma" | "resumable") {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
