@@ -19,12 +19,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import {
-	type EventId,
-	type EventStore,
-	StreamableHTTPServerTransport,
-	type StreamId,
-} from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import {
 	CallToolRequestSchema,
 	type CallToolResult,
@@ -34,7 +29,6 @@ import {
 	ErrorCode,
 	GetPromptRequestSchema,
 	type GetPromptResult,
-	type JSONRPCMessage,
 	ListPromptsRequestSchema,
 	ListResourcesRequestSchema,
 	ListResourceTemplatesRequestSchema,
@@ -48,6 +42,7 @@ import {
 	type Tool,
 	UnsubscribeRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { MemoryEventStore } from "./memory-event-store.ts";
 
 export interface RunningConformanceUpstream {
 	port: number;
@@ -172,46 +167,6 @@ function delay(ms: number): Promise<void> {
 
 function text(value: string): CallToolResult {
 	return { content: [{ type: "text", text: value }] };
-}
-
-/**
- * Events of one session, kept so a client that lost an SSE stream can resume
- * it with Last-Event-ID. Ids are `<stream>::<index>`, so the stream of an id is
- * known without a lookup.
- */
-class MemoryEventStore implements EventStore {
-	private readonly streams = new Map<StreamId, JSONRPCMessage[]>();
-
-	async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
-		const events = this.streams.get(streamId) ?? [];
-		events.push(message);
-		this.streams.set(streamId, events);
-		return `${streamId}::${events.length}`;
-	}
-
-	async getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined> {
-		return parseEventId(eventId)?.streamId;
-	}
-
-	async replayEventsAfter(
-		lastEventId: EventId,
-		{ send }: { send: (eventId: EventId, message: JSONRPCMessage) => Promise<void> },
-	): Promise<StreamId> {
-		const parsed = parseEventId(lastEventId);
-		const events = parsed ? this.streams.get(parsed.streamId) : undefined;
-		if (!parsed || !events) throw new Error(`unknown event id ${lastEventId}`);
-		for (let index = parsed.count; index < events.length; index++) {
-			const message = events[index];
-			// Priming events are stored as `{}`: they carry an id, not a message.
-			if (message && Object.keys(message).length > 0) await send(`${parsed.streamId}::${index + 1}`, message);
-		}
-		return parsed.streamId;
-	}
-}
-
-function parseEventId(eventId: EventId): { streamId: StreamId; count: number } | undefined {
-	const match = /^(.+)::(\d+)$/.exec(eventId);
-	return match?.[1] && match[2] ? { streamId: match[1], count: Number(match[2]) } : undefined;
 }
 
 /** One session's MCP server: the catalog above, with handlers that behave as each scenario requires. */

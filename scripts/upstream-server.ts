@@ -38,16 +38,25 @@ export interface UpstreamOptions {
 	gates?: boolean;
 	/** Adds tools that ask the client (sampling, elicitation, roots) and log outside requests (tests). */
 	peer?: boolean;
+	/**
+	 * Keeps an event store per session, so SSE replies to 2025-11-25 clients
+	 * start with a priming event (an id and this `retry`, in ms) and a lost
+	 * reply can be resumed with GET and Last-Event-ID; adds the
+	 * `close_stream_then_answer` tool to the demo catalog.
+	 */
+	resumable?: { retryMs: number };
 }
 
 import { registerClientRequestTools } from "./client-request-tools.ts";
 import { LONG_TOOL_NAME } from "./fixture-names.ts";
+import { MemoryEventStore } from "./memory-event-store.ts";
 
 export interface RecordedRequest {
 	method: string;
 	authorization: string | null;
 	sessionId: string | null;
 	protocolVersion: string | null;
+	lastEventId: string | null;
 	body: unknown;
 }
 
@@ -260,6 +269,32 @@ export function registerGateTool(server: McpServer, gates: Gates): void {
 }
 
 /**
+ * The `close_stream_then_answer` tool (resumable upstreams): closes its own
+ * reply stream right after the priming event, as a server that polls its
+ * client does (SEP-1699), waits until the test releases the named gate, then
+ * answers. The answer is kept in the event store and reaches a client that
+ * resumes with GET and Last-Event-ID.
+ */
+export function registerCloseStreamTool(server: McpServer, gates: Gates): void {
+	server.registerTool(
+		"close_stream_then_answer",
+		{
+			description:
+				"Test fixture: closes its SSE reply stream, waits until the named gate is released, then answers; " +
+				"the answer is delivered to a client that resumes with Last-Event-ID.",
+			inputSchema: { name: z.string().min(1).max(200) },
+		},
+		async ({ name }, extra) => {
+			// Without an event store, or for a client older than 2025-11-25, the transport offers no way to close.
+			if (!extra.closeSSEStream) throw new Error("this reply cannot be resumed, so its stream is not closed");
+			extra.closeSSEStream();
+			await gates.pass(name, extra.signal);
+			return { content: [{ type: "text", text: `answered after gate ${name}` }] };
+		},
+	);
+}
+
+/**
  * A low-level server whose tool list changes while it is being listed: the
  * first tools/list of a session announces list_changed on its own reply
  * stream, then answers late with the now stale list.
@@ -374,6 +409,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 			authorization: header(req, "authorization"),
 			sessionId,
 			protocolVersion: header(req, "mcp-protocol-version"),
+			lastEventId: header(req, "last-event-id"),
 			body,
 		});
 		if (options.requireToken && header(req, "authorization") !== `Bearer ${options.requireToken}`) {
@@ -392,6 +428,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 			const created = new StreamableHTTPServerTransport({
 				sessionIdGenerator: () => randomUUID(),
 				enableJsonResponse: options.enableJsonResponse ?? false,
+				...(options.resumable ? { eventStore: new MemoryEventStore(), retryInterval: options.resumable.retryMs } : {}),
 				onsessioninitialized: (id) => {
 					sessions.set(id, created);
 				},
@@ -413,6 +450,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 				registerDemoCatalog(server, options.name);
 				if (options.gates) registerGateTool(server, gates);
 				if (options.peer) registerClientRequestTools(server, options.name);
+				if (options.resumable) registerCloseStreamTool(server, gates);
 				if (options.catalog === "long-names") {
 					server.registerTool(LONG_TOOL_NAME, { description: "A tool with a long name." }, async () => ({
 						content: [{ type: "text", text: "long name reached" }],

@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
@@ -18,12 +19,15 @@ export default async function setup(project: TestProject) {
 	const epsilon = await startUpstream({ name: "epsilon", gates: true, peer: true });
 	project.provide("deltaPort", delta.port);
 	project.provide("epsilonPort", epsilon.port);
+	// Replies carry event ids and can be resumed with Last-Event-ID (2025-11-25 transport).
+	const resumable = await startUpstream({ name: "resumable", gates: true, resumable: { retryMs: RESUME_RETRY_MS } });
 	project.provide("mutablePort", mutable.port);
 	project.provide("pagedPort", paged.port);
 	project.provide("alphaPort", alpha.port);
 	project.provide("betaPort", beta.port);
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
+	project.provide("resumablePort", resumable.port);
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
@@ -40,6 +44,7 @@ export default async function setup(project: TestProject) {
 			paged.close(),
 			delta.close(),
 			epsilon.close(),
+			resumable.close(),
 			hostile.close(),
 			fault.stop(),
 		]);

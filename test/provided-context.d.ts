@@ -9,6 +9,8 @@ declare module "vitest" {
 		pagedPort: number;
 		deltaPort: number;
 		epsilonPort: number;
+		/** An upstream with an event store: its SSE replies carry ids and resume with Last-Event-ID. */
+		resumablePort: number;
 		/** The fault-injecting upstream (scripts/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */

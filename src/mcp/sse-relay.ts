@@ -27,6 +27,13 @@ export interface SseRelayOptions {
 	 * null: ended cleanly); null sends nothing (the client cancelled the request).
 	 */
 	onIncomplete: (error: unknown) => JSONRPCMessage | null;
+	/**
+	 * Transparent replies only: used instead of `onIncomplete` once an event
+	 * has carried an id, when the client can resume the reply from the
+	 * upstream with GET and Last-Event-ID (2025-11-25 transport, SEP-1699).
+	 * Without it, such a reply ends like any other.
+	 */
+	onIncompleteResumable?: (error: unknown) => JSONRPCMessage | null;
 	/** What to send when an event is over the cap. */
 	onOversize: () => JSONRPCMessage;
 	/** Called once when the relay is over: ended, failed or cancelled by the client. */
@@ -38,7 +45,9 @@ export interface SseRelayOptions {
  * whole). Events are parsed with `eventsource-parser`, so the gateway always
  * knows whether the response has been seen: a reply that ends or breaks
  * before it (upstream crash, deadline) ends with the message `onIncomplete`
- * gives, instead of leaving the client waiting.
+ * gives, instead of leaving the client waiting. A transparent reply that has
+ * carried an event id is the upstream's to resume: `onIncompleteResumable`
+ * decides how it ends (null: cleanly, so the client resumes from the upstream).
  *
  * Transparent replies pass on byte for byte. Aggregate replies are isolated:
  * only the response with the request's own id and kept notifications are
@@ -51,6 +60,8 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	const limit = new EventSizeLimit(options.maxEventBytes);
 	const isolation = options.isolation;
 	let responded = false;
+	/** A transparent reply has carried an event id: the client holds a cursor the upstream can resume from. */
+	let resumable = false;
 	let done = false;
 	let ready: Uint8Array[] = [];
 	const finish = () => {
@@ -65,6 +76,8 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 			const ownResponse = message !== null && isResponseTo(message, options.requestId);
 			if (!isolation) {
 				if (ownResponse) responded = true;
+				// As the SDK's client does: an event with a non-empty id moves the client's Last-Event-ID.
+				if (event.id) resumable = true;
 				return;
 			}
 			// After its response, nothing more of this reply is the client's.
@@ -88,6 +101,8 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 		controller.close();
 		finish();
 	};
+	const incomplete = (error: unknown) =>
+		resumable && options.onIncompleteResumable ? options.onIncompleteResumable(error) : options.onIncomplete(error);
 	const stopReading = () =>
 		reader.cancel().catch(() => {
 			// The upstream connection is being dropped anyway.
@@ -99,11 +114,13 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 				try {
 					chunk = await reader.read();
 				} catch (error) {
-					end(controller, responded ? null : options.onIncomplete(error));
+					// Half an event is never handed on, whatever else the client gets.
+					held = [];
+					end(controller, responded ? null : incomplete(error));
 					return;
 				}
 				if (chunk.done) {
-					end(controller, responded ? null : options.onIncomplete(null));
+					end(controller, responded ? null : incomplete(null));
 					return;
 				}
 				const cut = limit.add(chunk.value);

@@ -245,6 +245,14 @@ export class UpstreamCalls {
 			const what = error === null ? "it closed the reply before answering" : "the connection broke before it answered";
 			return failureReply(message.method, message.id, mayHaveRun(member, message, what));
 		};
+		// The reply gave the client an event id: ending before the response is how the upstream
+		// polls (SEP-1699), and the client resumes from it with GET and Last-Event-ID. Only the
+		// gateway's own reasons (deadline, session end) still end such a reply with an error.
+		const resumable = (error: unknown): JSONRPCMessage | null => {
+			if (cancelled.aborted || deadline.signal.aborted) return failed(error);
+			if (error !== null) this.host.breaker.failure(member.name);
+			return null;
+		};
 		const type = upstream.headers.get("content-type") ?? "";
 		const body = upstream.body as ReadableStream<Uint8Array>;
 		const sse = type.includes("text/event-stream");
@@ -261,6 +269,7 @@ export class UpstreamCalls {
 				onIncomplete: failed,
 				onOversize: () => failureReply(message.method, message.id, tooLarge(member, cap)),
 				onDone: finish,
+				onIncompleteResumable: resumable,
 			});
 			return new Response(relayed, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
 		}

@@ -2,7 +2,16 @@ import { inject } from "vitest";
 import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
-export type UpstreamName = "alpha" | "beta" | "gamma" | "shifting" | "mutable" | "paged" | "delta" | "epsilon";
+export type UpstreamName =
+	| "alpha"
+	| "beta"
+	| "gamma"
+	| "shifting"
+	| "mutable"
+	| "paged"
+	| "delta"
+	| "epsilon"
+	| "resumable";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
@@ -27,6 +36,7 @@ export interface UpstreamLogEntry {
 	authorization: string | null;
 	sessionId: string | null;
 	protocolVersion: string | null;
+	lastEventId: string | null;
 	body: { method?: string; id?: unknown; params?: Record<string, unknown> } | undefined;
 }
 
@@ -45,7 +55,7 @@ export async function upstreamSessionLog(
 	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
 }
 
-/** A new gate of the `gate` tool on a test upstream (alpha, beta and gamma offer it). */
-export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon") {
+/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon and resumable offer it). */
+export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable") {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
