@@ -135,12 +135,11 @@ function body(chunks: string[], fail = false): ReadableStream<Uint8Array> {
 }
 
 /** Relays `chunks` with both ways of ending early told apart: "incomplete" or "resumable", and how it ended. */
-async function relayEnding(chunks: string[], options: { fail?: boolean; isolated?: boolean } = {}) {
+async function relayEnding(chunks: string[], options: { fail?: boolean } = {}) {
 	const endings: string[] = [];
 	const stream = relaySse(body(chunks, options.fail), {
 		requestId: 7,
 		maxEventBytes: 1_000_000,
-		isolation: options.isolated ? { keepNotification: () => true, onForeign: () => {} } : undefined,
 		onIncomplete: (error) => {
 			endings.push(`incomplete ${error === null ? "ended" : "broke"}`);
 			return { jsonrpc: "2.0", id: 7, error: { code: -1, message: "incomplete" } };
@@ -165,9 +164,8 @@ describe("relaySse tells a resumable reply from one that is not", () => {
 		expect(await relayEnding([priming], { fail: true })).toEqual({ text: priming, endings: ["resumable broke"] });
 	});
 
-	it("a reply without event ids, or an isolated one, ends through onIncomplete", async () => {
+	it("a reply without event ids ends through onIncomplete", async () => {
 		expect((await relayEnding([progress])).endings).toEqual(["incomplete ended"]);
-		expect((await relayEnding([priming], { isolated: true })).endings).toEqual(["incomplete ended"]);
 	});
 
 	it("a resumable reply that breaks mid-event hands on no half event", async () => {

@@ -1,37 +1,24 @@
-import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { createParser } from "eventsource-parser";
-import { isNotification, isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
+import { isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
 import { joinChunks } from "./read-capped.ts";
-import { EventSizeLimit, sseFrame, sseMessage } from "./sse.ts";
-
-/**
- * For aggregate replies: a member's reply stream may carry only the response
- * to the request the gateway sent it and the notifications the gateway keeps.
- */
-export interface ReplyIsolation {
-	/** Decides about each notification on the reply; dropped ones never reach the client. */
-	keepNotification: (message: JSONRPCNotification) => boolean;
-	/** Told of every message dropped because it was not the member's to send. */
-	onForeign: (message: JSONRPCMessage) => void;
-}
+import { EventSizeLimit, sseMessage } from "./sse.ts";
 
 export interface SseRelayOptions {
 	/** The request this reply answers. */
 	requestId: RequestId;
 	/** Cap on one event's size; a larger event ends the reply with `onOversize`. */
 	maxEventBytes: number;
-	/** Set for aggregate replies (see ReplyIsolation); transparent replies pass on unchanged. */
-	isolation?: ReplyIsolation;
 	/**
 	 * What to send when the reply ends or breaks before the response (`error`
 	 * null: ended cleanly); null sends nothing (the client cancelled the request).
 	 */
 	onIncomplete: (error: unknown) => JSONRPCMessage | null;
 	/**
-	 * Transparent replies only: used instead of `onIncomplete` once an event
-	 * has carried an id, when the client can resume the reply from the
-	 * upstream with GET and Last-Event-ID (2025-11-25 transport, SEP-1699).
-	 * Without it, such a reply ends like any other.
+	 * Used instead of `onIncomplete` once an event has carried an id, when
+	 * the client can resume the reply from the upstream with GET and
+	 * Last-Event-ID (2025-11-25 transport, SEP-1699). Without it, such a
+	 * reply ends like any other.
 	 */
 	onIncompleteResumable?: (error: unknown) => JSONRPCMessage | null;
 	/** What to send when an event is over the cap. */
@@ -49,21 +36,17 @@ export interface SseRelayOptions {
  * carried an event id is the upstream's to resume: `onIncompleteResumable`
  * decides how it ends (null: cleanly, so the client resumes from the upstream).
  *
- * Transparent replies pass on byte for byte. Aggregate replies are isolated:
- * only the response with the request's own id and kept notifications are
- * re-framed for the client; responses to other ids and server-to-client
- * requests are dropped, and the reply ends once its response has been sent.
+ * Used for transparent replies, which pass on byte for byte (aggregate
+ * members' replies are read by the session instead: see `ReplyRoute`).
  */
 export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOptions): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
 	const limit = new EventSizeLimit(options.maxEventBytes);
-	const isolation = options.isolation;
 	let responded = false;
 	/** A transparent reply has carried an event id: the client holds a cursor the upstream can resume from. */
 	let resumable = false;
 	let done = false;
-	let ready: Uint8Array[] = [];
 	const finish = () => {
 		if (!done) {
 			done = true;
@@ -73,26 +56,12 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	const parser = createParser({
 		onEvent(event) {
 			const message = parseJsonRpcMessage(event.data);
-			const ownResponse = message !== null && isResponseTo(message, options.requestId);
-			if (!isolation) {
-				if (ownResponse) responded = true;
-				// As the SDK's client does: an event with a non-empty id moves the client's Last-Event-ID.
-				if (event.id) resumable = true;
-				return;
-			}
-			// After its response, nothing more of this reply is the client's.
-			if (responded || message === null) return;
-			if (ownResponse) responded = true;
-			else if (isNotification(message)) {
-				if (!isolation.keepNotification(message)) return;
-			} else {
-				isolation.onForeign(message);
-				return;
-			}
-			ready.push(sseFrame(event));
+			if (message !== null && isResponseTo(message, options.requestId)) responded = true;
+			// As the SDK's client does: an event with a non-empty id moves the client's Last-Event-ID.
+			if (event.id) resumable = true;
 		},
 	});
-	/** Chunks of an event not yet complete (pass-through only). */
+	/** Chunks of an event not yet complete. */
 	let held: Uint8Array[] = [];
 	const end = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage | null) => {
 		if (last) controller.enqueue(sseMessage(last));
@@ -130,29 +99,17 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 					return;
 				}
 				parser.feed(decoder.decode(chunk.value, { stream: true }));
-				if (!isolation) {
-					// Complete events pass on as the upstream wrote them; an unfinished one waits
-					// for its end, so a reply cut off mid-event never hands the client half an event.
-					if (cut === 0) {
-						held.push(chunk.value);
-						continue;
-					}
-					controller.enqueue(
-						held.length === 0 ? chunk.value.subarray(0, cut) : joinChunks([...held, chunk.value.subarray(0, cut)]),
-					);
-					held = cut < chunk.value.length ? [chunk.value.subarray(cut)] : [];
-					return;
+				// Complete events pass on as the upstream wrote them; an unfinished one waits
+				// for its end, so a reply cut off mid-event never hands the client half an event.
+				if (cut === 0) {
+					held.push(chunk.value);
+					continue;
 				}
-				if (ready.length > 0) {
-					for (const bytes of ready) controller.enqueue(bytes);
-					ready = [];
-				}
-				if (responded) {
-					await stopReading();
-					end(controller, null);
-					return;
-				}
-				if (controller.desiredSize !== null && controller.desiredSize <= 0) return;
+				controller.enqueue(
+					held.length === 0 ? chunk.value.subarray(0, cut) : joinChunks([...held, chunk.value.subarray(0, cut)]),
+				);
+				held = cut < chunk.value.length ? [chunk.value.subarray(cut)] : [];
+				return;
 			}
 		},
 		async cancel(reason) {
