@@ -7,8 +7,9 @@
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { Gates } from "./upstream-server.ts";
 
-export function registerClientRequestTools(server: McpServer, name: string): void {
+export function registerClientRequestTools(server: McpServer, name: string, gates: Gates): void {
 	server.server.registerCapabilities({ logging: {} });
 	const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] });
 	server.registerTool(
@@ -34,6 +35,65 @@ export function registerClientRequestTools(server: McpServer, name: string): voi
 		const { roots } = await server.server.listRoots();
 		return text(`${name} sees ${roots.map((root) => root.uri).join(", ")}`);
 	});
+	server.registerTool(
+		"ask_url",
+		{ description: "Asks the client to open a URL (URL-mode elicitation), then says it is complete." },
+		async (extra) => {
+			const elicitationId = `${name}-consent`;
+			const reply = await server.server.elicitInput({
+				mode: "url",
+				message: `${name} needs consent`,
+				url: `https://consent.example/${name}`,
+				elicitationId,
+			});
+			await server.server.createElicitationCompletionNotifier(elicitationId, {
+				relatedRequestId: extra.requestId,
+			})();
+			return text(`${name} url ${reply.action}`);
+		},
+	);
+	server.registerTool(
+		"ask_model_many",
+		{
+			description: "Asks the client's model `count` questions at once; says how many were answered and refused.",
+			inputSchema: { count: z.number().int().min(1).max(200) },
+		},
+		async ({ count }) => {
+			const outcomes = await Promise.allSettled(
+				Array.from({ length: count }, (_, i) =>
+					server.server.createMessage({
+						messages: [{ role: "user", content: { type: "text", text: `question ${i} from ${name}` } }],
+						maxTokens: 16,
+					}),
+				),
+			);
+			const refused = outcomes.filter((outcome) => outcome.status === "rejected");
+			const reason = refused[0]?.status === "rejected" ? String(refused[0].reason) : "";
+			return text(`${count - refused.length} answered, ${refused.length} refused${reason ? `: ${reason}` : ""}`);
+		},
+	);
+	server.registerTool(
+		"ask_then_cancel",
+		{
+			description: "Asks the client's model, then cancels the question once the named gate is released.",
+			inputSchema: { gate: z.string().min(1).max(200) },
+		},
+		async ({ gate }, extra) => {
+			const asking = new AbortController();
+			const question = server.server
+				.createMessage(
+					{ messages: [{ role: "user", content: { type: "text", text: "never mind" } }], maxTokens: 16 },
+					{ signal: asking.signal },
+				)
+				.then(
+					() => "answered",
+					() => "cancelled",
+				);
+			await gates.pass(gate, extra.signal);
+			asking.abort("the server no longer needs the answer");
+			return text(`${name} question ${await question}`);
+		},
+	);
 	server.registerTool(
 		"announce",
 		{

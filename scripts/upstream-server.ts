@@ -449,7 +449,7 @@ export async function startUpstream(options: UpstreamOptions): Promise<RunningUp
 				);
 				registerDemoCatalog(server, options.name);
 				if (options.gates) registerGateTool(server, gates);
-				if (options.peer) registerClientRequestTools(server, options.name);
+				if (options.peer) registerClientRequestTools(server, options.name, gates);
 				if (options.resumable) registerCloseStreamTool(server, gates);
 				if (options.catalog === "long-names") {
 					server.registerTool(LONG_TOOL_NAME, { description: "A tool with a long name." }, async () => ({

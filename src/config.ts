@@ -81,7 +81,7 @@ export interface Settings {
 	sseRetryMs: number;
 	/** A listening GET stream is closed (with `retry`) after this long, or at its session's next recheck. */
 	listenWindowMs: number;
-	/** Member requests to the client (sampling, elicitation, roots, ping) waiting for an answer, per session. */
+	/** Requests one member may have waiting for the client's answer (sampling, elicitation, roots, ping), per session. */
 	maxPendingClientRequests: number;
 	allowedOrigins: string[];
 	/** Host names the gateway answers on (`*.example.com` allows subdomains); others get 403. */

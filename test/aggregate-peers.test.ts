@@ -1,8 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
 	CallToolResultSchema,
 	CreateMessageRequestSchema,
+	ElicitationCompleteNotificationSchema,
 	ElicitRequestSchema,
 	ListRootsRequestSchema,
 	LoggingMessageNotificationSchema,
@@ -206,6 +207,28 @@ describe("aggregate streams are resumable", () => {
 		expect(missed[0]?.message).toMatchObject({ id: 2, result: { content: [{ text: `gate ${gate.name} passed` }] } });
 	});
 
+	it("a finished call's stream is resumed from storage after the session's object was evicted", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta] });
+		const sessionId = await openSession("/mcp", key);
+		const call = await rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			id: 5,
+			method: "tools/call",
+			params: { name: `${delta}__whoami` },
+		});
+		const primed = events(await call.text());
+		expect(primed).toHaveLength(1);
+		const streamId = (primed[0]?.id ?? "").replace(/-1$/, "");
+		await evictDurableObject(await sessionObject(sessionId));
+		const resumed = await gatewayFetch("/mcp", {
+			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream", "last-event-id": `${streamId}-0` }),
+		});
+		const replay = events(await resumed.text());
+		expect(replay.map((event) => event.id)).toEqual([`${streamId}-1`]);
+		expect(replay[0]?.message).toMatchObject({ id: 5, result: { content: [{ text: "delta" }] } });
+	});
+
 	it("a listening stream resumed with Last-Event-ID receives exactly the events it missed, never another stream's", async () => {
 		const delta = await registerServer("delta");
 		const { key } = await createKey({ servers: [delta] });
@@ -272,5 +295,103 @@ describe("aggregate streams are resumable", () => {
 			expect(text).toMatch(/id: g[\w-]{11}-0\nretry: \d+\ndata: \n\n/);
 			expect(text).not.toContain("delta");
 		}
+	});
+});
+
+describe("members' requests to the client are bounded and cleaned", () => {
+	it("a member asking more than its share at once gets refusals for the excess; the other member and the session are unaffected, and nothing stays pending after the call", async () => {
+		let held = 0;
+		let release: () => void = () => {};
+		const released = new Promise<void>((resolve) => {
+			release = resolve;
+		});
+		const delta = await registerServer("delta");
+		const epsilon = await registerServer("epsilon");
+		const { key } = await createKey({ servers: [delta, epsilon] });
+		const { client, transport } = await connectClient("/mcp", key, {
+			capabilities: PEER_CAPABILITIES,
+			setup: (peer: Client) => {
+				peer.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+					const asked = request.params.messages[0]?.content;
+					const fromEpsilon = asked && !Array.isArray(asked) && asked.type === "text" && asked.text.includes("epsilon");
+					if (!fromEpsilon) {
+						held++;
+						await released;
+					}
+					return { role: "assistant", model: "test-model", content: { type: "text", text: "ok" } };
+				});
+			},
+		});
+		const call = (name: string, args: Record<string, unknown> = {}) =>
+			client.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 30_000 });
+		const flood = call(`${delta}__ask_model_many`, { count: 40 });
+		await eventually(async () => held === 32, "the member's first 32 questions held by the client");
+		const other = await call(`${epsilon}__ask_model`);
+		expect(other.content).toEqual([{ type: "text", text: "epsilon heard: ok" }]);
+		release();
+		const outcome = (await flood).content as Array<{ text: string }>;
+		expect(outcome[0]?.text).toMatch(/^32 answered, 8 refused: .*too many requests to the client are waiting/);
+		expect(held).toBe(32);
+		const stub = await sessionObject(transport.sessionId ?? "");
+		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.requests.size)).toBe(0);
+		await client.close();
+	});
+
+	it("a member cancelling its request reaches the client under the minted id, and the request is no longer pending", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta] });
+		const gate = upstreamGate("delta");
+		let asked = false;
+		let aborted = false;
+		const { client, transport } = await connectClient("/mcp", key, {
+			capabilities: PEER_CAPABILITIES,
+			setup: (peer: Client) => {
+				peer.setRequestHandler(
+					CreateMessageRequestSchema,
+					(_request, extra) =>
+						new Promise((_resolve, reject) => {
+							asked = true;
+							extra.signal.addEventListener("abort", () => {
+								aborted = true;
+								reject(new Error("cancelled by the server"));
+							});
+						}),
+				);
+			},
+		});
+		const call = client.callTool(
+			{ name: `${delta}__ask_then_cancel`, arguments: { gate: gate.name } },
+			CallToolResultSchema,
+		);
+		await eventually(async () => asked, "the question reaching the client");
+		await gate.release();
+		expect((await call).content).toEqual([{ type: "text", text: "delta question cancelled" }]);
+		await eventually(async () => aborted, "the client told of the cancellation");
+		const stub = await sessionObject(transport.sessionId ?? "");
+		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.requests.size)).toBe(0);
+		await client.close();
+	});
+
+	it("URL-mode elicitation reaches the client, and its completion notification follows on the call's stream", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta] });
+		const completed: string[] = [];
+		const { client } = await connectClient("/mcp", key, {
+			capabilities: { elicitation: { form: {}, url: {} } },
+			setup: (peer: Client) => {
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+					expect(request.params).toMatchObject({ mode: "url", url: "https://consent.example/delta" });
+					return { action: "accept" };
+				});
+				peer.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+					completed.push(notification.params.elicitationId);
+				});
+			},
+		});
+		const result = await client.callTool({ name: `${delta}__ask_url`, arguments: {} }, CallToolResultSchema);
+		expect(result.content).toEqual([{ type: "text", text: "delta url accept" }]);
+		await eventually(async () => completed.length === 1, "the completion notification");
+		expect(completed).toEqual(["delta-consent"]);
+		await client.close();
 	});
 });

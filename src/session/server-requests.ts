@@ -31,7 +31,7 @@ export interface ForMember {
  * roots, ping). Each reaches the client under an id the gateway mints (128
  * random bits, so it cannot be guessed or forged, and two members' ids never
  * collide); the client's answer goes back to that member under the member's
- * own id. Bounded per session, and forgotten when the call they belong to
+ * own id. Bounded per member, and forgotten when the call they belong to
  * ends, when they expire, or when the session ends.
  */
 export class ServerRequests {
@@ -44,13 +44,16 @@ export class ServerRequests {
 	}
 
 	/**
-	 * The member's request as the client gets it, or null when the session
-	 * already has its maximum of pending requests (the member is then answered
-	 * with an error by the caller).
+	 * The member's request as the client gets it, or null when the member
+	 * already has its maximum of pending requests in this session (the member
+	 * is then answered with an error by the caller).
 	 */
 	toClient(server: string, request: JSONRPCRequest, call: string | null): JSONRPCRequest | null {
 		this.expire();
-		if (this.pending.size >= this.options.max) return null;
+		// Bounded per member, so a member flooding the client does not crowd out the others.
+		let own = 0;
+		for (const pending of this.pending.values()) if (pending.server === server) own++;
+		if (own >= this.options.max) return null;
 		const minted = `gw-${randomToken(16)}`;
 		const meta = request.params?._meta;
 		const progressToken = meta?.progressToken;
