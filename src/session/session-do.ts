@@ -6,6 +6,7 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import type { ReplyIsolation } from "../mcp/sse-relay.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
+import { ActivityMeter } from "./activity-meter.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
@@ -58,6 +59,8 @@ export class SessionDO extends DurableObject<Env> {
 	clock: Clock = systemClock;
 	/** Swapped for timers fired by hand in tests. */
 	timers: Timers = systemTimers;
+	/** How long this object has been kept active (see ActivityMeter): every RPC entry and stream it returns. */
+	private readonly activity = new ActivityMeter(() => this.clock);
 	/** Swapped for counting or gated registries in tests. */
 	registry: RegistryClient;
 	readonly store: SessionStore;
@@ -181,6 +184,7 @@ export class SessionDO extends DurableObject<Env> {
 	 * stored.
 	 */
 	async open(input: OpenSessionInput): Promise<OpenSessionResult> {
+		const leave = this.activity.enter();
 		try {
 			// A fresh session ID has 192 random bits, so its Durable Object is new: no storage read
 			// is needed to know it holds nothing. An instance already holding a session refuses.
@@ -199,120 +203,150 @@ export class SessionDO extends DurableObject<Env> {
 				opened: false,
 				reply: { jsonrpc: "2.0", id: input.request.id, error: asGatewayError(error).toJsonRpcError() },
 			};
+		} finally {
+			leave();
 		}
 	}
 
 	/** Forwards one client message (request, notification or response) into the session. */
 	async post(scope: SessionScope, input: SessionMessage): Promise<Response> {
-		const binding = await this.authorize(scope);
-		if (!binding) return notFound();
-		// The gateway already completed the upstream handshake when the session opened.
-		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
-			return new Response(null, { status: 202 });
-		}
-		if (input.kind === "request" && this.lifecycle.inFlight >= MAX_IN_FLIGHT) {
-			return new GatewayError(
-				"too_many_in_flight",
-				`Too Many Requests: this session already has ${MAX_IN_FLIGHT} requests running; wait for some to finish.`,
-			).toResponse(input.message.id);
-		}
-		this.lifecycle.begin();
-		const done = once(() => this.lifecycle.finish());
+		const leave = this.activity.enter();
 		try {
-			if (!(await this.lifecycle.recheckIfDue(binding))) {
-				done();
-				return notFound();
+			const binding = await this.authorize(scope);
+			if (!binding) return notFound();
+			// The gateway already completed the upstream handshake when the session opened.
+			if (input.kind === "notification" && input.message.method === "notifications/initialized") {
+				return new Response(null, { status: 202 });
 			}
-			const current = this.binding ?? binding;
-			if (current.mode === "transparent") {
-				const member = this.members.sole(current);
-				if (input.kind === "request") return await this.calls.request(member, input.message, done);
-				const accepted = await this.calls.notify(member, input.message);
-				done();
-				return accepted;
+			if (input.kind === "request" && this.lifecycle.inFlight >= MAX_IN_FLIGHT) {
+				return new GatewayError(
+					"too_many_in_flight",
+					`Too Many Requests: this session already has ${MAX_IN_FLIGHT} requests running; wait for some to finish.`,
+				).toResponse(input.message.id);
 			}
-			if (input.kind === "request") return await this.router.handle(input.message, done);
-			if (input.kind === "notification") await this.router.notify(input.message);
-			done();
-			return new Response(null, { status: 202 });
-		} catch (error) {
-			done();
-			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
+			this.lifecycle.begin();
+			// A streamed reply keeps the object active until it has ended.
+			const replying = this.activity.enter();
+			const done = once(() => {
+				this.lifecycle.finish();
+				replying();
+			});
+			try {
+				if (!(await this.lifecycle.recheckIfDue(binding))) {
+					done();
+					return notFound();
+				}
+				const current = this.binding ?? binding;
+				if (current.mode === "transparent") {
+					const member = this.members.sole(current);
+					if (input.kind === "request") return await this.calls.request(member, input.message, done);
+					const accepted = await this.calls.notify(member, input.message);
+					done();
+					return accepted;
+				}
+				if (input.kind === "request") return await this.router.handle(input.message, done);
+				if (input.kind === "notification") await this.router.notify(input.message);
+				done();
+				return new Response(null, { status: 202 });
+			} catch (error) {
+				done();
+				return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
+			}
+		} finally {
+			leave();
 		}
 	}
 
 	/** Proxies the upstream's GET stream of server-initiated messages (transparent sessions). */
 	async stream(scope: SessionScope, lastEventId: string | null): Promise<Response> {
-		const binding = await this.authorize(scope);
-		if (!binding) return notFound();
-		if (binding.mode === "aggregate") return this.aggregateStream(binding);
-		// A listening stream is not a call: it does not hold expiry off, and it ends with the session.
-		this.lifecycle.touch();
-		const listening = new AbortController();
-		this.listeners.push(listening);
-		// A client holds at most MAX_CLIENT_STREAMS streams: opening one more ends the oldest.
-		while (this.listeners.length > MAX_CLIENT_STREAMS) this.listeners.shift()?.abort();
-		const done = once(() => {
-			const index = this.listeners.indexOf(listening);
-			if (index !== -1) this.listeners.splice(index, 1);
-			this.lifecycle.touch();
-			this.lifecycle.watchWhileBusy();
-		});
+		const leave = this.activity.enter();
 		try {
-			if (!(await this.lifecycle.recheckIfDue(binding))) {
+			const binding = await this.authorize(scope);
+			if (!binding) return notFound();
+			if (binding.mode === "aggregate") return await this.aggregateStream(binding);
+			// A listening stream is not a call: it does not hold expiry off, and it ends with the session.
+			this.lifecycle.touch();
+			const listening = new AbortController();
+			this.listeners.push(listening);
+			// A client holds at most MAX_CLIENT_STREAMS streams: opening one more ends the oldest.
+			while (this.listeners.length > MAX_CLIENT_STREAMS) this.listeners.shift()?.abort();
+			// The relayed stream keeps the object active until it has ended.
+			const relaying = this.activity.enter();
+			const done = once(() => {
+				relaying();
+				const index = this.listeners.indexOf(listening);
+				if (index !== -1) this.listeners.splice(index, 1);
+				this.lifecycle.touch();
+				this.lifecycle.watchWhileBusy();
+			});
+			try {
+				if (!(await this.lifecycle.recheckIfDue(binding))) {
+					done();
+					return notFound();
+				}
+				this.lifecycle.watchWhileBusy();
+				const member = this.members.sole(this.binding ?? binding);
+				const connection = this.pool.connection(member);
+				let session = await this.members.session(member);
+				let upstream = await connection.openStream(session, lastEventId, listening.signal);
+				if (upstream.status === 404 && session.sessionId !== null) {
+					// The upstream session expired: retire it and listen on a fresh one.
+					await upstream.body?.cancel();
+					await this.members.retire(member, session);
+					session = await this.members.session(member);
+					upstream = await connection.openStream(session, null, listening.signal);
+				}
+				if (upstream.status === 405) {
+					await upstream.body?.cancel();
+					done();
+					return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
+				}
+				if (!upstream.ok || !upstream.body) {
+					await upstream.body?.cancel();
+					throw connection.statusError(upstream.status, "its event stream");
+				}
+				// The upstream dropping its event stream is an ordinary end for the client,
+				// which reconnects with Last-Event-ID: close cleanly instead of failing.
+				return passThrough(
+					upstream,
+					withCompletion(upstream.body, done, () => new Uint8Array(0)),
+				);
+			} catch (error) {
 				done();
-				return notFound();
+				return renderHttpFailure(error);
 			}
-			this.lifecycle.watchWhileBusy();
-			const member = this.members.sole(this.binding ?? binding);
-			const connection = this.pool.connection(member);
-			let session = await this.members.session(member);
-			let upstream = await connection.openStream(session, lastEventId, listening.signal);
-			if (upstream.status === 404 && session.sessionId !== null) {
-				// The upstream session expired: retire it and listen on a fresh one.
-				await upstream.body?.cancel();
-				await this.members.retire(member, session);
-				session = await this.members.session(member);
-				upstream = await connection.openStream(session, null, listening.signal);
-			}
-			if (upstream.status === 405) {
-				await upstream.body?.cancel();
-				done();
-				return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
-			}
-			if (!upstream.ok || !upstream.body) {
-				await upstream.body?.cancel();
-				throw connection.statusError(upstream.status, "its event stream");
-			}
-			// The upstream dropping its event stream is an ordinary end for the client,
-			// which reconnects with Last-Event-ID: close cleanly instead of failing.
-			return passThrough(
-				upstream,
-				withCompletion(upstream.body, done, () => new Uint8Array(0)),
-			);
-		} catch (error) {
-			done();
-			return renderHttpFailure(error);
+		} finally {
+			leave();
 		}
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
 	async end(scope: SessionScope): Promise<Response> {
-		const binding = await this.authorize(scope);
-		if (!binding) return notFound();
-		await this.terminate(binding, "deleted by the client");
-		return new Response(null, { status: 204 });
+		const leave = this.activity.enter();
+		try {
+			const binding = await this.authorize(scope);
+			if (!binding) return notFound();
+			await this.terminate(binding, "deleted by the client");
+			return new Response(null, { status: 204 });
+		} finally {
+			leave();
+		}
 	}
 
 	/** Idle expiry, the unverified limit and the maximum age (see SessionLifecycle.alarm). */
 	override async alarm(): Promise<void> {
-		const binding = await this.load();
-		if (binding) await this.lifecycle.alarm(binding);
+		const leave = this.activity.enter();
+		try {
+			const binding = await this.load();
+			if (binding) await this.lifecycle.alarm(binding);
+		} finally {
+			leave();
+		}
 	}
 
 	/**
 	 * What this session has cost so far, since this instance started: storage
-	 * operations, registry reads and upstream requests (benchmarks, operators).
+	 * operations, registry reads, upstream requests and active time (benchmarks, operators).
 	 */
 	stats(): SessionStats {
 		return {
@@ -322,6 +356,7 @@ export class SessionDO extends DurableObject<Env> {
 			kvReads: this.registry.kvReads,
 			upstreamRequests: this.pool.requests,
 			inFlight: this.lifecycle.inFlight,
+			activeMs: this.activity.activeMs,
 		};
 	}
 
@@ -343,8 +378,11 @@ export class SessionDO extends DurableObject<Env> {
 	private async aggregateStream(binding: SessionBinding): Promise<Response> {
 		this.lifecycle.touch();
 		if (!(await this.lifecycle.recheckIfDue(binding))) return notFound();
+		// The client's stream keeps the object active until it has ended.
+		const listening = this.activity.enter();
 		const body = this.channel.connect(
 			once(() => {
+				listening();
 				this.lifecycle.touch();
 				if (!this.channel.open) this.watch.stop();
 				this.lifecycle.watchWhileBusy();
@@ -436,4 +474,6 @@ export interface SessionStats {
 	kvReads: number;
 	upstreamRequests: number;
 	inFlight: number;
+	/** Wall time this object was kept active by the session's requests and open streams (what Cloudflare bills). */
+	activeMs: number;
 }
