@@ -57,6 +57,16 @@ export interface CostWindow {
 	upstreamRequests: number;
 }
 
+/** A client that opened its session's GET stream and only listened (session-stats activeMs). */
+export interface IdleWindow {
+	/** From opening the GET stream to closing it. */
+	listenedMs: number;
+	/** The session's Durable Object active time over that window. */
+	activeMs: number;
+	/** The object was still active a moment after the client had closed the stream. */
+	activeAfterClose: boolean;
+}
+
 /** CPU time of the server side of a target over its throughput calls (from /proc). */
 export interface CpuUse {
 	calls: number;
@@ -108,6 +118,7 @@ export interface BenchResults {
 	progressTotal: Record<TargetId, number[]>;
 	throughput: ThroughputCell[];
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
+	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;
 	setupUpstream: Record<TargetId, UpstreamLog>;
 	bundle: BundleResult;
@@ -168,8 +179,8 @@ function per1000(count: number, calls: number): string {
 	return calls > 0 ? ((count * 1000) / calls).toFixed(2) : "n/a";
 }
 
-function seconds(msValue: number): string {
-	return `${(msValue / 1000).toFixed(1)} s`;
+function seconds(msValue: number, digits = 1): string {
+	return `${(msValue / 1000).toFixed(digits)} s`;
 }
 
 /** Allowed count for "at most one per interval elapsed": ceil(elapsed / interval), at least 1. */
@@ -400,6 +411,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 	}
 	push("");
 
+	push(...idleSection(results));
 	push(...stagesSection(results));
 
 	push("## Bundle", "");
@@ -450,6 +462,52 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"",
 	);
 	return lines.join("\n");
+}
+
+/** How long a client that only listens keeps its session's Durable Object active. */
+function idleSection(results: BenchResults): string[] {
+	const lines = [
+		"## Idle listener",
+		"",
+		"Cloudflare bills a Durable Object's wall time while it is active: while a request to it is being handled,",
+		"including while a streamed body it returned is still open, and while it waits on its own outgoing requests.",
+		`Here a client opens a session (raw HTTP), opens its GET stream, only listens for ${seconds(results.idle.server.listenedMs)}`,
+		"and closes it; nothing else is sent in the session. From `activeMs` of `GET /admin/session-stats`, read before the",
+		"GET and right after the close, scaled to one idle session-minute; both endpoints at once, alongside the busy sessions.",
+		"",
+		`Goal: < ${seconds(IDLE_GOAL_MS_PER_MINUTE, 0)} of Durable Object active time per idle session-minute.`,
+		"",
+		"| Endpoint | listened | DO active | DO active per idle session-minute | goal | active after the close |",
+		"| --- | ---: | ---: | ---: | --- | --- |",
+	];
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const w = results.idle[endpoint];
+		lines.push(
+			`| ${TARGET_LABELS[endpoint]} | ${seconds(w.listenedMs)} | ${seconds(w.activeMs, 2)} | ${seconds(activeMsPerIdleMinute(w), 2)} | ${idleStatus(w)} | ${w.activeAfterClose ? "**yes**" : "no"} |`,
+		);
+	}
+	if (Object.values(results.idle).some((w) => w.activeAfterClose)) {
+		lines.push(
+			"",
+			"*Active after the close*: a moment after its client had closed the stream the object was still active: the",
+			"close had not reached it (under `wrangler dev` a client's close is not always passed on, and a transparent",
+			"relay learns of it only when the upstream next writes on the stream). The session's DELETE ended it.",
+		);
+	}
+	lines.push("");
+	return lines;
+}
+
+/** The goal for an idle listener: less Durable Object active time than this per idle session-minute. */
+const IDLE_GOAL_MS_PER_MINUTE = 1_000;
+
+/** Active time of the session's Durable Object per minute its client only listened. */
+function activeMsPerIdleMinute(w: IdleWindow): number {
+	return w.listenedMs > 0 ? (w.activeMs * 60_000) / w.listenedMs : Number.NaN;
+}
+
+function idleStatus(w: IdleWindow): string {
+	return activeMsPerIdleMinute(w) < IDLE_GOAL_MS_PER_MINUTE ? MET : NOT_MET;
 }
 
 /** The per-stage microbenchmark of one request's plain code (scripts/bench-stages.ts). */
@@ -594,6 +652,14 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 			target: `KV reads, long-lived session (${endpointName(endpoint)}): ≤ 2 per recheck interval (${m.recheckIntervalS} s)`,
 			figure: `${w.kvReads} reads in ${seconds(w.elapsedMs)} (${((w.kvReads / w.elapsedMs) * 3_600_000).toFixed(1)} per session-hour); allowed ${allowed}`,
 			status: w.kvReads <= allowed ? MET : NOT_MET,
+		});
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const w = results.idle[endpoint];
+		out.push({
+			target: `Durable Object active time of an idle listener (${endpointName(endpoint)}): < ${seconds(IDLE_GOAL_MS_PER_MINUTE, 0)} per idle session-minute`,
+			figure: `${seconds(activeMsPerIdleMinute(w), 2)} per minute (${seconds(w.activeMs, 2)} active while listening ${seconds(w.listenedMs)})`,
+			status: idleStatus(w),
 		});
 	}
 	const bundle = results.bundle;

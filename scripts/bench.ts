@@ -8,9 +8,10 @@
  * --no-bundle` (workerd) on free loopback ports with temporary state and
  * secrets, then measures interleaved rounds of: tools/call latency at
  * concurrency 1, throughput at several concurrencies over one session and over
- * many, session setup, a 64 KiB result and progress streaming. Reads the
- * gateway's own counters (admin session-stats, registry-stats) and the bundle
- * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
+ * many, session setup, a 64 KiB result and progress streaming, then how long
+ * a client that only listens keeps its session's Durable Object active. Reads
+ * the gateway's own counters (admin session-stats, registry-stats) and the
+ * bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
  * plain code (scripts/bench-stages.ts).
  *
@@ -26,6 +27,7 @@ import { performance } from "node:perf_hooks";
 import { gzipSync } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import {
 	type Child,
 	delay,
@@ -42,6 +44,7 @@ import {
 	type CostWindow,
 	type CpuUse,
 	type GatewayEndpoint,
+	type IdleWindow,
 	percentile,
 	rate,
 	renderMarkdown,
@@ -101,6 +104,7 @@ const PLAN = QUICK
 			poolSize: 16,
 			busyCalls: 200,
 			busyMinMs: 0,
+			idleListenMs: 5_000,
 			watchdogMs: 4 * 60_000,
 		}
 	: {
@@ -115,6 +119,7 @@ const PLAN = QUICK
 			busyCalls: 1_000,
 			// Long enough to cross at least one expiry of the edge's API-key cache (10 s).
 			busyMinMs: 12_000,
+			idleListenMs: 30_000,
 			watchdogMs: 15 * 60_000,
 		};
 const CONCURRENCIES = [1, 16, 64];
@@ -128,6 +133,8 @@ const BUSY_CONCURRENCY = 16;
 const CALL_TIMEOUT_MS = 30_000;
 /** Sessions opened at once when filling the pools. */
 const OPEN_PARALLELISM = 8;
+/** How long after an idle listener's close its session's active time is looked at again. */
+const AFTER_CLOSE_PROBE_MS = 300;
 
 /** Quick runs never touch docs/: their report goes to a temporary directory. */
 const OUT_DIR = QUICK ? join(tmpdir(), "mcp-edge-gateway-bench-quick") : join(ROOT, "docs");
@@ -343,6 +350,7 @@ interface SessionStats {
 	kvReads: number;
 	upstreamRequests: number;
 	inFlight: number;
+	activeMs: number;
 }
 
 interface Gateway {
@@ -375,7 +383,11 @@ async function admin<T>(
 function sessionStats(gateway: Gateway, session: Session): Promise<SessionStats> {
 	const id = session.transport.sessionId;
 	if (!id) throw new Error(`${TARGET_LABELS[session.target.id]}: the session has no id`);
-	return admin<SessionStats>(gateway, "GET", "/session-stats", undefined, { "mcp-session-id": id });
+	return sessionStatsOf(gateway, id);
+}
+
+function sessionStatsOf(gateway: Gateway, sessionId: string): Promise<SessionStats> {
+	return admin<SessionStats>(gateway, "GET", "/session-stats", undefined, { "mcp-session-id": sessionId });
 }
 
 async function registryReads(gateway: Gateway): Promise<number> {
@@ -449,6 +461,103 @@ function costWindow(before: CostMark, after: CostMark, registryReadsAll: number 
 		registryReadsAll,
 		upstreamRequests: after.stats.upstreamRequests - before.stats.upstreamRequests,
 	};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Idle listener
+
+/**
+ * A client that opens a session, opens its GET stream and then only listens
+ * for `windowMs` before closing it: how long the session's Durable Object was
+ * active meanwhile (session-stats activeMs, read before the GET and right
+ * after the close), and whether it still was a moment after the close. Raw
+ * HTTP, not the SDK client, which opens (and reopens) its own GET stream.
+ */
+async function idleListener(gateway: Gateway, target: Target, windowMs: number): Promise<IdleWindow> {
+	const label = TARGET_LABELS[target.id];
+	const send = async (init: RequestInit & { headers: Record<string, string> }, expected: number) => {
+		const response = await fetch(target.url, {
+			...init,
+			headers: { ...target.headers, ...init.headers },
+			signal: init.signal ?? AbortSignal.timeout(CALL_TIMEOUT_MS),
+		});
+		if (response.status !== expected) {
+			throw new Error(
+				`${label}: idle listener's ${init.method ?? "GET"} answered ${response.status}: ${(await response.text()).slice(0, 300)}`,
+			);
+		}
+		return response;
+	};
+	const posting = { accept: "application/json, text/event-stream", "content-type": "application/json" };
+	const initialize = await send(
+		{
+			method: "POST",
+			headers: posting,
+			body: JSON.stringify({
+				jsonrpc: "2.0",
+				id: 1,
+				method: "initialize",
+				params: {
+					protocolVersion: LATEST_PROTOCOL_VERSION,
+					capabilities: {},
+					clientInfo: { name: "mcp-edge-bench-listener", version: "1.0.0" },
+				},
+			}),
+		},
+		200,
+	);
+	await initialize.text();
+	const sessionId = initialize.headers.get("mcp-session-id");
+	if (!sessionId) throw new Error(`${label}: initialize gave no session id`);
+	const inSession = { "mcp-session-id": sessionId, "mcp-protocol-version": LATEST_PROTOCOL_VERSION };
+	const initialized = await send(
+		{
+			method: "POST",
+			headers: { ...posting, ...inSession },
+			body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+		},
+		202,
+	);
+	await initialized.body?.cancel();
+
+	const before = await sessionStatsOf(gateway, sessionId);
+	const opened = performance.now();
+	const stream = await send(
+		{
+			headers: { ...inSession, accept: "text/event-stream" },
+			signal: AbortSignal.timeout(windowMs + CALL_TIMEOUT_MS),
+		},
+		200,
+	);
+	await delay(windowMs - (performance.now() - opened));
+	await stream.body?.cancel();
+	const listenedMs = performance.now() - opened;
+	const atClose = await sessionStatsOf(gateway, sessionId);
+	await delay(AFTER_CLOSE_PROBE_MS);
+	const later = await sessionStatsOf(gateway, sessionId);
+
+	const ended = await send({ method: "DELETE", headers: inSession }, 204);
+	await ended.body?.cancel();
+	return {
+		listenedMs,
+		activeMs: atClose.activeMs - before.activeMs,
+		activeAfterClose: later.activeMs - atClose.activeMs > AFTER_CLOSE_PROBE_MS / 2,
+	};
+}
+
+/** An idle listener on each of the gateway's endpoints, at once. */
+async function idleListeners(
+	gateway: Gateway,
+	targets: Record<TargetId, Target>,
+	windowMs: number,
+): Promise<Record<GatewayEndpoint, IdleWindow>> {
+	const idle = {} as Record<GatewayEndpoint, IdleWindow>;
+	await Promise.all(
+		(["server", "aggregate"] as const).map(async (endpoint) => {
+			idle[endpoint] = await idleListener(gateway, targets[endpoint], windowMs);
+		}),
+	);
+	return idle;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -763,6 +872,11 @@ async function main(): Promise<void> {
 	};
 
 	log(
+		`idle listener: a session per endpoint that only listens on its GET stream for ${PLAN.idleListenMs / 1000} s, alongside the busy sessions...`,
+	);
+	// A listener costs the machine next to nothing and its figure is wall time, so it runs alongside.
+	const idleRun = idleListeners(gateway, targets, PLAN.idleListenMs);
+	log(
 		`cost of a busy session: ${PLAN.busyCalls} calls (and at least ${PLAN.busyMinMs / 1000} s) at concurrency ${BUSY_CONCURRENCY}...`,
 	);
 	const busy = {} as Record<GatewayEndpoint, CostWindow>;
@@ -786,6 +900,8 @@ async function main(): Promise<void> {
 		busy[endpoint] = costWindow(before, after, await registry.stop());
 		await closeSession(session, true);
 	}
+
+	const idle = await idleRun;
 
 	for (const [key, seen] of clientErrors) {
 		warn(`client error outside a call (${seen.count}×, at +${seen.first}…+${seen.last} s): ${key}`);
@@ -826,6 +942,7 @@ async function main(): Promise<void> {
 		progressTotal,
 		throughput: cells,
 		costs: { busy, longRun },
+		idle,
 		cpu: cpuSupported ? cpu : null,
 		setupUpstream: setupLog,
 		bundle,

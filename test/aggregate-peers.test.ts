@@ -11,16 +11,7 @@ import {
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import {
-	connectClient,
-	createKey,
-	gatewayFetch,
-	mcpHeaders,
-	messagesOf,
-	openSession,
-	readReply,
-	rpc,
-} from "./support/gateway.ts";
+import { connectClient, createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
 import { sessionObject } from "./support/session-object.ts";
 import { registerServer, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
@@ -138,7 +129,7 @@ describe("aggregate endpoints are full MCP peers", () => {
 	});
 
 	it("a member's log message reaches the client labelled with the member, and the client's roots change reaches every member", async () => {
-		const { delta, epsilon, text, client } = await peerClient();
+		const { epsilon, text, client } = await peerClient();
 		const logged: Array<{ logger?: string; data: unknown }> = [];
 		client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
 			logged.push({ logger: notification.params.logger, data: notification.params.data });

@@ -202,8 +202,8 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 
 	/**
 	 * What one session has cost so far (storage operations, registry reads,
-	 * upstream requests). The session ID is sent in a header, as clients do,
-	 * and only its digest is used.
+	 * upstream requests, the wall time its Durable Object was kept active). The
+	 * session ID is sent in a header, as clients do, and only its digest is used.
 	 */
 	admin.get("/session-stats", async (c) => {
 		const sessionId = c.req.header("mcp-session-id");

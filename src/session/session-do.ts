@@ -5,6 +5,7 @@ import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
+import { ActivityMeter } from "./activity-meter.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
 import { type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
@@ -52,6 +53,8 @@ export class SessionDO extends DurableObject<Env> {
 	clock: Clock = systemClock;
 	/** Swapped for timers fired by hand in tests. */
 	timers: Timers = systemTimers;
+	/** How long this object has been kept active (see ActivityMeter): every RPC, and each reply it streams. */
+	private readonly activity = new ActivityMeter(() => this.clock);
 	/** Swapped for counting or gated registries in tests. */
 	registry: RegistryClient;
 	readonly store: SessionStore;
@@ -172,6 +175,10 @@ export class SessionDO extends DurableObject<Env> {
 	 * stored.
 	 */
 	async open(input: OpenSessionInput): Promise<OpenSessionResult> {
+		return this.metered(() => this.opening(input));
+	}
+
+	private async opening(input: OpenSessionInput): Promise<OpenSessionResult> {
 		try {
 			// A fresh session ID has 192 random bits, so its Durable Object is new: no storage read
 			// is needed to know it holds nothing. An instance already holding a session refuses.
@@ -196,6 +203,10 @@ export class SessionDO extends DurableObject<Env> {
 
 	/** Forwards one client message (request, notification or response) into the session. */
 	async post(scope: SessionScope, input: SessionMessage): Promise<Response> {
+		return this.metered(() => this.posting(scope, input));
+	}
+
+	private async posting(scope: SessionScope, input: SessionMessage): Promise<Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
 		// The gateway already completed the upstream handshake when the session opened.
@@ -209,7 +220,12 @@ export class SessionDO extends DurableObject<Env> {
 			).toResponse(input.message.id);
 		}
 		this.lifecycle.begin();
-		const done = once(() => this.lifecycle.finish());
+		// A call keeps the object active until its reply has ended, connected client or not.
+		const calling = this.activity.enter();
+		const done = once(() => {
+			this.lifecycle.finish();
+			calling();
+		});
 		try {
 			if (!(await this.lifecycle.recheckIfDue(binding))) {
 				done();
@@ -240,6 +256,10 @@ export class SessionDO extends DurableObject<Env> {
 	 * that only listens keeps this object busy for milliseconds, not minutes.
 	 */
 	async listen(scope: SessionScope, lastEventId: string | null): Promise<ListenPlan | Response> {
+		return this.metered(() => this.planListening(scope, lastEventId));
+	}
+
+	private async planListening(scope: SessionScope, lastEventId: string | null): Promise<ListenPlan | Response> {
 		const binding = await this.authorize(scope);
 		if (!binding) return notFound();
 		// Listening is not a call: it does not hold expiry off, but each window counts as activity.
@@ -257,8 +277,10 @@ export class SessionDO extends DurableObject<Env> {
 	 * the frames for the client (null: that stream is over here).
 	 */
 	async listenEvents(scope: SessionScope, stream: string, events: ListenEvent[]): Promise<ListenFrames> {
-		if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
-		return this.listening.events(stream, events);
+		return this.metered(async () => {
+			if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
+			return this.listening.events(stream, events);
+		});
 	}
 
 	/**
@@ -268,36 +290,44 @@ export class SessionDO extends DurableObject<Env> {
 	 * a recheck was due, and a revoked session ends now, not at the client's return.
 	 */
 	async listenCollect(scope: SessionScope, stream: string | null, windowEnd = false): Promise<ListenFrames> {
-		const binding = await this.authorize(scope);
-		if (!binding || (windowEnd && !(await this.lifecycle.recheckIfDue(binding)))) {
-			return { frames: null, refreshing: false };
-		}
-		return stream === null ? { frames: "", refreshing: false } : this.listening.collect(stream);
+		return this.metered(async () => {
+			const binding = await this.authorize(scope);
+			if (!binding || (windowEnd && !(await this.lifecycle.recheckIfDue(binding)))) {
+				return { frames: null, refreshing: false };
+			}
+			return stream === null ? { frames: "", refreshing: false } : this.listening.collect(stream);
+		});
 	}
 
 	/** A member's GET stream found its upstream session gone (404): it is retired and reopened on next use. */
 	async listenExpired(scope: SessionScope, server: string, sessionId: string | null): Promise<void> {
-		const binding = await this.authorize(scope);
-		if (binding) await this.listening.expired(binding, server, sessionId);
+		return this.metered(async () => {
+			const binding = await this.authorize(scope);
+			if (binding) await this.listening.expired(binding, server, sessionId);
+		});
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
 	async end(scope: SessionScope): Promise<Response> {
-		const binding = await this.authorize(scope);
-		if (!binding) return notFound();
-		await this.terminate(binding, "deleted by the client");
-		return new Response(null, { status: 204 });
+		return this.metered(async () => {
+			const binding = await this.authorize(scope);
+			if (!binding) return notFound();
+			await this.terminate(binding, "deleted by the client");
+			return new Response(null, { status: 204 });
+		});
 	}
 
 	/** Idle expiry, the unverified limit and the maximum age (see SessionLifecycle.alarm). */
 	override async alarm(): Promise<void> {
-		const binding = await this.load();
-		if (binding) await this.lifecycle.alarm(binding);
+		return this.metered(async () => {
+			const binding = await this.load();
+			if (binding) await this.lifecycle.alarm(binding);
+		});
 	}
 
 	/**
 	 * What this session has cost so far, since this instance started: storage
-	 * operations, registry reads and upstream requests (benchmarks, operators).
+	 * operations, registry reads, upstream requests and active time (benchmarks, operators).
 	 */
 	stats(): SessionStats {
 		return {
@@ -307,6 +337,8 @@ export class SessionDO extends DurableObject<Env> {
 			kvReads: this.registry.kvReads,
 			upstreamRequests: this.pool.requests,
 			inFlight: this.lifecycle.inFlight,
+			eventBufferWrites: this.buffer.writes,
+			activeMs: this.activity.activeMs,
 		};
 	}
 
@@ -354,6 +386,16 @@ export class SessionDO extends DurableObject<Env> {
 			// A member that does not offer this list has an empty one.
 			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
 			throw error;
+		}
+	}
+
+	/** Runs one RPC's work with the object counted as active meanwhile. */
+	private async metered<T>(work: () => Promise<T>): Promise<T> {
+		const leave = this.activity.enter();
+		try {
+			return await work();
+		} finally {
+			leave();
 		}
 	}
 
@@ -415,4 +457,8 @@ export interface SessionStats {
 	kvReads: number;
 	upstreamRequests: number;
 	inFlight: number;
+	/** Storage writes of the event buffer (stream events kept for resumption, and their pruning). */
+	eventBufferWrites: number;
+	/** Wall time this object was kept active (an RPC running, or a call's reply being read). */
+	activeMs: number;
 }
