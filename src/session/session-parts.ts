@@ -1,0 +1,207 @@
+import type { Settings } from "../config.ts";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { AggregateRouter } from "./aggregate-router.ts";
+import type { Member, SessionBinding } from "./binding.ts";
+import { Breaker } from "./breaker.ts";
+import { Catalog } from "./catalog.ts";
+import { ClientStreams } from "./client-streams.ts";
+import type { Clock, Timers } from "./clock.ts";
+import { EventBuffer } from "./event-buffer.ts";
+import { Listening, SSE_HEADERS } from "./listening.ts";
+import { MemberSessions } from "./member-sessions.ts";
+import type { RegistryClient } from "./registry-client.ts";
+import { ServerRequests } from "./server-requests.ts";
+import { SessionLifecycle } from "./session-lifecycle.ts";
+import { SessionStore } from "./session-store.ts";
+import { type ReplyRoute, UpstreamCalls } from "./upstream-calls.ts";
+import { UpstreamPool } from "./upstream-pool.ts";
+
+/** The concerns a SessionDO is made of, each in its own module. */
+export interface SessionParts {
+	readonly settings: Settings;
+	/** The binding in storage, and the alarm (counted). */
+	readonly store: SessionStore;
+	/** Activity, idle expiry, rechecks with the registry, maximum age. */
+	readonly lifecycle: SessionLifecycle;
+	/** Connections to the members. */
+	readonly pool: UpstreamPool;
+	/** Upstream sessions: opened on need, retired once, reopened on a new configuration. */
+	readonly members: MemberSessions;
+	/** Reconnect backoff and circuit breaker per member. */
+	readonly breaker: Breaker;
+	/** Forwarded requests, at most once, with their failures answered exactly. */
+	readonly calls: UpstreamCalls;
+	/** Members' lists, single-flight and generation-fenced. */
+	readonly catalog: Catalog;
+	/** Aggregate endpoints: lists, routing, member notifications. */
+	readonly router: AggregateRouter;
+	/** The session's recent stream events, for resumption. */
+	readonly buffer: EventBuffer;
+	/** The session's SSE streams to its client (aggregate sessions). */
+	readonly streams: ClientStreams;
+	/** Members' requests to the client waiting for its answers (aggregate sessions). */
+	readonly requests: ServerRequests;
+	/** Listening windows the edge Worker carries. */
+	readonly listening: Listening;
+}
+
+/** What the parts need from the Durable Object that holds them. */
+export interface PartsHost {
+	readonly ctx: DurableObjectState;
+	readonly env: Env;
+	readonly settings: Settings;
+	/** The object's swappable clock, timers and registry (tests replace them). */
+	clock(): Clock;
+	timers(): Timers;
+	registry(): RegistryClient;
+	/** The binding: undefined while not loaded, null once the session is gone. */
+	current(): SessionBinding | null | undefined;
+	replace(binding: SessionBinding): void;
+	/** Ends the session (see SessionDO.terminate). */
+	end(binding: SessionBinding, reason: string): Promise<void>;
+	/** The last running request ended. */
+	drained(): void;
+}
+
+/**
+ * Builds a session's parts and wires them to each other. Wiring lives here,
+ * so the Durable Object itself is only its RPC surface and its end.
+ */
+export function sessionParts(host: PartsHost): SessionParts {
+	const { ctx, env, settings } = host;
+	const store = new SessionStore(ctx.storage);
+	const pool = new UpstreamPool(env, settings);
+	const breaker = new Breaker(host.clock);
+	const buffer = new EventBuffer(ctx.storage, settings.eventBuffer, host.clock);
+	const streams = new ClientStreams(buffer, {
+		retryMs: settings.sseRetryMs,
+		primes: () => primingExpected(host.current()?.protocolVersion),
+	});
+	const requests = new ServerRequests({
+		max: settings.maxPendingClientRequests,
+		ttlMs: settings.upstreamTimeoutMs,
+		clock: host.clock,
+	});
+	const state = { current: host.current, replace: host.replace };
+	const aggregate = () => host.current()?.mode === "aggregate";
+
+	const catalog = new Catalog((server, kind) => fetchList(server, kind));
+	const lifecycle = new SessionLifecycle({
+		...state,
+		settings,
+		store,
+		clock: host.clock,
+		timers: host.timers,
+		registry: host.registry,
+		end: host.end,
+		configChanged: (changed) => members.configChanged(changed),
+		drained: host.drained,
+	});
+	const members: MemberSessions = new MemberSessions({
+		...state,
+		store,
+		pool,
+		catalog,
+		breaker,
+		waitUntil: (promise) => ctx.waitUntil(promise),
+		// A member's configuration changed: nothing of the session keeps talking to its old URL
+		// (listening windows end by the next recheck, and resume on the new configuration).
+		memberReset: (server) => {
+			if (aggregate()) router.memberReset(server);
+			else catalog.forget(server);
+		},
+	});
+	const calls = new UpstreamCalls({
+		breaker,
+		connection: (member) => pool.connection(member),
+		session: (member) => members.session(member),
+		retire: (member, session) => members.retire(member, session),
+		isReadOnlyTool: async (member, name) =>
+			(await catalog.get(member.name, "tools")).some(
+				(tool) => tool.name === name && tool.annotations?.readOnlyHint === true,
+			),
+		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
+	});
+	const router: AggregateRouter = new AggregateRouter({
+		members: () => host.current()?.members.map((member) => member.name) ?? [],
+		catalog,
+		forward: (server, message, done) => calls.request(members.member(server), message, done),
+		notify: async (server, message) => {
+			await calls.notify(members.member(server), message);
+		},
+		requests,
+		request: async (server, method, params) => {
+			const member = members.member(server);
+			return pool.connection(member).request(await members.session(member), method, params);
+		},
+		emit: (message) => streams.listening()?.send(message),
+	});
+	const listening = new Listening({
+		settings,
+		streams,
+		router,
+		members,
+		current: host.current,
+		untilRecheck: (binding) => lifecycle.untilRecheck(binding),
+	});
+
+	/**
+	 * How an aggregate member's reply reaches the client: on a resumable
+	 * stream of its own, carrying the response, the member's progress and log
+	 * messages, and its requests to the client under gateway-minted ids.
+	 */
+	function replyRoute(member: Member): ReplyRoute {
+		return {
+			open: async () => {
+				const stream = await streams.open("p");
+				const response = new Response(stream.connect(streams.priming(stream)), { headers: SSE_HEADERS });
+				return { stream, response };
+			},
+			route: (message, stream) => router.memberMessage(member.name, message, stream.id),
+			reading: (task, stream) => {
+				// The call goes on if the client's connection drops: its result waits in the buffer.
+				ctx.waitUntil(task.finally(() => requests.callEnded(stream.id)));
+			},
+		};
+	}
+
+	/**
+	 * Fetches a whole list from a member. list_changed notifications seen on
+	 * the way go through the router (invalidation and refresh).
+	 */
+	async function fetchList<K extends ListKind>(server: string, kind: K): Promise<Array<ListItems[K]>> {
+		const member = members.member(server);
+		try {
+			return await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
+				router.memberNotification(server, notification);
+			});
+		} catch (error) {
+			// A member that does not offer this list has an empty one.
+			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
+			throw error;
+		}
+	}
+
+	return {
+		settings,
+		store,
+		lifecycle,
+		pool,
+		members,
+		breaker,
+		calls,
+		catalog,
+		router,
+		buffer,
+		streams,
+		requests,
+		listening,
+	};
+}
+
+/** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */
+function primingExpected(version: string | undefined): boolean {
+	return version !== undefined && version >= "2025-11-25";
+}
