@@ -1,24 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { relaySse } from "../src/mcp/sse-relay.ts";
-
-const encoder = new TextEncoder();
-
-/** A body that yields the given chunks, then ends or fails. */
-function body(chunks: string[], fail = false): ReadableStream<Uint8Array> {
-	let i = 0;
-	return new ReadableStream({
-		pull(controller) {
-			const chunk = chunks[i++];
-			if (chunk !== undefined) controller.enqueue(encoder.encode(chunk));
-			else if (fail) controller.error(new Error("connection lost"));
-			else controller.close();
-		},
-	});
-}
+import { chunkedBody } from "./support/bodies.ts";
 
 async function relay(chunks: string[], options: { fail?: boolean; max?: number } = {}) {
 	let done = 0;
-	const stream = relaySse(body(chunks, options.fail), {
+	const stream = relaySse(chunkedBody(chunks, options.fail), {
 		requestId: 7,
 		maxEventBytes: options.max ?? 1_000_000,
 		onIncomplete: (error) => ({

@@ -2,6 +2,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { relaySse } from "../src/mcp/sse-relay.ts";
+import { chunkedBody } from "./support/bodies.ts";
 import {
 	admin,
 	connectClient,
@@ -120,24 +121,10 @@ describe("the gateway's own reasons still end a resumable reply with an error", 
 	});
 });
 
-/** A body that yields the given chunks, then ends or fails. */
-function body(chunks: string[], fail = false): ReadableStream<Uint8Array> {
-	const encoder = new TextEncoder();
-	let i = 0;
-	return new ReadableStream({
-		pull(controller) {
-			const chunk = chunks[i++];
-			if (chunk !== undefined) controller.enqueue(encoder.encode(chunk));
-			else if (fail) controller.error(new Error("connection lost"));
-			else controller.close();
-		},
-	});
-}
-
 /** Relays `chunks` with both ways of ending early told apart: "incomplete" or "resumable", and how it ended. */
 async function relayEnding(chunks: string[], options: { fail?: boolean } = {}) {
 	const endings: string[] = [];
-	const stream = relaySse(body(chunks, options.fail), {
+	const stream = relaySse(chunkedBody(chunks, options.fail), {
 		requestId: 7,
 		maxEventBytes: 1_000_000,
 		onIncomplete: (error) => {
