@@ -48,6 +48,8 @@ export interface CostWindow {
 	elapsedMs: number;
 	storageReads: number;
 	storageWrites: number;
+	/** Stream events kept for resumption, and their pruning (session-stats eventBufferWrites). */
+	eventBufferWrites: number;
 	/** The session's registry rechecks (session-stats registryReads). */
 	sessionRegistryReads: number;
 	/** The Workers KV reads of those rechecks (session-stats kvReads). */
@@ -385,16 +387,22 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"",
 		`Settings: touch interval ${m.touchIntervalS} s, recheck interval ${m.recheckIntervalS} s, edge key cache ${m.keyCacheTtlS} s (defaults of wrangler.toml).`,
 		"",
-		"| Window | Endpoint | calls | elapsed | storage writes | storage reads | registry rechecks | KV reads | RegistryDO requests, all sources | upstream requests |",
-		"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+		"| Window | Endpoint | calls | elapsed | storage writes | event-buffer writes | storage reads | registry rechecks | KV reads | RegistryDO requests, all sources | upstream requests |",
+		"| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
 	);
 	for (const { name: windowName, endpoint, w } of costWindows(results)) {
 		const all = w.registryReadsAll === null ? "n/a" : `${w.registryReadsAll} (${per1000(w.registryReadsAll, w.calls)})`;
 		push(
-			`| ${windowName} | ${TARGET_LABELS[endpoint]} | ${w.calls.toLocaleString("en-US")} | ${seconds(w.elapsedMs)} | ${w.storageWrites} (${per1000(w.storageWrites, w.calls)}) | ${w.storageReads} (${per1000(w.storageReads, w.calls)}) | ${w.sessionRegistryReads} (${per1000(w.sessionRegistryReads, w.calls)}) | ${w.kvReads} (${per1000(w.kvReads, w.calls)}) | ${all} | ${w.upstreamRequests} (${per1000(w.upstreamRequests, w.calls)}) |`,
+			`| ${windowName} | ${TARGET_LABELS[endpoint]} | ${w.calls.toLocaleString("en-US")} | ${seconds(w.elapsedMs)} | ${w.storageWrites} (${per1000(w.storageWrites, w.calls)}) | ${w.eventBufferWrites} (${per1000(w.eventBufferWrites, w.calls)}) | ${w.storageReads} (${per1000(w.storageReads, w.calls)}) | ${w.sessionRegistryReads} (${per1000(w.sessionRegistryReads, w.calls)}) | ${w.kvReads} (${per1000(w.kvReads, w.calls)}) | ${all} | ${w.upstreamRequests} (${per1000(w.upstreamRequests, w.calls)}) |`,
 		);
 	}
-	push("", "Cells show the count in the window, then (in parentheses) per 1,000 calls.", "");
+	push(
+		"",
+		"Cells show the count in the window, then (in parentheses) per 1,000 calls. Storage writes are the binding's",
+		"and the alarm's; event-buffer writes are the events of aggregate replies kept for resumption (each forwarded",
+		"call's stream, and the pruning of old events), which transparent replies do not need (the upstream keeps its own).",
+		"",
+	);
 	push(
 		"Per session-hour, long-lived session (the window's counts scaled to one hour):",
 		"",
@@ -476,6 +484,9 @@ function idleSection(results: BenchResults): string[] {
 		"GET and right after the close, scaled to one idle session-minute; both endpoints at once, alongside the busy sessions.",
 		"",
 		`Goal: < ${seconds(IDLE_GOAL_MS_PER_MINUTE, 0)} of Durable Object active time per idle session-minute.`,
+		"Before the edge Worker carried listening streams, the object held them: the same measurement gave 59.9 to",
+		"60.0 s per idle minute on both endpoints (see benchmarks-history.md). Now the object plans each listening",
+		"window (at most the time to the next recheck) and is called only when a member has something to say.",
 		"",
 		"| Endpoint | listened | DO active | DO active per idle session-minute | goal | active after the close |",
 		"| --- | ---: | ---: | ---: | --- | --- |",

@@ -350,6 +350,7 @@ interface SessionStats {
 	kvReads: number;
 	upstreamRequests: number;
 	inFlight: number;
+	eventBufferWrites: number;
 	activeMs: number;
 }
 
@@ -456,6 +457,7 @@ function costWindow(before: CostMark, after: CostMark, registryReadsAll: number 
 		elapsedMs: after.at - before.at,
 		storageReads: after.stats.storageReads - before.stats.storageReads,
 		storageWrites: after.stats.storageWrites - before.stats.storageWrites,
+		eventBufferWrites: after.stats.eventBufferWrites - before.stats.eventBufferWrites,
 		sessionRegistryReads: after.stats.registryReads - before.stats.registryReads,
 		kvReads: after.stats.kvReads - before.stats.kvReads,
 		registryReadsAll,

@@ -64,8 +64,10 @@ export class EventBuffer {
 	}
 
 	/**
-	 * Keeps one event (after `ready`). The storage write is not awaited: the
-	 * output gate holds anything the object sends after it until it is durable.
+	 * Keeps one event (after `ready`). The write is neither awaited nor
+	 * allowed to hold the event back (`allowUnconfirmed`): the event itself
+	 * goes to the client at once, and a write lost in a crash costs only the
+	 * resumption of an event the client has most likely already received.
 	 */
 	append(stream: string, seq: number, data: string): void {
 		const events = this.events;
@@ -75,7 +77,9 @@ export class EventBuffer {
 		events.push(event);
 		this.bytes += kept?.length ?? 0;
 		this.writes++;
-		this.storage.put(storageKey(stream, seq), { at: event.at, data: kept }).catch(storageFailed);
+		this.storage
+			.put(storageKey(stream, seq), { at: event.at, data: kept }, { allowUnconfirmed: true })
+			.catch(storageFailed);
 		this.prune(events);
 	}
 
@@ -114,7 +118,7 @@ export class EventBuffer {
 		}
 		for (let i = 0; i < dropped.length; i += 128) {
 			this.writes++;
-			this.storage.delete(dropped.slice(i, i + 128)).catch(storageFailed);
+			this.storage.delete(dropped.slice(i, i + 128), { allowUnconfirmed: true }).catch(storageFailed);
 		}
 	}
 
