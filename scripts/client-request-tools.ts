@@ -6,11 +6,48 @@
  * whose request reached the client and whose answer came back.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Gates } from "./upstream-server.ts";
 
 export function registerClientRequestTools(server: McpServer, name: string, gates: Gates): void {
-	server.server.registerCapabilities({ logging: {} });
+	server.server.registerCapabilities({ logging: {}, resources: { subscribe: true } });
+	const subscribed = new Set<string>();
+	server.server.setRequestHandler(SubscribeRequestSchema, ({ params }) => {
+		subscribed.add(params.uri);
+		return {};
+	});
+	server.server.setRequestHandler(UnsubscribeRequestSchema, ({ params }) => {
+		subscribed.delete(params.uri);
+		return {};
+	});
+	server.registerTool(
+		"touch_resource",
+		{
+			description: "Tells subscribers that a resource changed (outside any request: on the GET stream).",
+			inputSchema: { uri: z.string() },
+		},
+		async ({ uri }) => {
+			if (subscribed.has(uri)) await server.server.sendResourceUpdated({ uri });
+			return text(`${name} ${subscribed.has(uri) ? "told subscribers of" : "has no subscriber for"} ${uri}`);
+		},
+	);
+	server.registerTool(
+		"ask_model_progress",
+		{ description: "Asks the client's model with a progress token; says how much progress the client reported." },
+		async () => {
+			let seen = 0;
+			await server.server.createMessage(
+				{ messages: [{ role: "user", content: { type: "text", text: `slow question from ${name}` } }], maxTokens: 16 },
+				{
+					onprogress: () => {
+						seen++;
+					},
+				},
+			);
+			return text(`${name} saw ${seen} progress`);
+		},
+	);
 	const text = (value: string) => ({ content: [{ type: "text" as const, text: value }] });
 	server.registerTool(
 		"client_capabilities",

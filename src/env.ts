@@ -31,6 +31,12 @@ export interface Env {
 	MAX_SESSION_AGE_SECONDS?: string;
 	MAX_SESSIONS_PER_KEY?: string;
 	RATE_LIMIT_PERIOD_SECONDS?: string;
+	EVENT_BUFFER_EVENTS?: string;
+	EVENT_BUFFER_BYTES?: string;
+	EVENT_BUFFER_SECONDS?: string;
+	SSE_RETRY_MS?: string;
+	LISTEN_WINDOW_SECONDS?: string;
+	MAX_PENDING_CLIENT_REQUESTS?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

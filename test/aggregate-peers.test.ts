@@ -7,6 +7,7 @@ import {
 	ElicitRequestSchema,
 	ListRootsRequestSchema,
 	LoggingMessageNotificationSchema,
+	ResourceUpdatedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
@@ -125,6 +126,66 @@ describe("aggregate endpoints are full MCP peers", () => {
 			[{ type: "text", text: "done in 5 steps" }],
 		]);
 		expect(seen).toEqual({ delta: 3, epsilon: 5 });
+		await client.close();
+	});
+
+	it("the client's progress on a member's request reaches that member, under the member's own token", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta] });
+		const tokens: unknown[] = [];
+		const { client } = await connectClient("/mcp", key, {
+			capabilities: PEER_CAPABILITIES,
+			setup: (peer: Client) => {
+				peer.setRequestHandler(CreateMessageRequestSchema, async (request, extra) => {
+					const progressToken = request.params._meta?.progressToken;
+					tokens.push(progressToken);
+					if (progressToken !== undefined) {
+						for (const progress of [1, 2]) {
+							await extra.sendNotification({ method: "notifications/progress", params: { progressToken, progress } });
+						}
+					}
+					return { role: "assistant", model: "test-model", content: { type: "text", text: "done" } };
+				});
+			},
+		});
+		const result = await client.callTool({ name: `${delta}__ask_model_progress`, arguments: {} }, CallToolResultSchema);
+		expect(result.content).toEqual([{ type: "text", text: "delta saw 2 progress" }]);
+		expect(String(tokens[0])).toMatch(/^gw-[\w-]{22}$/);
+		await client.close();
+	});
+
+	it("resources/subscribe goes to the member that owns the URI, and its resources/updated reaches the client's GET stream", async () => {
+		const delta = await registerServer("delta");
+		const epsilon = await registerServer("epsilon");
+		const { key } = await createKey({ servers: [delta, epsilon] });
+		const updated: string[] = [];
+		const { client } = await connectClient("/mcp", key, {
+			setup: (peer: Client) => {
+				peer.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+					updated.push(notification.params.uri);
+				});
+			},
+		});
+		const before = (await upstreamLog("epsilon")).length;
+		await client.subscribeResource({ uri: "demo://delta/readme" });
+		const subscribes = (await upstreamLog("delta")).filter((entry) => entry.body?.method === "resources/subscribe");
+		expect(subscribes.at(-1)?.body?.params).toMatchObject({ uri: "demo://delta/readme" });
+		expect(
+			(await upstreamLog("epsilon")).slice(before).some((entry) => entry.body?.method === "resources/subscribe"),
+		).toBe(false);
+		// The client's GET stream is carried by the edge, which listens on the members' streams.
+		await eventually(
+			async () =>
+				(await upstreamLog("delta")).slice(-20).some((entry) => entry.method === "GET" && entry.sessionId !== null),
+			"the edge listening on delta",
+		);
+		const touched = await client.callTool({
+			name: `${delta}__touch_resource`,
+			arguments: { uri: "demo://delta/readme" },
+		});
+		expect(touched.content).toEqual([{ type: "text", text: "delta told subscribers of demo://delta/readme" }]);
+		await eventually(async () => updated.length === 1, "the update on the client's GET stream");
+		expect(updated).toEqual(["demo://delta/readme"]);
 		await client.close();
 	});
 

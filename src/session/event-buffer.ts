@@ -14,22 +14,21 @@ export interface BufferedEvent {
 	seq: number;
 	at: number;
 	data: string | null;
+	/** Its place among all the session's events: the buffer's order, and its storage slot. */
+	n: number;
 }
 
 const PREFIX = "ev:";
 /** SQLite-backed Durable Object storage takes values up to 2 MB; an event near that is not kept. */
 const MAX_STORED_EVENT_BYTES = 1_900_000;
 
-const StoredEvent = z.object({ at: z.number(), data: z.string().nullable() });
-
-function storageKey(stream: string, seq: number): string {
-	return `${PREFIX}${stream}:${String(seq).padStart(10, "0")}`;
-}
-
-function parseKey(key: string): { stream: string; seq: number } | null {
-	const match = /^ev:([A-Za-z0-9_-]+):(\d{10})$/.exec(key);
-	return match?.[1] && match[2] ? { stream: match[1], seq: Number(match[2]) } : null;
-}
+const StoredEvent = z.object({
+	stream: z.string(),
+	seq: z.number().int(),
+	at: z.number(),
+	data: z.string().nullable(),
+	n: z.number().int(),
+});
 
 /**
  * The session's recent SSE events, in Durable Object storage, so a client
@@ -38,6 +37,11 @@ function parseKey(key: string): { stream: string; seq: number } | null {
  * first, so within one stream what remains is always a contiguous tail.
  * An event too large to keep is remembered as a gap: a resumption that
  * would need it starts fresh instead of skipping it.
+ *
+ * Storage is a ring of `maxEvents` slots: each new event overwrites the
+ * slot of the one it pushes out, so keeping an event costs one write and
+ * dropping one costs none (events past their age are skipped, and their
+ * slots overwritten in turn).
  */
 export class EventBuffer {
 	writes = 0;
@@ -46,6 +50,8 @@ export class EventBuffer {
 	private events: BufferedEvent[] | null = null;
 	private loading: Promise<BufferedEvent[]> | null = null;
 	private bytes = 0;
+	/** The last event's `n`. */
+	private last = 0;
 
 	constructor(
 		private readonly storage: DurableObjectStorage,
@@ -73,13 +79,11 @@ export class EventBuffer {
 		const events = this.events;
 		if (!events) throw new Error("EventBuffer.append before ready()");
 		const kept = data.length <= Math.min(MAX_STORED_EVENT_BYTES, this.limits.maxBytes) ? data : null;
-		const event: BufferedEvent = { stream, seq, at: this.clock().now(), data: kept };
+		const event: BufferedEvent = { stream, seq, at: this.clock().now(), data: kept, n: ++this.last };
 		events.push(event);
 		this.bytes += kept?.length ?? 0;
 		this.writes++;
-		this.storage
-			.put(storageKey(stream, seq), { at: event.at, data: kept }, { allowUnconfirmed: true })
-			.catch(storageFailed);
+		this.storage.put(this.slot(event.n), event, { allowUnconfirmed: true }).catch(storageFailed);
 		this.prune(events);
 	}
 
@@ -103,22 +107,32 @@ export class EventBuffer {
 		return missed.some((event) => event.data === null) ? null : missed;
 	}
 
-	/** Drops the oldest events until the limits hold. */
+	private slot(n: number): string {
+		return `${PREFIX}${String(n % this.limits.maxEvents).padStart(6, "0")}`;
+	}
+
+	/**
+	 * Drops the oldest events until the limits hold. Past the count, the new
+	 * event's write already overwrote the oldest's slot; past the bytes, the
+	 * oldest slots are deleted (large events only); past the age, events are
+	 * only forgotten here.
+	 */
 	private prune(events: BufferedEvent[]): void {
 		const oldest = this.clock().now() - this.limits.maxAgeMs;
-		const dropped: string[] = [];
+		const deleted: string[] = [];
 		for (;;) {
 			const first = events[0];
 			if (!first) break;
-			const over = events.length > this.limits.maxEvents || this.bytes > this.limits.maxBytes || first.at < oldest;
-			if (!over) break;
+			const overCount = events.length > this.limits.maxEvents;
+			const overBytes = this.bytes > this.limits.maxBytes;
+			if (!overCount && !overBytes && first.at >= oldest) break;
 			events.shift();
 			this.bytes -= first.data?.length ?? 0;
-			dropped.push(storageKey(first.stream, first.seq));
+			if (overBytes && !overCount) deleted.push(this.slot(first.n));
 		}
-		for (let i = 0; i < dropped.length; i += 128) {
+		for (let i = 0; i < deleted.length; i += 128) {
 			this.writes++;
-			this.storage.delete(dropped.slice(i, i + 128), { allowUnconfirmed: true }).catch(storageFailed);
+			this.storage.delete(deleted.slice(i, i + 128), { allowUnconfirmed: true }).catch(storageFailed);
 		}
 	}
 
@@ -128,15 +142,17 @@ export class EventBuffer {
 			this.reads++;
 			const stored = await this.storage.list({ prefix: PREFIX });
 			const events: BufferedEvent[] = [];
-			for (const [key, value] of stored) {
-				const place = parseKey(key);
+			for (const value of stored.values()) {
 				const parsed = StoredEvent.safeParse(value);
-				if (place && parsed.success) events.push({ ...place, ...parsed.data });
+				if (parsed.success) events.push(parsed.data);
 			}
-			// Keys sort by stream, then seq; the buffer's order is by time.
-			events.sort((a, b) => a.at - b.at || (a.stream === b.stream ? a.seq - b.seq : 0));
-			this.events ??= events;
-			this.bytes = this.events.reduce((sum, event) => sum + (event.data?.length ?? 0), 0);
+			events.sort((a, b) => a.n - b.n);
+			if (this.events === null) {
+				this.events = events.slice(-this.limits.maxEvents);
+				this.last = events.at(-1)?.n ?? 0;
+				this.bytes = this.events.reduce((sum, event) => sum + (event.data?.length ?? 0), 0);
+				this.prune(this.events);
+			}
 			return this.events;
 		})();
 		return this.loading;
