@@ -63,6 +63,8 @@ export interface CostWindow {
 export interface IdleWindow {
 	/** From opening the GET stream to closing it. */
 	listenedMs: number;
+	/** Listening windows the gateway gave (the client resumed after each). */
+	windows: number;
 	/** The session's Durable Object active time over that window. */
 	activeMs: number;
 	/** The object was still active a moment after the client had closed the stream. */
@@ -481,7 +483,7 @@ function idleSection(results: BenchResults): string[] {
 		"Cloudflare bills a Durable Object's wall time while it is active: while a request to it is being handled,",
 		"including while a streamed body it returned is still open, and while it waits on its own outgoing requests.",
 		`Here a client opens a session (raw HTTP), opens its GET stream, only listens for ${seconds(results.idle.server.listenedMs)}`,
-		"and closes it; nothing else is sent in the session. From `activeMs` of `GET /admin/session-stats`, read before the",
+		"(resuming with its last event id whenever the gateway ends a listening window) and closes it; nothing else is sent in the session. From `activeMs` of `GET /admin/session-stats`, read before the",
 		"GET and right after the close, scaled to one idle session-minute; both endpoints at once, alongside the busy sessions.",
 		"",
 		`Goal: < ${seconds(IDLE_GOAL_MS_PER_MINUTE, 0)} of Durable Object active time per idle session-minute.`,
@@ -489,13 +491,13 @@ function idleSection(results: BenchResults): string[] {
 		"60.0 s per idle minute on both endpoints (see benchmarks-history.md). Now the object plans each listening",
 		"window (at most the time to the next recheck) and is called only when a member has something to say.",
 		"",
-		"| Endpoint | listened | DO active | DO active per idle session-minute | goal | active after the close |",
-		"| --- | ---: | ---: | ---: | --- | --- |",
+		"| Endpoint | listened | windows | DO active | DO active per idle session-minute | goal | active after the close |",
+		"| --- | ---: | ---: | ---: | ---: | --- | --- |",
 	];
 	for (const endpoint of ["server", "aggregate"] as const) {
 		const w = results.idle[endpoint];
 		lines.push(
-			`| ${TARGET_LABELS[endpoint]} | ${seconds(w.listenedMs)} | ${seconds(w.activeMs, 2)} | ${seconds(activeMsPerIdleMinute(w), 2)} | ${idleStatus(w)} | ${w.activeAfterClose ? "**yes**" : "no"} |`,
+			`| ${TARGET_LABELS[endpoint]} | ${seconds(w.listenedMs)} | ${w.windows} | ${seconds(w.activeMs, 2)} | ${seconds(activeMsPerIdleMinute(w), 2)} | ${idleStatus(w)} | ${w.activeAfterClose ? "**yes**" : "no"} |`,
 		);
 	}
 	if (Object.values(results.idle).some((w) => w.activeAfterClose)) {

@@ -526,25 +526,43 @@ async function idleListener(gateway: Gateway, target: Target, windowMs: number):
 	await initialized.body?.cancel();
 
 	const before = await sessionStatsOf(gateway, sessionId);
+	// Reading the counters now and then keeps them whole: an object with no request for a while may
+	// be evicted, and its counters start again from 0 (reading them is not activity the meter counts).
+	const keepCounting = setInterval(() => sessionStatsOf(gateway, sessionId).catch(() => undefined), COUNTER_POLL_MS);
 	const opened = performance.now();
-	const stream = await send(
-		{
-			headers: { ...inSession, accept: "text/event-stream" },
-			signal: AbortSignal.timeout(windowMs + CALL_TIMEOUT_MS),
-		},
-		200,
-	);
-	await delay(windowMs - (performance.now() - opened));
-	await stream.body?.cancel();
+	// The gateway ends each listening window (at most LISTEN_WINDOW_SECONDS); a client resumes at
+	// once with the last event id it saw, as the SDK's client does after `retry`.
+	let lastEventId: string | null = null;
+	let windows = 0;
+	while (performance.now() - opened < windowMs) {
+		const left = windowMs - (performance.now() - opened);
+		const listening = AbortSignal.timeout(left);
+		const stream = await send(
+			{
+				headers: {
+					...inSession,
+					accept: "text/event-stream",
+					...(lastEventId ? { "last-event-id": lastEventId } : {}),
+				},
+				signal: AbortSignal.any([listening, AbortSignal.timeout(left + CALL_TIMEOUT_MS)]),
+			},
+			200,
+		);
+		windows++;
+		const text = await stream.text().catch(() => "");
+		lastEventId = [...text.matchAll(/^id: (.+)$/gm)].at(-1)?.[1] ?? lastEventId;
+	}
 	const listenedMs = performance.now() - opened;
 	const atClose = await sessionStatsOf(gateway, sessionId);
 	await delay(AFTER_CLOSE_PROBE_MS);
 	const later = await sessionStatsOf(gateway, sessionId);
+	clearInterval(keepCounting);
 
 	const ended = await send({ method: "DELETE", headers: inSession }, 204);
 	await ended.body?.cancel();
 	return {
 		listenedMs,
+		windows,
 		activeMs: atClose.activeMs - before.activeMs,
 		activeAfterClose: later.activeMs - atClose.activeMs > AFTER_CLOSE_PROBE_MS / 2,
 	};

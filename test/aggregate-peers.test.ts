@@ -447,3 +447,25 @@ describe("members' requests to the client are bounded and cleaned", () => {
 		await client.close();
 	});
 });
+
+describe("listening windows", () => {
+	it("a window replaced by the client's next one is over: the edge still holding it gets no frames of its successor", async () => {
+		const delta = await registerServer("delta");
+		const { key, id, userPath } = await createKey({ servers: [delta] });
+		const sessionId = await openSession("/mcp", key);
+		const scope = { keyId: id, userPath, endpoint: "/mcp" };
+		const outcome = await runInDurableObject(await sessionObject(sessionId), async (instance: SessionDO) => {
+			const first = await instance.listen(scope, null);
+			if (first instanceof Response || first.kind !== "members") throw new Error("expected an aggregate window");
+			const stream = /^id: (g[\w-]{11})-0$/m.exec(first.first)?.[1];
+			const second = await instance.listen(scope, `${stream}-0`);
+			if (second instanceof Response || second.kind !== "members") throw new Error("expected an aggregate window");
+			return {
+				resumedSameStream: second.first.includes("retry:") && !second.first.includes("not resumable"),
+				old: (await instance.listenCollect(scope, first.window)).frames,
+				current: (await instance.listenCollect(scope, second.window)).frames,
+			};
+		});
+		expect(outcome).toEqual({ resumedSameStream: true, old: null, current: "" });
+	});
+});

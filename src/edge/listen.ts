@@ -168,7 +168,7 @@ function listenMembers(
 	const collect = () => {
 		collecting = true;
 		stub
-			.listenCollect(scope, plan.stream)
+			.listenCollect(scope, plan.window)
 			.then((answer) => {
 				collecting = false;
 				if (!abort.signal.aborted) write(answer);
@@ -184,7 +184,7 @@ function listenMembers(
 		const events = queued;
 		queued = [];
 		chain = chain
-			.then(async () => write(await stub.listenEvents(scope, plan.stream, events)))
+			.then(async () => write(await stub.listenEvents(scope, plan.window, events)))
 			.catch(failed)
 			.finally(() => {
 				sending = false;
@@ -210,7 +210,7 @@ function listenMembers(
 	// At the window's end, what waits for the client is collected once more, then the stream ends.
 	const timer = setTimeout(() => {
 		chain = chain
-			.then(async () => write(await stub.listenCollect(scope, plan.stream, true)))
+			.then(async () => write(await stub.listenCollect(scope, plan.window, true)))
 			.catch(failed)
 			.finally(close);
 	}, plan.windowMs);
@@ -241,7 +241,7 @@ function listenMembers(
 			// The member ended its stream (its session may have been deleted with the client's):
 			// the object says whether the client's stream is still live.
 			if (!abort.signal.aborted) {
-				chain = chain.then(async () => write(await stub.listenCollect(scope, plan.stream))).catch(failed);
+				chain = chain.then(async () => write(await stub.listenCollect(scope, plan.window))).catch(failed);
 			}
 		})().catch((error: unknown) => {
 			if (!abort.signal.aborted) console.warn(`member ${member.name}: event stream ended: ${describeError(error)}`);

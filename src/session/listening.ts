@@ -20,7 +20,8 @@ export type ListenPlan =
 	 */
 	| {
 			kind: "members";
-			stream: string;
+			/** Names this window of the stream in `listenEvents` and `listenCollect`. */
+			window: string;
 			first: string;
 			members: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }>;
 			windowMs: number;
@@ -67,7 +68,9 @@ export interface ListeningHost {
  */
 export class Listening {
 	/** Outboxes of the listening streams the edge holds, by stream id. */
-	private readonly outboxes = new Map<string, { drain(): string | null }>();
+	private readonly outboxes = new Map<string, { stream: string; outbox: { drain(): string | null } }>();
+	/** Numbers listening windows, so a window that was replaced cannot take its successor's frames. */
+	private windows = 0;
 	/**
 	 * The last event id each member gave on its GET stream, with the upstream
 	 * session it belongs to: a member that keeps its events lets the next
@@ -109,7 +112,10 @@ export class Listening {
 				(lastEventId === null ? "" : ": Last-Event-ID not resumable; this is a new stream\n\n") +
 				streams.priming(stream);
 		}
-		this.outboxes.set(stream.id, stream.outbox());
+		// One window per stream at a time: an earlier one still held by an edge is over.
+		for (const [key, entry] of this.outboxes) if (entry.stream === stream.id) this.outboxes.delete(key);
+		const window = `${stream.id}#${++this.windows}`;
+		this.outboxes.set(window, { stream: stream.id, outbox: stream.outbox() });
 		const watched: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }> = [];
 		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
 			try {
@@ -121,17 +127,18 @@ export class Listening {
 				// A member that cannot be reached now is listened to on the next window.
 			}
 		}
-		return { kind: "members", stream: stream.id, first, members: watched, windowMs };
+		return { kind: "members", window, first, members: watched, windowMs };
 	}
 
 	/**
-	 * Members' events (in order) on a stream the edge listens to. Returns the frames for
+	 * Members' events (in order) in a window the edge listens for. Returns the frames for
 	 * the client (null when the stream is no longer live here: the edge ends
 	 * it), and whether a list refresh is running, whose outcome (a
 	 * list_changed for the client) the edge then collects with `collect`.
 	 */
-	events(stream: string, events: readonly ListenEvent[]): ListenFrames {
-		const live = this.host.streams.live(stream);
+	events(window: string, events: readonly ListenEvent[]): ListenFrames {
+		const entry = this.outboxes.get(window);
+		const live = entry && this.host.streams.live(entry.stream);
 		for (const { server, data, id } of live ? events : []) {
 			if (id !== undefined) {
 				const sessionId = this.host.current()?.upstreams[server]?.sessionId;
@@ -141,19 +148,20 @@ export class Listening {
 			const passed = message === null ? null : this.host.router.memberMessage(server, message, null);
 			if (passed) live?.send(passed);
 		}
-		return { frames: this.drain(stream), refreshing: this.host.router.refreshing };
+		return { frames: this.drain(window), refreshing: this.host.router.refreshing };
 	}
 
-	/** What waits for the client on `stream` once running list refreshes are over. */
-	async collect(stream: string): Promise<ListenFrames> {
+	/** What waits for the client in `window` once running list refreshes are over. */
+	async collect(window: string): Promise<ListenFrames> {
 		await this.host.router.settled();
-		return { frames: this.drain(stream), refreshing: false };
+		return { frames: this.drain(window), refreshing: false };
 	}
 
-	private drain(stream: string): string | null {
-		const outbox = this.outboxes.get(stream);
-		const frames = outbox?.drain() ?? null;
-		if (frames === null || this.host.streams.live(stream) === undefined) this.outboxes.delete(stream);
+	/** The frames waiting in a window's outbox; null once the window is over here (replaced, or its stream ended). */
+	private drain(window: string): string | null {
+		const entry = this.outboxes.get(window);
+		const frames = entry?.outbox.drain() ?? null;
+		if (entry && (frames === null || this.host.streams.live(entry.stream) === undefined)) this.outboxes.delete(window);
 		return frames;
 	}
 

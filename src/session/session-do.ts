@@ -204,29 +204,30 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/**
-	 * Events from members' GET streams the edge listens to for `stream`:
-	 * the frames for the client (null: that stream is over here).
+	 * Events from members' GET streams the edge listens to in `window` (a
+	 * listening window of one stream): the frames for the client (null: that
+	 * window is over here).
 	 */
-	async listenEvents(scope: SessionScope, stream: string, events: ListenEvent[]): Promise<ListenFrames> {
+	async listenEvents(scope: SessionScope, window: string, events: ListenEvent[]): Promise<ListenFrames> {
 		return this.metered(async () => {
 			if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
-			return this.parts.listening.events(stream, events);
+			return this.parts.listening.events(window, events);
 		});
 	}
 
 	/**
-	 * What waits for the client on a listening stream (`stream` null: a
+	 * What waits for the client in a listening window (`window` null: a
 	 * transparent one) once list refreshes are over. At a window's end
 	 * (`windowEnd`) the session is rechecked first: the window ended because
 	 * a recheck was due, and a revoked session ends now, not at the client's return.
 	 */
-	async listenCollect(scope: SessionScope, stream: string | null, windowEnd = false): Promise<ListenFrames> {
+	async listenCollect(scope: SessionScope, window: string | null, windowEnd = false): Promise<ListenFrames> {
 		return this.metered(async () => {
 			const binding = await this.authorize(scope);
 			if (!binding || (windowEnd && !(await this.parts.lifecycle.recheckIfDue(binding)))) {
 				return { frames: null, refreshing: false };
 			}
-			return stream === null ? { frames: "", refreshing: false } : this.parts.listening.collect(stream);
+			return window === null ? { frames: "", refreshing: false } : this.parts.listening.collect(window);
 		});
 	}
 
