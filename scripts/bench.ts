@@ -535,7 +535,7 @@ async function idleListener(gateway: Gateway, target: Target, windowMs: number):
 	let lastEventId: string | null = null;
 	let windows = 0;
 	while (performance.now() - opened < windowMs) {
-		const left = windowMs - (performance.now() - opened);
+		const left = Math.ceil(windowMs - (performance.now() - opened));
 		const listening = AbortSignal.timeout(left);
 		const stream = await send(
 			{

@@ -272,7 +272,10 @@ describe("aggregate streams are resumable", () => {
 		const primed = events(await call.text());
 		expect(primed).toHaveLength(1);
 		const streamId = (primed[0]?.id ?? "").replace(/-1$/, "");
-		await evictDurableObject(await sessionObject(sessionId));
+		const stub = await sessionObject(sessionId);
+		// Events are written in batches, FLUSH_DELAY_MS after the first: long before an idle object is evicted.
+		await runInDurableObject(stub, (instance: SessionDO) => instance.buffer.flush());
+		await evictDurableObject(stub);
 		const resumed = await gatewayFetch("/mcp", {
 			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream", "last-event-id": `${streamId}-0` }),
 		});

@@ -81,12 +81,34 @@ describe("the session's event buffer", () => {
 			const first = make();
 			first.startEmpty();
 			for (let seq = 1; seq <= 3; seq++) first.append("gA", seq, `{"n":${seq}}`);
+			first.flush();
 			const second = make();
 			await second.ready();
 			const missed = second.after("gA", 1, undefined);
 			return { seqs: seqs(missed), data: missed?.map((event) => event.data), reads: second.reads };
 		});
 		expect(outcome).toEqual({ seqs: [2, 3], data: ['{"n":2}', '{"n":3}'], reads: 1 });
+	});
+
+	it("events are written in one batch, a slot overwritten before the batch is written once, and nothing is written after the session ended", async () => {
+		const outcome = await withBuffer(
+			async (make, _clock, storage) => {
+				const buffer = make();
+				buffer.startEmpty();
+				for (let seq = 1; seq <= 5; seq++) buffer.append("pA", seq, "{}");
+				const beforeFlush = (await storage.list({ prefix: "ev:" })).size;
+				buffer.flush();
+				const afterFlush = (await storage.list({ prefix: "ev:" })).size;
+				const rows = buffer.writes;
+				buffer.append("pA", 6, "{}");
+				buffer.discard();
+				buffer.flush();
+				return { beforeFlush, afterFlush, rows, afterDiscard: buffer.writes };
+			},
+			{ ...LIMITS, maxEvents: 3 },
+		);
+		// Five events in a ring of three slots: the batch writes three rows.
+		expect(outcome).toEqual({ beforeFlush: 0, afterFlush: 3, rows: 3, afterDiscard: 3 });
 	});
 
 	it("a stream it never saw is not resumable", async () => {

@@ -19,6 +19,8 @@ export interface BufferedEvent {
 }
 
 const PREFIX = "ev:";
+/** Events are written to storage in batches, this long after the first of a batch. */
+export const FLUSH_DELAY_MS = 500;
 /** SQLite-backed Durable Object storage takes values up to 2 MB; an event near that is not kept. */
 const MAX_STORED_EVENT_BYTES = 1_900_000;
 
@@ -41,7 +43,10 @@ const StoredEvent = z.object({
  * Storage is a ring of `maxEvents` slots: each new event overwrites the
  * slot of the one it pushes out, so keeping an event costs one write and
  * dropping one costs none (events past their age are skipped, and their
- * slots overwritten in turn).
+ * slots overwritten in turn). Events are served from memory while the
+ * object lives and written in batches, `FLUSH_DELAY_MS` after the first of
+ * a batch: one storage operation for a burst, long before an idle object
+ * could be evicted.
  */
 export class EventBuffer {
 	writes = 0;
@@ -52,6 +57,9 @@ export class EventBuffer {
 	private bytes = 0;
 	/** The last event's `n`. */
 	private last = 0;
+	/** Events not yet written, by storage slot (a later event in the same slot replaces an earlier one). */
+	private unwritten = new Map<string, BufferedEvent>();
+	private flushTimer: ReturnType<typeof setTimeout> | null = null;
 
 	constructor(
 		private readonly storage: DurableObjectStorage,
@@ -70,10 +78,10 @@ export class EventBuffer {
 	}
 
 	/**
-	 * Keeps one event (after `ready`). The write is neither awaited nor
-	 * allowed to hold the event back (`allowUnconfirmed`): the event itself
-	 * goes to the client at once, and a write lost in a crash costs only the
-	 * resumption of an event the client has most likely already received.
+	 * Keeps one event (after `ready`). Its write is batched and never holds
+	 * the event back (`allowUnconfirmed`): the event itself goes to the client
+	 * at once, and a write lost in a crash costs only the resumption of an
+	 * event the client has most likely already received.
 	 */
 	append(stream: string, seq: number, data: string): void {
 		const events = this.events;
@@ -82,9 +90,29 @@ export class EventBuffer {
 		const event: BufferedEvent = { stream, seq, at: this.clock().now(), data: kept, n: ++this.last };
 		events.push(event);
 		this.bytes += kept?.length ?? 0;
-		this.writes++;
-		this.storage.put(this.slot(event.n), event, { allowUnconfirmed: true }).catch(storageFailed);
+		this.unwritten.set(this.slot(event.n), event);
+		this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_DELAY_MS);
 		this.prune(events);
+	}
+
+	/** Writes the events not yet written, in one storage operation. */
+	flush(): void {
+		if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+		this.flushTimer = null;
+		if (this.unwritten.size === 0) return;
+		const batch = Object.fromEntries(this.unwritten);
+		this.writes += this.unwritten.size;
+		this.unwritten = new Map();
+		this.storage.put(batch, { allowUnconfirmed: true }).catch(storageFailed);
+	}
+
+	/** The session ended and its storage is being cleared: nothing more is written. */
+	discard(): void {
+		if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+		this.flushTimer = null;
+		this.unwritten.clear();
+		this.events = [];
+		this.bytes = 0;
 	}
 
 	/**
@@ -128,7 +156,11 @@ export class EventBuffer {
 			if (!overCount && !overBytes && first.at >= oldest) break;
 			events.shift();
 			this.bytes -= first.data?.length ?? 0;
-			if (overBytes && !overCount) deleted.push(this.slot(first.n));
+			if (overBytes && !overCount) {
+				const slot = this.slot(first.n);
+				if (this.unwritten.get(slot) === first) this.unwritten.delete(slot);
+				else deleted.push(slot);
+			}
 		}
 		for (let i = 0; i < deleted.length; i += 128) {
 			this.writes++;

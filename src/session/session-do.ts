@@ -8,6 +8,7 @@ import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
+import type { EventBuffer } from "./event-buffer.ts";
 import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import type { ServerRequests } from "./server-requests.ts";
@@ -90,6 +91,11 @@ export class SessionDO extends DurableObject<Env> {
 	/** Members' requests to the client waiting for answers (tests). */
 	get requests(): ServerRequests {
 		return this.parts.requests;
+	}
+
+	/** The session's recent stream events (tests). */
+	get buffer(): EventBuffer {
+		return this.parts.buffer;
 	}
 
 	/** The session's streams to its client (tests). */
@@ -325,6 +331,7 @@ export class SessionDO extends DurableObject<Env> {
 		this.parts.lifecycle.stop();
 		this.parts.calls.abortAll(reason);
 		this.parts.streams.closeAll();
+		this.parts.buffer.discard();
 		this.parts.requests.clear();
 		this.parts.listening.clear();
 		this.ctx.waitUntil(
