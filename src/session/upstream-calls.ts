@@ -314,38 +314,43 @@ export class UpstreamCalls {
 		cap: number,
 		failed: (error: unknown) => JSONRPCMessage | null,
 	): Promise<void> {
-		let answer: JSONRPCMessage | null = null;
+		let answered = false;
 		const take = (reply: JSONRPCMessage | null): boolean => {
 			if (reply === null) return false;
 			if (isResponseTo(reply, message.id)) {
-				answer = reply;
+				// Sent and ended at once: the reply's remaining bytes are dropped afterwards, not waited for.
+				stream.send(reply);
+				stream.end();
+				answered = true;
 				return true;
 			}
 			const passed = route.route(reply, stream);
 			if (passed) stream.send(passed);
 			return false;
 		};
+		let ending: JSONRPCMessage | null = null;
 		try {
 			if (sse) {
 				await readSseEvents(body, (event) => take(parseJsonRpcMessage(event.data)), cap);
 			} else {
 				const bytes = await readCapped(body, cap);
 				if (bytes === null) throw new RangeError("reply over the cap");
-				const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-				if (!take(reply) && answer === null) {
-					answer = failureReply(
+				if (!take(parseJsonRpcMessage(new TextDecoder().decode(bytes)))) {
+					ending = failureReply(
 						message.method,
 						message.id,
 						this.host.connection(member).protocolError("a JSON reply that does not answer the request it was sent"),
 					);
 				}
 			}
-			answer ??= failed(null);
+			if (!answered) ending ??= failed(null);
 		} catch (error) {
-			answer =
-				error instanceof RangeError ? failureReply(message.method, message.id, tooLarge(member, cap)) : failed(error);
+			if (!answered) {
+				ending =
+					error instanceof RangeError ? failureReply(message.method, message.id, tooLarge(member, cap)) : failed(error);
+			}
 		}
-		if (answer) stream.send(answer);
+		if (ending) stream.send(ending);
 		stream.end();
 	}
 
