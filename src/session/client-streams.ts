@@ -82,33 +82,42 @@ export class LiveStream {
 	/** A client connection for this stream, starting with `first` (priming, or missed events); replaces any earlier one. */
 	connect(first: string, onClose?: () => void): ReadableStream<Uint8Array> {
 		this.detach();
-		const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>(
-			undefined,
-			new ByteLengthQueuingStrategy({ highWaterMark: MAX_UNREAD_BYTES }),
-		);
-		const writer = writable.getWriter();
+		// Frames are enqueued straight into the connection's stream (no writer, no promise per frame).
+		let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
 		let closed = false;
 		const sink: Sink = {
 			write: (frame) => {
-				if (closed) return false;
+				if (closed || !controller) return false;
 				const bytes = encoder.encode(frame);
-				const room = writer.desiredSize;
+				const room = controller.desiredSize;
 				if (room !== null && room < bytes.byteLength) return false;
-				writer.write(bytes).catch(() => sink.close());
+				controller.enqueue(bytes);
 				return true;
 			},
 			close: () => {
 				if (closed) return;
 				closed = true;
 				if (this.sink === sink) this.sink = null;
-				writer.close().catch(() => {
-					// Already closed or errored by the client: nothing left to end.
-				});
+				try {
+					controller?.close();
+				} catch {
+					// Already cancelled by the client: nothing left to end.
+				}
 				onClose?.();
 			},
 		};
-		// The client going away only detaches it: the stream goes on, and the client can resume.
-		writer.closed.then(sink.close, sink.close);
+		const readable = new ReadableStream<Uint8Array>(
+			{
+				start(started) {
+					controller = started;
+				},
+				// The client going away only detaches it: the stream goes on, and the client can resume.
+				cancel() {
+					sink.close();
+				},
+			},
+			new ByteLengthQueuingStrategy({ highWaterMark: MAX_UNREAD_BYTES }),
+		);
 		sink.write(first);
 		if (this.ended) sink.close();
 		else this.sink = sink;
