@@ -6,7 +6,7 @@
  * whose request reached the client and whose answer came back.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type RequestId, SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Gates } from "./upstream-server.ts";
 
@@ -35,11 +35,12 @@ export function registerClientRequestTools(server: McpServer, name: string, gate
 	server.registerTool(
 		"ask_model_progress",
 		{ description: "Asks the client's model with a progress token; says how much progress the client reported." },
-		async () => {
+		async (extra) => {
 			let seen = 0;
 			await server.server.createMessage(
 				{ messages: [{ role: "user", content: { type: "text", text: `slow question from ${name}` } }], maxTokens: 16 },
 				{
+					relatedRequestId: extra.requestId,
 					onprogress: () => {
 						seen++;
 					},
@@ -54,22 +55,34 @@ export function registerClientRequestTools(server: McpServer, name: string, gate
 		{ description: "The capabilities the client declared to this server." },
 		() => text(JSON.stringify(server.server.getClientCapabilities() ?? {})),
 	);
-	server.registerTool("ask_model", { description: "Asks the client's model a question (sampling)." }, async () => {
-		const reply = await server.server.createMessage({
-			messages: [{ role: "user", content: { type: "text", text: `question from ${name}` } }],
-			maxTokens: 16,
-		});
+	// Requests made during a call are related to it: they travel on that call's stream.
+	const askModel = async (related: RequestId | undefined) => {
+		const reply = await server.server.createMessage(
+			{ messages: [{ role: "user", content: { type: "text", text: `question from ${name}` } }], maxTokens: 16 },
+			related === undefined ? {} : { relatedRequestId: related },
+		);
 		return text(`${name} heard: ${reply.content.type === "text" ? reply.content.text : reply.content.type}`);
-	});
-	server.registerTool("ask_user", { description: "Asks the client's user (elicitation)." }, async () => {
-		const reply = await server.server.elicitInput({
-			message: `${name} needs an answer`,
-			requestedSchema: { type: "object", properties: { answer: { type: "string" } }, required: ["answer"] },
-		});
+	};
+	server.registerTool("ask_model", { description: "Asks the client's model a question (sampling)." }, (extra) =>
+		askModel(extra.requestId),
+	);
+	server.registerTool(
+		"ask_model_unrelated",
+		{ description: "Asks the client's model outside the call (the request travels on the GET stream)." },
+		() => askModel(undefined),
+	);
+	server.registerTool("ask_user", { description: "Asks the client's user (elicitation)." }, async (extra) => {
+		const reply = await server.server.elicitInput(
+			{
+				message: `${name} needs an answer`,
+				requestedSchema: { type: "object", properties: { answer: { type: "string" } }, required: ["answer"] },
+			},
+			{ relatedRequestId: extra.requestId },
+		);
 		return text(`${name} got ${reply.action}: ${String(reply.content?.answer ?? "")}`);
 	});
-	server.registerTool("list_roots", { description: "Lists the client's roots." }, async () => {
-		const { roots } = await server.server.listRoots();
+	server.registerTool("list_roots", { description: "Lists the client's roots." }, async (extra) => {
+		const { roots } = await server.server.listRoots(undefined, { relatedRequestId: extra.requestId });
 		return text(`${name} sees ${roots.map((root) => root.uri).join(", ")}`);
 	});
 	server.registerTool(
@@ -77,12 +90,10 @@ export function registerClientRequestTools(server: McpServer, name: string, gate
 		{ description: "Asks the client to open a URL (URL-mode elicitation), then says it is complete." },
 		async (extra) => {
 			const elicitationId = `${name}-consent`;
-			const reply = await server.server.elicitInput({
-				mode: "url",
-				message: `${name} needs consent`,
-				url: `https://consent.example/${name}`,
-				elicitationId,
-			});
+			const reply = await server.server.elicitInput(
+				{ mode: "url", message: `${name} needs consent`, url: `https://consent.example/${name}`, elicitationId },
+				{ relatedRequestId: extra.requestId },
+			);
 			await server.server.createElicitationCompletionNotifier(elicitationId, {
 				relatedRequestId: extra.requestId,
 			})();
@@ -95,13 +106,16 @@ export function registerClientRequestTools(server: McpServer, name: string, gate
 			description: "Asks the client's model `count` questions at once; says how many were answered and refused.",
 			inputSchema: { count: z.number().int().min(1).max(200) },
 		},
-		async ({ count }) => {
+		async ({ count }, extra) => {
 			const outcomes = await Promise.allSettled(
 				Array.from({ length: count }, (_, i) =>
-					server.server.createMessage({
-						messages: [{ role: "user", content: { type: "text", text: `question ${i} from ${name}` } }],
-						maxTokens: 16,
-					}),
+					server.server.createMessage(
+						{
+							messages: [{ role: "user", content: { type: "text", text: `question ${i} from ${name}` } }],
+							maxTokens: 16,
+						},
+						{ relatedRequestId: extra.requestId },
+					),
 				),
 			);
 			const refused = outcomes.filter((outcome) => outcome.status === "rejected");
@@ -120,7 +134,7 @@ export function registerClientRequestTools(server: McpServer, name: string, gate
 			const question = server.server
 				.createMessage(
 					{ messages: [{ role: "user", content: { type: "text", text: "never mind" } }], maxTokens: 16 },
-					{ signal: asking.signal },
+					{ signal: asking.signal, relatedRequestId: extra.requestId },
 				)
 				.then(
 					() => "answered",

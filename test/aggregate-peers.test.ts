@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectClient, createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
-import { sessionObject } from "./support/session-object.ts";
+import { sessionObject, upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 const PEER_CAPABILITIES = { sampling: {}, elicitation: { form: {} }, roots: { listChanged: true } };
@@ -48,6 +48,20 @@ async function peerClient() {
 		return (result.content as Array<{ text?: string }>)[0]?.text;
 	};
 	return { delta, epsilon, key, client, transport, askedIds, text, sessionId: () => transport.sessionId ?? "" };
+}
+
+/**
+ * Waits until the edge listens on the member's GET stream for this gateway session (the member saw
+ * that GET): only then do messages a member sends outside any request have a stream to go on.
+ */
+async function edgeListening(which: "delta" | "epsilon", gatewaySession: string, server: string): Promise<void> {
+	await eventually(async () => {
+		const upstreamSession = await upstreamSessionId(gatewaySession, server);
+		return (
+			upstreamSession != null &&
+			(await upstreamLog(which)).some((entry) => entry.method === "GET" && entry.sessionId === upstreamSession)
+		);
+	}, `the edge listening on ${which}`);
 }
 
 /** Reads an SSE body until `until` holds for the text so far (or it ends); returns the text. */
@@ -111,6 +125,15 @@ describe("aggregate endpoints are full MCP peers", () => {
 		await client.close();
 	});
 
+	it("a member's request outside any call reaches the client on its GET stream under a minted id, and the answer returns to that member", async () => {
+		const { epsilon, text, askedIds, client, sessionId } = await peerClient();
+		await edgeListening("epsilon", sessionId(), epsilon);
+		expect(await text(`${epsilon}__ask_model_unrelated`)).toBe("epsilon heard: answer to question from epsilon");
+		expect(askedIds).toHaveLength(1);
+		expect(String(askedIds[0])).toMatch(/^gw-[\w-]{22}$/);
+		await client.close();
+	});
+
 	it("progress from two members at once reaches the client, each call's on its own token", async () => {
 		const { delta, epsilon, client } = await peerClient();
 		const seen = { delta: 0, epsilon: 0 };
@@ -159,7 +182,7 @@ describe("aggregate endpoints are full MCP peers", () => {
 		const epsilon = await registerServer("epsilon");
 		const { key } = await createKey({ servers: [delta, epsilon] });
 		const updated: string[] = [];
-		const { client } = await connectClient("/mcp", key, {
+		const { client, transport } = await connectClient("/mcp", key, {
 			setup: (peer: Client) => {
 				peer.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
 					updated.push(notification.params.uri);
@@ -174,11 +197,7 @@ describe("aggregate endpoints are full MCP peers", () => {
 			(await upstreamLog("epsilon")).slice(before).some((entry) => entry.body?.method === "resources/subscribe"),
 		).toBe(false);
 		// The client's GET stream is carried by the edge, which listens on the members' streams.
-		await eventually(
-			async () =>
-				(await upstreamLog("delta")).slice(-20).some((entry) => entry.method === "GET" && entry.sessionId !== null),
-			"the edge listening on delta",
-		);
+		await edgeListening("delta", transport.sessionId ?? "", delta);
 		const touched = await client.callTool({
 			name: `${delta}__touch_resource`,
 			arguments: { uri: "demo://delta/readme" },
@@ -190,11 +209,13 @@ describe("aggregate endpoints are full MCP peers", () => {
 	});
 
 	it("a member's log message reaches the client labelled with the member, and the client's roots change reaches every member", async () => {
-		const { epsilon, text, client } = await peerClient();
+		const { epsilon, text, client, sessionId } = await peerClient();
 		const logged: Array<{ logger?: string; data: unknown }> = [];
 		client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
 			logged.push({ logger: notification.params.logger, data: notification.params.data });
 		});
+		// Log messages outside any request travel on the member's GET stream, which the edge listens to.
+		await edgeListening("epsilon", sessionId(), epsilon);
 		await text(`${epsilon}__announce`, { count: 2, tag: "labelled" });
 		await eventually(async () => logged.length >= 2, "the member's log messages on the client's stream");
 		expect(logged).toEqual([
@@ -294,13 +315,7 @@ describe("aggregate streams are resumable", () => {
 		});
 		expect(listening.status).toBe(200);
 		const reading = readUntil(listening.body, (text) => text.includes("missed 3"));
-		await eventually(
-			async () =>
-				(await upstreamLog("delta")).some(
-					(entry) => entry.method === "GET" && entry.sessionId !== null && entry.protocolVersion !== null,
-				),
-			"the edge listening on delta",
-		);
+		await edgeListening("delta", sessionId, delta);
 		// A call of its own runs meanwhile: its events are on its own stream.
 		const announced = await readReply(
 			await rpc("/mcp", key, sessionId, {
