@@ -8,16 +8,6 @@ export function sseMessage(message: JSONRPCMessage): Uint8Array {
 	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
 }
 
-/** A parsed event framed again as SSE, id and event type kept. */
-export function sseFrame(event: EventSourceMessage): Uint8Array {
-	const id = event.id === undefined ? "" : `id: ${event.id}\n`;
-	const data = event.data
-		.split("\n")
-		.map((line) => `data: ${line}`)
-		.join("\n");
-	return encoder.encode(`${id}event: ${event.event ?? "message"}\n${data}\n\n`);
-}
-
 const LF = 10;
 const CR = 13;
 

@@ -7,7 +7,7 @@ import type { ClientStreams, LiveStream } from "./client-streams.ts";
 import type { MemberSessions } from "./member-sessions.ts";
 
 /** At most this many members' GET streams are listened on per client stream (Workers allow six connections). */
-export const MAX_WATCHED_MEMBERS = 4;
+const MAX_WATCHED_MEMBERS = 4;
 
 /** What the edge Worker does for a client's GET: the Durable Object is not held while a client only listens. */
 export type ListenPlan =
