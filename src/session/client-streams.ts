@@ -75,6 +75,8 @@ export class LiveStream {
 	end(): void {
 		if (this.ended) return;
 		this.ended = true;
+		// What the client may come back for is durable before the object can fall idle.
+		this.owner.buffer.flush();
 		this.detach();
 		this.owner.released(this);
 	}

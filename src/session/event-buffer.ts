@@ -19,8 +19,6 @@ export interface BufferedEvent {
 }
 
 const PREFIX = "ev:";
-/** Events are written to storage in batches, this long after the first of a batch. */
-export const FLUSH_DELAY_MS = 500;
 /** SQLite-backed Durable Object storage takes values up to 2 MB; an event near that is not kept. */
 const MAX_STORED_EVENT_BYTES = 1_900_000;
 
@@ -44,9 +42,12 @@ const StoredEvent = z.object({
  * slot of the one it pushes out, so keeping an event costs one write and
  * dropping one costs none (events past their age are skipped, and their
  * slots overwritten in turn). Events are served from memory while the
- * object lives and written in batches, `FLUSH_DELAY_MS` after the first of
- * a batch: one storage operation for a burst, long before an idle object
- * could be evicted.
+ * object lives and written in batches by `flush`: when a call's stream ends
+ * and when the edge has taken a listening window's events, so whatever a
+ * client may come back for is durable before the object can fall idle (and
+ * be evicted), at one storage operation per call rather than per event. A
+ * timer would do it with fewer operations, but a pending timer measurably
+ * slowed every call of the session under workerd.
  */
 export class EventBuffer {
 	writes = 0;
@@ -59,7 +60,6 @@ export class EventBuffer {
 	private last = 0;
 	/** Events not yet written, by storage slot (a later event in the same slot replaces an earlier one). */
 	private unwritten = new Map<string, BufferedEvent>();
-	private flushTimer: ReturnType<typeof setTimeout> | null = null;
 
 	constructor(
 		private readonly storage: DurableObjectStorage,
@@ -78,10 +78,10 @@ export class EventBuffer {
 	}
 
 	/**
-	 * Keeps one event (after `ready`). Its write is batched and never holds
-	 * the event back (`allowUnconfirmed`): the event itself goes to the client
-	 * at once, and a write lost in a crash costs only the resumption of an
-	 * event the client has most likely already received.
+	 * Keeps one event (after `ready`); `flush` writes it. The write never
+	 * holds the event back (`allowUnconfirmed`): the event itself goes to the
+	 * client at once, and a write lost in a crash costs only the resumption of
+	 * an event the client has most likely already received.
 	 */
 	append(stream: string, seq: number, data: string): void {
 		const events = this.events;
@@ -91,14 +91,11 @@ export class EventBuffer {
 		events.push(event);
 		this.bytes += kept?.length ?? 0;
 		this.unwritten.set(this.slot(event.n), event);
-		this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_DELAY_MS);
 		this.prune(events);
 	}
 
 	/** Writes the events not yet written, in one storage operation. */
 	flush(): void {
-		if (this.flushTimer !== null) clearTimeout(this.flushTimer);
-		this.flushTimer = null;
 		if (this.unwritten.size === 0) return;
 		const batch = Object.fromEntries(this.unwritten);
 		this.writes += this.unwritten.size;
@@ -108,8 +105,6 @@ export class EventBuffer {
 
 	/** The session ended and its storage is being cleared: nothing more is written. */
 	discard(): void {
-		if (this.flushTimer !== null) clearTimeout(this.flushTimer);
-		this.flushTimer = null;
 		this.unwritten.clear();
 		this.events = [];
 		this.bytes = 0;

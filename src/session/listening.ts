@@ -159,6 +159,8 @@ export class Listening {
 
 	/** The frames waiting in a window's outbox; null once the window is over here (replaced, or its stream ended). */
 	private drain(window: string): string | null {
+		// The edge is about to hand these events on: they are kept durably first, in one write.
+		this.host.streams.buffer.flush();
 		const entry = this.outboxes.get(window);
 		const frames = entry?.outbox.drain() ?? null;
 		if (entry && (frames === null || this.host.streams.live(entry.stream) === undefined)) this.outboxes.delete(window);

@@ -8,7 +8,6 @@ import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
-import type { EventBuffer } from "./event-buffer.ts";
 import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import type { ServerRequests } from "./server-requests.ts";
@@ -91,11 +90,6 @@ export class SessionDO extends DurableObject<Env> {
 	/** Members' requests to the client waiting for answers (tests). */
 	get requests(): ServerRequests {
 		return this.parts.requests;
-	}
-
-	/** The session's recent stream events (tests). */
-	get buffer(): EventBuffer {
-		return this.parts.buffer;
 	}
 
 	/** The session's streams to its client (tests). */
