@@ -60,14 +60,14 @@ export interface ListeningHost {
 
 /**
  * A client's listening streams, carried by the edge Worker rather than by the
- * Durable Object (see docs/architecture.md, "Listening off the Durable
- * Object"): the object plans a listening window, then is called only when a
+ * Durable Object (see docs/architecture.md, "Listening is carried by the
+ * edge Worker, in windows"): the object plans a listening window, then is called only when a
  * member has something to say. Each window ends by the next recheck, so a
  * revoked key still loses its stream within one recheck interval; the client
  * resumes with Last-Event-ID and loses nothing.
  */
 export class Listening {
-	/** Outboxes of the listening streams the edge holds, by stream id. */
+	/** Outboxes of the listening windows the edges hold, by window (one per stream). */
 	private readonly outboxes = new Map<string, { stream: string; outbox: { drain(): string | null } }>();
 	/** Numbers listening windows, so a window that was replaced cannot take its successor's frames. */
 	private windows = 0;
@@ -116,18 +116,20 @@ export class Listening {
 		for (const [key, entry] of this.outboxes) if (entry.stream === stream.id) this.outboxes.delete(key);
 		const window = `${stream.id}#${++this.windows}`;
 		this.outboxes.set(window, { stream: stream.id, outbox: stream.outbox() });
-		const watched: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }> = [];
-		for (const member of binding.members.slice(0, MAX_WATCHED_MEMBERS)) {
-			try {
-				const session = await members.session(member);
-				const cursor = this.cursors.get(member.name);
-				const lastEventId = cursor && cursor.sessionId === session.sessionId ? cursor.id : null;
-				watched.push({ member, session, lastEventId });
-			} catch {
-				// A member that cannot be reached now is listened to on the next window.
-			}
-		}
-		return { kind: "members", window, first, members: watched, windowMs };
+		const watched = await Promise.all(
+			binding.members.slice(0, MAX_WATCHED_MEMBERS).map(async (member) => {
+				try {
+					const session = await members.session(member);
+					const cursor = this.cursors.get(member.name);
+					const lastEventId = cursor && cursor.sessionId === session.sessionId ? cursor.id : null;
+					return [{ member, session, lastEventId }];
+				} catch {
+					// A member that cannot be reached now is listened to on the next window.
+					return [];
+				}
+			}),
+		);
+		return { kind: "members", window, first, members: watched.flat(), windowMs };
 	}
 
 	/**
