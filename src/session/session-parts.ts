@@ -10,12 +10,13 @@ import { ClientStreams } from "./client-streams.ts";
 import type { Clock, Timers } from "./clock.ts";
 import { EventBuffer } from "./event-buffer.ts";
 import { Listening, SSE_HEADERS } from "./listening.ts";
+import type { ReplyRoute } from "./member-reply.ts";
 import { MemberSessions } from "./member-sessions.ts";
 import type { RegistryClient } from "./registry-client.ts";
 import { ServerRequests } from "./server-requests.ts";
 import { SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
-import { type ReplyRoute, UpstreamCalls } from "./upstream-calls.ts";
+import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 /** The concerns a SessionDO is made of, each in its own module. */

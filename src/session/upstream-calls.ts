@@ -6,31 +6,15 @@ import type {
 } from "@modelcontextprotocol/sdk/types.js";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents } from "../mcp/sse.ts";
 import { relaySse } from "../mcp/sse-relay.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
-import type { LiveStream } from "./client-streams.ts";
+import { type ReplyRoute, readMemberReply } from "./member-reply.ts";
 import { withCompletion } from "./stream-completion.ts";
-
-/**
- * How an aggregate member's reply reaches the client: on a resumable stream
- * of the gateway's own, read by the gateway whether or not the client is
- * still connected, so the call runs to its end and its result can be resumed.
- */
-export interface ReplyRoute {
-	/** The client's stream for this reply and the response that connects the client to it. */
-	open(): Promise<{ stream: LiveStream; response: Response }>;
-	/** A message of the reply other than the response: what the client gets on the stream (null: nothing). */
-	route(message: JSONRPCMessage, stream: LiveStream): JSONRPCMessage | null;
-	/** The reply is over; `task` is the reading, kept running past the client's connection. */
-	reading(task: Promise<void>, stream: LiveStream): void;
-}
 
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
@@ -258,7 +242,19 @@ export class UpstreamCalls {
 		const sse = type.includes("text/event-stream");
 		if (route) {
 			const reply = await route.open();
-			const task = this.readInto(reply.stream, route, member, message, body, sse, cap, failed).finally(finish);
+			const task = readMemberReply(body, reply.stream, route, {
+				requestId: message.id,
+				sse,
+				maxBytes: cap,
+				failed,
+				notAnAnswer: () =>
+					failureReply(
+						message.method,
+						message.id,
+						connection.protocolError("a JSON reply that does not answer the request it was sent"),
+					),
+				tooLarge: () => failureReply(message.method, message.id, tooLarge(member, cap)),
+			}).finally(finish);
 			route.reading(task, reply.stream);
 			return reply.response;
 		}
@@ -296,62 +292,6 @@ export class UpstreamCalls {
 		} finally {
 			finish();
 		}
-	}
-
-	/**
-	 * Reads an aggregate member's reply onto the client's stream: its response
-	 * to this request (then the stream ends), and what `route` lets through of
-	 * everything else. A reply that ends or breaks first ends with the error
-	 * `failed` gives.
-	 */
-	private async readInto(
-		stream: LiveStream,
-		route: ReplyRoute,
-		member: Member,
-		message: JSONRPCRequest,
-		body: ReadableStream<Uint8Array>,
-		sse: boolean,
-		cap: number,
-		failed: (error: unknown) => JSONRPCMessage | null,
-	): Promise<void> {
-		let answered = false;
-		const take = (reply: JSONRPCMessage | null): boolean => {
-			if (reply === null) return false;
-			if (isResponseTo(reply, message.id)) {
-				// Sent and ended at once: the reply's remaining bytes are dropped afterwards, not waited for.
-				stream.send(reply);
-				stream.end();
-				answered = true;
-				return true;
-			}
-			const passed = route.route(reply, stream);
-			if (passed) stream.send(passed);
-			return false;
-		};
-		let ending: JSONRPCMessage | null = null;
-		try {
-			if (sse) {
-				await readSseEvents(body, (event) => take(parseJsonRpcMessage(event.data)), cap);
-			} else {
-				const bytes = await readCapped(body, cap);
-				if (bytes === null) throw new RangeError("reply over the cap");
-				if (!take(parseJsonRpcMessage(new TextDecoder().decode(bytes)))) {
-					ending = failureReply(
-						message.method,
-						message.id,
-						this.host.connection(member).protocolError("a JSON reply that does not answer the request it was sent"),
-					);
-				}
-			}
-			if (!answered) ending ??= failed(null);
-		} catch (error) {
-			if (!answered) {
-				ending =
-					error instanceof RangeError ? failureReply(message.method, message.id, tooLarge(member, cap)) : failed(error);
-			}
-		}
-		if (ending) stream.send(ending);
-		stream.end();
 	}
 
 	/** Read methods on the allowlist may always be repeated; a tool call only when the tool is listed as read-only. */
