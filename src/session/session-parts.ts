@@ -3,18 +3,16 @@ import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { AggregateRouter } from "./aggregate-router.ts";
-import type { Member, SessionBinding } from "./binding.ts";
+import type { Member } from "./binding.ts";
 import { Breaker } from "./breaker.ts";
 import { Catalog } from "./catalog.ts";
 import { ClientStreams } from "./client-streams.ts";
-import type { Clock, Timers } from "./clock.ts";
 import { EventBuffer } from "./event-buffer.ts";
 import { Listening, SSE_HEADERS } from "./listening.ts";
 import type { ReplyRoute } from "./member-reply.ts";
 import { MemberSessions } from "./member-sessions.ts";
-import type { RegistryClient } from "./registry-client.ts";
 import { ServerRequests } from "./server-requests.ts";
-import { SessionLifecycle } from "./session-lifecycle.ts";
+import { type LifecycleHost, SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
@@ -48,22 +46,18 @@ export interface SessionParts {
 	readonly listening: Listening;
 }
 
-/** What the parts need from the Durable Object that holds them. */
-export interface PartsHost {
+/**
+ * What the parts need from the Durable Object that holds them: what the
+ * lifecycle needs of it (the swappable clock, timers and registry, the
+ * binding, the session's end), plus its state and env.
+ */
+export interface PartsHost
+	extends Pick<
+		LifecycleHost,
+		"settings" | "clock" | "timers" | "registry" | "current" | "replace" | "end" | "drained"
+	> {
 	readonly ctx: DurableObjectState;
 	readonly env: Env;
-	readonly settings: Settings;
-	/** The object's swappable clock, timers and registry (tests replace them). */
-	clock(): Clock;
-	timers(): Timers;
-	registry(): RegistryClient;
-	/** The binding: undefined while not loaded, null once the session is gone. */
-	current(): SessionBinding | null | undefined;
-	replace(binding: SessionBinding): void;
-	/** Ends the session (see SessionDO.terminate). */
-	end(binding: SessionBinding, reason: string): Promise<void>;
-	/** The last running request ended. */
-	drained(): void;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { once } from "./session-responses.ts";
+
 /**
  * Passes a body through unchanged, chunk by chunk (never buffered whole), and
  * calls `onDone` exactly once when it ends, fails or the reader cancels. The
@@ -13,13 +15,7 @@ export function withCompletion(
 	onError?: (error: unknown) => Uint8Array | null,
 ): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
-	let finished = false;
-	const finish = () => {
-		if (!finished) {
-			finished = true;
-			onDone();
-		}
-	};
+	const finish = once(onDone);
 	return new ReadableStream<Uint8Array>({
 		async pull(controller) {
 			try {
