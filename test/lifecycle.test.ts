@@ -321,7 +321,7 @@ describe("listening streams", () => {
 });
 
 describe("DELETE and protocol versions", () => {
-	it("a DELETE with an unsupported MCP-Protocol-Version gets 400 and leaves the session bound, stored, usable and still refused to other keys; a DELETE with 2099-01-01 then succeeds", async () => {
+	it("a DELETE with an unsupported MCP-Protocol-Version gets 400 and leaves the session bound, stored, usable and still refused to other keys; a DELETE naming a per-request revision (2099-01-01) is 405 and changes nothing either; a DELETE with 2025-11-25 then succeeds", async () => {
 		const { path, owner, sessionId, stored, send } = await transparentSession();
 		const bad = await gatewayFetch(path, {
 			method: "DELETE",
@@ -332,9 +332,15 @@ describe("DELETE and protocol versions", () => {
 		expect((await send()).status).toBe(200);
 		const other = await createKey();
 		expect((await rpc(path, other.key, sessionId, PING)).status).toBe(404);
-		const good = await gatewayFetch(path, {
+		const modern = await gatewayFetch(path, {
 			method: "DELETE",
 			headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": "2099-01-01" }),
+		});
+		expect(modern.status).toBe(405);
+		expect(await stored()).toBeGreaterThan(0);
+		const good = await gatewayFetch(path, {
+			method: "DELETE",
+			headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": "2025-11-25" }),
 		});
 		expect(good.status).toBe(204);
 		expect(await stored()).toBe(0);

@@ -2,7 +2,9 @@ import type { Context } from "hono";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type ClientMessage, parseClientMessage } from "../mcp/jsonrpc.ts";
+import { type ClientMessage, clientMessageOf, parseJsonBody } from "../mcp/jsonrpc.ts";
+import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
+import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -11,6 +13,7 @@ import { type EndpointCheck, type Member, memberOf, type SessionScope } from "..
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
 import { serveListen } from "./listen.ts";
+import { serveModern } from "./modern-routes.ts";
 import { limitKeyRate, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 import { mintSessionId } from "./session-id.ts";
@@ -64,6 +67,13 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const scope: SessionScope = { keyId: key.id, userPath: key.userPath, endpoint: name ? `/mcp/${name}` : "/mcp" };
 	const sessionId = request.headers.get("mcp-session-id");
 
+	if (method !== "POST" && namesModernVersion(request)) {
+		throw new GatewayError(
+			"method_not_allowed",
+			"Method Not Allowed: MCP 2026-07-28 has no GET or DELETE; send each request as a POST (subscriptions/listen for change notifications).",
+			{ headers: { allow: "POST" } },
+		);
+	}
 	if (method === "GET") {
 		checkGetHeaders(request);
 		const stub = await verifiedSessionStub(env, settings, sessionId);
@@ -74,18 +84,36 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	}
 
 	checkPostHeaders(request);
-	const message = parseClientMessage(await readBodyWithin(request, settings.maxBodyBytes));
-	if (message.kind !== "initialize") {
-		return (await verifiedSessionStub(env, settings, sessionId)).post(scope, message);
+	const text = await readBodyWithin(request, settings.maxBodyBytes);
+	const body = parseJsonBody(text);
+	const plan = () => (name ? planNamedEndpoint(reader, key, name) : planAggregate(reader, key, request));
+	try {
+		const classified = classifyPost(request, body);
+		if (classified.era === "modern") {
+			return await serveModern(env, settings, key, scope, request, text, classified, plan);
+		}
+		const message = clientMessageOf(body);
+		if (message.kind !== "initialize") {
+			return await (await verifiedSessionStub(env, settings, sessionId)).post(scope, message);
+		}
+		if (sessionId !== null) {
+			throw new GatewayError(
+				"bad_request",
+				"Bad Request: initialize opens a new session and must not carry an Mcp-Session-Id header.",
+			);
+		}
+		return await openSession(env, settings, key, scope, message, await plan());
+	} catch (error) {
+		// Whatever refused the request, the error answers it by its id when the body had one.
+		if (error instanceof GatewayError) error.answering(requestIdOf(body));
+		throw error;
 	}
-	if (sessionId !== null) {
-		throw new GatewayError(
-			"bad_request",
-			"Bad Request: initialize opens a new session and must not carry an Mcp-Session-Id header.",
-		);
-	}
-	const plan = name ? await planNamedEndpoint(reader, key, name) : await planAggregate(reader, key, request);
-	return openSession(env, settings, key, scope, message, plan);
+}
+
+/** A GET or DELETE sent by a 2026-07-28 client (its version header names a per-request revision). */
+function namesModernVersion(request: Request): boolean {
+	const header = request.headers.get("mcp-protocol-version")?.trim();
+	return header !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(header) && header >= FIRST_PER_REQUEST_VERSION;
 }
 
 /**

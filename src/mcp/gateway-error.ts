@@ -8,7 +8,10 @@ export const ERROR_KINDS = {
 	bad_request: { status: 400, code: ErrorCode.InvalidRequest },
 	parse_error: { status: 400, code: ErrorCode.ParseError },
 	invalid_request: { status: 400, code: ErrorCode.InvalidRequest },
-	unsupported_protocol_version: { status: 400, code: ErrorCode.InvalidRequest },
+	// MCP's UnsupportedProtocolVersion: data lists the versions the gateway speaks.
+	unsupported_protocol_version: { status: 400, code: -32022 },
+	// MCP's HeaderMismatch (2026-07-28): routing headers that disagree with the body.
+	header_mismatch: { status: 400, code: -32020 },
 	session_required: { status: 400, code: ErrorCode.InvalidRequest },
 	unauthenticated: { status: 401, code: ErrorCode.InvalidRequest },
 	forbidden_origin: { status: 403, code: ErrorCode.InvalidRequest },
@@ -52,6 +55,8 @@ export interface ErrorData {
 	kind: ErrorKind;
 	server?: string;
 	details?: Record<string, string>;
+	/** Facts a protocol error carries by the spec, e.g. `supported` versions. */
+	[fact: string]: unknown;
 }
 
 export interface GatewayErrorOptions {
@@ -64,6 +69,12 @@ export interface GatewayErrorOptions {
 	upstreamCode?: number;
 	/** Extra facts for operators, e.g. an upstream's WWW-Authenticate challenge. Never secrets. */
 	details?: Record<string, string>;
+	/** Overrides the kind's JSON-RPC code (an SDK validation rung's own code). */
+	code?: number;
+	/** The id of the request this error answers, when the body yielded one. */
+	id?: RequestId | null;
+	/** Facts the spec puts in `error.data` for this error (e.g. `supported`, `requested`). */
+	data?: Record<string, unknown>;
 	cause?: unknown;
 }
 
@@ -81,6 +92,10 @@ export class GatewayError extends Error {
 	readonly headers: Record<string, string>;
 	readonly upstreamCode: number | undefined;
 	readonly details: Record<string, string> | undefined;
+	readonly code: number;
+	/** The request this error answers (rendered as the response's id); null when none is known. */
+	id: RequestId | null;
+	private readonly facts: Record<string, unknown> | undefined;
 
 	constructor(kind: ErrorKind, message: string, options: GatewayErrorOptions = {}) {
 		super(message, { cause: options.cause });
@@ -91,23 +106,32 @@ export class GatewayError extends Error {
 		this.headers = options.headers ?? {};
 		this.upstreamCode = options.upstreamCode;
 		this.details = options.details;
+		this.code = options.code ?? ERROR_KINDS[kind].code;
+		this.id = options.id ?? null;
+		this.facts = options.data;
+	}
+
+	/** This error as the answer to the request with `id`, unless it already names one. */
+	answering(id: RequestId | null): this {
+		this.id ??= id;
+		return this;
 	}
 
 	/** The JSON-RPC error object: `{ code, message, data: { kind, server? } }`. */
 	toJsonRpcError(): { code: number; message: string; data: ErrorData } {
-		return { code: ERROR_KINDS[this.kind].code, message: this.message, data: this.data() };
+		return { code: this.code, message: this.message, data: this.data() };
 	}
 
 	/** Machine-readable facts: `{ kind, server?, details? }`. */
 	data(): ErrorData {
-		const data: ErrorData = { kind: this.kind };
+		const data: ErrorData = { ...this.facts, kind: this.kind };
 		if (this.server !== undefined) data.server = this.server;
 		if (this.details !== undefined) data.details = this.details;
 		return data;
 	}
 
 	/** Renders as an HTTP error response (status from the kind) with a JSON-RPC error body. */
-	toResponse(id: RequestId | null = null): Response {
+	toResponse(id: RequestId | null = this.id): Response {
 		return Response.json(
 			{ jsonrpc: JSONRPC_VERSION, id, error: this.toJsonRpcError() },
 			{ status: this.status, headers: this.headers },

@@ -48,12 +48,20 @@ export type ClientMessage =
 
 /** Parses request body text into one JSON-RPC message, with errors a person can act on. */
 export function parseClientMessage(text: string): ClientMessage {
-	let value: unknown;
+	return clientMessageOf(parseJsonBody(text));
+}
+
+/** A request body's JSON value; not JSON at all is a parse error. */
+export function parseJsonBody(text: string): unknown {
 	try {
-		value = JSON.parse(text);
+		return JSON.parse(text);
 	} catch (error) {
 		throw new GatewayError("parse_error", "Parse error: the request body is not valid JSON.", { cause: error });
 	}
+}
+
+/** One 2025-era JSON-RPC message from a body's JSON value, with errors a person can act on. */
+export function clientMessageOf(value: unknown): ClientMessage {
 	if (Array.isArray(value)) {
 		throw new GatewayError(
 			"invalid_request",

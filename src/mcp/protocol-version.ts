@@ -6,6 +6,15 @@ import { DEFAULT_NEGOTIATED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from
  */
 export const FIRST_PER_REQUEST_VERSION = "2026-07-28";
 
+/** The per-request revisions the gateway speaks (2026-07-28 era: no session, `_meta` envelope). */
+export const MODERN_PROTOCOL_VERSIONS: readonly string[] = [FIRST_PER_REQUEST_VERSION];
+
+/** Every version the gateway speaks, newest first, as an UnsupportedProtocolVersion error lists them. */
+export const SUPPORTED_VERSIONS_OF_BOTH_ERAS: readonly string[] = [
+	...MODERN_PROTOCOL_VERSIONS,
+	...SUPPORTED_PROTOCOL_VERSIONS,
+];
+
 const DATE_VERSION = /^\d{4}-\d{2}-\d{2}$/;
 
 export type VersionCheck = { ok: true; version: string } | { ok: false; version: string };

@@ -91,3 +91,50 @@ export async function readSseEvents(
 	if (oversized) throw new RangeError(`an SSE event exceeded ${maxEventBytes} bytes`);
 	return done;
 }
+
+/**
+ * Reads JSON-RPC messages from an SSE body one at a time, on demand: a reader
+ * can stop between two messages and go on later (a bridged call parked while
+ * its client answers an input request). Events that are not JSON-RPC are
+ * skipped; an event over `maxEventBytes` fails the read.
+ */
+export class SseMessageReader {
+	private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+	private readonly decoder = new TextDecoder();
+	private readonly limit: EventSizeLimit;
+	private readonly queue: JSONRPCMessage[] = [];
+	private readonly parser = createParser({
+		onEvent: (event) => {
+			const message = this.parseMessage(event.data);
+			if (message) this.queue.push(message);
+		},
+	});
+
+	constructor(
+		body: ReadableStream<Uint8Array>,
+		maxEventBytes: number,
+		private readonly parseMessage: (data: string) => JSONRPCMessage | null,
+	) {
+		this.reader = body.getReader();
+		this.limit = new EventSizeLimit(maxEventBytes);
+	}
+
+	/** The next message, or null once the stream has ended. */
+	async next(): Promise<JSONRPCMessage | null> {
+		while (this.queue.length === 0) {
+			const chunk = await this.reader.read();
+			if (chunk.done) return null;
+			if (this.limit.add(chunk.value) < 0) {
+				await this.cancel();
+				throw new RangeError("an SSE event exceeded the size limit");
+			}
+			this.parser.feed(this.decoder.decode(chunk.value, { stream: true }));
+		}
+		return this.queue.shift() ?? null;
+	}
+
+	/** Stops reading: the stream is cancelled, which ends the exchange behind it. */
+	async cancel(): Promise<void> {
+		await this.reader.cancel().catch(() => undefined);
+	}
+}

@@ -60,6 +60,18 @@ export const SessionBindingSchema = z.object({
 	members: z.array(MemberSchema),
 	/** Upstream sessions by member name; a member missing here is connected on next use. */
 	upstreams: z.record(z.string(), UpstreamSessionSchema),
+	/**
+	 * What the session's initialize answered (capabilities, server info,
+	 * instructions): a 2026-07-28 client asks for it with `server/discover`.
+	 * Absent in bindings older than that.
+	 */
+	server: z
+		.object({
+			capabilities: z.record(z.string(), z.unknown()),
+			serverInfo: z.record(z.string(), z.unknown()),
+			instructions: z.string().optional(),
+		})
+		.optional(),
 	createdAt: z.number(),
 	/** Last activity as last written; in memory the DO knows a later one. */
 	lastActivity: z.number(),

@@ -1,14 +1,23 @@
 import { DurableObject } from "cloudflare:workers";
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import {
+	type JSONRPCMessage,
+	type JSONRPCNotification,
+	type JSONRPCRequest,
+	LATEST_PROTOCOL_VERSION,
+} from "@modelcontextprotocol/sdk/types.js";
 import { settingsFrom } from "../config.ts";
+import { randomToken } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import type { Envelope } from "../mcp/modern-request.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
+import { ModernBridge } from "./modern-bridge.ts";
+import { discoverReply, helloOf } from "./modern-discover.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import type { ServerRequests } from "./server-requests.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
@@ -18,6 +27,14 @@ import type { SessionStore } from "./session-store.ts";
 
 export type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 export type { OpenSessionInput } from "./session-open.ts";
+
+/** A 2026-07-28 client's request, with what opening its session needs. */
+export interface ModernSessionInput extends Omit<OpenSessionInput, "request" | "params"> {
+	envelope: Envelope;
+	message: JSONRPCRequest;
+	/** Live sessions the key may hold. */
+	cap: number;
+}
 
 export interface OpenSessionResult {
 	opened: boolean;
@@ -57,6 +74,12 @@ export class SessionDO extends DurableObject<Env> {
 	private loading: Promise<SessionBinding | null> | null = null;
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
+	/** A 2026-07-28 client's first requests share one open. */
+	private modernOpening: Promise<SessionBinding | Response> | null = null;
+	/** The log level a 2026-07-28 client last asked for (sent to the upstreams once per change). */
+	private logLevel: string | undefined;
+	/** Serves 2026-07-28 clients from this 2025 session (see ModernBridge). */
+	readonly bridge: ModernBridge;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -79,6 +102,20 @@ export class SessionDO extends DurableObject<Env> {
 				this.closeWhenDrained = null;
 				this.ctx.waitUntil(this.parts.pool.closeAll(ended.members, ended.upstreams));
 			},
+		});
+		const settings = settingsFrom(env);
+		this.bridge = new ModernBridge({
+			post: (message) => {
+				const binding = this.binding;
+				if (!binding) return Promise.resolve(notFound());
+				const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+				return this.posting(scope, message);
+			},
+			clock: () => this.clock,
+			timers: () => this.timers,
+			secret: settings.sessionSecret ?? "",
+			maxEventBytes: settings.maxReplyBytes,
+			roundTtlMs: settings.upstreamTimeoutMs,
 		});
 	}
 
@@ -118,7 +155,13 @@ export class SessionDO extends DurableObject<Env> {
 					: await openAggregate(this.parts.pool, input);
 			if (!opened.binding) return { opened: false, reply: opened.reply };
 			const now = this.clock.now();
-			const binding: SessionBinding = { ...opened.binding, createdAt: now, lastActivity: now, verifiedAt: now };
+			const binding: SessionBinding = {
+				...opened.binding,
+				server: helloOf(opened.reply),
+				createdAt: now,
+				lastActivity: now,
+				verifiedAt: now,
+			};
 			this.binding = binding;
 			this.parts.buffer.startEmpty();
 			await this.parts.store.writeBinding(binding);
@@ -130,6 +173,75 @@ export class SessionDO extends DurableObject<Env> {
 				reply: { jsonrpc: "2.0", id: input.request.id, error: asGatewayError(error).toJsonRpcError() },
 			};
 		}
+	}
+
+	/**
+	 * A 2026-07-28 client's request on an endpoint whose upstreams speak 2025:
+	 * this object (one per key, endpoint and client capabilities) holds the
+	 * 2025 session for it, opened on first use with the envelope's
+	 * capabilities and client info, expired and rechecked like any session.
+	 */
+	async modern(input: ModernSessionInput): Promise<Response> {
+		return this.metered(async () => {
+			const binding = await this.readyForModern(input);
+			if (binding instanceof Response) return binding;
+			const { message, envelope } = input;
+			if (message.method === "server/discover") return discoverReply(binding, message.id);
+			if (envelope.logLevel !== undefined && envelope.logLevel !== this.logLevel) {
+				this.logLevel = envelope.logLevel;
+				const setLevel = { jsonrpc: "2.0" as const, id: `gw-log-${randomToken(8)}`, method: "logging/setLevel" };
+				await (
+					await this.posting(input.scope, {
+						kind: "request",
+						message: { ...setLevel, params: { level: envelope.logLevel } },
+					})
+				).body?.cancel();
+			}
+			return this.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
+		});
+	}
+
+	private readyForModern(input: ModernSessionInput): Promise<SessionBinding | Response> {
+		return this.load().then((binding) => {
+			if (binding) {
+				return scopeMatches(binding, input.scope) ? binding : notFound();
+			}
+			this.modernOpening ??= this.openForModern(input).finally(() => {
+				this.modernOpening = null;
+			});
+			return this.modernOpening;
+		});
+	}
+
+	/** Opens the 2025 session a modern client's requests are served from, after the key's ledger admits it. */
+	private async openForModern(input: ModernSessionInput): Promise<SessionBinding | Response> {
+		const place = this.ctx.id.toString();
+		const ledger = keySessions(this.env, input.scope.keyId);
+		if (!(await ledger.admit(place, input.cap))) {
+			return new GatewayError(
+				"session_limit",
+				`Too Many Requests: this API key already holds its limit of ${input.cap} live sessions.`,
+				{ id: input.message.id },
+			).toResponse();
+		}
+		const { envelope } = input;
+		const params = {
+			protocolVersion: LATEST_PROTOCOL_VERSION,
+			capabilities: envelope.clientCapabilities,
+			clientInfo: envelope.clientInfo,
+		};
+		const opened = await this.opening({
+			...input,
+			request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
+			params,
+		});
+		if (!opened.opened || !this.binding) {
+			await ledger.release(place);
+			const error =
+				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };
+			return Response.json({ jsonrpc: "2.0", id: input.message.id, error });
+		}
+		return this.binding;
 	}
 
 	/** Forwards one client message (request, notification or response) into the session. */
@@ -328,6 +440,8 @@ export class SessionDO extends DurableObject<Env> {
 		this.parts.buffer.discard();
 		this.parts.requests.clear();
 		this.parts.listening.clear();
+		this.bridge.clear();
+		this.logLevel = undefined;
 		this.ctx.waitUntil(
 			keySessions(this.env, binding.keyId)
 				.release(this.ctx.id.toString())

@@ -14,7 +14,10 @@ import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
+import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
+
+export type { FetchLike } from "./upstream-fetch.ts";
 
 /** What the gateway holds of one upstream session. */
 export interface UpstreamSession {
@@ -29,8 +32,6 @@ const CLOSE_TIMEOUT_MS = 5_000;
 const MAX_LIST_PAGES = 100;
 
 let requestCounter = 0;
-
-export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
 
 /** A JSON-RPC reply read from an upstream, with its size on the wire. */
 interface Reply {
@@ -328,12 +329,8 @@ export class UpstreamConnection {
 		}
 	}
 
-	/**
-	 * One HTTP request to the upstream with its configured headers. Redirects
-	 * are never followed: they would carry the configured credentials and the
-	 * call to wherever the upstream points. A 3xx is an `upstream_error`.
-	 */
-	private async send(
+	/** One HTTP request to the upstream with its configured headers and the session's. */
+	private send(
 		method: "POST" | "GET" | "DELETE",
 		session: UpstreamSession,
 		message: JSONRPCMessage | undefined,
@@ -347,45 +344,12 @@ export class UpstreamConnection {
 		if (session.protocolVersion) headers.set("mcp-protocol-version", session.protocolVersion);
 		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
 		this.requests++;
-		let response: Response;
-		try {
-			response = await this.fetcher(this.target.url, {
-				method,
-				headers,
-				body: message ? JSON.stringify(message) : undefined,
-				signal: deadline.signal,
-				redirect: "manual",
-			});
-		} catch (error) {
-			if (deadline.signal.aborted) throw this.timeoutError(error);
-			console.warn(
-				`upstream ${this.target.name}: ${method} ${displayUrl(this.target.url)} failed: ${describeError(error)}`,
-			);
-			throw new GatewayError("upstream_unavailable", `Upstream server '${this.target.name}' is unreachable.`, {
-				server: this.target.name,
-				cause: error,
-			});
-		}
-		if (response.status >= 300 && response.status < 400) {
-			await response.body?.cancel();
-			console.warn(
-				`upstream ${this.target.name}: ${method} ${displayUrl(this.target.url)} answered a redirect (HTTP ${response.status}), not followed`,
-			);
-			throw new GatewayError(
-				"upstream_error",
-				`Upstream server '${this.target.name}' answered with a redirect (HTTP ${response.status}), which the gateway does not follow; its registered URL may need updating.`,
-				{ server: this.target.name },
-			);
-		}
-		return response;
+		const body = message ? JSON.stringify(message) : undefined;
+		return fetchUpstream(this.target, { method, headers, body }, deadline, this.fetcher);
 	}
 
 	private timeoutError(cause: unknown): GatewayError {
-		return new GatewayError(
-			"upstream_timeout",
-			`Upstream server '${this.target.name}' did not answer within ${this.target.timeoutMs / 1000} s.`,
-			{ server: this.target.name, cause },
-		);
+		return upstreamTimeout(this.target, cause);
 	}
 
 	private tooLarge(what: string): GatewayError {

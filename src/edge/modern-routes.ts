@@ -1,0 +1,75 @@
+import type { Settings } from "../config.ts";
+import { sha256Hex } from "../crypto.ts";
+import type { Env } from "../env.ts";
+import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
+import type { ApiKeyRecord } from "../registry/schemas.ts";
+import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
+import { upstreamEra } from "../upstream/upstream-era.ts";
+import { resolveTarget } from "../upstream/upstream-target.ts";
+import { forwardModern } from "./modern-forward.ts";
+
+/** An endpoint as the edge resolved it for this request (see mcp-routes). */
+export interface ModernPlan {
+	mode: "transparent" | "aggregate";
+	endpointCheck: EndpointCheck;
+	members: Member[];
+}
+
+/**
+ * A 2026-07-28 request, validated. To a 2026-07-28 upstream behind a server
+ * endpoint it is forwarded statelessly by the edge; anything that needs a
+ * 2025 session (a 2025 upstream, an aggregate) is served by the SessionDO
+ * that holds one for this key, endpoint and client capabilities.
+ */
+export async function serveModern(
+	env: Env,
+	settings: Settings,
+	key: ApiKeyRecord,
+	scope: SessionScope,
+	request: Request,
+	body: string,
+	classified: Exclude<ClassifiedRequest, { era: "legacy" }>,
+	plan: () => Promise<ModernPlan>,
+): Promise<Response> {
+	// 2026-07-28 defines no client notification over HTTP; one is accepted and dropped.
+	if (classified.kind === "notification") return new Response(null, { status: 202 });
+	const resolved = await plan();
+	const sole = resolved.members[0];
+	if (resolved.mode === "transparent" && sole) {
+		const target = resolveTarget(sole, env, {
+			defaultTimeoutMs: settings.upstreamTimeoutMs,
+			maxReplyBytes: settings.maxReplyBytes,
+			allowHttpUpstreams: settings.allowHttpUpstreams,
+		});
+		if ((await upstreamEra(target, sole)) === "modern") return forwardModern(target, request, body);
+	}
+	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));
+	const stub = env.SESSIONS.get(env.SESSIONS.idFromName(name));
+	return stub.modern({
+		scope,
+		...resolved,
+		envelope: classified.envelope,
+		message: classified.message,
+		cap: key.maxSessions ?? settings.maxSessionsPerKey,
+	});
+}
+
+/**
+ * The SessionDO serving a 2026-07-28 client: one per key, user path,
+ * endpoint (with its server selection) and client capabilities, since the
+ * 2025 session behind it was opened with those capabilities.
+ */
+async function modernSessionName(scope: SessionScope, envelope: Envelope, servers: string | null): Promise<string> {
+	const parts = [scope.keyId, scope.userPath, scope.endpoint, servers ?? "", stableJson(envelope.clientCapabilities)];
+	return `modern:${await sha256Hex(JSON.stringify(parts))}`;
+}
+
+/** JSON with object keys sorted, so equal capabilities give one digest whatever their order. */
+function stableJson(value: unknown): string {
+	if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
+	if (typeof value === "object" && value !== null) {
+		const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+		return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
+	}
+	return JSON.stringify(value) ?? "null";
+}

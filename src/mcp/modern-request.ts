@@ -1,0 +1,166 @@
+import {
+	CLIENT_CAPABILITIES_META_KEY,
+	CLIENT_INFO_META_KEY,
+	classifyInboundRequest,
+	type JSONRPCNotification,
+	type JSONRPCRequest,
+	LOG_LEVEL_META_KEY,
+	PROTOCOL_VERSION_META_KEY,
+} from "@modelcontextprotocol/server";
+import { z } from "zod";
+import { GatewayError } from "./gateway-error.ts";
+import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "./protocol-version.ts";
+
+/**
+ * What a 2026-07-28 request says about its client, in place of a session:
+ * the protocol version, the client's identity and capabilities, and an
+ * optional per-request log level.
+ */
+export interface Envelope {
+	protocolVersion: string;
+	clientInfo: { name: string; version: string; [key: string]: unknown };
+	clientCapabilities: Record<string, unknown>;
+	logLevel?: string;
+}
+
+/** A request of either era, as the edge classified it. */
+export type ClassifiedRequest =
+	| { era: "legacy" }
+	| { era: "modern"; kind: "request"; message: JSONRPCRequest; envelope: Envelope }
+	| { era: "modern"; kind: "notification"; message: JSONRPCNotification };
+
+const EnvelopeSchema = z.object({
+	[PROTOCOL_VERSION_META_KEY]: z.string(),
+	[CLIENT_INFO_META_KEY]: z.object({ name: z.string(), version: z.string() }).loose(),
+	[CLIENT_CAPABILITIES_META_KEY]: z.record(z.string(), z.unknown()),
+	[LOG_LEVEL_META_KEY]: z.string().optional(),
+});
+
+/** The Base64 sentinel of header values that are not plain ASCII (`=?base64?…?=`). */
+const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
+
+/**
+ * Classifies a POST by era with the SDK's own classifier (the rules every
+ * dual-era server uses), then applies the checks the classifier leaves to the
+ * transport: the version is one the gateway speaks (-32022 listing them), the
+ * `MCP-Protocol-Version` header is present and equals the envelope, and
+ * `Mcp-Name` equals `params.name` / `params.uri` (-32020). Ladder refusals
+ * keep the SDK's status, code and words.
+ */
+export function classifyPost(request: Request, body: unknown): ClassifiedRequest {
+	const headers = request.headers;
+	const outcome = classifyInboundRequest({
+		httpMethod: "POST",
+		protocolVersionHeader: headers.get("mcp-protocol-version") ?? undefined,
+		mcpMethodHeader: headers.get("mcp-method") ?? undefined,
+		mcpNameHeader: headers.get("mcp-name") ?? undefined,
+		body,
+	});
+	if (outcome.kind === "legacy") return { era: "legacy" };
+	const id = requestIdOf(body);
+	if (outcome.kind === "reject") {
+		throw new GatewayError(outcome.code === HEADER_MISMATCH ? "header_mismatch" : "invalid_params", outcome.message, {
+			status: outcome.httpStatus,
+			code: outcome.code,
+			id,
+		});
+	}
+	const version = outcome.classification.revision;
+	if (version === undefined || !MODERN_PROTOCOL_VERSIONS.includes(version)) {
+		throw unsupportedVersion(version ?? "(none)", id);
+	}
+	if (outcome.messageKind === "notification") return { era: "modern", kind: "notification", message: outcome.message };
+	const message = outcome.message;
+	const header = headers.get("mcp-protocol-version");
+	if (header === null || header.trim() !== version) {
+		throw mismatch(
+			header === null
+				? `the MCP-Protocol-Version header is missing; it must be ${version}, as the request's _meta says`
+				: `the MCP-Protocol-Version header says ${header.trim()} but the request's _meta says ${version}`,
+			id,
+		);
+	}
+	checkName(message, headers.get("mcp-name"), id);
+	const parsed = EnvelopeSchema.safeParse(message.params?._meta);
+	if (!parsed.success) {
+		throw new GatewayError("invalid_params", "Invalid params: the request's _meta envelope is malformed.", { id });
+	}
+	const meta = parsed.data;
+	const envelope: Envelope = {
+		protocolVersion: version,
+		clientInfo: meta[CLIENT_INFO_META_KEY],
+		clientCapabilities: meta[CLIENT_CAPABILITIES_META_KEY],
+	};
+	const logLevel = meta[LOG_LEVEL_META_KEY];
+	if (logLevel !== undefined) envelope.logLevel = logLevel;
+	return { era: "modern", kind: "request", message, envelope };
+}
+
+/** JSON-RPC's HeaderMismatch code (2026-07-28 transport). */
+export const HEADER_MISMATCH = -32020;
+
+/** `Mcp-Name` must name what the body names, for the methods that carry a name. */
+function checkName(message: JSONRPCRequest, header: string | null, id: string | number | null): void {
+	const field = message.method === "resources/read" ? "uri" : NAMED_METHODS.has(message.method) ? "name" : null;
+	if (field === null) return;
+	const value = message.params?.[field];
+	if (typeof value !== "string") return;
+	if (header === null) {
+		throw mismatch(`the body names ${field} '${value}' but the Mcp-Name header is missing`, id);
+	}
+	const named = decodeHeaderValue(header.trim());
+	if (named !== value) {
+		throw mismatch(`the Mcp-Name header names '${named ?? header}' but the body names ${field} '${value}'`, id);
+	}
+}
+
+const NAMED_METHODS = new Set(["tools/call", "prompts/get"]);
+
+/** A header value, decoded when it carries the Base64 sentinel; undefined when that encoding is broken. */
+export function decodeHeaderValue(value: string): string | undefined {
+	const encoded = BASE64_SENTINEL.exec(value);
+	if (!encoded) return value;
+	try {
+		const bytes = Uint8Array.from(atob(encoded[1] ?? ""), (char) => char.charCodeAt(0));
+		return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+	} catch {
+		return undefined;
+	}
+}
+
+function mismatch(detail: string, id: string | number | null): GatewayError {
+	return new GatewayError("header_mismatch", `Bad Request: the request headers and body disagree: ${detail}.`, { id });
+}
+
+/** -32022 with the versions the gateway speaks, so a client can pick one (2026-07-28 versioning). */
+export function unsupportedVersion(requested: string, id: string | number | null): GatewayError {
+	return new GatewayError(
+		"unsupported_protocol_version",
+		`Unsupported protocol version '${requested}': this gateway speaks ${SUPPORTED_VERSIONS_OF_BOTH_ERAS.join(", ")}.`,
+		{ id, data: { supported: SUPPORTED_VERSIONS_OF_BOTH_ERAS, requested } },
+	);
+}
+
+/** The id of a JSON-RPC request body, when it has a usable one (errors carry it). */
+export function requestIdOf(body: unknown): string | number | null {
+	if (typeof body !== "object" || body === null || !("id" in body)) return null;
+	const id = body.id;
+	return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null;
+}
+
+/** The request without its envelope keys: what a 2025 peer is sent (its session carries them). */
+export function withoutEnvelope(message: JSONRPCRequest): JSONRPCRequest {
+	const meta = message.params?._meta;
+	if (!meta) return message;
+	const {
+		[PROTOCOL_VERSION_META_KEY]: _version,
+		[CLIENT_INFO_META_KEY]: _info,
+		[CLIENT_CAPABILITIES_META_KEY]: _capabilities,
+		[LOG_LEVEL_META_KEY]: _level,
+		...rest
+	} = meta;
+	const params = { ...message.params };
+	if (Object.keys(rest).length > 0) params._meta = rest;
+	else delete params._meta;
+	return { ...message, params };
+}

@@ -1,0 +1,295 @@
+import {
+	CreateMessageResultSchema,
+	ElicitResultSchema,
+	isJSONRPCRequest,
+	type JSONRPCMessage,
+	JSONRPCMessageSchema,
+	type JSONRPCRequest,
+	ListRootsResultSchema,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import { macMatches, macOf, randomToken } from "../crypto.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { withoutEnvelope } from "../mcp/modern-request.ts";
+import { modernReply } from "../mcp/modern-results.ts";
+import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import type { Clock, Timers } from "./clock.ts";
+import type { SessionMessage } from "./session-do.ts";
+
+/** What the bridge needs of its session. */
+export interface BridgeHost {
+	/** A message into the session, as a 2025 client's POST would send it. */
+	post(message: SessionMessage): Promise<Response>;
+	clock(): Clock;
+	timers(): Timers;
+	/** The gateway's secret, for the MAC of `requestState`. */
+	secret: string;
+	maxEventBytes: number;
+	/** How long a round waits for the client's retry before it is abandoned. */
+	roundTtlMs: number;
+}
+
+/** Who and what a round belongs to: a retry must match all of it. */
+interface RoundOwner {
+	keyId: string;
+	endpoint: string;
+	method: string;
+	/** The tool, prompt or resource the request names. */
+	name: string;
+}
+
+/**
+ * A call parked at a peer's request to the client: the reply stream is kept,
+ * unread, until the client retries with the answers (or the round is abandoned).
+ */
+interface Round {
+	reader: SseMessageReader;
+	/** The id the call went into the session under: its response carries it, the client gets the retry's. */
+	callId: RequestId;
+	owner: RoundOwner;
+	/** Input key → the peer's request, answered under its own id. */
+	requests: Map<string, JSONRPCRequest>;
+	expiresAt: number;
+	cancelTimer: () => void;
+}
+
+/** A bridged call's id in the session, and the id of the client request being answered now. */
+interface CallIds {
+	callId: RequestId;
+	clientId: RequestId;
+}
+
+/** Which result schema answers which input request (2026-07-28 MRTR). */
+const INPUT_RESULT_SCHEMAS: Record<string, z.ZodType> = {
+	"elicitation/create": ElicitResultSchema,
+	"sampling/createMessage": CreateMessageResultSchema,
+	"roots/list": ListRootsResultSchema,
+};
+
+/**
+ * Serves a 2026-07-28 client from a 2025 session (its upstream, or an
+ * aggregate's members, speak 2025). Each request goes into the session with
+ * its envelope taken off; the reply comes back with what the modern era
+ * requires. A peer's request to the client during a call (elicitation,
+ * sampling, roots) ends the client's exchange with an `input_required`
+ * result: the call itself stays open here, its reply unread, and the client's
+ * retry with `inputResponses` answers the peer and reads on. `requestState`
+ * names the round under a MAC that binds it to the key, the endpoint, the
+ * method and the name, with an expiry; a round is answered once.
+ */
+export class ModernBridge {
+	private readonly rounds = new Map<string, Round>();
+
+	constructor(private readonly host: BridgeHost) {}
+
+	/** Rounds waiting for a client's retry (tests). */
+	get waiting(): number {
+		return this.rounds.size;
+	}
+
+	async request(message: JSONRPCRequest, owner: Omit<RoundOwner, "method" | "name">): Promise<Response> {
+		const full: RoundOwner = { ...owner, method: message.method, name: nameOf(message) };
+		const state = message.params?.requestState;
+		if (state !== undefined) return this.retry(message, state, full);
+		const response = await this.host.post({ kind: "request", message: withoutEnvelope(message) });
+		return this.answer(response, message.id, full);
+	}
+
+	/** Ends every round: the session ended. */
+	clear(): void {
+		for (const [id, round] of this.rounds) {
+			this.rounds.delete(id);
+			round.cancelTimer();
+			void round.reader.cancel();
+		}
+	}
+
+	/** The session's reply as the modern client's: JSON as it is (made modern), SSE read message by message. */
+	private async answer(response: Response, id: RequestId, owner: RoundOwner): Promise<Response> {
+		const type = response.headers.get("content-type") ?? "";
+		if (type.startsWith("text/event-stream") && response.body) {
+			const reader = new SseMessageReader(response.body, this.host.maxEventBytes, parseJsonRpcMessage);
+			return this.stream(reader, { callId: id, clientId: id }, owner);
+		}
+		if (!type.startsWith("application/json")) return response;
+		const parsed = JSONRPCMessageSchema.safeParse(await response.json());
+		if (!parsed.success) return response;
+		return Response.json(modernReply(owner.method, parsed.data), { status: response.status });
+	}
+
+	/**
+	 * The call's events for the client until its response, or until the peer
+	 * asks the client something: then the exchange ends with `input_required`
+	 * and the reader is parked for the retry. Closing the stream (the client
+	 * went away) cancels the call, as 2026-07-28 defines it.
+	 */
+	private stream(reader: SseMessageReader, ids: CallIds, owner: RoundOwner): Response {
+		const id = ids.clientId;
+		let parked = false;
+		const body = new ReadableStream<Uint8Array>({
+			pull: async (controller) => {
+				try {
+					const frame = await this.nextFrame(reader, ids, owner, () => {
+						parked = true;
+					});
+					if (frame.bytes) controller.enqueue(frame.bytes);
+					if (frame.last) controller.close();
+				} catch (error) {
+					controller.enqueue(sseMessage(failure(id, error)));
+					controller.close();
+				}
+			},
+			cancel: () => {
+				if (!parked) void reader.cancel();
+			},
+		});
+		return new Response(body, {
+			headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
+		});
+	}
+
+	private async nextFrame(
+		reader: SseMessageReader,
+		ids: CallIds,
+		owner: RoundOwner,
+		park: () => void,
+	): Promise<{ bytes?: Uint8Array; last: boolean }> {
+		const id = ids.clientId;
+		for (;;) {
+			const message = await reader.next();
+			if (message === null) {
+				const gone = new GatewayError("upstream_error", "The upstream ended its reply without an answer.");
+				return { bytes: sseMessage(failure(id, gone)), last: true };
+			}
+			if (isNotification(message)) return { bytes: sseMessage(message), last: false };
+			if (isJSONRPCRequest(message)) {
+				// A peer's ping needs no person: the bridge answers it and reads on.
+				if (message.method === "ping") {
+					await this.host.post({ kind: "response", message: { jsonrpc: "2.0", id: message.id, result: {} } });
+					continue;
+				}
+				park();
+				const result = await this.openRound(reader, ids.callId, owner, message);
+				return { bytes: sseMessage({ jsonrpc: "2.0", id, result }), last: true };
+			}
+			if ("id" in message && message.id === ids.callId) {
+				return { bytes: sseMessage(modernReply(owner.method, { ...message, id })), last: true };
+			}
+		}
+	}
+
+	private async openRound(
+		reader: SseMessageReader,
+		callId: RequestId,
+		owner: RoundOwner,
+		request: JSONRPCRequest,
+	): Promise<Record<string, unknown>> {
+		const roundId = randomToken(16);
+		const expiresAt = this.host.clock().now() + this.host.roundTtlMs;
+		const requests = new Map([["input-1", request]]);
+		const cancelTimer = this.host.timers().set(this.host.roundTtlMs, () => {
+			void this.abandon(roundId);
+		});
+		this.rounds.set(roundId, { reader, callId, owner, requests, expiresAt, cancelTimer });
+		return inputRequired(requests, await this.requestState(roundId, expiresAt, owner));
+	}
+
+	/**
+	 * A retry carrying `requestState`: checked (MAC, owner, expiry, not yet
+	 * answered) and its `inputResponses` validated before anything is sent to
+	 * the peer, so a refused retry changes nothing.
+	 */
+	private async retry(message: JSONRPCRequest, state: unknown, owner: RoundOwner): Promise<Response> {
+		const refuse = (why: string) =>
+			new GatewayError("invalid_params", `Invalid params: ${why}`, { id: message.id }).toRpcResponse(message.id);
+		const round = typeof state === "string" ? await this.verify(state, owner) : undefined;
+		if (!round) {
+			return refuse(
+				"requestState was not issued by this gateway for this request, has expired, or was already answered; send the request again without it.",
+			);
+		}
+		const responses = message.params?.inputResponses;
+		if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
+			return refuse("a retry with requestState must carry inputResponses, an object keyed like inputRequests.");
+		}
+		const answers = responses as Record<string, unknown>;
+		const missing = new Map([...round.requests].filter(([key]) => answers[key] === undefined));
+		if (missing.size > 0) {
+			// Per the spec, missing answers are asked for again rather than refused.
+			const result = inputRequired(missing, state as string);
+			return Response.json({ jsonrpc: "2.0", id: message.id, result });
+		}
+		const replies: JSONRPCMessage[] = [];
+		for (const [key, request] of round.requests) {
+			const schema = INPUT_RESULT_SCHEMAS[request.method];
+			const parsed = schema?.safeParse(answers[key]);
+			if (!parsed?.success) return refuse(`inputResponses.${key} is not a valid ${request.method} result.`);
+			replies.push({ jsonrpc: "2.0", id: request.id, result: answers[key] as Record<string, unknown> });
+		}
+		this.release(stateRoundId(state as string));
+		for (const reply of replies) await this.host.post({ kind: "response", message: reply });
+		return this.stream(round.reader, { callId: round.callId, clientId: message.id }, owner);
+	}
+
+	private async requestState(roundId: string, expiresAt: number, owner: RoundOwner): Promise<string> {
+		return `${roundId}.${expiresAt}.${await macOf(this.host.secret, stateBody(roundId, expiresAt, owner))}`;
+	}
+
+	private async verify(state: string, owner: RoundOwner): Promise<Round | undefined> {
+		const [roundId, expires, mac, extra] = state.split(".");
+		if (roundId === undefined || expires === undefined || mac === undefined || extra !== undefined) return undefined;
+		const expiresAt = Number(expires);
+		if (!Number.isSafeInteger(expiresAt) || expiresAt <= this.host.clock().now()) return undefined;
+		if (!(await macMatches(this.host.secret, stateBody(roundId, expiresAt, owner), mac))) return undefined;
+		return this.rounds.get(roundId);
+	}
+
+	private release(roundId: string): Round | undefined {
+		const round = this.rounds.get(roundId);
+		if (!round) return undefined;
+		this.rounds.delete(roundId);
+		round.cancelTimer();
+		return round;
+	}
+
+	/** The client never came back: the peer is told no, and the call's reply is dropped. */
+	private async abandon(roundId: string): Promise<void> {
+		const round = this.release(roundId);
+		if (!round) return;
+		console.log(`input round abandoned: ${round.owner.method} ${round.owner.name}: the client did not retry in time`);
+		for (const request of round.requests.values()) {
+			const error = { code: -32603, message: "The client did not answer this request in time." };
+			await this.host.post({ kind: "response", message: { jsonrpc: "2.0", id: request.id, error } }).catch(() => null);
+		}
+		await round.reader.cancel();
+	}
+}
+
+function inputRequired(requests: Map<string, JSONRPCRequest>, requestState: string): Record<string, unknown> {
+	const inputRequests = Object.fromEntries(
+		[...requests].map(([key, request]) => [key, { method: request.method, params: request.params ?? {} }]),
+	);
+	return { resultType: "input_required", inputRequests, requestState };
+}
+
+function stateBody(roundId: string, expiresAt: number, owner: RoundOwner): string {
+	return JSON.stringify(["mrtr", roundId, expiresAt, owner.keyId, owner.endpoint, owner.method, owner.name]);
+}
+
+function stateRoundId(state: string): string {
+	return state.split(".")[0] ?? "";
+}
+
+function nameOf(message: JSONRPCRequest): string {
+	const params = message.params ?? {};
+	const name = params.name ?? params.uri;
+	return typeof name === "string" ? name : "";
+}
+
+function failure(id: RequestId, error: unknown): JSONRPCMessage {
+	const gatewayError =
+		error instanceof GatewayError ? error : new GatewayError("upstream_error", "The reply could not be read.");
+	return { jsonrpc: "2.0", id, error: gatewayError.toJsonRpcError() };
+}

@@ -1,0 +1,51 @@
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import type { Deadline } from "./deadline.ts";
+import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
+
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * One HTTP request to an upstream. Redirects are never followed: they would
+ * carry the configured credentials and the call to wherever the upstream
+ * points, so a 3xx is an `upstream_error`. A failure names the server and its
+ * kind for the client; the host, path and raw error go to the operator's log.
+ */
+export async function fetchUpstream(
+	target: UpstreamTarget,
+	init: { method: string; headers: Headers; body?: BodyInit | undefined },
+	deadline: Deadline,
+	fetcher: FetchLike = (input, requestInit) => fetch(input, requestInit),
+): Promise<Response> {
+	let response: Response;
+	try {
+		response = await fetcher(target.url, { ...init, signal: deadline.signal, redirect: "manual" });
+	} catch (error) {
+		if (deadline.signal.aborted) throw upstreamTimeout(target, error);
+		console.warn(`upstream ${target.name}: ${init.method} ${displayUrl(target.url)} failed: ${describeError(error)}`);
+		throw new GatewayError("upstream_unavailable", `Upstream server '${target.name}' is unreachable.`, {
+			server: target.name,
+			cause: error,
+		});
+	}
+	if (response.status >= 300 && response.status < 400) {
+		await response.body?.cancel();
+		console.warn(
+			`upstream ${target.name}: ${init.method} ${displayUrl(target.url)} answered a redirect (HTTP ${response.status}), not followed`,
+		);
+		throw new GatewayError(
+			"upstream_error",
+			`Upstream server '${target.name}' answered with a redirect (HTTP ${response.status}), which the gateway does not follow; its registered URL may need updating.`,
+			{ server: target.name },
+		);
+	}
+	return response;
+}
+
+/** The upstream did not answer within its timeout. */
+export function upstreamTimeout(target: UpstreamTarget, cause: unknown): GatewayError {
+	return new GatewayError(
+		"upstream_timeout",
+		`Upstream server '${target.name}' did not answer within ${target.timeoutMs / 1000} s.`,
+		{ server: target.name, cause },
+	);
+}

@@ -1,0 +1,224 @@
+import { exports } from "cloudflare:workers";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { describe, expect, it } from "vitest";
+import { BASE, createKey, gatewayFetch } from "./support/gateway.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
+
+const MODERN = "2026-07-28";
+const ENVELOPE = {
+	"io.modelcontextprotocol/protocolVersion": MODERN,
+	"io.modelcontextprotocol/clientInfo": { name: "raw-modern", version: "1.0.0" },
+	"io.modelcontextprotocol/clientCapabilities": {},
+};
+
+/** An SDK v2 client pinned to 2026-07-28, through the gateway (no fallback to 2025: it fails if not offered). */
+async function modernClient(path: string, key: string, capabilities: Record<string, unknown> = {}) {
+	const transport = new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), {
+		fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+		requestInit: { headers: { authorization: `Bearer ${key}` } },
+	});
+	const client = new Client(
+		{ name: "modern-test", version: "1.0.0" },
+		{ capabilities, versionNegotiation: { mode: { pin: MODERN } } },
+	);
+	return { client, transport, connect: () => client.connect(transport) };
+}
+
+/** A raw 2026-07-28 POST: headers derived from the body unless overridden. */
+function modernPost(path: string, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+	const params = (body.params ?? {}) as Record<string, unknown>;
+	const name = params.name ?? params.uri;
+	return gatewayFetch(path, {
+		method: "POST",
+		headers: {
+			authorization: `Bearer ${key}`,
+			accept: "application/json, text/event-stream",
+			"content-type": "application/json",
+			"mcp-protocol-version": MODERN,
+			"mcp-method": String(body.method),
+			...(typeof name === "string" ? { "mcp-name": name } : {}),
+			...headers,
+		},
+		body: JSON.stringify({ jsonrpc: "2.0", ...body }),
+	});
+}
+
+function textOf(result: { content?: unknown }): string | undefined {
+	return (result.content as Array<{ text?: string }> | undefined)?.[0]?.text;
+}
+
+describe("2026-07-28 clients over 2025 upstreams", () => {
+	it("an SDK v2 client pinned to 2026-07-28 connects to a 2025 server's endpoint, lists and calls its tools", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const { client, connect } = await modernClient(`/mcp/${server}`, key);
+		await connect();
+		const tools = await client.listTools();
+		expect(tools.tools.map((tool) => tool.name)).toContain("ask_user");
+		const result = await client.callTool({ name: "client_capabilities", arguments: {} });
+		expect(textOf(result)).toBeDefined();
+		await client.close();
+	});
+
+	it("an elicitation from a 2025 upstream reaches a 2026-07-28 client as input_required, and its retry answers the upstream", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const { client, connect } = await modernClient(`/mcp/${server}`, key, { elicitation: { form: {} } });
+		client.setRequestHandler("elicitation/create", async (request) => ({
+			action: "accept",
+			content: { answer: `yes to ${request.params.message}` },
+		}));
+		await connect();
+		const result = await client.callTool({ name: "ask_user", arguments: {} });
+		expect(textOf(result)).toBe(`delta got accept: yes to delta needs an answer`);
+		await client.close();
+	});
+
+	it("sampling from a 2025 member of /mcp reaches a 2026-07-28 client as input_required under the namespaced tool", async () => {
+		const delta = await registerServer("delta");
+		const epsilon = await registerServer("epsilon");
+		const { key } = await createKey({ servers: [delta, epsilon] });
+		const { client, connect } = await modernClient("/mcp", key, { sampling: {} });
+		client.setRequestHandler("sampling/createMessage", async () => ({
+			role: "assistant",
+			model: "test-model",
+			content: { type: "text", text: "forty-two" },
+		}));
+		await connect();
+		const tools = await client.listTools();
+		expect(tools.tools.map((tool) => tool.name)).toContain(`${epsilon}__ask_model`);
+		const result = await client.callTool({ name: `${epsilon}__ask_model`, arguments: {} });
+		expect(textOf(result)).toBe("epsilon heard: forty-two");
+		await client.close();
+	});
+
+	it("server/discover on an aggregate endpoint answers with the merged capabilities and the gateway's identity", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta] });
+		const response = await modernPost("/mcp", key, {
+			id: "d1",
+			method: "server/discover",
+			params: { _meta: ENVELOPE },
+		});
+		expect(response.status).toBe(200);
+		const reply = (await response.json()) as { id: string; result: Record<string, unknown> };
+		expect(reply.id).toBe("d1");
+		expect(reply.result.resultType).toBe("complete");
+		expect(reply.result.supportedVersions).toEqual([MODERN]);
+		expect(reply.result.capabilities).toHaveProperty("tools");
+		expect(reply.result.cacheScope).toBe("private");
+	});
+});
+
+describe("2026-07-28 requests that are refused", () => {
+	it("an Mcp-Name header that disagrees with the body is 400 with -32020 and the request's id, and reaches no upstream", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const before = (await upstreamLog("beta")).length;
+		const response = await modernPost(
+			`/mcp/${server}`,
+			key,
+			{ id: 7, method: "tools/call", params: { name: "echo", arguments: {}, _meta: ENVELOPE } },
+			{ "mcp-name": "other" },
+		);
+		expect(response.status).toBe(400);
+		const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+		expect(reply.id).toBe(7);
+		expect(reply.error.code).toBe(-32020);
+		expect(reply.error.message).toMatch(/Mcp-Name/);
+		expect((await upstreamLog("beta")).length).toBe(before);
+	});
+
+	it("an Mcp-Method header that disagrees with the body is 400 with -32020", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const response = await modernPost(
+			`/mcp/${server}`,
+			key,
+			{ id: 8, method: "tools/list", params: { _meta: ENVELOPE } },
+			{ "mcp-method": "prompts/list" },
+		);
+		expect(response.status).toBe(400);
+		expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32020);
+	});
+
+	it("a malformed _meta envelope is 400 with -32602 naming the missing key", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const response = await modernPost(`/mcp/${server}`, key, {
+			id: 9,
+			method: "tools/list",
+			params: { _meta: { "io.modelcontextprotocol/protocolVersion": MODERN } },
+		});
+		expect(response.status).toBe(400);
+		const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+		expect(reply.id).toBe(9);
+		expect(reply.error.code).toBe(-32602);
+		expect(reply.error.message).toMatch(/clientCapabilities/);
+	});
+
+	it("a 2026-07-28 version header on a body without the envelope is 400 with -32602", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const response = await modernPost(`/mcp/${server}`, key, { id: 10, method: "tools/list", params: {} });
+		expect(response.status).toBe(400);
+		expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32602);
+	});
+
+	it("an unsupported version is 400 with -32022 listing the versions the gateway speaks", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const envelope = { ...ENVELOPE, "io.modelcontextprotocol/protocolVersion": "2099-01-01" };
+		const response = await modernPost(
+			`/mcp/${server}`,
+			key,
+			{ id: 11, method: "tools/list", params: { _meta: envelope } },
+			{ "mcp-protocol-version": "2099-01-01" },
+		);
+		expect(response.status).toBe(400);
+		const reply = (await response.json()) as { id: unknown; error: { code: number; data: Record<string, unknown> } };
+		expect(reply.id).toBe(11);
+		expect(reply.error.code).toBe(-32022);
+		expect(reply.error.data.supported).toEqual(expect.arrayContaining([MODERN, "2025-11-25"]));
+		expect(reply.error.data.requested).toBe("2099-01-01");
+	});
+
+	it("GET and DELETE with a 2026-07-28 version header are 405", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		for (const method of ["GET", "DELETE"]) {
+			const response = await gatewayFetch(`/mcp/${server}`, {
+				method,
+				headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", "mcp-protocol-version": MODERN },
+			});
+			expect(response.status).toBe(405);
+			expect(response.headers.get("allow")).toBe("POST");
+		}
+	});
+
+	it("a forged requestState is refused with -32602 and nothing is answered upstream", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const before = (await upstreamLog("delta")).length;
+		const response = await modernPost(`/mcp/${server}`, key, {
+			id: 12,
+			method: "tools/call",
+			params: {
+				name: "ask_user",
+				arguments: {},
+				requestState: "forged.9999999999999.AAAA",
+				inputResponses: { "input-1": { action: "accept", content: { answer: "x" } } },
+				_meta: { ...ENVELOPE, "io.modelcontextprotocol/clientCapabilities": { elicitation: {} } },
+			},
+		});
+		const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+		expect(reply.id).toBe(12);
+		expect(reply.error.code).toBe(-32602);
+		expect(reply.error.message).toMatch(/requestState/);
+		const sent = (await upstreamLog("delta")).slice(before);
+		// Opening the session (and the era probe) may reach the upstream; no answer to any request does.
+		const opening = new Set(["server/discover", "initialize", "notifications/initialized"]);
+		const calls = sent.filter((entry) => entry.method === "POST" && !opening.has(entry.body?.method ?? ""));
+		expect(calls.map((entry) => entry.body?.method ?? `response to ${String(entry.body?.id)}`)).toEqual([]);
+	});
+});
