@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { BASE, createKey, gatewayFetch } from "./support/gateway.ts";
+import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const MODERN = "2026-07-28";
@@ -220,5 +220,99 @@ describe("2026-07-28 requests that are refused", () => {
 		const opening = new Set(["server/discover", "initialize", "notifications/initialized"]);
 		const calls = sent.filter((entry) => entry.method === "POST" && !opening.has(entry.body?.method ?? ""));
 		expect(calls.map((entry) => entry.body?.method ?? `response to ${String(entry.body?.id)}`)).toEqual([]);
+	});
+});
+
+describe("input rounds bridged from 2025 upstreams", () => {
+	const ASKING = { ...ENVELOPE, "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} } } };
+	const call = (id: number, extra: Record<string, unknown> = {}) => ({
+		id,
+		method: "tools/call",
+		params: { name: "ask_user", arguments: {}, _meta: ASKING, ...extra },
+	});
+
+	/** Calls delta's ask_user raw and returns the input_required round it ends with. */
+	async function openRound() {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const first = await readReply(await modernPost(`/mcp/${server}`, key, call(1)));
+		const result = first.result as {
+			resultType: string;
+			inputRequests: Record<string, { method: string }>;
+			requestState: string;
+		};
+		return { server, key, result };
+	}
+	const accept = { action: "accept", content: { answer: "forty-two" } };
+
+	it("a call whose upstream asks the client ends with input_required naming the elicitation and an opaque requestState", async () => {
+		const { result } = await openRound();
+		expect(result.resultType).toBe("input_required");
+		expect(Object.values(result.inputRequests).map((request) => request.method)).toEqual(["elicitation/create"]);
+		expect(typeof result.requestState).toBe("string");
+	});
+
+	it("a round is answered once: replaying its requestState is refused with -32602", async () => {
+		const { server, key, result } = await openRound();
+		const [input] = Object.keys(result.inputRequests);
+		const retry = call(2, { requestState: result.requestState, inputResponses: { [String(input)]: accept } });
+		const answered = await readReply(await modernPost(`/mcp/${server}`, key, retry));
+		expect(answered.result?.resultType).toBe("complete");
+		expect((answered.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+		const replay = await readReply(await modernPost(`/mcp/${server}`, key, { ...retry, id: 3 }));
+		expect(replay.id).toBe(3);
+		expect(replay.error?.code).toBe(-32602);
+	});
+
+	it("a requestState presented by another key is refused and the round stays open for its owner", async () => {
+		const { server, key, result } = await openRound();
+		const [input] = Object.keys(result.inputRequests);
+		const other = await createKey({ servers: [server] });
+		const retry = call(2, { requestState: result.requestState, inputResponses: { [String(input)]: accept } });
+		const stolen = await readReply(await modernPost(`/mcp/${server}`, other.key, retry));
+		expect(stolen.error?.code).toBe(-32602);
+		const owned = await readReply(await modernPost(`/mcp/${server}`, key, { ...retry, id: 3 }));
+		expect((owned.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+	});
+
+	it("a retry whose answer is not a valid elicitation result is refused with -32602 and can be retried correctly", async () => {
+		const { server, key, result } = await openRound();
+		const [input] = Object.keys(result.inputRequests);
+		const bad = call(2, {
+			requestState: result.requestState,
+			inputResponses: { [String(input)]: { action: "maybe" } },
+		});
+		const refused = await readReply(await modernPost(`/mcp/${server}`, key, bad));
+		expect(refused.error?.code).toBe(-32602);
+		expect(refused.error?.message).toMatch(/elicitation\/create/);
+		const good = call(3, { requestState: result.requestState, inputResponses: { [String(input)]: accept } });
+		const answered = await readReply(await modernPost(`/mcp/${server}`, key, good));
+		expect((answered.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+	});
+
+	it("a retry that leaves out an answer is asked for it again (input_required), not refused", async () => {
+		const { server, key, result } = await openRound();
+		const retry = call(2, { requestState: result.requestState, inputResponses: {} });
+		const again = await readReply(await modernPost(`/mcp/${server}`, key, retry));
+		expect(again.result?.resultType).toBe("input_required");
+		expect(Object.keys(again.result?.inputRequests as object)).toEqual(Object.keys(result.inputRequests));
+	});
+
+	it("a requestState sent with a different tool name is refused", async () => {
+		const { server, key, result } = await openRound();
+		const [input] = Object.keys(result.inputRequests);
+		const retry = {
+			id: 2,
+			method: "tools/call",
+			params: {
+				name: "list_roots",
+				arguments: {},
+				_meta: ASKING,
+				requestState: result.requestState,
+				inputResponses: { [String(input)]: accept },
+			},
+		};
+		const refused = await readReply(await modernPost(`/mcp/${server}`, key, retry));
+		expect(refused.error?.code).toBe(-32602);
 	});
 });
