@@ -33,7 +33,14 @@ export function memberOf(server: ServerRecord): Member {
 	};
 }
 
-export const UpstreamSessionSchema = z.object({ sessionId: z.string().nullable(), protocolVersion: z.string() });
+export const UpstreamSessionSchema = z.object({
+	sessionId: z.string().nullable(),
+	protocolVersion: z.string(),
+	/** For a 2026-07-28 upstream: who the client is, sent in every request's envelope (there is no session). */
+	client: z
+		.object({ info: z.record(z.string(), z.unknown()), capabilities: z.record(z.string(), z.unknown()) })
+		.optional(),
+});
 
 /** What the registry must still confirm for the session to go on (see RegistryDO.checkSession). */
 export const EndpointCheckSchema = z.discriminatedUnion("kind", [

@@ -2,6 +2,7 @@ import type { InitializeRequest, InitializeResult, JSONRPCRequest } from "@model
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
+import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import type { Member } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
@@ -31,13 +32,12 @@ export class UpstreamPool {
 	connection(member: Member): UpstreamConnection {
 		let connection = this.connections.get(member.name);
 		if (!connection) {
-			connection = new UpstreamConnection(
-				resolveTarget(member, this.vars, {
-					defaultTimeoutMs: this.settings.upstreamTimeoutMs,
-					maxReplyBytes: this.settings.maxReplyBytes,
-					allowHttpUpstreams: this.settings.allowHttpUpstreams,
-				}),
-			);
+			const target = resolveTarget(member, this.vars, {
+				defaultTimeoutMs: this.settings.upstreamTimeoutMs,
+				maxReplyBytes: this.settings.maxReplyBytes,
+				allowHttpUpstreams: this.settings.allowHttpUpstreams,
+			});
+			connection = new UpstreamConnection(target, undefined, () => upstreamEra(target, member));
 			this.connections.set(member.name, connection);
 		}
 		return connection;

@@ -1,19 +1,27 @@
+import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import {
+	ImplementationSchema,
+	InitializeRequestSchema,
 	type InitializeResult,
 	InitializeResultSchema,
+	isJSONRPCRequest,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
+	LATEST_PROTOCOL_VERSION,
 	PaginatedResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
-import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
+import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
+import type { UpstreamEra } from "./upstream-era.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
 
@@ -23,6 +31,8 @@ export type { FetchLike } from "./upstream-fetch.ts";
 export interface UpstreamSession {
 	sessionId: string | null;
 	protocolVersion: string;
+	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
+	client?: { info: Record<string, unknown>; capabilities: Record<string, unknown> } | undefined;
 }
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
@@ -55,6 +65,8 @@ export class UpstreamConnection {
 	constructor(
 		private readonly target: UpstreamTarget,
 		private readonly fetcher: FetchLike = (input, init) => fetch(input, init),
+		/** Which era the upstream speaks (discovered or pinned); 2025 unless told otherwise. */
+		private readonly era: () => Promise<UpstreamEra> = async () => "legacy",
 	) {}
 
 	get serverName(): string {
@@ -79,6 +91,7 @@ export class UpstreamConnection {
 		| { reply: JSONRPCMessage; session: null }
 	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
+		if ((await this.era()) === "modern") return this.discover(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
 			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
@@ -111,6 +124,36 @@ export class UpstreamConnection {
 		} finally {
 			deadline.clear();
 		}
+	}
+
+	/**
+	 * A 2025 client's initialize, answered for a 2026-07-28 upstream, which has
+	 * no handshake: its `server/discover` gives the capabilities, identity and
+	 * instructions, and the client's own version is kept (the gateway speaks
+	 * 2025 to the client and 2026-07-28 to the upstream, request by request).
+	 */
+	private async discover(
+		request: JSONRPCRequest,
+	): Promise<{ reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }> {
+		const params = InitializeRequestSchema.shape.params.parse(request.params);
+		const session: UpstreamSession = {
+			sessionId: null,
+			protocolVersion: FIRST_PER_REQUEST_VERSION,
+			client: { info: params.clientInfo, capabilities: params.capabilities },
+		};
+		const discovered = DiscoverResultSchema.safeParse(await this.request(session, "server/discover", undefined));
+		if (!discovered.success) throw this.protocolError("a server/discover result that is not valid MCP");
+		const { capabilities, instructions, _meta } = discovered.data;
+		const serverInfo = ImplementationSchema.safeParse(_meta?.[SERVER_INFO_META_KEY]);
+		const result: InitializeResult = {
+			protocolVersion: isSupportedSessionVersion(params.protocolVersion)
+				? params.protocolVersion
+				: LATEST_PROTOCOL_VERSION,
+			capabilities,
+			serverInfo: serverInfo.success ? serverInfo.data : { name: this.target.name, version: "unknown" },
+		};
+		if (instructions !== undefined) result.instructions = instructions;
+		return { reply: { jsonrpc: "2.0", id: request.id, result }, session, result };
 	}
 
 	/**
@@ -337,6 +380,7 @@ export class UpstreamConnection {
 		deadline: Deadline,
 		lastEventId?: string,
 	): Promise<Response> {
+		if (session.client) return this.sendModern(method, session.client, message, deadline);
 		const headers = new Headers(this.target.headers);
 		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
 		if (message) headers.set("content-type", "application/json");
@@ -346,6 +390,32 @@ export class UpstreamConnection {
 		this.requests++;
 		const body = message ? JSON.stringify(message) : undefined;
 		return fetchUpstream(this.target, { method, headers, body }, deadline, this.fetcher);
+	}
+
+	/**
+	 * A message of a 2025 session to a 2026-07-28 upstream: a request carries
+	 * the client's envelope and the routing headers; what that era does not
+	 * have (notifications, responses, the GET stream, DELETE) is settled here
+	 * without a request, as the upstream would answer it.
+	 */
+	private sendModern(
+		method: "POST" | "GET" | "DELETE",
+		client: NonNullable<UpstreamSession["client"]>,
+		message: JSONRPCMessage | undefined,
+		deadline: Deadline,
+	): Promise<Response> {
+		if (method === "GET") return Promise.resolve(new Response(null, { status: 405 }));
+		if (method === "DELETE" || !message || !isJSONRPCRequest(message)) {
+			return Promise.resolve(new Response(null, { status: method === "DELETE" ? 200 : 202 }));
+		}
+		const outgoing = withEnvelope(message, client);
+		this.requests++;
+		return fetchUpstream(
+			this.target,
+			{ method: "POST", headers: modernHeaders(this.target.headers, outgoing), body: JSON.stringify(outgoing) },
+			deadline,
+			this.fetcher,
+		);
 	}
 
 	private timeoutError(cause: unknown): GatewayError {

@@ -1,0 +1,46 @@
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import {
+	CLIENT_CAPABILITIES_META_KEY,
+	CLIENT_INFO_META_KEY,
+	PROTOCOL_VERSION_META_KEY,
+} from "@modelcontextprotocol/server";
+import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
+
+/** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
+export function withEnvelope(
+	message: JSONRPCRequest,
+	client: { info: Record<string, unknown>; capabilities: Record<string, unknown> },
+): JSONRPCRequest {
+	const params = message.params ?? {};
+	const _meta = {
+		...params._meta,
+		[PROTOCOL_VERSION_META_KEY]: FIRST_PER_REQUEST_VERSION,
+		[CLIENT_INFO_META_KEY]: client.info,
+		[CLIENT_CAPABILITIES_META_KEY]: client.capabilities,
+	};
+	return { ...message, params: { ...params, _meta } };
+}
+
+/** The headers of a 2026-07-28 POST: the configured ones, content negotiation, and the routing headers the body implies. */
+export function modernHeaders(configured: Record<string, string>, message: JSONRPCRequest): Headers {
+	const headers = new Headers(configured);
+	headers.set("accept", "application/json, text/event-stream");
+	headers.set("content-type", "application/json");
+	headers.set("mcp-protocol-version", FIRST_PER_REQUEST_VERSION);
+	headers.set("mcp-method", message.method);
+	const name = message.params?.name ?? (message.method === "resources/read" ? message.params?.uri : undefined);
+	if (typeof name === "string") headers.set("mcp-name", headerValue(name));
+	return headers;
+}
+
+/**
+ * A value as an HTTP header carries it: as it is when it is plain visible
+ * ASCII without edge whitespace, else in the Base64 sentinel `=?base64?…?=`
+ * (also when it already looks like one), as 2026-07-28 requires.
+ */
+export function headerValue(value: string): string {
+	const plain = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !/^=\?base64\?.*\?=$/.test(value);
+	if (plain) return value;
+	const bytes = new TextEncoder().encode(value);
+	return `=?base64?${btoa(String.fromCharCode(...bytes))}?=`;
+}
