@@ -201,16 +201,19 @@ describe("MCP-Protocol-Version", () => {
 		expect(response.status).toBe(200);
 	});
 
-	it("per-request-era versions pass the header check: 2026-07-28 and 2099-01-01 on POST, 2099-01-01 on DELETE", async () => {
+	it("a 2025-shaped request with a per-request-era version header (2026-07-28, 2099-01-01) is 400 -32602, and DELETE with one is 405; the session is untouched", async () => {
 		const { path, owner, sessionId } = await setup();
 		for (const version of ["2026-07-28", "2099-01-01"]) {
-			expect((await rpc(path, owner.key, sessionId, TOOLS_LIST, { "mcp-protocol-version": version })).status).toBe(200);
+			const refused = await rpc(path, owner.key, sessionId, TOOLS_LIST, { "mcp-protocol-version": version });
+			expect(refused.status).toBe(400);
+			expect((await readReply(refused)).error?.code).toBe(-32602);
 		}
 		const del = await gatewayFetch(path, {
 			method: "DELETE",
 			headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": "2099-01-01" }),
 		});
-		expect(del.status).toBe(204);
+		expect(del.status).toBe(405);
+		expect((await rpc(path, owner.key, sessionId, TOOLS_LIST)).status).toBe(200);
 	});
 
 	it("every version in the SDK's SUPPORTED_PROTOCOL_VERSIONS is accepted", async () => {

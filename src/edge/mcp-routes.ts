@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type ClientMessage, clientMessageOf, parseJsonBody } from "../mcp/jsonrpc.ts";
+import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
 import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
@@ -85,7 +85,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 
 	checkPostHeaders(request);
 	const text = await readBodyWithin(request, settings.maxBodyBytes);
-	const body = parseJsonBody(text);
+	// `_meta: null` means no metadata in either era; neither classifier nor schema should see it.
+	const body = withoutNullMeta(parseJsonBody(text));
 	const plan = () => (name ? planNamedEndpoint(reader, key, name) : planAggregate(reader, key, request));
 	try {
 		const classified = classifyPost(request, body);

@@ -97,7 +97,7 @@ export function clientMessageOf(value: unknown): ClientMessage {
  * `params._meta: null` means "no metadata"; the schema wants an object or
  * nothing, so it is dropped rather than refused (it is never sent upstream).
  */
-function withoutNullMeta(value: unknown): unknown {
+export function withoutNullMeta(value: unknown): unknown {
 	if (typeof value !== "object" || value === null) return value;
 	const params = (value as { params?: unknown }).params;
 	if (typeof params !== "object" || params === null || (params as { _meta?: unknown })._meta !== null) return value;
