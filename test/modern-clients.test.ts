@@ -258,7 +258,7 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		const retry = call(2, { requestState: result.requestState, inputResponses: { [String(input)]: accept } });
 		const answered = await readReply(await modernPost(`/mcp/${server}`, key, retry));
 		expect(answered.result?.resultType).toBe("complete");
-		expect((answered.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+		expect(textOf(answered.result ?? {})).toBe("delta got accept: forty-two");
 		const replay = await readReply(await modernPost(`/mcp/${server}`, key, { ...retry, id: 3 }));
 		expect(replay.id).toBe(3);
 		expect(replay.error?.code).toBe(-32602);
@@ -272,7 +272,7 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		const stolen = await readReply(await modernPost(`/mcp/${server}`, other.key, retry));
 		expect(stolen.error?.code).toBe(-32602);
 		const owned = await readReply(await modernPost(`/mcp/${server}`, key, { ...retry, id: 3 }));
-		expect((owned.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+		expect(textOf(owned.result ?? {})).toBe("delta got accept: forty-two");
 	});
 
 	it("a retry whose answer is not a valid elicitation result is refused with -32602 and can be retried correctly", async () => {
@@ -287,7 +287,7 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		expect(refused.error?.message).toMatch(/elicitation\/create/);
 		const good = call(3, { requestState: result.requestState, inputResponses: { [String(input)]: accept } });
 		const answered = await readReply(await modernPost(`/mcp/${server}`, key, good));
-		expect((answered.result?.content as Array<{ text: string }>)[0]?.text).toBe("delta got accept: forty-two");
+		expect(textOf(answered.result ?? {})).toBe("delta got accept: forty-two");
 	});
 
 	it("a retry that leaves out an answer is asked for it again (input_required), not refused", async () => {

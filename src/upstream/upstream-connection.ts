@@ -23,7 +23,7 @@ import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import type { UpstreamEra } from "./upstream-era.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
-import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
+import type { UpstreamTarget } from "./upstream-target.ts";
 
 export type { FetchLike } from "./upstream-fetch.ts";
 
