@@ -118,6 +118,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 				(tool) => tool.name === name && tool.annotations?.readOnlyHint === true,
 			),
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
+		timers: host.timers,
 	});
 	const router: AggregateRouter = new AggregateRouter({
 		members: () => host.current()?.members.map((member) => member.name) ?? [],

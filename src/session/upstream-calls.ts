@@ -13,7 +13,9 @@ import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Member } from "./binding.ts";
 import type { Breaker } from "./breaker.ts";
+import type { Timers } from "./clock.ts";
 import { type ReplyRoute, readMemberReply } from "./member-reply.ts";
+import { ClientAnswers, relayModern } from "./modern-rounds.ts";
 import { withCompletion } from "./stream-completion.ts";
 
 /** What forwarding needs from the SessionDO. */
@@ -31,6 +33,7 @@ export interface CallHost {
 	 * how); transparent ones pass replies on unchanged (returns undefined).
 	 */
 	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
+	timers(): Timers;
 }
 
 /**
@@ -62,8 +65,12 @@ class SessionEnded extends Error {}
 export class UpstreamCalls {
 	/** Requests being relayed, so a cancellation can end the wait for a reply that will not come. */
 	private readonly running = new Map<RequestId, AbortController>();
+	/** The client's answers to what 2026-07-28 upstreams asked it during calls (see relayModern). */
+	readonly answers: ClientAnswers;
 
-	constructor(private readonly host: CallHost) {}
+	constructor(private readonly host: CallHost) {
+		this.answers = new ClientAnswers(() => host.timers());
+	}
 
 	/** Forwards a request; `done` is called once its reply has ended. */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
@@ -89,6 +96,7 @@ export class UpstreamCalls {
 	abortAll(reason: string): void {
 		for (const running of this.running.values()) running.abort(new SessionEnded(reason));
 		this.running.clear();
+		this.answers.clear();
 	}
 
 	private async attempt(
@@ -169,6 +177,8 @@ export class UpstreamCalls {
 
 	/** Forwards a notification or a response: 202 once the upstream accepted it. */
 	async notify(member: Member, message: JSONRPCMessage): Promise<Response> {
+		// An answer to a request the gateway asked on a 2026-07-28 upstream's behalf stays here.
+		if (this.answers.answer(message)) return new Response(null, { status: 202 });
 		if ("method" in message && message.method === "notifications/cancelled") {
 			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
 			const running = requestId === undefined ? undefined : this.running.get(requestId);
@@ -237,6 +247,18 @@ export class UpstreamCalls {
 			if (error !== null) this.host.breaker.failure(member.name);
 			return null;
 		};
+		if (session.client && !route) {
+			const call = {
+				message: { ...message },
+				send: (retry: JSONRPCRequest) => connection.post(session, retry, deadline),
+				answers: this.answers,
+				deadline,
+				timeoutMs: connection.timeoutMs,
+				maxReplyBytes: cap,
+				done,
+			};
+			return relayModern(call, upstream);
+		}
 		const type = upstream.headers.get("content-type") ?? "";
 		const body = upstream.body as ReadableStream<Uint8Array>;
 		const sse = type.includes("text/event-stream");

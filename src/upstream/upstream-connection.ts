@@ -73,6 +73,11 @@ export class UpstreamConnection {
 		return this.target.name;
 	}
 
+	/** How long this upstream may take to answer. */
+	get timeoutMs(): number {
+		return this.target.timeoutMs;
+	}
+
 	/** Cap on one reply or SSE event from this upstream. */
 	get maxReplyBytes(): number {
 		return this.target.maxReplyBytes;

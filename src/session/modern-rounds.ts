@@ -1,0 +1,166 @@
+import {
+	type JSONRPCMessage,
+	JSONRPCMessageSchema,
+	type JSONRPCRequest,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { randomToken } from "../crypto.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { readCapped } from "../mcp/read-capped.ts";
+import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import type { Deadline } from "../upstream/deadline.ts";
+import type { Timers } from "./clock.ts";
+
+/** A 2026-07-28 result that needs the client's input before the request can finish (MRTR). */
+const InputRequiredSchema = z.looseObject({
+	resultType: z.literal("input_required"),
+	inputRequests: z
+		.record(z.string(), z.object({ method: z.string(), params: z.record(z.string(), z.unknown()).optional() }))
+		.optional(),
+	requestState: z.string().optional(),
+});
+
+/**
+ * Answers a 2025 client owes to requests the gateway sent it on behalf of a
+ * 2026-07-28 upstream: by the id the gateway minted, each with a deadline.
+ */
+export class ClientAnswers {
+	private readonly waiting = new Map<RequestId, { resolve: (reply: JSONRPCMessage) => void; cancel: () => void }>();
+
+	constructor(private readonly timers: () => Timers) {}
+
+	/** Waits for the answer to `id`; an error reply when none comes within `ms`. */
+	expect(id: RequestId, ms: number): Promise<JSONRPCMessage> {
+		return new Promise((resolve) => {
+			const cancel = this.timers().set(ms, () => {
+				this.waiting.delete(id);
+				resolve({ jsonrpc: "2.0", id, error: { code: -32001, message: "The client did not answer in time." } });
+			});
+			this.waiting.set(id, { resolve, cancel });
+		});
+	}
+
+	/** Takes a client's response when it answers one of these requests (then true). */
+	answer(message: JSONRPCMessage): boolean {
+		if (!("id" in message) || "method" in message || message.id === undefined) return false;
+		const id = message.id;
+		const waiting = this.waiting.get(id);
+		if (!waiting) return false;
+		this.waiting.delete(id);
+		waiting.cancel();
+		waiting.resolve(message);
+		return true;
+	}
+
+	/** Ends every wait: the session ended. */
+	clear(): void {
+		for (const [id, waiting] of this.waiting) {
+			waiting.cancel();
+			waiting.resolve({ jsonrpc: "2.0", id, error: { code: -32001, message: "The session ended." } });
+		}
+		this.waiting.clear();
+	}
+}
+
+export interface ModernCall {
+	message: JSONRPCRequest;
+	/** Sends a (retried) request to the upstream. */
+	send(message: JSONRPCRequest): Promise<Response>;
+	answers: ClientAnswers;
+	deadline: Deadline;
+	timeoutMs: number;
+	maxReplyBytes: number;
+	/** Called once the exchange has ended, however it ended. */
+	done(): void;
+}
+
+/**
+ * A 2025 client's request to a 2026-07-28 upstream. Notifications of the
+ * reply go to the client as they come; an `input_required` result becomes
+ * real requests to the client on the call's stream (sampling, elicitation,
+ * roots, under gateway-minted ids), and once all are answered the request is
+ * sent again with `inputResponses` and the upstream's `requestState` echoed
+ * byte for byte, until a final result, which reaches the client under its
+ * own id.
+ */
+export function relayModern(call: ModernCall, first: Response): Response {
+	const { message } = call;
+	const body = new ReadableStream<Uint8Array>({
+		start: async (controller) => {
+			try {
+				let reply = first;
+				let expected = message.id;
+				for (;;) {
+					const final = await readReply(reply, expected, call.maxReplyBytes, (notification) =>
+						controller.enqueue(sseMessage(notification)),
+					);
+					const round = "result" in final ? InputRequiredSchema.safeParse(final.result) : null;
+					if (!round?.success) {
+						controller.enqueue(sseMessage({ ...final, id: message.id } as JSONRPCMessage));
+						break;
+					}
+					const inputResponses: Record<string, unknown> = {};
+					await Promise.all(
+						Object.entries(round.data.inputRequests ?? {}).map(async ([key, request]) => {
+							const id = `gw-${randomToken(16)}`;
+							const answer = call.answers.expect(id, call.timeoutMs);
+							controller.enqueue(sseMessage({ jsonrpc: "2.0", id, method: request.method, params: request.params }));
+							const answered = await answer;
+							if ("result" in answered) inputResponses[key] = answered.result;
+						}),
+					);
+					const params: Record<string, unknown> = { ...message.params, inputResponses };
+					if (round.data.requestState !== undefined) params.requestState = round.data.requestState;
+					// Each attempt is a request of its own, with an id of its own (2026-07-28 MRTR).
+					expected = `${String(message.id)}~${randomToken(6)}`;
+					reply = await call.send({ ...message, id: expected, params });
+				}
+			} catch (error) {
+				const failure =
+					error instanceof GatewayError
+						? error
+						: new GatewayError("upstream_error", "The upstream's reply could not be read.");
+				controller.enqueue(sseMessage({ jsonrpc: "2.0", id: message.id, error: failure.toJsonRpcError() }));
+			} finally {
+				call.deadline.clear();
+				call.done();
+				controller.close();
+			}
+		},
+	});
+	return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+}
+
+/** Reads one reply (JSON or SSE) to its response for `id`; notifications on the way go to `onNotification`. */
+async function readReply(
+	response: Response,
+	id: RequestId,
+	maxBytes: number,
+	onNotification: (message: JSONRPCMessage) => void,
+): Promise<JSONRPCMessage> {
+	const type = response.headers.get("content-type") ?? "";
+	if (!response.ok || !response.body) {
+		await response.body?.cancel();
+		throw new GatewayError("upstream_error", `The upstream answered HTTP ${response.status} instead of a reply.`);
+	}
+	if (type.startsWith("text/event-stream")) {
+		const reader = new SseMessageReader(response.body, maxBytes, parseJsonRpcMessage);
+		try {
+			for (;;) {
+				const next = await reader.next();
+				if (next === null) throw new GatewayError("upstream_error", "The upstream ended its reply without an answer.");
+				if (isNotification(next)) onNotification(next);
+				else if ("id" in next && !("method" in next) && next.id === id) return next;
+			}
+		} finally {
+			await reader.cancel();
+		}
+	}
+	const bytes = await readCapped(response.body, maxBytes);
+	if (bytes === null) throw new GatewayError("reply_too_large", "The upstream's reply was too large.");
+	const parsed = JSONRPCMessageSchema.safeParse(JSON.parse(new TextDecoder().decode(bytes)));
+	if (!parsed.success) throw new GatewayError("upstream_error", "The upstream's reply is not JSON-RPC.");
+	return parsed.data;
+}
