@@ -2,10 +2,12 @@ import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
+import { stableJson } from "../mcp/stable-json.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
+import { cachedResult } from "./modern-cache.ts";
 import { forwardModern } from "./modern-forward.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
@@ -41,7 +43,9 @@ export async function serveModern(
 			maxReplyBytes: settings.maxReplyBytes,
 			allowHttpUpstreams: settings.allowHttpUpstreams,
 		});
-		if ((await upstreamEra(target, sole)) === "modern") return forwardModern(target, request, body);
+		if ((await upstreamEra(target, sole)) === "modern") {
+			return cachedResult(sole, classified.message, classified.envelope, () => forwardModern(target, request, body));
+		}
 	}
 	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));
 	const stub = env.SESSIONS.get(env.SESSIONS.idFromName(name));
@@ -62,14 +66,4 @@ export async function serveModern(
 async function modernSessionName(scope: SessionScope, envelope: Envelope, servers: string | null): Promise<string> {
 	const parts = [scope.keyId, scope.userPath, scope.endpoint, servers ?? "", stableJson(envelope.clientCapabilities)];
 	return `modern:${await sha256Hex(JSON.stringify(parts))}`;
-}
-
-/** JSON with object keys sorted, so equal capabilities give one digest whatever their order. */
-function stableJson(value: unknown): string {
-	if (Array.isArray(value)) return `[${value.map(stableJson).join(",")}]`;
-	if (typeof value === "object" && value !== null) {
-		const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-		return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${stableJson(v)}`).join(",")}}`;
-	}
-	return JSON.stringify(value) ?? "null";
 }
