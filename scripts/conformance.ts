@@ -1,67 +1,116 @@
 /**
  * `node scripts/conformance.ts`: the server scenarios of the official MCP
- * conformance suite (`@modelcontextprotocol/conformance`, requirement set
- * 2025-11-25) run against the gateway's transparent endpoint `/mcp/<server>`.
+ * conformance suite (`@modelcontextprotocol/conformance`) run against the
+ * gateway's transparent endpoint `/mcp/<server>`, for both requirement sets
+ * the suite ships: 2025-11-25 (stateful, initialize handshake) and 2026-07-28
+ * (stateless, a `_meta` envelope on every request). Each set runs its
+ * scenarios at its own wire version, so a scenario in both sets runs twice.
  *
- * Starts the conformance upstream (scripts/conformance-upstream.ts) on a free
- * loopback port, builds the gateway and runs it under `wrangler dev` with
- * temporary secrets and state (the user's .dev.vars and .wrangler/state are
- * never touched), registers the upstream, creates an API key, and runs the
- * suite's CLI. The CLI cannot send extra headers, so it talks to a loopback
- * proxy that adds `Authorization: Bearer <key>` and forwards everything else
- * exactly as sent, Host and Origin included (dns-rebinding-protection depends
- * on them), streaming SSE through. Prints one line per scenario and exits 1
- * when any scenario fails, including those the requirement set runs without
- * scoring (server-sse-polling is one).
+ * Starts the conformance reference (test/reference/conformance-reference.ts,
+ * an SDK v2 server speaking both eras) on a free loopback port, builds the
+ * gateway and runs it under `wrangler dev` with temporary secrets and state
+ * (the user's .dev.vars and .wrangler/state are never touched), registers the
+ * reference, creates an API key, and runs the suite's CLI once per set. The
+ * CLI cannot send extra headers, so it talks to a loopback proxy that adds
+ * `Authorization: Bearer <key>` and forwards everything else exactly as sent
+ * (scripts/conformance-key-proxy.ts).
  *
- *   node scripts/conformance.ts                              every 2025-11-25 server scenario
- *   node scripts/conformance.ts --scenario server-sse-polling   one scenario
- *   node scripts/conformance.ts --direct                     the same against the upstream alone (baseline)
+ * Prints one table per set. The run fails when a scenario the set scores
+ * fails; the scenarios a set runs without scoring (extensions such as tasks,
+ * pending ones, ones added after the set was frozen) are reported with their
+ * reason and do not fail it, except the few this project requires anyway
+ * (REQUIRED_HERE: server-sse-polling). One scenario run by name (--scenario)
+ * fails the run whenever it fails.
+ *
+ *   node scripts/conformance.ts                                   both sets through the gateway
+ *   node scripts/conformance.ts --requirements 2026-07-28         one set
+ *   node scripts/conformance.ts --scenario server-sse-polling     one scenario, at each set's wire
+ *   node scripts/conformance.ts --direct                          the same against the reference alone (baseline)
  */
 
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type Child, HOST, installShutdown, Processes, withTimeout } from "./bench-processes.ts";
-import { type RunningConformanceUpstream, startConformanceUpstream } from "./conformance-upstream.ts";
+import {
+	type RunningConformanceReference,
+	startConformanceReference,
+} from "../test/reference/conformance-reference.ts";
+import { type Child, installShutdown, Processes, withTimeout } from "./bench-processes.ts";
+import { type RunningProxy, startKeyProxy } from "./conformance-key-proxy.ts";
+import {
+	type CliRun,
+	collectResults,
+	isRequirementSet,
+	printTable,
+	REQUIREMENT_SETS,
+	type RequirementSet,
+	type ScenarioResult,
+	tally,
+} from "./conformance-results.ts";
 import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
 
-/** The spec revision whose required server scenarios are run, at that revision's wire version. */
-const REVISION = "2025-11-25";
-/** The name the upstream is registered under: the suite runs against `/mcp/<SERVER_NAME>`. */
+/** The name the reference is registered under: the suite runs against `/mcp/<SERVER_NAME>`. */
 const SERVER_NAME = "conformance";
-/** The whole suite takes seconds; this only bounds a hung run (each scenario has its own 30 s timeout). */
+/** A set takes seconds; this only bounds a hung run (each scenario has its own 30 s timeout). */
 const SUITE_TIMEOUT_MS = 10 * 60_000;
 const ADMIN_TIMEOUT_MS = 30_000;
+/**
+ * Unscored scenarios this project requires all the same. server-sse-polling is
+ * "pending" in the 2025-11-25 set only because the suite's own fixture server
+ * lags; it is the suite's end-to-end check that a reply the upstream closes
+ * mid-call is resumed through the gateway (SEP-1699), which the gateway does.
+ */
+const REQUIRED_HERE: Readonly<Partial<Record<RequirementSet, readonly string[]>>> = {
+	"2025-11-25": ["server-sse-polling"],
+};
 
 const USAGE = `Usage: node scripts/conformance.ts [options]
 
-Runs the MCP conformance suite's ${REVISION} server scenarios against the gateway's
-/mcp/<server> endpoint, with the conformance upstream registered behind it.
+Runs the MCP conformance suite's server scenarios, requirement sets ${REQUIREMENT_SETS.join(" and ")},
+against the gateway's /mcp/<server> endpoint with the conformance reference registered behind it.
 
-  --scenario <name>   run one scenario (e.g. dns-rebinding-protection, server-sse-polling)
-  --expect-fail <name>  a scenario known to fail (repeatable): its failure is reported but does not fail the run
-  --direct            run against the conformance upstream itself, without the gateway (baseline)
-  --output-dir <dir>  keep the suite's per-scenario checks.json files there
-  --verbose           print the conformance CLI's own output as it runs
-  --help              this text
+  --requirements <set>  run one requirement set (${REQUIREMENT_SETS.join(" or ")}); default: both
+  --scenario <name>     run one scenario (e.g. dns-rebinding-protection), at the wire of each set run
+  --expect-fail <name>  a scenario known to fail (repeatable), as <scenario> (any set) or <set>:<scenario>:
+                        its failure is reported but does not fail the run
+  --direct              run against the conformance reference itself, without the gateway (baseline)
+  --output-dir <dir>    keep the suite's per-scenario checks.json files there (one subdirectory per set)
+  --verbose             print the conformance CLI's own output as it runs
+  --help                this text
 
+A set's unscored scenarios (extension, pending, added-after-release) are reported, not counted,
+except ${Object.entries(REQUIRED_HERE)
+	.flatMap(([set, names]) => (names ?? []).map((name) => `${set}:${name}`))
+	.join(", ")}, which this project requires.
 The CLI is node_modules/.bin/conformance (devDependency @modelcontextprotocol/conformance);
 set CONFORMANCE_BIN to use another one.`;
 
+interface ExpectedFailure {
+	/** Undefined: in whichever set it runs. */
+	set?: RequirementSet;
+	scenario: string;
+}
+
 interface Options {
+	sets: RequirementSet[];
 	scenario?: string;
-	/** Scenarios known to fail through the gateway (tracked work), reported but not failing the run. */
-	expectFail: string[];
+	/** Scenarios known to fail (tracked work), reported but not failing the run. */
+	expectFail: ExpectedFailure[];
 	direct: boolean;
 	outputDir?: string;
 	verbose: boolean;
 }
 
+function parseExpectedFailure(value: string): ExpectedFailure {
+	const colon = value.indexOf(":");
+	if (colon < 0) return { scenario: value };
+	const set = value.slice(0, colon);
+	if (!isRequirementSet(set)) usageError(`--expect-fail ${value}: ${set} is not a requirement set`);
+	return { set, scenario: value.slice(colon + 1) };
+}
+
 function parseArgs(args: string[]): Options {
-	const options: Options = { direct: false, verbose: false, expectFail: [] };
+	const options: Options = { sets: [...REQUIREMENT_SETS], direct: false, verbose: false, expectFail: [] };
 	for (let i = 0; i < args.length; i++) {
 		const arg = args[i];
 		const value = () => {
@@ -72,8 +121,12 @@ function parseArgs(args: string[]): Options {
 		if (arg === "--help" || arg === "-h") {
 			console.log(USAGE);
 			process.exit(0);
+		} else if (arg === "--requirements") {
+			const set = value();
+			if (!isRequirementSet(set)) usageError(`--requirements ${set}: not one of ${REQUIREMENT_SETS.join(", ")}`);
+			options.sets = [set];
 		} else if (arg === "--scenario") options.scenario = value();
-		else if (arg === "--expect-fail") options.expectFail.push(value());
+		else if (arg === "--expect-fail") options.expectFail.push(parseExpectedFailure(value()));
 		else if (arg === "--output-dir") options.outputDir = resolve(value());
 		else if (arg === "--direct") options.direct = true;
 		else if (arg === "--verbose") options.verbose = true;
@@ -93,10 +146,10 @@ const options = parseArgs(process.argv.slice(2));
 // Processes, cleanup and signals
 
 const procs = new Processes();
-let upstream: RunningConformanceUpstream | undefined;
+let reference: RunningConformanceReference | undefined;
 let proxy: RunningProxy | undefined;
 const { shutdown, stopping } = installShutdown(procs, "conformance", () =>
-	Promise.all([proxy?.close(), upstream?.close()]),
+	Promise.all([proxy?.close(), reference?.close()]),
 );
 
 /** esbuild colours its build errors whatever NO_COLOR says; escape codes only garble a CI log. */
@@ -154,24 +207,18 @@ function commandFor(bin: string): { command: string; prefix: string[] } {
 	return /\.[cm]?js$/.test(real) ? { command: process.execPath, prefix: [real] } : { command: bin, prefix: [] };
 }
 
-interface CliRun {
-	exitCode: number | null;
-	/** Every line it printed, in order (stdout and stderr). */
-	lines: string[];
-}
-
 /**
- * Runs the server scenarios against `url`: the whole requirement set (it
- * fixes both the scenarios and the wire version), or one scenario at that
- * revision's wire version.
+ * Runs the server scenarios of one requirement set against `url`: the whole
+ * set (it fixes both the scenarios and the wire version), or the one
+ * --scenario at that set's wire version.
  */
-async function runSuite(bin: string, url: string, resultsDir: string): Promise<CliRun> {
+async function runSuite(bin: string, url: string, set: RequirementSet, resultsDir: string): Promise<CliRun> {
 	const selection = options.scenario
-		? ["--scenario", options.scenario, "--spec-version", REVISION]
-		: ["--requirements", REVISION];
+		? ["--scenario", options.scenario, "--spec-version", set]
+		: ["--requirements", set];
 	const { command, prefix } = commandFor(bin);
 	const child = procs.spawn(
-		"conformance CLI",
+		`conformance CLI (${set})`,
 		command,
 		[...prefix, "server", "--url", url, ...selection, "--output-dir", resultsDir],
 		{ cwd: ROOT },
@@ -181,222 +228,36 @@ async function runSuite(bin: string, url: string, resultsDir: string): Promise<C
 		lines.push(line);
 		if (options.verbose) console.log(`  | ${withoutColours(line)}`);
 	});
-	await withTimeout(child.exited, SUITE_TIMEOUT_MS, "the conformance suite");
+	await withTimeout(child.exited, SUITE_TIMEOUT_MS, `the ${set} conformance run`);
 	return { exitCode: child.process.exitCode, lines };
 }
 
 // ---------------------------------------------------------------------------------------------
-// Results
+// Verdicts
 
-interface Check {
-	id: string;
-	status: "SUCCESS" | "FAILURE" | "WARNING" | "INFO" | "SKIPPED";
-	errorMessage?: string;
-	details?: Record<string, unknown>;
+function isExpectedFailure(set: RequirementSet, scenario: string): boolean {
+	return options.expectFail.some((entry) => entry.scenario === scenario && (entry.set ?? set) === set);
 }
 
-interface ScenarioResult {
-	name: string;
-	verdict: "PASS" | "FAIL" | "SKIP";
-	passed: number;
-	failed: number;
-	warnings: number;
-	/** Why the requirement set runs it without scoring it (pending, added-after-release, ...). */
-	notScored?: string;
-	/** One line per failed or warning check. */
-	problems: string[];
+/** A failure that fails the run: scored by its set, required here or asked for by name, and not expected. */
+function isCountedFailure(set: RequirementSet, result: ScenarioResult): boolean {
+	if (result.verdict !== "FAIL" || isExpectedFailure(set, result.name)) return false;
+	return options.scenario !== undefined || result.notScored === undefined || result.requiredHere === true;
 }
 
-/** Result dirs are named `server-<scenario>-<ISO timestamp with : and . as ->`. */
-const RESULT_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
-
-/** Each scenario's checks.json from the results dir, by scenario name. */
-function readChecks(resultsDir: string): Map<string, Check[]> {
-	const byScenario = new Map<string, Check[]>();
-	if (!existsSync(resultsDir)) return byScenario;
-	// Sorted, so with a reused --output-dir the latest run of a scenario (by timestamp) wins.
-	for (const entry of readdirSync(resultsDir).sort()) {
-		const name = RESULT_DIR.exec(entry)?.[1];
-		const file = join(resultsDir, entry, "checks.json");
-		if (name && existsSync(file)) byScenario.set(name, JSON.parse(readFileSync(file, "utf8")) as Check[]);
-	}
-	return byScenario;
-}
-
-/**
- * One result per scenario the CLI ran, in its order. The scenario list comes
- * from its output, so a scenario that crashed before writing checks.json still
- * shows up, as a failure.
- */
-function collectResults(run: CliRun, resultsDir: string): ScenarioResult[] {
-	const checks = readChecks(resultsDir);
-	const ran = run.lines
-		.map((line) => /^=== Running scenario: (.+) ===$/.exec(line)?.[1])
-		.filter((name): name is string => name !== undefined);
-	// A single scenario has no "===" header; an unknown one is refused before it runs (no result at all).
-	const started = run.lines.some((line) => line.startsWith("Running client scenario") || line.startsWith("SKIPPED:"));
-	if (options.scenario && ran.length === 0 && started) ran.push(options.scenario);
-	const notScored = new Map<string, string>();
-	for (const line of run.lines) {
-		const match = /^\s+[✓✗] (\S+) \(([\w-]+)\)$/.exec(line);
-		if (match?.[1] && match[2]) notScored.set(match[1], match[2]);
-	}
-	const skipped = run.lines.some((line) => line.startsWith("SKIPPED:"));
-	return ran.map((name) => {
-		const list = checks.get(name);
-		if (!list) {
-			return {
-				name,
-				verdict: skipped ? "SKIP" : "FAIL",
-				passed: 0,
-				failed: skipped ? 0 : 1,
-				warnings: 0,
-				notScored: notScored.get(name),
-				problems: skipped
-					? [`not applicable at ${REVISION}`]
-					: ["no checks.json: the scenario crashed or timed out (run with --verbose)"],
-			};
-		}
-		const count = (status: Check["status"]) => list.filter((check) => check.status === status).length;
-		const failed = count("FAILURE");
-		return {
-			name,
-			verdict: failed > 0 ? "FAIL" : "PASS",
-			passed: count("SUCCESS"),
-			failed,
-			warnings: count("WARNING"),
-			notScored: notScored.get(name),
-			problems: list
-				.filter((check) => check.status === "FAILURE" || check.status === "WARNING")
-				.map((check) => `${check.status} ${check.id}: ${check.errorMessage ?? "(no message)"}${evidence(check)}`),
-		};
-	});
-}
-
-/** The few details that say why a check failed: HTTP status, Host sent, the text of a failed tool result. */
-function evidence(check: Check): string {
-	const details = check.details ?? {};
-	const parts: string[] = [];
-	if (typeof details.hostHeader === "string") parts.push(`Host ${details.hostHeader}`);
-	if (typeof details.statusCode === "number") parts.push(`HTTP ${details.statusCode}`);
-	const body = details.body as { result?: { content?: Array<{ text?: unknown }> } } | undefined;
-	const resultText = body?.result?.content?.[0]?.text;
-	if (typeof resultText === "string") parts.push(`result: "${resultText.slice(0, 300)}"`);
-	return parts.length > 0 ? ` [${parts.join("; ")}]` : "";
-}
-
-function printTable(results: ScenarioResult[], target: string): void {
-	const width = Math.max(8, ...results.map((result) => result.name.length));
-	console.log(`\nMCP conformance, ${REVISION} server scenarios, against ${target}\n`);
-	console.log(`${"scenario".padEnd(width)}  result  checks (passed/failed/warnings)  note`);
-	for (const result of results) {
-		const counts = `${result.passed}/${result.failed}/${result.warnings}`;
-		const note = result.notScored ? `not scored for ${REVISION}: ${result.notScored}` : "";
-		console.log(`${result.name.padEnd(width)}  ${result.verdict.padEnd(6)}  ${counts.padEnd(31)}  ${note}`.trimEnd());
-	}
-	const withProblems = results.filter((result) => result.problems.length > 0);
-	if (withProblems.length > 0) {
-		console.log("\nFailures and warnings:");
-		for (const result of withProblems) {
-			console.log(`  ${result.name}`);
-			for (const problem of result.problems) console.log(`    ${problem}`);
-		}
-	}
-	const failed = results.filter((result) => result.verdict === "FAIL").length;
-	const passed = results.filter((result) => result.verdict === "PASS").length;
-	console.log(`\n${passed} passed, ${failed} failed`);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The API-key proxy
-
-interface RunningProxy {
-	url: string;
-	close(): Promise<void>;
-}
-
-/** Hop-by-hop headers describe one connection: Node frames the proxied response itself. */
-const HOP_BY_HOP = new Set([
-	"connection",
-	"keep-alive",
-	"transfer-encoding",
-	"proxy-connection",
-	"upgrade",
-	"te",
-	"trailer",
-]);
-
-/** Raw headers ([name, value, name, value, ...]) without the names `drop` matches. */
-function rawHeadersWithout(raw: string[], drop: (lowerName: string) => boolean): string[] {
-	const kept: string[] = [];
-	for (let i = 0; i + 1 < raw.length; i += 2) {
-		const name = raw[i] as string;
-		if (!drop(name.toLowerCase())) kept.push(name, raw[i + 1] as string);
-	}
-	return kept;
-}
-
-/**
- * A loopback proxy to the gateway that adds `Authorization: Bearer <key>` to
- * every request and forwards every other request header byte for byte, in
- * order (Host and Origin included: the gateway must judge them as the client
- * sent them). Responses stream through unbuffered, so SSE events arrive as
- * the gateway sends them, and a client hanging up ends the gateway request.
- */
-async function startKeyProxy(gateway: URL, key: string): Promise<RunningProxy> {
-	const forward = (req: IncomingMessage, res: ServerResponse) => {
-		const headers = [
-			...rawHeadersWithout(req.rawHeaders, (name) => name === "authorization"),
-			"Authorization",
-			`Bearer ${key}`,
-		];
-		const outgoing = request(
-			{
-				host: gateway.hostname,
-				port: gateway.port,
-				method: req.method,
-				path: req.url,
-				headers,
-				// The client's own Host goes through unchanged.
-				setHost: false,
-			},
-			(incoming) => {
-				res.writeHead(
-					incoming.statusCode ?? 502,
-					incoming.statusMessage,
-					rawHeadersWithout(incoming.rawHeaders, (name) => HOP_BY_HOP.has(name)),
-				);
-				res.flushHeaders();
-				incoming.pipe(res);
-				// A stream the gateway broke off must look broken to the client too, not complete.
-				incoming.on("aborted", () => res.destroy());
-			},
+/** Says, per --expect-fail, whether it still holds: failed as expected, passed (drop it), or never ran. */
+function reportExpectedFailures(runs: Map<RequirementSet, ScenarioResult[]>): void {
+	for (const entry of options.expectFail) {
+		const label = entry.set ? `${entry.set}:${entry.scenario}` : entry.scenario;
+		const outcomes = [...runs].flatMap(([set, results]) =>
+			entry.set === undefined || entry.set === set
+				? results.filter((result) => result.name === entry.scenario).map((result) => result.verdict)
+				: [],
 		);
-		outgoing.on("error", (error) => {
-			if (res.headersSent) {
-				res.destroy();
-				return;
-			}
-			res
-				.writeHead(502, { "content-type": "text/plain" })
-				.end(`conformance proxy: gateway unreachable: ${error.message}`);
-		});
-		res.on("close", () => {
-			if (!res.writableFinished) outgoing.destroy();
-		});
-		req.pipe(outgoing);
-	};
-	const server = createServer(forward);
-	await new Promise<void>((resolve) => server.listen(0, HOST, resolve));
-	const { port } = server.address() as AddressInfo;
-	return {
-		url: `http://${HOST}:${port}`,
-		close: () =>
-			new Promise<void>((resolve) => {
-				server.closeAllConnections();
-				server.close(() => resolve());
-			}),
-	};
+		if (outcomes.includes("FAIL")) log(`${label} failed as expected (--expect-fail): not counted`);
+		else if (outcomes.includes("PASS")) log(`${label} passed although expected to fail: drop --expect-fail ${label}`);
+		else log(`${label} (--expect-fail) did not run`);
+	}
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,7 +265,7 @@ async function startKeyProxy(gateway: URL, key: string): Promise<RunningProxy> {
 
 /**
  * The gateway under `wrangler dev`, built first, with temporary secrets and
- * state. HTTP upstreams are allowed (the upstream is plain HTTP on loopback)
+ * state. HTTP upstreams are allowed (the reference is plain HTTP on loopback)
  * and Host must name this machine.
  */
 async function startGateway(tmp: string): Promise<{ child: Child; url: string; adminToken: string }> {
@@ -463,16 +324,15 @@ async function main(): Promise<number> {
 	const bin = findConformanceBin();
 	log(`@modelcontextprotocol/conformance ${conformanceVersion(bin)} (${bin})`);
 	const tmp = procs.tempDir("mcp-edge-conformance-");
-	const resultsDir = options.outputDir ?? join(tmp, "results");
-	mkdirSync(resultsDir, { recursive: true });
+	const resultsRoot = options.outputDir ?? join(tmp, "results");
 
-	upstream = await startConformanceUpstream();
-	log(`conformance upstream at ${upstream.url}`);
-	let target = upstream.url;
+	reference = await startConformanceReference({ logHandlerErrors: options.verbose });
+	log(`conformance reference at ${reference.url}`);
+	let target = reference.url;
 	if (!options.direct) {
 		log("building the gateway and starting it (wrangler dev)...");
 		const gateway = await startGateway(tmp);
-		await admin(gateway.url, gateway.adminToken, "PUT", `/servers/${SERVER_NAME}`, { url: upstream.url });
+		await admin(gateway.url, gateway.adminToken, "PUT", `/servers/${SERVER_NAME}`, { url: reference.url });
 		const { key } = await admin<{ key: string }>(gateway.url, gateway.adminToken, "POST", "/keys", {
 			name: "conformance",
 		});
@@ -480,32 +340,44 @@ async function main(): Promise<number> {
 		target = `${proxy.url}/mcp/${SERVER_NAME}`;
 		log(`gateway at ${gateway.url}; the suite runs against ${target} (adds the API key, forwards to the gateway)`);
 	}
+	const targetName = options.direct ? "the conformance reference directly" : `the gateway's /mcp/${SERVER_NAME}`;
 
-	log(options.scenario ? `running scenario ${options.scenario}...` : `running the ${REVISION} server scenarios...`);
-	const run = await runSuite(bin, target, resultsDir);
-	// Interrupted: the CLI was stopped midway, so its results are partial; shutdown() owns the exit.
-	if (stopping()) return new Promise<never>(() => {});
-	const results = collectResults(run, resultsDir);
-	if (results.length === 0) {
-		console.error(
-			`conformance: the CLI ran no scenario (exit ${run.exitCode}); its output:\n${withoutColours(run.lines.join("\n"))}`,
-		);
-		return 1;
+	const runs = new Map<RequirementSet, ScenarioResult[]>();
+	let broken = false;
+	for (const set of options.sets) {
+		const resultsDir = join(resultsRoot, set);
+		mkdirSync(resultsDir, { recursive: true });
+		log(options.scenario ? `running ${options.scenario} at ${set}...` : `running the ${set} requirement set...`);
+		const run = await runSuite(bin, target, set, resultsDir);
+		// Interrupted: the CLI was stopped midway, so its results are partial; shutdown() owns the exit.
+		if (stopping()) return new Promise<never>(() => {});
+		const results = collectResults(run, resultsDir, options.scenario).map((result) => ({
+			...result,
+			requiredHere: result.notScored !== undefined && (REQUIRED_HERE[set] ?? []).includes(result.name),
+		}));
+		if (results.length === 0) {
+			console.error(
+				`conformance: the ${set} run ran no scenario (exit ${run.exitCode}); its output:\n${withoutColours(run.lines.join("\n"))}`,
+			);
+			broken = true;
+			continue;
+		}
+		printTable(results, set, targetName, options.scenario === undefined);
+		// The CLI fails a set when a scored scenario fails; failing with none failed means it broke.
+		if (run.exitCode !== 0 && !results.some((result) => result.verdict === "FAIL")) {
+			console.error(`conformance: the ${set} run exited ${run.exitCode} with no failed scenario; its last output:`);
+			console.error(withoutColours(run.lines.slice(-20).join("\n")));
+			broken = true;
+		}
+		runs.set(set, results);
 	}
-	printTable(results, options.direct ? "the conformance upstream directly" : `the gateway's /mcp/${SERVER_NAME}`);
-	if (options.outputDir) log(`checks.json per scenario in ${options.outputDir}`);
-	for (const name of options.expectFail) {
-		const result = results.find((candidate) => candidate.name === name);
-		if (result?.verdict === "FAIL") log(`${name} failed as expected (--expect-fail): not counted`);
-		else if (result?.verdict === "PASS") log(`${name} passed although expected to fail: drop --expect-fail ${name}`);
-	}
-	const failed = results.some((result) => result.verdict === "FAIL" && !options.expectFail.includes(result.name));
-	if (!failed && run.exitCode !== 0) {
-		console.error(`conformance: the CLI exited ${run.exitCode} with no failed scenario; its last output:`);
-		console.error(run.lines.slice(-20).join("\n"));
-		return 1;
-	}
-	return failed ? 1 : 0;
+
+	console.log(`\nSummary, against ${targetName}:`);
+	for (const [set, results] of runs) console.log(`  ${set}: ${tally(results, options.scenario === undefined)}`);
+	if (options.outputDir) log(`checks.json per scenario in ${options.outputDir}/<set>`);
+	reportExpectedFailures(runs);
+	const failed = [...runs].some(([set, results]) => results.some((result) => isCountedFailure(set, result)));
+	return failed || broken ? 1 : 0;
 }
 
 try {

@@ -2,8 +2,9 @@
  * An in-memory event store for the SDK's StreamableHTTPServerTransport: with
  * it, a server's SSE replies carry event ids (starting with a priming event)
  * and a client that lost a stream can resume it with GET and Last-Event-ID
- * (2025-11-25 transport, SEP-1699). Used by the conformance upstream and the
- * tests' resumable upstream; one store per session.
+ * (2025-11-25 transport, SEP-1699). Used by the tests' resumable upstream and
+ * by the conformance reference's 2025 sessions (test/reference/legacy-sessions.ts),
+ * whose SDK v2 transport takes the same EventStore shape; one store per session.
  */
 import type { EventId, EventStore, StreamId } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
