@@ -201,12 +201,15 @@ describe("MCP-Protocol-Version", () => {
 		expect(response.status).toBe(200);
 	});
 
-	it("a 2025-shaped request with a per-request-era version header (2026-07-28, 2099-01-01) is 400 -32602, and DELETE with one is 405; the session is untouched", async () => {
+	it("a 2025-shaped request under a 2026-07-28 header is 400 -32602 (the envelope is missing), under 2099-01-01 400 -32022 (unknown version); DELETE with either is 405; the session is untouched", async () => {
 		const { path, owner, sessionId } = await setup();
-		for (const version of ["2026-07-28", "2099-01-01"]) {
+		for (const [version, code] of [
+			["2026-07-28", -32602],
+			["2099-01-01", -32022],
+		] as const) {
 			const refused = await rpc(path, owner.key, sessionId, TOOLS_LIST, { "mcp-protocol-version": version });
 			expect(refused.status).toBe(400);
-			expect((await readReply(refused)).error?.code).toBe(-32602);
+			expect((await readReply(refused)).error?.code).toBe(code);
 		}
 		const del = await gatewayFetch(path, {
 			method: "DELETE",

@@ -41,9 +41,12 @@ interface EndpointPlan {
 
 /**
  * `POST|GET|DELETE /mcp` and `/mcp/:name`. Every check that can fail without
- * touching a session runs first, in this order: method, Origin, API key,
- * protocol version, then the method's own checks. The endpoint itself is
- * resolved only at initialize; later requests are bound to it by the session.
+ * touching a session runs first, in this order: method, Origin, API key, then
+ * the method's own checks. A POST's body says its era (the SDK's classifier):
+ * a 2026-07-28 request is validated and served without a session id (see
+ * modern-routes); a 2025 request has its version header checked and goes to
+ * its session. The endpoint is resolved at initialize (2025) or per request
+ * (2026-07-28); later 2025 requests are bound to it by the session.
  */
 export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const request = c.req.raw;
@@ -60,7 +63,6 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const waitUntil = c.get("waitUntil");
 	const key = await authenticate(request, env, settings, reader, waitUntil);
 	limitKeyRate(env, settings, key.id, waitUntil);
-	checkProtocolVersion(request);
 
 	const name = c.req.param("name");
 	if (name !== undefined && !SERVER_NAME.test(name)) throw unknownEndpoint(name);
@@ -74,6 +76,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 			{ headers: { allow: "POST" } },
 		);
 	}
+	if (method !== "POST") checkProtocolVersion(request);
 	if (method === "GET") {
 		checkGetHeaders(request);
 		const stub = await verifiedSessionStub(env, settings, sessionId);
@@ -93,6 +96,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		if (classified.era === "modern") {
 			return await serveModern(env, settings, key, scope, request, text, classified, plan);
 		}
+		checkProtocolVersion(request);
 		const message = clientMessageOf(body);
 		if (message.kind !== "initialize") {
 			return await (await verifiedSessionStub(env, settings, sessionId)).post(scope, message);

@@ -1,5 +1,6 @@
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { unsupportedVersion } from "../mcp/modern-request.ts";
 import { checkProtocolVersionHeader } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 
@@ -48,15 +49,10 @@ export function checkOrigin(request: Request, settings: Settings): void {
 	throw new GatewayError("forbidden_origin", `Forbidden: origin ${origin} is not allowed to use this gateway.`);
 }
 
-/** Rejects an unsupported `MCP-Protocol-Version` before anything touches the session. */
+/** Rejects an unsupported `MCP-Protocol-Version` of a 2025 request before anything touches the session. */
 export function checkProtocolVersion(request: Request): void {
 	const check = checkProtocolVersionHeader(request.headers.get("mcp-protocol-version"));
-	if (!check.ok) {
-		throw new GatewayError(
-			"unsupported_protocol_version",
-			`Bad Request: unsupported MCP-Protocol-Version '${check.version}'.`,
-		);
-	}
+	if (!check.ok) throw unsupportedVersion(check.version, null);
 }
 
 /** POST must accept both JSON and SSE, and send JSON. */

@@ -18,6 +18,7 @@ import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "./pro
  */
 export interface Envelope {
 	protocolVersion: string;
+	/** Optional since 2026-07-28 (a SHOULD): absent, the gateway names the client `unknown`. */
 	clientInfo: { name: string; version: string; [key: string]: unknown };
 	clientCapabilities: Record<string, unknown>;
 	logLevel?: string;
@@ -31,10 +32,12 @@ export type ClassifiedRequest =
 
 const EnvelopeSchema = z.object({
 	[PROTOCOL_VERSION_META_KEY]: z.string(),
-	[CLIENT_INFO_META_KEY]: z.object({ name: z.string(), version: z.string() }).loose(),
+	[CLIENT_INFO_META_KEY]: z.object({ name: z.string(), version: z.string() }).loose().optional(),
 	[CLIENT_CAPABILITIES_META_KEY]: z.record(z.string(), z.unknown()),
 	[LOG_LEVEL_META_KEY]: z.string().optional(),
 });
+
+const UNKNOWN_CLIENT = { name: "unknown", version: "0" };
 
 /** The Base64 sentinel of header values that are not plain ASCII (`=?base64?…?=`). */
 const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
@@ -58,6 +61,12 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 	});
 	if (outcome.kind === "legacy") return { era: "legacy" };
 	const id = requestIdOf(body);
+	if (outcome.kind === "reject" && outcome.cell === "modern-header-without-claim") {
+		// A 2025 body under a version header the gateway does not know at all ("banana"):
+		// the version is what is wrong, so that is what the client is told.
+		const header = headers.get("mcp-protocol-version")?.trim() ?? "";
+		if (!MODERN_PROTOCOL_VERSIONS.includes(header)) throw unsupportedVersion(header, id);
+	}
 	if (outcome.kind === "reject") {
 		throw new GatewayError(outcome.code === HEADER_MISMATCH ? "header_mismatch" : "invalid_params", outcome.message, {
 			status: outcome.httpStatus,
@@ -67,7 +76,7 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 	}
 	const version = outcome.classification.revision;
 	if (version === undefined || !MODERN_PROTOCOL_VERSIONS.includes(version)) {
-		throw unsupportedVersion(version ?? "(none)", id);
+		throw unsupportedVersion(version ?? "(none)", id, MODERN_PROTOCOL_VERSIONS);
 	}
 	if (outcome.messageKind === "notification") return { era: "modern", kind: "notification", message: outcome.message };
 	const message = outcome.message;
@@ -88,7 +97,7 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 	const meta = parsed.data;
 	const envelope: Envelope = {
 		protocolVersion: version,
-		clientInfo: meta[CLIENT_INFO_META_KEY],
+		clientInfo: meta[CLIENT_INFO_META_KEY] ?? UNKNOWN_CLIENT,
 		clientCapabilities: meta[CLIENT_CAPABILITIES_META_KEY],
 	};
 	const logLevel = meta[LOG_LEVEL_META_KEY];
@@ -132,12 +141,20 @@ function mismatch(detail: string, id: string | number | null): GatewayError {
 	return new GatewayError("header_mismatch", `Bad Request: the request headers and body disagree: ${detail}.`, { id });
 }
 
-/** -32022 with the versions the gateway speaks, so a client can pick one (2026-07-28 versioning). */
-export function unsupportedVersion(requested: string, id: string | number | null): GatewayError {
+/**
+ * -32022 with the versions a client can pick (2026-07-28 versioning): for a
+ * request of the per-request era, that era's versions (what `server/discover`
+ * offers); for a 2025 request, every version the gateway speaks.
+ */
+export function unsupportedVersion(
+	requested: string,
+	id: string | number | null,
+	supported: readonly string[] = SUPPORTED_VERSIONS_OF_BOTH_ERAS,
+): GatewayError {
 	return new GatewayError(
 		"unsupported_protocol_version",
-		`Unsupported protocol version '${requested}': this gateway speaks ${SUPPORTED_VERSIONS_OF_BOTH_ERAS.join(", ")}.`,
-		{ id, data: { supported: SUPPORTED_VERSIONS_OF_BOTH_ERAS, requested } },
+		`Unsupported protocol version '${requested}': use one of ${supported.join(", ")}.`,
+		{ id, data: { supported, requested } },
 	);
 }
 

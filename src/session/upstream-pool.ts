@@ -2,7 +2,6 @@ import type { InitializeRequest, InitializeResult, JSONRPCRequest } from "@model
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
-import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import type { Member } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
@@ -37,7 +36,7 @@ export class UpstreamPool {
 				maxReplyBytes: this.settings.maxReplyBytes,
 				allowHttpUpstreams: this.settings.allowHttpUpstreams,
 			});
-			connection = new UpstreamConnection(target, undefined, () => upstreamEra(target, member));
+			connection = new UpstreamConnection(target);
 			this.connections.set(member.name, connection);
 		}
 		return connection;

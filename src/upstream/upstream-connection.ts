@@ -21,11 +21,32 @@ import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/pro
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import type { UpstreamEra } from "./upstream-era.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
 export type { FetchLike } from "./upstream-fetch.ts";
+
+/** Which era to speak to an upstream: pinned by the operator, or found out ("auto"). */
+export type UpstreamProtocol = "auto" | "2025-11-25" | "2026-07-28";
+
+/**
+ * Whether a refused initialize came from a server that speaks only
+ * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
+ * `supported` versions are all of the per-request era.
+ */
+async function offersOnlyModern(response: Response, maxBytes: number): Promise<boolean> {
+	if (!response.body) return false;
+	const bytes = await readCapped(response.body, maxBytes).catch(() => null);
+	if (bytes === null) return false;
+	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
+	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
+	const supported = (reply.error.data as { supported?: unknown } | undefined)?.supported;
+	return (
+		Array.isArray(supported) &&
+		supported.some((version) => version === FIRST_PER_REQUEST_VERSION) &&
+		!supported.some((version) => typeof version === "string" && isSupportedSessionVersion(version))
+	);
+}
 
 /** What the gateway holds of one upstream session. */
 export interface UpstreamSession {
@@ -65,8 +86,12 @@ export class UpstreamConnection {
 	constructor(
 		private readonly target: UpstreamTarget,
 		private readonly fetcher: FetchLike = (input, init) => fetch(input, init),
-		/** Which era the upstream speaks (discovered or pinned); 2025 unless told otherwise. */
-		private readonly era: () => Promise<UpstreamEra> = async () => "legacy",
+		/**
+		 * The era the operator pinned for this upstream. "auto": the handshake is
+		 * tried first and a 2026-07-28-only refusal switches to that era, so an
+		 * upstream that speaks both is spoken to in the client's own era.
+		 */
+		private readonly era: () => UpstreamProtocol = () => "auto",
 	) {}
 
 	get serverName(): string {
@@ -96,11 +121,21 @@ export class UpstreamConnection {
 		| { reply: JSONRPCMessage; session: null }
 	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
-		if ((await this.era()) === "modern") return this.discover(request);
+		const era = this.era();
+		if (era === "2026-07-28") return this.discover(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
 			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
 			if (!response.ok) {
+				// A 2026-07-28-only server refuses the handshake with the versions it speaks:
+				// the gateway then speaks that era to it (unless the operator pinned 2025).
+				if (
+					era === "auto" &&
+					response.status === 400 &&
+					(await offersOnlyModern(response, this.target.maxReplyBytes))
+				) {
+					return this.discover(request);
+				}
 				await response.body?.cancel();
 				throw this.statusError(response.status, "initialize");
 			}
