@@ -1,6 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
@@ -314,5 +315,73 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		};
 		const refused = await readReply(await modernPost(`/mcp/${server}`, key, retry));
 		expect(refused.error?.code).toBe(-32602);
+	});
+});
+
+/** Reads SSE frames of a response body one JSON message at a time. */
+function frames(response: Response) {
+	const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+	const decoder = new TextDecoder();
+	let buffered = "";
+	return {
+		async next(): Promise<Record<string, unknown>> {
+			for (;;) {
+				const end = buffered.indexOf("\n\n");
+				if (end >= 0) {
+					const event = buffered.slice(0, end);
+					buffered = buffered.slice(end + 2);
+					const data = event
+						.split("\n")
+						.filter((line) => line.startsWith("data:"))
+						.map((line) => line.slice(5).trim())
+						.join("");
+					if (data !== "") return JSON.parse(data) as Record<string, unknown>;
+					continue;
+				}
+				const chunk = await reader.read();
+				if (chunk.done) throw new Error("the stream ended");
+				buffered += decoder.decode(chunk.value, { stream: true });
+			}
+		},
+		close: () => reader.cancel(),
+	};
+}
+
+describe("subscriptions/listen over 2025 upstreams", () => {
+	it("acknowledges first, then delivers only the opted-in resource update, tagged with the subscription id", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const uri = `file:///watched/${server}`;
+		const gets = async () => (await upstreamLog("delta")).filter((entry) => entry.method === "GET").length;
+		const before = await gets();
+		const listen = await modernPost(`/mcp/${server}`, key, {
+			id: "sub-1",
+			method: "subscriptions/listen",
+			params: { _meta: ENVELOPE, notifications: { resourceSubscriptions: [uri] } },
+		});
+		expect(listen.status).toBe(200);
+		expect(listen.headers.get("content-type")).toContain("text/event-stream");
+		const stream = frames(listen);
+		const ack = await stream.next();
+		expect(ack.method).toBe("notifications/subscriptions/acknowledged");
+		const ackParams = ack.params as { notifications: Record<string, unknown>; _meta: Record<string, unknown> };
+		expect(ackParams.notifications).toEqual({ resourceSubscriptions: [uri] });
+		expect(ackParams._meta["io.modelcontextprotocol/subscriptionId"]).toBe("sub-1");
+		// The edge listens on the upstream's GET stream for this session before anything is sent.
+		await eventually(async () => (await gets()) > before);
+		const call = (id: number, name: string, args: Record<string, unknown>) =>
+			modernPost(`/mcp/${server}`, key, {
+				id,
+				method: "tools/call",
+				params: { name, arguments: args, _meta: ENVELOPE },
+			});
+		await (await call(2, "announce", { count: 1, tag: "not for listeners" })).text();
+		await (await call(3, "touch_resource", { uri })).text();
+		const update = await stream.next();
+		expect(update.method).toBe("notifications/resources/updated");
+		const params = update.params as { uri: string; _meta: Record<string, unknown> };
+		expect(params.uri).toBe(uri);
+		expect(params._meta["io.modelcontextprotocol/subscriptionId"]).toBe("sub-1");
+		await stream.close();
 	});
 });

@@ -94,7 +94,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	try {
 		const classified = classifyPost(request, body);
 		if (classified.era === "modern") {
-			return await serveModern(env, settings, key, scope, request, text, classified, plan);
+			return await serveModern(env, settings, key, scope, request, text, classified, plan, waitUntil);
 		}
 		checkProtocolVersion(request);
 		const message = clientMessageOf(body);

@@ -3,12 +3,15 @@ import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
 import { stableJson } from "../mcp/stable-json.ts";
+import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern } from "./modern-forward.ts";
+import { modernListenStream } from "./modern-listen.ts";
+import type { WaitUntil } from "./rate-limits.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
 export interface ModernPlan {
@@ -32,6 +35,7 @@ export async function serveModern(
 	body: string,
 	classified: Exclude<ClassifiedRequest, { era: "legacy" }>,
 	plan: () => Promise<ModernPlan>,
+	waitUntil: WaitUntil,
 ): Promise<Response> {
 	// 2026-07-28 defines no client notification over HTTP; one is accepted and dropped.
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
@@ -49,13 +53,19 @@ export async function serveModern(
 	}
 	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));
 	const stub = env.SESSIONS.get(env.SESSIONS.idFromName(name));
-	return stub.modern({
+	const input = {
 		scope,
 		...resolved,
 		envelope: classified.envelope,
 		message: classified.message,
 		cap: key.maxSessions ?? settings.maxSessionsPerKey,
-	});
+	};
+	if (classified.message.method === "subscriptions/listen") {
+		const listening = (await stub.modernListen(input)) as { acknowledged: SubscriptionFilter } | Response;
+		if (listening instanceof Response) return listening;
+		return modernListenStream(env, settings, stub, scope, classified.message, listening.acknowledged, waitUntil);
+	}
+	return stub.modern(input);
 }
 
 /**

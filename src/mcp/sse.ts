@@ -103,8 +103,11 @@ export class SseMessageReader {
 	private readonly decoder = new TextDecoder();
 	private readonly limit: EventSizeLimit;
 	private readonly queue: JSONRPCMessage[] = [];
+	/** The id of the last event read so far (a resumption point), if events carry ids. */
+	lastEventId: string | null = null;
 	private readonly parser = createParser({
 		onEvent: (event) => {
+			if (event.id !== undefined) this.lastEventId = event.id;
 			const message = this.parseMessage(event.data);
 			if (message) this.queue.push(message);
 		},

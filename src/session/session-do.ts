@@ -10,6 +10,7 @@ import { randomToken } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { Envelope } from "../mcp/modern-request.ts";
+import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
@@ -198,6 +199,27 @@ export class SessionDO extends DurableObject<Env> {
 				).body?.cancel();
 			}
 			return this.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
+		});
+	}
+
+	/**
+	 * A 2026-07-28 client's `subscriptions/listen`: the session is opened if
+	 * needed and the upstreams are subscribed to the resources it names; the
+	 * stream itself is carried by the edge over the session's listening
+	 * windows (as a 2025 client's GET is), so listening costs this object
+	 * nothing between windows. Returns what the gateway can honour.
+	 */
+	async modernListen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
+		return this.metered(async () => {
+			const binding = await this.readyForModern(input);
+			if (binding instanceof Response) return binding;
+			const acknowledged = acknowledgedFilter(filterOf(input.message.params), binding.server?.capabilities ?? {});
+			for (const uri of acknowledged.resourceSubscriptions ?? []) {
+				const subscribe = { jsonrpc: "2.0" as const, id: `gw-sub-${randomToken(8)}`, method: "resources/subscribe" };
+				const reply = await this.posting(input.scope, { kind: "request", message: { ...subscribe, params: { uri } } });
+				await reply.body?.cancel();
+			}
+			return { acknowledged };
 		});
 	}
 

@@ -1,0 +1,51 @@
+import { SubscriptionFilterSchema } from "@modelcontextprotocol/core";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+
+/** What a `subscriptions/listen` asks for (2026-07-28). */
+export type SubscriptionFilter = z.infer<typeof SubscriptionFilterSchema>;
+
+/** The filter of a `subscriptions/listen` request's params; empty when it names none or is malformed. */
+export function filterOf(params: Record<string, unknown> | undefined): SubscriptionFilter {
+	const parsed = SubscriptionFilterSchema.safeParse(params?.notifications ?? {});
+	return parsed.success ? parsed.data : {};
+}
+
+/**
+ * The part of `wanted` a server with these capabilities can honour: list
+ * changes it announces, and resource updates when it supports subscriptions.
+ */
+export function acknowledgedFilter(
+	wanted: SubscriptionFilter,
+	capabilities: Record<string, unknown>,
+): SubscriptionFilter {
+	const declares = (kind: string, feature: string) =>
+		(capabilities[kind] as Record<string, unknown> | undefined)?.[feature] === true;
+	const acknowledged: SubscriptionFilter = {};
+	if (wanted.toolsListChanged && declares("tools", "listChanged")) acknowledged.toolsListChanged = true;
+	if (wanted.promptsListChanged && declares("prompts", "listChanged")) acknowledged.promptsListChanged = true;
+	if (wanted.resourcesListChanged && declares("resources", "listChanged")) acknowledged.resourcesListChanged = true;
+	if (wanted.resourceSubscriptions?.length && declares("resources", "subscribe")) {
+		acknowledged.resourceSubscriptions = wanted.resourceSubscriptions;
+	}
+	return acknowledged;
+}
+
+/** Whether a notification is one the filter opted in to; nothing else goes on a listen stream. */
+export function wantedBy(filter: SubscriptionFilter, message: JSONRPCMessage): boolean {
+	if (!("method" in message) || "id" in message) return false;
+	switch (message.method) {
+		case "notifications/tools/list_changed":
+			return filter.toolsListChanged === true;
+		case "notifications/prompts/list_changed":
+			return filter.promptsListChanged === true;
+		case "notifications/resources/list_changed":
+			return filter.resourcesListChanged === true;
+		case "notifications/resources/updated": {
+			const uri = message.params?.uri;
+			return typeof uri === "string" && (filter.resourceSubscriptions ?? []).includes(uri);
+		}
+		default:
+			return false;
+	}
+}
