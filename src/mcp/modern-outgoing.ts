@@ -2,6 +2,7 @@ import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import {
 	CLIENT_CAPABILITIES_META_KEY,
 	CLIENT_INFO_META_KEY,
+	LOG_LEVEL_META_KEY,
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
@@ -9,15 +10,17 @@ import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
 /** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
 export function withEnvelope(
 	message: JSONRPCRequest,
-	client: { info: Record<string, unknown>; capabilities: Record<string, unknown> },
+	client: { info: Record<string, unknown>; capabilities: Record<string, unknown>; logLevel?: string },
 ): JSONRPCRequest {
 	const params = message.params ?? {};
-	const _meta = {
+	const _meta: Record<string, unknown> = {
 		...params._meta,
 		[PROTOCOL_VERSION_META_KEY]: FIRST_PER_REQUEST_VERSION,
 		[CLIENT_INFO_META_KEY]: client.info,
 		[CLIENT_CAPABILITIES_META_KEY]: client.capabilities,
 	};
+	// The level a 2025 client set with logging/setLevel, which 2026-07-28 carries per request.
+	if (client.logLevel !== undefined) _meta[LOG_LEVEL_META_KEY] = client.logLevel;
 	return { ...message, params: { ...params, _meta } };
 }
 

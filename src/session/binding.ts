@@ -38,7 +38,11 @@ export const UpstreamSessionSchema = z.object({
 	protocolVersion: z.string(),
 	/** For a 2026-07-28 upstream: who the client is, sent in every request's envelope (there is no session). */
 	client: z
-		.object({ info: z.record(z.string(), z.unknown()), capabilities: z.record(z.string(), z.unknown()) })
+		.object({
+			info: z.record(z.string(), z.unknown()),
+			capabilities: z.record(z.string(), z.unknown()),
+			logLevel: z.string().optional(),
+		})
 		.optional(),
 });
 

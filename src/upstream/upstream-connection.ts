@@ -19,7 +19,7 @@ import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/li
 import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents } from "../mcp/sse.ts";
+import { readSseEvents, SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
@@ -53,7 +53,7 @@ export interface UpstreamSession {
 	sessionId: string | null;
 	protocolVersion: string;
 	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
-	client?: { info: Record<string, unknown>; capabilities: Record<string, unknown> } | undefined;
+	client?: { info: Record<string, unknown>; capabilities: Record<string, unknown>; logLevel?: string } | undefined;
 }
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
@@ -444,9 +444,18 @@ export class UpstreamConnection {
 		message: JSONRPCMessage | undefined,
 		deadline: Deadline,
 	): Promise<Response> {
-		if (method === "GET") return Promise.resolve(new Response(null, { status: 405 }));
+		if (method === "GET") return this.listenModern(client, deadline);
 		if (method === "DELETE" || !message || !isJSONRPCRequest(message)) {
 			return Promise.resolve(new Response(null, { status: method === "DELETE" ? 200 : 202 }));
+		}
+		// Methods 2026-07-28 removed are settled here: ping needs no upstream, and the log
+		// level travels with every later request instead of being set once.
+		if (message.method === "ping") {
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
+		}
+		if (message.method === "logging/setLevel" && typeof message.params?.level === "string") {
+			client.logLevel = message.params.level;
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
 		}
 		const outgoing = withEnvelope(message, client);
 		this.requests++;
@@ -456,6 +465,55 @@ export class UpstreamConnection {
 			deadline,
 			this.fetcher,
 		);
+	}
+
+	/**
+	 * A 2025 session's GET stream from a 2026-07-28 upstream: its
+	 * `subscriptions/listen`, opted in to every list change, with the
+	 * acknowledgement left out (a 2025 client has no use for it).
+	 */
+	private async listenModern(client: NonNullable<UpstreamSession["client"]>, deadline: Deadline): Promise<Response> {
+		const listen = withEnvelope(
+			{
+				jsonrpc: "2.0",
+				id: `gw-listen-${++requestCounter}`,
+				method: "subscriptions/listen",
+				params: { notifications: { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true } },
+			},
+			client,
+		);
+		this.requests++;
+		const response = await fetchUpstream(
+			this.target,
+			{ method: "POST", headers: modernHeaders(this.target.headers, listen), body: JSON.stringify(listen) },
+			deadline,
+			this.fetcher,
+		);
+		if (
+			!response.ok ||
+			!response.body ||
+			!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")
+		) {
+			await response.body?.cancel();
+			return new Response(null, { status: 405 });
+		}
+		const reader = new SseMessageReader(response.body, this.target.maxReplyBytes, parseJsonRpcMessage);
+		const body = new ReadableStream<Uint8Array>({
+			pull: async (controller) => {
+				for (;;) {
+					const message = await reader.next();
+					if (message === null) {
+						controller.close();
+						return;
+					}
+					if (!isNotification(message) || message.method === "notifications/subscriptions/acknowledged") continue;
+					controller.enqueue(sseMessage(message));
+					return;
+				}
+			},
+			cancel: () => reader.cancel(),
+		});
+		return new Response(body, { headers: { "content-type": "text/event-stream" } });
 	}
 
 	private timeoutError(cause: unknown): GatewayError {
