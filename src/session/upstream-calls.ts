@@ -247,7 +247,8 @@ export class UpstreamCalls {
 			if (error !== null) this.host.breaker.failure(member.name);
 			return null;
 		};
-		if (session.client && !route) {
+		let reply = upstream;
+		if (session.client) {
 			const call = {
 				message: { ...message },
 				send: (retry: JSONRPCRequest) => connection.post(session, retry, deadline),
@@ -257,10 +258,13 @@ export class UpstreamCalls {
 				maxReplyBytes: cap,
 				done,
 			};
-			return relayModern(call, upstream);
+			reply = relayModern(call, upstream);
+			// A transparent client gets it as it is; an aggregate reads it like any member's SSE
+			// reply, so the member's input requests reach the client under the session's own ids.
+			if (!route) return reply;
 		}
-		const type = upstream.headers.get("content-type") ?? "";
-		const body = upstream.body as ReadableStream<Uint8Array>;
+		const type = reply.headers.get("content-type") ?? "";
+		const body = reply.body as ReadableStream<Uint8Array>;
 		const sse = type.includes("text/event-stream");
 		if (route) {
 			const reply = await route.open();
