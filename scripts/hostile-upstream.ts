@@ -45,6 +45,11 @@
  *   backtracking matcher; resources/read answers any URI.
  * - `listen`: GET opens an SSE stream that stays open and silent (any number of them) until the client leaves.
  * - `gated`: tool `wait` answers only once `POST /_release?behaviour=gated` is called.
+ * - `held-discover`: `server/discover` answers only once `POST /_release?behaviour=held-discover`
+ *   is called (then with -32601, as a 2025 server would), to hold an era probe past its timeout.
+ * - `legacy-versions`: `server/discover` gets 400 with a modern UnsupportedProtocolVersionError
+ *   (-32022) whose `supported` lists only 2025 versions: a server that knows the modern envelope
+ *   but speaks only the handshake era.
  *
  * Control API:
  * - `GET /_log[?behaviour=x]`: every request on an MCP path, in arrival order,
@@ -159,6 +164,7 @@ const baselineToolCall = BASELINE["tools/call"] as Handler;
 const BEHAVIOURS = new Map<string, Behaviour>([
 	["redirect", { intercept: redirect }],
 	["sink", {}],
+	["legacy-versions", { methods: { "server/discover": legacyVersionsOnly } }],
 	["huge-init-json", { methods: { initialize: hugeInitialize("json") } }],
 	["huge-init-sse", { methods: { initialize: hugeInitialize("sse") } }],
 	["huge-catalog", { methods: { "tools/list": hugeCatalogPage } }],
@@ -227,6 +233,17 @@ const BEHAVIOURS = new Map<string, Behaviour>([
 					if (toolName(call) !== "wait") return baselineToolCall(call);
 					await heldUntilRelease(call);
 					return textResult("released");
+				},
+			},
+		},
+	],
+	[
+		"held-discover",
+		{
+			methods: {
+				"server/discover": async (call) => {
+					await heldUntilRelease(call);
+					throw new RpcError(-32601, "Method not found: server/discover");
 				},
 			},
 		},
@@ -382,6 +399,15 @@ function redirect({ query, res }: HttpContext): void {
 	else sendJson(res, 400, { error: "redirect needs a 'to' query parameter" });
 }
 
+/** The modern error for a version it does not speak, naming only the 2025 versions it does. */
+function legacyVersionsOnly(call: Call): typeof HANDLED {
+	const meta = isObject(call.request.params._meta) ? call.request.params._meta : {};
+	const data = { supported: SUPPORTED_VERSIONS, requested: meta["io.modelcontextprotocol/protocolVersion"] ?? null };
+	const error = { code: -32022, message: "Unsupported protocol version", data };
+	sendJson(call.res, 400, { jsonrpc: "2.0", id: call.request.id, error }, call.replyHeaders);
+	return HANDLED;
+}
+
 /** An initialize whose instructions are `size` bytes, so the gateway must cap what it buffers. */
 function hugeInitialize(framing: "json" | "sse"): Handler {
 	return async (call) => {
@@ -491,7 +517,7 @@ function redosTemplate(): string {
 	return `${reserved}x${simple}`;
 }
 
-/** Holds a `gated` call until `/_release` (or `/_reset`); a call whose client left stops counting. */
+/** Holds a `gated` (or `held-discover`) call until `/_release` (or `/_reset`); a call whose client left stops counting. */
 function heldUntilRelease({ state, res }: Call): Promise<void> {
 	return new Promise<void>((resolve) => {
 		const release = () => {

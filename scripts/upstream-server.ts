@@ -225,18 +225,27 @@ export class Gates {
 }
 
 /**
- * Answers the gate control API (`GET /_gates/<name>`, `POST /_gates/<name>/release`);
- * false when the path is not one of its routes.
+ * What the gate control API (`GET /_gates/<name>`, `POST /_gates/<name>/release`)
+ * answers to `method path`; null when the path is not one of its routes.
  */
-export function handleGateControl(gates: Gates, req: IncomingMessage, res: ServerResponse, path: string): boolean {
+export function gateControlAnswer(
+	gates: Gates,
+	method: string,
+	path: string,
+): { status: number; body: unknown } | null {
 	const route = /^\/_gates\/([^/]+)(\/release)?$/.exec(path);
-	if (!route?.[1]) return false;
+	if (!route?.[1]) return null;
 	const name = decodeURIComponent(route[1]);
-	const reply = (status: number, value: unknown) =>
-		res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
-	if (route[2] && req.method === "POST") reply(200, gates.release(name));
-	else if (!route[2] && req.method === "GET") reply(200, gates.status(name));
-	else reply(405, { error: `${req.method} is not a gate operation` });
+	if (route[2] && method === "POST") return { status: 200, body: gates.release(name) };
+	if (!route[2] && method === "GET") return { status: 200, body: gates.status(name) };
+	return { status: 405, body: { error: `${method} is not a gate operation` } };
+}
+
+/** Answers the gate control API on a Node response; false when the path is not one of its routes. */
+export function handleGateControl(gates: Gates, req: IncomingMessage, res: ServerResponse, path: string): boolean {
+	const answer = gateControlAnswer(gates, req.method ?? "", path);
+	if (!answer) return false;
+	res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
 	return true;
 }
 
@@ -491,7 +500,11 @@ function header(req: IncomingMessage, name: string): string | null {
 async function readJson(req: IncomingMessage): Promise<unknown> {
 	const chunks: Buffer[] = [];
 	for await (const chunk of req) chunks.push(chunk as Buffer);
-	const text = Buffer.concat(chunks).toString("utf8");
+	return loggedBody(Buffer.concat(chunks).toString("utf8"));
+}
+
+/** A request body as a fixture's log keeps it: parsed JSON, the text when it is not JSON, undefined when empty. */
+export function loggedBody(text: string): unknown {
 	try {
 		return text ? JSON.parse(text) : undefined;
 	} catch (error) {

@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
+import { startModernUpstream } from "../scripts/modern-upstream.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 import { startFaultSupervisor } from "./fault-supervisor.ts";
@@ -28,6 +29,11 @@ export default async function setup(project: TestProject) {
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
 	project.provide("resumablePort", resumable.port);
+	// 2026-07-28 servers (SDK v2): one that speaks only the modern era, one that speaks both (its modern replies in SSE).
+	const modern = await startModernUpstream({ name: "modern", legacy: "reject" });
+	const dual = await startModernUpstream({ name: "dual", legacy: "stateless", responseMode: "sse" });
+	project.provide("modernPort", modern.port);
+	project.provide("dualPort", dual.port);
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
@@ -45,6 +51,8 @@ export default async function setup(project: TestProject) {
 			delta.close(),
 			epsilon.close(),
 			resumable.close(),
+			modern.close(),
+			dual.close(),
 			hostile.close(),
 			fault.stop(),
 		]);

@@ -11,6 +11,10 @@ declare module "vitest" {
 		epsilonPort: number;
 		/** An upstream with an event store: its SSE replies carry ids and resume with Last-Event-ID. */
 		resumablePort: number;
+		/** A 2026-07-28 server (scripts/modern-upstream.ts) that refuses 2025-era requests. */
+		modernPort: number;
+		/** A 2026-07-28 server that also serves 2025-era clients statelessly; its modern replies are SSE. */
+		dualPort: number;
 		/** The fault-injecting upstream (scripts/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */

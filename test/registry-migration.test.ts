@@ -31,6 +31,7 @@ describe("registry migration", () => {
 		const server = await stub.getServer("old");
 		expect(server?.configDigest).toMatch(/^[0-9a-f]{64}$/);
 		expect(server?.generation).toBe("gen-old");
+		expect(server?.protocol).toBe("auto");
 		const key = await stub.storedKey("key_old");
 		expect(key).toMatchObject({ id: "key_old", maxSessions: null, format: "legacy", digest: "digest-old" });
 		// A session opened before the digests existed is told its server's configuration, once.

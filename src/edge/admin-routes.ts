@@ -28,6 +28,7 @@ function maskServer(server: ServerRecord) {
 		url: maskedUrl(server.url),
 		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
 		timeoutSeconds: server.timeoutSeconds,
+		protocol: server.protocol,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),

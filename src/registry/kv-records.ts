@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UpstreamProtocolSchema } from "./schemas.ts";
 
 /**
  * What the registry publishes to Workers KV, the read path of the edge and
@@ -18,15 +19,17 @@ export const KV_NAMES = {
 
 /**
  * Bumped when the published records change shape: a registry that finds an
- * older format recorded republishes everything at start.
+ * older format recorded republishes everything at start. 2: servers carry `protocol`.
  */
-export const KV_FORMAT = 1;
+export const KV_FORMAT = 2;
 
 const ServerRecordSchema = z.object({
 	name: z.string(),
 	url: z.string(),
 	headers: z.record(z.string(), z.string()),
 	timeoutSeconds: z.number().nullable(),
+	// Records published before the field existed are "auto", which is what they were.
+	protocol: UpstreamProtocolSchema.default("auto"),
 	generation: z.string(),
 	configDigest: z.string(),
 	createdAt: z.number(),

@@ -96,6 +96,7 @@ export class RegistryDO extends DurableObject<Env> {
 			url: input.url,
 			headers: input.headers,
 			timeoutSeconds: input.timeoutSeconds ?? null,
+			protocol: input.protocol,
 		});
 		if (this.getVirtualServerRow(name)) {
 			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
@@ -104,15 +105,16 @@ export class RegistryDO extends DurableObject<Env> {
 		const existing = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
 		const generation = existing?.generation ?? randomToken(12);
 		this.sql.exec(
-			`INSERT INTO servers (name, url, headers, timeout_seconds, generation, config_digest, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			`INSERT INTO servers (name, url, headers, timeout_seconds, protocol, generation, config_digest, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT(name) DO UPDATE SET url = excluded.url, headers = excluded.headers,
-			   timeout_seconds = excluded.timeout_seconds, config_digest = excluded.config_digest,
-			   updated_at = excluded.updated_at`,
+			   timeout_seconds = excluded.timeout_seconds, protocol = excluded.protocol,
+			   config_digest = excluded.config_digest, updated_at = excluded.updated_at`,
 			name,
 			input.url,
 			JSON.stringify(input.headers),
 			input.timeoutSeconds ?? null,
+			input.protocol,
 			generation,
 			digest,
 			existing?.created_at ?? now,

@@ -1,5 +1,5 @@
 import { sha256Hex } from "../crypto.ts";
-import type { ApiKeyRecord, ServerRecord, VirtualServerRecord } from "./schemas.ts";
+import { type ApiKeyRecord, type ServerRecord, UpstreamProtocolSchema, type VirtualServerRecord } from "./schemas.ts";
 
 /**
  * The registry's SQLite tables: their rows, how this version creates them,
@@ -11,6 +11,7 @@ export interface ServerRow extends Record<string, SqlStorageValue> {
 	url: string;
 	headers: string;
 	timeout_seconds: number | null;
+	protocol: string;
 	generation: string;
 	config_digest: string | null;
 	created_at: number;
@@ -47,6 +48,7 @@ export function createTables(sql: SqlStorage): void {
 				url TEXT NOT NULL,
 				headers TEXT NOT NULL,
 				timeout_seconds INTEGER,
+				protocol TEXT NOT NULL DEFAULT 'auto',
 				generation TEXT NOT NULL,
 				config_digest TEXT,
 				created_at INTEGER NOT NULL,
@@ -84,11 +86,13 @@ export function createTables(sql: SqlStorage): void {
 
 /**
  * Registries created by earlier versions get the newer columns (a server's
- * config digest, a key's session cap), and every server its digest, before
- * the first request is served.
+ * config digest and protocol, a key's session cap), and every server its
+ * digest, before the first request is served.
  */
 export async function migrate(sql: SqlStorage): Promise<void> {
 	addColumn(sql, "servers", "config_digest", "TEXT");
+	// Servers registered before the field existed were discovered, never pinned.
+	addColumn(sql, "servers", "protocol", "TEXT NOT NULL DEFAULT 'auto'");
 	addColumn(sql, "api_keys", "max_sessions", "INTEGER");
 	// Keys issued before self-verifying keys are of the first format.
 	addColumn(sql, "api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
@@ -106,9 +110,18 @@ function addColumn(sql: SqlStorage, table: string, column: string, type: string)
 	if (!present) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
 }
 
-/** What identifies a server's configuration: a change of URL, headers or timeout changes it. */
-export function configDigest(server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds">): Promise<string> {
-	return sha256Hex(JSON.stringify([server.url, server.headers, server.timeoutSeconds]));
+/**
+ * What identifies a server's configuration: a change of URL, headers, timeout
+ * or protocol changes it. "auto" adds nothing, so servers registered before
+ * the protocol existed keep their digest, and their live sessions are not
+ * told of a change that did not happen.
+ */
+export function configDigest(
+	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol">,
+): Promise<string> {
+	const parts: unknown[] = [server.url, server.headers, server.timeoutSeconds];
+	if (server.protocol !== "auto") parts.push(server.protocol);
+	return sha256Hex(JSON.stringify(parts));
 }
 
 export function toServerRecord(row: ServerRow): ServerRecord {
@@ -117,6 +130,7 @@ export function toServerRecord(row: ServerRow): ServerRecord {
 		url: row.url,
 		headers: JSON.parse(row.headers) as Record<string, string>,
 		timeoutSeconds: row.timeout_seconds,
+		protocol: UpstreamProtocolSchema.parse(row.protocol),
 		generation: row.generation,
 		configDigest: row.config_digest ?? "",
 		createdAt: row.created_at,

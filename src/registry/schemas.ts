@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UPSTREAM_PROTOCOLS, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -20,6 +21,8 @@ const RESERVED_HEADERS = new Set([
 	"host",
 	"mcp-session-id",
 	"mcp-protocol-version",
+	"mcp-method",
+	"mcp-name",
 	"last-event-id",
 ]);
 
@@ -57,10 +60,16 @@ const UpstreamUrlSchema = z.url({ protocol: /^https?$/, error: "must be an http(
 	return parsed === null || (parsed.username === "" && parsed.password === "");
 }, "must not carry credentials (user:password@); put them in headers referencing an UPSTREAM_ secret");
 
+/** The protocol a server speaks: "auto" (discovered), or a version that pins its era. */
+export const UpstreamProtocolSchema = z.enum(UPSTREAM_PROTOCOLS, {
+	error: `must be one of ${UPSTREAM_PROTOCOLS.map((protocol) => `"${protocol}"`).join(", ")}`,
+});
+
 export const ServerInputSchema = z.strictObject({
 	url: UpstreamUrlSchema,
 	headers: z.record(HeaderNameSchema, HeaderValueSchema).default({}),
 	timeoutSeconds: z.number().int().positive().max(3600).optional(),
+	protocol: UpstreamProtocolSchema.default("auto"),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -102,7 +111,9 @@ export interface ServerRecord {
 	timeoutSeconds: number | null;
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: string;
-	/** SHA-256 of its URL, headers and timeout: a replacing PUT that changes them changes it. */
+	/** "auto": the gateway discovers the era; a version pins it (an operator's answer, never probed). */
+	protocol: UpstreamProtocol;
+	/** SHA-256 of its URL, headers, timeout and protocol: a replacing PUT that changes them changes it. */
 	configDigest: string;
 	createdAt: number;
 	updatedAt: number;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ServerRecord } from "../registry/schemas.ts";
+import { type ServerRecord, UpstreamProtocolSchema } from "../registry/schemas.ts";
 
 /** Who may use a session: the key and user path that opened it, on the endpoint it was opened on. */
 export interface SessionScope {
@@ -18,6 +18,8 @@ export const MemberSchema = z.object({
 	generation: z.string(),
 	/** The configuration the session uses; absent in bindings older than digests (refreshed at the next recheck). */
 	configDigest: z.string().optional(),
+	/** The operator's protocol setting; absent in bindings older than it, which means "auto". */
+	protocol: UpstreamProtocolSchema.optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -30,6 +32,7 @@ export function memberOf(server: ServerRecord): Member {
 		timeoutSeconds: server.timeoutSeconds,
 		generation: server.generation,
 		configDigest: server.configDigest,
+		protocol: server.protocol,
 	};
 }
 

@@ -20,6 +20,7 @@ import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents, SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
@@ -27,7 +28,7 @@ import type { UpstreamTarget } from "./upstream-target.ts";
 export type { FetchLike } from "./upstream-fetch.ts";
 
 /** Which era to speak to an upstream: pinned by the operator, or found out ("auto"). */
-export type UpstreamProtocol = "auto" | "2025-11-25" | "2026-07-28";
+export type { UpstreamProtocol };
 
 /**
  * Whether a refused initialize came from a server that speaks only

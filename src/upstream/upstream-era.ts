@@ -1,43 +1,154 @@
 import { DiscoverResultSchema } from "@modelcontextprotocol/core";
-import { startDeadline } from "./deadline.ts";
-import { fetchUpstream } from "./upstream-fetch.ts";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
+import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { type Deadline, startDeadline } from "./deadline.ts";
+import { EraCache, type UpstreamEra } from "./era-cache.ts";
+import { type FetchLike, UpstreamConnection, type UpstreamSession } from "./upstream-connection.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
-export type UpstreamEra = "legacy" | "modern";
+export { EraCache, type EraCacheOptions, type UpstreamEra } from "./era-cache.ts";
 
-/** Provisional: probes `server/discover` every time (replaced by the cached, pinnable lookup). */
+/** What identifies a server's era: its incarnation and configuration, and the operator's pin. */
+export interface EraServer {
+	name: string;
+	generation: string;
+	/** Absent in bindings older than digests: the era is then keyed by generation alone. */
+	configDigest?: string | undefined;
+	/** Absent means "auto". */
+	protocol?: UpstreamProtocol | undefined;
+}
+
+export interface UpstreamEraOptions {
+	fetcher?: FetchLike;
+	/** Where answers are kept; the isolate's own cache by default. */
+	cache?: EraCache;
+}
+
+/** The isolate's answers, shared by every session and request it serves. */
+const isolateEras = new EraCache();
+
+/** The probe's id; each probe is an exchange of its own, so one id serves them all. */
+const DISCOVER_ID = "gw-discover";
+
+/** UnsupportedProtocolVersionError (spec: basic/versioning, "Protocol Version Negotiation"). */
+const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+const UnsupportedVersionDataSchema = z.object({ supported: z.array(z.string()) });
+
+/**
+ * Which era `server` speaks. A pinned protocol answers at once; "auto" asks
+ * the upstream once with `server/discover` and keeps the answer per isolate,
+ * keyed by name, generation and config digest, so concurrent lookups share
+ * one probe and a new incarnation or configuration is asked again.
+ *
+ * Evidence follows the spec's fallback rules (basic/versioning and the
+ * streamable HTTP transport's "Backward Compatibility"): a DiscoverResult
+ * listing 2026-07-28, or a -32022 whose `supported` lists it, is modern;
+ * any other reply the upstream gives to the probe (a 4xx without a modern
+ * error, -32022 naming only other versions, a body that is not JSON-RPC) is
+ * legacy. What says nothing of the era throws, and is not remembered: the
+ * network failing or timing out, an event stream cut off before its response
+ * (`upstream_unavailable`, `upstream_timeout`), a 401/403 or a 5xx, a
+ * redirect (never followed), an over-size reply.
+ *
+ * @example
+ * const era = await upstreamEra(target, member);
+ * if (era === "modern") ...; else ... // initialize an upstream session
+ */
 export async function upstreamEra(
 	target: UpstreamTarget,
-	_server: { name: string; generation: string },
+	server: EraServer,
+	options: UpstreamEraOptions = {},
 ): Promise<UpstreamEra> {
-	const headers = new Headers(target.headers);
-	headers.set("accept", "application/json, text/event-stream");
-	headers.set("content-type", "application/json");
-	headers.set("mcp-protocol-version", "2026-07-28");
-	headers.set("mcp-method", "server/discover");
-	const body = JSON.stringify({
-		jsonrpc: "2.0",
-		id: 1,
-		method: "server/discover",
-		params: {
-			_meta: {
-				"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-				"io.modelcontextprotocol/clientInfo": { name: "mcp-edge-gateway", version: "0.1.0" },
-				"io.modelcontextprotocol/clientCapabilities": {},
-			},
-		},
-	});
+	const pinned = pinnedEra(server.protocol ?? "auto");
+	if (pinned) return pinned;
+	const key = JSON.stringify([server.name, server.generation, server.configDigest ?? ""]);
+	return (options.cache ?? isolateEras).lookup(key, () => probeEra(target, options.fetcher));
+}
+
+function pinnedEra(protocol: UpstreamProtocol): UpstreamEra | null {
+	if (protocol === "auto") return null;
+	return protocol === FIRST_PER_REQUEST_VERSION ? "modern" : "legacy";
+}
+
+/**
+ * The probe goes out as a 2026-07-28 request of the gateway's own: the
+ * connection adds the envelope (the gateway naming itself as it does to its
+ * clients, no capabilities) and the standard headers.
+ */
+const PROBE_SESSION: UpstreamSession = {
+	sessionId: null,
+	protocolVersion: FIRST_PER_REQUEST_VERSION,
+	client: { info: GATEWAY_SERVER_INFO, capabilities: {} },
+};
+
+/** One probe, under the server's timeout. */
+async function probeEra(target: UpstreamTarget, fetcher: FetchLike | undefined): Promise<UpstreamEra> {
+	const connection = new UpstreamConnection(target, fetcher);
 	const deadline = startDeadline(target.timeoutMs);
 	try {
-		const response = await fetchUpstream(target, { method: "POST", headers, body }, deadline);
-		if (!response.ok || !(response.headers.get("content-type") ?? "").includes("json")) {
+		const response = await connection.post(
+			PROBE_SESSION,
+			{ jsonrpc: "2.0", id: DISCOVER_ID, method: "server/discover" },
+			deadline,
+		);
+		// An auth wall or a failing server is not the discover handler speaking; ask again later.
+		if (response.status === 401 || response.status === 403 || response.status >= 500) {
 			await response.body?.cancel();
-			return "legacy";
+			throw connection.statusError(response.status, "server/discover");
 		}
-		const reply: unknown = await response.json();
-		const result = DiscoverResultSchema.safeParse((reply as { result?: unknown }).result);
-		return result.success && result.data.supportedVersions.includes("2026-07-28") ? "modern" : "legacy";
+		const { era, evidence } = eraOf(await readProbeReply(connection, response, deadline));
+		console.log(
+			`upstream ${target.name}: speaks the ${era} era (server/discover: HTTP ${response.status}, ${evidence})`,
+		);
+		return era;
 	} finally {
 		deadline.clear();
 	}
+}
+
+/** The probe's reply, or null when the body holds no JSON-RPC response to it (no era evidence). */
+async function readProbeReply(
+	connection: UpstreamConnection,
+	response: Response,
+	deadline: Deadline,
+): Promise<JSONRPCMessage | null> {
+	try {
+		return (await connection.readReply(response, DISCOVER_ID)).message;
+	} catch (error) {
+		if (deadline.signal.aborted) throw connection.midStreamError(error, true);
+		if (!(error instanceof GatewayError)) throw connection.midStreamError(error, false);
+		if (error.kind !== "upstream_error") throw error;
+		// An event stream that ended before its response was cut off, as a dropped connection is:
+		// no evidence either way (the SDK's own probe classifier says the same of a close).
+		if (response.headers.get("content-type")?.includes("text/event-stream")) {
+			throw connection.midStreamError(error, false);
+		}
+		// Any other body that is no JSON-RPC response to the probe: not a modern server's answer.
+		return null;
+	}
+}
+
+function eraOf(reply: JSONRPCMessage | null): { era: UpstreamEra; evidence: string } {
+	if (reply === null) return { era: "legacy", evidence: "no JSON-RPC response" };
+	if ("result" in reply) {
+		const discovered = DiscoverResultSchema.safeParse(reply.result);
+		if (!discovered.success) return { era: "legacy", evidence: "a result that is not a DiscoverResult" };
+		const versions = discovered.data.supportedVersions;
+		return versions.includes(FIRST_PER_REQUEST_VERSION)
+			? { era: "modern", evidence: `supported versions ${versions.join(", ")}` }
+			: { era: "legacy", evidence: `supported versions ${versions.join(", ") || "(none)"}` };
+	}
+	if ("error" in reply && reply.error.code === UNSUPPORTED_PROTOCOL_VERSION) {
+		const data = UnsupportedVersionDataSchema.safeParse(reply.error.data);
+		const supported = data.success ? data.data.supported : [];
+		return {
+			era: supported.includes(FIRST_PER_REQUEST_VERSION) ? "modern" : "legacy",
+			evidence: `unsupported protocol version, supported: ${supported.join(", ") || "(not listed)"}`,
+		};
+	}
+	return { era: "legacy", evidence: "error" in reply ? `JSON-RPC error ${reply.error.code}` : "no result" };
 }

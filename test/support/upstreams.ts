@@ -11,7 +11,9 @@ export type UpstreamName =
 	| "paged"
 	| "delta"
 	| "epsilon"
-	| "resumable";
+	| "resumable"
+	| "modern"
+	| "dual";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
