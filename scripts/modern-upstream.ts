@@ -156,8 +156,17 @@ function buildServer(
 	server.registerResource(
 		"readme",
 		`demo://${name}/readme`,
-		{ description: "About this server.", mimeType: "text/plain" },
+		// The same for everyone, for a minute: a shared cache may keep it.
+		{ description: "About this server.", mimeType: "text/plain", cacheHint: { ttlMs: 60_000, cacheScope: "public" } },
 		async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: `This is ${name}.` }] }),
+	);
+	let reads = 0;
+	server.registerResource(
+		"private-note",
+		`demo://${name}/private`,
+		// No cache hint: the SDK marks it private (ttlMs 0), never to be shared.
+		{ description: "A note for the caller only.", mimeType: "text/plain" },
+		async (uri) => ({ contents: [{ uri: uri.href, mimeType: "text/plain", text: `private read ${++reads}` }] }),
 	);
 	server.registerPrompt(
 		"greet",

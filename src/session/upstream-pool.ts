@@ -36,7 +36,7 @@ export class UpstreamPool {
 				maxReplyBytes: this.settings.maxReplyBytes,
 				allowHttpUpstreams: this.settings.allowHttpUpstreams,
 			});
-			connection = new UpstreamConnection(target);
+			connection = new UpstreamConnection(target, undefined, () => member.protocol ?? "auto");
 			this.connections.set(member.name, connection);
 		}
 		return connection;

@@ -1,0 +1,231 @@
+import { env, listDurableObjectIds } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { describe, expect, inject, it } from "vitest";
+import { admin, BASE, connectClient, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
+import { registerServer } from "./support/upstreams.ts";
+
+/**
+ * Every cell of client era × upstream era × endpoint kind, with real peers:
+ * SDK v2 clients pinned to 2026-07-28, SDK 1.x clients (2025-11-25), SDK v2
+ * upstreams that speak only 2026-07-28 (`modern`) or both (`dual`), and SDK
+ * 1.x upstreams (`delta`, 2025 only; its cells with 2026-07-28 clients are
+ * in modern-clients.test.ts).
+ */
+
+const MODERN = "2026-07-28";
+const ENVELOPE = {
+	"io.modelcontextprotocol/protocolVersion": MODERN,
+	"io.modelcontextprotocol/clientInfo": { name: "raw-modern", version: "1.0.0" },
+	"io.modelcontextprotocol/clientCapabilities": {},
+};
+
+interface Recorded {
+	method: string;
+	headers: Record<string, string>;
+	body: { method?: string; params?: Record<string, unknown> } | undefined;
+}
+
+/** What a 2026-07-28 fixture received, in order. */
+async function fixtureLog(which: "modern" | "dual"): Promise<Recorded[]> {
+	const response = await fetch(`http://127.0.0.1:${inject(`${which}Port`)}/_log`);
+	return (await response.json()) as Recorded[];
+}
+
+async function modernClient(path: string, key: string, capabilities: Record<string, unknown> = {}) {
+	const client = new ModernClient(
+		{ name: "modern-matrix", version: "2.0.0" },
+		{ capabilities, versionNegotiation: { mode: { pin: MODERN } } },
+	);
+	client.setRequestHandler("elicitation/create", async () => ({ action: "accept", content: { name: "Ada" } }));
+	await client.connect(
+		new ModernTransport(new URL(`${BASE}${path}`), {
+			fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+			requestInit: { headers: { authorization: `Bearer ${key}` } },
+		}),
+	);
+	return client;
+}
+
+/** A 2025-11-25 SDK client that answers elicitations with the name Grace. */
+async function legacyClient(path: string, key: string): Promise<Client> {
+	const { client } = await connectClient(path, key, {
+		capabilities: { elicitation: { form: {} } },
+		setup: (peer) =>
+			peer.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Grace" } })),
+	});
+	return client;
+}
+
+function textOf(result: object): string | undefined {
+	return ("content" in result ? (result.content as Array<{ text?: string }> | undefined) : undefined)?.[0]?.text;
+}
+
+async function sessionObjects(): Promise<number> {
+	return (await listDurableObjectIds(env.SESSIONS)).length;
+}
+
+describe("2026-07-28 client, 2026-07-28 upstream, server endpoint: stateless at the edge", () => {
+	it("lists and calls with the client's own envelope, Mcp-Param headers and input rounds passed through, and no Durable Object", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const objects = await sessionObjects();
+		const client = await modernClient(`/mcp/${server}`, key, { elicitation: { form: {} } });
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("region_echo");
+		const whoami = await client.callTool({ name: "whoami", arguments: {} });
+		expect(whoami.structuredContent).toMatchObject({
+			era: "modern",
+			clientInfo: { name: "modern-matrix", version: "2.0.0" },
+			clientCapabilities: { elicitation: { form: {} } },
+		});
+		const region = await client.callTool({ name: "region_echo", arguments: { region: "eu-west" } });
+		expect(textOf(region)).toBe("eu-west");
+		expect(textOf(await client.callTool({ name: "ask_name", arguments: {} }))).toBe("hello Ada");
+		expect(await sessionObjects()).toBe(objects);
+		await client.close();
+	});
+
+	it("the client's API key never reaches the upstream; the operator's headers do", async () => {
+		const server = `modern-cred-${crypto.randomUUID().slice(0, 8)}`;
+		const put = await admin("PUT", `/servers/${server}`, {
+			url: `http://127.0.0.1:${inject("modernPort")}/mcp`,
+			headers: { "X-Upstream-Token": "operator-configured" },
+		});
+		expect(put.status).toBe(201);
+		const { key } = await createKey({ servers: [server] });
+		const marker = crypto.randomUUID();
+		const response = await gatewayFetch(`/mcp/${server}`, {
+			method: "POST",
+			headers: {
+				authorization: `Bearer ${key}`,
+				accept: "application/json, text/event-stream",
+				"content-type": "application/json",
+				"mcp-protocol-version": MODERN,
+				"mcp-method": "tools/call",
+				"mcp-name": "echo",
+			},
+			body: JSON.stringify({
+				jsonrpc: "2.0",
+				id: 1,
+				method: "tools/call",
+				params: { name: "echo", arguments: { text: marker }, _meta: ENVELOPE },
+			}),
+		});
+		expect(textOf((await readReply(response)).result ?? {})).toBe(marker);
+		const received = (await fixtureLog("modern")).find((entry) =>
+			JSON.stringify(entry.body).includes(marker),
+		) as Recorded;
+		expect(received.headers.authorization).toBeUndefined();
+		expect(received.headers["x-upstream-token"]).toBe("operator-configured");
+		expect(received.headers["mcp-name"]).toBe("echo");
+	});
+});
+
+describe("2025 client, 2026-07-28 upstream", () => {
+	it("server endpoint: initialize is answered from server/discover, calls carry the client's envelope, and an input round becomes an elicitation to the client", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const client = await legacyClient(`/mcp/${server}`, key);
+		expect(client.getServerVersion()?.name).toBe("modern");
+		const whoami = await client.callTool({ name: "whoami", arguments: {} });
+		expect(whoami.structuredContent).toMatchObject({
+			era: "modern",
+			protocolVersion: MODERN,
+			clientInfo: { name: "gateway-test" },
+			clientCapabilities: { elicitation: { form: {} } },
+		});
+		expect(textOf(await client.callTool({ name: "ask_name", arguments: {} }))).toBe("hello Grace");
+		expect((await client.readResource({ uri: `demo://modern/readme` })).contents[0]).toMatchObject({
+			text: "This is modern.",
+		});
+		await client.ping();
+		await client.close();
+	});
+
+	it("aggregate endpoint: a 2026-07-28 member and a 2025 member side by side, the member's input round reaching the client", async () => {
+		const modern = await registerServer("modern");
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [modern, delta] });
+		const client = await legacyClient("/mcp", key);
+		const names = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(names).toEqual(expect.arrayContaining([`${modern}__ask_name`, `${delta}__ask_user`]));
+		expect(textOf(await client.callTool({ name: `${modern}__echo`, arguments: { text: "both eras" } }))).toBe(
+			"both eras",
+		);
+		expect(textOf(await client.callTool({ name: `${modern}__ask_name`, arguments: {} }))).toBe("hello Grace");
+		await client.close();
+	});
+
+	it("a server that speaks both eras is spoken to in the 2025 client's own era", async () => {
+		const server = await registerServer("dual");
+		const { key } = await createKey({ servers: [server] });
+		const client = await legacyClient(`/mcp/${server}`, key);
+		const whoami = await client.callTool({ name: "whoami", arguments: {} });
+		expect(whoami.structuredContent).toMatchObject({ era: "legacy" });
+		await client.close();
+	});
+});
+
+describe("2026-07-28 client, aggregate endpoint with a 2026-07-28 member", () => {
+	it("calls and an input round cross the aggregate: the member asks, the client answers by retrying", async () => {
+		const modern = await registerServer("modern");
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [modern, delta] });
+		const client = await modernClient("/mcp", key, { elicitation: { form: {} } });
+		const names = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(names).toEqual(expect.arrayContaining([`${modern}__whoami`, `${delta}__ask_user`]));
+		expect(textOf(await client.callTool({ name: `${modern}__ask_name`, arguments: {} }))).toBe("hello Ada");
+		await client.close();
+	});
+});
+
+describe("shared caching of 2026-07-28 results", () => {
+	const read = (server: string, key: string, uri: string, id: number) =>
+		gatewayFetch(`/mcp/${server}`, {
+			method: "POST",
+			headers: {
+				authorization: `Bearer ${key}`,
+				accept: "application/json, text/event-stream",
+				"content-type": "application/json",
+				"mcp-protocol-version": MODERN,
+				"mcp-method": "resources/read",
+				"mcp-name": uri,
+			},
+			body: JSON.stringify({ jsonrpc: "2.0", id, method: "resources/read", params: { uri, _meta: ENVELOPE } }),
+		});
+	const reads = async (uri: string) =>
+		(await fixtureLog("modern")).filter(
+			(entry) => entry.body?.method === "resources/read" && entry.body.params?.uri === uri,
+		).length;
+
+	it("a public result with a ttl is served to another key from the edge cache, under that request's id", async () => {
+		const server = await registerServer("modern");
+		const first = await createKey({ servers: [server] });
+		const second = await createKey({ servers: [server] });
+		const uri = "demo://modern/readme";
+		const before = await reads(uri);
+		const fresh = await read(server, first.key, uri, 1);
+		expect(((await fresh.json()) as { result: { cacheScope: string } }).result.cacheScope).toBe("public");
+		const cached = await read(server, second.key, uri, 2);
+		expect(cached.headers.get("x-mcp-cache")).toBe("hit");
+		const reply = (await cached.json()) as { id: number; result: { contents: Array<{ text: string }> } };
+		expect(reply.id).toBe(2);
+		expect(reply.result.contents[0]?.text).toBe("This is modern.");
+		expect((await reads(uri)) - before).toBe(1);
+	});
+
+	it("a private result is never cached: every request reaches the upstream", async () => {
+		const server = await registerServer("modern");
+		const first = await createKey({ servers: [server] });
+		const second = await createKey({ servers: [server] });
+		const uri = "demo://modern/private";
+		const before = await reads(uri);
+		const one = (await (await read(server, first.key, uri, 1)).json()) as { result: { cacheScope: string } };
+		expect(one.result.cacheScope).toBe("private");
+		const two = await read(server, second.key, uri, 2);
+		expect(two.headers.get("x-mcp-cache")).toBeNull();
+		expect((await reads(uri)) - before).toBe(2);
+	});
+});
