@@ -27,6 +27,7 @@ import {
 	CLIENT_INFO_META_KEY,
 	createMcpHandler,
 	createRequestStateCodec,
+	InMemoryServerEventBus,
 	type InputRequiredResult,
 	inputRequired,
 	McpServer,
@@ -85,11 +86,25 @@ function buildServer(
 	era: "legacy" | "modern",
 	gates: Gates,
 	stateCodec: ReturnType<typeof createRequestStateCodec<AskNameState>>,
+	bus: InMemoryServerEventBus,
 ): McpServer {
 	const { name } = options;
 	const server = new McpServer(
 		{ name, version: "2.0.0" },
-		{ instructions: `Tools of ${name}.`, requestState: { verify: stateCodec.verify } },
+		{
+			instructions: `Tools of ${name}.`,
+			requestState: { verify: stateCodec.verify },
+			capabilities: { tools: { listChanged: true } },
+		},
+	);
+	server.registerTool(
+		"announce_tools_changed",
+		{ description: "Tells subscriptions/listen streams (and 2025 sessions) that the tool list changed." },
+		async () => {
+			bus.publish({ kind: "tools_list_changed" });
+			if (era === "legacy") await server.sendToolListChanged();
+			return { content: [{ type: "text", text: "announced" }] };
+		},
 	);
 	server.registerTool(
 		"echo",
@@ -182,8 +197,11 @@ export async function startModernUpstream(options: ModernUpstreamOptions): Promi
 	const log: ModernRecordedRequest[] = [];
 	// One key per process: every round of an `ask_name` flow reaches this process.
 	const stateCodec = createRequestStateCodec<AskNameState>({ key: crypto.getRandomValues(new Uint8Array(32)) });
-	const handler = createMcpHandler(({ era }) => buildServer(options, era, gates, stateCodec), {
+	// The bus subscriptions/listen streams are served from, so a tool can announce list changes.
+	const bus = new InMemoryServerEventBus();
+	const handler = createMcpHandler(({ era }) => buildServer(options, era, gates, stateCodec, bus), {
 		legacy: options.legacy,
+		bus,
 		responseMode: options.responseMode ?? "auto",
 		onerror: (error) => console.error(`modern upstream ${options.name}:`, error.message),
 	});

@@ -2,8 +2,9 @@ import { env, listDurableObjectIds } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { registerServer } from "./support/upstreams.ts";
 
@@ -155,6 +156,24 @@ describe("2025 client, 2026-07-28 upstream", () => {
 			"both eras",
 		);
 		expect(textOf(await client.callTool({ name: `${modern}__ask_name`, arguments: {} }))).toBe("hello Grace");
+		await client.close();
+	});
+
+	it("the client's GET stream is fed from the upstream's subscriptions/listen: a tool-list change reaches it", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const client = await legacyClient(`/mcp/${server}`, key);
+		let changes = 0;
+		client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+			changes++;
+		});
+		const listens = async () =>
+			(await fixtureLog("modern")).filter((entry) => entry.body?.method === "subscriptions/listen").length;
+		const before = await listens();
+		// The SDK client opens its GET stream after initialize; the gateway listens upstream for it.
+		await eventually(async () => (await listens()) > before, "the gateway's subscriptions/listen upstream");
+		await client.callTool({ name: "announce_tools_changed", arguments: {} });
+		await eventually(() => changes > 0, "notifications/tools/list_changed at the client");
 		await client.close();
 	});
 

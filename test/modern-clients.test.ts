@@ -1,8 +1,12 @@
+import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
+import { ManualClock } from "./support/session-object.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const MODERN = "2026-07-28";
@@ -297,6 +301,43 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		const again = await readReply(await modernPost(`/mcp/${server}`, key, retry));
 		expect(again.result?.resultType).toBe("input_required");
 		expect(Object.keys(again.result?.inputRequests as object)).toEqual(Object.keys(result.inputRequests));
+	});
+
+	it("a round the client never answers is abandoned when its time is up: the upstream is told, and a late retry is refused", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
+		// The first request opens the session's object; its timers are then swapped for manual ones.
+		await (
+			await modernPost(`/mcp/${server}`, key, { id: 1, method: "server/discover", params: { _meta: ASKING } })
+		).text();
+		const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
+		if (!created) throw new Error("no session object was created");
+		const stub = env.SESSIONS.get(created);
+		const clock = new ManualClock();
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			instance.timers = timers;
+		});
+		const logged = (await upstreamLog("delta")).length;
+		const first = await readReply(await modernPost(`/mcp/${server}`, key, call(2)));
+		const state = (first.result as { requestState: string }).requestState;
+		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.bridge.waiting)).toBe(1);
+		clock.advance(10 * 60_000);
+		expect(timers.runDue()).toBeGreaterThan(0);
+		await eventually(
+			async () => (await runInDurableObject(stub, (instance: SessionDO) => instance.bridge.waiting)) === 0,
+		);
+		// The upstream's elicitation was answered (with an error), so its call does not hang.
+		await eventually(async () =>
+			(await upstreamLog("delta"))
+				.slice(logged)
+				.some((entry) => entry.method === "POST" && entry.body?.method === undefined && entry.body?.id !== undefined),
+		);
+		const late = call(3, { requestState: state, inputResponses: { "input-1": accept } });
+		const refused = await readReply(await modernPost(`/mcp/${server}`, key, late));
+		expect(refused.error?.code).toBe(-32602);
 	});
 
 	it("a requestState sent with a different tool name is refused", async () => {
