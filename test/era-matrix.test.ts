@@ -125,7 +125,7 @@ describe("2026-07-28 client, 2026-07-28 upstream, server endpoint: stateless at 
 });
 
 describe("2025 client, 2026-07-28 upstream", () => {
-	it("server endpoint: initialize is answered from server/discover, calls carry the client's envelope, and an input round becomes an elicitation to the client", async () => {
+	it("server endpoint: initialize is answered from server/discover, calls carry the client's envelope and Mcp-Param headers, and an input round becomes an elicitation to the client", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey({ servers: [server] });
 		const client = await legacyClient(`/mcp/${server}`, key);
@@ -138,6 +138,8 @@ describe("2025 client, 2026-07-28 upstream", () => {
 			clientCapabilities: { elicitation: { form: {} } },
 		});
 		expect(textOf(await client.callTool({ name: "ask_name", arguments: {} }))).toBe("hello Grace");
+		// The tool marks region with x-mcp-header: the gateway mirrors it, as a 2026-07-28 client must.
+		expect(textOf(await client.callTool({ name: "region_echo", arguments: { region: "ap-south" } }))).toBe("ap-south");
 		expect((await client.readResource({ uri: `demo://modern/readme` })).contents[0]).toMatchObject({
 			text: "This is modern.",
 		});

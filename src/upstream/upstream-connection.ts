@@ -17,6 +17,8 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
+import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
+import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/param-headers.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents, SseMessageReader, sseMessage } from "../mcp/sse.ts";
@@ -83,6 +85,8 @@ interface Reply {
 export class UpstreamConnection {
 	/** Requests sent, for cost reports. */
 	requests = 0;
+	/** A 2026-07-28 upstream's `x-mcp-header` declarations by tool; null until first needed. */
+	private toolHeaders: Map<string, ParamHeader[]> | null = null;
 
 	constructor(
 		private readonly target: UpstreamTarget,
@@ -459,13 +463,57 @@ export class UpstreamConnection {
 			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
 		}
 		const outgoing = withEnvelope(message, client);
-		this.requests++;
-		return fetchUpstream(
-			this.target,
-			{ method: "POST", headers: modernHeaders(this.target.headers, outgoing), body: JSON.stringify(outgoing) },
-			deadline,
-			this.fetcher,
-		);
+		return this.postModern(client, outgoing, deadline);
+	}
+
+	/**
+	 * POSTs a 2026-07-28 request. A tools/call mirrors the arguments its tool
+	 * marks with `x-mcp-header` into `Mcp-Param-*` headers, from the tool list
+	 * (fetched once per connection); a HeaderMismatch refusal means the list
+	 * changed, so it is fetched again and the call sent once more, as the spec
+	 * asks of clients.
+	 */
+	private async postModern(
+		client: NonNullable<UpstreamSession["client"]>,
+		outgoing: JSONRPCRequest,
+		deadline: Deadline,
+	): Promise<Response> {
+		const send = async () => {
+			const headers = modernHeaders(this.target.headers, outgoing);
+			if (outgoing.method === "tools/call") {
+				for (const [name, value] of await this.paramHeaders(client, outgoing.params)) headers.set(name, value);
+			}
+			this.requests++;
+			return fetchUpstream(
+				this.target,
+				{ method: "POST", headers, body: JSON.stringify(outgoing) },
+				deadline,
+				this.fetcher,
+			);
+		};
+		const response = await send();
+		if (outgoing.method !== "tools/call" || response.status !== 400) return response;
+		const text = await response.text();
+		const refusal = parseJsonRpcMessage(text);
+		if (!refusal || !("error" in refusal) || refusal.error.code !== HEADER_MISMATCH) {
+			return new Response(text, { status: response.status, headers: response.headers });
+		}
+		this.toolHeaders = null;
+		return send();
+	}
+
+	/** The `Mcp-Param-*` headers of a tools/call, from the tools' declarations. */
+	private async paramHeaders(
+		client: NonNullable<UpstreamSession["client"]>,
+		params: JSONRPCRequest["params"],
+	): Promise<Array<[string, string]>> {
+		if (this.toolHeaders === null) {
+			const session: UpstreamSession = { sessionId: null, protocolVersion: FIRST_PER_REQUEST_VERSION, client };
+			const tools = await this.listAll(session, "tools").catch(() => []);
+			this.toolHeaders = new Map(tools.map((tool) => [tool.name, paramHeadersOf(tool.inputSchema)]));
+		}
+		const declarations = this.toolHeaders.get(String(params?.name ?? ""));
+		return declarations ? paramHeaderValues(declarations, params?.arguments) : [];
 	}
 
 	/**
