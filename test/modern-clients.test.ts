@@ -188,6 +188,19 @@ describe("2026-07-28 requests that are refused", () => {
 		expect(reply.error.data.requested).toBe("2099-01-01");
 	});
 
+	it("a POST refused for its Accept header still answers with the request's id (either era)", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const response = await modernPost(
+			`/mcp/${server}`,
+			key,
+			{ id: 13, method: "tools/list", params: { _meta: ENVELOPE } },
+			{ accept: "application/json" },
+		);
+		expect(response.status).toBe(406);
+		expect(((await response.json()) as { id: unknown }).id).toBe(13);
+	});
+
 	it("GET and DELETE with a 2026-07-28 version header are 405", async () => {
 		const server = await registerServer("beta");
 		const { key } = await createKey({ servers: [server] });

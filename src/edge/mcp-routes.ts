@@ -86,8 +86,14 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		return (await verifiedSessionStub(env, settings, sessionId)).end(scope);
 	}
 
-	checkPostHeaders(request);
 	const text = await readBodyWithin(request, settings.maxBodyBytes);
+	try {
+		checkPostHeaders(request);
+	} catch (error) {
+		// Even a refusal of the headers answers the request by its id when the body has one.
+		if (error instanceof GatewayError) error.answering(requestIdOf(jsonOrNull(text)));
+		throw error;
+	}
 	// `_meta: null` means no metadata in either era; neither classifier nor schema should see it.
 	const body = withoutNullMeta(parseJsonBody(text));
 	const plan = () => (name ? planNamedEndpoint(reader, key, name) : planAggregate(reader, key, request));
@@ -112,6 +118,15 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		// Whatever refused the request, the error answers it by its id when the body had one.
 		if (error instanceof GatewayError) error.answering(requestIdOf(body));
 		throw error;
+	}
+}
+
+/** The body's JSON value, or null when it is not JSON (only to find the id an error answers). */
+function jsonOrNull(text: string): unknown {
+	try {
+		return JSON.parse(text);
+	} catch {
+		return null;
 	}
 }
 
