@@ -11,11 +11,14 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { startModernUpstream } from "./modern-upstream.ts";
 import { startUpstream } from "./upstream-server.ts";
 
 const HOST = "127.0.0.1";
 const GATEWAY_PORT = 8787;
 const UPSTREAM_PORT = 8788;
+/** The demo upstream that speaks MCP 2026-07-28 only (stateless, no initialize). */
+const MODERN_UPSTREAM_PORT = 8789;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
 const READY_TIMEOUT_MS = 60_000;
 
@@ -94,6 +97,8 @@ await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT)])
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
 console.log(`Demo upstream MCP server listening at ${upstream.url}`);
+const modernUpstream = await startModernUpstream({ name: "modern-demo", legacy: "reject", port: MODERN_UPSTREAM_PORT });
+console.log(`Demo 2026-07-28 upstream MCP server listening at ${modernUpstream.url}`);
 
 // stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
 const wrangler = spawn(
@@ -130,6 +135,7 @@ async function stop(code: number): Promise<never> {
 			clearTimeout(force);
 		}
 		await upstream.close();
+		await modernUpstream.close();
 	}
 	process.exit(code);
 }
@@ -146,10 +152,24 @@ try {
 	await waitUntilHealthy(wrangler);
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
 	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
+	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
 	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
 	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
 	const key = String(created.key);
 	const endpoint = `${GATEWAY}/mcp/demo`;
+	const modernEndpoint = `${GATEWAY}/mcp/modern-demo`;
+	const toolsList = JSON.stringify({
+		jsonrpc: "2.0",
+		id: 1,
+		method: "tools/list",
+		params: {
+			_meta: {
+				"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+				"io.modelcontextprotocol/clientInfo": { name: "curl", version: "1" },
+				"io.modelcontextprotocol/clientCapabilities": {},
+			},
+		},
+	});
 	const initialize = JSON.stringify({
 		jsonrpc: "2.0",
 		id: 1,
@@ -170,6 +190,14 @@ try {
      -H 'Content-Type: application/json' \\
      -H 'Accept: application/json, text/event-stream' \\
      -d '${initialize}'
+
+ MCP 2026-07-28 (no session; either era works on every endpoint):
+   curl ${modernEndpoint} \\
+     -H 'Authorization: Bearer ${key}' \\
+     -H 'Content-Type: application/json' \\
+     -H 'Accept: application/json, text/event-stream' \\
+     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \\
+     -d '${toolsList}'
 
  Try it with the MCP Inspector:
    npx @modelcontextprotocol/inspector
