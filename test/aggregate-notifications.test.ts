@@ -4,6 +4,7 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { sessionObject } from "./support/session-object.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
 
 /** The tools the client sees at first: mutable's grow, poke and say, and beta's eight. */
@@ -12,34 +13,6 @@ const INITIAL_TOOLS = 3 + 8;
 interface ClientEvent {
 	method?: string;
 	params?: { data?: unknown };
-}
-
-/** Reads SSE events from a client GET stream as they arrive. */
-function eventReader(body: ReadableStream<Uint8Array>) {
-	const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-	let buffer = "";
-	return {
-		async next(): Promise<ClientEvent> {
-			for (;;) {
-				const end = buffer.indexOf("\n\n");
-				if (end >= 0) {
-					const block = buffer.slice(0, end);
-					buffer = buffer.slice(end + 2);
-					const data = block
-						.split("\n")
-						.filter((line) => line.startsWith("data:"))
-						.map((line) => line.slice(5).trim())
-						.join("\n");
-					if (data) return JSON.parse(data) as ClientEvent;
-					continue;
-				}
-				const chunk = await reader.read();
-				if (chunk.done) throw new Error("stream ended");
-				buffer += chunk.value;
-			}
-		},
-		cancel: () => reader.cancel(),
-	};
 }
 
 async function setup() {
@@ -57,7 +30,7 @@ async function setup() {
 		headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
 	});
 	expect(response.status).toBe(200);
-	const events = eventReader(response.body as ReadableStream<Uint8Array>);
+	const events = eventReader<ClientEvent>(response.body as ReadableStream<Uint8Array>);
 	// The gateway listens on the member's own GET stream while the client listens on its.
 	await eventually(
 		async () => (await upstreamSessionLog("mutable", memberSession)).some((entry) => entry.method === "GET"),

@@ -5,7 +5,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
+import { admin, BASE, connectClient, createKey, readReply } from "./support/gateway.ts";
+import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
 import { registerServer } from "./support/upstreams.ts";
 
 /**
@@ -15,13 +16,6 @@ import { registerServer } from "./support/upstreams.ts";
  * 1.x upstreams (`delta`, 2025 only; its cells with 2026-07-28 clients are
  * in modern-clients.test.ts).
  */
-
-const MODERN = "2026-07-28";
-const ENVELOPE = {
-	"io.modelcontextprotocol/protocolVersion": MODERN,
-	"io.modelcontextprotocol/clientInfo": { name: "raw-modern", version: "1.0.0" },
-	"io.modelcontextprotocol/clientCapabilities": {},
-};
 
 interface Recorded {
 	method: string;
@@ -60,10 +54,6 @@ async function legacyClient(path: string, key: string): Promise<Client> {
 	return client;
 }
 
-function textOf(result: object): string | undefined {
-	return ("content" in result ? (result.content as Array<{ text?: string }> | undefined) : undefined)?.[0]?.text;
-}
-
 async function sessionObjects(): Promise<number> {
 	return (await listDurableObjectIds(env.SESSIONS)).length;
 }
@@ -97,22 +87,10 @@ describe("2026-07-28 client, 2026-07-28 upstream, server endpoint: stateless at 
 		expect(put.status).toBe(201);
 		const { key } = await createKey({ servers: [server] });
 		const marker = crypto.randomUUID();
-		const response = await gatewayFetch(`/mcp/${server}`, {
-			method: "POST",
-			headers: {
-				authorization: `Bearer ${key}`,
-				accept: "application/json, text/event-stream",
-				"content-type": "application/json",
-				"mcp-protocol-version": MODERN,
-				"mcp-method": "tools/call",
-				"mcp-name": "echo",
-			},
-			body: JSON.stringify({
-				jsonrpc: "2.0",
-				id: 1,
-				method: "tools/call",
-				params: { name: "echo", arguments: { text: marker }, _meta: ENVELOPE },
-			}),
+		const response = await modernPost(`/mcp/${server}`, key, {
+			id: 1,
+			method: "tools/call",
+			params: { name: "echo", arguments: { text: marker }, _meta: ENVELOPE },
 		});
 		expect(textOf((await readReply(response)).result ?? {})).toBe(marker);
 		const received = (await fixtureLog("modern")).find((entry) =>
@@ -204,18 +182,7 @@ describe("2026-07-28 client, aggregate endpoint with a 2026-07-28 member", () =>
 
 describe("shared caching of 2026-07-28 results", () => {
 	const read = (server: string, key: string, uri: string, id: number) =>
-		gatewayFetch(`/mcp/${server}`, {
-			method: "POST",
-			headers: {
-				authorization: `Bearer ${key}`,
-				accept: "application/json, text/event-stream",
-				"content-type": "application/json",
-				"mcp-protocol-version": MODERN,
-				"mcp-method": "resources/read",
-				"mcp-name": uri,
-			},
-			body: JSON.stringify({ jsonrpc: "2.0", id, method: "resources/read", params: { uri, _meta: ENVELOPE } }),
-		});
+		modernPost(`/mcp/${server}`, key, { id, method: "resources/read", params: { uri, _meta: ENVELOPE } });
 	const reads = async (uri: string) =>
 		(await fixtureLog("modern")).filter(
 			(entry) => entry.body?.method === "resources/read" && entry.body.params?.uri === uri,

@@ -6,15 +6,10 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
+import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
 import { ManualClock } from "./support/session-object.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
-
-const MODERN = "2026-07-28";
-const ENVELOPE = {
-	"io.modelcontextprotocol/protocolVersion": MODERN,
-	"io.modelcontextprotocol/clientInfo": { name: "raw-modern", version: "1.0.0" },
-	"io.modelcontextprotocol/clientCapabilities": {},
-};
 
 /** An SDK v2 client pinned to 2026-07-28, through the gateway (no fallback to 2025: it fails if not offered). */
 async function modernClient(path: string, key: string, capabilities: Record<string, unknown> = {}) {
@@ -27,29 +22,6 @@ async function modernClient(path: string, key: string, capabilities: Record<stri
 		{ capabilities, versionNegotiation: { mode: { pin: MODERN } } },
 	);
 	return { client, transport, connect: () => client.connect(transport) };
-}
-
-/** A raw 2026-07-28 POST: headers derived from the body unless overridden. */
-function modernPost(path: string, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
-	const params = (body.params ?? {}) as Record<string, unknown>;
-	const name = params.name ?? params.uri;
-	return gatewayFetch(path, {
-		method: "POST",
-		headers: {
-			authorization: `Bearer ${key}`,
-			accept: "application/json, text/event-stream",
-			"content-type": "application/json",
-			"mcp-protocol-version": MODERN,
-			"mcp-method": String(body.method),
-			...(typeof name === "string" ? { "mcp-name": name } : {}),
-			...headers,
-		},
-		body: JSON.stringify({ jsonrpc: "2.0", ...body }),
-	});
-}
-
-function textOf(result: { content?: unknown }): string | undefined {
-	return (result.content as Array<{ text?: string }> | undefined)?.[0]?.text;
 }
 
 describe("2026-07-28 clients over 2025 upstreams", () => {
@@ -372,35 +344,6 @@ describe("input rounds bridged from 2025 upstreams", () => {
 	});
 });
 
-/** Reads SSE frames of a response body one JSON message at a time. */
-function frames(response: Response) {
-	const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-	const decoder = new TextDecoder();
-	let buffered = "";
-	return {
-		async next(): Promise<Record<string, unknown>> {
-			for (;;) {
-				const end = buffered.indexOf("\n\n");
-				if (end >= 0) {
-					const event = buffered.slice(0, end);
-					buffered = buffered.slice(end + 2);
-					const data = event
-						.split("\n")
-						.filter((line) => line.startsWith("data:"))
-						.map((line) => line.slice(5).trim())
-						.join("");
-					if (data !== "") return JSON.parse(data) as Record<string, unknown>;
-					continue;
-				}
-				const chunk = await reader.read();
-				if (chunk.done) throw new Error("the stream ended");
-				buffered += decoder.decode(chunk.value, { stream: true });
-			}
-		},
-		close: () => reader.cancel(),
-	};
-}
-
 describe("subscriptions/listen over 2025 upstreams", () => {
 	it("acknowledges first, then delivers only the opted-in resource update, tagged with the subscription id", async () => {
 		const server = await registerServer("delta");
@@ -415,7 +358,7 @@ describe("subscriptions/listen over 2025 upstreams", () => {
 		});
 		expect(listen.status).toBe(200);
 		expect(listen.headers.get("content-type")).toContain("text/event-stream");
-		const stream = frames(listen);
+		const stream = eventReader(listen.body as ReadableStream<Uint8Array>);
 		const ack = await stream.next();
 		expect(ack.method).toBe("notifications/subscriptions/acknowledged");
 		const ackParams = ack.params as { notifications: Record<string, unknown>; _meta: Record<string, unknown> };
@@ -436,6 +379,6 @@ describe("subscriptions/listen over 2025 upstreams", () => {
 		const params = update.params as { uri: string; _meta: Record<string, unknown> };
 		expect(params.uri).toBe(uri);
 		expect(params._meta["io.modelcontextprotocol/subscriptionId"]).toBe("sub-1");
-		await stream.close();
+		await stream.cancel();
 	});
 });

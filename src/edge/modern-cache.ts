@@ -1,18 +1,9 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { sha256Hex } from "../crypto.ts";
 import type { Envelope } from "../mcp/modern-request.ts";
+import { CACHEABLE_METHODS } from "../mcp/modern-results.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import type { Member } from "../session/binding.ts";
-
-/** The 2026-07-28 methods whose results carry cache hints (CacheableResult). */
-const CACHEABLE_METHODS = new Set([
-	"server/discover",
-	"tools/list",
-	"prompts/list",
-	"resources/list",
-	"resources/templates/list",
-	"resources/read",
-]);
 
 /** A longer hint is cut to this: a changed server is replaced by its generation anyway, but not a changed list. */
 const MAX_TTL_MS = 24 * 60 * 60 * 1000;

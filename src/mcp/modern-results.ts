@@ -1,7 +1,7 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 
 /** Results a 2026-07-28 client may cache, which must say for how long and for whom. */
-const CACHEABLE_METHODS = new Set([
+export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
 	"server/discover",
 	"tools/list",
 	"prompts/list",

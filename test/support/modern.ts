@@ -1,0 +1,40 @@
+import { gatewayFetch } from "./gateway.ts";
+
+/** The protocol revision without sessions. */
+export const MODERN = "2026-07-28";
+
+/** A 2026-07-28 request envelope: what every request says of its client. */
+export const ENVELOPE = {
+	"io.modelcontextprotocol/protocolVersion": MODERN,
+	"io.modelcontextprotocol/clientInfo": { name: "raw-modern", version: "1.0.0" },
+	"io.modelcontextprotocol/clientCapabilities": {},
+};
+
+/** A raw 2026-07-28 POST: routing headers derived from the body unless overridden. */
+export function modernPost(
+	path: string,
+	key: string,
+	body: Record<string, unknown>,
+	headers: Record<string, string> = {},
+): Promise<Response> {
+	const params = (body.params ?? {}) as Record<string, unknown>;
+	const name = params.name ?? params.uri;
+	return gatewayFetch(path, {
+		method: "POST",
+		headers: {
+			authorization: `Bearer ${key}`,
+			accept: "application/json, text/event-stream",
+			"content-type": "application/json",
+			"mcp-protocol-version": MODERN,
+			"mcp-method": String(body.method),
+			...(typeof name === "string" ? { "mcp-name": name } : {}),
+			...headers,
+		},
+		body: JSON.stringify({ jsonrpc: "2.0", ...body }),
+	});
+}
+
+/** The text of a tool result's first content block. */
+export function textOf(result: object): string | undefined {
+	return ("content" in result ? (result.content as Array<{ text?: string }> | undefined) : undefined)?.[0]?.text;
+}
