@@ -87,6 +87,34 @@ describe("2026-07-28 clients over 2025 upstreams", () => {
 	});
 });
 
+describe("per-request log levels over 2025 upstreams", () => {
+	it("a request's _meta logLevel is set on the 2025 upstream with logging/setLevel once per change", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const before = (await upstreamLog("delta")).length;
+		const withLevel = (id: number, level: string) =>
+			modernPost(`/mcp/${server}`, key, {
+				id,
+				method: "tools/list",
+				params: { _meta: { ...ENVELOPE, "io.modelcontextprotocol/logLevel": level } },
+			});
+		for (const [id, level] of [
+			[1, "notice"],
+			[2, "notice"],
+			[3, "critical"],
+		] as const) {
+			expect((await withLevel(id, level)).status).toBe(200);
+		}
+		const levels = (await upstreamLog("delta"))
+			.slice(before)
+			.filter((entry) => entry.body?.method === "logging/setLevel")
+			.map((entry) => entry.body?.params?.level)
+			// Other files' sessions on this upstream set other levels; these two are this test's.
+			.filter((level) => level === "notice" || level === "critical");
+		expect(levels).toEqual(["notice", "critical"]);
+	});
+});
+
 describe("2026-07-28 requests that are refused", () => {
 	it("an Mcp-Name header that disagrees with the body is 400 with -32020 and the request's id, and reaches no upstream", async () => {
 		const server = await registerServer("beta");

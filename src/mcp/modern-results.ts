@@ -25,8 +25,19 @@ export function modernResult(method: string, result: Record<string, unknown>): R
 	return modern;
 }
 
-/** A 2025 peer's reply message as a 2026-07-28 one (errors are the same in both eras). */
-export function modernReply(method: string, message: JSONRPCMessage): JSONRPCMessage {
-	if (!("result" in message)) return message;
-	return { ...message, result: modernResult(method, message.result) };
+/** 2025's code for an unknown resource; 2026-07-28 answers that with Invalid params naming the URI. */
+const RESOURCE_NOT_FOUND_2025 = -32002;
+const INVALID_PARAMS = -32602;
+
+/**
+ * A 2025 peer's reply message as a 2026-07-28 one: results gain what that era
+ * requires; errors keep their code, except an unknown resource, which
+ * 2026-07-28 reports as -32602 with the URI in `data.uri`.
+ */
+export function modernReply(method: string, message: JSONRPCMessage, params?: Record<string, unknown>): JSONRPCMessage {
+	if ("result" in message) return { ...message, result: modernResult(method, message.result) };
+	if (!("error" in message) || message.error.code !== RESOURCE_NOT_FOUND_2025) return message;
+	const data = typeof message.error.data === "object" && message.error.data !== null ? message.error.data : {};
+	const uri = (data as { uri?: unknown }).uri ?? params?.uri;
+	return { ...message, error: { ...message.error, code: INVALID_PARAMS, data: { ...data, uri } } };
 }

@@ -116,7 +116,7 @@ export class ModernBridge {
 		if (!type.startsWith("application/json")) return response;
 		const parsed = JSONRPCMessageSchema.safeParse(await response.json());
 		if (!parsed.success) return response;
-		return Response.json(modernReply(owner.method, parsed.data), { status: response.status });
+		return Response.json(modernReply(owner.method, parsed.data, { uri: owner.name }), { status: response.status });
 	}
 
 	/**
@@ -175,7 +175,7 @@ export class ModernBridge {
 				return { bytes: sseMessage({ jsonrpc: "2.0", id, result }), last: true };
 			}
 			if ("id" in message && message.id === ids.callId) {
-				return { bytes: sseMessage(modernReply(owner.method, { ...message, id })), last: true };
+				return { bytes: sseMessage(modernReply(owner.method, { ...message, id }, { uri: owner.name })), last: true };
 			}
 		}
 	}
