@@ -1,7 +1,9 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { sha256Hex } from "../crypto.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
 import type { Envelope } from "../mcp/modern-request.ts";
 import { CACHEABLE_METHODS } from "../mcp/modern-results.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import type { Member } from "../session/binding.ts";
 
@@ -26,6 +28,7 @@ export async function cachedResult(
 	member: Member,
 	message: JSONRPCRequest,
 	envelope: Envelope,
+	maxReplyBytes: number,
 	forward: () => Promise<Response>,
 ): Promise<Response> {
 	if (!CACHEABLE_METHODS.has(message.method)) return forward();
@@ -38,7 +41,16 @@ export async function cachedResult(
 	}
 	const response = await forward();
 	if (!response.ok || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return response;
-	const text = await response.text();
+	// Read to decide whether it may be kept, under the reply cap like every reply the gateway reads.
+	const bytes = response.body ? await readCapped(response.body, maxReplyBytes) : new Uint8Array();
+	if (bytes === null) {
+		throw new GatewayError(
+			"reply_too_large",
+			`Upstream server '${member.name}' sent a reply larger than ${maxReplyBytes} bytes, which the gateway does not relay.`,
+			{ server: member.name, id: message.id },
+		);
+	}
+	const text = new TextDecoder().decode(bytes);
 	const ttlMs = publicTtl(text);
 	if (ttlMs > 0) {
 		const result = (JSON.parse(text) as { result: unknown }).result;

@@ -48,7 +48,9 @@ export async function serveModern(
 			allowHttpUpstreams: settings.allowHttpUpstreams,
 		});
 		if ((await upstreamEra(target, sole)) === "modern") {
-			return cachedResult(sole, classified.message, classified.envelope, () => forwardModern(target, request, body));
+			return cachedResult(sole, classified.message, classified.envelope, target.maxReplyBytes, () =>
+				forwardModern(target, request, body),
+			);
 		}
 	}
 	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));
