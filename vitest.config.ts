@@ -17,6 +17,7 @@ const bindings = {
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",
+	ENDPOINT_CACHE_TTL_SECONDS: "0",
 	// Small enough for a test to exceed with the demo's blob tool.
 	MAX_REPLY_BYTES: String(2 * 1024 * 1024),
 	ALLOWED_ORIGINS: "https://app.example",

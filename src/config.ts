@@ -35,6 +35,7 @@ const SettingsSchema = z.object({
 	MAX_BODY_BYTES: bytes(4 * 1024 * 1024),
 	MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
 	KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
+	ENDPOINT_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 	UPSTREAM_TIMEOUT_SECONDS: seconds(60),
 	RECHECK_INTERVAL_SECONDS: seconds(30),
 	UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
@@ -66,6 +67,8 @@ export interface Settings {
 	/** Cap on one upstream JSON reply or SSE event, and on one member's whole list (all pages). */
 	maxReplyBytes: number;
 	keyCacheTtlMs: number;
+	/** How long an edge isolate keeps an endpoint's record (and the server list); 0: not at all. */
+	endpointCacheTtlMs: number;
 	upstreamTimeoutMs: number;
 	/** A session re-verifies with the registry at most this often. */
 	recheckIntervalMs: number;
@@ -122,6 +125,7 @@ export function settingsFrom(env: object): Settings {
 		maxBodyBytes: v.MAX_BODY_BYTES,
 		maxReplyBytes: v.MAX_REPLY_BYTES,
 		keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
+		endpointCacheTtlMs: v.ENDPOINT_CACHE_TTL_SECONDS * 1000,
 		upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 		recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,
 		unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,

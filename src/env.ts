@@ -22,6 +22,7 @@ export interface Env {
 	MAX_BODY_BYTES?: string;
 	MAX_REPLY_BYTES?: string;
 	KEY_CACHE_TTL_SECONDS?: string;
+	ENDPOINT_CACHE_TTL_SECONDS?: string;
 	UPSTREAM_TIMEOUT_SECONDS?: string;
 	RECHECK_INTERVAL_SECONDS?: string;
 	UNVERIFIED_LIMIT_SECONDS?: string;

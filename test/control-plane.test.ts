@@ -18,6 +18,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
+import { ENVELOPE, MODERN } from "./support/modern.ts";
 import { instrumentSession, ManualClock, sessionObject } from "./support/session-object.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
@@ -124,6 +125,33 @@ describe("keys verify themselves at the edge", () => {
 		expect((await readReply(forged)).error?.message).toBe(INVALID_KEY);
 		expect((await send(key)).status).toBe(400);
 		expect(counts).toEqual({ durableObjects: 0, kvReads: 1 });
+	});
+
+	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost two KV reads (key, endpoint) and no Durable Object", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey();
+		const app = createApp();
+		const { counts, env: counted } = countingEnv();
+		const cachingEnv = { ...counted, KEY_CACHE_TTL_SECONDS: "60", ENDPOINT_CACHE_TTL_SECONDS: "60" };
+		for (let id = 1; id <= 10; id++) {
+			const response = await app.fetch(
+				new Request(`${BASE}/mcp/${server}`, {
+					method: "POST",
+					headers: {
+						authorization: `Bearer ${key}`,
+						accept: "application/json, text/event-stream",
+						"content-type": "application/json",
+						"mcp-protocol-version": MODERN,
+						"mcp-method": "tools/list",
+					},
+					body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list", params: { _meta: ENVELOPE } }),
+				}),
+				cachingEnv,
+			);
+			expect(response.status).toBe(200);
+			await response.body?.cancel();
+		}
+		expect(counts).toEqual({ durableObjects: 0, kvReads: 2 });
 	});
 
 	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {

@@ -7,27 +7,17 @@ import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
+import { IsolateCache } from "./isolate-cache.ts";
 import { clientIp, failedAuthentication, refuseLockedOut, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 
-/** Bound on cached keys per isolate, so a flood of distinct keys cannot grow memory. */
-const MAX_CACHED_KEYS = 1_000;
-
-interface CachedKey {
-	record: StoredKey;
-	expiresAt: number;
-}
-
 /**
- * Known keys, per isolate and key id, for a few seconds: most requests then
- * cost no KV read. Unknown keys are never cached, so a key works the moment
- * its record reaches KV; a revoked key stops within the cache TTL here (plus
- * KV's own staleness) and within one recheck interval in its sessions.
+ * Known keys, per isolate and key id, for a few seconds (at most 1,000): most
+ * requests then cost no KV read. Unknown keys are never cached, so a key works
+ * the moment its record reaches KV; a revoked key stops within the cache TTL
+ * here (plus KV's own staleness) and within one recheck interval in its sessions.
  */
-const cache = new Map<string, CachedKey>();
-
-/** KV lookups in progress, shared by concurrent requests with the same key. */
-const lookups = new Map<string, Promise<StoredKey | null>>();
+const cache = new IsolateCache<StoredKey>(1_000);
 
 /** The one sentence for every key that does not authenticate, whatever is wrong with it. */
 const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
@@ -88,30 +78,15 @@ async function knownKey(
 ): Promise<StoredKey | null> {
 	const id = apiKeyId(token);
 	if (id === null) return null;
-	const now = Date.now();
-	const cached = cache.get(id);
-	if (cached && cached.expiresAt > now) return cached.record;
+	const cached = cache.fresh(id);
+	if (cached !== undefined) return cached;
 	if ((await verifyApiKey(secret, token)) !== id) return null;
-	let lookup = lookups.get(id);
-	if (!lookup) {
-		// One read per key however many requests find the cache empty at once.
-		lookup = reader.key(id).finally(() => lookups.delete(id));
-		lookups.set(id, lookup);
-	}
-	let record: StoredKey | null;
 	try {
-		record = await lookup;
+		// One read per key however many requests find the cache empty at once.
+		return await cache.get(id, settings.keyCacheTtlMs, () => reader.key(id));
 	} catch (error) {
 		throw registryUnavailable(error);
 	}
-	if (record && settings.keyCacheTtlMs > 0) {
-		if (cache.size >= MAX_CACHED_KEYS) {
-			const oldest = cache.keys().next();
-			if (!oldest.done) cache.delete(oldest.value);
-		}
-		cache.set(id, { record, expiresAt: now + settings.keyCacheTtlMs });
-	}
-	return record;
 }
 
 const encoder = new TextEncoder();

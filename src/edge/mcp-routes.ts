@@ -8,10 +8,11 @@ import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
-import { type ApiKeyRecord, SERVER_NAME } from "../registry/schemas.ts";
+import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
 import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
 import type { OpenSessionInput } from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
+import { IsolateCache } from "./isolate-cache.ts";
 import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
 import { limitKeyRate, type WaitUntil } from "./rate-limits.ts";
@@ -31,6 +32,15 @@ export type EdgeContext = { Bindings: Env; Variables: { reader: RegistryReader; 
 type AppContext = Context<EdgeContext>;
 
 const ALLOWED_METHODS = "GET, POST, DELETE";
+
+/**
+ * Endpoint records and the server list, per isolate for a few seconds: a
+ * 2026-07-28 client resolves its endpoint on every request, and would
+ * otherwise pay a KV read each time. A deleted or changed endpoint reaches
+ * new requests within this TTL (plus KV's own staleness), as a revoked key does.
+ */
+const endpoints = new IsolateCache<ResolvedEndpoint>(1_000);
+const serverLists = new IsolateCache<ServerRecord[]>(1);
 
 /** An endpoint as the session will be bound to it. */
 interface EndpointPlan {
@@ -96,7 +106,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	}
 	// `_meta: null` means no metadata in either era; neither classifier nor schema should see it.
 	const body = withoutNullMeta(parseJsonBody(text));
-	const plan = () => (name ? planNamedEndpoint(reader, key, name) : planAggregate(reader, key, request));
+	const ttlMs = settings.endpointCacheTtlMs;
+	const plan = () => (name ? planNamedEndpoint(reader, key, name, ttlMs) : planAggregate(reader, key, request, ttlMs));
 	try {
 		const classified = classifyPost(request, body);
 		if (classified.era === "modern") {
@@ -173,8 +184,13 @@ async function openSession(
 }
 
 /** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
-async function planNamedEndpoint(reader: RegistryReader, key: ApiKeyRecord, name: string): Promise<EndpointPlan> {
-	const endpoint = await readRegistry(() => reader.endpoint(name));
+async function planNamedEndpoint(
+	reader: RegistryReader,
+	key: ApiKeyRecord,
+	name: string,
+	ttlMs: number,
+): Promise<EndpointPlan> {
+	const endpoint = await readRegistry(() => endpoints.get(name, ttlMs, () => reader.endpoint(name)));
 	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
 		return {
 			mode: "transparent",
@@ -198,12 +214,18 @@ async function planNamedEndpoint(reader: RegistryReader, key: ApiKeyRecord, name
  * `X-MCP-Servers: a,b` (unknown names ignored; empty means all). The set is
  * fixed for the life of the session.
  */
-async function planAggregate(reader: RegistryReader, key: ApiKeyRecord, request: Request): Promise<EndpointPlan> {
+async function planAggregate(
+	reader: RegistryReader,
+	key: ApiKeyRecord,
+	request: Request,
+	ttlMs: number,
+): Promise<EndpointPlan> {
 	const wanted = (request.headers.get("x-mcp-servers") ?? "")
 		.split(",")
 		.map((part) => part.trim())
 		.filter((part) => part !== "");
-	const servers = (await readRegistry(() => reader.servers())).filter(
+	const all = await readRegistry(() => serverLists.get("servers", ttlMs, () => reader.servers()));
+	const servers = (all ?? []).filter(
 		(server) => keyMayUseServer(key, server.name) && (wanted.length === 0 || wanted.includes(server.name)),
 	);
 	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };
