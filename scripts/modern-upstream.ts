@@ -94,7 +94,18 @@ function buildServer(
 		{
 			instructions: `Tools of ${name}.`,
 			requestState: { verify: stateCodec.verify },
-			capabilities: { tools: { listChanged: true } },
+			capabilities: { tools: { listChanged: true }, resources: { subscribe: true } },
+		},
+	);
+	server.registerTool(
+		"touch_resource",
+		{
+			description: "Tells subscriptions/listen streams subscribed to the URI that the resource changed.",
+			inputSchema: z.object({ uri: z.string() }),
+		},
+		async ({ uri }) => {
+			bus.publish({ kind: "resource_updated", uri });
+			return { content: [{ type: "text", text: `touched ${uri}` }] };
 		},
 	);
 	server.registerTool(

@@ -5,8 +5,19 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, readReply } from "./support/gateway.ts";
+import {
+	admin,
+	BASE,
+	connectClient,
+	createKey,
+	gatewayFetch,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+} from "./support/gateway.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer } from "./support/upstreams.ts";
 
 /**
@@ -155,6 +166,40 @@ describe("2025 client, 2026-07-28 upstream", () => {
 		await client.callTool({ name: "announce_tools_changed", arguments: {} });
 		await eventually(() => changes > 0, "notifications/tools/list_changed at the client");
 		await client.close();
+	});
+
+	it("a 2025 client's resources/subscribe joins the upstream's listen filter: the update reaches its GET stream", async () => {
+		const path = `/mcp/${await registerServer("modern")}`;
+		const { key } = await createKey();
+		const sessionId = await openSession(path, key);
+		const uri = `demo://watched/${sessionId.slice(-8)}`;
+		const subscribe = { jsonrpc: "2.0", id: 1, method: "resources/subscribe", params: { uri } };
+		expect((await readReply(await rpc(path, key, sessionId, subscribe))).result).toEqual({});
+		// The GET stream opens after the subscription, so its window listens with the resource in the filter.
+		const get = await gatewayFetch(path, {
+			method: "GET",
+			headers: mcpHeaders(key, sessionId, { accept: "text/event-stream", "mcp-protocol-version": "2025-11-25" }),
+		});
+		expect(get.status).toBe(200);
+		const events = eventReader(get.body as ReadableStream<Uint8Array>);
+		await eventually(
+			async () =>
+				(await fixtureLog("modern")).some(
+					(entry) =>
+						entry.body?.method === "subscriptions/listen" &&
+						JSON.stringify(entry.body.params?.notifications ?? {}).includes(uri),
+				),
+			"a subscriptions/listen naming the resource",
+		);
+		const touch = {
+			jsonrpc: "2.0",
+			id: 2,
+			method: "tools/call",
+			params: { name: "touch_resource", arguments: { uri } },
+		};
+		await (await rpc(path, key, sessionId, touch)).text();
+		expect(await events.next()).toMatchObject({ method: "notifications/resources/updated", params: { uri } });
+		await events.cancel();
 	});
 
 	it("a server that speaks both eras is spoken to in the 2025 client's own era", async () => {

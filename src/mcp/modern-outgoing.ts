@@ -10,7 +10,7 @@ import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
 /** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
 export function withEnvelope(
 	message: JSONRPCRequest,
-	client: { info: Record<string, unknown>; capabilities: Record<string, unknown>; logLevel?: string },
+	client: { info: Record<string, unknown>; capabilities: Record<string, unknown>; logLevel?: string | undefined },
 ): JSONRPCRequest {
 	const params = message.params ?? {};
 	const _meta: Record<string, unknown> = {

@@ -45,6 +45,7 @@ export const UpstreamSessionSchema = z.object({
 			info: z.record(z.string(), z.unknown()),
 			capabilities: z.record(z.string(), z.unknown()),
 			logLevel: z.string().optional(),
+			subscriptions: z.array(z.string()).optional(),
 		})
 		.optional(),
 });

@@ -56,7 +56,15 @@ export interface UpstreamSession {
 	sessionId: string | null;
 	protocolVersion: string;
 	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
-	client?: { info: Record<string, unknown>; capabilities: Record<string, unknown>; logLevel?: string } | undefined;
+	client?:
+		| {
+				info: Record<string, unknown>;
+				capabilities: Record<string, unknown>;
+				logLevel?: string;
+				/** Resources the 2025 client subscribed to: the upstream's listen filter names them. */
+				subscriptions?: string[];
+		  }
+		| undefined;
 }
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
@@ -462,6 +470,19 @@ export class UpstreamConnection {
 			client.logLevel = message.params.level;
 			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
 		}
+		// Subscriptions are part of the listen stream's filter in 2026-07-28: kept here, they
+		// join it when the session's GET stream next opens (its next listening window).
+		const uri = message.params?.uri;
+		if (
+			(message.method === "resources/subscribe" || message.method === "resources/unsubscribe") &&
+			typeof uri === "string"
+		) {
+			const subscribed = new Set(client.subscriptions ?? []);
+			if (message.method === "resources/subscribe") subscribed.add(uri);
+			else subscribed.delete(uri);
+			client.subscriptions = [...subscribed];
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
+		}
 		const outgoing = withEnvelope(message, client);
 		return this.postModern(client, outgoing, deadline);
 	}
@@ -527,7 +548,14 @@ export class UpstreamConnection {
 				jsonrpc: "2.0",
 				id: `gw-listen-${++requestCounter}`,
 				method: "subscriptions/listen",
-				params: { notifications: { toolsListChanged: true, promptsListChanged: true, resourcesListChanged: true } },
+				params: {
+					notifications: {
+						toolsListChanged: true,
+						promptsListChanged: true,
+						resourcesListChanged: true,
+						...(client.subscriptions?.length ? { resourceSubscriptions: client.subscriptions } : {}),
+					},
+				},
 			},
 			client,
 		);
