@@ -29,6 +29,34 @@ const COLORS: Record<TargetId, string> = {
 
 export type GatewayEndpoint = "server" | "aggregate";
 
+/** The targets of the 2026-07-28 measurements (scripts/bench-modern.ts), all against the SDK v2 upstream. */
+export type ModernTargetId = "modernDirect" | "statelessFloor" | "stateless" | "legacyGateway" | "legacyDirect";
+export const MODERN_TARGET_IDS: readonly ModernTargetId[] = [
+	"modernDirect",
+	"statelessFloor",
+	"stateless",
+	"legacyGateway",
+	"legacyDirect",
+];
+export const MODERN_TARGET_LABELS: Record<ModernTargetId, string> = {
+	modernDirect: "2026-07-28 direct",
+	statelessFloor: "2026-07-28 via the Worker-only floor",
+	stateless: "2026-07-28 via the gateway (stateless)",
+	legacyGateway: "2025-11-25 via the gateway (SessionDO)",
+	legacyDirect: "2025-11-25 direct",
+};
+
+/** tools/call at concurrency 1 in both eras, against the same SDK v2 upstream and tool. */
+export interface ModernResults {
+	/** How the gateway knew the upstream speaks 2026-07-28: pinned on the server, or discovered. */
+	protocol: string;
+	latency: Record<ModernTargetId, number[]>;
+	/** The gateway's Durable Object requests during each target's windows, by `Class.method`. */
+	durableObjectRequests: Record<ModernTargetId, Record<string, number>>;
+	/** What the upstream received during each target's windows, by `<era> <method>`. */
+	upstreamRequests: Record<ModernTargetId, Record<string, number>>;
+}
+
 export interface Throughput {
 	calls: number;
 	ms: number;
@@ -114,6 +142,8 @@ export interface BenchResults {
 		touchIntervalS: number;
 		recheckIntervalS: number;
 		keyCacheTtlS: number;
+		/** The edge's per-isolate cache of endpoint records (ENDPOINT_CACHE_TTL_SECONDS); null where the gateway has none. */
+		endpointCacheTtlS: number | null;
 	};
 	latency: Record<TargetId, number[]>;
 	setup: Record<TargetId, number[]>;
@@ -121,6 +151,7 @@ export interface BenchResults {
 	progressFirst: Record<TargetId, number[]>;
 	progressTotal: Record<TargetId, number[]>;
 	throughput: ThroughputCell[];
+	modern: ModernResults;
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
 	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;
@@ -225,6 +256,9 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"  on the same local runtime (`wrangler dev`, workerd): what the runtime itself costs.",
 		"- **gateway /mcp/:server**: SDK client → the gateway's transparent endpoint (API key, SessionDO).",
 		"- **gateway /mcp**: SDK client → the gateway's aggregate endpoint (tools named `bench__echo`).",
+		"",
+		"The 2026-07-28 stateless path (no session, no Durable Object) has its own section, against a Worker-only floor",
+		"and an SDK v2 upstream that speaks both eras: [2026-07-28: the stateless path](#2026-07-28-the-stateless-path).",
 		"",
 		`On this machine the floor itself adds ${ms(percentile(results.latency.floor, 50) - percentile(results.latency.direct, 50))} ms to a call's p50 over direct: \`wrangler dev\` passes`,
 		"each request through a proxy Worker and then the Worker itself (two workerd processes) and logs it through",
@@ -373,8 +407,8 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		);
 	}
 
+	push(...modernSection(results.modern, m));
 	push(
-		"",
 		"## Gateway costs (its own counters)",
 		"",
 		"From `GET /admin/session-stats` (one session's storage operations, registry rechecks, their Workers KV reads and",
@@ -459,7 +493,8 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"  process; the gateway and the floor each built with `wrangler deploy --dry-run` and run from that bundle under",
 		"  their own `wrangler dev --no-bundle` (workerd) on free loopback ports, so sources edited during a run change",
 		"  nothing; temporary `--persist-to` state; generated `ADMIN_TOKEN`/`SESSION_SECRET` passed by `--env-file`; the",
-		"  SDK clients in the benchmark process. The gateway gets the upstream registered as `bench` and a fresh API key.",
+		"  SDK clients in the benchmark process. The gateway gets the upstream registered as `bench` and a fresh API key",
+		"  for it alone (so `/mcp` aggregates that one server), and the SDK v2 upstream as `bench-modern` with a key of its own.",
 		"- Every measurement is interleaved: each round runs every scenario against every target, in an order rotated",
 		"  each round, so all targets see the same machine noise. Warm-up calls and sessions come first and are not counted.",
 		`- Latency: \`performance.now()\` around each SDK call. Percentiles are nearest-rank over all rounds' samples.`,
@@ -469,10 +504,126 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		"  GET stream after `initialized`, as it does for users.",
 		"- The floor keys its Durable Object by the `Mcp-Session-Id` header (a fixed one for initialize) and forwards",
 		"  method, headers and body unchanged; the upstream's session id passes through.",
-		"- Request logging of `wrangler dev` is on for both the floor and the gateway, as users run it.",
+		"- The 2026-07-28 measurements: the Worker-only floor (`scripts/floor-stateless/`) built and run as the floor is;",
+		"  the SDK v2 upstream in its own Node process; raw `fetch` clients in the benchmark process. The gateway runs",
+		"  behind a generated entry module that counts its Durable Object requests (`scripts/bench-durable-object-counter.ts`):",
+		"  a proxy on each namespace binding of its `env`, a property lookup and a closure per object call, for every target.",
+		"- Request logging of `wrangler dev` is on for the floors and the gateway, as users run it.",
 		"",
 	);
 	return lines.join("\n");
+}
+
+/** Durable Object methods the benchmark calls to read counters (admin session-stats and registry-stats). */
+const COUNTER_READS = new Set(["SessionDO.stats", "RegistryDO.readCount"]);
+
+/**
+ * Durable Object requests no call of the window makes: the edge ending and
+ * reopening the listening windows of the other targets' 2025 sessions (their
+ * SDK clients hold GET streams), and alarms.
+ */
+function isOtherSessionsOwn(name: string): boolean {
+	return name.startsWith("SessionDO.listen") || name.endsWith(".alarm");
+}
+
+function sumOf(counts: Record<string, number>, which: (name: string) => boolean): number {
+	return Object.entries(counts).reduce((sum, [name, count]) => (which(name) ? sum + count : sum), 0);
+}
+
+/** Durable Object requests of a window that neither the benchmark's reads nor other sessions account for. */
+export function pathObjectRequests(counts: Record<string, number>): number {
+	return sumOf(counts, (name) => !COUNTER_READS.has(name) && !isOtherSessionsOwn(name));
+}
+
+function countList(counts: Record<string, number>, perCall?: number): string {
+	const entries = Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+	if (entries.length === 0) return "–";
+	return entries.map(([name, count]) => `${name} ${perCall ? (count / perCall).toFixed(2) : count}`).join(", ");
+}
+
+/** The 2026-07-28 stateless path against its floor, the upstream and the 2025 path through a SessionDO. */
+function modernSection(modern: ModernResults, m: BenchResults["meta"]): string[] {
+	const p = (t: ModernTargetId, q: number) => percentile(modern.latency[t], q);
+	const sameEraDirect = (t: ModernTargetId): ModernTargetId =>
+		t === "legacyGateway" || t === "legacyDirect" ? "legacyDirect" : "modernDirect";
+	const lines = [
+		"",
+		"## 2026-07-28: the stateless path",
+		"",
+		"A 2026-07-28 request to `/mcp/:server` whose upstream speaks 2026-07-28 is forwarded by the edge Worker on its",
+		"own: credentials swapped, body untouched, the answer streamed back, no Durable Object. Measured against an SDK",
+		'v2 upstream (`McpServer` behind `createMcpHandler` with `legacy: "stateless"`, `scripts/bench-modern-upstream.ts`)',
+		"that serves both eras from one definition with the same `echo` tool, so both eras call the same tool on the",
+		"same server. Every client is the same raw `fetch` code (`scripts/bench-modern.ts`): a 2026-07-28 call carries",
+		"the envelope in `params._meta` and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers, with no",
+		"initialize and no session id; a 2025-11-25 call goes over a session opened once (initialize, `Mcp-Session-Id`).",
+		"",
+		"- **2026-07-28 direct**: client → upstream.",
+		"- **2026-07-28 via the Worker-only floor**: client → the thinnest Worker that forwards the request with `fetch`",
+		"  and streams the answer back (`scripts/floor-stateless/`), no Durable Object: what the runtime costs this path.",
+		"- **2026-07-28 via the gateway (stateless)**: client → `/mcp/bench-modern` (API key). The server is registered",
+		`  with ${modern.protocol}.`,
+		"- **2025-11-25 via the gateway (SessionDO)**: the same call over a 2025 session: edge → SessionDO → upstream,",
+		"  in the era the session picks for that server (what the upstream received shows which, below).",
+		"- **2025-11-25 direct**: the same 2025 call to the upstream (its stateless 2025 service; it answers 2025 calls",
+		"  with SSE, 2026-07-28 calls with JSON).",
+		"",
+		"Concurrency 1, one call at a time, interleaved with the rest of each round (right after the 2025 latency",
+		"measurements above), the five targets in an order rotated each round. Latency in ms. The edge keeps API keys",
+		`for ${m.keyCacheTtlS} s and ${m.endpointCacheTtlS === null ? "does not keep endpoint records (a KV read per 2026-07-28 request)" : `endpoint records for ${m.endpointCacheTtlS} s`} in isolate memory (wrangler.toml).`,
+		"",
+		"| Target | calls | p50 | p90 | p99 | mean | p50 − Worker-only floor | p50 − direct, same era |",
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	];
+	for (const t of MODERN_TARGET_IDS) {
+		const samples = modern.latency[t];
+		const overFloor = t === "statelessFloor" ? "" : signedMs(p(t, 50) - p("statelessFloor", 50));
+		const overDirect = t === sameEraDirect(t) ? "" : signedMs(p(t, 50) - p(sameEraDirect(t), 50));
+		lines.push(
+			`| ${MODERN_TARGET_LABELS[t]} | ${samples.length} | ${ms(p(t, 50))} | ${ms(p(t, 90))} | ${ms(p(t, 99))} | ${ms(mean(samples))} | ${overFloor} | ${overDirect} |`,
+		);
+	}
+	const delta = (q: number) => p("stateless", q) - p("statelessFloor", q);
+	lines.push(
+		"",
+		`**Stateless path − Worker-only floor: ${signedMs(delta(50))} ms at p50** (${ratio(p("stateless", 50) / p("statelessFloor", 50))}` +
+			` the floor's p50; ${signedMs(delta(90))} ms at p90, ${signedMs(delta(99))} ms at p99). Goal: within 1 ms at p50.` +
+			` Stateless path − the 2025 path through a SessionDO to the same upstream: ${signedMs(p("stateless", 50) - p("legacyGateway", 50))} ms at p50.`,
+		"",
+		"What the upstream received during each target's calls (its own counts, by era and method), per call:",
+		"",
+		"| Target | calls | upstream requests per call | of which, per call |",
+		"| --- | ---: | ---: | --- |",
+	);
+	for (const t of MODERN_TARGET_IDS) {
+		const calls = modern.latency[t].length;
+		const received = modern.upstreamRequests[t];
+		const total = sumOf(received, () => true);
+		lines.push(
+			`| ${MODERN_TARGET_LABELS[t]} | ${calls} | ${calls > 0 ? (total / calls).toFixed(2) : "n/a"} | ${countList(received, calls)} |`,
+		);
+	}
+	lines.push(
+		"",
+		"The gateway's Durable Object requests during each target's calls: every call made on a Durable Object stub",
+		"(RPC or `fetch`) by the edge Worker or an object, and every alarm, counted by a wrapper around the built",
+		"gateway (`scripts/bench-durable-object-counter.ts`; `session-stats` answers for one 2025 session only, and a",
+		"2026-07-28 request has none). Some requests in any window are not the calls': the benchmark's own counter",
+		"reads (`SessionDO.stats`, `RegistryDO.readCount`) and what the other targets' open 2025 sessions do on their",
+		"own (the edge ending and reopening their listening windows, `SessionDO.listen*`; alarms). The windows of the",
+		"targets that do not go through the gateway show that background.",
+		"",
+		"| Target | calls | DO requests of the calls | benchmark's counter reads | other sessions' own | all, by class and method |",
+		"| --- | ---: | ---: | ---: | ---: | --- |",
+	);
+	for (const t of MODERN_TARGET_IDS) {
+		const counts = modern.durableObjectRequests[t];
+		lines.push(
+			`| ${MODERN_TARGET_LABELS[t]} | ${modern.latency[t].length} | ${pathObjectRequests(counts)} | ${sumOf(counts, (name) => COUNTER_READS.has(name))} | ${sumOf(counts, isOtherSessionsOwn)} | ${countList(counts)} |`,
+		);
+	}
+	lines.push("");
+	return lines;
 }
 
 /** How long a client that only listens keeps its session's Durable Object active. */
@@ -602,7 +753,7 @@ const NOT_MET = "**not met**";
 export function evaluateTargets(results: BenchResults): TargetStatus[] {
 	const m = results.meta;
 	const out: TargetStatus[] = [];
-	const p = (samples: Record<TargetId, number[]>, t: TargetId, q: number) => percentile(samples[t], q);
+	const p = <T extends string>(samples: Record<T, number[]>, t: T, q: number) => percentile(samples[t], q);
 
 	const p50Delta = p(results.latency, "server", 50) - p(results.latency, "floor", 50);
 	out.push({
@@ -615,6 +766,19 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 		target: "tools/call p99 through /mcp/:server within 3 ms of the floor",
 		figure: `${ms(p(results.latency, "server", 99))} ms vs ${ms(p(results.latency, "floor", 99))} ms (${signedMs(p99Delta)} ms)`,
 		status: p99Delta <= 3 ? MET : NOT_MET,
+	});
+	const modern = results.modern;
+	const statelessDelta = p(modern.latency, "stateless", 50) - p(modern.latency, "statelessFloor", 50);
+	out.push({
+		target: "2026-07-28 tools/call p50 through the stateless path within 1 ms of the Worker-only floor",
+		figure: `${ms(p(modern.latency, "stateless", 50))} ms vs ${ms(p(modern.latency, "statelessFloor", 50))} ms (${signedMs(statelessDelta)} ms)`,
+		status: statelessDelta <= 1 ? MET : NOT_MET,
+	});
+	const statelessObjects = pathObjectRequests(modern.durableObjectRequests.stateless);
+	out.push({
+		target: "Durable Object requests of 2026-07-28 calls on the stateless path: 0",
+		figure: `${statelessObjects} in ${modern.latency.stateless.length} calls (all requests in those windows: ${countList(modern.durableObjectRequests.stateless)})`,
+		status: statelessObjects === 0 ? MET : NOT_MET,
 	});
 	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {
 		for (const endpoint of ["server", "aggregate"] as const) {

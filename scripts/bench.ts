@@ -1,17 +1,24 @@
 /**
  * `npm run bench`: the gateway's cost against talking to the upstream
  * directly and against the thinnest Worker → Durable Object passthrough on the
- * same runtime (the floor, scripts/floor/), in one run on one machine.
+ * same runtime (the floor, scripts/floor/), in one run on one machine; and its
+ * 2026-07-28 stateless path against a Worker-only passthrough
+ * (scripts/floor-stateless/), the same upstream directly, and the 2025 path
+ * through a SessionDO, all against one SDK v2 upstream that speaks both eras.
  *
- * Builds the gateway and the floor (`wrangler deploy --dry-run`), starts an
- * SDK upstream (scripts/bench-upstream.ts) and both bundles under `wrangler dev
- * --no-bundle` (workerd) on free loopback ports with temporary state and
- * secrets, then measures interleaved rounds of: tools/call latency at
- * concurrency 1, throughput at several concurrencies over one session and over
- * many, session setup, a 64 KiB result and progress streaming, then how long
- * a client that only listens keeps its session's Durable Object active. Reads
- * the gateway's own counters (admin session-stats, registry-stats) and the
- * bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
+ * Builds the gateway and both floors (`wrangler deploy --dry-run`), starts the
+ * SDK upstreams (scripts/bench-upstream.ts, scripts/bench-modern-upstream.ts)
+ * and the bundles under `wrangler dev --no-bundle` (workerd) on free loopback
+ * ports with temporary state and secrets (the gateway behind a module that
+ * counts its Durable Object requests, scripts/bench-counting-entry.ts), then
+ * measures interleaved rounds of: tools/call latency at concurrency 1 (2025
+ * sessions through the SDK client, then both eras with raw `fetch`,
+ * scripts/bench-modern.ts), throughput at several concurrencies over one
+ * session and over many, session setup, a 64 KiB result and progress
+ * streaming, then how long a client that only listens keeps its session's
+ * Durable Object active. Reads the gateway's own counters (admin
+ * session-stats, registry-stats), its Durable Object requests and the bundle
+ * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
  * plain code (scripts/bench-stages.ts).
  *
@@ -28,6 +35,17 @@ import { gzipSync } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { installCountingEntry } from "./bench-counting-entry.ts";
+import {
+	addDifference,
+	durableObjectRequests,
+	LEGACY_VERSION,
+	MODERN_VERSION,
+	modernUpstreamCounts,
+	RawClient,
+	type RawTarget,
+	resetModernUpstreamCounts,
+} from "./bench-modern.ts";
 import {
 	type Child,
 	delay,
@@ -45,6 +63,9 @@ import {
 	type CpuUse,
 	type GatewayEndpoint,
 	type IdleWindow,
+	MODERN_TARGET_IDS,
+	type ModernResults,
+	type ModernTargetId,
 	percentile,
 	rate,
 	renderMarkdown,
@@ -338,9 +359,19 @@ function byTarget<T>(make: () => T): Record<TargetId, T> {
 	return { direct: make(), floor: make(), server: make(), aggregate: make() };
 }
 
+function byModernTarget<T>(make: () => T): Record<ModernTargetId, T> {
+	return {
+		modernDirect: make(),
+		statelessFloor: make(),
+		stateless: make(),
+		legacyGateway: make(),
+		legacyDirect: make(),
+	};
+}
+
 /** The targets in an order rotated by round, so none is always measured first. */
-function rotated(round: number): TargetId[] {
-	return TARGET_IDS.map((_, i) => TARGET_IDS[(i + round) % TARGET_IDS.length] as TargetId);
+function rotated<T>(ids: readonly T[], round: number): T[] {
+	return ids.map((_, i) => ids[(i + round) % ids.length] as T);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,6 +423,25 @@ function sessionStats(gateway: Gateway, session: Session): Promise<SessionStats>
 
 function sessionStatsOf(gateway: Gateway, sessionId: string): Promise<SessionStats> {
 	return admin<SessionStats>(gateway, "GET", "/session-stats", undefined, { "mcp-session-id": sessionId });
+}
+
+/** The gateway's name for the SDK v2 upstream: its endpoint is `/mcp/bench-modern`. */
+const MODERN_SERVER = "bench-modern";
+
+/**
+ * Registers the SDK v2 upstream as a server. Its protocol is pinned where the
+ * gateway knows the field; a gateway without it (400 naming the field) finds
+ * the era itself with a `server/discover` probe. Says which, for the report.
+ */
+async function registerModernServer(gateway: Gateway, url: string): Promise<string> {
+	try {
+		await admin(gateway, "PUT", `/servers/${MODERN_SERVER}`, { url, protocol: MODERN_VERSION });
+		return `\`protocol: "${MODERN_VERSION}"\` (pinned: the gateway asks the upstream nothing to know its era)`;
+	} catch (error) {
+		if (!/answered 400: .*protocol/.test(describe(error))) throw error;
+	}
+	await admin(gateway, "PUT", `/servers/${MODERN_SERVER}`, { url });
+	return "no `protocol` field, which this gateway does not have: the edge finds the upstream's era with a `server/discover` probe";
 }
 
 async function registryReads(gateway: Gateway): Promise<number> {
@@ -537,17 +587,25 @@ async function idleListener(gateway: Gateway, target: Target, windowMs: number):
 	while (performance.now() - opened < windowMs) {
 		const left = Math.ceil(windowMs - (performance.now() - opened));
 		const listening = AbortSignal.timeout(left);
-		const stream = await send(
-			{
-				headers: {
-					...inSession,
-					accept: "text/event-stream",
-					...(lastEventId ? { "last-event-id": lastEventId } : {}),
+		let stream: Response;
+		try {
+			stream = await send(
+				{
+					headers: {
+						...inSession,
+						accept: "text/event-stream",
+						...(lastEventId ? { "last-event-id": lastEventId } : {}),
+					},
+					signal: AbortSignal.any([listening, AbortSignal.timeout(left + CALL_TIMEOUT_MS)]),
 				},
-				signal: AbortSignal.any([listening, AbortSignal.timeout(left + CALL_TIMEOUT_MS)]),
-			},
-			200,
-		);
+				200,
+			);
+		} catch (error) {
+			// A window the gateway ended just before the listening time was up: the resumed GET had
+			// only the few milliseconds left to be answered in, and the listening is over.
+			if (listening.aborted) break;
+			throw error;
+		}
 		windows++;
 		const text = await stream.text().catch(() => "");
 		lastEventId = [...text.matchAll(/^id: (.+)$/gm)].at(-1)?.[1] ?? lastEventId;
@@ -587,7 +645,16 @@ async function idleListeners(
 // Startup
 
 async function startUpstream(): Promise<{ child: Child; url: string }> {
-	const child = procs.spawn("upstream", process.execPath, [join(ROOT, "scripts", "bench-upstream.ts")], {
+	return startUpstreamProcess("upstream", "bench-upstream.ts");
+}
+
+/** The SDK v2 upstream of the 2026-07-28 measurements (both eras, one definition). */
+function startModernUpstream(): Promise<{ child: Child; url: string }> {
+	return startUpstreamProcess("SDK v2 upstream", "bench-modern-upstream.ts");
+}
+
+async function startUpstreamProcess(name: string, script: string): Promise<{ child: Child; url: string }> {
+	const child = procs.spawn(name, process.execPath, [join(ROOT, "scripts", script)], {
 		cwd: ROOT,
 		keepStdinOpen: true,
 	});
@@ -637,9 +704,15 @@ function bundleSize(built: { child: Child; outDir: string }): BundleResult {
 
 /** A numeric var of the gateway's wrangler.toml (what the run used: the bench overrides none). */
 function gatewayVar(name: string, fallback: number): number {
+	const value = gatewayVarOrNull(name);
+	return value !== null && value > 0 ? value : fallback;
+}
+
+/** A numeric var of the gateway's wrangler.toml, or null where it has none. */
+function gatewayVarOrNull(name: string): number | null {
 	const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
 	const value = Number(new RegExp(`^${name}\\s*=\\s*"(\\d+)"`, "m").exec(toml)?.[1] ?? Number.NaN);
-	return Number.isFinite(value) && value > 0 ? value : fallback;
+	return Number.isFinite(value) ? value : null;
 }
 
 function packageVersion(name: string): string {
@@ -686,6 +759,7 @@ async function main(): Promise<void> {
 	childEnv = wranglerEnv(tmp);
 	// wrangler keeps its build output next to the floor's config.
 	procs.removeOnExit(join(ROOT, "scripts", "floor", ".wrangler"));
+	procs.removeOnExit(join(ROOT, "scripts", "floor-stateless", ".wrangler"));
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
 	// The bench upstream is plain http on loopback, which deployments refuse.
@@ -702,9 +776,10 @@ async function main(): Promise<void> {
 		readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace(/limit = \d+, period/g, "limit = 100000000, period"),
 	);
 
-	log("building the gateway and the floor (wrangler deploy --dry-run), starting the upstream...");
-	const [upstream, gatewayBuild, floorBuild] = await Promise.all([
+	log("building the gateway and the floors (wrangler deploy --dry-run), starting the upstreams...");
+	const [upstream, modernUpstream, gatewayBuild, floorBuild, statelessFloorBuild] = await Promise.all([
 		startUpstream(),
+		startModernUpstream(),
 		buildWorker(procs, {
 			name: "gateway",
 			config: join(ROOT, "wrangler.toml"),
@@ -717,11 +792,19 @@ async function main(): Promise<void> {
 			outDir: join(tmp, "floor-bundle"),
 			env: childEnv,
 		}),
+		buildWorker(procs, {
+			name: "Worker-only floor",
+			config: join(ROOT, "scripts", "floor-stateless", "wrangler.toml"),
+			outDir: join(tmp, "floor-stateless-bundle"),
+			env: childEnv,
+		}),
 	]);
 	const bundle = bundleSize(gatewayBuild);
-	log("starting the gateway and the floor (wrangler dev)...");
-	const [gatewayDev, floorDev] = await Promise.all([
-		startWrangler("gateway (wrangler dev)", gatewayConfig, gatewayBuild.entry, join(tmp, "gateway-state"), [
+	// After the size is taken: the built gateway behind the module that counts its Durable Object requests.
+	const gatewayEntry = installCountingEntry(gatewayBuild.outDir, gatewayConfig);
+	log("starting the gateway and the floors (wrangler dev)...");
+	const [gatewayDev, floorDev, statelessFloorDev] = await Promise.all([
+		startWrangler("gateway (wrangler dev)", gatewayConfig, gatewayEntry, join(tmp, "gateway-state"), [
 			"--env-file",
 			envFile,
 		]),
@@ -732,17 +815,42 @@ async function main(): Promise<void> {
 			join(tmp, "floor-state"),
 			["--var", `UPSTREAM_URL:${upstream.url}`],
 		),
+		startWrangler(
+			"Worker-only floor (wrangler dev)",
+			join(ROOT, "scripts", "floor-stateless", "wrangler.toml"),
+			statelessFloorBuild.entry,
+			join(tmp, "floor-stateless-state"),
+			["--var", `UPSTREAM_URL:${modernUpstream.url}`],
+		),
 	]);
-	log(`ready: upstream ${upstream.url}, gateway ${gatewayDev.url}, floor ${floorDev.url}`);
+	log(
+		`ready: upstreams ${upstream.url} (2025) and ${modernUpstream.url} (SDK v2), gateway ${gatewayDev.url}, floor ${floorDev.url}, Worker-only floor ${statelessFloorDev.url}`,
+	);
 
 	const gateway: Gateway = { url: gatewayDev.url, adminToken };
 	await admin(gateway, "PUT", "/servers/bench", { url: upstream.url });
 	const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", {
 		name: "bench",
+		// Only `bench`: the aggregate endpoint's sessions have that one member, whatever else is registered.
+		servers: ["bench"],
 		// The benchmark holds hundreds of sessions with one key; a deployment caps them at MAX_SESSIONS_PER_KEY.
 		maxSessions: 100_000,
 	});
 	const auth = { authorization: `Bearer ${key}` };
+	const modernProtocol = await registerModernServer(gateway, modernUpstream.url);
+	const modernKey = await admin<{ key: string }>(gateway, "POST", "/keys", {
+		name: "bench-modern",
+		servers: [MODERN_SERVER],
+	});
+	const modernAuth = { authorization: `Bearer ${modernKey.key}` };
+	const modernGatewayUrl = `${gatewayDev.url}/mcp/${MODERN_SERVER}`;
+	const modernTargets: Record<ModernTargetId, RawTarget> = {
+		modernDirect: { id: "modernDirect", url: modernUpstream.url, era: MODERN_VERSION },
+		statelessFloor: { id: "statelessFloor", url: `${statelessFloorDev.url}/mcp`, era: MODERN_VERSION },
+		stateless: { id: "stateless", url: modernGatewayUrl, era: MODERN_VERSION, headers: modernAuth },
+		legacyGateway: { id: "legacyGateway", url: modernGatewayUrl, era: LEGACY_VERSION, headers: modernAuth },
+		legacyDirect: { id: "legacyDirect", url: modernUpstream.url, era: LEGACY_VERSION },
+	};
 	const same = (name: string) => name;
 	const targets: Record<TargetId, Target> = {
 		direct: { id: "direct", url: upstream.url, tool: same },
@@ -788,7 +896,13 @@ async function main(): Promise<void> {
 		return session;
 	};
 
+	const rawClients = {} as Record<ModernTargetId, RawClient>;
+	for (const t of MODERN_TARGET_IDS) rawClients[t] = await RawClient.open(modernTargets[t], CALL_TIMEOUT_MS);
+
 	log("warming up...");
+	for (const t of MODERN_TARGET_IDS) {
+		for (let i = 0; i < PLAN.warmupCalls; i++) await rawClients[t].echo();
+	}
 	for (const t of TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(mainOf(t));
 		await runThroughput(pools[t], 16, QUICK ? 100 : 300);
@@ -811,6 +925,12 @@ async function main(): Promise<void> {
 	}, COUNTER_POLL_MS);
 
 	const latency = byTarget<number[]>(() => []);
+	const modern: ModernResults = {
+		protocol: modernProtocol,
+		latency: byModernTarget(() => []),
+		durableObjectRequests: byModernTarget(() => ({})),
+		upstreamRequests: byModernTarget(() => ({})),
+	};
 	const setup = byTarget<number[]>(() => []);
 	const blobs = byTarget<number[]>(() => []);
 	const progressFirst = byTarget<number[]>(() => []);
@@ -824,7 +944,7 @@ async function main(): Promise<void> {
 
 	for (let round = 0; round < PLAN.rounds; round++) {
 		const roundStart = performance.now();
-		const order = rotated(round);
+		const order = rotated(TARGET_IDS, round);
 		await resetUpstreamLog(upstream.url); // It records every request: keep the upstream's memory flat.
 		for (const t of order) {
 			const session = mainOf(t);
@@ -833,6 +953,19 @@ async function main(): Promise<void> {
 				await echo(session);
 				latency[t].push(performance.now() - start);
 			}
+		}
+		// The same call in both eras against the SDK v2 upstream, with the counters read around each window.
+		for (const t of rotated(MODERN_TARGET_IDS, round)) {
+			await resetModernUpstreamCounts(modernUpstream.url, CALL_TIMEOUT_MS);
+			const objectsBefore = await durableObjectRequests(gateway.url, CALL_TIMEOUT_MS);
+			for (let i = 0; i < PLAN.latencyCalls; i++) {
+				const start = performance.now();
+				await rawClients[t].echo();
+				modern.latency[t].push(performance.now() - start);
+			}
+			const objectsAfter = await durableObjectRequests(gateway.url, CALL_TIMEOUT_MS);
+			addDifference(modern.durableObjectRequests[t], objectsBefore, objectsAfter);
+			addDifference(modern.upstreamRequests[t], {}, await modernUpstreamCounts(modernUpstream.url, CALL_TIMEOUT_MS));
 		}
 		for (const cell of cells) {
 			for (const t of order) {
@@ -883,7 +1016,12 @@ async function main(): Promise<void> {
 				progressTotal[t].push(total);
 			}
 		}
-		const summary = TARGET_IDS.map((t) => `${t} p50 ${percentile(latency[t], 50).toFixed(2)} ms`).join(", ");
+		const summary = [
+			...TARGET_IDS.map((t) => `${t} p50 ${percentile(latency[t], 50).toFixed(2)} ms`),
+			...(["statelessFloor", "stateless", "legacyGateway"] as const).map(
+				(t) => `${t} p50 ${percentile(modern.latency[t], 50).toFixed(2)} ms`,
+			),
+		].join(", ");
 		log(
 			`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
 		);
@@ -932,6 +1070,7 @@ async function main(): Promise<void> {
 	}
 
 	const idle = await idleRun;
+	for (const client of Object.values(rawClients)) await client.close();
 
 	for (const [key, seen] of clientErrors) {
 		warn(`client error outside a call (${seen.count}×, at +${seen.first}…+${seen.last} s): ${key}`);
@@ -964,6 +1103,7 @@ async function main(): Promise<void> {
 			touchIntervalS: gatewayVar("TOUCH_INTERVAL_SECONDS", 60),
 			recheckIntervalS: gatewayVar("RECHECK_INTERVAL_SECONDS", 30),
 			keyCacheTtlS: gatewayVar("KEY_CACHE_TTL_SECONDS", 10),
+			endpointCacheTtlS: gatewayVarOrNull("ENDPOINT_CACHE_TTL_SECONDS"),
 		},
 		latency,
 		setup,
@@ -971,6 +1111,7 @@ async function main(): Promise<void> {
 		progressFirst,
 		progressTotal,
 		throughput: cells,
+		modern,
 		costs: { busy, longRun },
 		idle,
 		cpu: cpuSupported ? cpu : null,
