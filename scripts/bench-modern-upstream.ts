@@ -16,7 +16,7 @@
 import { createMcpHandler, McpServer, PROTOCOL_VERSION_META_KEY } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { serveFetch } from "../test/reference/node-fetch-bridge.ts";
-import { HOST } from "./bench-processes.ts";
+import { exitWhenParentGoes, HOST } from "./bench-processes.ts";
 
 /** Requests received, by `<era> <method>` (`2026-07-28 tools/call`, `2025 initialize`, `GET`). */
 const counts = new Map<string, number>();
@@ -68,16 +68,4 @@ const server = await serveFetch(
 );
 console.log(`ready ${server.port}`);
 
-let closing = false;
-function stop(): void {
-	if (closing) return;
-	closing = true;
-	const force = setTimeout(() => process.exit(0), 2_000);
-	force.unref();
-	void Promise.all([handler.close(), server.close()]).finally(() => process.exit(0));
-}
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
-process.stdin.on("end", stop);
-process.stdin.on("close", stop);
-process.stdin.resume();
+exitWhenParentGoes(() => Promise.all([handler.close(), server.close()]));

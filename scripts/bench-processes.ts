@@ -296,3 +296,24 @@ export function groupCpuMs(groups: readonly number[]): Map<number, number> | nul
 	}
 	return totals;
 }
+
+/**
+ * For a server process a benchmark starts: closes it and exits on SIGTERM or
+ * SIGINT, or when the parent's end of stdin closes (the parent died), so it
+ * never outlives the benchmark. A close that hangs is cut short after 2 s.
+ */
+export function exitWhenParentGoes(close: () => Promise<unknown>): void {
+	let closing = false;
+	const stop = () => {
+		if (closing) return;
+		closing = true;
+		const force = setTimeout(() => process.exit(0), 2_000);
+		force.unref();
+		void close().finally(() => process.exit(0));
+	};
+	process.on("SIGTERM", stop);
+	process.on("SIGINT", stop);
+	process.stdin.on("end", stop);
+	process.stdin.on("close", stop);
+	process.stdin.resume();
+}

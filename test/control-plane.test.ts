@@ -18,7 +18,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
-import { ENVELOPE, MODERN } from "./support/modern.ts";
+import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import { instrumentSession, ManualClock, sessionObject } from "./support/session-object.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
@@ -134,20 +134,8 @@ describe("keys verify themselves at the edge", () => {
 		const { counts, env: counted } = countingEnv();
 		const cachingEnv = { ...counted, KEY_CACHE_TTL_SECONDS: "60", ENDPOINT_CACHE_TTL_SECONDS: "60" };
 		for (let id = 1; id <= 10; id++) {
-			const response = await app.fetch(
-				new Request(`${BASE}/mcp/${server}`, {
-					method: "POST",
-					headers: {
-						authorization: `Bearer ${key}`,
-						accept: "application/json, text/event-stream",
-						"content-type": "application/json",
-						"mcp-protocol-version": MODERN,
-						"mcp-method": "tools/list",
-					},
-					body: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list", params: { _meta: ENVELOPE } }),
-				}),
-				cachingEnv,
-			);
+			const body = { id, method: "tools/list", params: { _meta: ENVELOPE } };
+			const response = await app.fetch(modernRequest(`/mcp/${server}`, key, body), cachingEnv);
 			expect(response.status).toBe(200);
 			await response.body?.cancel();
 		}

@@ -1,4 +1,5 @@
-import { gatewayFetch } from "./gateway.ts";
+import { exports } from "cloudflare:workers";
+import { BASE } from "./gateway.ts";
 
 /** The protocol revision without sessions. */
 export const MODERN = "2026-07-28";
@@ -10,16 +11,16 @@ export const ENVELOPE = {
 	"io.modelcontextprotocol/clientCapabilities": {},
 };
 
-/** A raw 2026-07-28 POST: routing headers derived from the body unless overridden. */
-export function modernPost(
+/** A raw 2026-07-28 POST request: routing headers derived from the body unless overridden. */
+export function modernRequest(
 	path: string,
 	key: string,
 	body: Record<string, unknown>,
 	headers: Record<string, string> = {},
-): Promise<Response> {
+): Request {
 	const params = (body.params ?? {}) as Record<string, unknown>;
 	const name = params.name ?? params.uri;
-	return gatewayFetch(path, {
+	return new Request(`${BASE}${path}`, {
 		method: "POST",
 		headers: {
 			authorization: `Bearer ${key}`,
@@ -32,6 +33,16 @@ export function modernPost(
 		},
 		body: JSON.stringify({ jsonrpc: "2.0", ...body }),
 	});
+}
+
+/** Sends `modernRequest` through the gateway Worker. */
+export function modernPost(
+	path: string,
+	key: string,
+	body: Record<string, unknown>,
+	headers: Record<string, string> = {},
+): Promise<Response> {
+	return exports.default.fetch(modernRequest(path, key, body, headers));
 }
 
 /** The text of a tool result's first content block. */
