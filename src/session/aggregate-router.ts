@@ -43,11 +43,14 @@ export interface AggregateHost {
 
 /**
  * How long a refresh waits for the rest of a burst of list_changed
- * notifications. A refresh pass fetches each list once (no retry when a
+ * notifications: until none has come for this long (a burst delivered in
+ * several batches still shares one refresh), but never longer than
+ * REFRESH_MAX_WAIT_MS. A refresh pass fetches each list once (no retry when a
  * notification arrives meanwhile: that only marks the pass dirty), so a member
- * flooding list_changed costs at most one fetch per window.
+ * flooding list_changed costs at most one fetch per REFRESH_MAX_WAIT_MS.
  */
 const REFRESH_DEBOUNCE_MS = 25;
+const REFRESH_MAX_WAIT_MS = 250;
 
 /** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS). */
 const ONE_ATTEMPT = 1;
@@ -267,8 +270,13 @@ export class AggregateRouter {
 		const state = { dirty: false, running: Promise.resolve() };
 		state.running = (async () => {
 			do {
-				// Notifications of a burst arrive over several reads: wait a moment so they share this refresh.
-				await new Promise((resolve) => setTimeout(resolve, REFRESH_DEBOUNCE_MS));
+				// Notifications of a burst arrive over several reads: wait until they stop, so they share this refresh.
+				let waited = 0;
+				do {
+					state.dirty = false;
+					await new Promise((resolve) => setTimeout(resolve, REFRESH_DEBOUNCE_MS));
+					waited += REFRESH_DEBOUNCE_MS;
+				} while (state.dirty && waited < REFRESH_MAX_WAIT_MS);
 				state.dirty = false;
 				const kinds = PUBLIC_LISTS[list].kinds;
 				const before = kinds.map((kind) => this.published.get(kind));
