@@ -1,16 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
-import {
-	type JSONRPCMessage,
-	type JSONRPCNotification,
-	type JSONRPCRequest,
-	LATEST_PROTOCOL_VERSION,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { settingsFrom } from "../config.ts";
-import { randomToken } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { Envelope } from "../mcp/modern-request.ts";
-import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../mcp/subscription-filter.ts";
+import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
@@ -18,7 +12,8 @@ import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 import { ModernBridge } from "./modern-bridge.ts";
-import { discoverReply, helloOf } from "./modern-discover.ts";
+import { helloOf } from "./modern-discover.ts";
+import { ModernSession } from "./modern-session.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import type { ServerRequests } from "./server-requests.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
@@ -75,12 +70,9 @@ export class SessionDO extends DurableObject<Env> {
 	private loading: Promise<SessionBinding | null> | null = null;
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
-	/** A 2026-07-28 client's first requests share one open. */
-	private modernOpening: Promise<SessionBinding | Response> | null = null;
-	/** The log level a 2026-07-28 client last asked for (sent to the upstreams once per change). */
-	private logLevel: string | undefined;
 	/** Serves 2026-07-28 clients from this 2025 session (see ModernBridge). */
 	readonly bridge: ModernBridge;
+	private readonly modernSession: ModernSession;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -117,6 +109,15 @@ export class SessionDO extends DurableObject<Env> {
 			secret: settings.sessionSecret ?? "",
 			maxEventBytes: settings.maxReplyBytes,
 			roundTtlMs: settings.upstreamTimeoutMs,
+		});
+		this.modernSession = new ModernSession({
+			load: () => this.load(),
+			open: (input) => this.opening(input),
+			current: () => this.binding ?? null,
+			post: (scope, message) => this.posting(scope, message),
+			ledger: (keyId) => keySessions(env, keyId),
+			place: ctx.id.toString(),
+			bridge: this.bridge,
 		});
 	}
 
@@ -178,92 +179,16 @@ export class SessionDO extends DurableObject<Env> {
 
 	/**
 	 * A 2026-07-28 client's request on an endpoint whose upstreams speak 2025:
-	 * this object (one per key, endpoint and client capabilities) holds the
-	 * 2025 session for it, opened on first use with the envelope's
-	 * capabilities and client info, expired and rechecked like any session.
+	 * served from the 2025 session this object holds for its key, endpoint and
+	 * capabilities (see ModernSession).
 	 */
 	async modern(input: ModernSessionInput): Promise<Response> {
-		return this.metered(async () => {
-			const binding = await this.readyForModern(input);
-			if (binding instanceof Response) return binding;
-			const { message, envelope } = input;
-			if (message.method === "server/discover") return discoverReply(binding, message.id);
-			if (envelope.logLevel !== undefined && envelope.logLevel !== this.logLevel) {
-				this.logLevel = envelope.logLevel;
-				const setLevel = { jsonrpc: "2.0" as const, id: `gw-log-${randomToken(8)}`, method: "logging/setLevel" };
-				await (
-					await this.posting(input.scope, {
-						kind: "request",
-						message: { ...setLevel, params: { level: envelope.logLevel } },
-					})
-				).body?.cancel();
-			}
-			return this.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
-		});
+		return this.metered(() => this.modernSession.request(input));
 	}
 
-	/**
-	 * A 2026-07-28 client's `subscriptions/listen`: the session is opened if
-	 * needed and the upstreams are subscribed to the resources it names; the
-	 * stream itself is carried by the edge over the session's listening
-	 * windows (as a 2025 client's GET is), so listening costs this object
-	 * nothing between windows. Returns what the gateway can honour.
-	 */
+	/** A 2026-07-28 client's `subscriptions/listen` (see ModernSession.listen). */
 	async modernListen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
-		return this.metered(async () => {
-			const binding = await this.readyForModern(input);
-			if (binding instanceof Response) return binding;
-			const acknowledged = acknowledgedFilter(filterOf(input.message.params), binding.server?.capabilities ?? {});
-			for (const uri of acknowledged.resourceSubscriptions ?? []) {
-				const subscribe = { jsonrpc: "2.0" as const, id: `gw-sub-${randomToken(8)}`, method: "resources/subscribe" };
-				const reply = await this.posting(input.scope, { kind: "request", message: { ...subscribe, params: { uri } } });
-				await reply.body?.cancel();
-			}
-			return { acknowledged };
-		});
-	}
-
-	private readyForModern(input: ModernSessionInput): Promise<SessionBinding | Response> {
-		return this.load().then((binding) => {
-			if (binding) {
-				return scopeMatches(binding, input.scope) ? binding : notFound();
-			}
-			this.modernOpening ??= this.openForModern(input).finally(() => {
-				this.modernOpening = null;
-			});
-			return this.modernOpening;
-		});
-	}
-
-	/** Opens the 2025 session a modern client's requests are served from, after the key's ledger admits it. */
-	private async openForModern(input: ModernSessionInput): Promise<SessionBinding | Response> {
-		const place = this.ctx.id.toString();
-		const ledger = keySessions(this.env, input.scope.keyId);
-		if (!(await ledger.admit(place, input.cap))) {
-			return new GatewayError(
-				"session_limit",
-				`Too Many Requests: this API key already holds its limit of ${input.cap} live sessions.`,
-				{ id: input.message.id },
-			).toResponse();
-		}
-		const { envelope } = input;
-		const params = {
-			protocolVersion: LATEST_PROTOCOL_VERSION,
-			capabilities: envelope.clientCapabilities,
-			clientInfo: envelope.clientInfo,
-		};
-		const opened = await this.opening({
-			...input,
-			request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
-			params,
-		});
-		if (!opened.opened || !this.binding) {
-			await ledger.release(place);
-			const error =
-				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };
-			return Response.json({ jsonrpc: "2.0", id: input.message.id, error });
-		}
-		return this.binding;
+		return this.metered(() => this.modernSession.listen(input));
 	}
 
 	/** Forwards one client message (request, notification or response) into the session. */
@@ -463,7 +388,7 @@ export class SessionDO extends DurableObject<Env> {
 		this.parts.requests.clear();
 		this.parts.listening.clear();
 		this.bridge.clear();
-		this.logLevel = undefined;
+		this.modernSession.clear();
 		this.ctx.waitUntil(
 			keySessions(this.env, binding.keyId)
 				.release(this.ctx.id.toString())

@@ -4,7 +4,6 @@ import {
 	InitializeRequestSchema,
 	type InitializeResult,
 	InitializeResultSchema,
-	isJSONRPCRequest,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
@@ -16,14 +15,12 @@ import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
-import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
-import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
-import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/param-headers.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents, SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import { readSseEvents } from "../mcp/sse.ts";
 import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
+import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
@@ -32,39 +29,11 @@ export type { FetchLike } from "./upstream-fetch.ts";
 /** Which era to speak to an upstream: pinned by the operator, or found out ("auto"). */
 export type { UpstreamProtocol };
 
-/**
- * Whether a refused initialize came from a server that speaks only
- * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
- * `supported` versions are all of the per-request era.
- */
-async function offersOnlyModern(response: Response, maxBytes: number): Promise<boolean> {
-	if (!response.body) return false;
-	const bytes = await readCapped(response.body, maxBytes).catch(() => null);
-	if (bytes === null) return false;
-	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
-	const supported = (reply.error.data as { supported?: unknown } | undefined)?.supported;
-	return (
-		Array.isArray(supported) &&
-		supported.some((version) => version === FIRST_PER_REQUEST_VERSION) &&
-		!supported.some((version) => typeof version === "string" && isSupportedSessionVersion(version))
-	);
-}
-
-/** What the gateway holds of one upstream session. */
 export interface UpstreamSession {
 	sessionId: string | null;
 	protocolVersion: string;
 	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
-	client?:
-		| {
-				info: Record<string, unknown>;
-				capabilities: Record<string, unknown>;
-				logLevel?: string;
-				/** Resources the 2025 client subscribed to: the upstream's listen filter names them. */
-				subscriptions?: string[];
-		  }
-		| undefined;
+	client?: ModernClient | undefined;
 }
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
@@ -93,8 +62,8 @@ interface Reply {
 export class UpstreamConnection {
 	/** Requests sent, for cost reports. */
 	requests = 0;
-	/** A 2026-07-28 upstream's `x-mcp-header` declarations by tool; null until first needed. */
-	private toolHeaders: Map<string, ParamHeader[]> | null = null;
+	/** How this connection speaks to a 2026-07-28 upstream for a 2025 session. */
+	private readonly modern: ModernWire;
 
 	constructor(
 		private readonly target: UpstreamTarget,
@@ -105,7 +74,17 @@ export class UpstreamConnection {
 		 * upstream that speaks both is spoken to in the client's own era.
 		 */
 		private readonly era: () => UpstreamProtocol = () => "auto",
-	) {}
+	) {
+		this.modern = new ModernWire({
+			target,
+			fetcher,
+			counted: () => {
+				this.requests++;
+			},
+			listTools: (client) =>
+				this.listAll({ sessionId: null, protocolVersion: FIRST_PER_REQUEST_VERSION, client }, "tools"),
+		});
+	}
 
 	get serverName(): string {
 		return this.target.name;
@@ -433,7 +412,7 @@ export class UpstreamConnection {
 		deadline: Deadline,
 		lastEventId?: string,
 	): Promise<Response> {
-		if (session.client) return this.sendModern(method, session.client, message, deadline);
+		if (session.client) return this.modern.send(method, session.client, message, deadline);
 		const headers = new Headers(this.target.headers);
 		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
 		if (message) headers.set("content-type", "application/json");
@@ -443,154 +422,6 @@ export class UpstreamConnection {
 		this.requests++;
 		const body = message ? JSON.stringify(message) : undefined;
 		return fetchUpstream(this.target, { method, headers, body }, deadline, this.fetcher);
-	}
-
-	/**
-	 * A message of a 2025 session to a 2026-07-28 upstream: a request carries
-	 * the client's envelope and the routing headers; what that era does not
-	 * have (notifications, responses, the GET stream, DELETE) is settled here
-	 * without a request, as the upstream would answer it.
-	 */
-	private sendModern(
-		method: "POST" | "GET" | "DELETE",
-		client: NonNullable<UpstreamSession["client"]>,
-		message: JSONRPCMessage | undefined,
-		deadline: Deadline,
-	): Promise<Response> {
-		if (method === "GET") return this.listenModern(client, deadline);
-		if (method === "DELETE" || !message || !isJSONRPCRequest(message)) {
-			return Promise.resolve(new Response(null, { status: method === "DELETE" ? 200 : 202 }));
-		}
-		// Methods 2026-07-28 removed are settled here: ping needs no upstream, and the log
-		// level travels with every later request instead of being set once.
-		if (message.method === "ping") {
-			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
-		}
-		if (message.method === "logging/setLevel" && typeof message.params?.level === "string") {
-			client.logLevel = message.params.level;
-			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
-		}
-		// Subscriptions are part of the listen stream's filter in 2026-07-28: kept here, they
-		// join it when the session's GET stream next opens (its next listening window).
-		const uri = message.params?.uri;
-		if (
-			(message.method === "resources/subscribe" || message.method === "resources/unsubscribe") &&
-			typeof uri === "string"
-		) {
-			const subscribed = new Set(client.subscriptions ?? []);
-			if (message.method === "resources/subscribe") subscribed.add(uri);
-			else subscribed.delete(uri);
-			client.subscriptions = [...subscribed];
-			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
-		}
-		const outgoing = withEnvelope(message, client);
-		return this.postModern(client, outgoing, deadline);
-	}
-
-	/**
-	 * POSTs a 2026-07-28 request. A tools/call mirrors the arguments its tool
-	 * marks with `x-mcp-header` into `Mcp-Param-*` headers, from the tool list
-	 * (fetched once per connection); a HeaderMismatch refusal means the list
-	 * changed, so it is fetched again and the call sent once more, as the spec
-	 * asks of clients.
-	 */
-	private async postModern(
-		client: NonNullable<UpstreamSession["client"]>,
-		outgoing: JSONRPCRequest,
-		deadline: Deadline,
-	): Promise<Response> {
-		const send = async () => {
-			const headers = modernHeaders(this.target.headers, outgoing);
-			if (outgoing.method === "tools/call") {
-				for (const [name, value] of await this.paramHeaders(client, outgoing.params)) headers.set(name, value);
-			}
-			this.requests++;
-			return fetchUpstream(
-				this.target,
-				{ method: "POST", headers, body: JSON.stringify(outgoing) },
-				deadline,
-				this.fetcher,
-			);
-		};
-		const response = await send();
-		if (outgoing.method !== "tools/call" || response.status !== 400) return response;
-		const text = await response.text();
-		const refusal = parseJsonRpcMessage(text);
-		if (!refusal || !("error" in refusal) || refusal.error.code !== HEADER_MISMATCH) {
-			return new Response(text, { status: response.status, headers: response.headers });
-		}
-		this.toolHeaders = null;
-		return send();
-	}
-
-	/** The `Mcp-Param-*` headers of a tools/call, from the tools' declarations. */
-	private async paramHeaders(
-		client: NonNullable<UpstreamSession["client"]>,
-		params: JSONRPCRequest["params"],
-	): Promise<Array<[string, string]>> {
-		if (this.toolHeaders === null) {
-			const session: UpstreamSession = { sessionId: null, protocolVersion: FIRST_PER_REQUEST_VERSION, client };
-			const tools = await this.listAll(session, "tools").catch(() => []);
-			this.toolHeaders = new Map(tools.map((tool) => [tool.name, paramHeadersOf(tool.inputSchema)]));
-		}
-		const declarations = this.toolHeaders.get(String(params?.name ?? ""));
-		return declarations ? paramHeaderValues(declarations, params?.arguments) : [];
-	}
-
-	/**
-	 * A 2025 session's GET stream from a 2026-07-28 upstream: its
-	 * `subscriptions/listen`, opted in to every list change, with the
-	 * acknowledgement left out (a 2025 client has no use for it).
-	 */
-	private async listenModern(client: NonNullable<UpstreamSession["client"]>, deadline: Deadline): Promise<Response> {
-		const listen = withEnvelope(
-			{
-				jsonrpc: "2.0",
-				id: `gw-listen-${++requestCounter}`,
-				method: "subscriptions/listen",
-				params: {
-					notifications: {
-						toolsListChanged: true,
-						promptsListChanged: true,
-						resourcesListChanged: true,
-						...(client.subscriptions?.length ? { resourceSubscriptions: client.subscriptions } : {}),
-					},
-				},
-			},
-			client,
-		);
-		this.requests++;
-		const response = await fetchUpstream(
-			this.target,
-			{ method: "POST", headers: modernHeaders(this.target.headers, listen), body: JSON.stringify(listen) },
-			deadline,
-			this.fetcher,
-		);
-		if (
-			!response.ok ||
-			!response.body ||
-			!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")
-		) {
-			await response.body?.cancel();
-			return new Response(null, { status: 405 });
-		}
-		const reader = new SseMessageReader(response.body, this.target.maxReplyBytes, parseJsonRpcMessage);
-		const body = new ReadableStream<Uint8Array>({
-			pull: async (controller) => {
-				for (;;) {
-					const message = await reader.next();
-					if (message === null) {
-						controller.close();
-						return;
-					}
-					if (!isNotification(message) || message.method === "notifications/subscriptions/acknowledged") continue;
-					controller.enqueue(sseMessage(message));
-					return;
-				}
-			},
-			cancel: () => reader.cancel(),
-		});
-		return new Response(body, { headers: { "content-type": "text/event-stream" } });
 	}
 
 	private timeoutError(cause: unknown): GatewayError {

@@ -1,0 +1,125 @@
+import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { randomToken } from "../crypto.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../mcp/subscription-filter.ts";
+import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import type { ModernBridge } from "./modern-bridge.ts";
+import { discoverReply } from "./modern-discover.ts";
+import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-do.ts";
+import type { OpenSessionInput } from "./session-open.ts";
+import { notFound } from "./session-responses.ts";
+
+/** What serving 2026-07-28 clients needs of its SessionDO. */
+export interface ModernSessionHost {
+	load(): Promise<SessionBinding | null>;
+	open(input: OpenSessionInput): Promise<OpenSessionResult>;
+	/** The binding once opened (null: none). */
+	current(): SessionBinding | null;
+	post(scope: SessionScope, message: SessionMessage): Promise<Response>;
+	/** The key's ledger of live sessions. */
+	ledger(keyId: string): {
+		admit(place: string, cap: number): Promise<boolean>;
+		release(place: string): Promise<unknown>;
+	};
+	/** This object's place in the ledger. */
+	place: string;
+	bridge: ModernBridge;
+}
+
+/**
+ * 2026-07-28 clients of the 2025 session a SessionDO holds for their key,
+ * endpoint and capabilities: the session is opened on first use with the
+ * envelope's capabilities and client info (admitted by the key's ledger like
+ * any session), `server/discover` is answered from it, a per-request log
+ * level becomes `logging/setLevel` once per change, and everything else goes
+ * through the bridge.
+ */
+export class ModernSession {
+	/** The first requests of a new session share one open. */
+	private opening: Promise<SessionBinding | Response> | null = null;
+	/** The log level a client last asked for (sent to the upstreams once per change). */
+	private logLevel: string | undefined;
+
+	constructor(private readonly host: ModernSessionHost) {}
+
+	async request(input: ModernSessionInput): Promise<Response> {
+		const binding = await this.ready(input);
+		if (binding instanceof Response) return binding;
+		const { message, envelope } = input;
+		if (message.method === "server/discover") return discoverReply(binding, message.id);
+		if (envelope.logLevel !== undefined && envelope.logLevel !== this.logLevel) {
+			this.logLevel = envelope.logLevel;
+			await this.send(input.scope, "logging/setLevel", { level: envelope.logLevel });
+		}
+		return this.host.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
+	}
+
+	/**
+	 * A `subscriptions/listen`: the session is opened if needed and the
+	 * upstreams are subscribed to the resources it names; the stream itself is
+	 * carried by the edge over the session's listening windows (as a 2025
+	 * client's GET is), so listening costs the object nothing between windows.
+	 * Returns what the gateway can honour.
+	 */
+	async listen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
+		const binding = await this.ready(input);
+		if (binding instanceof Response) return binding;
+		const acknowledged = acknowledgedFilter(filterOf(input.message.params), binding.server?.capabilities ?? {});
+		for (const uri of acknowledged.resourceSubscriptions ?? []) {
+			await this.send(input.scope, "resources/subscribe", { uri });
+		}
+		return { acknowledged };
+	}
+
+	/** The session ended: the next request starts afresh. */
+	clear(): void {
+		this.logLevel = undefined;
+	}
+
+	/** A request of the gateway's own into the session; its answer is not needed. */
+	private async send(scope: SessionScope, method: string, params: Record<string, unknown>): Promise<void> {
+		const message: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-${randomToken(8)}`, method, params };
+		await (await this.host.post(scope, { kind: "request", message })).body?.cancel();
+	}
+
+	private async ready(input: ModernSessionInput): Promise<SessionBinding | Response> {
+		const binding = await this.host.load();
+		if (binding) return scopeMatches(binding, input.scope) ? binding : notFound();
+		this.opening ??= this.open(input).finally(() => {
+			this.opening = null;
+		});
+		return this.opening;
+	}
+
+	/** Opens the 2025 session, after the key's ledger admits it; a session that does not open gives its place back. */
+	private async open(input: ModernSessionInput): Promise<SessionBinding | Response> {
+		const { place } = this.host;
+		const ledger = this.host.ledger(input.scope.keyId);
+		if (!(await ledger.admit(place, input.cap))) {
+			return new GatewayError(
+				"session_limit",
+				`Too Many Requests: this API key already holds its limit of ${input.cap} live sessions.`,
+				{ id: input.message.id },
+			).toResponse();
+		}
+		const { envelope } = input;
+		const params = {
+			protocolVersion: LATEST_PROTOCOL_VERSION,
+			capabilities: envelope.clientCapabilities,
+			clientInfo: envelope.clientInfo,
+		};
+		const opened = await this.host.open({
+			...input,
+			request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
+			params,
+		});
+		const binding = this.host.current();
+		if (!opened.opened || !binding) {
+			await ledger.release(place);
+			const error =
+				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };
+			return Response.json({ jsonrpc: "2.0", id: input.message.id, error });
+		}
+		return binding;
+	}
+}

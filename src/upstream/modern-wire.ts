@@ -1,0 +1,208 @@
+import {
+	isJSONRPCRequest,
+	type JSONRPCMessage,
+	type JSONRPCRequest,
+	type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { randomToken } from "../crypto.ts";
+import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
+import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
+import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/param-headers.ts";
+import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { readCapped } from "../mcp/read-capped.ts";
+import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import type { Deadline } from "./deadline.ts";
+import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
+import type { UpstreamTarget } from "./upstream-target.ts";
+
+/** Who the client of a 2025 session is, as a 2026-07-28 upstream is told with every request. */
+export interface ModernClient {
+	info: Record<string, unknown>;
+	capabilities: Record<string, unknown>;
+	logLevel?: string;
+	/** Resources the 2025 client subscribed to: the upstream's listen filter names them. */
+	subscriptions?: string[];
+}
+
+/** What the wire needs of its connection. */
+export interface ModernWireHost {
+	target: UpstreamTarget;
+	fetcher: FetchLike;
+	/** Counts one request sent (cost reports). */
+	counted(): void;
+	/** The upstream's tools, every page (for their `x-mcp-header` declarations). */
+	listTools(client: ModernClient): Promise<Tool[]>;
+}
+
+/**
+ * Whether a refused initialize came from a server that speaks only
+ * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
+ * `supported` versions are all of the per-request era.
+ */
+export async function offersOnlyModern(response: Response, maxBytes: number): Promise<boolean> {
+	if (!response.body) return false;
+	const bytes = await readCapped(response.body, maxBytes).catch(() => null);
+	if (bytes === null) return false;
+	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
+	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
+	const supported = (reply.error.data as { supported?: unknown } | undefined)?.supported;
+	return (
+		Array.isArray(supported) &&
+		supported.some((version) => version === FIRST_PER_REQUEST_VERSION) &&
+		!supported.some((version) => typeof version === "string" && isSupportedSessionVersion(version))
+	);
+}
+
+/** What the gateway holds of one upstream session. */
+/**
+ * How a 2025 session speaks to a 2026-07-28 upstream, message by message:
+ * there is no session on that side, so every request carries the client's
+ * envelope and routing headers, and what that era removed is settled here.
+ */
+export class ModernWire {
+	/** The upstream's `x-mcp-header` declarations by tool; null until first needed. */
+	private toolHeaders: Map<string, ParamHeader[]> | null = null;
+
+	constructor(private readonly host: ModernWireHost) {}
+
+	/**
+	 * A message of a 2025 session to a 2026-07-28 upstream: a request carries
+	 * the client's envelope and the routing headers; what that era does not
+	 * have (notifications, responses, the GET stream, DELETE) is settled here
+	 * without a request, as the upstream would answer it.
+	 */
+	send(
+		method: "POST" | "GET" | "DELETE",
+		client: ModernClient,
+		message: JSONRPCMessage | undefined,
+		deadline: Deadline,
+	): Promise<Response> {
+		if (method === "GET") return this.listen(client, deadline);
+		if (method === "DELETE" || !message || !isJSONRPCRequest(message)) {
+			return Promise.resolve(new Response(null, { status: method === "DELETE" ? 200 : 202 }));
+		}
+		// Methods 2026-07-28 removed are settled here: ping needs no upstream, and the log
+		// level travels with every later request instead of being set once.
+		if (message.method === "ping") {
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
+		}
+		if (message.method === "logging/setLevel" && typeof message.params?.level === "string") {
+			client.logLevel = message.params.level;
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
+		}
+		// Subscriptions are part of the listen stream's filter in 2026-07-28: kept here, they
+		// join it when the session's GET stream next opens (its next listening window).
+		const uri = message.params?.uri;
+		if (
+			(message.method === "resources/subscribe" || message.method === "resources/unsubscribe") &&
+			typeof uri === "string"
+		) {
+			const subscribed = new Set(client.subscriptions ?? []);
+			if (message.method === "resources/subscribe") subscribed.add(uri);
+			else subscribed.delete(uri);
+			client.subscriptions = [...subscribed];
+			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
+		}
+		const outgoing = withEnvelope(message, client);
+		return this.post(client, outgoing, deadline);
+	}
+
+	/**
+	 * POSTs a 2026-07-28 request. A tools/call mirrors the arguments its tool
+	 * marks with `x-mcp-header` into `Mcp-Param-*` headers, from the tool list
+	 * (fetched once per connection); a HeaderMismatch refusal means the list
+	 * changed, so it is fetched again and the call sent once more, as the spec
+	 * asks of clients.
+	 */
+	private async post(client: ModernClient, outgoing: JSONRPCRequest, deadline: Deadline): Promise<Response> {
+		const send = async () => {
+			const headers = modernHeaders(this.host.target.headers, outgoing);
+			if (outgoing.method === "tools/call") {
+				for (const [name, value] of await this.paramHeaders(client, outgoing.params)) headers.set(name, value);
+			}
+			this.host.counted();
+			return fetchUpstream(
+				this.host.target,
+				{ method: "POST", headers, body: JSON.stringify(outgoing) },
+				deadline,
+				this.host.fetcher,
+			);
+		};
+		const response = await send();
+		if (outgoing.method !== "tools/call" || response.status !== 400) return response;
+		const text = await response.text();
+		const refusal = parseJsonRpcMessage(text);
+		if (!refusal || !("error" in refusal) || refusal.error.code !== HEADER_MISMATCH) {
+			return new Response(text, { status: response.status, headers: response.headers });
+		}
+		this.toolHeaders = null;
+		return send();
+	}
+
+	/** The `Mcp-Param-*` headers of a tools/call, from the tools' declarations. */
+	private async paramHeaders(client: ModernClient, params: JSONRPCRequest["params"]): Promise<Array<[string, string]>> {
+		if (this.toolHeaders === null) {
+			const tools = await this.host.listTools(client).catch(() => []);
+			this.toolHeaders = new Map(tools.map((tool) => [tool.name, paramHeadersOf(tool.inputSchema)]));
+		}
+		const declarations = this.toolHeaders.get(String(params?.name ?? ""));
+		return declarations ? paramHeaderValues(declarations, params?.arguments) : [];
+	}
+
+	/**
+	 * A 2025 session's GET stream from a 2026-07-28 upstream: its
+	 * `subscriptions/listen`, opted in to every list change, with the
+	 * acknowledgement left out (a 2025 client has no use for it).
+	 */
+	private async listen(client: ModernClient, deadline: Deadline): Promise<Response> {
+		const listen = withEnvelope(
+			{
+				jsonrpc: "2.0",
+				id: `gw-listen-${randomToken(8)}`,
+				method: "subscriptions/listen",
+				params: {
+					notifications: {
+						toolsListChanged: true,
+						promptsListChanged: true,
+						resourcesListChanged: true,
+						...(client.subscriptions?.length ? { resourceSubscriptions: client.subscriptions } : {}),
+					},
+				},
+			},
+			client,
+		);
+		this.host.counted();
+		const response = await fetchUpstream(
+			this.host.target,
+			{ method: "POST", headers: modernHeaders(this.host.target.headers, listen), body: JSON.stringify(listen) },
+			deadline,
+			this.host.fetcher,
+		);
+		if (
+			!response.ok ||
+			!response.body ||
+			!(response.headers.get("content-type") ?? "").startsWith("text/event-stream")
+		) {
+			await response.body?.cancel();
+			return new Response(null, { status: 405 });
+		}
+		const reader = new SseMessageReader(response.body, this.host.target.maxReplyBytes, parseJsonRpcMessage);
+		const body = new ReadableStream<Uint8Array>({
+			pull: async (controller) => {
+				for (;;) {
+					const message = await reader.next();
+					if (message === null) {
+						controller.close();
+						return;
+					}
+					if (!isNotification(message) || message.method === "notifications/subscriptions/acknowledged") continue;
+					controller.enqueue(sseMessage(message));
+					return;
+				}
+			},
+			cancel: () => reader.cancel(),
+		});
+		return new Response(body, { headers: { "content-type": "text/event-stream" } });
+	}
+}
