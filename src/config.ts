@@ -17,6 +17,25 @@ const list = (fallback: string) =>
 /** Hosts a local gateway answers on when ALLOWED_HOSTS is not set. */
 export const LOCAL_HOSTS = "localhost,127.0.0.1,[::1]";
 
+/** Whether a host is this machine's own (plain http is tolerated only there). */
+export function isLoopbackHost(hostname: string): boolean {
+	return hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** An OAuth issuer or endpoint: https, or http on loopback (local development), never with credentials or a fragment. */
+const issuerUrl = z
+	.string()
+	.url("must be a URL")
+	.refine((value) => {
+		const url = new URL(value);
+		return (
+			(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))) &&
+			url.username === "" &&
+			url.hash === "" &&
+			url.search === ""
+		);
+	}, "must be an https URL (http only on localhost) without credentials, query or fragment");
+
 /** Worker vars and secrets, parsed once per isolate into typed settings with defaults. */
 const SettingsSchema = z.object({
 	// A short admin token can be guessed; refusing it at start beats running with it.
@@ -50,7 +69,35 @@ const SettingsSchema = z.object({
 	ALLOWED_ORIGINS: list(""),
 	ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
 	ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
-});
+	// The gateway's own authorization server, signing people in with this OpenID Connect provider.
+	OIDC_ISSUER: issuerUrl.optional(),
+	OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+	OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+	OIDC_SCOPES: z.string().default("openid email profile"),
+	// Or an external authorization server whose JWT access tokens the gateway accepts.
+	OAUTH_ISSUER: issuerUrl.optional(),
+	OAUTH_AUDIENCE: z.string().min(1).optional(),
+	OAUTH_JWKS_URL: issuerUrl.optional(),
+})
+	.refine((v) => !(v.OIDC_ISSUER && v.OAUTH_ISSUER), {
+		message: "set OIDC_ISSUER (the gateway signs people in) or OAUTH_ISSUER (an external authorization server), not both",
+		path: ["OAUTH_ISSUER"],
+	})
+	.refine((v) => !v.OIDC_ISSUER || (v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET), {
+		message: "OIDC_ISSUER needs OIDC_CLIENT_ID and the OIDC_CLIENT_SECRET secret",
+		path: ["OIDC_CLIENT_ID"],
+	});
+
+/**
+ * How people (not machines) authenticate: "off" (API keys only); "gateway":
+ * the gateway is the authorization server and signs people in with an OpenID
+ * Connect provider; "external": tokens of another authorization server.
+ * API keys work in every mode.
+ */
+export type OAuthSettings =
+	| { mode: "off" }
+	| { mode: "gateway"; oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } }
+	| { mode: "external"; issuer: string; audience: string | null; jwksUrl: string | null };
 
 export interface Settings {
 	adminToken: string | undefined;
@@ -91,6 +138,7 @@ export interface Settings {
 	allowedHosts: string[];
 	/** Plain-http upstream URLs are accepted only when this is set (local development). */
 	allowHttpUpstreams: boolean;
+	oauth: OAuthSettings;
 }
 
 const cache = new WeakMap<object, Settings>();
@@ -142,7 +190,21 @@ export function settingsFrom(env: object): Settings {
 		allowedOrigins: v.ALLOWED_ORIGINS,
 		allowedHosts: v.ALLOWED_HOSTS,
 		allowHttpUpstreams: v.ALLOW_HTTP_UPSTREAMS === "true",
+		oauth: oauthSettings(v),
 	};
 	cache.set(env, settings);
 	return settings;
+}
+
+function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
+	if (v.OIDC_ISSUER && v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET) {
+		return {
+			mode: "gateway",
+			oidc: { issuer: v.OIDC_ISSUER, clientId: v.OIDC_CLIENT_ID, clientSecret: v.OIDC_CLIENT_SECRET, scopes: v.OIDC_SCOPES },
+		};
+	}
+	if (v.OAUTH_ISSUER) {
+		return { mode: "external", issuer: v.OAUTH_ISSUER, audience: v.OAUTH_AUDIENCE ?? null, jwksUrl: v.OAUTH_JWKS_URL ?? null };
+	}
+	return { mode: "off" };
 }

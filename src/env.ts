@@ -9,6 +9,8 @@ export interface Env {
 	KEY_SESSIONS: DurableObjectNamespace<KeySessionsDO>;
 	/** The registry's read path, written through by the RegistryDO (see src/registry/kv-records.ts). */
 	REGISTRY_KV: KVNamespace;
+	/** Grants, tokens and clients of the gateway's own OAuth authorization server (OIDC_ISSUER set). */
+	OAUTH_KV?: KVNamespace;
 	/** Requests per API key (wrangler.toml `[[ratelimits]]`); absent: not limited. */
 	KEY_RATE_LIMITER?: RateLimit;
 	/** Failed authentications per client IP; absent: not limited. */
@@ -38,6 +40,13 @@ export interface Env {
 	SSE_RETRY_MS?: string;
 	LISTEN_WINDOW_SECONDS?: string;
 	MAX_PENDING_CLIENT_REQUESTS?: string;
+	OIDC_ISSUER?: string;
+	OIDC_CLIENT_ID?: string;
+	OIDC_CLIENT_SECRET?: string;
+	OIDC_SCOPES?: string;
+	OAUTH_ISSUER?: string;
+	OAUTH_AUDIENCE?: string;
+	OAUTH_JWKS_URL?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

@@ -312,6 +312,7 @@ describe("sessions recheck from KV", () => {
 				},
 				endpoint: (name) => fresh.endpoint(name),
 				servers: () => fresh.servers(),
+				rules: () => fresh.rules(),
 			};
 			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
 		});
@@ -331,6 +332,7 @@ describe("an unreadable KV", () => {
 		key: () => Promise.reject(new Error("KV read failed (test)")),
 		endpoint: () => Promise.reject(new Error("KV read failed (test)")),
 		servers: () => Promise.reject(new Error("KV read failed (test)")),
+		rules: () => Promise.reject(new Error("KV read failed (test)")),
 	};
 
 	it("initialize fails with a 503 that names nothing internal, and opens nothing", async () => {
@@ -362,7 +364,12 @@ describe("an unreadable KV", () => {
 		const silent = { get: () => new Promise<never>(() => {}) } as unknown as KVNamespace;
 		const fresh = kvRegistryReader(env.REGISTRY_KV, 0);
 		const slow = kvRegistryReader(silent, 0, 50);
-		const reader: RegistryReader = { key: (id) => fresh.key(id), endpoint: slow.endpoint, servers: slow.servers };
+		const reader: RegistryReader = {
+			key: (id) => fresh.key(id),
+			endpoint: slow.endpoint,
+			servers: slow.servers,
+			rules: slow.rules,
+		};
 		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
 		expect(response.status).toBe(503);
 		expect((await readReply(response)).error?.data?.kind).toBe("registry_unavailable");

@@ -4,6 +4,7 @@ import { settingsFrom } from "../config.ts";
 import { secretsEqual } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { type AccessRuleRecord, AccessRuleInputSchema, RuleNameSchema } from "../registry/access-rules.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import {
 	describeIssues,
@@ -32,6 +33,15 @@ function maskServer(server: ServerRecord) {
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of an access rule: all of it, with times as ISO strings. */
+function showAccessRule(rule: AccessRuleRecord) {
+	return {
+		...rule,
+		createdAt: new Date(rule.createdAt).toISOString(),
+		updatedAt: new Date(rule.updatedAt).toISOString(),
 	};
 }
 
@@ -78,6 +88,9 @@ type AdminAction =
 	| "virtual_server.created"
 	| "virtual_server.replaced"
 	| "virtual_server.deleted"
+	| "access_rule.created"
+	| "access_rule.replaced"
+	| "access_rule.deleted"
 	| "key.created"
 	| "key.deleted"
 	| "registry.synced";
@@ -198,6 +211,36 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 			throw new GatewayError("not_found", `Not Found: no API key with id '${id}'.`);
 		}
 		audit("key.deleted", id);
+		return c.body(null, 204);
+	});
+
+	/**
+	 * Access rules: which signed-in identities (OAuth) may use which servers.
+	 * Like keys, a rule grants servers, a user path and a session cap; the first
+	 * rule (by priority, then name) whose match holds for the identity decides.
+	 */
+	admin.put("/access-rules/:name", async (c) => {
+		const parsed = RuleNameSchema.safeParse(c.req.param("name"));
+		if (!parsed.success) {
+			throw new GatewayError("bad_request", `Bad Request: access rule name ${parsed.error.issues[0]?.message}.`);
+		}
+		const input = await parseJsonBody(c, AccessRuleInputSchema);
+		const { rule, created } = await registryStub(c.env).putAccessRule(parsed.data, input);
+		audit(created ? "access_rule.created" : "access_rule.replaced", rule.name);
+		return c.json(showAccessRule(rule), created ? 201 : 200);
+	});
+
+	admin.get("/access-rules", async (c) => {
+		const rules = await registryStub(c.env).listAccessRules();
+		return c.json({ accessRules: rules.map(showAccessRule) });
+	});
+
+	admin.delete("/access-rules/:name", async (c) => {
+		const name = c.req.param("name");
+		if (!(await registryStub(c.env).deleteAccessRule(name))) {
+			throw new GatewayError("not_found", `Not Found: no access rule named '${name}'.`);
+		}
+		audit("access_rule.deleted", name);
 		return c.body(null, 204);
 	});
 

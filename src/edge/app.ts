@@ -4,6 +4,7 @@ import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
@@ -52,6 +53,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	// Most MCP clients are not browsers and send no Origin: they skip CORS entirely.
 	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
 	app.route("/admin", createAdminRoutes());
+	app.route("/", createOAuthRoutes());
 	app.all("/mcp", handleMcpEndpoint);
 	app.all("/mcp/:name", handleMcpEndpoint);
 

@@ -2,7 +2,9 @@ import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { apiKeyId, verifyApiKey } from "../registry/api-key.ts";
+import { principalOfToken } from "../auth/access-token.ts";
+import { bearerChallenge } from "../auth/protected-resource.ts";
+import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
@@ -29,6 +31,8 @@ const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revok
  * foreign and forged keys cost no Durable Object request and no KV read
  * (invariant 11); only then is its record read, and the SHA-256 of the whole
  * key compared with the one on record.
+ * With OAuth on, a bearer that is not shaped like an API key is an access
+ * token, and stands for the principal its access rule makes of it.
  * Failed authentications count against the client's IP (AUTH_FAILURE_LIMITER).
  */
 export async function authenticate(
@@ -41,14 +45,23 @@ export async function authenticate(
 	const ip = clientIp(request);
 	refuseLockedOut(ip, settings);
 	const token = bearerToken(request);
+	const origin = new URL(request.url).origin;
 	if (!token) {
-		throw failedAuthentication(
-			env,
-			settings,
-			ip,
-			unauthenticated("Authentication required: send an API key as 'Authorization: Bearer <key>'."),
-			waitUntil,
-		);
+		const how =
+			settings.oauth.mode === "off"
+				? "send an API key as 'Authorization: Bearer <key>'"
+				: "sign in with OAuth (see the resource metadata in WWW-Authenticate) or send an API key as 'Authorization: Bearer <key>'";
+		throw failedAuthentication(env, settings, ip, unauthenticated(`Authentication required: ${how}.`, settings, origin), waitUntil);
+	}
+	if (settings.oauth.mode !== "off" && !looksLikeApiKey(token)) {
+		try {
+			return await principalOfToken(token, request, env, settings, reader);
+		} catch (error) {
+			if (error instanceof GatewayError && error.kind === "unauthenticated") {
+				throw failedAuthentication(env, settings, ip, error, waitUntil);
+			}
+			throw error;
+		}
 	}
 	if (!settings.keySecret) {
 		throw new GatewayError(
@@ -60,7 +73,7 @@ export async function authenticate(
 	// The digest proves the key is this record's, whichever way the record was found.
 	// A wrong key naming a cached id leaves the cache as it is: it cannot evict a good record.
 	if (!record || !(await digestMatches(token, record.digest))) {
-		throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY), waitUntil);
+		throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY, settings, origin), waitUntil);
 	}
 	return record;
 }
@@ -97,8 +110,8 @@ async function digestMatches(token: string, digest: string): Promise<boolean> {
 	return given.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(given, expected);
 }
 
-function unauthenticated(message: string): GatewayError {
+function unauthenticated(message: string, settings: Settings, origin: string): GatewayError {
 	return new GatewayError("unauthenticated", message, {
-		headers: { "www-authenticate": 'Bearer realm="mcp-edge-gateway"' },
+		headers: { "www-authenticate": bearerChallenge(settings, origin) },
 	});
 }

@@ -16,6 +16,8 @@ export const ERROR_KINDS = {
 	unauthenticated: { status: 401, code: ErrorCode.InvalidRequest },
 	forbidden_origin: { status: 403, code: ErrorCode.InvalidRequest },
 	forbidden_host: { status: 403, code: ErrorCode.InvalidRequest },
+	// A signed-in identity that no access rule grants anything.
+	forbidden: { status: 403, code: ErrorCode.InvalidRequest },
 	not_found: { status: 404, code: ErrorCode.InvalidRequest },
 	session_not_found: { status: 404, code: ErrorCode.InvalidRequest },
 	method_not_allowed: { status: 405, code: ErrorCode.InvalidRequest },
@@ -34,6 +36,9 @@ export const ERROR_KINDS = {
 	misconfigured: { status: 500, code: ErrorCode.InternalError },
 	// The registry's read path (Workers KV) could not be read.
 	registry_unavailable: { status: 503, code: ErrorCode.InternalError },
+	// OAuth: the OpenID Connect provider (sign-in), or the external issuer's keys (tokens), could not be read.
+	identity_provider_unavailable: { status: 502, code: ErrorCode.InternalError },
+	issuer_unavailable: { status: 503, code: ErrorCode.InternalError },
 	internal: { status: 500, code: ErrorCode.InternalError },
 	// Upstream failures. Inside a JSON-RPC exchange they travel as a JSON-RPC
 	// error with HTTP 200; outside one (a notification, a GET stream) the

@@ -26,6 +26,11 @@ export async function mintApiKey(secret: string, id: string): Promise<string> {
 	return `${body}.${await macOf(secret, body)}`;
 }
 
+/** Whether a bearer is meant as an API key (of any format, valid or not) rather than an OAuth access token. */
+export function looksLikeApiKey(token: string): boolean {
+	return token.startsWith("mcpgw");
+}
+
 /** The key id a key names, when it has the shape of a key (no MAC check: see `verifyApiKey`). */
 export function apiKeyId(key: string): string | null {
 	return KEY_SHAPE.exec(key)?.[1] ?? null;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AccessRuleRecordSchema } from "./access-rules.ts";
 import { UpstreamProtocolSchema } from "./schemas.ts";
 
 /**
@@ -10,18 +11,21 @@ import { UpstreamProtocolSchema } from "./schemas.ts";
  * - `key/<id>`: an API key's record with the SHA-256 of the key.
  * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
  * - `servers`: every server, for the aggregate `/mcp`.
+ * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
 	endpoint: (name: string) => `endpoint/${name}`,
 	servers: "servers",
+	rules: "access-rules",
 } as const;
 
 /**
  * Bumped when the published records change shape: a registry that finds an
  * older format recorded republishes everything at start. 2: servers carry `protocol`.
+ * 3: access rules are published.
  */
-export const KV_FORMAT = 2;
+export const KV_FORMAT = 3;
 
 const ServerRecordSchema = z.object({
 	name: z.string(),
@@ -68,3 +72,5 @@ export const EndpointRecordSchema = z.discriminatedUnion("kind", [
 ]);
 
 export const ServerListSchema = z.array(ServerRecordSchema);
+
+export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);

@@ -1,6 +1,14 @@
 import type { z } from "zod";
 import { withTimeout } from "../timing.ts";
-import { EndpointRecordSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
+import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
+import {
+	AccessRuleListSchema,
+	EndpointRecordSchema,
+	KV_NAMES,
+	ServerListSchema,
+	type StoredKey,
+	StoredKeySchema,
+} from "./kv-records.ts";
 import type { ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
 
@@ -9,6 +17,8 @@ export interface RegistryReader {
 	key(id: string): Promise<StoredKey | null>;
 	endpoint(name: string): Promise<ResolvedEndpoint | null>;
 	servers(): Promise<ServerRecord[]>;
+	/** Every access rule, in the order they are tried. */
+	rules(): Promise<AccessRuleRecord[]>;
 }
 
 /** A reader that counts its reads (cost reports). */
@@ -47,20 +57,32 @@ export function kvRegistryReader(
 		key: (id) => read(KV_NAMES.key(id), StoredKeySchema),
 		endpoint: (name) => read(KV_NAMES.endpoint(name), EndpointRecordSchema),
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
+		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
 	};
 }
 
+/** Whether a sign-in's grant still exists at the gateway's authorization server. */
+export type GrantCheck = (userId: string, grantId: string) => Promise<boolean>;
+
 /**
- * A session's recheck from the read path: the key record and the endpoint
- * record (or, for `/mcp`, the server list), read in parallel.
+ * A session's recheck from the read path: the key record (for a signed-in
+ * principal, the access rules and its grant) and the endpoint record (or, for
+ * `/mcp`, the server list), read in parallel.
  */
-export async function checkSessionWith(reader: RegistryReader, input: SessionCheckInput): Promise<SessionCheckResult> {
+export async function checkSessionWith(
+	reader: RegistryReader,
+	input: SessionCheckInput,
+	grantLive?: GrantCheck,
+): Promise<SessionCheckResult> {
 	const endpoint = input.endpoint;
-	const [key, resolved, all] = await Promise.all([
-		reader.key(input.keyId),
+	const principal = parsePrincipalId(input.keyId);
+	const [key, grant, resolved, all] = await Promise.all([
+		principal ? reader.rules().then((rules) => principalRecord(input.keyId, rules)) : reader.key(input.keyId),
+		principal?.grantId && grantLive ? grantLive(principal.userId, principal.grantId) : Promise.resolve(true),
 		endpoint.kind === "aggregate" ? Promise.resolve(null) : reader.endpoint(endpoint.name),
 		endpoint.kind === "aggregate" ? reader.servers() : Promise.resolve([]),
 	]);
+	if (!grant) return { ok: false, reason: "the sign-in was revoked (its grant no longer exists)" };
 	const current: ServerRecord[] =
 		resolved?.kind === "server" ? [resolved.server] : resolved?.kind === "virtual" ? resolved.members : all;
 	return checkSessionAgainst(

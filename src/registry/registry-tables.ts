@@ -1,4 +1,5 @@
 import { sha256Hex } from "../crypto.ts";
+import type { AccessRuleRecord } from "./access-rules.ts";
 import { type ApiKeyRecord, type ServerRecord, UpstreamProtocolSchema, type VirtualServerRecord } from "./schemas.ts";
 
 /**
@@ -37,6 +38,18 @@ export interface KeyRow extends Record<string, SqlStorageValue> {
 	created_at: number;
 }
 
+export interface AccessRuleRow extends Record<string, SqlStorageValue> {
+	name: string;
+	match: string;
+	servers: string | null;
+	user_path: string;
+	max_sessions: number | null;
+	priority: number;
+	generation: string;
+	created_at: number;
+	updated_at: number;
+}
+
 /** The key columns read back (never the digest). */
 export const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, key_format, created_at";
 
@@ -72,6 +85,17 @@ export function createTables(sql: SqlStorage): void {
 			CREATE TABLE IF NOT EXISTS meta (
 				key TEXT PRIMARY KEY,
 				value TEXT NOT NULL
+			);
+			CREATE TABLE IF NOT EXISTS access_rules (
+				name TEXT PRIMARY KEY,
+				match TEXT NOT NULL, -- JSON object of the claims to match
+				servers TEXT, -- JSON array of server names; NULL means all
+				user_path TEXT NOT NULL,
+				max_sessions INTEGER,
+				priority INTEGER NOT NULL,
+				generation TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
 			);
 			CREATE TABLE IF NOT EXISTS virtual_servers (
 				name TEXT PRIMARY KEY,
@@ -158,5 +182,19 @@ export function toKeyRecord(row: KeyRow): ApiKeyRecord {
 		maxSessions: row.max_sessions,
 		format: row.key_format === 1 ? "legacy" : "self-verifying",
 		createdAt: row.created_at,
+	};
+}
+
+export function toAccessRuleRecord(row: AccessRuleRow): AccessRuleRecord {
+	return {
+		name: row.name,
+		match: JSON.parse(row.match) as AccessRuleRecord["match"],
+		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
+		userPath: row.user_path,
+		maxSessions: row.max_sessions,
+		priority: row.priority,
+		generation: row.generation,
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
 	};
 }

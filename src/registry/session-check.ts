@@ -1,4 +1,5 @@
 import { keyMayUseServer, userPathAllowed } from "./access.ts";
+import { parsePrincipalId } from "./access-rules.ts";
 import type { ApiKeyRecord, ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 
 /** What the registry holds now that a session's check needs, however it was read (SQLite or KV). */
@@ -18,7 +19,15 @@ export interface CheckSnapshot {
  */
 export function checkSessionAgainst(snapshot: CheckSnapshot, input: SessionCheckInput): SessionCheckResult {
 	const key = snapshot.key;
-	if (!key) return { ok: false, reason: "the API key was revoked" };
+	if (!key) {
+		const principal = parsePrincipalId(input.keyId);
+		return {
+			ok: false,
+			reason: principal
+				? `access rule '${principal.rule}' no longer grants this identity (it was removed, or its match changed)`
+				: "the API key was revoked",
+		};
+	}
 	if (key.userPath !== input.userPath) {
 		return { ok: false, reason: "the API key's user path no longer matches the session's" };
 	}

@@ -1,3 +1,4 @@
+import { grantExists } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { checkSessionWith, kvRegistryReader } from "../registry/registry-reader.ts";
@@ -10,11 +11,17 @@ export interface RegistryClient {
 	readonly kvReads: number;
 }
 
-/** Rechecks from the registry's read path, Workers KV: no request reaches the RegistryDO. */
+/**
+ * Rechecks from the registry's read path, Workers KV: no request reaches the
+ * RegistryDO. A signed-in principal's grant is looked up in the authorization
+ * server's KV, so a revoked sign-in ends its sessions at their next recheck.
+ */
 export function registryClient(env: Env): RegistryClient {
 	const reader = kvRegistryReader(env.REGISTRY_KV, settingsFrom(env).kvCacheTtlSeconds);
+	const oauthKv = env.OAUTH_KV;
+	const grants = oauthKv ? (userId: string, grantId: string) => grantExists(oauthKv, userId, grantId) : undefined;
 	return {
-		checkSession: (input) => checkSessionWith(reader, input),
+		checkSession: (input) => checkSessionWith(reader, input, grants),
 		get kvReads() {
 			return reader.reads;
 		},

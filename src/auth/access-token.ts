@@ -1,0 +1,104 @@
+import type { Settings } from "../config.ts";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
+import type { RegistryReader } from "../registry/registry-reader.ts";
+import type { ApiKeyRecord } from "../registry/schemas.ts";
+import { IsolateCache } from "../edge/isolate-cache.ts";
+import { registryUnavailable } from "../edge/registry-unavailable.ts";
+import { authorizationServer, GrantPropsSchema, grantIdOf, resourceOf, userIdOf } from "./authorization-server.ts";
+import { IssuerUnavailable, TokenRejected, verifyExternalToken } from "./external-issuer.ts";
+import type { Identity } from "./identity.ts";
+import { bearerChallenge } from "./protected-resource.ts";
+
+/** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */
+const rulesCache = new IsolateCache<AccessRuleRecord[]>(1);
+
+/**
+ * The principal an OAuth access token stands for, in the shape of a key
+ * record: the token is validated (the gateway's own, by its authorization
+ * server: known, unexpired, for this resource; an external issuer's, as a
+ * JWT: signature, issuer, audience, expiry), then the access rules turn its
+ * identity into what it may use. Throws 401 (with a challenge naming the
+ * resource metadata) for a token that is not valid, 403 when no rule grants
+ * the identity anything, 503 when the issuer or the rules cannot be read.
+ */
+export async function principalOfToken(
+	token: string,
+	request: Request,
+	env: Env,
+	settings: Settings,
+	reader: RegistryReader,
+): Promise<ApiKeyRecord> {
+	const origin = new URL(request.url).origin;
+	const oauth = settings.oauth;
+	let identity: Identity;
+	let userId: string;
+	let grantId: string | null = null;
+	let trustedIssuer: string;
+	if (oauth.mode === "gateway") {
+		const validated = await authorizationServer(origin)
+			.validateToken(resourceOf(origin), token, env)
+			.catch((error: unknown) => {
+				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {
+					cause: error,
+				});
+			});
+		const props = GrantPropsSchema.safeParse(validated?.props);
+		if (!validated || !props.success) {
+			throw invalidToken(settings, origin, "The access token is unknown, expired, revoked or for another resource.");
+		}
+		identity = props.data.identity;
+		userId = validated.userId;
+		grantId = grantIdOf(token, userId);
+		trustedIssuer = oauth.oidc.issuer;
+	} else if (oauth.mode === "external") {
+		try {
+			identity = await verifyExternalToken(token, {
+				issuer: oauth.issuer,
+				audience: oauth.audience ?? resourceOf(origin),
+				jwksUrl: oauth.jwksUrl,
+			});
+		} catch (error) {
+			if (error instanceof TokenRejected) {
+				throw invalidToken(settings, origin, `The access token was refused: ${error.reason}.`);
+			}
+			if (error instanceof IssuerUnavailable) {
+				throw new GatewayError(
+					"issuer_unavailable",
+					"The authorization server's signing keys could not be read; the token could not be checked.",
+					{ cause: error },
+				);
+			}
+			throw error;
+		}
+		userId = await userIdOf(identity);
+		trustedIssuer = oauth.issuer;
+	} else {
+		throw invalidToken(settings, origin, "Invalid API key: it is unknown, malformed or has been revoked.");
+	}
+	let rules: AccessRuleRecord[] | null;
+	try {
+		rules = await rulesCache.get("rules", settings.endpointCacheTtlMs, () => reader.rules());
+	} catch (error) {
+		throw registryUnavailable(error);
+	}
+	const rule = ruleFor(rules ?? [], identity, trustedIssuer);
+	if (!rule) {
+		throw new GatewayError(
+			"forbidden",
+			`Forbidden: no access rule of this gateway grants ${identity.email ?? identity.subject} anything; ask its operator for access.`,
+		);
+	}
+	const id = principalId({ rule: rule.name, generation: rule.generation, userId, grantId });
+	const record = principalRecord(id, [rule], identity.email ?? identity.subject);
+	if (!record) throw new Error("a principal's own rule did not resolve");
+	return record;
+}
+
+/** 401 `invalid_token`: the challenge tells the client where to get a new one. */
+export function invalidToken(settings: Settings, origin: string, message: string): GatewayError {
+	return new GatewayError("unauthenticated", message, {
+		headers: { "www-authenticate": bearerChallenge(settings, origin, { code: "invalid_token", description: message }) },
+	});
+}

@@ -1,0 +1,89 @@
+import { OAuthAuthorizationServer } from "@cloudflare/workers-oauth-provider";
+import { z } from "zod";
+import { sha256Hex } from "../crypto.ts";
+import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { type Identity, IdentitySchema } from "./identity.ts";
+
+/** Where the gateway's authorization server answers, under its issuer (the gateway's origin). */
+export const AUTHORIZE_PATH = "/authorize";
+export const TOKEN_PATH = "/oauth/token";
+export const REGISTER_PATH = "/oauth/register";
+/** Where the OpenID Connect provider sends people back after signing in. */
+export const CALLBACK_PATH = "/oauth/callback";
+/** The one scope the gateway grants: what a token may use is decided by access rules, not scopes. */
+export const GATEWAY_SCOPE = "mcp";
+
+/** Every `/mcp...` endpoint is one OAuth resource: tokens for `<origin>/mcp` work on all of them (RFC 9728 §5.1). */
+export function resourceOf(origin: string): string {
+	return `${origin}/mcp`;
+}
+
+/**
+ * The authorization server per origin (its issuer is the origin the request
+ * came to, which host validation already limited to the gateway's own). The
+ * library keeps grants, tokens and clients in `OAUTH_KV`, tokens and codes
+ * only as hashes; it serves RFC 8414 metadata with RFC 9207 `iss`, the token
+ * endpoint (code + PKCE S256, refresh with rotation, RFC 7009 revocation),
+ * dynamic registration and Client ID Metadata Documents.
+ */
+const servers = new Map<string, OAuthAuthorizationServer<Env>>();
+
+export function authorizationServer(origin: string): OAuthAuthorizationServer<Env> {
+	let server = servers.get(origin);
+	if (!server) {
+		server = new OAuthAuthorizationServer<Env>({
+			issuer: origin,
+			resources: [resourceOf(origin)],
+			defaultResource: resourceOf(origin),
+			authorizeEndpoint: `${origin}${AUTHORIZE_PATH}`,
+			tokenEndpoint: `${origin}${TOKEN_PATH}`,
+			clientRegistrationEndpoint: `${origin}${REGISTER_PATH}`,
+			scopesSupported: [GATEWAY_SCOPE],
+			clientIdMetadataDocumentEnabled: true,
+			onError: ({ code, description, internal }) => {
+				console.warn(JSON.stringify({ event: "oauth_error", code, description, reason: internal.reason }));
+			},
+		});
+		servers.set(origin, server);
+	}
+	return server;
+}
+
+/** What a grant carries for the gateway: who signed in (encrypted by the library, readable only with a token). */
+export const GrantPropsSchema = z.object({ identity: IdentitySchema });
+export type GrantProps = z.infer<typeof GrantPropsSchema>;
+
+/**
+ * The user id of a person's grants: a digest of issuer and subject, so it
+ * carries no `:` (the library's separator) and reveals nothing in KV names.
+ */
+export async function userIdOf(identity: Pick<Identity, "issuer" | "subject">): Promise<string> {
+	return `u_${(await sha256Hex(`${identity.issuer}\n${identity.subject}`)).slice(0, 32)}`;
+}
+
+/**
+ * The grant a token of this authorization server belongs to. Tokens are
+ * `<user>:<grant>:<secret>`; the token has already been validated, and its
+ * user must be the validated one, so nothing here is taken on trust.
+ */
+export function grantIdOf(token: string, userId: string): string | null {
+	const [user, grant, secret, ...rest] = token.split(":");
+	return user === userId && grant && secret && rest.length === 0 ? grant : null;
+}
+
+/** The KV namespace of the authorization server, or a clear error naming the missing binding. */
+export function oauthKv(env: Env): KVNamespace {
+	if (!env.OAUTH_KV) {
+		throw new GatewayError(
+			"misconfigured",
+			"The gateway is misconfigured: OIDC_ISSUER is set but the OAUTH_KV namespace is not bound.",
+		);
+	}
+	return env.OAUTH_KV;
+}
+
+/** Whether a grant still exists (a session's recheck: revoked sign-ins end their sessions). */
+export async function grantExists(kv: KVNamespace, userId: string, grantId: string): Promise<boolean> {
+	return (await kv.get(`grant:${userId}:${grantId}`)) !== null;
+}

@@ -1,0 +1,55 @@
+import type { ConsentDescription } from "@cloudflare/workers-oauth-provider";
+
+/** Everything shown on a page that came from a client (its name, its URIs) is escaped: an attacker chooses it. */
+export function escapeHtml(value: string): string {
+	return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+}
+
+const STYLE =
+	"body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}.warn{background:#fff4d6;padding:.5rem .75rem}";
+
+function page(title: string, body: string): string {
+	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
+}
+
+/**
+ * The consent page: which client asks, where its access will go, and that
+ * the gateway at `host` is what it will reach. A self-registered client's
+ * name is marked as unverified; a Client ID Metadata Document's domain is shown.
+ */
+export function consentPage(details: ConsentDescription, handle: string, host: string): string {
+	const name = escapeHtml(details.clientName);
+	const origin = details.clientDomain
+		? `Published by <strong>${escapeHtml(details.clientDomain)}</strong>.`
+		: "This app registered itself; its name is not verified.";
+	const loopback = details.redirectIsLoopback
+		? '<p class="warn"><strong>This sends access to an app on your computer.</strong> Continue only if you just started signing in from it.</p>'
+		: "";
+	return page(
+		`Allow ${details.clientName}?`,
+		`<h1>Allow <em>${name}</em> to use the MCP gateway at ${escapeHtml(host)}?</h1>
+<p>${origin} Access will be sent to <strong>${escapeHtml(details.redirectHost)}</strong>.</p>
+${loopback}
+<p>You will sign in with your organisation's identity provider next. The app will reach the MCP servers your organisation's access rules grant you, as you.</p>
+<form method="post">
+<input type="hidden" name="handle" value="${escapeHtml(handle)}">
+<p><button name="decision" value="approve">Allow</button><button name="decision" value="deny">Deny</button></p>
+</form>`,
+	);
+}
+
+/** A sign-in that cannot go back to the client (no validated redirect): said here, never redirected. */
+export function errorPage(status: number, message: string): Response {
+	return new Response(
+		page("Sign-in failed", `<h1>This sign-in cannot continue</h1><p>${escapeHtml(message)}</p><p>Start again from your MCP client.</p>`),
+		{
+			status,
+			headers: {
+				"content-type": "text/html; charset=utf-8",
+				"cache-control": "no-store",
+				"content-security-policy": "frame-ancestors 'none'",
+				"x-frame-options": "DENY",
+			},
+		},
+	);
+}

@@ -1,0 +1,172 @@
+import { z } from "zod";
+import type { Identity } from "../auth/identity.ts";
+import { type ApiKeyRecord, ServerNameSchema, UserPathSchema } from "./schemas.ts";
+
+/**
+ * Access rules turn a signed-in identity into a principal: what an API key is
+ * for machines, a rule is for people. A rule matches on the identity's claims
+ * (every condition given must hold) and grants servers, a user path and a
+ * session cap, exactly as a key does. Rules are tried in `priority` order,
+ * then by name; the first that matches decides, as in a firewall.
+ */
+export const RULE_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
+export const RuleNameSchema = z
+	.string()
+	.regex(RULE_NAME, "must be 1-64 characters of a-z, 0-9 and '-', starting with a letter or digit");
+
+const MatchSchema = z
+	.strictObject({
+		/** The `sub` claim, exactly. */
+		subject: z.string().min(1).max(255).optional(),
+		/** The issuer that vouched for the subject; absent: the one the gateway trusts. */
+		issuer: z.string().url().optional(),
+		/** The verified email address, case-insensitively. */
+		email: z.string().min(3).max(320).optional(),
+		/** The verified email's domain, case-insensitively ("example.com", not "@example.com"). */
+		emailDomain: z
+			.string()
+			.regex(/^[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/, "must be a domain like example.com")
+			.optional(),
+		/** A member of the `groups` claim, exactly. */
+		group: z.string().min(1).max(256).optional(),
+	})
+	.refine(
+		(match) => [match.subject, match.email, match.emailDomain, match.group].some((value) => value !== undefined),
+		"must name at least one of subject, email, emailDomain, group (an issuer alone would grant everyone it knows)",
+	);
+
+export const AccessRuleInputSchema = z.strictObject({
+	match: MatchSchema,
+	/** Servers (and so virtual servers made of them) the identities may use; absent: all. */
+	servers: z.array(ServerNameSchema).max(256).optional(),
+	userPath: UserPathSchema.default("/"),
+	/** Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY. */
+	maxSessions: z.number().int().positive().max(100_000).optional(),
+	/** Lower first; equal priorities go by name. */
+	priority: z.number().int().min(0).max(1_000_000).default(100),
+});
+export type AccessRuleInput = z.output<typeof AccessRuleInputSchema>;
+export type RuleMatch = z.output<typeof MatchSchema>;
+
+export interface AccessRuleRecord {
+	name: string;
+	match: RuleMatch;
+	servers: string[] | null;
+	userPath: string;
+	maxSessions: number | null;
+	priority: number;
+	/**
+	 * Changes when the rule's match changes (or it is deleted and made again):
+	 * sessions opened under the old match end at their next recheck. A change
+	 * of what the rule grants keeps it, and sessions follow the new grant the
+	 * way a key's sessions do.
+	 */
+	generation: string;
+	createdAt: number;
+	updatedAt: number;
+}
+
+export const AccessRuleRecordSchema = z.object({
+	name: z.string(),
+	match: z.object({
+		subject: z.string().optional(),
+		issuer: z.string().optional(),
+		email: z.string().optional(),
+		emailDomain: z.string().optional(),
+		group: z.string().optional(),
+	}),
+	servers: z.array(z.string()).nullable(),
+	userPath: z.string(),
+	maxSessions: z.number().nullable(),
+	priority: z.number(),
+	generation: z.string(),
+	createdAt: z.number(),
+	updatedAt: z.number(),
+});
+
+/** Rules in the order they are tried. */
+export function orderRules<T extends Pick<AccessRuleRecord, "priority" | "name">>(rules: readonly T[]): T[] {
+	return [...rules].sort((a, b) => a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Whether every condition of the rule holds for the identity. `trustedIssuer` stands in for an absent `issuer`. */
+export function ruleMatches(match: RuleMatch, identity: Identity, trustedIssuer: string): boolean {
+	if ((match.issuer ?? trustedIssuer) !== identity.issuer) return false;
+	if (match.subject !== undefined && match.subject !== identity.subject) return false;
+	const email = identity.email;
+	if (match.email !== undefined && email !== match.email.toLowerCase()) return false;
+	if (match.emailDomain !== undefined && email?.slice(email.lastIndexOf("@") + 1) !== match.emailDomain.toLowerCase()) {
+		return false;
+	}
+	if (match.group !== undefined && !identity.groups.includes(match.group)) return false;
+	return true;
+}
+
+/** The first rule that matches, in rule order; null: the identity may use nothing. */
+export function ruleFor(
+	rules: readonly AccessRuleRecord[],
+	identity: Identity,
+	trustedIssuer: string,
+): AccessRuleRecord | null {
+	return orderRules(rules).find((rule) => ruleMatches(rule.match, identity, trustedIssuer)) ?? null;
+}
+
+/**
+ * A principal's id, which its sessions are bound to exactly as a key's are to
+ * the key id: `oauth~<rule>~<rule generation>~<user>` and, for tokens of the
+ * gateway's own authorization server, `~<grant>`. The same person signing in
+ * again under the same grant keeps their sessions; a rule whose match changed,
+ * or a new grant, makes a new principal. `~` is in none of the parts.
+ */
+const PRINCIPAL_PREFIX = "oauth~";
+
+export interface PrincipalRef {
+	rule: string;
+	generation: string;
+	userId: string;
+	grantId: string | null;
+}
+
+export function principalId(ref: PrincipalRef): string {
+	const parts = [ref.rule, ref.generation, ref.userId, ...(ref.grantId === null ? [] : [ref.grantId])];
+	return `${PRINCIPAL_PREFIX}${parts.join("~")}`;
+}
+
+/** The parts of a principal id; null for anything else (an API key id). */
+export function parsePrincipalId(id: string): PrincipalRef | null {
+	if (!id.startsWith(PRINCIPAL_PREFIX)) return null;
+	const [rule, generation, userId, grantId, ...rest] = id.slice(PRINCIPAL_PREFIX.length).split("~");
+	if (!rule || !generation || !userId || rest.length > 0 || grantId === "") return null;
+	return { rule, generation, userId, grantId: grantId ?? null };
+}
+
+/**
+ * What a principal may use, in the shape of a key record, so every check that
+ * applies to keys (servers, user paths, virtual servers, session caps,
+ * rechecks) applies unchanged. Null when its rule is gone or its match changed.
+ */
+export function principalRecord(
+	id: string,
+	rules: readonly AccessRuleRecord[],
+	label: string | null = null,
+): ApiKeyRecord | null {
+	const ref = parsePrincipalId(id);
+	if (!ref) return null;
+	const rule = rules.find((candidate) => candidate.name === ref.rule && candidate.generation === ref.generation);
+	if (!rule) return null;
+	return {
+		id,
+		name: label ?? `access rule ${rule.name}`,
+		userPath: rule.userPath,
+		servers: rule.servers,
+		maxSessions: rule.maxSessions,
+		format: "self-verifying",
+		createdAt: rule.createdAt,
+	};
+}
+
+/** Whether a change from `before` to `after` changes who the rule matches (and so its generation). */
+export function matchChanged(before: RuleMatch, after: RuleMatch): boolean {
+	const keys = ["subject", "issuer", "email", "emailDomain", "group"] as const;
+	return keys.some((key) => before[key] !== after[key]);
+}
