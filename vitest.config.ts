@@ -35,6 +35,8 @@ const bindings = {
  */
 /** The registry's KV namespace, shared by the gateway and the second edge. */
 const REGISTRY_KV_ID = "registry-kv";
+/** The gateway's authorization server's grants and tokens, shared by both edges too. */
+const OAUTH_KV_ID = "oauth-kv";
 
 const ratelimits = {
 	KEY_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 400, period: 60 as const } },
@@ -48,7 +50,7 @@ export default defineConfig({
 			miniflare: {
 				bindings,
 				ratelimits,
-				kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID },
+				kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID, OAUTH_KV: OAUTH_KV_ID },
 				serviceBindings: { EDGE_B: "edge-b" },
 				workers: [
 					{
@@ -59,7 +61,7 @@ export default defineConfig({
 						bindings,
 						ratelimits,
 						// The same namespace as the gateway's: one registry read path for both edges.
-						kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID },
+						kvNamespaces: { REGISTRY_KV: REGISTRY_KV_ID, OAUTH_KV: OAUTH_KV_ID },
 						durableObjects: {
 							SESSIONS: { className: "SessionDO", scriptName: GATEWAY },
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },

@@ -1,0 +1,399 @@
+import { runInDurableObject } from "cloudflare:test";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { afterAll, describe, expect, inject, it, vi } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
+import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
+import { instrumentSession } from "./support/session-object.ts";
+import { Browser, type Page } from "./support/browser.ts";
+import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
+
+const IDP = inject("idpIssuer");
+/** The gateway as its own authorization server, signing people in at the test identity provider. */
+const gateway = gatewayWith({
+	OIDC_ISSUER: IDP,
+	OIDC_CLIENT_ID: "mcp-edge-gateway",
+	OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
+	OIDC_SCOPES: "openid email profile groups",
+});
+
+const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
+
+/** A person at a browser: consents at the gateway, signs in at the identity provider, lands at the client's redirect. */
+async function signIn(authorizationUrl: URL, login: string, browser = newBrowser()): Promise<URL> {
+	const consent = await browser.get(authorizationUrl, { stopAt: atClient });
+	expect(consent.html).toContain("MCP gateway at localhost");
+	const loginPage = await approve(browser, consent);
+	const done = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+	return done.url;
+}
+
+function newBrowser(): Browser {
+	return new Browser((url) => (url.origin === ORIGIN ? gateway : undefined));
+}
+
+function approve(browser: Browser, consent: Page): Promise<Page> {
+	return browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } }, { stopAt: atClient });
+}
+
+/** The SDK's whole flow: 401, discovery, registration, sign-in as `login`, code exchange; then a connected client. */
+async function connectAs(path: string, login: string, provider = new MemoryOAuthProvider()) {
+	const first = oauthClient(path, provider, gateway);
+	await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+	if (!provider.authorizationUrl) throw new Error("the client was not sent to sign in");
+	const landed = await signIn(provider.authorizationUrl, login);
+	const code = landed.searchParams.get("code");
+	if (!code) throw new Error(`no code: ${landed.href}`);
+	await first.transport.finishAuth(code);
+	const second = oauthClient(path, provider, gateway);
+	await second.client.connect(second.transport);
+	return { client: second.client, transport: second.transport, provider, landed };
+}
+
+const rules: string[] = [];
+async function accessRule(body: unknown): Promise<string> {
+	const name = uniqueName("rule");
+	const response = await admin("PUT", `/access-rules/${name}`, body);
+	if (response.status !== 201) throw new Error(`access rule: ${await response.text()}`);
+	rules.push(name);
+	return name;
+}
+afterAll(async () => {
+	for (const name of rules) await admin("DELETE", `/access-rules/${name}`);
+});
+
+describe("OAuth: the gateway as authorization server, sign-in at an OpenID Connect provider", () => {
+	it("an SDK client discovers the gateway, registers, signs alice in and uses exactly the servers her rule grants", async () => {
+		const granted = await registerServer("beta");
+		const other = await registerServer("gamma");
+		await accessRule({ match: { emailDomain: "example.com", group: "engineering" }, servers: [granted] });
+		const { client, provider, landed } = await connectAs("/mcp", "alice");
+		expect(landed.searchParams.get("iss")).toBe(ORIGIN);
+		expect(provider.client?.client_id).toBeTruthy();
+
+		const names = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(names.length).toBeGreaterThan(0);
+		expect(names.every((name) => name.startsWith(`${granted}__`))).toBe(true);
+		const result = await client.callTool({ name: `${granted}__echo`, arguments: { text: "signed in" } });
+		expect(result.content).toEqual([{ type: "text", text: "signed in" }]);
+		await client.close();
+
+		// The other server is not hers: its endpoint does not exist for her.
+		const token = provider.saved?.access_token ?? "";
+		const refused = await gateway(`${ORIGIN}/mcp/${other}`, {
+			method: "POST",
+			headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+			body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+		});
+		expect(refused.status).toBe(404);
+		// Her token never went upstream.
+		expect((await upstreamLog("beta")).some((entry) => entry.authorization?.includes(token))).toBe(false);
+	});
+
+	it("a person no rule grants anything is sent back to the client with access_denied, and gets no code", async () => {
+		const provider = new MemoryOAuthProvider();
+		const first = oauthClient("/mcp", provider, gateway);
+		await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+		const landed = await signIn(provider.authorizationUrl as URL, "bob");
+		expect(landed.searchParams.get("error")).toBe("access_denied");
+		expect(landed.searchParams.get("error_description")).toContain("bob@contractor.example");
+		expect(landed.searchParams.get("iss")).toBe(ORIGIN);
+		expect(landed.searchParams.has("code")).toBe(false);
+	});
+});
+
+const RECHECK = 30_000;
+const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+/** A raw 2025 initialize with a bearer; returns the response. */
+function initializeWith(token: string, path = "/mcp"): Promise<Response> {
+	return gateway(`${ORIGIN}${path}`, {
+		method: "POST",
+		headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
+		body: JSON.stringify(initializeBody()),
+	});
+}
+
+/** A form POST to the gateway's token endpoint (token exchange, refresh, revocation). */
+function tokenEndpoint(form: Record<string, string>): Promise<Response> {
+	return gateway(`${ORIGIN}/oauth/token`, {
+		method: "POST",
+		headers: { "content-type": "application/x-www-form-urlencoded" },
+		body: new URLSearchParams(form).toString(),
+	});
+}
+
+/** Registers a public client by DCR, as MCP clients do. */
+async function registerClient(redirect = CLIENT_REDIRECT): Promise<string> {
+	const response = await gateway(`${ORIGIN}/oauth/register`, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify({
+			client_name: "Raw Client",
+			redirect_uris: [redirect],
+			token_endpoint_auth_method: "none",
+			grant_types: ["authorization_code", "refresh_token"],
+		}),
+	});
+	expect(response.status).toBe(201);
+	return ((await response.json()) as { client_id: string }).client_id;
+}
+
+const VERIFIER = "a-code-verifier-of-the-test-client-that-is-long-enough-0123456789";
+async function challengeOf(verifier: string): Promise<string> {
+	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+	return btoa(String.fromCharCode(...new Uint8Array(digest))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+async function authorizeUrl(clientId: string, extra: Record<string, string> = {}): Promise<URL> {
+	const url = new URL(`${ORIGIN}/authorize`);
+	url.search = new URLSearchParams({
+		response_type: "code",
+		client_id: clientId,
+		redirect_uri: CLIENT_REDIRECT,
+		state: "client-state-1",
+		code_challenge: await challengeOf(VERIFIER),
+		code_challenge_method: "S256",
+		resource: `${ORIGIN}/mcp`,
+		...extra,
+	}).toString();
+	return url;
+}
+
+/** Signs alice in for a raw client; returns the code. */
+async function codeFor(clientId: string): Promise<string> {
+	const landed = await signIn(await authorizeUrl(clientId), "alice");
+	const code = landed.searchParams.get("code");
+	if (!code) throw new Error(`no code: ${landed.href}`);
+	return code;
+}
+
+function exchangeCode(clientId: string, code: string, verifier = VERIFIER): Promise<Response> {
+	return tokenEndpoint({
+		grant_type: "authorization_code",
+		client_id: clientId,
+		code,
+		redirect_uri: CLIENT_REDIRECT,
+		code_verifier: verifier,
+		resource: `${ORIGIN}/mcp`,
+	});
+}
+
+interface TokenSet {
+	access_token: string;
+	refresh_token: string;
+}
+
+describe("OAuth: metadata and challenges", () => {
+	it("every /mcp endpoint publishes protected-resource metadata naming the gateway as authorization server", async () => {
+		for (const path of ["", "/mcp", "/mcp/some-server"]) {
+			const response = await gateway(`${ORIGIN}/.well-known/oauth-protected-resource${path}`);
+			expect(response.status).toBe(200);
+			expect(await response.json()).toMatchObject({
+				resource: `${ORIGIN}/mcp`,
+				authorization_servers: [ORIGIN],
+				bearer_methods_supported: ["header"],
+			});
+		}
+		expect((await gateway(`${ORIGIN}/.well-known/oauth-protected-resource/admin`)).status).toBe(404);
+	});
+
+	it("a request without credentials gets 401 with a challenge naming the resource metadata", async () => {
+		const response = await gateway(`${ORIGIN}/mcp`, { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(initializeBody()) });
+		expect(response.status).toBe(401);
+		expect(response.headers.get("www-authenticate")).toBe(
+			`Bearer realm="mcp-edge-gateway", resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp"`,
+		);
+	});
+
+	it("the authorization server's metadata offers code + PKCE S256, refresh, registration, client metadata documents and iss", async () => {
+		const metadata = (await (await gateway(`${ORIGIN}/.well-known/oauth-authorization-server`)).json()) as Record<
+			string,
+			unknown
+		>;
+		expect(metadata).toMatchObject({
+			issuer: ORIGIN,
+			authorization_endpoint: `${ORIGIN}/authorize`,
+			token_endpoint: `${ORIGIN}/oauth/token`,
+			registration_endpoint: `${ORIGIN}/oauth/register`,
+			code_challenge_methods_supported: ["S256"],
+			authorization_response_iss_parameter_supported: true,
+			client_id_metadata_document_supported: true,
+		});
+		expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(["authorization_code", "refresh_token"]));
+	});
+
+	it("a tampered or made-up access token gets 401 invalid_token and opens nothing", async () => {
+		for (const token of ["not-a-token", "u_x:g_y:forged-secret-value"]) {
+			const response = await initializeWith(token);
+			expect(response.status).toBe(401);
+			const challenge = response.headers.get("www-authenticate") ?? "";
+			expect(challenge).toContain('error="invalid_token"');
+			expect(challenge).toContain("resource_metadata=");
+			expect((await readReply(response)).error?.message).toBe(
+				"The access token is unknown, expired, revoked or for another resource.",
+			);
+		}
+	});
+});
+
+describe("OAuth: bad input to the authorization server", () => {
+	it("a public client without PKCE, or with the plain method, is sent back with invalid_request and no code", async () => {
+		const clientId = await registerClient();
+		for (const extra of [{ code_challenge: "", code_challenge_method: "" }, { code_challenge_method: "plain" }]) {
+			const url = await authorizeUrl(clientId, extra);
+			if (!extra.code_challenge && extra.code_challenge_method === "") {
+				url.searchParams.delete("code_challenge");
+				url.searchParams.delete("code_challenge_method");
+			}
+			const response = await gateway(url);
+			expect(response.status).toBe(302);
+			const back = new URL(response.headers.get("location") ?? "");
+			expect(back.href.startsWith(CLIENT_REDIRECT)).toBe(true);
+			expect(back.searchParams.get("error")).toBe("invalid_request");
+			expect(back.searchParams.get("iss")).toBe(ORIGIN);
+			expect(back.searchParams.has("code")).toBe(false);
+		}
+	});
+
+	it("a redirect URI that is not registered exactly is refused on a page, never redirected to", async () => {
+		const clientId = await registerClient();
+		for (const redirect of [`${CLIENT_REDIRECT}/extra`, "https://evil.example/callback"]) {
+			const response = await gateway(await authorizeUrl(clientId, { redirect_uri: redirect }));
+			expect(response.status).toBe(400);
+			expect(response.headers.get("location")).toBeNull();
+			expect(await response.text()).toContain("This sign-in cannot continue");
+		}
+	});
+
+	it("a client metadata document URL that is not https is refused on a page", async () => {
+		const response = await gateway(await authorizeUrl("http://client.example/metadata.json"));
+		expect(response.status).toBe(400);
+		expect(response.headers.get("location")).toBeNull();
+	});
+
+	it("client metadata documents that do not match their URL, or are too large, are refused; a good one is shown by its domain", async () => {
+		const documentUrl = "https://client.example/mcp/metadata.json";
+		const documents: Record<string, string> = {
+			[documentUrl]: JSON.stringify({ client_id: documentUrl, client_name: "Good Client", redirect_uris: [CLIENT_REDIRECT], token_endpoint_auth_method: "none" }),
+			"https://client.example/mcp/mismatch.json": JSON.stringify({ client_id: "https://other.example/x.json", client_name: "Liar", redirect_uris: [CLIENT_REDIRECT] }),
+			"https://client.example/mcp/huge.json": JSON.stringify({ client_id: "https://client.example/mcp/huge.json", client_name: "x".repeat(6_000), redirect_uris: [CLIENT_REDIRECT] }),
+		};
+		const real = globalThis.fetch;
+		const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+			const url = new Request(input, init).url;
+			const document = documents[url];
+			return document === undefined ? real(input, init) : new Response(document, { headers: { "content-type": "application/json" } });
+		});
+		try {
+			for (const bad of ["https://client.example/mcp/mismatch.json", "https://client.example/mcp/huge.json"]) {
+				const response = await gateway(await authorizeUrl(bad));
+				expect(response.status).toBe(400);
+				expect(response.headers.get("location")).toBeNull();
+			}
+			const good = await gateway(await authorizeUrl(documentUrl));
+			expect(good.status).toBe(200);
+			const html = await good.text();
+			expect(html).toContain("Good Client");
+			expect(html).toContain("Published by <strong>client.example</strong>");
+		} finally {
+			spy.mockRestore();
+		}
+	});
+
+	it("the wrong PKCE verifier gets invalid_grant; a code used twice is refused and revokes what its first use issued", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const clientId = await registerClient();
+		const wrong = await exchangeCode(clientId, await codeFor(clientId), "another-verifier-that-is-long-enough-0123456789abcdef");
+		expect(wrong.status).toBe(400);
+		expect(((await wrong.json()) as { error: string }).error).toBe("invalid_grant");
+
+		const code = await codeFor(clientId);
+		const first = await exchangeCode(clientId, code);
+		expect(first.status).toBe(200);
+		expect(first.headers.get("cache-control")).toContain("no-store");
+		const tokens = (await first.json()) as TokenSet;
+		expect((await initializeWith(tokens.access_token)).status).toBe(200);
+		const replay = await exchangeCode(clientId, code);
+		expect(replay.status).toBe(400);
+		expect(((await replay.json()) as { error: string }).error).toBe("invalid_grant");
+		expect((await initializeWith(tokens.access_token)).status).toBe(401);
+	});
+
+	it("a callback whose state is forged, or that comes without the browser's binding, is refused on a page", async () => {
+		const forged = await gateway(`${ORIGIN}/oauth/callback?state=forged-state&code=anything`);
+		expect(forged.status).toBe(400);
+		expect(forged.headers.get("location")).toBeNull();
+		// The real state, replayed from another browser (no binding cookie).
+		const clientId = await registerClient();
+		const browser = newBrowser();
+		const consent = await browser.get(await authorizeUrl(clientId));
+		const atProvider = await browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } }, {
+			stopAt: (url) => url.origin === new URL(IDP).origin,
+		});
+		const state = atProvider.url.searchParams.get("state") ?? "";
+		const elsewhere = await newBrowser().get(`${ORIGIN}/oauth/callback?state=${encodeURIComponent(state)}&code=anything`);
+		expect(elsewhere.status).toBe(400);
+	});
+
+	it("an identity provider response with another iss is refused with access_denied and issues nothing", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const clientId = await registerClient();
+		const browser = newBrowser();
+		const consent = await browser.get(await authorizeUrl(clientId));
+		const loginPage = await approve(browser, consent);
+		const atCallback = await browser.submit(loginPage, { fields: { login: "alice", password: "demo" } }, {
+			stopAt: (url) => url.pathname === "/oauth/callback",
+		});
+		const tampered = new URL(atCallback.url);
+		tampered.searchParams.set("iss", "https://evil.example");
+		const landed = await browser.get(tampered, { stopAt: atClient });
+		expect(landed.url.searchParams.get("error")).toBe("access_denied");
+		expect(landed.url.searchParams.has("code")).toBe(false);
+	});
+});
+
+describe("OAuth: tokens and sessions over time", () => {
+	it("a refresh token rotates: the new one works, and the old one stops once the new one is used", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const clientId = await registerClient();
+		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+		const refresh = (token: string) => tokenEndpoint({ grant_type: "refresh_token", client_id: clientId, refresh_token: token });
+		const second = (await (await refresh(tokens.refresh_token)).json()) as TokenSet;
+		expect(second.refresh_token).not.toBe(tokens.refresh_token);
+		expect((await initializeWith(second.access_token)).status).toBe(200);
+		const third = await refresh(second.refresh_token);
+		expect(third.status).toBe(200);
+		const stale = await refresh(tokens.refresh_token);
+		expect(stale.status).toBe(400);
+		expect(((await stale.json()) as { error: string }).error).toBe("invalid_grant");
+	});
+
+	it("a session ends within one recheck interval when its grant is revoked, or when its access rule is removed", async () => {
+		const server = await registerServer("beta");
+		for (const end of ["revoke", "remove-rule"] as const) {
+			const rule = await accessRule({ match: { subject: "alice" }, servers: [server] });
+			const clientId = await registerClient();
+			const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+			const opened = await initializeWith(tokens.access_token, `/mcp/${server}`);
+			expect(opened.status).toBe(200);
+			const sessionId = opened.headers.get("mcp-session-id") ?? "";
+			const { stub, clock } = await instrumentSession(sessionId);
+			const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
+			const scope = { keyId: binding?.keyId ?? "", userPath: "/", endpoint: `/mcp/${server}` };
+			const ping = () => stub.post(scope, { kind: "request", message: { jsonrpc: "2.0", id: 1, method: "ping" } });
+			expect((await readReply(await ping())).result).toEqual({});
+
+			if (end === "revoke") {
+				// RFC 7009, at the token endpoint: revoking the refresh token revokes the grant.
+				const revoked = await tokenEndpoint({ token: tokens.refresh_token, client_id: clientId });
+				expect(revoked.status).toBe(200);
+				expect((await initializeWith(tokens.access_token)).status).toBe(401);
+			} else {
+				expect((await admin("DELETE", `/access-rules/${rule}`)).status).toBe(204);
+			}
+			clock.advance(RECHECK);
+			expect((await ping()).status).toBe(404);
+		}
+	});
+});

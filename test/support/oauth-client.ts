@@ -1,0 +1,87 @@
+import { createExecutionContext, env } from "cloudflare:test";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type {
+	OAuthClientInformationMixed,
+	OAuthClientMetadata,
+	OAuthTokens,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+import { createApp } from "../../src/edge/app.ts";
+import type { Env } from "../../src/env.ts";
+
+/** OAuth tests run on a loopback origin: OAuth allows plain http only there. */
+export const ORIGIN = "http://localhost";
+/** Where the test's MCP client wants its authorization code (it is never fetched). */
+export const CLIENT_REDIRECT = "http://127.0.0.1:33418/callback";
+
+/**
+ * The gateway with OAuth settings of the test's choosing, as a fetch: its own
+ * origin goes to the Worker app under `settings` (the Durable Objects and KV
+ * namespaces are the test Worker's), everything else to the network.
+ */
+export function gatewayWith(settings: Partial<Env>): typeof fetch {
+	const app = createApp();
+	const oauthEnv = { ...env, ...settings } as Env;
+	return async (input, init) => {
+		const request = new Request(input, init);
+		if (new URL(request.url).origin !== ORIGIN) return fetch(request);
+		return app.fetch(request, oauthEnv, createExecutionContext());
+	};
+}
+
+/** An MCP client's OAuth state, in memory: what a desktop client keeps in its keychain. */
+export class MemoryOAuthProvider implements OAuthClientProvider {
+	client: OAuthClientInformationMixed | undefined;
+	saved: OAuthTokens | undefined;
+	verifier = "";
+	/** Where the client sent its user last. */
+	authorizationUrl: URL | undefined;
+
+	constructor(
+		readonly clientMetadata: OAuthClientMetadata = {
+			client_name: "Test MCP Client",
+			redirect_uris: [CLIENT_REDIRECT],
+			grant_types: ["authorization_code", "refresh_token"],
+			response_types: ["code"],
+			token_endpoint_auth_method: "none",
+		},
+		readonly clientMetadataUrl?: string,
+	) {}
+
+	get redirectUrl(): string {
+		return CLIENT_REDIRECT;
+	}
+	clientInformation() {
+		return this.client;
+	}
+	saveClientInformation(information: OAuthClientInformationMixed) {
+		this.client = information;
+	}
+	tokens() {
+		return this.saved;
+	}
+	saveTokens(tokens: OAuthTokens) {
+		this.saved = tokens;
+	}
+	redirectToAuthorization(url: URL) {
+		this.authorizationUrl = url;
+	}
+	saveCodeVerifier(verifier: string) {
+		this.verifier = verifier;
+	}
+	codeVerifier() {
+		return this.verifier;
+	}
+}
+
+/** The SDK client on `path` with OAuth (and the cfworker validator, since Workers forbid Ajv). */
+export function oauthClient(path: string, provider: OAuthClientProvider, gateway: typeof fetch) {
+	const transport = new StreamableHTTPClientTransport(new URL(`${ORIGIN}${path}`), { authProvider: provider, fetch: gateway });
+	const client = new Client(
+		{ name: "oauth-test", version: "1.0.0" },
+		{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+	);
+	return { client, transport };
+}
