@@ -1,8 +1,9 @@
 /**
  * `npm start`: the gateway on this machine with a demo upstream behind it,
  * ready to use. It creates `.dev.vars` with random secrets on first run, starts
- * the demo MCP server and `wrangler dev`, registers the demo server, creates
- * an API key and prints how to connect. Ctrl-C stops everything.
+ * the demo MCP servers, a local OpenID Connect provider for OAuth sign-in
+ * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
+ * creates an API key and prints how to connect. Ctrl-C stops everything.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { startModernUpstream } from "./modern-upstream.ts";
+import { DEMO_PASSWORD, startIdp } from "./oidc-idp.ts";
 import { startUpstream } from "./upstream-server.ts";
 
 const HOST = "127.0.0.1";
@@ -19,7 +21,11 @@ const GATEWAY_PORT = 8787;
 const UPSTREAM_PORT = 8788;
 /** The demo upstream that speaks MCP 2026-07-28 only (stateless, no initialize). */
 const MODERN_UPSTREAM_PORT = 8789;
+/** The local OpenID Connect provider the gateway federates OAuth sign-in to. */
+const IDP_PORT = 8790;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
+/** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
+const OIDC_DEFAULTS = { OIDC_ISSUER: `http://${HOST}:${IDP_PORT}`, OIDC_CLIENT_ID: "mcp-edge-gateway" };
 const READY_TIMEOUT_MS = 60_000;
 
 // Wrangler resolves wrangler.toml, .dev.vars and .wrangler/ from the working directory.
@@ -34,12 +40,15 @@ function ensureDevVars(): Record<string, string> {
 		if (match[1] && match[2] !== undefined) vars[match[1]] = match[2];
 	}
 	// Only fill in what is missing: an operator's own values stay untouched.
-	const added = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET"].filter((name) => !vars[name]);
-	for (const name of added) vars[name] = randomBytes(32).toString("base64url"); // 43 chars
+	const secrets = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET", "OIDC_CLIENT_SECRET"].filter((name) => !vars[name]);
+	for (const name of secrets) vars[name] = randomBytes(32).toString("base64url"); // 43 chars
+	const settings = Object.entries(OIDC_DEFAULTS).filter(([name]) => !vars[name]);
+	for (const [name, value] of settings) vars[name] = value;
+	const added = [...secrets, ...settings.map(([name]) => name)];
 	if (added.length > 0) {
 		const lines = added.map((name) => `${name}="${vars[name]}"`).join("\n");
 		writeFileSync(path, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${lines}\n`, { mode: 0o600 });
-		console.log(`Wrote ${added.join(" and ")} to ${path}.`);
+		console.log(`Wrote ${added.join(", ")} to ${path}.`);
 	}
 	return vars;
 }
@@ -89,16 +98,29 @@ async function admin(token: string, method: string, path: string, body: unknown)
 
 const vars = ensureDevVars();
 const adminToken = vars.ADMIN_TOKEN ?? "";
-await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT)]).catch((error: Error) => {
-	console.error(`npm start failed: ${error.message}`);
-	process.exit(1);
-});
+await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT), assertPortFree(IDP_PORT)]).catch(
+	(error: Error) => {
+		console.error(`npm start failed: ${error.message}`);
+		process.exit(1);
+	},
+);
 
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
 console.log(`Demo upstream MCP server listening at ${upstream.url}`);
 const modernUpstream = await startModernUpstream({ name: "modern-demo", legacy: "reject", port: MODERN_UPSTREAM_PORT });
 console.log(`Demo 2026-07-28 upstream MCP server listening at ${modernUpstream.url}`);
+const idp = await startIdp({
+	port: IDP_PORT,
+	clients: [
+		{
+			client_id: vars.OIDC_CLIENT_ID ?? OIDC_DEFAULTS.OIDC_CLIENT_ID,
+			client_secret: vars.OIDC_CLIENT_SECRET ?? "",
+			redirect_uris: [`${GATEWAY}/oauth/callback`, `http://localhost:${GATEWAY_PORT}/oauth/callback`],
+		},
+	],
+});
+console.log(`Local OpenID Connect provider listening at ${idp.issuer}`);
 
 // stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
 const wrangler = spawn(
@@ -125,7 +147,7 @@ let stopping = false;
 async function stop(code: number): Promise<never> {
 	if (!stopping) {
 		stopping = true;
-		console.log("Stopping the gateway and the demo upstream...");
+		console.log("Stopping the gateway, the demo upstreams and the identity provider...");
 		if (wrangler.exitCode === null && wrangler.signalCode === null) {
 			const exited = new Promise((resolve) => wrangler.once("exit", resolve));
 			wrangler.kill("SIGTERM");
@@ -136,6 +158,7 @@ async function stop(code: number): Promise<never> {
 		}
 		await upstream.close();
 		await modernUpstream.close();
+		await idp.close();
 	}
 	process.exit(code);
 }
@@ -153,6 +176,7 @@ try {
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
 	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
 	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
+	// access rule: added with the gateway's OAuth side
 	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
 	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
 	const key = String(created.key);
@@ -170,6 +194,11 @@ try {
 			},
 		},
 	});
+	const localSignIn = vars.OIDC_ISSUER === idp.issuer;
+	const signInAt = localSignIn ? "the local identity provider" : vars.OIDC_ISSUER;
+	const signInHint = localSignIn
+		? `as alice (or bob, carol), password "${DEMO_PASSWORD}".`
+		: "with an account there (OIDC_ISSUER in .dev.vars is not the local provider).";
 	const initialize = JSON.stringify({
 		jsonrpc: "2.0",
 		id: 1,
@@ -203,6 +232,11 @@ try {
    npx @modelcontextprotocol/inspector
    then in the browser: Transport Type "Streamable HTTP", URL ${endpoint},
    header "Authorization: Bearer ${key}", and Connect.
+
+ Sign in with OAuth instead of an API key:
+   connect an OAuth-capable MCP client (e.g. the MCP Inspector, no header) to
+   ${GATEWAY}/mcp; it sends you to ${signInAt} to sign in,
+   ${signInHint}
 
  Press Ctrl-C to stop.
 ================================================================================`);

@@ -1,7 +1,8 @@
 import type { TestProject } from "vitest/node";
-import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
+import { IDP_GATEWAY_CLIENT, IDP_RESOURCE, IDP_TEST_CLIENT, RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
 import { startModernUpstream } from "../scripts/modern-upstream.ts";
+import { startIdp } from "../scripts/oidc-idp.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 import { startFaultSupervisor } from "./fault-supervisor.ts";
@@ -37,6 +38,9 @@ export default async function setup(project: TestProject) {
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
+	// The OpenID Connect provider sign-in is federated to; it also issues JWT access tokens for IDP_RESOURCE.
+	const idp = await startIdp({ clients: [IDP_GATEWAY_CLIENT, IDP_TEST_CLIENT], resource: { uri: IDP_RESOURCE } });
+	project.provide("idpIssuer", idp.issuer);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -54,6 +58,7 @@ export default async function setup(project: TestProject) {
 			modern.close(),
 			dual.close(),
 			hostile.close(),
+			idp.close(),
 			fault.stop(),
 		]);
 	};

@@ -21,6 +21,8 @@ declare module "vitest" {
 		faultSupervisorPort: number;
 		/** The hostile upstream (scripts/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */
 		hostilePort: number;
+		/** The test OpenID Connect provider (scripts/oidc-idp.ts): `http://127.0.0.1:<port>`. */
+		idpIssuer: string;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
