@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
+import { startJwtIssuer } from "../scripts/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/modern-upstream.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
@@ -37,6 +38,9 @@ export default async function setup(project: TestProject) {
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
+	// An OAuth issuer of JWT access tokens (its keys, metadata and a signing endpoint) for the external-issuer tests.
+	const jwtIssuer = await startJwtIssuer();
+	project.provide("jwtIssuerPort", jwtIssuer.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -54,6 +58,7 @@ export default async function setup(project: TestProject) {
 			modern.close(),
 			dual.close(),
 			hostile.close(),
+			jwtIssuer.close(),
 			fault.stop(),
 		]);
 	};

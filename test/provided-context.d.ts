@@ -21,6 +21,8 @@ declare module "vitest" {
 		faultSupervisorPort: number;
 		/** The hostile upstream (scripts/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */
 		hostilePort: number;
+		/** The JWT issuer (scripts/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
+		jwtIssuerPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
