@@ -1,6 +1,7 @@
 import type { TestProject } from "vitest/node";
 import { IDP_GATEWAY_CLIENT, IDP_RESOURCE, IDP_TEST_CLIENT, RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
+import { startJwtIssuer } from "../scripts/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/modern-upstream.ts";
 import { startIdp } from "../scripts/oidc-idp.ts";
 import { startUpstream } from "../scripts/upstream-server.ts";
@@ -41,6 +42,9 @@ export default async function setup(project: TestProject) {
 	// The OpenID Connect provider sign-in is federated to; it also issues JWT access tokens for IDP_RESOURCE.
 	const idp = await startIdp({ clients: [IDP_GATEWAY_CLIENT, IDP_TEST_CLIENT], resource: { uri: IDP_RESOURCE } });
 	project.provide("idpIssuer", idp.issuer);
+	// An OAuth issuer of JWT access tokens (its keys, metadata and a signing endpoint) for the external-issuer tests.
+	const jwtIssuer = await startJwtIssuer();
+	project.provide("jwtIssuerPort", jwtIssuer.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -59,6 +63,7 @@ export default async function setup(project: TestProject) {
 			dual.close(),
 			hostile.close(),
 			idp.close(),
+			jwtIssuer.close(),
 			fault.stop(),
 		]);
 	};

@@ -23,6 +23,8 @@ declare module "vitest" {
 		hostilePort: number;
 		/** The test OpenID Connect provider (scripts/oidc-idp.ts): `http://127.0.0.1:<port>`. */
 		idpIssuer: string;
+		/** The JWT issuer (scripts/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
+		jwtIssuerPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

@@ -1,14 +1,385 @@
-import type { Identity } from "./identity.ts";
-// Placeholder until the external issuer module lands.
+import {
+	createRemoteJWKSet,
+	customFetch,
+	errors,
+	type FetchImplementation,
+	type JWTVerifyGetKey,
+	jwtVerify,
+	type RemoteJWKSet,
+} from "jose";
+import { z } from "zod";
+import { describeError } from "../mcp/gateway-error.ts";
+import { readCapped } from "../mcp/read-capped.ts";
+import { withTimeout } from "../timing.ts";
+import { type Identity, identityFromClaims } from "./identity.ts";
+
+/**
+ * The organisation's authorization server, when the gateway is a pure OAuth
+ * resource server in front of it: bearer tokens that are not API keys are its
+ * JWT access tokens (RFC 9068), verified against its published keys.
+ */
+export interface ExternalIssuer {
+	/** Exactly as the tokens' `iss` and the metadata's `issuer` spell it (no normalising). */
+	issuer: string;
+	/** What the tokens' `aud` must contain: by default the gateway's resource URL. */
+	audience: string;
+	/** The issuer's JWKS; null: discovered from its metadata. */
+	jwksUrl: string | null;
+}
+
+/** The token is not acceptable; `reason` is a short sentence safe to show the client (401). */
 export class TokenRejected extends Error {
-	constructor(readonly reason: string) {
-		super(reason);
+	constructor(
+		readonly reason: string,
+		options?: { cause?: unknown },
+	) {
+		super(reason, options);
+		this.name = "TokenRejected";
 	}
 }
-export class IssuerUnavailable extends Error {}
+
+/**
+ * The issuer's metadata or keys could not be had, so no verdict on the token
+ * is possible: the caller answers 503, never 401, since the token may be fine.
+ * The message is for operators (it names URLs), not for clients.
+ */
+export class IssuerUnavailable extends Error {
+	constructor(message: string, options?: { cause?: unknown }) {
+		super(message, options);
+		this.name = "IssuerUnavailable";
+	}
+}
+
+/**
+ * Asymmetric signatures only. `none` is no signature; HS* would need a secret
+ * shared with the issuer, and accepting it invites the key-confusion attack
+ * (an RSA public key used as the HMAC secret). jose refuses these before any
+ * key is looked up, so such a token costs no network. Ed25519 is RFC 9864's
+ * fully specified name for what EdDSA means here.
+ */
+const ALGORITHMS = [
+	"RS256",
+	"RS384",
+	"RS512",
+	"PS256",
+	"PS384",
+	"PS512",
+	"ES256",
+	"ES384",
+	"ES512",
+	"EdDSA",
+	"Ed25519",
+];
+/** Clock skew forgiven between the issuer and this isolate, on `exp` and `nbf`. */
+const CLOCK_TOLERANCE_SECONDS = 30;
+/** After a key set fetch, an unknown `kid` waits this long before it may cause another (garbage kids cannot flood the issuer). */
+const JWKS_COOLDOWN_MS = 30_000;
+/** A cached key set is refetched after this long even when every kid is known, so revoked keys leave. */
+const JWKS_MAX_AGE_MS = 10 * 60_000;
+/** Per request for metadata or keys; a token's verification must not hang on a slow issuer. */
+const FETCH_TIMEOUT_MS = 5_000;
+/** Metadata documents and key sets are a few KB; anything bigger is refused unread. */
+const MAX_DOCUMENT_BYTES = 64 * 1024;
+/**
+ * Token types accepted, normalised (lowercase, no `application/`). RFC 9068
+ * asks for `at+jwt`, but many issuers send `JWT` or nothing; other types
+ * (logout tokens, DPoP proofs, ...) are never access tokens.
+ */
+const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "jwt"]);
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** The part of an authorization server's metadata (RFC 8414) this module needs. */
+const IssuerMetadataSchema = z.looseObject({
+	issuer: z.string(),
+	jwks_uri: z.string(),
+});
+
+/**
+ * What one isolate remembers about issuers: discovered JWKS URLs (a failed
+ * lookup is forgotten, so the next request retries it) and jose's key sets,
+ * which cache keys across requests. Keyed by issuer and by JWKS URL; an
+ * isolate serves one configured issuer, so these stay tiny.
+ */
+interface IssuerCaches {
+	jwksUrls: Map<string, Promise<string>>;
+	keySets: Map<string, RemoteJWKSet>;
+	fetch: typeof fetch;
+}
+
+function newCaches(fetchImpl: typeof fetch): IssuerCaches {
+	return { jwksUrls: new Map(), keySets: new Map(), fetch: fetchImpl };
+}
+
+// Looked up when called, not captured, so the runtime's fetch is whatever it is at that moment.
+const platformCaches = newCaches((input, init) => fetch(input, init));
+/** An injected fetch gets caches of its own: what one fetch found must not answer for another. */
+const injectedCaches = new WeakMap<typeof fetch, IssuerCaches>();
+
+function cachesFor(fetchImpl: typeof fetch | undefined): IssuerCaches {
+	if (fetchImpl === undefined) return platformCaches;
+	let caches = injectedCaches.get(fetchImpl);
+	if (!caches) {
+		caches = newCaches(fetchImpl);
+		injectedCaches.set(fetchImpl, caches);
+	}
+	return caches;
+}
+
+/**
+ * The external issuer configured by `OAUTH_ISSUER` (and `OAUTH_AUDIENCE`,
+ * `OAUTH_JWKS_URL`), or null when the gateway has none. `resource` is the
+ * gateway's resource URL (`<origin>/mcp`), the default audience. Throws when
+ * a setting is not a URL the gateway may fetch keys from.
+ */
+export function externalIssuerFrom(
+	env: { OAUTH_ISSUER?: string; OAUTH_AUDIENCE?: string; OAUTH_JWKS_URL?: string },
+	resource: string,
+): ExternalIssuer | null {
+	if (!env.OAUTH_ISSUER) return null;
+	const issuer = env.OAUTH_ISSUER;
+	requireFetchableUrl("OAUTH_ISSUER", issuer);
+	// RFC 8414 section 2: an issuer identifier has no query or fragment.
+	const parsed = new URL(issuer);
+	if (parsed.search !== "" || parsed.hash !== "" || issuer.includes("?") || issuer.includes("#")) {
+		throw new Error(`OAUTH_ISSUER must not have a query or fragment: ${issuer}`);
+	}
+	if (env.OAUTH_JWKS_URL) requireFetchableUrl("OAUTH_JWKS_URL", env.OAUTH_JWKS_URL);
+	return { issuer, audience: env.OAUTH_AUDIENCE || resource, jwksUrl: env.OAUTH_JWKS_URL || null };
+}
+
+/** Throws unless `value` is an https URL, or http on a loopback host (local development). */
+function requireFetchableUrl(setting: string, value: string): void {
+	if (!isFetchableUrl(value)) {
+		throw new Error(`${setting} must be an https URL (or http on 127.0.0.1, localhost or [::1]): ${value}`);
+	}
+}
+
+function isFetchableUrl(value: string): boolean {
+	if (!URL.canParse(value)) return false;
+	const url = new URL(value);
+	return url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname));
+}
+
+/**
+ * The identity a JWT access token from `issuer` vouches for. Throws
+ * TokenRejected when the token is not acceptable (answer 401 with its
+ * reason), IssuerUnavailable when the issuer's metadata or keys cannot be
+ * fetched (answer 503). `fetch` replaces the runtime's for metadata and keys
+ * (with caches of its own); `now` (ms) replaces the clock for `exp` and `nbf`.
+ *
+ * @example
+ * const identity = await verifyExternalToken(bearer, { issuer: "https://idp.example", audience: "https://mcp.example/mcp", jwksUrl: null });
+ */
 export async function verifyExternalToken(
-	_token: string,
-	_issuer: { issuer: string; audience: string; jwksUrl: string | null },
+	token: string,
+	issuer: ExternalIssuer,
+	options: { fetch?: typeof fetch; now?: () => number } = {},
 ): Promise<Identity> {
-	throw new TokenRejected("not implemented");
+	const caches = cachesFor(options.fetch);
+	// A resolver, so metadata and keys are fetched only for a token that passed jose's structural and algorithm checks.
+	const getKey: JWTVerifyGetKey = async (header, jws) => {
+		const keySet = keySetFor(caches, await jwksUrlFor(caches, issuer));
+		try {
+			return await keySet(header, jws);
+		} catch (error) {
+			// These say something about the token's header; anything else (network, status, JSON, key import) is the issuer's failure.
+			if (
+				error instanceof errors.JWKSNoMatchingKey ||
+				error instanceof errors.JWKSMultipleMatchingKeys ||
+				error instanceof errors.JOSENotSupported
+			) {
+				throw error;
+			}
+			// Thrown by cappedFetch, already saying what went wrong.
+			if (error instanceof IssuerUnavailable) throw error;
+			throw new IssuerUnavailable(`the key set of ${issuer.issuer} could not be read: ${describeError(error)}`, {
+				cause: error,
+			});
+		}
+	};
+	let verified: Awaited<ReturnType<typeof jwtVerify>>;
+	try {
+		verified = await jwtVerify(token, getKey, {
+			issuer: issuer.issuer,
+			audience: issuer.audience,
+			algorithms: ALGORITHMS,
+			clockTolerance: CLOCK_TOLERANCE_SECONDS,
+			requiredClaims: ["exp", "sub"],
+			currentDate: new Date(options.now ? options.now() : Date.now()),
+		});
+	} catch (error) {
+		throw rejectionFor(error, issuer) ?? error;
+	}
+	const type = verified.protectedHeader.typ;
+	if (type !== undefined && !ACCESS_TOKEN_TYPES.has(type.toLowerCase().replace(/^application\//, ""))) {
+		throw new TokenRejected("the token is not an access token (typ)");
+	}
+	const identity = identityFromClaims(issuer.issuer, verified.payload);
+	if (!identity) throw new TokenRejected("the token names no subject");
+	return identity;
+}
+
+/** The client-facing reason for a jose error about the token, or null when the error is not about the token. */
+function rejectionFor(error: unknown, issuer: ExternalIssuer): TokenRejected | null {
+	const reject = (reason: string) => new TokenRejected(reason, { cause: error });
+	if (error instanceof errors.JWTExpired) return reject("the token has expired");
+	if (error instanceof errors.JWTClaimValidationFailed) {
+		switch (error.claim) {
+			case "aud":
+				return reject("the token is not for this gateway (audience)");
+			case "iss":
+				return reject(`the token was not issued by ${issuer.issuer}`);
+			case "nbf":
+				return reject(error.reason === "invalid" ? "the token's nbf is not a number" : "the token is not valid yet");
+			case "exp":
+				return reject(error.reason === "missing" ? "the token has no expiry (exp)" : "the token's exp is not a number");
+			case "sub":
+				return reject("the token names no subject");
+			default:
+				return reject(`the token's ${error.claim} claim is not acceptable`);
+		}
+	}
+	if (error instanceof errors.JWSSignatureVerificationFailed) return reject("the token's signature does not verify");
+	if (error instanceof errors.JWKSNoMatchingKey)
+		return reject("the token's signing key is not one the issuer publishes");
+	if (error instanceof errors.JWKSMultipleMatchingKeys) {
+		return reject("the token does not say which of the issuer's keys signed it (kid)");
+	}
+	if (error instanceof errors.JOSEAlgNotAllowed) return reject("the token's signing algorithm is not accepted (alg)");
+	if (error instanceof errors.JWSInvalid || error instanceof errors.JWTInvalid) return reject("the token is not a JWT");
+	// An unknown critical header parameter, or an algorithm the runtime lacks.
+	if (error instanceof errors.JOSENotSupported)
+		return reject("the token uses a JOSE feature the gateway does not support");
+	return null;
+}
+
+/** jose's key set for `url`, kept for the isolate's life, so keys are cached across requests. */
+function keySetFor(caches: IssuerCaches, url: string): RemoteJWKSet {
+	let keySet = caches.keySets.get(url);
+	if (!keySet) {
+		keySet = createRemoteJWKSet(new URL(url), {
+			timeoutDuration: FETCH_TIMEOUT_MS,
+			cooldownDuration: JWKS_COOLDOWN_MS,
+			cacheMaxAge: JWKS_MAX_AGE_MS,
+			[customFetch]: cappedFetch(caches.fetch),
+		});
+		caches.keySets.set(url, keySet);
+	}
+	return keySet;
+}
+
+/** `fetchImpl` for jose's key set requests, with the body capped before jose parses it. */
+function cappedFetch(fetchImpl: typeof fetch): FetchImplementation {
+	return async (url, init) => {
+		const response = await fetchImpl(url, init);
+		// jose refuses anything but 200 itself, naming the status.
+		if (response.status !== 200 || response.body === null) return response;
+		const body = await readCapped(response.body, MAX_DOCUMENT_BYTES);
+		if (body === null) throw new IssuerUnavailable(`the key set at ${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+		// Only the bytes: the original headers could describe an encoding the body no longer has.
+		return new Response(body, { status: 200 });
+	};
+}
+
+/** The issuer's JWKS URL: configured, or discovered once per isolate (concurrent lookups share one). */
+async function jwksUrlFor(caches: IssuerCaches, issuer: ExternalIssuer): Promise<string> {
+	if (issuer.jwksUrl !== null) return issuer.jwksUrl;
+	let lookup = caches.jwksUrls.get(issuer.issuer);
+	if (!lookup) {
+		const started = discoverJwksUrl(caches.fetch, issuer.issuer);
+		caches.jwksUrls.set(issuer.issuer, started);
+		// Only success is kept: a failed lookup is forgotten so the next request tries again (its waiters see the failure).
+		started.catch(() => forgetLookup(caches, issuer.issuer, started));
+		lookup = started;
+	}
+	// Each waiter bounds its own wait: a lookup started by another request may never settle in this one
+	// (Workers cancels a request's I/O when that request ends), and is then forgotten.
+	const shared = lookup;
+	const bound = FETCH_TIMEOUT_MS * metadataUrls(issuer.issuer).length + 1_000;
+	return withTimeout(shared, bound, `metadata of ${issuer.issuer}`).catch((error: unknown) => {
+		forgetLookup(caches, issuer.issuer, shared);
+		throw error instanceof IssuerUnavailable ? error : new IssuerUnavailable(describeError(error), { cause: error });
+	});
+}
+
+function forgetLookup(caches: IssuerCaches, issuer: string, lookup: Promise<string>): void {
+	if (caches.jwksUrls.get(issuer) === lookup) caches.jwksUrls.delete(issuer);
+}
+
+/**
+ * Where an issuer's metadata may be, in the order MCP's authorization spec
+ * (2025-11-25, "Authorization Server Metadata Discovery") has clients try
+ * them. With a path, RFC 8414 inserts it after the well-known prefix, and
+ * OpenID Connect Discovery 1.0 appends the suffix to it as well.
+ */
+export function metadataUrls(issuer: string): string[] {
+	const url = new URL(issuer);
+	// RFC 8414 section 3.1: a terminating "/" of the issuer's path is removed before inserting it.
+	const path = url.pathname.replace(/\/+$/, "");
+	if (path === "") {
+		return [`${url.origin}/.well-known/oauth-authorization-server`, `${url.origin}/.well-known/openid-configuration`];
+	}
+	return [
+		`${url.origin}/.well-known/oauth-authorization-server${path}`,
+		`${url.origin}/.well-known/openid-configuration${path}`,
+		`${url.origin}${path}/.well-known/openid-configuration`,
+	];
+}
+
+/**
+ * The `jwks_uri` of the issuer's metadata: the first candidate that answers
+ * 200 decides; the others are tried only while candidates answer otherwise.
+ * A document that names another issuer is refused (RFC 8414 section 3.3),
+ * as is one that cannot be fetched or read.
+ */
+async function discoverJwksUrl(fetchImpl: typeof fetch, issuer: string): Promise<string> {
+	const misses: string[] = [];
+	for (const url of metadataUrls(issuer)) {
+		let response: Response;
+		try {
+			response = await fetchImpl(url, {
+				headers: { accept: "application/json" },
+				// A redirect is a miss: keys are fetched only from where the issuer's own host says.
+				redirect: "manual",
+				signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+			});
+		} catch (error) {
+			throw new IssuerUnavailable(
+				`the metadata of ${issuer} could not be fetched from ${url}: ${describeError(error)}`,
+				{
+					cause: error,
+				},
+			);
+		}
+		if (response.status !== 200) {
+			await response.body?.cancel();
+			misses.push(`${url} answered ${response.status}`);
+			continue;
+		}
+		return jwksUrlFromDocument(issuer, url, response);
+	}
+	throw new IssuerUnavailable(`no metadata for ${issuer}: ${misses.join("; ")}`);
+}
+
+async function jwksUrlFromDocument(issuer: string, url: string, response: Response): Promise<string> {
+	const body = response.body ? await readCapped(response.body, MAX_DOCUMENT_BYTES) : new Uint8Array();
+	if (body === null) throw new IssuerUnavailable(`the metadata at ${url} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+	let json: unknown;
+	try {
+		json = JSON.parse(new TextDecoder().decode(body));
+	} catch (error) {
+		throw new IssuerUnavailable(`the metadata at ${url} is not JSON`, { cause: error });
+	}
+	const parsed = IssuerMetadataSchema.safeParse(json);
+	if (!parsed.success) {
+		throw new IssuerUnavailable(`the metadata at ${url} lacks a string issuer and jwks_uri`, { cause: parsed.error });
+	}
+	const { issuer: named, jwks_uri: jwksUrl } = parsed.data;
+	if (named !== issuer) {
+		throw new IssuerUnavailable(`the metadata at ${url} names another issuer (${named}), not ${issuer}`);
+	}
+	if (!isFetchableUrl(jwksUrl)) {
+		throw new IssuerUnavailable(`the metadata at ${url} names a jwks_uri that is not https: ${jwksUrl}`);
+	}
+	return jwksUrl;
 }

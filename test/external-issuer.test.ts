@@ -1,0 +1,491 @@
+import { base64url, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import {
+	type ExternalIssuer,
+	externalIssuerFrom,
+	IssuerUnavailable,
+	metadataUrls,
+	TokenRejected,
+	verifyExternalToken,
+} from "../src/auth/external-issuer.ts";
+
+/**
+ * Tokens come from a real issuer (scripts/jwt-issuer.ts) on loopback: its
+ * keys, its metadata, its signatures. Tests that change an issuer (rotation,
+ * metadata) use a tenant of their own, so no test sees another's keys.
+ */
+const ORIGIN = () => `http://127.0.0.1:${inject("jwtIssuerPort")}`;
+const AUDIENCE = "https://gateway.test/mcp";
+/** One instant the token tests reason from; verification gets it through the `now` option. */
+const NOW = Date.UTC(2026, 11, 1, 12, 0, 0);
+const at = () => NOW;
+/** Nothing listens on port 1 of loopback: a connection there is refused at once. */
+const UNREACHABLE = "http://127.0.0.1:1";
+
+let tenants = 0;
+
+/** A new issuer with keys, counters and (in this isolate) caches of its own. */
+function newTenant(label: string): string {
+	tenants += 1;
+	return `${ORIGIN()}/t/${label}-${tenants}`;
+}
+
+function configured(issuer: string, jwksUrl: string | null = null): ExternalIssuer {
+	return { issuer, audience: AUDIENCE, jwksUrl };
+}
+
+/** Claims of a good access token from `issuer`, valid for five minutes from `now`; `undefined` drops a claim. */
+function claims(issuer: string, overrides: Record<string, unknown> = {}, now = NOW): Record<string, unknown> {
+	const seconds = Math.floor(now / 1000);
+	return { iss: issuer, aud: AUDIENCE, sub: "user-1", iat: seconds, exp: seconds + 300, ...overrides };
+}
+
+interface SignOptions {
+	alg?: "RS256" | "ES256";
+	kid?: string;
+	typ?: string;
+	header?: Record<string, unknown>;
+}
+
+async function issuerCall<T>(issuer: string, route: string, body?: unknown): Promise<T> {
+	const response = await fetch(`${issuer}${route}`, {
+		method: body === undefined ? "GET" : "POST",
+		...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+	});
+	if (!response.ok) throw new Error(`issuer ${route}: ${response.status} ${await response.text()}`);
+	return response.status === 204 ? (undefined as T) : ((await response.json()) as T);
+}
+
+/** `claims` signed by the issuer's current key. */
+async function sign(issuer: string, payload: Record<string, unknown>, options: SignOptions = {}): Promise<string> {
+	return (await issuerCall<{ token: string }>(issuer, "/sign", { claims: payload, ...options })).token;
+}
+
+/** How many times the issuer's JWKS and metadata were fetched. */
+function stats(issuer: string): Promise<{ jwks: number; metadata: number }> {
+	return issuerCall(issuer, "/stats");
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+	return promise.then(
+		() => {
+			throw new Error("expected a failure, but the token was accepted");
+		},
+		(error: unknown) => error,
+	);
+}
+
+async function expectRejected(promise: Promise<unknown>, reason: string): Promise<void> {
+	const error = await failure(promise);
+	expect(error).toBeInstanceOf(TokenRejected);
+	expect(error).toHaveProperty("reason", reason);
+}
+
+async function expectUnavailable(promise: Promise<unknown>, message: RegExp): Promise<void> {
+	const error = await failure(promise);
+	expect(error).toBeInstanceOf(IssuerUnavailable);
+	expect(error).not.toBeInstanceOf(TokenRejected);
+	expect((error as Error).message).toMatch(message);
+}
+
+function encodeJson(value: unknown): string {
+	return base64url.encode(JSON.stringify(value));
+}
+
+describe("a token from the configured issuer", () => {
+	it("yields the subject, the lowercased email and the groups, tagged with the issuer", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { email: "Ada.Lovelace@Example.COM", groups: ["eng", "admins"] }));
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toEqual({
+			issuer,
+			subject: "user-1",
+			email: "ada.lovelace@example.com",
+			groups: ["eng", "admins"],
+		});
+	});
+
+	it("verifies with the issuer's ES256 key as well as its RS256 key", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { sub: "ec-user" }), { alg: "ES256" });
+		expect(decodeProtectedHeader(token).alg).toBe("ES256");
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			subject: "ec-user",
+		});
+	});
+
+	it("is accepted when its aud is a list that contains the gateway", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { aud: ["https://other.example/api", AUDIENCE] }));
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			subject: "user-1",
+		});
+	});
+
+	it("is accepted typed at+jwt, application/at+jwt, JWT or untyped; any other type is refused", async () => {
+		const issuer = ORIGIN();
+		for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
+			const token = await sign(issuer, claims(issuer), typ === undefined ? {} : { typ });
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+				subject: "user-1",
+			});
+		}
+		const proof = await sign(issuer, claims(issuer), { typ: "dpop+jwt" });
+		await expectRejected(
+			verifyExternalToken(proof, configured(issuer), { now: at }),
+			"the token is not an access token (typ)",
+		);
+	});
+
+	it("passes within the 30 s clock tolerance on exp and nbf", async () => {
+		const issuer = ORIGIN();
+		const seconds = Math.floor(NOW / 1000);
+		const justExpired = await sign(issuer, claims(issuer, { exp: seconds - 20 }));
+		const almostValid = await sign(issuer, claims(issuer, { nbf: seconds + 20 }));
+		await expect(verifyExternalToken(justExpired, configured(issuer), { now: at })).resolves.toBeTruthy();
+		await expect(verifyExternalToken(almostValid, configured(issuer), { now: at })).resolves.toBeTruthy();
+	});
+});
+
+describe("tokens the gateway refuses, each with its reason", () => {
+	it("an expired token: the token has expired", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer));
+		// Valid for 300 s; the clock is 300 s plus the tolerance plus one past its issue.
+		const later = () => NOW + 331_000;
+		await expectRejected(verifyExternalToken(token, configured(issuer), { now: later }), "the token has expired");
+	});
+
+	it("a token whose nbf is in the future: the token is not valid yet", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { nbf: Math.floor(NOW / 1000) + 120 }));
+		await expectRejected(verifyExternalToken(token, configured(issuer), { now: at }), "the token is not valid yet");
+	});
+
+	it("a token for another resource: the token is not for this gateway (audience)", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { aud: "https://other.example/mcp" }));
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			"the token is not for this gateway (audience)",
+		);
+	});
+
+	it("a token naming another issuer, even one signed with the issuer's key: the token was not issued by <issuer>", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { iss: "https://elsewhere.example" }));
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			`the token was not issued by ${issuer}`,
+		);
+	});
+
+	it("an unsigned token (alg none) is refused before the issuer is asked for anything", async () => {
+		const issuer = newTenant("unsigned");
+		const token = `${encodeJson({ alg: "none", typ: "JWT" })}.${encodeJson(claims(issuer))}.`;
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			"the token's signing algorithm is not accepted (alg)",
+		);
+		expect(await stats(issuer)).toEqual({ jwks: 0, metadata: 0 });
+	});
+
+	it("an HS256 token signed with some shared secret: the algorithm is not accepted", async () => {
+		const issuer = ORIGIN();
+		const { kid } = decodeProtectedHeader(await sign(issuer, claims(issuer)));
+		const token = await new SignJWT(claims(issuer))
+			.setProtectedHeader({ alg: "HS256", kid })
+			.sign(new TextEncoder().encode("a-shared-secret-of-at-least-32-bytes"));
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			"the token's signing algorithm is not accepted (alg)",
+		);
+	});
+
+	it("a token signed by a key the issuer does not publish, under the issuer's own kid: the signature does not verify", async () => {
+		const issuer = ORIGIN();
+		const { kid } = decodeProtectedHeader(await sign(issuer, claims(issuer)));
+		const forger = await generateKeyPair("RS256");
+		const token = await new SignJWT(claims(issuer)).setProtectedHeader({ alg: "RS256", kid }).sign(forger.privateKey);
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			"the token's signature does not verify",
+		);
+	});
+
+	it("a token signed by a key the issuer does not publish, under an unknown kid: the key is not one the issuer publishes", async () => {
+		const issuer = ORIGIN();
+		const forger = await generateKeyPair("RS256");
+		const token = await new SignJWT(claims(issuer))
+			.setProtectedHeader({ alg: "RS256", kid: "forged-key" })
+			.sign(forger.privateKey);
+		await expectRejected(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			"the token's signing key is not one the issuer publishes",
+		);
+	});
+
+	it("a tampered payload under the original signature: the signature does not verify", async () => {
+		const issuer = ORIGIN();
+		const [header, payload, signature] = (await sign(issuer, claims(issuer, { groups: ["readers"] }))).split(".");
+		const claimsSet = JSON.parse(new TextDecoder().decode(base64url.decode(payload ?? "")));
+		const tampered = `${header}.${encodeJson({ ...claimsSet, groups: ["admins"] })}.${signature}`;
+		await expectRejected(
+			verifyExternalToken(tampered, configured(issuer), { now: at }),
+			"the token's signature does not verify",
+		);
+	});
+
+	it("a token without exp: the token has no expiry (exp)", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { exp: undefined }));
+		await expectRejected(verifyExternalToken(token, configured(issuer), { now: at }), "the token has no expiry (exp)");
+	});
+
+	it("a token without sub, or with a sub that is not a string: the token names no subject", async () => {
+		const issuer = ORIGIN();
+		for (const sub of [undefined, 42]) {
+			const token = await sign(issuer, claims(issuer, { sub }));
+			await expectRejected(verifyExternalToken(token, configured(issuer), { now: at }), "the token names no subject");
+		}
+	});
+
+	it("an opaque token: the token is not a JWT", async () => {
+		const issuer = ORIGIN();
+		for (const token of ["an-opaque-access-token", "a.b.c", "a.b.c.d.e"]) {
+			await expectRejected(verifyExternalToken(token, configured(issuer), { now: at }), "the token is not a JWT");
+		}
+	});
+});
+
+describe("key rotation", () => {
+	afterEach(() => {
+		vi.useRealTimers();
+	});
+
+	it("a token under the new kid verifies after one refetch of the keys; unknown kids within the cooldown fetch nothing more", async () => {
+		// jose times its key set's cooldown with Date.now(); a fake Date moves it past 30 s without sleeping.
+		vi.useFakeTimers({ toFake: ["Date"] });
+		const issuer = newTenant("rotation");
+		const before = await sign(issuer, claims(issuer, {}, Date.now()));
+		await expect(verifyExternalToken(before, configured(issuer))).resolves.toMatchObject({ subject: "user-1" });
+		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
+
+		const { kid } = await issuerCall<{ kid: string }>(issuer, "/rotate", {});
+		const after = await sign(issuer, claims(issuer, {}, Date.now()));
+		expect(decodeProtectedHeader(after).kid).toBe(kid);
+		// Within 30 s of the last fetch an unknown kid is refused without asking the issuer.
+		await expectRejected(
+			verifyExternalToken(after, configured(issuer)),
+			"the token's signing key is not one the issuer publishes",
+		);
+		expect((await stats(issuer)).jwks).toBe(1);
+
+		vi.setSystemTime(Date.now() + 31_000);
+		await expect(verifyExternalToken(after, configured(issuer))).resolves.toMatchObject({ subject: "user-1" });
+		expect((await stats(issuer)).jwks).toBe(2);
+
+		// The refetch restarted the cooldown: garbage kids are refused from the cache.
+		for (const garbage of ["garbage-1", "garbage-2", "garbage-3", "garbage-4", "garbage-5"]) {
+			const token = await sign(issuer, claims(issuer, {}, Date.now()), { kid: garbage });
+			await expectRejected(
+				verifyExternalToken(token, configured(issuer)),
+				"the token's signing key is not one the issuer publishes",
+			);
+		}
+		// The retired key left the set along with its kid.
+		await expectRejected(
+			verifyExternalToken(before, configured(issuer)),
+			"the token's signing key is not one the issuer publishes",
+		);
+		expect(await stats(issuer)).toEqual({ jwks: 2, metadata: 1 });
+	});
+});
+
+describe("finding the issuer's keys", () => {
+	it("lists metadata candidates in MCP's order, with RFC 8414 path insertion for an issuer with a path", () => {
+		expect(metadataUrls("https://idp.example")).toEqual([
+			"https://idp.example/.well-known/oauth-authorization-server",
+			"https://idp.example/.well-known/openid-configuration",
+		]);
+		expect(metadataUrls("https://idp.example/tenants/acme/")).toEqual([
+			"https://idp.example/.well-known/oauth-authorization-server/tenants/acme",
+			"https://idp.example/.well-known/openid-configuration/tenants/acme",
+			"https://idp.example/tenants/acme/.well-known/openid-configuration",
+		]);
+	});
+
+	it("discovers the JWKS from the metadata once per isolate, through the path-inserted URL", async () => {
+		const issuer = newTenant("discovered");
+		for (let round = 0; round < 3; round += 1) {
+			const token = await sign(issuer, claims(issuer));
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+				issuer,
+			});
+		}
+		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
+	});
+
+	it("falls back to OpenID configuration when the issuer publishes no OAuth metadata", async () => {
+		const issuer = newTenant("openid");
+		await issuerCall(issuer, "/configure", { discovery: "openid-configuration" });
+		const token = await sign(issuer, claims(issuer));
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ issuer });
+		// The OAuth document's 404, then the OpenID document.
+		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
+	});
+
+	it("uses a configured JWKS URL without asking for metadata", async () => {
+		const issuer = newTenant("configured-jwks");
+		const token = await sign(issuer, claims(issuer));
+		await expect(verifyExternalToken(token, configured(issuer, `${issuer}/jwks`), { now: at })).resolves.toMatchObject({
+			issuer,
+		});
+		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 0 });
+	});
+
+	it("concurrent first verifications share one metadata lookup (an injected fetch sees it)", async () => {
+		const issuer = newTenant("concurrent");
+		const requested: string[] = [];
+		const countingFetch: typeof fetch = (input, init) => {
+			requested.push(input instanceof Request ? input.url : String(input));
+			return fetch(input, init);
+		};
+		const tokens = await Promise.all([1, 2, 3, 4, 5].map((n) => sign(issuer, claims(issuer, { sub: `user-${n}` }))));
+		const identities = await Promise.all(
+			tokens.map((token) => verifyExternalToken(token, configured(issuer), { fetch: countingFetch, now: at })),
+		);
+		expect(identities.map((identity) => identity.subject)).toEqual(["user-1", "user-2", "user-3", "user-4", "user-5"]);
+		expect(requested.filter((url) => url.includes("/.well-known/"))).toEqual([
+			metadataUrls(issuer)[0] ?? "a metadata URL",
+		]);
+		// Only the metadata lookup is shared: on Workers, jose deliberately lets each request load a cold key set itself.
+		expect((await stats(issuer)).metadata).toBe(1);
+	});
+
+	it("refuses metadata that names another issuer, and looks again on the next request", async () => {
+		const issuer = newTenant("spoofed");
+		await issuerCall(issuer, "/configure", { claimedIssuer: "https://elsewhere.example" });
+		const token = await sign(issuer, claims(issuer));
+		await expectUnavailable(
+			verifyExternalToken(token, configured(issuer), { now: at }),
+			/names another issuer \(https:\/\/elsewhere\.example\), not http:\/\/127\.0\.0\.1:\d+\/t\/spoofed-\d+$/,
+		);
+		expect(await stats(issuer)).toEqual({ jwks: 0, metadata: 1 });
+
+		// A failure is not cached: once the issuer is fixed, the next request finds its keys.
+		await issuerCall(issuer, "/configure", { claimedIssuer: null });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ issuer });
+		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
+	});
+
+	it("an unreachable issuer is IssuerUnavailable, not TokenRejected, whether its metadata or its keys cannot be had", async () => {
+		const token = await sign(ORIGIN(), claims(UNREACHABLE));
+		await expectUnavailable(
+			verifyExternalToken(token, configured(UNREACHABLE), { now: at }),
+			/^the metadata of http:\/\/127\.0\.0\.1:1 could not be fetched from http:\/\/127\.0\.0\.1:1\/\.well-known\/oauth-authorization-server: /,
+		);
+		await expectUnavailable(
+			verifyExternalToken(token, configured(UNREACHABLE, `${UNREACHABLE}/jwks`), { now: at }),
+			/^the key set of http:\/\/127\.0\.0\.1:1 could not be read: /,
+		);
+		// A token that fails on its face is still refused as such: no issuer is needed for that verdict.
+		await expectRejected(
+			verifyExternalToken("not-a-jwt", configured(UNREACHABLE), { now: at }),
+			"the token is not a JWT",
+		);
+	});
+});
+
+describe("an issuer that answers badly", () => {
+	it("a key set URL that does not answer 200 is IssuerUnavailable", async () => {
+		const issuer = newTenant("no-keys");
+		const token = await sign(issuer, claims(issuer));
+		await expectUnavailable(
+			verifyExternalToken(token, configured(issuer, `${issuer}/no-such-keys`), { now: at }),
+			/^the key set of http:\/\/127\.0\.0\.1:\d+\/t\/no-keys-\d+ could not be read: Expected 200 OK/,
+		);
+	});
+
+	it("an issuer without any metadata document is IssuerUnavailable, naming every URL tried", async () => {
+		const issuer = `${ORIGIN()}/no-tenant-here`;
+		const token = await sign(ORIGIN(), claims(issuer));
+		const error = await failure(verifyExternalToken(token, configured(issuer), { now: at }));
+		expect(error).toBeInstanceOf(IssuerUnavailable);
+		expect((error as Error).message).toBe(
+			`no metadata for ${issuer}: ${metadataUrls(issuer)
+				.map((url) => `${url} answered 404`)
+				.join("; ")}`,
+		);
+	});
+
+	it("a metadata document or key set over 64 KiB is refused unread", async () => {
+		const issuer = "https://idp.example";
+		const huge = `{"issuer":"${issuer}","jwks_uri":"${issuer}/keys","padding":"${"x".repeat(64 * 1024)}"}`;
+		const oversized: typeof fetch = async () => new Response(huge, { status: 200 });
+		const token = await sign(ORIGIN(), claims(issuer));
+		await expectUnavailable(
+			verifyExternalToken(token, configured(issuer), { fetch: oversized, now: at }),
+			/^the metadata at https:\/\/idp\.example\/\.well-known\/oauth-authorization-server is larger than 65536 bytes$/,
+		);
+		await expectUnavailable(
+			verifyExternalToken(token, configured(issuer, `${issuer}/keys`), { fetch: oversized, now: at }),
+			/^the key set at https:\/\/idp\.example\/keys is larger than 65536 bytes$/,
+		);
+	});
+});
+
+describe("externalIssuerFrom", () => {
+	const resource = "https://mcp.example/mcp";
+
+	it("is null when OAUTH_ISSUER is unset or empty", () => {
+		expect(externalIssuerFrom({}, resource)).toBeNull();
+		expect(externalIssuerFrom({ OAUTH_ISSUER: "" }, resource)).toBeNull();
+	});
+
+	it("defaults the audience to the gateway's resource URL and discovers the keys", () => {
+		expect(externalIssuerFrom({ OAUTH_ISSUER: "https://idp.example" }, resource)).toEqual({
+			issuer: "https://idp.example",
+			audience: resource,
+			jwksUrl: null,
+		});
+	});
+
+	it("takes the audience and the JWKS URL when they are set, and keeps the issuer exactly as written", () => {
+		expect(
+			externalIssuerFrom(
+				{
+					OAUTH_ISSUER: "https://idp.example/realms/acme/",
+					OAUTH_AUDIENCE: "api://mcp-gateway",
+					OAUTH_JWKS_URL: "https://idp.example/realms/acme/keys",
+				},
+				resource,
+			),
+		).toEqual({
+			issuer: "https://idp.example/realms/acme/",
+			audience: "api://mcp-gateway",
+			jwksUrl: "https://idp.example/realms/acme/keys",
+		});
+	});
+
+	it("allows plain http only on a loopback host", () => {
+		for (const local of ["http://127.0.0.1:9000", "http://localhost:9000/realm", "http://[::1]:9000"]) {
+			expect(externalIssuerFrom({ OAUTH_ISSUER: local }, resource)?.issuer).toBe(local);
+		}
+		for (const insecure of ["http://idp.example", "http://10.0.0.5", "ftp://idp.example", "idp.example"]) {
+			expect(() => externalIssuerFrom({ OAUTH_ISSUER: insecure }, resource)).toThrow(
+				/^OAUTH_ISSUER must be an https URL/,
+			);
+		}
+		expect(() =>
+			externalIssuerFrom({ OAUTH_ISSUER: "https://idp.example", OAUTH_JWKS_URL: "http://idp.example/keys" }, resource),
+		).toThrow(/^OAUTH_JWKS_URL must be an https URL/);
+	});
+
+	it("refuses an issuer with a query or a fragment (RFC 8414)", () => {
+		for (const issuer of ["https://idp.example/?tenant=acme", "https://idp.example/#acme"]) {
+			expect(() => externalIssuerFrom({ OAUTH_ISSUER: issuer }, resource)).toThrow(
+				/^OAUTH_ISSUER must not have a query or fragment/,
+			);
+		}
+	});
+});
