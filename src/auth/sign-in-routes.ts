@@ -1,6 +1,7 @@
 import {
 	AuthorizationError,
 	authorizationErrorRedirect,
+	CimdFetchError,
 	type OAuthHelpers,
 } from "@cloudflare/workers-oauth-provider";
 import { type Context, Hono } from "hono";
@@ -125,6 +126,10 @@ async function parsed<T>(step: () => Promise<T>): Promise<T | Response> {
 	try {
 		return await step();
 	} catch (error) {
+		// A client metadata document that cannot be fetched or does not validate: the client is unknown.
+		if (error instanceof CimdFetchError) {
+			return errorPage(400, "The app's client metadata document could not be used (unreachable, too large, or not matching its URL).");
+		}
 		if (!(error instanceof AuthorizationError)) throw error;
 		if (error.redirectTo) return new Response(null, { status: 302, headers: { location: error.redirectTo } });
 		return errorPage(400, error.description);
