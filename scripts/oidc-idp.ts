@@ -122,6 +122,8 @@ function configuration(options: IdpOptions): Configuration {
 		// Cookies are marked Secure only when the request came over https (ctx.secure), so http loopback works as is.
 		cookies: { keys: [randomBytes(32).toString("base64url")] },
 		claims: CLAIMS,
+		// The resource's scope is one clients may also name when they register (MCP clients do).
+		scopes: ["openid", "offline_access", ...(resource ? [RESOURCE_SCOPE] : [])],
 		// Scope-requested claims go into the ID token too: the gateway reads identity from the ID token alone.
 		conformIdTokenClaims: false,
 		pkce: { required: () => true },
@@ -219,9 +221,10 @@ async function finish(
 	const { params } = details;
 	const grant = new provider.Grant({ accountId, clientId: String(params.client_id) });
 	const requested = typeof params.scope === "string" ? params.scope.split(" ").filter(Boolean) : [];
-	const oidcScopes = requested.filter((scope) => OIDC_SCOPES.has(scope));
 	const otherScopes = requested.filter((scope) => !OIDC_SCOPES.has(scope));
-	if (oidcScopes.length > 0) grant.addOIDCScope(oidcScopes.join(" "));
+	// Every requested scope is granted at the provider level too: the resource's scope is also a
+	// scope the provider declares (clients name it when they register), so consent must cover it there.
+	if (requested.length > 0) grant.addOIDCScope(requested.join(" "));
 	if (typeof params.claims === "string") grant.addOIDCClaims(requestedClaims(params.claims));
 	// The provider keeps, per resource, only the scopes that resource offers.
 	const resources = Array.isArray(params.resource) ? params.resource : params.resource ? [params.resource] : [];

@@ -37,50 +37,54 @@ const issuerUrl = z
 	}, "must be an https URL (http only on localhost) without credentials, query or fragment");
 
 /** Worker vars and secrets, parsed once per isolate into typed settings with defaults. */
-const SettingsSchema = z.object({
-	// A short admin token can be guessed; refusing it at start beats running with it.
-	ADMIN_TOKEN: z.string().min(32, "ADMIN_TOKEN must be at least 32 characters").optional(),
-	SESSION_SECRET: z.string().min(32, "SESSION_SECRET must be at least 32 characters").optional(),
-	KEY_SECRET: z.string().min(32, "KEY_SECRET must be at least 32 characters").optional(),
-	// Workers KV does not accept a cacheTtl below 30 s; 0 leaves KV's default.
-	KV_CACHE_TTL_SECONDS: z.coerce
-		.number()
-		.int()
-		.refine((value) => value === 0 || value >= 30, "KV_CACHE_TTL_SECONDS must be 0 or at least 30")
-		.default(30),
-	IDLE_TIMEOUT_SECONDS: seconds(30 * 60),
-	TOUCH_INTERVAL_SECONDS: seconds(60),
-	MAX_SESSION_AGE_SECONDS: seconds(24 * 60 * 60),
-	MAX_BODY_BYTES: bytes(4 * 1024 * 1024),
-	MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
-	KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
-	ENDPOINT_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
-	UPSTREAM_TIMEOUT_SECONDS: seconds(60),
-	RECHECK_INTERVAL_SECONDS: seconds(30),
-	UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
-	MAX_SESSIONS_PER_KEY: z.coerce.number().int().positive().default(100),
-	RATE_LIMIT_PERIOD_SECONDS: z.coerce.number().int().positive().default(60),
-	EVENT_BUFFER_EVENTS: z.coerce.number().int().positive().default(500),
-	EVENT_BUFFER_BYTES: bytes(1024 * 1024),
-	EVENT_BUFFER_SECONDS: seconds(5 * 60),
-	SSE_RETRY_MS: z.coerce.number().int().positive().default(1000),
-	LISTEN_WINDOW_SECONDS: seconds(25),
-	MAX_PENDING_CLIENT_REQUESTS: z.coerce.number().int().positive().default(32),
-	ALLOWED_ORIGINS: list(""),
-	ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
-	ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
-	// The gateway's own authorization server, signing people in with this OpenID Connect provider.
-	OIDC_ISSUER: issuerUrl.optional(),
-	OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
-	OIDC_CLIENT_SECRET: z.string().min(1).optional(),
-	OIDC_SCOPES: z.string().default("openid email profile"),
-	// Or an external authorization server whose JWT access tokens the gateway accepts.
-	OAUTH_ISSUER: issuerUrl.optional(),
-	OAUTH_AUDIENCE: z.string().min(1).optional(),
-	OAUTH_JWKS_URL: issuerUrl.optional(),
-})
+const SettingsSchema = z
+	.object({
+		// A short admin token can be guessed; refusing it at start beats running with it.
+		ADMIN_TOKEN: z.string().min(32, "ADMIN_TOKEN must be at least 32 characters").optional(),
+		SESSION_SECRET: z.string().min(32, "SESSION_SECRET must be at least 32 characters").optional(),
+		KEY_SECRET: z.string().min(32, "KEY_SECRET must be at least 32 characters").optional(),
+		// Workers KV does not accept a cacheTtl below 30 s; 0 leaves KV's default.
+		KV_CACHE_TTL_SECONDS: z.coerce
+			.number()
+			.int()
+			.refine((value) => value === 0 || value >= 30, "KV_CACHE_TTL_SECONDS must be 0 or at least 30")
+			.default(30),
+		IDLE_TIMEOUT_SECONDS: seconds(30 * 60),
+		TOUCH_INTERVAL_SECONDS: seconds(60),
+		MAX_SESSION_AGE_SECONDS: seconds(24 * 60 * 60),
+		MAX_BODY_BYTES: bytes(4 * 1024 * 1024),
+		MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
+		KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
+		ENDPOINT_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
+		UPSTREAM_TIMEOUT_SECONDS: seconds(60),
+		RECHECK_INTERVAL_SECONDS: seconds(30),
+		UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
+		MAX_SESSIONS_PER_KEY: z.coerce.number().int().positive().default(100),
+		RATE_LIMIT_PERIOD_SECONDS: z.coerce.number().int().positive().default(60),
+		EVENT_BUFFER_EVENTS: z.coerce.number().int().positive().default(500),
+		EVENT_BUFFER_BYTES: bytes(1024 * 1024),
+		EVENT_BUFFER_SECONDS: seconds(5 * 60),
+		SSE_RETRY_MS: z.coerce.number().int().positive().default(1000),
+		LISTEN_WINDOW_SECONDS: seconds(25),
+		MAX_PENDING_CLIENT_REQUESTS: z.coerce.number().int().positive().default(32),
+		ALLOWED_ORIGINS: list(""),
+		ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
+		ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
+		// The gateway's own authorization server, signing people in with this OpenID Connect provider.
+		OIDC_ISSUER: issuerUrl.optional(),
+		OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+		OIDC_CLIENT_SECRET: z.string().min(1).optional(),
+		OIDC_SCOPES: z.string().default("openid email profile"),
+		// Or an external authorization server whose JWT access tokens the gateway accepts.
+		OAUTH_ISSUER: issuerUrl.optional(),
+		OAUTH_AUDIENCE: z.string().min(1).optional(),
+		OAUTH_JWKS_URL: issuerUrl.optional(),
+		// The scopes clients should ask the external authorization server for (space-separated).
+		OAUTH_SCOPES: z.string().default(""),
+	})
 	.refine((v) => !(v.OIDC_ISSUER && v.OAUTH_ISSUER), {
-		message: "set OIDC_ISSUER (the gateway signs people in) or OAUTH_ISSUER (an external authorization server), not both",
+		message:
+			"set OIDC_ISSUER (the gateway signs people in) or OAUTH_ISSUER (an external authorization server), not both",
 		path: ["OAUTH_ISSUER"],
 	})
 	.refine((v) => !v.OIDC_ISSUER || (v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET), {
@@ -97,7 +101,7 @@ const SettingsSchema = z.object({
 export type OAuthSettings =
 	| { mode: "off" }
 	| { mode: "gateway"; oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } }
-	| { mode: "external"; issuer: string; audience: string | null; jwksUrl: string | null };
+	| { mode: "external"; issuer: string; audience: string | null; jwksUrl: string | null; scopes: string[] };
 
 export interface Settings {
 	adminToken: string | undefined;
@@ -200,11 +204,22 @@ function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
 	if (v.OIDC_ISSUER && v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET) {
 		return {
 			mode: "gateway",
-			oidc: { issuer: v.OIDC_ISSUER, clientId: v.OIDC_CLIENT_ID, clientSecret: v.OIDC_CLIENT_SECRET, scopes: v.OIDC_SCOPES },
+			oidc: {
+				issuer: v.OIDC_ISSUER,
+				clientId: v.OIDC_CLIENT_ID,
+				clientSecret: v.OIDC_CLIENT_SECRET,
+				scopes: v.OIDC_SCOPES,
+			},
 		};
 	}
 	if (v.OAUTH_ISSUER) {
-		return { mode: "external", issuer: v.OAUTH_ISSUER, audience: v.OAUTH_AUDIENCE ?? null, jwksUrl: v.OAUTH_JWKS_URL ?? null };
+		return {
+			mode: "external",
+			issuer: v.OAUTH_ISSUER,
+			audience: v.OAUTH_AUDIENCE ?? null,
+			jwksUrl: v.OAUTH_JWKS_URL ?? null,
+			scopes: v.OAUTH_SCOPES.split(/\s+/).filter((scope) => scope.length > 0),
+		};
 	}
 	return { mode: "off" };
 }

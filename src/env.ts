@@ -47,6 +47,7 @@ export interface Env {
 	OAUTH_ISSUER?: string;
 	OAUTH_AUDIENCE?: string;
 	OAUTH_JWKS_URL?: string;
+	OAUTH_SCOPES?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

@@ -62,7 +62,9 @@ describe("access rules: matching", () => {
 	it("a principal id names its rule, the rule's generation, the user and the grant, and nothing else parses as one", () => {
 		const id = principalId({ rule: "eng", generation: "g1", userId: "u_1", grantId: "grant1" });
 		expect(parsePrincipalId(id)).toEqual({ rule: "eng", generation: "g1", userId: "u_1", grantId: "grant1" });
-		expect(parsePrincipalId(principalId({ rule: "eng", generation: "g1", userId: "u_1", grantId: null }))?.grantId).toBeNull();
+		expect(
+			parsePrincipalId(principalId({ rule: "eng", generation: "g1", userId: "u_1", grantId: null }))?.grantId,
+		).toBeNull();
 		expect(parsePrincipalId("key_abcdefghijkl")).toBeNull();
 		expect(parsePrincipalId("oauth~eng~g1")).toBeNull();
 	});

@@ -2,10 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
-import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
-import { instrumentSession } from "./support/session-object.ts";
 import { Browser, type Page } from "./support/browser.ts";
+import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
 import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
+import { instrumentSession } from "./support/session-object.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const IDP = inject("idpIssuer");
@@ -83,8 +83,17 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 		const token = provider.saved?.access_token ?? "";
 		const refused = await gateway(`${ORIGIN}/mcp/${other}`, {
 			method: "POST",
-			headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
-			body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+			headers: {
+				authorization: `Bearer ${token}`,
+				"content-type": "application/json",
+				accept: "application/json, text/event-stream",
+			},
+			body: JSON.stringify({
+				jsonrpc: "2.0",
+				id: 1,
+				method: "initialize",
+				params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+			}),
 		});
 		expect(refused.status).toBe(404);
 		// Her token never went upstream.
@@ -143,7 +152,10 @@ async function registerClient(redirect = CLIENT_REDIRECT): Promise<string> {
 const VERIFIER = "a-code-verifier-of-the-test-client-that-is-long-enough-0123456789";
 async function challengeOf(verifier: string): Promise<string> {
 	const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-	return btoa(String.fromCharCode(...new Uint8Array(digest))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+	return btoa(String.fromCharCode(...new Uint8Array(digest)))
+		.replace(/\+/g, "-")
+		.replace(/\//g, "_")
+		.replace(/=+$/, "");
 }
 
 async function authorizeUrl(clientId: string, extra: Record<string, string> = {}): Promise<URL> {
@@ -200,10 +212,14 @@ describe("OAuth: metadata and challenges", () => {
 	});
 
 	it("a request without credentials gets 401 with a challenge naming the resource metadata", async () => {
-		const response = await gateway(`${ORIGIN}/mcp`, { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(initializeBody()) });
+		const response = await gateway(`${ORIGIN}/mcp`, {
+			method: "POST",
+			headers: JSON_HEADERS,
+			body: JSON.stringify(initializeBody()),
+		});
 		expect(response.status).toBe(401);
 		expect(response.headers.get("www-authenticate")).toBe(
-			`Bearer realm="mcp-edge-gateway", resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp"`,
+			`Bearer realm="mcp-edge-gateway", resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp", scope="mcp"`,
 		);
 	});
 
@@ -274,15 +290,30 @@ describe("OAuth: bad input to the authorization server", () => {
 	it("client metadata documents that do not match their URL, or are too large, are refused; a good one is shown by its domain", async () => {
 		const documentUrl = "https://client.example/mcp/metadata.json";
 		const documents: Record<string, string> = {
-			[documentUrl]: JSON.stringify({ client_id: documentUrl, client_name: "Good Client", redirect_uris: [CLIENT_REDIRECT], token_endpoint_auth_method: "none" }),
-			"https://client.example/mcp/mismatch.json": JSON.stringify({ client_id: "https://other.example/x.json", client_name: "Liar", redirect_uris: [CLIENT_REDIRECT] }),
-			"https://client.example/mcp/huge.json": JSON.stringify({ client_id: "https://client.example/mcp/huge.json", client_name: "x".repeat(6_000), redirect_uris: [CLIENT_REDIRECT] }),
+			[documentUrl]: JSON.stringify({
+				client_id: documentUrl,
+				client_name: "Good Client",
+				redirect_uris: [CLIENT_REDIRECT],
+				token_endpoint_auth_method: "none",
+			}),
+			"https://client.example/mcp/mismatch.json": JSON.stringify({
+				client_id: "https://other.example/x.json",
+				client_name: "Liar",
+				redirect_uris: [CLIENT_REDIRECT],
+			}),
+			"https://client.example/mcp/huge.json": JSON.stringify({
+				client_id: "https://client.example/mcp/huge.json",
+				client_name: "x".repeat(6_000),
+				redirect_uris: [CLIENT_REDIRECT],
+			}),
 		};
 		const real = globalThis.fetch;
 		const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
 			const url = new Request(input, init).url;
 			const document = documents[url];
-			return document === undefined ? real(input, init) : new Response(document, { headers: { "content-type": "application/json" } });
+			return document === undefined
+				? real(input, init)
+				: new Response(document, { headers: { "content-type": "application/json" } });
 		});
 		try {
 			for (const bad of ["https://client.example/mcp/mismatch.json", "https://client.example/mcp/huge.json"]) {
@@ -303,7 +334,11 @@ describe("OAuth: bad input to the authorization server", () => {
 	it("the wrong PKCE verifier gets invalid_grant; a code used twice is refused and revokes what its first use issued", async () => {
 		await accessRule({ match: { subject: "alice" } });
 		const clientId = await registerClient();
-		const wrong = await exchangeCode(clientId, await codeFor(clientId), "another-verifier-that-is-long-enough-0123456789abcdef");
+		const wrong = await exchangeCode(
+			clientId,
+			await codeFor(clientId),
+			"another-verifier-that-is-long-enough-0123456789abcdef",
+		);
 		expect(wrong.status).toBe(400);
 		expect(((await wrong.json()) as { error: string }).error).toBe("invalid_grant");
 
@@ -327,11 +362,17 @@ describe("OAuth: bad input to the authorization server", () => {
 		const clientId = await registerClient();
 		const browser = newBrowser();
 		const consent = await browser.get(await authorizeUrl(clientId));
-		const atProvider = await browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } }, {
-			stopAt: (url) => url.origin === new URL(IDP).origin,
-		});
+		const atProvider = await browser.submit(
+			consent,
+			{ fields: {}, button: { name: "decision", value: "approve" } },
+			{
+				stopAt: (url) => url.origin === new URL(IDP).origin,
+			},
+		);
 		const state = atProvider.url.searchParams.get("state") ?? "";
-		const elsewhere = await newBrowser().get(`${ORIGIN}/oauth/callback?state=${encodeURIComponent(state)}&code=anything`);
+		const elsewhere = await newBrowser().get(
+			`${ORIGIN}/oauth/callback?state=${encodeURIComponent(state)}&code=anything`,
+		);
 		expect(elsewhere.status).toBe(400);
 	});
 
@@ -341,9 +382,13 @@ describe("OAuth: bad input to the authorization server", () => {
 		const browser = newBrowser();
 		const consent = await browser.get(await authorizeUrl(clientId));
 		const loginPage = await approve(browser, consent);
-		const atCallback = await browser.submit(loginPage, { fields: { login: "alice", password: "demo" } }, {
-			stopAt: (url) => url.pathname === "/oauth/callback",
-		});
+		const atCallback = await browser.submit(
+			loginPage,
+			{ fields: { login: "alice", password: "demo" } },
+			{
+				stopAt: (url) => url.pathname === "/oauth/callback",
+			},
+		);
 		const tampered = new URL(atCallback.url);
 		tampered.searchParams.set("iss", "https://evil.example");
 		const landed = await browser.get(tampered, { stopAt: atClient });
@@ -357,7 +402,8 @@ describe("OAuth: tokens and sessions over time", () => {
 		await accessRule({ match: { subject: "alice" } });
 		const clientId = await registerClient();
 		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
-		const refresh = (token: string) => tokenEndpoint({ grant_type: "refresh_token", client_id: clientId, refresh_token: token });
+		const refresh = (token: string) =>
+			tokenEndpoint({ grant_type: "refresh_token", client_id: clientId, refresh_token: token });
 		const second = (await (await refresh(tokens.refresh_token)).json()) as TokenSet;
 		expect(second.refresh_token).not.toBe(tokens.refresh_token);
 		expect((await initializeWith(second.access_token)).status).toBe(200);

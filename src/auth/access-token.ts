@@ -1,11 +1,11 @@
 import type { Settings } from "../config.ts";
+import { IsolateCache } from "../edge/isolate-cache.ts";
+import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
-import { IsolateCache } from "../edge/isolate-cache.ts";
-import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import { authorizationServer, GrantPropsSchema, grantIdOf, resourceOf, userIdOf } from "./authorization-server.ts";
 import { IssuerUnavailable, TokenRejected, verifyExternalToken } from "./external-issuer.ts";
 import type { Identity } from "./identity.ts";

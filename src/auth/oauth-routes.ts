@@ -55,7 +55,9 @@ export function createOAuthRoutes(): Hono<OAuthEnv> {
 
 /** Public and cacheable for a short while: clients (browsers too) read it before they have any credentials. */
 function resourceMetadata(c: Context<OAuthEnv>, suffix: string): Response {
-	const metadata = RESOURCE_PATH.test(suffix) ? protectedResourceMetadata(settingsFrom(c.env), new URL(c.req.url).origin) : null;
+	const metadata = RESOURCE_PATH.test(suffix)
+		? protectedResourceMetadata(settingsFrom(c.env), new URL(c.req.url).origin)
+		: null;
 	if (!metadata) {
 		throw new GatewayError("not_found", `Not Found: no protected resource metadata for '${suffix || "/"}'.`);
 	}

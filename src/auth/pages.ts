@@ -41,7 +41,10 @@ ${loopback}
 /** A sign-in that cannot go back to the client (no validated redirect): said here, never redirected. */
 export function errorPage(status: number, message: string): Response {
 	return new Response(
-		page("Sign-in failed", `<h1>This sign-in cannot continue</h1><p>${escapeHtml(message)}</p><p>Start again from your MCP client.</p>`),
+		page(
+			"Sign-in failed",
+			`<h1>This sign-in cannot continue</h1><p>${escapeHtml(message)}</p><p>Start again from your MCP client.</p>`,
+		),
 		{
 			status,
 			headers: {

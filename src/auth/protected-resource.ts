@@ -1,5 +1,5 @@
 import type { Settings } from "../config.ts";
-import { resourceOf } from "./authorization-server.ts";
+import { GATEWAY_SCOPE, resourceOf } from "./authorization-server.ts";
 
 /** Where the protected-resource metadata (RFC 9728) of every `/mcp...` endpoint is published. */
 export const METADATA_PREFIX = "/.well-known/oauth-protected-resource";
@@ -8,6 +8,17 @@ export const METADATA_PREFIX = "/.well-known/oauth-protected-resource";
 export function authorizationServerOf(settings: Settings, origin: string): string | null {
 	const oauth = settings.oauth;
 	return oauth.mode === "gateway" ? origin : oauth.mode === "external" ? oauth.issuer : null;
+}
+
+/**
+ * The scopes a client asks for first (RFC 9728 `scopes_supported`, and the
+ * 401's `scope`): the gateway's own one scope, or what the operator says the
+ * external authorization server needs. Scopes never decide what a token
+ * reaches; access rules do.
+ */
+function scopesOf(settings: Settings): string[] {
+	const oauth = settings.oauth;
+	return oauth.mode === "gateway" ? [GATEWAY_SCOPE] : oauth.mode === "external" ? oauth.scopes : [];
 }
 
 /**
@@ -23,6 +34,7 @@ export function protectedResourceMetadata(settings: Settings, origin: string): R
 		authorization_servers: [issuer],
 		bearer_methods_supported: ["header"],
 		resource_name: "mcp-edge-gateway",
+		...(scopesOf(settings).length > 0 ? { scopes_supported: scopesOf(settings) } : {}),
 	};
 }
 
@@ -42,6 +54,8 @@ export function bearerChallenge(
 	}
 	if (authorizationServerOf(settings, origin) !== null) {
 		parts.push(`resource_metadata="${origin}${METADATA_PREFIX}/mcp"`);
+		const scopes = scopesOf(settings);
+		if (!error && scopes.length > 0) parts.push(`scope="${scopes.join(" ")}"`);
 	}
 	return `Bearer ${parts.join(", ")}`;
 }

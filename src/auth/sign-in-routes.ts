@@ -19,7 +19,13 @@ import {
 	oauthKv,
 	userIdOf,
 } from "./authorization-server.ts";
-import { identityFromCallback, newSignInData, providerSignInUrl, SignInDataSchema, SignInRefused } from "./oidc-client.ts";
+import {
+	identityFromCallback,
+	newSignInData,
+	providerSignInUrl,
+	SignInDataSchema,
+	SignInRefused,
+} from "./oidc-client.ts";
 import { consentPage, errorPage } from "./pages.ts";
 
 type SignInEnv = { Bindings: Env; Variables: { reader: RegistryReader } };
@@ -88,7 +94,10 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 		const userId = await userIdOf(identity);
 		if (!rule) {
 			console.log(JSON.stringify({ event: "oauth_sign_in_refused", userId, client: request.clientId }));
-			return refuse("access_denied", `No access rule of this gateway grants ${identity.email ?? identity.subject} anything.`);
+			return refuse(
+				"access_denied",
+				`No access rule of this gateway grants ${identity.email ?? identity.subject} anything.`,
+			);
 		}
 		const props: GrantProps = { identity };
 		const { redirectTo } = await api.completeAuthorization({
@@ -128,7 +137,10 @@ async function parsed<T>(step: () => Promise<T>): Promise<T | Response> {
 	} catch (error) {
 		// A client metadata document that cannot be fetched or does not validate: the client is unknown.
 		if (error instanceof CimdFetchError) {
-			return errorPage(400, "The app's client metadata document could not be used (unreachable, too large, or not matching its URL).");
+			return errorPage(
+				400,
+				"The app's client metadata document could not be used (unreachable, too large, or not matching its URL).",
+			);
 		}
 		if (!(error instanceof AuthorizationError)) throw error;
 		if (error.redirectTo) return new Response(null, { status: 302, headers: { location: error.redirectTo } });

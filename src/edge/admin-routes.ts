@@ -4,7 +4,7 @@ import { settingsFrom } from "../config.ts";
 import { secretsEqual } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type AccessRuleRecord, AccessRuleInputSchema, RuleNameSchema } from "../registry/access-rules.ts";
+import { AccessRuleInputSchema, type AccessRuleRecord, RuleNameSchema } from "../registry/access-rules.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import {
 	describeIssues,

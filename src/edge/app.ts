@@ -1,10 +1,10 @@
 import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
+import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
-import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";

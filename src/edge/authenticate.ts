@@ -1,9 +1,9 @@
+import { principalOfToken } from "../auth/access-token.ts";
+import { bearerChallenge } from "../auth/protected-resource.ts";
 import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { principalOfToken } from "../auth/access-token.ts";
-import { bearerChallenge } from "../auth/protected-resource.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -51,7 +51,13 @@ export async function authenticate(
 			settings.oauth.mode === "off"
 				? "send an API key as 'Authorization: Bearer <key>'"
 				: "sign in with OAuth (see the resource metadata in WWW-Authenticate) or send an API key as 'Authorization: Bearer <key>'";
-		throw failedAuthentication(env, settings, ip, unauthenticated(`Authentication required: ${how}.`, settings, origin), waitUntil);
+		throw failedAuthentication(
+			env,
+			settings,
+			ip,
+			unauthenticated(`Authentication required: ${how}.`, settings, origin),
+			waitUntil,
+		);
 	}
 	if (settings.oauth.mode !== "off" && !looksLikeApiKey(token)) {
 		try {

@@ -1,6 +1,6 @@
 import { createExecutionContext, env } from "cloudflare:test";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type {
 	OAuthClientInformationMixed,
@@ -78,7 +78,10 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
 
 /** The SDK client on `path` with OAuth (and the cfworker validator, since Workers forbid Ajv). */
 export function oauthClient(path: string, provider: OAuthClientProvider, gateway: typeof fetch) {
-	const transport = new StreamableHTTPClientTransport(new URL(`${ORIGIN}${path}`), { authProvider: provider, fetch: gateway });
+	const transport = new StreamableHTTPClientTransport(new URL(`${ORIGIN}${path}`), {
+		authProvider: provider,
+		fetch: gateway,
+	});
 	const client = new Client(
 		{ name: "oauth-test", version: "1.0.0" },
 		{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },

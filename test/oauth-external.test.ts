@@ -1,0 +1,134 @@
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { Browser } from "./support/browser.ts";
+import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
+import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
+import { registerServer, upstreamLog } from "./support/upstreams.ts";
+
+const IDP = inject("idpIssuer");
+/** The gateway as a pure resource server: the test identity provider is the organisation's authorization server. */
+const gateway = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_SCOPES: "mcp" });
+const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
+const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+
+const rules: string[] = [];
+async function accessRule(body: unknown): Promise<string> {
+	const name = uniqueName("rule");
+	const response = await admin("PUT", `/access-rules/${name}`, body);
+	if (response.status !== 201) throw new Error(`access rule: ${await response.text()}`);
+	rules.push(name);
+	return name;
+}
+afterEach(async () => {
+	for (const name of rules.splice(0)) await admin("DELETE", `/access-rules/${name}`);
+});
+
+/** The SDK's flow against the external authorization server: discovery through the gateway, registration and sign-in there. */
+async function connectAs(path: string, login: string) {
+	const provider = new MemoryOAuthProvider();
+	const first = oauthClient(path, provider, gateway);
+	await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+	const authorizationUrl = provider.authorizationUrl;
+	if (!authorizationUrl) throw new Error("the client was not sent to sign in");
+	expect(authorizationUrl.origin).toBe(new URL(IDP).origin);
+	const browser = new Browser();
+	const loginPage = await browser.get(authorizationUrl, { stopAt: atClient });
+	const landed = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+	const code = landed.url.searchParams.get("code");
+	if (!code) throw new Error(`no code: ${landed.url.href}`);
+	await first.transport.finishAuth(code);
+	return { provider, token: provider.saved?.access_token ?? "" };
+}
+
+function initializeWith(token: string, gatewayFetch = gateway, path = "/mcp"): Promise<Response> {
+	return gatewayFetch(`${ORIGIN}${path}`, {
+		method: "POST",
+		headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
+		body: JSON.stringify(initializeBody()),
+	});
+}
+
+describe("OAuth: an external authorization server", () => {
+	it("metadata names the external issuer, and the 401 asks for its scope", async () => {
+		const metadata = await (await gateway(`${ORIGIN}/.well-known/oauth-protected-resource/mcp`)).json();
+		expect(metadata).toMatchObject({
+			resource: `${ORIGIN}/mcp`,
+			authorization_servers: [IDP],
+			scopes_supported: ["mcp"],
+		});
+		const refused = await gateway(`${ORIGIN}/mcp`, {
+			method: "POST",
+			headers: JSON_HEADERS,
+			body: JSON.stringify(initializeBody()),
+		});
+		expect(refused.status).toBe(401);
+		expect(refused.headers.get("www-authenticate")).toContain('scope="mcp"');
+		// The gateway is not an authorization server in this mode.
+		expect((await gateway(`${ORIGIN}/.well-known/oauth-authorization-server`)).status).toBe(404);
+		expect((await gateway(`${ORIGIN}/authorize`)).status).toBe(404);
+	});
+
+	it("an SDK client signs in at the external issuer and uses exactly the servers its access rule grants", async () => {
+		const granted = await registerServer("beta");
+		await registerServer("gamma");
+		await accessRule({ match: { group: "engineering" }, servers: [granted] });
+		const { provider, token } = await connectAs("/mcp", "alice");
+		expect(token.split(".")).toHaveLength(3);
+		const second = oauthClient("/mcp", provider, gateway);
+		await second.client.connect(second.transport);
+		const names = (await second.client.listTools()).tools.map((tool) => tool.name);
+		expect(names.length).toBeGreaterThan(0);
+		expect(names.every((name) => name.startsWith(`${granted}__`))).toBe(true);
+		const result = await second.client.callTool({ name: `${granted}__echo`, arguments: { text: "external" } });
+		expect(result.content).toEqual([{ type: "text", text: "external" }]);
+		await second.client.close();
+		expect((await upstreamLog("beta")).some((entry) => entry.authorization?.includes(token))).toBe(false);
+	});
+
+	it("a valid token whose identity no rule grants gets 403 with a sentence, and opens nothing", async () => {
+		await accessRule({ match: { group: "engineering" } });
+		const { token } = await connectAs("/mcp", "bob");
+		const response = await initializeWith(token);
+		expect(response.status).toBe(403);
+		expect(response.headers.get("mcp-session-id")).toBeNull();
+		expect((await readReply(response)).error?.message).toBe(
+			"Forbidden: no access rule of this gateway grants bob@contractor.example anything; ask its operator for access.",
+		);
+	});
+
+	it("the gateway's own tokens, and tokens of the right issuer for another audience, are refused as invalid_token", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const { token } = await connectAs("/mcp", "alice");
+		// The same token at a gateway that expects another audience.
+		const elsewhere = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_AUDIENCE: "https://other.example/mcp" });
+		const refused = await initializeWith(token, elsewhere);
+		expect(refused.status).toBe(401);
+		expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+		expect((await readReply(refused)).error?.message).toBe(
+			"The access token was refused: the token is not for this gateway (audience).",
+		);
+		// An opaque token is not a JWT of this issuer.
+		const opaque = await initializeWith("u_x:g_y:not-a-jwt");
+		expect(opaque.status).toBe(401);
+		expect((await readReply(opaque)).error?.message).toBe("The access token was refused: the token is not a JWT.");
+	});
+
+	it("a token from another issuer is refused, and an API key still works next to OAuth", async () => {
+		const other = `http://127.0.0.1:${inject("jwtIssuerPort")}/t/${uniqueName("stranger")}`;
+		const now = Math.floor(Date.now() / 1000);
+		const signed = await fetch(`${other}/sign`, {
+			method: "POST",
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({ claims: { iss: other, aud: `${ORIGIN}/mcp`, sub: "alice", iat: now, exp: now + 300 } }),
+		});
+		const { token } = (await signed.json()) as { token: string };
+		const refused = await initializeWith(token);
+		expect(refused.status).toBe(401);
+		expect((await readReply(refused)).error?.message).toMatch(/^The access token was refused: /);
+
+		const server = await registerServer("beta");
+		const created = await admin("POST", "/keys", { servers: [server] });
+		const { key } = (await created.json()) as { key: string };
+		expect((await initializeWith(key, gateway, `/mcp/${server}`)).status).toBe(200);
+	});
+});
