@@ -25,6 +25,12 @@ const bindings = {
 	ALLOWED_HOSTS: "gateway.test,localhost,127.0.0.1",
 	// The test upstreams are plain http on loopback.
 	ALLOW_HTTP_UPSTREAMS: "true",
+	// API keys only by default, whatever a local .dev.vars from `npm start` says; the OAuth tests
+	// run the app with their own settings (test/support/oauth-client.ts).
+	OIDC_ISSUER: "",
+	OIDC_CLIENT_ID: "",
+	OIDC_CLIENT_SECRET: "",
+	OAUTH_ISSUER: "",
 };
 
 /**
@@ -58,6 +64,7 @@ export default defineConfig({
 						modules: true,
 						scriptPath: inject<string>("secondEdgePath"),
 						compatibilityDate: "2026-11-01",
+						compatibilityFlags: ["global_fetch_strictly_public"],
 						bindings,
 						ratelimits,
 						// The same namespace as the gateway's: one registry read path for both edges.

@@ -25,6 +25,8 @@ const MODERN_UPSTREAM_PORT = 8789;
 const IDP_PORT = 8790;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
 /** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
+/** Where the MCP Inspector's web page is served (npx @modelcontextprotocol/inspector). */
+const INSPECTOR_ORIGINS = "http://localhost:6274,http://127.0.0.1:6274";
 const OIDC_DEFAULTS = { OIDC_ISSUER: `http://${HOST}:${IDP_PORT}`, OIDC_CLIENT_ID: "mcp-edge-gateway" };
 const READY_TIMEOUT_MS = 60_000;
 
@@ -136,6 +138,9 @@ const wrangler = spawn(
 		// The demo upstream is plain http on loopback, which deployments refuse.
 		"--var",
 		"ALLOW_HTTP_UPSTREAMS:true",
+		// The MCP Inspector runs in the browser on this origin; its requests to /mcp need CORS.
+		"--var",
+		`ALLOWED_ORIGINS:${INSPECTOR_ORIGINS}`,
 	],
 	{ stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
@@ -176,7 +181,11 @@ try {
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
 	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
 	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
-	// access rule: added with the gateway's OAuth side
+	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).
+	await admin(adminToken, "PUT", "/access-rules/demo", {
+		match: { emailDomain: "example.com" },
+		servers: ["demo", "modern-demo"],
+	});
 	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
 	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
 	const key = String(created.key);
@@ -197,7 +206,7 @@ try {
 	const localSignIn = vars.OIDC_ISSUER === idp.issuer;
 	const signInAt = localSignIn ? "the local identity provider" : vars.OIDC_ISSUER;
 	const signInHint = localSignIn
-		? `as alice (or bob, carol), password "${DEMO_PASSWORD}".`
+		? `as alice, password "${DEMO_PASSWORD}" (access rule "demo" grants verified\n   example.com addresses; bob and carol are refused).`
 		: "with an account there (OIDC_ISSUER in .dev.vars is not the local provider).";
 	const initialize = JSON.stringify({
 		jsonrpc: "2.0",
