@@ -27,8 +27,9 @@ const issuerUrl = z
 	.string()
 	.url("must be a URL")
 	.refine((value) => {
-		const url = new URL(value);
+		const url = URL.parse(value);
 		return (
+			url !== null &&
 			(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname))) &&
 			url.username === "" &&
 			url.hash === "" &&

@@ -2,12 +2,13 @@ import { base64url, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import {
 	type ExternalIssuer,
-	externalIssuerFrom,
 	IssuerUnavailable,
 	metadataUrls,
 	TokenRejected,
 	verifyExternalToken,
 } from "../src/auth/external-issuer.ts";
+import { settingsFrom } from "../src/config.ts";
+import { GatewayError } from "../src/mcp/gateway-error.ts";
 
 /**
  * Tokens come from a real issuer (scripts/jwt-issuer.ts) on loopback: its
@@ -434,58 +435,53 @@ describe("an issuer that answers badly", () => {
 	});
 });
 
-describe("externalIssuerFrom", () => {
-	const resource = "https://mcp.example/mcp";
+describe("OAuth settings", () => {
+	const base = { ADMIN_TOKEN: "a".repeat(32) };
+	const misconfigured = (env: Record<string, string>) => {
+		try {
+			settingsFrom({ ...base, ...env });
+		} catch (error) {
+			return error instanceof GatewayError ? error.message : String(error);
+		}
+		return "accepted";
+	};
 
-	it("is null when OAUTH_ISSUER is unset or empty", () => {
-		expect(externalIssuerFrom({}, resource)).toBeNull();
-		expect(externalIssuerFrom({ OAUTH_ISSUER: "" }, resource)).toBeNull();
-	});
-
-	it("defaults the audience to the gateway's resource URL and discovers the keys", () => {
-		expect(externalIssuerFrom({ OAUTH_ISSUER: "https://idp.example" }, resource)).toEqual({
-			issuer: "https://idp.example",
-			audience: resource,
+	it("are off without an issuer, and an external issuer defaults its audience to the resource and discovers its keys", () => {
+		expect(settingsFrom({ ...base }).oauth).toEqual({ mode: "off" });
+		expect(settingsFrom({ ...base, OAUTH_ISSUER: "" }).oauth).toEqual({ mode: "off" });
+		expect(settingsFrom({ ...base, OAUTH_ISSUER: "https://idp.example/realms/acme" }).oauth).toEqual({
+			mode: "external",
+			issuer: "https://idp.example/realms/acme",
+			audience: null,
 			jwksUrl: null,
+			scopes: [],
 		});
 	});
 
-	it("takes the audience and the JWKS URL when they are set, and keeps the issuer exactly as written", () => {
-		expect(
-			externalIssuerFrom(
-				{
-					OAUTH_ISSUER: "https://idp.example/realms/acme/",
-					OAUTH_AUDIENCE: "api://mcp-gateway",
-					OAUTH_JWKS_URL: "https://idp.example/realms/acme/keys",
-				},
-				resource,
-			),
-		).toEqual({
-			issuer: "https://idp.example/realms/acme/",
-			audience: "api://mcp-gateway",
-			jwksUrl: "https://idp.example/realms/acme/keys",
-		});
-	});
-
-	it("allows plain http only on a loopback host", () => {
-		for (const local of ["http://127.0.0.1:9000", "http://localhost:9000/realm", "http://[::1]:9000"]) {
-			expect(externalIssuerFrom({ OAUTH_ISSUER: local }, resource)?.issuer).toBe(local);
+	it("refuse an issuer or key set that is not https (http only on loopback), or that has a query or fragment", () => {
+		for (const local of ["http://127.0.0.1:9000", "http://localhost:9000/t/a", "http://[::1]:9000"]) {
+			expect(misconfigured({ OAUTH_ISSUER: local })).toBe("accepted");
 		}
 		for (const insecure of ["http://idp.example", "http://10.0.0.5", "ftp://idp.example", "idp.example"]) {
-			expect(() => externalIssuerFrom({ OAUTH_ISSUER: insecure }, resource)).toThrow(
-				/^OAUTH_ISSUER must be an https URL/,
-			);
+			expect(misconfigured({ OAUTH_ISSUER: insecure })).toMatch(/^The gateway is misconfigured .*OAUTH_ISSUER/);
 		}
-		expect(() =>
-			externalIssuerFrom({ OAUTH_ISSUER: "https://idp.example", OAUTH_JWKS_URL: "http://idp.example/keys" }, resource),
-		).toThrow(/^OAUTH_JWKS_URL must be an https URL/);
+		expect(misconfigured({ OAUTH_ISSUER: "https://idp.example", OAUTH_JWKS_URL: "http://idp.example/keys" })).toMatch(
+			/OAUTH_JWKS_URL/,
+		);
+		for (const issuer of ["https://idp.example?tenant=a", "https://idp.example#x"]) {
+			expect(misconfigured({ OAUTH_ISSUER: issuer })).toMatch(/OAUTH_ISSUER/);
+		}
 	});
 
-	it("refuses an issuer with a query or a fragment (RFC 8414)", () => {
-		for (const issuer of ["https://idp.example/?tenant=acme", "https://idp.example/#acme"]) {
-			expect(() => externalIssuerFrom({ OAUTH_ISSUER: issuer }, resource)).toThrow(
-				/^OAUTH_ISSUER must not have a query or fragment/,
-			);
-		}
+	it("refuse the gateway's own sign-in and an external issuer at once, and a provider without its client", () => {
+		expect(
+			misconfigured({
+				OAUTH_ISSUER: "https://as.example",
+				OIDC_ISSUER: "https://idp.example",
+				OIDC_CLIENT_ID: "c",
+				OIDC_CLIENT_SECRET: "s",
+			}),
+		).toMatch(/not both/);
+		expect(misconfigured({ OIDC_ISSUER: "https://idp.example" })).toMatch(/OIDC_CLIENT_ID and the OIDC_CLIENT_SECRET/);
 	});
 });

@@ -8,6 +8,7 @@ import {
 	type RemoteJWKSet,
 } from "jose";
 import { z } from "zod";
+import { isLoopbackHost } from "../config.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { withTimeout } from "../timing.ts";
@@ -86,7 +87,6 @@ const MAX_DOCUMENT_BYTES = 64 * 1024;
  * (logout tokens, DPoP proofs, ...) are never access tokens.
  */
 const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "jwt"]);
-const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /** The part of an authorization server's metadata (RFC 8414) this module needs. */
 const IssuerMetadataSchema = z.looseObject({
@@ -125,39 +125,11 @@ function cachesFor(fetchImpl: typeof fetch | undefined): IssuerCaches {
 	return caches;
 }
 
-/**
- * The external issuer configured by `OAUTH_ISSUER` (and `OAUTH_AUDIENCE`,
- * `OAUTH_JWKS_URL`), or null when the gateway has none. `resource` is the
- * gateway's resource URL (`<origin>/mcp`), the default audience. Throws when
- * a setting is not a URL the gateway may fetch keys from.
- */
-export function externalIssuerFrom(
-	env: { OAUTH_ISSUER?: string; OAUTH_AUDIENCE?: string; OAUTH_JWKS_URL?: string },
-	resource: string,
-): ExternalIssuer | null {
-	if (!env.OAUTH_ISSUER) return null;
-	const issuer = env.OAUTH_ISSUER;
-	requireFetchableUrl("OAUTH_ISSUER", issuer);
-	// RFC 8414 section 2: an issuer identifier has no query or fragment.
-	const parsed = new URL(issuer);
-	if (parsed.search !== "" || parsed.hash !== "" || issuer.includes("?") || issuer.includes("#")) {
-		throw new Error(`OAUTH_ISSUER must not have a query or fragment: ${issuer}`);
-	}
-	if (env.OAUTH_JWKS_URL) requireFetchableUrl("OAUTH_JWKS_URL", env.OAUTH_JWKS_URL);
-	return { issuer, audience: env.OAUTH_AUDIENCE || resource, jwksUrl: env.OAUTH_JWKS_URL || null };
-}
-
-/** Throws unless `value` is an https URL, or http on a loopback host (local development). */
-function requireFetchableUrl(setting: string, value: string): void {
-	if (!isFetchableUrl(value)) {
-		throw new Error(`${setting} must be an https URL (or http on 127.0.0.1, localhost or [::1]): ${value}`);
-	}
-}
-
+/** An https URL, or http on a loopback host (local development): a URL keys may be fetched from. */
 function isFetchableUrl(value: string): boolean {
 	if (!URL.canParse(value)) return false;
 	const url = new URL(value);
-	return url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname));
+	return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
 }
 
 /**
