@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
@@ -273,12 +273,15 @@ describe("OAuth: bad input to the authorization server", () => {
 
 	it("a redirect URI that is not registered exactly is refused on a page, never redirected to", async () => {
 		const clientId = await registerClient();
+		const stored = async () => (await (env.OAUTH_KV as KVNamespace).list()).keys.length;
+		const before = await stored();
 		for (const redirect of [`${CLIENT_REDIRECT}/extra`, "https://evil.example/callback"]) {
 			const response = await gateway(await authorizeUrl(clientId, { redirect_uri: redirect }));
 			expect(response.status).toBe(400);
 			expect(response.headers.get("location")).toBeNull();
 			expect(await response.text()).toContain("This sign-in cannot continue");
 		}
+		expect(await stored()).toBe(before);
 	});
 
 	it("a client metadata document URL that is not https is refused on a page", async () => {
@@ -429,6 +432,34 @@ describe("OAuth: tokens and sessions over time", () => {
 		expect((await readReply(await ping())).result).toEqual({});
 		return { rule, clientId, tokens, clock, ping };
 	}
+
+	it("a session opened with alice's token is not found for an API key or for another sign-in", async () => {
+		const server = await registerServer("beta");
+		await accessRule({ match: { subject: "alice" }, servers: [server] });
+		const clientId = await registerClient();
+		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+		const opened = await initializeWith(tokens.access_token, `/mcp/${server}`);
+		const sessionId = opened.headers.get("mcp-session-id") ?? "";
+		const ping = (bearer: string) =>
+			gateway(`${ORIGIN}/mcp/${server}`, {
+				method: "POST",
+				headers: {
+					...JSON_HEADERS,
+					authorization: `Bearer ${bearer}`,
+					"mcp-session-id": sessionId,
+					"mcp-protocol-version": "2025-11-25",
+				},
+				body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }),
+			});
+		expect((await ping(tokens.access_token)).status).toBe(200);
+		const { key } = (await (await admin("POST", "/keys", {})).json()) as { key: string };
+		expect((await ping(key)).status).toBe(404);
+		// Alice again, through another client: another grant, so another principal.
+		const otherClient = await registerClient();
+		const other = (await (await exchangeCode(otherClient, await codeFor(otherClient))).json()) as TokenSet;
+		expect((await ping(other.access_token)).status).toBe(404);
+		expect((await ping(tokens.access_token)).status).toBe(200);
+	});
 
 	it("a session ends within one recheck interval when its grant is revoked (RFC 7009 at the token endpoint)", async () => {
 		const { clientId, tokens, clock, ping } = await signedInSession();
