@@ -4,6 +4,7 @@ import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { Browser, type Page } from "./support/browser.ts";
 import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
+import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
 import { instrumentSession } from "./support/session-object.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
@@ -459,6 +460,31 @@ describe("OAuth: tokens and sessions over time", () => {
 		const other = (await (await exchangeCode(otherClient, await codeFor(otherClient))).json()) as TokenSet;
 		expect((await ping(other.access_token)).status).toBe(404);
 		expect((await ping(tokens.access_token)).status).toBe(200);
+	});
+
+	it("a 2026-07-28 request with a token is served on what the rule grants, and refused elsewhere", async () => {
+		const modern = await registerServer("modern");
+		const other = await registerServer("modern");
+		await accessRule({ match: { subject: "alice" }, servers: [modern] });
+		const clientId = await registerClient();
+		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+		const list = (path: string) => {
+			const request = modernRequest(path, tokens.access_token, {
+				id: 1,
+				method: "tools/list",
+				params: { _meta: ENVELOPE },
+			});
+			return gateway(`${ORIGIN}${new URL(request.url).pathname}`, {
+				method: "POST",
+				headers: request.headers,
+				body: request.body,
+				duplex: "half",
+			} as RequestInit);
+		};
+		const granted = await list(`/mcp/${modern}`);
+		expect(granted.status).toBe(200);
+		expect(((await readReply(granted)).result as { tools: unknown[] }).tools.length).toBeGreaterThan(0);
+		expect((await list(`/mcp/${other}`)).status).toBe(404);
 	});
 
 	it("a session ends within one recheck interval when its grant is revoked (RFC 7009 at the token endpoint)", async () => {
