@@ -1,8 +1,15 @@
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { Browser } from "./support/browser.ts";
 import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
-import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
+import {
+	CLIENT_REDIRECT,
+	gatewayWith,
+	MemoryOAuthProvider,
+	ORIGIN,
+	oauthClient,
+	testAccessRules,
+} from "./support/oauth-client.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const IDP = inject("idpIssuer");
@@ -11,17 +18,7 @@ const gateway = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_SCOPES: "mcp" });
 const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
-const rules: string[] = [];
-async function accessRule(body: unknown): Promise<string> {
-	const name = uniqueName("rule");
-	const response = await admin("PUT", `/access-rules/${name}`, body);
-	if (response.status !== 201) throw new Error(`access rule: ${await response.text()}`);
-	rules.push(name);
-	return name;
-}
-afterEach(async () => {
-	for (const name of rules.splice(0)) await admin("DELETE", `/access-rules/${name}`);
-});
+const accessRule = testAccessRules();
 
 /** The SDK's flow against the external authorization server: discovery through the gateway, registration and sign-in there. */
 async function connectAs(path: string, login: string) {

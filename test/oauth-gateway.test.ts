@@ -1,11 +1,18 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { Browser, type Page } from "./support/browser.ts";
-import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
+import { admin, initializeBody, readReply } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
-import { CLIENT_REDIRECT, gatewayWith, MemoryOAuthProvider, ORIGIN, oauthClient } from "./support/oauth-client.ts";
+import {
+	CLIENT_REDIRECT,
+	gatewayWith,
+	MemoryOAuthProvider,
+	ORIGIN,
+	oauthClient,
+	testAccessRules,
+} from "./support/oauth-client.ts";
 import { instrumentSession } from "./support/session-object.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
@@ -51,18 +58,7 @@ async function connectAs(path: string, login: string, provider = new MemoryOAuth
 	return { client: second.client, transport: second.transport, provider, landed };
 }
 
-const rules: string[] = [];
-async function accessRule(body: unknown): Promise<string> {
-	const name = uniqueName("rule");
-	const response = await admin("PUT", `/access-rules/${name}`, body);
-	if (response.status !== 201) throw new Error(`access rule: ${await response.text()}`);
-	rules.push(name);
-	return name;
-}
-// Each test's rules go with it: the first matching rule decides, so one test's rule must not decide another's.
-afterEach(async () => {
-	for (const name of rules.splice(0)) await admin("DELETE", `/access-rules/${name}`);
-});
+const accessRule = testAccessRules();
 
 describe("OAuth: the gateway as authorization server, sign-in at an OpenID Connect provider", () => {
 	it("an SDK client discovers the gateway, registers, signs alice in and uses exactly the servers her rule grants", async () => {

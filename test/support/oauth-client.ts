@@ -8,8 +8,10 @@ import type {
 	OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
+import { afterEach } from "vitest";
 import { createApp } from "../../src/edge/app.ts";
 import type { Env } from "../../src/env.ts";
+import { admin, uniqueName } from "./gateway.ts";
 
 /** OAuth tests run on a loopback origin: OAuth allows plain http only there. */
 export const ORIGIN = "http://localhost";
@@ -87,4 +89,22 @@ export function oauthClient(path: string, provider: OAuthClientProvider, gateway
 		{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
 	);
 	return { client, transport };
+}
+
+/**
+ * Creates access rules for one test file and deletes each test's rules after
+ * it: the first matching rule decides, so one test's rule must not decide another's.
+ */
+export function testAccessRules(): (body: unknown) => Promise<string> {
+	const rules: string[] = [];
+	afterEach(async () => {
+		for (const name of rules.splice(0)) await admin("DELETE", `/access-rules/${name}`);
+	});
+	return async (body) => {
+		const name = uniqueName("rule");
+		const response = await admin("PUT", `/access-rules/${name}`, body);
+		if (response.status !== 201) throw new Error(`access rule: ${await response.text()}`);
+		rules.push(name);
+		return name;
+	};
 }
