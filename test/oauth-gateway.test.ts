@@ -3,7 +3,7 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { describe, expect, inject, it, vi } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { Browser, type Page } from "./support/browser.ts";
-import { admin, initializeBody, readReply } from "./support/gateway.ts";
+import { admin, initializeBody, readReply, TEST_ADMIN_BEARER } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
@@ -487,6 +487,22 @@ describe("OAuth: tokens and sessions over time", () => {
 		const { clientId, tokens, clock, ping } = await signedInSession();
 		// Revoking the refresh token revokes the grant, and with it every token of the grant.
 		expect((await tokenEndpoint({ token: tokens.refresh_token, client_id: clientId })).status).toBe(200);
+		expect((await initializeWith(tokens.access_token)).status).toBe(401);
+		clock.advance(RECHECK);
+		expect((await ping()).status).toBe(404);
+	});
+
+	it("an operator revokes a person's grants: their tokens stop at once and their session ends at its next recheck", async () => {
+		const { tokens, clock, ping } = await signedInSession();
+		const revoke = (query: string) =>
+			gateway(`${ORIGIN}/admin/oauth-grants${query}`, {
+				method: "DELETE",
+				headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}` },
+			});
+		expect((await revoke("")).status).toBe(400);
+		const revoked = await revoke("?subject=alice");
+		expect(revoked.status).toBe(200);
+		expect(((await revoked.json()) as { revoked: number }).revoked).toBeGreaterThanOrEqual(1);
 		expect((await initializeWith(tokens.access_token)).status).toBe(401);
 		clock.advance(RECHECK);
 		expect((await ping()).status).toBe(404);

@@ -87,3 +87,25 @@ export function oauthKv(env: Env): KVNamespace {
 export async function grantExists(kv: KVNamespace, userId: string, grantId: string): Promise<boolean> {
 	return (await kv.get(`grant:${userId}:${grantId}`)) !== null;
 }
+
+/**
+ * Revokes every grant a person holds at the gateway's authorization server
+ * (an operator cutting someone off at once, without waiting for their tokens
+ * to expire): their tokens stop working on the next request, and their
+ * sessions end at their next recheck. Returns how many grants were revoked.
+ */
+export async function revokePersonGrants(origin: string, env: Env, identity: Pick<Identity, "issuer" | "subject">) {
+	const api = authorizationServer(origin).getOAuthApi(env);
+	const userId = await userIdOf(identity);
+	let revoked = 0;
+	let cursor: string | undefined;
+	do {
+		const page = await api.listUserGrants(userId, cursor ? { cursor } : {});
+		for (const grant of page.items) {
+			await api.revokeGrant(grant.id, userId);
+			revoked++;
+		}
+		cursor = page.cursor;
+	} while (cursor);
+	return revoked;
+}

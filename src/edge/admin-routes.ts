@@ -1,5 +1,6 @@
 import { type Context, Hono } from "hono";
 import type { z } from "zod";
+import { oauthKv, revokePersonGrants } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
 import { secretsEqual } from "../crypto.ts";
 import type { Env } from "../env.ts";
@@ -91,6 +92,7 @@ type AdminAction =
 	| "access_rule.created"
 	| "access_rule.replaced"
 	| "access_rule.deleted"
+	| "oauth_grants.revoked"
 	| "key.created"
 	| "key.deleted"
 	| "registry.synced";
@@ -242,6 +244,27 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		}
 		audit("access_rule.deleted", name);
 		return c.body(null, 204);
+	});
+
+	/**
+	 * Cuts a person off at once: every grant they hold at the gateway's
+	 * authorization server is revoked (`?subject=<sub>` at the OpenID Connect
+	 * provider). Their tokens stop working; their sessions end at the next recheck.
+	 */
+	admin.delete("/oauth-grants", async (c) => {
+		const oauth = settingsFrom(c.env).oauth;
+		if (oauth.mode !== "gateway") {
+			throw new GatewayError(
+				"not_found",
+				"Not Found: this gateway is not an OAuth authorization server (OIDC_ISSUER is not set).",
+			);
+		}
+		const subject = c.req.query("subject");
+		if (!subject) throw new GatewayError("bad_request", "Bad Request: name the person as ?subject=<sub claim>.");
+		oauthKv(c.env);
+		const revoked = await revokePersonGrants(new URL(c.req.url).origin, c.env, { issuer: oauth.oidc.issuer, subject });
+		audit("oauth_grants.revoked", `subject:${subject}`);
+		return c.json({ revoked });
 	});
 
 	/**
