@@ -84,18 +84,19 @@ export class Processes {
 		this.temporary.push(path);
 	}
 
-	/** Stops every child's process group (SIGTERM, then SIGKILL after a grace period) and removes temporary dirs. */
+	/** Stops one child's process group: SIGTERM, then SIGKILL after a grace period. */
+	async stop(child: Child): Promise<void> {
+		if (!isRunning(child.process)) return;
+		signalGroup(child.process, "SIGTERM");
+		const stopped = await Promise.race([child.exited.then(() => true), delay(STOP_GRACE_MS).then(() => false)]);
+		// workerd may outlive wrangler's own exit briefly: the group is killed either way.
+		signalGroup(child.process, "SIGKILL");
+		if (!stopped) await Promise.race([child.exited, delay(1_000)]);
+	}
+
+	/** Stops every child's process group and removes temporary dirs. */
 	async stopAll(): Promise<void> {
-		await Promise.all(
-			this.children.map(async (child) => {
-				if (!isRunning(child.process)) return;
-				signalGroup(child.process, "SIGTERM");
-				const stopped = await Promise.race([child.exited.then(() => true), delay(STOP_GRACE_MS).then(() => false)]);
-				// workerd may outlive wrangler's own exit briefly: the group is killed either way.
-				signalGroup(child.process, "SIGKILL");
-				if (!stopped) await Promise.race([child.exited, delay(1_000)]);
-			}),
-		);
+		await Promise.all(this.children.map((child) => this.stop(child)));
 		this.removeTemporary();
 	}
 

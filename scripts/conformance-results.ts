@@ -45,8 +45,11 @@ export interface ScenarioResult {
 const MESSAGE_MAX_CHARS = 400;
 /** How many failed checks of an unscored scenario the table prints. */
 const UNSCORED_PROBLEMS_SHOWN = 2;
-/** Result dirs are named `server-<scenario>-<ISO timestamp with : and . as ->`. */
-const RESULT_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
+/**
+ * Result dirs are named `server-<scenario>-<ISO timestamp with : and . as ->`,
+ * `authorization-server-<scenario>-<...>` for the authorization-server scenarios.
+ */
+const RESULT_DIR = /^(?:authorization-)?server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
 /** The CLI's list of scenarios run but not scored: `  ✓ name (reason)`. */
 const NOT_SCORED_LINE = /^\s+[✓✗] (\S+) \(([\w-]+)\)$/;
 /** The CLI announces each scenario of a set with this header (a single scenario has none). */
@@ -118,6 +121,35 @@ export function collectResults(run: CliRun, resultsDir: string, scenario?: strin
 }
 
 /**
+ * Says, on stderr, when a run of the CLI broke rather than failed: it ran no
+ * scenario, or it exited with an error status although no scenario failed
+ * (the CLI fails a run only for a failed scenario). `what` names the run.
+ */
+export function reportBrokenRun(run: CliRun, results: ScenarioResult[], what: string): boolean {
+	if (results.length === 0) {
+		console.error(`conformance: ${what} ran no scenario (exit ${run.exitCode}); its output:\n${plain(run.lines)}`);
+		return true;
+	}
+	if (run.exitCode !== 0 && !results.some((result) => result.verdict === "FAIL")) {
+		console.error(`conformance: ${what} exited ${run.exitCode} with no failed scenario; its last output:`);
+		console.error(plain(run.lines.slice(-20)));
+		return true;
+	}
+	return false;
+}
+
+function plain(lines: string[]): string {
+	return withoutColours(lines.join("\n"));
+}
+
+/** esbuild colours its build errors whatever NO_COLOR says; escape codes only garble a CI log. */
+const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+export function withoutColours(text: string): string {
+	return text.replace(ANSI_ESCAPE, "");
+}
+
+/**
  * A check's message on one line, cut to a length a table can hold: some
  * (wire-schema-valid) list every offending message, one per line.
  */
@@ -157,14 +189,20 @@ export function tally(results: ScenarioResult[], scoring = true): string {
 	return parts.join("; ");
 }
 
-export function printTable(results: ScenarioResult[], set: RequirementSet, target: string, scoring = true): void {
+/** What a table is of: `title` heads it, `label` names the run in its notes and closing line (e.g. a requirement set). */
+export interface TableHeading {
+	title: string;
+	label: string;
+}
+
+export function printTable(results: ScenarioResult[], { title, label }: TableHeading, scoring = true): void {
 	const width = Math.max(8, ...results.map((result) => result.name.length));
-	console.log(`\nMCP conformance, ${set} server scenarios (at the ${set} wire), against ${target}\n`);
+	console.log(`\nMCP conformance, ${title}\n`);
 	console.log(`${"scenario".padEnd(width)}  result  checks (passed/failed/warnings)  note`);
 	for (const result of results) {
 		const counts = `${result.passed}/${result.failed}/${result.warnings}`;
 		const required = result.requiredHere ? " (required here)" : "";
-		const note = result.notScored ? `not scored for ${set}: ${result.notScored}${required}` : "";
+		const note = result.notScored ? `not scored for ${label}: ${result.notScored}${required}` : "";
 		console.log(`${result.name.padEnd(width)}  ${result.verdict.padEnd(6)}  ${counts.padEnd(31)}  ${note}`.trimEnd());
 	}
 	const withProblems = results.filter((result) => result.problems.length > 0);
@@ -180,5 +218,5 @@ export function printTable(results: ScenarioResult[], set: RequirementSet, targe
 			if (hidden > 0) console.log(`    ... and ${hidden} more (see its checks.json, --output-dir)`);
 		}
 	}
-	console.log(`\n${set}: ${tally(results, scoring)}`);
+	console.log(`\n${label}: ${tally(results, scoring)}`);
 }

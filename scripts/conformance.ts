@@ -22,20 +22,28 @@
  * (REQUIRED_HERE: server-sse-polling). One scenario run by name (--scenario)
  * fails the run whenever it fails.
  *
- *   node scripts/conformance.ts                                   both sets through the gateway
+ * Then the suite's authorization-server scenarios, against the gateway as its
+ * own OAuth authorization server (scripts/conformance-authorization.ts, a
+ * second `wrangler dev` of the same build): both must pass. Not with
+ * --scenario, --direct (the reference has no authorization server) or
+ * --no-authorization.
+ *
+ *   node scripts/conformance.ts                                   both sets through the gateway, then authorization
  *   node scripts/conformance.ts --requirements 2026-07-28         one set
  *   node scripts/conformance.ts --scenario server-sse-polling     one scenario, at each set's wire
  *   node scripts/conformance.ts --direct                          the same against the reference alone (baseline)
  */
 
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import {
 	type RunningConformanceReference,
 	startConformanceReference,
 } from "../test/reference/conformance-reference.ts";
-import { type Child, installShutdown, Processes, withTimeout } from "./bench-processes.ts";
+import { installShutdown, Processes } from "./bench-processes.ts";
+import { AUTHORIZATION_LABEL, type AuthorizationRun, runAuthorizationScenarios } from "./conformance-authorization.ts";
+import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./conformance-cli.ts";
+import { admin, buildGateway, type GatewayBuild, startGateway } from "./conformance-gateway.ts";
 import { type RunningProxy, startKeyProxy } from "./conformance-key-proxy.ts";
 import {
 	type CliRun,
@@ -44,16 +52,16 @@ import {
 	printTable,
 	REQUIREMENT_SETS,
 	type RequirementSet,
+	reportBrokenRun,
 	type ScenarioResult,
 	tally,
+	withoutColours,
 } from "./conformance-results.ts";
-import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
 
 /** The name the reference is registered under: the suite runs against `/mcp/<SERVER_NAME>`. */
 const SERVER_NAME = "conformance";
 /** A set takes seconds; this only bounds a hung run (each scenario has its own 30 s timeout). */
 const SUITE_TIMEOUT_MS = 10 * 60_000;
-const ADMIN_TIMEOUT_MS = 30_000;
 /**
  * Unscored scenarios this project requires all the same. server-sse-polling is
  * "pending" in the 2025-11-25 set only because the suite's own fixture server
@@ -67,14 +75,19 @@ const REQUIRED_HERE: Readonly<Partial<Record<RequirementSet, readonly string[]>>
 const USAGE = `Usage: node scripts/conformance.ts [options]
 
 Runs the MCP conformance suite's server scenarios, requirement sets ${REQUIREMENT_SETS.join(" and ")},
-against the gateway's /mcp/<server> endpoint with the conformance reference registered behind it.
+against the gateway's /mcp/<server> endpoint with the conformance reference registered behind it,
+then its authorization-server scenarios against the gateway's own OAuth authorization server
+(alone: node scripts/conformance-authorization.ts).
 
   --requirements <set>  run one requirement set (${REQUIREMENT_SETS.join(" or ")}); default: both
   --scenario <name>     run one scenario (e.g. dns-rebinding-protection), at the wire of each set run
   --expect-fail <name>  a scenario known to fail (repeatable), as <scenario> (any set) or <set>:<scenario>:
                         its failure is reported but does not fail the run
-  --direct              run against the conformance reference itself, without the gateway (baseline)
-  --output-dir <dir>    keep the suite's per-scenario checks.json files there (one subdirectory per set)
+  --direct              run against the conformance reference itself, without the gateway (baseline);
+                        the authorization-server scenarios do not apply
+  --no-authorization    leave out the authorization-server scenarios
+  --output-dir <dir>    keep the suite's per-scenario checks.json files there (one subdirectory per set,
+                        and authorization/ for the authorization-server scenarios)
   --verbose             print the conformance CLI's own output as it runs
   --help                this text
 
@@ -97,6 +110,8 @@ interface Options {
 	/** Scenarios known to fail (tracked work), reported but not failing the run. */
 	expectFail: ExpectedFailure[];
 	direct: boolean;
+	/** Also the authorization-server scenarios, against the gateway's own authorization server. */
+	authorization: boolean;
 	outputDir?: string;
 	verbose: boolean;
 }
@@ -110,7 +125,13 @@ function parseExpectedFailure(value: string): ExpectedFailure {
 }
 
 function parseArgs(args: string[]): Options {
-	const options: Options = { sets: [...REQUIREMENT_SETS], direct: false, verbose: false, expectFail: [] };
+	const options: Options = {
+		sets: [...REQUIREMENT_SETS],
+		direct: false,
+		authorization: true,
+		verbose: false,
+		expectFail: [],
+	};
 	for (let i = 0; i < args.length; i++) {
 		const arg = args[i];
 		const value = () => {
@@ -129,6 +150,7 @@ function parseArgs(args: string[]): Options {
 		else if (arg === "--expect-fail") options.expectFail.push(parseExpectedFailure(value()));
 		else if (arg === "--output-dir") options.outputDir = resolve(value());
 		else if (arg === "--direct") options.direct = true;
+		else if (arg === "--no-authorization") options.authorization = false;
 		else if (arg === "--verbose") options.verbose = true;
 		else usageError(`unknown option ${arg}`);
 	}
@@ -152,13 +174,6 @@ const { shutdown, stopping } = installShutdown(procs, "conformance", () =>
 	Promise.all([proxy?.close(), reference?.close()]),
 );
 
-/** esbuild colours its build errors whatever NO_COLOR says; escape codes only garble a CI log. */
-const ANSI_ESCAPE = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
-
-function withoutColours(text: string): string {
-	return text.replace(ANSI_ESCAPE, "");
-}
-
 function describe(error: unknown): string {
 	return error instanceof Error ? error.message : String(error);
 }
@@ -171,43 +186,6 @@ function log(message: string): void {
 // The conformance CLI
 
 /**
- * The suite's CLI: an explicit CONFORMANCE_BIN wins (to try another version),
- * else the project's devDependency.
- */
-function findConformanceBin(): string {
-	const fromEnv = process.env.CONFORMANCE_BIN;
-	if (fromEnv) {
-		if (!existsSync(fromEnv)) usageError(`CONFORMANCE_BIN=${fromEnv} does not exist`);
-		return fromEnv;
-	}
-	const local = join(ROOT, "node_modules", ".bin", "conformance");
-	if (existsSync(local)) return local;
-	console.error(
-		"conformance: the conformance CLI was not found in node_modules/.bin. Install the devDependency " +
-			"@modelcontextprotocol/conformance (npm install), or set CONFORMANCE_BIN to its dist/index.js.",
-	);
-	process.exit(2);
-}
-
-/** The CLI's package version, read next to its entry point (dist/index.js → package.json). */
-function conformanceVersion(bin: string): string {
-	try {
-		const manifest = JSON.parse(readFileSync(join(dirname(realpathSync(bin)), "..", "package.json"), "utf8")) as {
-			version?: string;
-		};
-		return manifest.version ?? "unknown";
-	} catch {
-		return "unknown";
-	}
-}
-
-/** A `.js` entry runs on this same Node; anything else (a wrapper script) is executed as it is. */
-function commandFor(bin: string): { command: string; prefix: string[] } {
-	const real = realpathSync(bin);
-	return /\.[cm]?js$/.test(real) ? { command: process.execPath, prefix: [real] } : { command: bin, prefix: [] };
-}
-
-/**
  * Runs the server scenarios of one requirement set against `url`: the whole
  * set (it fixes both the scenarios and the wire version), or the one
  * --scenario at that set's wire version.
@@ -216,20 +194,14 @@ async function runSuite(bin: string, url: string, set: RequirementSet, resultsDi
 	const selection = options.scenario
 		? ["--scenario", options.scenario, "--spec-version", set]
 		: ["--requirements", set];
-	const { command, prefix } = commandFor(bin);
-	const child = procs.spawn(
+	const cli = startCli(
+		procs,
+		bin,
 		`conformance CLI (${set})`,
-		command,
-		[...prefix, "server", "--url", url, ...selection, "--output-dir", resultsDir],
-		{ cwd: ROOT },
+		["server", "--url", url, ...selection, "--output-dir", resultsDir],
+		options.verbose,
 	);
-	const lines: string[] = [];
-	child.onLine((line) => {
-		lines.push(line);
-		if (options.verbose) console.log(`  | ${withoutColours(line)}`);
-	});
-	await withTimeout(child.exited, SUITE_TIMEOUT_MS, `the ${set} conformance run`);
-	return { exitCode: child.process.exitCode, lines };
+	return cliFinished(cli, SUITE_TIMEOUT_MS, `the ${set} conformance run`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -261,63 +233,6 @@ function reportExpectedFailures(runs: Map<RequirementSet, ScenarioResult[]>): vo
 }
 
 // ---------------------------------------------------------------------------------------------
-// The gateway
-
-/**
- * The gateway under `wrangler dev`, built first, with temporary secrets and
- * state. HTTP upstreams are allowed (the reference is plain HTTP on loopback)
- * and Host must name this machine.
- */
-async function startGateway(tmp: string): Promise<{ child: Child; url: string; adminToken: string }> {
-	const env = { ...wranglerEnv(tmp), NO_COLOR: "1", FORCE_COLOR: "0" };
-	const config = join(ROOT, "wrangler.toml");
-	const { entry } = await buildWorker(procs, { name: "gateway", config, outDir: join(tmp, "gateway-bundle"), env });
-	const adminToken = randomBytes(32).toString("base64url");
-	const envFile = join(tmp, "gateway.env");
-	writeFileSync(
-		envFile,
-		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nKEY_SECRET="${randomBytes(32).toString("base64url")}"\n`,
-		{
-			mode: 0o600,
-		},
-	);
-	const { child, url } = await startWranglerDev(procs, {
-		name: "gateway (wrangler dev)",
-		config,
-		entry,
-		persistTo: join(tmp, "gateway-state"),
-		env,
-		extraArgs: [
-			"--env-file",
-			envFile,
-			"--var",
-			"ALLOW_HTTP_UPSTREAMS:true",
-			"--var",
-			"ALLOWED_HOSTS:localhost,127.0.0.1",
-		],
-	});
-	return { child, url, adminToken };
-}
-
-async function admin<T>(
-	gatewayUrl: string,
-	adminToken: string,
-	method: string,
-	path: string,
-	body: unknown,
-): Promise<T> {
-	const response = await fetch(`${gatewayUrl}/admin${path}`, {
-		method,
-		headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-		body: JSON.stringify(body),
-		signal: AbortSignal.timeout(ADMIN_TIMEOUT_MS),
-	});
-	const text = await response.text();
-	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
-	return JSON.parse(text) as T;
-}
-
-// ---------------------------------------------------------------------------------------------
 // The run
 
 async function main(): Promise<number> {
@@ -329,13 +244,13 @@ async function main(): Promise<number> {
 	reference = await startConformanceReference({ logHandlerErrors: options.verbose });
 	log(`conformance reference at ${reference.url}`);
 	let target = reference.url;
+	let build: GatewayBuild | undefined;
 	if (!options.direct) {
 		log("building the gateway and starting it (wrangler dev)...");
-		const gateway = await startGateway(tmp);
-		await admin(gateway.url, gateway.adminToken, "PUT", `/servers/${SERVER_NAME}`, { url: reference.url });
-		const { key } = await admin<{ key: string }>(gateway.url, gateway.adminToken, "POST", "/keys", {
-			name: "conformance",
-		});
+		build = await buildGateway(procs, tmp);
+		const gateway = await startGateway(procs, build, { name: "gateway (wrangler dev)", dir: join(tmp, "gateway") });
+		await admin(gateway, "PUT", `/servers/${SERVER_NAME}`, { url: reference.url });
+		const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", { name: "conformance" });
 		proxy = await startKeyProxy(new URL(gateway.url), key);
 		target = `${proxy.url}/mcp/${SERVER_NAME}`;
 		log(`gateway at ${gateway.url}; the suite runs against ${target} (adds the API key, forwards to the gateway)`);
@@ -355,29 +270,52 @@ async function main(): Promise<number> {
 			...result,
 			requiredHere: result.notScored !== undefined && (REQUIRED_HERE[set] ?? []).includes(result.name),
 		}));
-		if (results.length === 0) {
-			console.error(
-				`conformance: the ${set} run ran no scenario (exit ${run.exitCode}); its output:\n${withoutColours(run.lines.join("\n"))}`,
-			);
-			broken = true;
-			continue;
+		if (results.length > 0) {
+			const title = `${set} server scenarios (at the ${set} wire), against ${targetName}`;
+			printTable(results, { title, label: set }, options.scenario === undefined);
+			runs.set(set, results);
 		}
-		printTable(results, set, targetName, options.scenario === undefined);
-		// The CLI fails a set when a scored scenario fails; failing with none failed means it broke.
-		if (run.exitCode !== 0 && !results.some((result) => result.verdict === "FAIL")) {
-			console.error(`conformance: the ${set} run exited ${run.exitCode} with no failed scenario; its last output:`);
-			console.error(withoutColours(run.lines.slice(-20).join("\n")));
-			broken = true;
-		}
-		runs.set(set, results);
+		if (reportBrokenRun(run, results, `the ${set} run`)) broken = true;
+	}
+
+	let authorization: AuthorizationRun | undefined;
+	if (authorizationApplies() && build) {
+		authorization = await runAuthorizationScenarios({
+			procs,
+			bin,
+			build,
+			dir: join(tmp, "authorization-gateway"),
+			resultsDir: join(resultsRoot, "authorization"),
+			verbose: options.verbose,
+		});
+		if (stopping()) return new Promise<never>(() => {});
 	}
 
 	console.log(`\nSummary, against ${targetName}:`);
 	for (const [set, results] of runs) console.log(`  ${set}: ${tally(results, options.scenario === undefined)}`);
-	if (options.outputDir) log(`checks.json per scenario in ${options.outputDir}/<set>`);
+	if (authorization) {
+		console.log("and against the gateway's own OAuth authorization server:");
+		console.log(`  ${AUTHORIZATION_LABEL}: ${tally(authorization.results, false)}`);
+	}
+	if (options.outputDir) {
+		log(`checks.json per scenario in ${options.outputDir}/<set>${authorization ? " and /authorization" : ""}`);
+	}
 	reportExpectedFailures(runs);
 	const failed = [...runs].some(([set, results]) => results.some((result) => isCountedFailure(set, result)));
-	return failed || broken ? 1 : 0;
+	return failed || broken || authorization?.failed ? 1 : 0;
+}
+
+/**
+ * Whether this run includes the authorization-server scenarios, saying why
+ * not when it does not: they need the gateway's authorization server, and a
+ * run of one scenario by name is about that scenario alone.
+ */
+function authorizationApplies(): boolean {
+	if (options.direct)
+		log("the authorization-server scenarios do not apply with --direct (the reference has no authorization server)");
+	else if (options.scenario) log("the authorization-server scenarios are not run with --scenario");
+	else if (!options.authorization) log("the authorization-server scenarios are not run (--no-authorization)");
+	return !options.direct && !options.scenario && options.authorization;
 }
 
 try {

@@ -55,7 +55,10 @@ export async function buildWorker(
 	return { child, outDir: options.outDir, entry };
 }
 
-/** `wrangler dev` on a built entry, on free loopback ports; resolves once `/healthz` answers. */
+/**
+ * `wrangler dev` on a built entry, on free loopback ports (or `port`, when
+ * something must know it before the Worker runs); resolves once `/healthz` answers.
+ */
 export async function startWranglerDev(
 	procs: Processes,
 	options: {
@@ -64,10 +67,11 @@ export async function startWranglerDev(
 		entry: string;
 		persistTo: string;
 		env: NodeJS.ProcessEnv;
+		port?: number;
 		extraArgs?: string[];
 	},
 ): Promise<{ child: Child; url: string }> {
-	const [port, inspectorPort] = [await freePort(), await freePort()];
+	const [port, inspectorPort] = [options.port ?? (await freePort()), await freePort()];
 	const child = procs.spawn(
 		options.name,
 		WRANGLER,
