@@ -1,12 +1,7 @@
 import { base64url, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import {
-	type ExternalIssuer,
-	IssuerUnavailable,
-	metadataUrls,
-	TokenRejected,
-	verifyExternalToken,
-} from "../src/auth/external-issuer.ts";
+import { type ExternalIssuer, TokenRejected, verifyExternalToken } from "../src/auth/external-issuer.ts";
+import { IssuerUnavailable, metadataUrls } from "../src/auth/issuer-metadata.ts";
 import { settingsFrom } from "../src/config.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
 

@@ -7,8 +7,9 @@ import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "..
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { authorizationServer, GrantPropsSchema, grantIdOf, resourceOf, userIdOf } from "./authorization-server.ts";
-import { IssuerUnavailable, TokenRejected, verifyExternalToken } from "./external-issuer.ts";
+import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
 import type { Identity } from "./identity.ts";
+import { IssuerUnavailable } from "./issuer-metadata.ts";
 import { bearerChallenge } from "./protected-resource.ts";
 
 /** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */
