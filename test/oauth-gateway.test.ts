@@ -18,12 +18,13 @@ import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 const IDP = inject("idpIssuer");
 /** The gateway as its own authorization server, signing people in at the test identity provider. */
-const gateway = gatewayWith({
+const SIGN_IN = {
 	OIDC_ISSUER: IDP,
 	OIDC_CLIENT_ID: "mcp-edge-gateway",
 	OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
 	OIDC_SCOPES: "openid email profile groups",
-});
+};
+const gateway = gatewayWith(SIGN_IN);
 
 const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
 
@@ -113,8 +114,8 @@ const RECHECK = 30_000;
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
 /** A raw 2025 initialize with a bearer; returns the response. */
-function initializeWith(token: string, path = "/mcp"): Promise<Response> {
-	return gateway(`${ORIGIN}${path}`, {
+function initializeWith(token: string, path = "/mcp", through = gateway): Promise<Response> {
+	return through(`${ORIGIN}${path}`, {
 		method: "POST",
 		headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
 		body: JSON.stringify(initializeBody()),
@@ -429,6 +430,31 @@ describe("OAuth: tokens and sessions over time", () => {
 		expect((await readReply(await ping())).result).toEqual({});
 		return { rule, clientId, tokens, clock, ping };
 	}
+
+	it("a valid token costs one token read per isolate cache period, however many requests; an invalid one is never kept", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const clientId = await registerClient();
+		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+		const kv = env.OAUTH_KV as KVNamespace;
+		let tokenReads = 0;
+		const counting = new Proxy(kv, {
+			get(target, property) {
+				const value = Reflect.get(target, property, target);
+				if (property !== "get") return typeof value === "function" ? value.bind(target) : value;
+				return (name: string, ...rest: unknown[]) => {
+					if (name.startsWith("token:")) tokenReads++;
+					return (kv.get as (...args: unknown[]) => unknown)(name, ...rest);
+				};
+			},
+		});
+		const cached = gatewayWith({ ...SIGN_IN, KEY_CACHE_TTL_SECONDS: "10", OAUTH_KV: counting });
+		for (let i = 0; i < 5; i++) expect((await initializeWith(tokens.access_token, "/mcp", cached)).status).toBe(200);
+		expect(tokenReads).toBe(1);
+		for (let i = 0; i < 2; i++) {
+			expect((await initializeWith(`${tokens.access_token.slice(0, -2)}xx`, "/mcp", cached)).status).toBe(401);
+		}
+		expect(tokenReads).toBe(3);
+	});
 
 	it("a session opened with alice's token is not found for an API key or for another sign-in", async () => {
 		const server = await registerServer("beta");

@@ -1,4 +1,5 @@
 import type { Settings } from "../config.ts";
+import { sha256Hex } from "../crypto.ts";
 import { IsolateCache } from "../edge/isolate-cache.ts";
 import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
@@ -38,20 +39,11 @@ export async function principalOfToken(
 	let grantId: string | null = null;
 	let trustedIssuer: string;
 	if (oauth.mode === "gateway") {
-		const validated = await authorizationServer(origin)
-			.validateToken(resourceOf(origin), token, env)
-			.catch((error: unknown) => {
-				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {
-					cause: error,
-				});
-			});
-		const props = GrantPropsSchema.safeParse(validated?.props);
-		if (!validated || !props.success) {
+		const known = await knownToken(token, origin, env, settings);
+		if (!known) {
 			throw invalidToken(settings, origin, "The access token is unknown, expired, revoked or for another resource.");
 		}
-		identity = props.data.identity;
-		userId = validated.userId;
-		grantId = grantIdOf(token, userId);
+		({ identity, userId, grantId } = known);
 		trustedIssuer = oauth.oidc.issuer;
 	} else if (oauth.mode === "external") {
 		try {
@@ -95,6 +87,40 @@ export async function principalOfToken(
 	const record = principalRecord(id, [rule], identity.email ?? identity.subject);
 	if (!record) throw new Error("a principal's own rule did not resolve");
 	return record;
+}
+
+/** What a valid token of the gateway's own authorization server says, until when. */
+interface KnownToken {
+	identity: Identity;
+	userId: string;
+	grantId: string | null;
+	expiresAt: number;
+}
+
+/**
+ * Valid tokens of the gateway's own authorization server, per isolate for
+ * KEY_CACHE_TTL_SECONDS (as keys are), under their SHA-256: most requests then
+ * cost no KV read. Invalid tokens are never kept; a revoked token stops within
+ * the TTL, and its sessions at their next recheck, as a revoked key's do.
+ */
+const tokens = new IsolateCache<KnownToken>(1_000);
+
+async function knownToken(token: string, origin: string, env: Env, settings: Settings): Promise<KnownToken | null> {
+	const known = await tokens.get(await sha256Hex(token), settings.keyCacheTtlMs, async () => {
+		const validated = await authorizationServer(origin)
+			.validateToken(resourceOf(origin), token, env)
+			.catch((error: unknown) => {
+				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {
+					cause: error,
+				});
+			});
+		const props = GrantPropsSchema.safeParse(validated?.props);
+		if (!validated || !props.success) return null;
+		const userId = validated.userId;
+		return { identity: props.data.identity, userId, grantId: grantIdOf(token, userId), expiresAt: validated.expiresAt };
+	});
+	// A cached token still expires on time (the library's `expiresAt` is in seconds).
+	return known && known.expiresAt * 1000 > Date.now() ? known : null;
 }
 
 /** 401 `invalid_token`: the challenge tells the client where to get a new one. */

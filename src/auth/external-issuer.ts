@@ -15,7 +15,6 @@ import {
 	discoverJwksUrl,
 	FETCH_TIMEOUT_MS,
 	IssuerUnavailable,
-	isFetchableUrl,
 	MAX_DOCUMENT_BYTES,
 	metadataUrls,
 } from "./issuer-metadata.ts";

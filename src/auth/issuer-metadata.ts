@@ -33,7 +33,7 @@ const IssuerMetadataSchema = z.looseObject({
 });
 
 /** An https URL, or http on a loopback host (local development): a URL keys may be fetched from. */
-export function isFetchableUrl(value: string): boolean {
+function isFetchableUrl(value: string): boolean {
 	if (!URL.canParse(value)) return false;
 	const url = new URL(value);
 	return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
