@@ -377,6 +377,24 @@ describe("OAuth: bad input to the authorization server", () => {
 		expect(elsewhere.status).toBe(400);
 	});
 
+	it("an identity provider that cannot be reached is said on a page (502), not sent back to the client", async () => {
+		const unreachable = gatewayWith({ ...SIGN_IN, OIDC_ISSUER: "http://127.0.0.1:1" });
+		const browser = new Browser((url) => (url.origin === ORIGIN ? unreachable : undefined));
+		const clientId = await registerClient();
+		const consent = await browser.get(await authorizeUrl(clientId), { stopAt: atClient });
+		const failed = await browser.submit(
+			consent,
+			{ fields: {}, button: { name: "decision", value: "approve" } },
+			{
+				stopAt: atClient,
+			},
+		);
+		expect(failed.status).toBe(502);
+		expect(atClient(failed.url)).toBe(false);
+		expect(failed.headers.get("content-type")).toContain("text/html");
+		expect(failed.html).toContain("The identity provider could not be reached; try signing in again later.");
+	});
+
 	it("an identity provider response with another iss is refused with access_denied and issues nothing", async () => {
 		await accessRule({ match: { subject: "alice" } });
 		const clientId = await registerClient();

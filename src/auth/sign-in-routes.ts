@@ -6,6 +6,7 @@ import {
 } from "@cloudflare/workers-oauth-provider";
 import { type Context, Hono } from "hono";
 import { type OAuthSettings, settingsFrom } from "../config.ts";
+import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { ruleFor } from "../registry/access-rules.ts";
@@ -89,7 +90,12 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 			if (error instanceof SignInRefused) return refuse("access_denied", `The sign-in failed: ${error.message}.`);
 			throw error;
 		}
-		const rules = await c.get("reader").rules();
+		const rules = await c
+			.get("reader")
+			.rules()
+			.catch((error: unknown) => {
+				throw registryUnavailable(error);
+			});
 		const rule = ruleFor(rules, identity, oidc.issuer);
 		const userId = await userIdOf(identity);
 		if (!rule) {
@@ -110,6 +116,13 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 		console.log(JSON.stringify({ event: "oauth_sign_in", userId, rule: rule.name, client: request.clientId }));
 		headers.set("location", redirectTo);
 		return new Response(null, { status: 302, headers });
+	});
+
+	// A person at a browser reads these pages: the gateway's own failures (the provider or the
+	// registry unreachable) are a page with the sentence too, not a JSON-RPC body.
+	routes.onError((error) => {
+		if (!(error instanceof GatewayError) || error.kind === "not_found") throw error;
+		return errorPage(error.status, error.message);
 	});
 
 	return routes;
