@@ -76,6 +76,15 @@ const SettingsSchema = z
 		OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
 		OIDC_CLIENT_SECRET: z.string().min(1).optional(),
 		OIDC_SCOPES: z.string().default("openid email profile"),
+		// Lifetimes of the gateway's own tokens. A sign-in lasts as long as its refresh token: after that
+		// the person signs in at the identity provider again (the gateway does not ask it on refresh).
+		OAUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
+		OAUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce
+			.number()
+			.int()
+			.min(60)
+			.max(365 * 86_400)
+			.default(30 * 86_400),
 		// Or an external authorization server whose JWT access tokens the gateway accepts.
 		OAUTH_ISSUER: issuerUrl.optional(),
 		OAUTH_AUDIENCE: z.string().min(1).optional(),
@@ -101,7 +110,13 @@ const SettingsSchema = z
  */
 export type OAuthSettings =
 	| { mode: "off" }
-	| { mode: "gateway"; oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } }
+	| {
+			mode: "gateway";
+			oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string };
+			/** Seconds an access token, and a sign-in (its refresh token), last. */
+			accessTokenTtl: number;
+			refreshTokenTtl: number;
+	  }
 	| { mode: "external"; issuer: string; audience: string | null; jwksUrl: string | null; scopes: string[] };
 
 export interface Settings {
@@ -211,6 +226,8 @@ function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
 				clientSecret: v.OIDC_CLIENT_SECRET,
 				scopes: v.OIDC_SCOPES,
 			},
+			accessTokenTtl: v.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+			refreshTokenTtl: v.OAUTH_REFRESH_TOKEN_TTL_SECONDS,
 		};
 	}
 	if (v.OAUTH_ISSUER) {

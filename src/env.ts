@@ -44,6 +44,8 @@ export interface Env {
 	OIDC_CLIENT_ID?: string;
 	OIDC_CLIENT_SECRET?: string;
 	OIDC_SCOPES?: string;
+	OAUTH_ACCESS_TOKEN_TTL_SECONDS?: string;
+	OAUTH_REFRESH_TOKEN_TTL_SECONDS?: string;
 	OAUTH_ISSUER?: string;
 	OAUTH_AUDIENCE?: string;
 	OAUTH_JWKS_URL?: string;

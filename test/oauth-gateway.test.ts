@@ -123,8 +123,8 @@ function initializeWith(token: string, path = "/mcp", through = gateway): Promis
 }
 
 /** A form POST to the gateway's token endpoint (token exchange, refresh, revocation). */
-function tokenEndpoint(form: Record<string, string>): Promise<Response> {
-	return gateway(`${ORIGIN}/oauth/token`, {
+function tokenEndpoint(form: Record<string, string>, through = gateway): Promise<Response> {
+	return through(`${ORIGIN}/oauth/token`, {
 		method: "POST",
 		headers: { "content-type": "application/x-www-form-urlencoded" },
 		body: new URLSearchParams(form).toString(),
@@ -179,15 +179,18 @@ async function codeFor(clientId: string): Promise<string> {
 	return code;
 }
 
-function exchangeCode(clientId: string, code: string, verifier = VERIFIER): Promise<Response> {
-	return tokenEndpoint({
-		grant_type: "authorization_code",
-		client_id: clientId,
-		code,
-		redirect_uri: CLIENT_REDIRECT,
-		code_verifier: verifier,
-		resource: `${ORIGIN}/mcp`,
-	});
+function exchangeCode(clientId: string, code: string, verifier = VERIFIER, through = gateway): Promise<Response> {
+	return tokenEndpoint(
+		{
+			grant_type: "authorization_code",
+			client_id: clientId,
+			code,
+			redirect_uri: CLIENT_REDIRECT,
+			code_verifier: verifier,
+			resource: `${ORIGIN}/mcp`,
+		},
+		through,
+	);
 }
 
 interface TokenSet {
@@ -472,6 +475,25 @@ describe("OAuth: tokens and sessions over time", () => {
 			expect((await initializeWith(`${tokens.access_token.slice(0, -2)}xx`, "/mcp", cached)).status).toBe(401);
 		}
 		expect(tokenReads).toBe(3);
+	});
+
+	it("access tokens and sign-ins last as long as OAUTH_ACCESS_TOKEN_TTL_SECONDS and OAUTH_REFRESH_TOKEN_TTL_SECONDS say", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const short = gatewayWith({
+			...SIGN_IN,
+			OAUTH_ACCESS_TOKEN_TTL_SECONDS: "120",
+			OAUTH_REFRESH_TOKEN_TTL_SECONDS: "600",
+		});
+		const clientId = await registerClient();
+		const issued = await exchangeCode(clientId, await codeFor(clientId), VERIFIER, short);
+		const tokens = (await issued.json()) as TokenSet & { expires_in: number };
+		expect(tokens.expires_in).toBe(120);
+		const [userId, grantId] = tokens.access_token.split(":");
+		const { keys } = await (env.OAUTH_KV as KVNamespace).list({ prefix: `grant:${userId}:${grantId}` });
+		const expiration = keys[0]?.expiration ?? 0;
+		const now = Math.floor(Date.now() / 1000);
+		expect(expiration).toBeGreaterThan(now);
+		expect(expiration).toBeLessThanOrEqual(now + 600);
 	});
 
 	it("a session opened with alice's token is not found for an API key or for another sign-in", async () => {

@@ -107,7 +107,7 @@ const tokens = new IsolateCache<KnownToken>(1_000);
 
 async function knownToken(token: string, origin: string, env: Env, settings: Settings): Promise<KnownToken | null> {
 	const known = await tokens.get(await sha256Hex(token), settings.keyCacheTtlMs, async () => {
-		const validated = await authorizationServer(origin)
+		const validated = await authorizationServer(origin, settings)
 			.validateToken(resourceOf(origin), token, env)
 			.catch((error: unknown) => {
 				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {

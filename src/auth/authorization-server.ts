@@ -1,5 +1,6 @@
 import { OAuthAuthorizationServer } from "@cloudflare/workers-oauth-provider";
 import { z } from "zod";
+import { type Settings, settingsFrom } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -20,7 +21,7 @@ export function resourceOf(origin: string): string {
 }
 
 /**
- * The authorization server per origin (its issuer is the origin the request
+ * The authorization server per origin and token lifetimes (its issuer is the origin the request
  * came to, which host validation already limited to the gateway's own). The
  * library keeps grants, tokens and clients in `OAUTH_KV`, tokens and codes
  * only as hashes; it serves RFC 8414 metadata with RFC 9207 `iss`, the token
@@ -29,10 +30,16 @@ export function resourceOf(origin: string): string {
  */
 const servers = new Map<string, OAuthAuthorizationServer<Env>>();
 
-export function authorizationServer(origin: string): OAuthAuthorizationServer<Env> {
-	let server = servers.get(origin);
+export function authorizationServer(origin: string, settings: Settings): OAuthAuthorizationServer<Env> {
+	const oauth = settings.oauth;
+	const accessTokenTTL = oauth.mode === "gateway" ? oauth.accessTokenTtl : undefined;
+	const refreshTokenTTL = oauth.mode === "gateway" ? oauth.refreshTokenTtl : undefined;
+	const key = `${origin} ${accessTokenTTL} ${refreshTokenTTL}`;
+	let server = servers.get(key);
 	if (!server) {
 		server = new OAuthAuthorizationServer<Env>({
+			...(accessTokenTTL === undefined ? {} : { accessTokenTTL }),
+			...(refreshTokenTTL === undefined ? {} : { refreshTokenTTL }),
 			issuer: origin,
 			resources: [resourceOf(origin)],
 			defaultResource: resourceOf(origin),
@@ -45,7 +52,7 @@ export function authorizationServer(origin: string): OAuthAuthorizationServer<En
 				console.warn(JSON.stringify({ event: "oauth_error", code, description, reason: internal.reason }));
 			},
 		});
-		servers.set(origin, server);
+		servers.set(key, server);
 	}
 	return server;
 }
@@ -95,7 +102,7 @@ export async function grantExists(kv: KVNamespace, userId: string, grantId: stri
  * sessions end at their next recheck. Returns how many grants were revoked.
  */
 export async function revokePersonGrants(origin: string, env: Env, identity: Pick<Identity, "issuer" | "subject">) {
-	const api = authorizationServer(origin).getOAuthApi(env);
+	const api = authorizationServer(origin, settingsFrom(env)).getOAuthApi(env);
 	const userId = await userIdOf(identity);
 	let revoked = 0;
 	let cursor: string | undefined;

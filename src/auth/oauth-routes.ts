@@ -44,7 +44,7 @@ export function createOAuthRoutes(): Hono<OAuthEnv> {
 		oauthKv(c.env);
 		// The library's ExecutionContext type is a newer workers-types' (one with `tracing`); the runtime object is the same.
 		const ctx = c.executionCtx as unknown as Parameters<ReturnType<typeof authorizationServer>["fetch"]>[2];
-		return authorizationServer(new URL(c.req.url).origin).fetch(c.req.raw, c.env, ctx);
+		return authorizationServer(new URL(c.req.url).origin, settingsFrom(c.env)).fetch(c.req.raw, c.env, ctx);
 	};
 	routes.all("/.well-known/oauth-authorization-server", authorizationServerEndpoint);
 	routes.all(TOKEN_PATH, authorizationServerEndpoint);

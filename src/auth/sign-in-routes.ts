@@ -136,7 +136,7 @@ function gatewayAs(c: Context<SignInEnv>): { api: OAuthHelpers; oidc: Oidc; orig
 	}
 	oauthKv(c.env);
 	const origin = new URL(c.req.url).origin;
-	return { api: authorizationServer(origin).getOAuthApi(c.env), oidc: oauth.oidc, origin };
+	return { api: authorizationServer(origin, settingsFrom(c.env)).getOAuthApi(c.env), oidc: oauth.oidc, origin };
 }
 
 /**
