@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -82,6 +83,9 @@ export default defineConfig({
 	test: {
 		name: PROJECT,
 		globalSetup: ["./test/global-setup.ts"],
+		// Test files mostly wait (on workerd, upstreams, the identity provider): two at a time even on
+		// two cores, where Vitest's default (cores - 1) would run one. About 140 s instead of 190 s there.
+		maxWorkers: Math.max(2, availableParallelism() - 1),
 		testTimeout: 20_000,
 	},
 });
