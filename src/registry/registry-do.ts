@@ -3,30 +3,23 @@ import { settingsFrom } from "../config.ts";
 import { randomToken, sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import {
-	type AccessRuleInput,
-	type AccessRuleRecord,
-	matchChanged,
-	orderRules,
-	parsePrincipalId,
-	principalRecord,
-} from "./access-rules.ts";
+import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";
 import { KV_NAMES, type StoredKey } from "./kv-records.ts";
 import {
-	type AccessRuleRow,
 	configDigest,
 	createTables,
 	KEY_COLUMNS,
 	type KeyRow,
 	migrate,
+	readAccessRules,
 	type ServerRow,
-	toAccessRuleRecord,
 	toKeyRecord,
 	toServerRecord,
 	toVirtualServerRecord,
 	type VirtualServerRow,
+	writeAccessRule,
 } from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
@@ -234,7 +227,7 @@ export class RegistryDO extends DurableObject<Env> {
 		this.reads++;
 		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`, input.keyId).toArray()[0];
 		const key = parsePrincipalId(input.keyId)
-			? principalRecord(input.keyId, this.accessRuleRows())
+			? principalRecord(input.keyId, readAccessRules(this.sql))
 			: row
 				? toKeyRecord(row)
 				: null;
@@ -304,40 +297,19 @@ export class RegistryDO extends DurableObject<Env> {
 	}
 
 	/**
-	 * Creates or replaces an access rule. A replacement keeps its generation
-	 * unless its match changed: sessions then follow the new grant as a key's
-	 * do, while a new match (who the rule is for) ends the old sessions.
+	 * Creates or replaces an access rule (see `writeAccessRule` for what a
+	 * replacement keeps), and publishes the rules.
 	 */
 	async putAccessRule(name: string, input: AccessRuleInput): Promise<{ rule: AccessRuleRecord; created: boolean }> {
-		const now = Date.now();
-		const existing = this.accessRuleRows().find((rule) => rule.name === name);
-		const generation = existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12);
-		this.sql.exec(
-			`INSERT INTO access_rules (name, match, servers, user_path, max_sessions, priority, generation, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			 ON CONFLICT(name) DO UPDATE SET match = excluded.match, servers = excluded.servers,
-			   user_path = excluded.user_path, max_sessions = excluded.max_sessions, priority = excluded.priority,
-			   generation = excluded.generation, updated_at = excluded.updated_at`,
-			name,
-			JSON.stringify(input.match),
-			input.servers ? JSON.stringify(input.servers) : null,
-			input.userPath,
-			input.maxSessions ?? null,
-			input.priority,
-			generation,
-			existing?.createdAt ?? now,
-			now,
-		);
+		const written = writeAccessRule(this.sql, name, input, Date.now());
 		this.publisher.markDirty([KV_NAMES.rules]);
-		const rule = this.accessRuleRows().find((candidate) => candidate.name === name);
-		if (!rule) throw new Error(`access rule ${name} vanished right after it was written`);
 		await this.publisher.publish();
-		return { rule, created: existing === undefined };
+		return written;
 	}
 
 	listAccessRules(): AccessRuleRecord[] {
 		this.reads++;
-		return this.accessRuleRows();
+		return readAccessRules(this.sql);
 	}
 
 	async deleteAccessRule(name: string): Promise<boolean> {
@@ -346,11 +318,6 @@ export class RegistryDO extends DurableObject<Env> {
 		this.publisher.markDirty([KV_NAMES.rules]);
 		await this.publisher.publish();
 		return true;
-	}
-
-	/** Every access rule, in the order they are tried. */
-	private accessRuleRows(): AccessRuleRecord[] {
-		return orderRules(this.sql.exec<AccessRuleRow>("SELECT * FROM access_rules").toArray().map(toAccessRuleRecord));
 	}
 
 	/** A key's stored record with its digest (what is published as `key/<id>`); null if none. */
@@ -388,7 +355,7 @@ export class RegistryDO extends DurableObject<Env> {
 
 	/** What a KV name holds according to the registry of record now; null: it should not exist. */
 	private publishedValue(name: string): unknown {
-		if (name === KV_NAMES.rules) return this.accessRuleRows();
+		if (name === KV_NAMES.rules) return readAccessRules(this.sql);
 		if (name === KV_NAMES.servers) {
 			return this.sql.exec<ServerRow>("SELECT * FROM servers ORDER BY name").toArray().map(toServerRecord);
 		}

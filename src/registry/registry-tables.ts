@@ -1,5 +1,5 @@
-import { sha256Hex } from "../crypto.ts";
-import type { AccessRuleRecord } from "./access-rules.ts";
+import { randomToken, sha256Hex } from "../crypto.ts";
+import { type AccessRuleInput, type AccessRuleRecord, matchChanged, orderRules } from "./access-rules.ts";
 import { type ApiKeyRecord, type ServerRecord, UpstreamProtocolSchema, type VirtualServerRecord } from "./schemas.ts";
 
 /**
@@ -197,4 +197,43 @@ export function toAccessRuleRecord(row: AccessRuleRow): AccessRuleRecord {
 		createdAt: row.created_at,
 		updatedAt: row.updated_at,
 	};
+}
+
+/** Every access rule, in the order they are tried. */
+export function readAccessRules(sql: SqlStorage): AccessRuleRecord[] {
+	return orderRules(sql.exec<AccessRuleRow>("SELECT * FROM access_rules").toArray().map(toAccessRuleRecord));
+}
+
+/**
+ * Creates or replaces an access rule, synchronously. A replacement keeps its
+ * generation unless its match changed: sessions then follow the new grant as
+ * a key's do, while a new match (who the rule is for) ends the old sessions.
+ */
+export function writeAccessRule(
+	sql: SqlStorage,
+	name: string,
+	input: AccessRuleInput,
+	now: number,
+): { rule: AccessRuleRecord; created: boolean } {
+	const existing = readAccessRules(sql).find((rule) => rule.name === name);
+	const generation = existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12);
+	sql.exec(
+		`INSERT INTO access_rules (name, match, servers, user_path, max_sessions, priority, generation, created_at, updated_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 ON CONFLICT(name) DO UPDATE SET match = excluded.match, servers = excluded.servers,
+		   user_path = excluded.user_path, max_sessions = excluded.max_sessions, priority = excluded.priority,
+		   generation = excluded.generation, updated_at = excluded.updated_at`,
+		name,
+		JSON.stringify(input.match),
+		input.servers ? JSON.stringify(input.servers) : null,
+		input.userPath,
+		input.maxSessions ?? null,
+		input.priority,
+		generation,
+		existing?.createdAt ?? now,
+		now,
+	);
+	const rule = readAccessRules(sql).find((candidate) => candidate.name === name);
+	if (!rule) throw new Error(`access rule ${name} vanished right after it was written`);
+	return { rule, created: existing === undefined };
 }
