@@ -6,22 +6,16 @@ import { z } from "zod";
  * provider's ID token) or an external authorization server (from its JWT
  * access token). Access rules match on this, never on raw claims.
  */
-export interface Identity {
-	/** The issuer that asserted the subject (the OIDC provider, or the external authorization server). */
-	issuer: string;
-	subject: string;
-	/** Lowercased; null when absent or when the issuer says it is not verified (`email_verified: false`). */
-	email: string | null;
-	/** From the `groups` claim (an array of strings, or one string); empty when absent. */
-	groups: string[];
-}
-
 export const IdentitySchema = z.object({
+	/** The issuer that asserted the subject (the OIDC provider, or the external authorization server). */
 	issuer: z.string().min(1),
 	subject: z.string().min(1),
+	/** Lowercased; null when absent or when the issuer says it is not verified (`email_verified: false`). */
 	email: z.string().nullable(),
+	/** From the `groups` claim (an array of strings, or one string); empty when absent. */
 	groups: z.array(z.string()),
 });
+export type Identity = z.infer<typeof IdentitySchema>;
 
 const ClaimsSchema = z.looseObject({
 	sub: z.string().min(1).max(255),

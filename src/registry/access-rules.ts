@@ -14,22 +14,26 @@ export const RuleNameSchema = z
 	.string()
 	.regex(RULE_NAME, "must be 1-64 characters of a-z, 0-9 and '-', starting with a letter or digit");
 
+/** What a rule may match on: one shape for admin input and for the published record. */
+const MATCH_FIELDS = {
+	/** The `sub` claim, exactly. */
+	subject: z.string().min(1).max(255).optional(),
+	/** The issuer that vouched for the subject; absent: the one the gateway trusts. */
+	issuer: z.string().url().optional(),
+	/** The verified email address, case-insensitively. */
+	email: z.string().min(3).max(320).optional(),
+	/** The verified email's domain, case-insensitively ("example.com", not "@example.com"). */
+	emailDomain: z
+		.string()
+		.regex(/^[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/, "must be a domain like example.com")
+		.optional(),
+	/** A member of the `groups` claim, exactly. */
+	group: z.string().min(1).max(256).optional(),
+};
+const MATCH_KEYS = Object.keys(MATCH_FIELDS) as Array<keyof typeof MATCH_FIELDS>;
+
 const MatchSchema = z
-	.strictObject({
-		/** The `sub` claim, exactly. */
-		subject: z.string().min(1).max(255).optional(),
-		/** The issuer that vouched for the subject; absent: the one the gateway trusts. */
-		issuer: z.string().url().optional(),
-		/** The verified email address, case-insensitively. */
-		email: z.string().min(3).max(320).optional(),
-		/** The verified email's domain, case-insensitively ("example.com", not "@example.com"). */
-		emailDomain: z
-			.string()
-			.regex(/^[A-Za-z0-9.-]+\.[A-Za-z]{2,}$/, "must be a domain like example.com")
-			.optional(),
-		/** A member of the `groups` claim, exactly. */
-		group: z.string().min(1).max(256).optional(),
-	})
+	.strictObject(MATCH_FIELDS)
 	.refine(
 		(match) => [match.subject, match.email, match.emailDomain, match.group].some((value) => value !== undefined),
 		"must name at least one of subject, email, emailDomain, group (an issuer alone would grant everyone it knows)",
@@ -48,41 +52,25 @@ export const AccessRuleInputSchema = z.strictObject({
 export type AccessRuleInput = z.output<typeof AccessRuleInputSchema>;
 export type RuleMatch = z.output<typeof MatchSchema>;
 
-export interface AccessRuleRecord {
-	name: string;
-	match: RuleMatch;
-	servers: string[] | null;
-	userPath: string;
-	maxSessions: number | null;
-	priority: number;
+export const AccessRuleRecordSchema = z.object({
+	name: z.string(),
+	match: z.object(MATCH_FIELDS),
+	servers: z.array(z.string()).nullable(),
+	userPath: z.string(),
+	maxSessions: z.number().nullable(),
+	priority: z.number(),
 	/**
 	 * Changes when the rule's match changes (or it is deleted and made again):
 	 * sessions opened under the old match end at their next recheck. A change
 	 * of what the rule grants keeps it, and sessions follow the new grant the
 	 * way a key's sessions do.
 	 */
-	generation: string;
-	createdAt: number;
-	updatedAt: number;
-}
-
-export const AccessRuleRecordSchema = z.object({
-	name: z.string(),
-	match: z.object({
-		subject: z.string().optional(),
-		issuer: z.string().optional(),
-		email: z.string().optional(),
-		emailDomain: z.string().optional(),
-		group: z.string().optional(),
-	}),
-	servers: z.array(z.string()).nullable(),
-	userPath: z.string(),
-	maxSessions: z.number().nullable(),
-	priority: z.number(),
 	generation: z.string(),
 	createdAt: z.number(),
 	updatedAt: z.number(),
 });
+/** An access rule as the registry holds and publishes it. */
+export type AccessRuleRecord = z.infer<typeof AccessRuleRecordSchema>;
 
 /** Rules in the order they are tried. */
 export function orderRules<T extends Pick<AccessRuleRecord, "priority" | "name">>(rules: readonly T[]): T[] {
@@ -167,6 +155,5 @@ export function principalRecord(
 
 /** Whether a change from `before` to `after` changes who the rule matches (and so its generation). */
 export function matchChanged(before: RuleMatch, after: RuleMatch): boolean {
-	const keys = ["subject", "issuer", "email", "emailDomain", "group"] as const;
-	return keys.some((key) => before[key] !== after[key]);
+	return MATCH_KEYS.some((key) => before[key] !== after[key]);
 }
