@@ -91,6 +91,18 @@ const SettingsSchema = z
 		OAUTH_JWKS_URL: issuerUrl.optional(),
 		// The scopes clients should ask the external authorization server for (space-separated).
 		OAUTH_SCOPES: z.string().default(""),
+		// What makes one of its JWTs an access token rather than an ID token (see acceptsAsAccessToken).
+		OAUTH_REQUIRED_TYP: z
+			.string()
+			.transform((value) => value.toLowerCase().replace(/^application\//, ""))
+			.refine((value) => value === "at+jwt", "must be at+jwt (RFC 9068's type), or unset")
+			.optional(),
+		OAUTH_REQUIRED_SCOPE: z
+			.string()
+			.regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, "must be one scope (no spaces or quotes)")
+			.optional(),
+		// Issuers whose every email address the operator trusts as verified, though they send no email_verified.
+		EMAIL_VERIFIED_ISSUERS: list(""),
 	})
 	.refine((v) => !(v.OIDC_ISSUER && v.OAUTH_ISSUER), {
 		message:
@@ -100,6 +112,15 @@ const SettingsSchema = z
 	.refine((v) => !v.OIDC_ISSUER || (v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET), {
 		message: "OIDC_ISSUER needs OIDC_CLIENT_ID and the OIDC_CLIENT_SECRET secret",
 		path: ["OIDC_CLIENT_ID"],
+	})
+	.refine((v) => v.OAUTH_ISSUER || (v.OAUTH_REQUIRED_TYP === undefined && v.OAUTH_REQUIRED_SCOPE === undefined), {
+		message: "OAUTH_REQUIRED_TYP and OAUTH_REQUIRED_SCOPE apply to the tokens of OAUTH_ISSUER, which is not set",
+		path: ["OAUTH_REQUIRED_TYP"],
+	})
+	// A typo here would silently leave every address unverified; the issuer the gateway uses is the only one it can name.
+	.refine((v) => v.EMAIL_VERIFIED_ISSUERS.every((issuer) => issuer === v.OIDC_ISSUER || issuer === v.OAUTH_ISSUER), {
+		message: "may name only the issuer the gateway uses, exactly as OIDC_ISSUER or OAUTH_ISSUER spells it",
+		path: ["EMAIL_VERIFIED_ISSUERS"],
 	});
 
 /**
@@ -112,12 +133,24 @@ export type OAuthSettings =
 	| { mode: "off" }
 	| {
 			mode: "gateway";
-			oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string };
+			/** `emailsVerified`: the operator trusts its every address (EMAIL_VERIFIED_ISSUERS). */
+			oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string; emailsVerified: boolean };
 			/** Seconds an access token, and a sign-in (its refresh token), last. */
 			accessTokenTtl: number;
 			refreshTokenTtl: number;
 	  }
-	| { mode: "external"; issuer: string; audience: string | null; jwksUrl: string | null; scopes: string[] };
+	| {
+			mode: "external";
+			issuer: string;
+			audience: string | null;
+			jwksUrl: string | null;
+			scopes: string[];
+			/** The operator trusts its every address (EMAIL_VERIFIED_ISSUERS). */
+			emailsVerified: boolean;
+			/** OAUTH_REQUIRED_TYP, OAUTH_REQUIRED_SCOPE: null leaves the default (at+jwt or a scope). */
+			requiredTyp: "at+jwt" | null;
+			requiredScope: string | null;
+	  };
 
 export interface Settings {
 	adminToken: string | undefined;
@@ -225,6 +258,7 @@ function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
 				clientId: v.OIDC_CLIENT_ID,
 				clientSecret: v.OIDC_CLIENT_SECRET,
 				scopes: v.OIDC_SCOPES,
+				emailsVerified: v.EMAIL_VERIFIED_ISSUERS.includes(v.OIDC_ISSUER),
 			},
 			accessTokenTtl: v.OAUTH_ACCESS_TOKEN_TTL_SECONDS,
 			refreshTokenTtl: v.OAUTH_REFRESH_TOKEN_TTL_SECONDS,
@@ -237,6 +271,9 @@ function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
 			audience: v.OAUTH_AUDIENCE ?? null,
 			jwksUrl: v.OAUTH_JWKS_URL ?? null,
 			scopes: v.OAUTH_SCOPES.split(/\s+/).filter((scope) => scope.length > 0),
+			emailsVerified: v.EMAIL_VERIFIED_ISSUERS.includes(v.OAUTH_ISSUER),
+			requiredTyp: v.OAUTH_REQUIRED_TYP === undefined ? null : "at+jwt",
+			requiredScope: v.OAUTH_REQUIRED_SCOPE ?? null,
 		};
 	}
 	return { mode: "off" };

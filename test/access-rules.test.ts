@@ -53,10 +53,47 @@ describe("access rules: matching", () => {
 		expect(ruleFor([...rules, rule("z-first", { group: "engineering" }, 1)], identity(), ISSUER)?.name).toBe("z-first");
 	});
 
-	it("an email the issuer says is not verified matches no email rule", () => {
-		const unverified = identityFromClaims(ISSUER, { sub: "carol", email: "carol@example.com", email_verified: false });
-		expect(unverified?.email).toBeNull();
-		expect(ruleFor([rule("domain", { emailDomain: "example.com" })], unverified as Identity, ISSUER)).toBeNull();
+	/** The identity in `claims`, as a token or sign-in of ISSUER yields it. */
+	function identityOf(claims: Record<string, unknown>, emailsVerified = false): Identity {
+		const claimed = identityFromClaims(ISSUER, { sub: "carol", ...claims }, { emailsVerified });
+		if (!claimed) throw new Error("the claims name no subject");
+		return claimed.identity;
+	}
+	const emailRules = [rule("domain", { emailDomain: "example.com" }), rule("exact", { email: "carol@example.com" })];
+
+	it("an email counts only when email_verified is true, as a boolean or the string", () => {
+		for (const flag of [true, "true"]) {
+			const verified = identityOf({ email: "Carol@Example.com", email_verified: flag });
+			expect(verified.email).toBe("carol@example.com");
+			expect(ruleFor(emailRules, verified, ISSUER)?.name).toBe("domain");
+			expect(ruleFor(emailRules.slice(1), verified, ISSUER)?.name).toBe("exact");
+		}
+	});
+
+	it("an unverified email, or one without the email_verified flag, matches no email or emailDomain rule", () => {
+		for (const flag of [false, "false", undefined, "yes"]) {
+			const claimed = identityFromClaims(ISSUER, { sub: "carol", email: "carol@example.com", email_verified: flag });
+			expect(claimed?.identity.email).toBeNull();
+			expect(claimed?.unverifiedEmail).toBe("carol@example.com");
+			expect(ruleFor(emailRules, claimed?.identity as Identity, ISSUER)).toBeNull();
+		}
+	});
+
+	it('"example.com", "@example.com" or "a@b@example.com" as the email is no address in example.com, even verified', () => {
+		for (const email of ["example.com", "@example.com", "a@b@example.com", "carol@"]) {
+			const odd = identityOf({ email, email_verified: true });
+			expect(ruleFor([rule("domain", { emailDomain: "example.com" })], odd, ISSUER)).toBeNull();
+			expect(ruleFor([rule("exact", { email })], odd, ISSUER)).toBeNull();
+		}
+	});
+
+	it("an issuer the operator trusts for verified addresses (EMAIL_VERIFIED_ISSUERS) admits the missing flag, never an explicit false", () => {
+		const unflagged = identityOf({ email: "carol@example.com" }, true);
+		expect(unflagged.email).toBe("carol@example.com");
+		expect(ruleFor(emailRules, unflagged, ISSUER)?.name).toBe("domain");
+		for (const flag of [false, "false"]) {
+			expect(identityOf({ email: "carol@example.com", email_verified: flag }, true).email).toBeNull();
+		}
 	});
 
 	it("a principal id names its rule, the rule's generation, the user and the grant, and nothing else parses as one", () => {

@@ -26,14 +26,18 @@ function newTenant(label: string): string {
 	return `${ORIGIN()}/t/${label}-${tenants}`;
 }
 
-function configured(issuer: string, jwksUrl: string | null = null): ExternalIssuer {
-	return { issuer, audience: AUDIENCE, jwksUrl };
+function configured(
+	issuer: string,
+	jwksUrl: string | null = null,
+	overrides: Partial<ExternalIssuer> = {},
+): ExternalIssuer {
+	return { issuer, audience: AUDIENCE, jwksUrl, emailsVerified: false, requiredTyp: null, requiredScope: null, ...overrides };
 }
 
-/** Claims of a good access token from `issuer`, valid for five minutes from `now`; `undefined` drops a claim. */
+/** Claims of a good access token from `issuer` (it carries a scope), valid for five minutes from `now`; `undefined` drops a claim. */
 function claims(issuer: string, overrides: Record<string, unknown> = {}, now = NOW): Record<string, unknown> {
 	const seconds = Math.floor(now / 1000);
-	return { iss: issuer, aud: AUDIENCE, sub: "user-1", iat: seconds, exp: seconds + 300, ...overrides };
+	return { iss: issuer, aud: AUDIENCE, sub: "user-1", scope: "mcp", iat: seconds, exp: seconds + 300, ...overrides };
 }
 
 interface SignOptions {
@@ -89,14 +93,29 @@ function encodeJson(value: unknown): string {
 }
 
 describe("a token from the configured issuer", () => {
-	it("yields the subject, the lowercased email and the groups, tagged with the issuer", async () => {
+	it("yields the subject, the lowercased verified email and the groups, tagged with the issuer", async () => {
 		const issuer = ORIGIN();
-		const token = await sign(issuer, claims(issuer, { email: "Ada.Lovelace@Example.COM", groups: ["eng", "admins"] }));
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toEqual({
+		const token = await sign(
 			issuer,
-			subject: "user-1",
-			email: "ada.lovelace@example.com",
-			groups: ["eng", "admins"],
+			claims(issuer, { email: "Ada.Lovelace@Example.COM", email_verified: true, groups: ["eng", "admins"] }),
+		);
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toEqual({
+			identity: { issuer, subject: "user-1", email: "ada.lovelace@example.com", groups: ["eng", "admins"] },
+			unverifiedEmail: null,
+		});
+	});
+
+	it("keeps an email without email_verified out of the identity, unless the operator trusts the issuer's addresses", async () => {
+		const issuer = ORIGIN();
+		const token = await sign(issuer, claims(issuer, { email: "ada@example.com" }));
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			identity: { email: null },
+			unverifiedEmail: "ada@example.com",
+		});
+		const trusted = configured(issuer, null, { emailsVerified: true });
+		await expect(verifyExternalToken(token, trusted, { now: at })).resolves.toMatchObject({
+			identity: { email: "ada@example.com" },
+			unverifiedEmail: null,
 		});
 	});
 
@@ -104,26 +123,20 @@ describe("a token from the configured issuer", () => {
 		const issuer = ORIGIN();
 		const token = await sign(issuer, claims(issuer, { sub: "ec-user" }), { alg: "ES256" });
 		expect(decodeProtectedHeader(token).alg).toBe("ES256");
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
-			subject: "ec-user",
-		});
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "ec-user" } });
 	});
 
 	it("is accepted when its aud is a list that contains the gateway", async () => {
 		const issuer = ORIGIN();
 		const token = await sign(issuer, claims(issuer, { aud: ["https://other.example/api", AUDIENCE] }));
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
-			subject: "user-1",
-		});
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "user-1" } });
 	});
 
 	it("is accepted typed at+jwt, application/at+jwt, JWT or untyped; any other type is refused", async () => {
 		const issuer = ORIGIN();
 		for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
 			const token = await sign(issuer, claims(issuer), typ === undefined ? {} : { typ });
-			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
-				subject: "user-1",
-			});
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "user-1" } });
 		}
 		const proof = await sign(issuer, claims(issuer), { typ: "dpop+jwt" });
 		await expectRejected(
@@ -139,6 +152,95 @@ describe("a token from the configured issuer", () => {
 		const almostValid = await sign(issuer, claims(issuer, { nbf: seconds + 20 }));
 		await expect(verifyExternalToken(justExpired, configured(issuer), { now: at })).resolves.toBeTruthy();
 		await expect(verifyExternalToken(almostValid, configured(issuer), { now: at })).resolves.toBeTruthy();
+	});
+});
+
+describe("access tokens, not ID tokens", () => {
+	/** The gateway's audience is a client id here, as when an operator sets OAUTH_AUDIENCE to one (Entra ID's v2 tokens). */
+	const CLIENT_ID = "0b8a7e6c-client-of-the-gateway";
+	/** What an OpenID provider signs for a client at sign-in: the client's id as aud, a nonce, no scope. */
+	const idTokenClaims = (issuer: string) =>
+		claims(issuer, {
+			aud: CLIENT_ID,
+			azp: CLIENT_ID,
+			scope: undefined,
+			nonce: "n-0S6_WzA2Mj",
+			auth_time: Math.floor(NOW / 1000) - 5,
+			email: "ada@example.com",
+			email_verified: true,
+		});
+	const asClient = (issuer: string, overrides: Partial<ExternalIssuer> = {}) =>
+		configured(issuer, null, { audience: CLIENT_ID, ...overrides });
+
+	it("an ID token of the issuer with the gateway's audience is refused, typed JWT or untyped", async () => {
+		const issuer = ORIGIN();
+		for (const typ of ["JWT", undefined]) {
+			const token = await sign(issuer, idTokenClaims(issuer), typ === undefined ? {} : { typ });
+			await expectRejected(
+				verifyExternalToken(token, asClient(issuer), { now: at }),
+				"the token is not an access token (neither typed at+jwt nor carrying a scope)",
+			);
+		}
+	});
+
+	it("by default an access token is typed at+jwt or carries a scope, in scope (a string) or scp (a list or a string)", async () => {
+		const issuer = ORIGIN();
+		const accepted = [
+			{ payload: { scope: undefined }, typ: "at+jwt" },
+			{ payload: { scope: "openid mcp" }, typ: "JWT" },
+			{ payload: { scope: undefined, scp: ["mcp"] }, typ: undefined },
+			{ payload: { scope: undefined, scp: "mcp.access" }, typ: "JWT" },
+		];
+		for (const { payload, typ } of accepted) {
+			const token = await sign(issuer, claims(issuer, { aud: CLIENT_ID, ...payload }), typ ? { typ } : {});
+			await expect(verifyExternalToken(token, asClient(issuer), { now: at })).resolves.toMatchObject({
+				identity: { subject: "user-1" },
+			});
+		}
+		// An empty scope is no scope.
+		const empty = await sign(issuer, claims(issuer, { aud: CLIENT_ID, scope: " " }), { typ: "JWT" });
+		await expectRejected(
+			verifyExternalToken(empty, asClient(issuer), { now: at }),
+			"the token is not an access token (neither typed at+jwt nor carrying a scope)",
+		);
+	});
+
+	it("OAUTH_REQUIRED_TYP at+jwt refuses a scoped token typed JWT or untyped", async () => {
+		const issuer = ORIGIN();
+		const strict = asClient(issuer, { requiredTyp: "at+jwt" });
+		for (const typ of ["JWT", undefined]) {
+			const token = await sign(issuer, claims(issuer, { aud: CLIENT_ID }), typ ? { typ } : {});
+			await expectRejected(
+				verifyExternalToken(token, strict, { now: at }),
+				"the token is not an access token (its typ is not at+jwt)",
+			);
+		}
+		const typed = await sign(issuer, claims(issuer, { aud: CLIENT_ID }), { typ: "application/at+jwt" });
+		await expect(verifyExternalToken(typed, strict, { now: at })).resolves.toMatchObject({
+			identity: { subject: "user-1" },
+		});
+	});
+
+	it("OAUTH_REQUIRED_SCOPE refuses a token without that scope, even typed at+jwt, and finds it in scope or scp", async () => {
+		const issuer = ORIGIN();
+		const scoped = asClient(issuer, { requiredScope: "mcp.access" });
+		for (const payload of [{ scope: "openid mcp" }, { scope: undefined }, { scope: undefined, scp: ["mcp"] }]) {
+			const token = await sign(issuer, claims(issuer, { aud: CLIENT_ID, ...payload }), { typ: "at+jwt" });
+			await expectRejected(
+				verifyExternalToken(token, scoped, { now: at }),
+				"the token does not carry the scope mcp.access",
+			);
+		}
+		for (const payload of [
+			{ scope: "openid mcp.access" },
+			{ scope: undefined, scp: "User.Read mcp.access" },
+			{ scope: undefined, scp: ["mcp.access"] },
+		]) {
+			const token = await sign(issuer, claims(issuer, { aud: CLIENT_ID, ...payload }), { typ: "JWT" });
+			await expect(verifyExternalToken(token, scoped, { now: at })).resolves.toMatchObject({
+				identity: { subject: "user-1" },
+			});
+		}
 	});
 });
 
@@ -263,7 +365,7 @@ describe("key rotation", () => {
 		vi.useFakeTimers({ toFake: ["Date"] });
 		const issuer = newTenant("rotation");
 		const before = await sign(issuer, claims(issuer, {}, Date.now()));
-		await expect(verifyExternalToken(before, configured(issuer))).resolves.toMatchObject({ subject: "user-1" });
+		await expect(verifyExternalToken(before, configured(issuer))).resolves.toMatchObject({ identity: { subject: "user-1" } });
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
 
 		const { kid } = await issuerCall<{ kid: string }>(issuer, "/rotate", {});
@@ -277,7 +379,7 @@ describe("key rotation", () => {
 		expect((await stats(issuer)).jwks).toBe(1);
 
 		vi.setSystemTime(Date.now() + 31_000);
-		await expect(verifyExternalToken(after, configured(issuer))).resolves.toMatchObject({ subject: "user-1" });
+		await expect(verifyExternalToken(after, configured(issuer))).resolves.toMatchObject({ identity: { subject: "user-1" } });
 		expect((await stats(issuer)).jwks).toBe(2);
 
 		// The refetch restarted the cooldown: garbage kids are refused from the cache.
@@ -314,9 +416,7 @@ describe("finding the issuer's keys", () => {
 		const issuer = newTenant("discovered");
 		for (let round = 0; round < 3; round += 1) {
 			const token = await sign(issuer, claims(issuer));
-			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
-				issuer,
-			});
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
 		}
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
 	});
@@ -325,7 +425,7 @@ describe("finding the issuer's keys", () => {
 		const issuer = newTenant("openid");
 		await issuerCall(issuer, "/configure", { discovery: "openid-configuration" });
 		const token = await sign(issuer, claims(issuer));
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ issuer });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
 		// The OAuth document's 404, then the OpenID document.
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
 	});
@@ -333,9 +433,7 @@ describe("finding the issuer's keys", () => {
 	it("uses a configured JWKS URL without asking for metadata", async () => {
 		const issuer = newTenant("configured-jwks");
 		const token = await sign(issuer, claims(issuer));
-		await expect(verifyExternalToken(token, configured(issuer, `${issuer}/jwks`), { now: at })).resolves.toMatchObject({
-			issuer,
-		});
+		await expect(verifyExternalToken(token, configured(issuer, `${issuer}/jwks`), { now: at })).resolves.toMatchObject({ identity: { issuer } });
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 0 });
 	});
 
@@ -350,7 +448,7 @@ describe("finding the issuer's keys", () => {
 		const identities = await Promise.all(
 			tokens.map((token) => verifyExternalToken(token, configured(issuer), { fetch: countingFetch, now: at })),
 		);
-		expect(identities.map((identity) => identity.subject)).toEqual(["user-1", "user-2", "user-3", "user-4", "user-5"]);
+		expect(identities.map((claimed) => claimed.identity.subject)).toEqual(["user-1", "user-2", "user-3", "user-4", "user-5"]);
 		expect(requested.filter((url) => url.includes("/.well-known/"))).toEqual([
 			metadataUrls(issuer)[0] ?? "a metadata URL",
 		]);
@@ -370,7 +468,7 @@ describe("finding the issuer's keys", () => {
 
 		// A failure is not cached: once the issuer is fixed, the next request finds its keys.
 		await issuerCall(issuer, "/configure", { claimedIssuer: null });
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ issuer });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
 	});
 
@@ -450,7 +548,41 @@ describe("OAuth settings", () => {
 			audience: null,
 			jwksUrl: null,
 			scopes: [],
+			emailsVerified: false,
+			requiredTyp: null,
+			requiredScope: null,
 		});
+	});
+
+	it("take OAUTH_REQUIRED_TYP (at+jwt only), OAUTH_REQUIRED_SCOPE (one scope) and EMAIL_VERIFIED_ISSUERS naming the issuer in use", () => {
+		const issuer = "https://login.example/tenant/v2.0";
+		expect(
+			settingsFrom({
+				...base,
+				OAUTH_ISSUER: issuer,
+				OAUTH_REQUIRED_TYP: "application/AT+JWT",
+				OAUTH_REQUIRED_SCOPE: "mcp.access",
+				EMAIL_VERIFIED_ISSUERS: issuer,
+			}).oauth,
+		).toMatchObject({ requiredTyp: "at+jwt", requiredScope: "mcp.access", emailsVerified: true });
+		const signIn = { OIDC_ISSUER: issuer, OIDC_CLIENT_ID: "c", OIDC_CLIENT_SECRET: "s" };
+		expect(settingsFrom({ ...base, ...signIn, EMAIL_VERIFIED_ISSUERS: issuer }).oauth).toMatchObject({
+			oidc: { emailsVerified: true },
+		});
+		expect(settingsFrom({ ...base, ...signIn }).oauth).toMatchObject({ oidc: { emailsVerified: false } });
+
+		expect(misconfigured({ OAUTH_ISSUER: issuer, OAUTH_REQUIRED_TYP: "JWT" })).toMatch(
+			/OAUTH_REQUIRED_TYP: must be at\+jwt/,
+		);
+		expect(misconfigured({ OAUTH_ISSUER: issuer, OAUTH_REQUIRED_SCOPE: "mcp openid" })).toMatch(
+			/OAUTH_REQUIRED_SCOPE: must be one scope/,
+		);
+		expect(misconfigured({ OAUTH_REQUIRED_SCOPE: "mcp" })).toMatch(/OAUTH_ISSUER, which is not set/);
+		// A trailing slash is another issuer: trusting it would trust nothing, so it is refused, not ignored.
+		expect(misconfigured({ OAUTH_ISSUER: issuer, EMAIL_VERIFIED_ISSUERS: `${issuer}/` })).toMatch(
+			/EMAIL_VERIFIED_ISSUERS: may name only the issuer the gateway uses/,
+		);
+		expect(misconfigured({ EMAIL_VERIFIED_ISSUERS: issuer })).toMatch(/EMAIL_VERIFIED_ISSUERS/);
 	});
 
 	it("refuse an issuer or key set that is not https (http only on loopback), or that has a query or fragment", () => {

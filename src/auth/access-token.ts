@@ -9,9 +9,10 @@ import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { authorizationServer, GrantPropsSchema, grantIdOf, resourceOf, userIdOf } from "./authorization-server.ts";
 import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
-import type { Identity } from "./identity.ts";
+import type { ClaimedIdentity, Identity } from "./identity.ts";
 import { IssuerUnavailable } from "./issuer-metadata.ts";
 import { bearerChallenge } from "./protected-resource.ts";
+import { logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 /** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */
 const rulesCache = new IsolateCache<AccessRuleRecord[]>(1);
@@ -20,10 +21,11 @@ const rulesCache = new IsolateCache<AccessRuleRecord[]>(1);
  * The principal an OAuth access token stands for, in the shape of a key
  * record: the token is validated (the gateway's own, by its authorization
  * server: known, unexpired, for this resource; an external issuer's, as a
- * JWT: signature, issuer, audience, expiry), then the access rules turn its
- * identity into what it may use. Throws 401 (with a challenge naming the
- * resource metadata) for a token that is not valid, 403 when no rule grants
- * the identity anything, 503 when the issuer or the rules cannot be read.
+ * JWT: signature, issuer, audience, expiry, an access token's type or scope),
+ * then the access rules turn its identity into what it may use. Throws 401
+ * (with a challenge naming the resource metadata) for a token that is not
+ * valid, 403 when no rule grants the identity anything (saying why, not who:
+ * the log says who), 503 when the issuer or the rules cannot be read.
  */
 export async function principalOfToken(
 	token: string,
@@ -34,7 +36,7 @@ export async function principalOfToken(
 ): Promise<ApiKeyRecord> {
 	const origin = new URL(request.url).origin;
 	const oauth = settings.oauth;
-	let identity: Identity;
+	let claimed: ClaimedIdentity;
 	let userId: string;
 	let grantId: string | null = null;
 	let trustedIssuer: string;
@@ -43,14 +45,19 @@ export async function principalOfToken(
 		if (!known) {
 			throw invalidToken(settings, origin, "The access token is unknown, expired, revoked or for another resource.");
 		}
-		({ identity, userId, grantId } = known);
+		({ userId, grantId } = known);
+		// Only what the sign-in counted was kept in the grant: an unverified address is not there to report.
+		claimed = { identity: known.identity, unverifiedEmail: null };
 		trustedIssuer = oauth.oidc.issuer;
 	} else if (oauth.mode === "external") {
 		try {
-			identity = await verifyExternalToken(token, {
+			claimed = await verifyExternalToken(token, {
 				issuer: oauth.issuer,
 				audience: oauth.audience ?? resourceOf(origin),
 				jwksUrl: oauth.jwksUrl,
+				emailsVerified: oauth.emailsVerified,
+				requiredTyp: oauth.requiredTyp,
+				requiredScope: oauth.requiredScope,
 			});
 		} catch (error) {
 			if (error instanceof TokenRejected) {
@@ -65,7 +72,7 @@ export async function principalOfToken(
 			}
 			throw error;
 		}
-		userId = await userIdOf(identity);
+		userId = await userIdOf(claimed.identity);
 		trustedIssuer = oauth.issuer;
 	} else {
 		throw invalidToken(settings, origin, "Invalid API key: it is unknown, malformed or has been revoked.");
@@ -76,11 +83,14 @@ export async function principalOfToken(
 	} catch (error) {
 		throw registryUnavailable(error);
 	}
+	const { identity } = claimed;
 	const rule = ruleFor(rules ?? [], identity, trustedIssuer);
 	if (!rule) {
+		const reason = refusalReason(rules ?? [], claimed, trustedIssuer);
+		logRefusal("oauth_token_refused", claimed, reason, { userId });
 		throw new GatewayError(
 			"forbidden",
-			`Forbidden: no access rule of this gateway grants ${identity.email ?? identity.subject} anything; ask its operator for access.`,
+			`Forbidden: this account may not use this gateway (${REFUSALS[reason]}); ask its operator for access.`,
 		);
 	}
 	const id = principalId({ rule: rule.name, generation: rule.generation, userId, grantId });
@@ -99,16 +109,21 @@ interface KnownToken {
 
 /**
  * Valid tokens of the gateway's own authorization server, per isolate for
- * KEY_CACHE_TTL_SECONDS (as keys are), under their SHA-256: most requests then
- * cost no KV read. Invalid tokens are never kept; a revoked token stops within
- * the TTL, and its sessions at their next recheck, as a revoked key's do.
+ * KEY_CACHE_TTL_SECONDS (as keys are), under the resource they were
+ * validated for and their SHA-256: most requests then cost no KV read, and a
+ * token is never taken from the cache at a host it was not validated for
+ * (another host of the deployment is another resource, which the
+ * authorization server would refuse it for). Invalid tokens are never kept;
+ * a revoked token stops within the TTL, and its sessions at their next
+ * recheck, as a revoked key's do.
  */
 const tokens = new IsolateCache<KnownToken>(1_000);
 
 async function knownToken(token: string, origin: string, env: Env, settings: Settings): Promise<KnownToken | null> {
-	const known = await tokens.get(await sha256Hex(token), settings.keyCacheTtlMs, async () => {
+	const resource = resourceOf(origin);
+	const known = await tokens.get(`${resource} ${await sha256Hex(token)}`, settings.keyCacheTtlMs, async () => {
 		const validated = await authorizationServer(origin, settings)
-			.validateToken(resourceOf(origin), token, env)
+			.validateToken(resource, token, env)
 			.catch((error: unknown) => {
 				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {
 					cause: error,

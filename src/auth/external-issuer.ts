@@ -7,10 +7,11 @@ import {
 	jwtVerify,
 	type RemoteJWKSet,
 } from "jose";
+import { z } from "zod";
 import { describeError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { withTimeout } from "../timing.ts";
-import { type Identity, identityFromClaims } from "./identity.ts";
+import { type ClaimedIdentity, identityFromClaims } from "./identity.ts";
 import {
 	discoverJwksUrl,
 	FETCH_TIMEOUT_MS,
@@ -31,6 +32,11 @@ export interface ExternalIssuer {
 	audience: string;
 	/** The issuer's JWKS; null: discovered from its metadata. */
 	jwksUrl: string | null;
+	/** Its every email address counts as verified, flag or not (EMAIL_VERIFIED_ISSUERS). */
+	emailsVerified: boolean;
+	/** What a token must have to be taken for an access token; null: the default (see acceptAsAccessToken). */
+	requiredTyp: "at+jwt" | null;
+	requiredScope: string | null;
 }
 
 /** The token is not acceptable; `reason` is a short sentence safe to show the client (401). */
@@ -77,6 +83,20 @@ const JWKS_MAX_AGE_MS = 10 * 60_000;
  */
 const ACCESS_TOKEN_TYPES = new Set(["at+jwt", "jwt"]);
 
+/** The scopes a token carries: `scope` (RFC 9068, space-separated), or `scp` (Okta's list, Entra ID's string). */
+const ScopeClaimsSchema = z.looseObject({
+	scope: z.string().max(8192).optional(),
+	scp: z.union([z.string().max(8192), z.array(z.string().max(256)).max(256)]).optional(),
+});
+
+function scopesOf(payload: unknown): string[] {
+	const parsed = ScopeClaimsSchema.safeParse(payload);
+	if (!parsed.success) return [];
+	const { scope, scp } = parsed.data;
+	const listed = [scope ?? "", ...(Array.isArray(scp) ? scp : [scp ?? ""])];
+	return listed.flatMap((entry) => entry.split(" ")).filter((entry) => entry.length > 0);
+}
+
 /**
  * What one isolate remembers about issuers: discovered JWKS URLs (a failed
  * lookup is forgotten, so the next request retries it) and jose's key sets,
@@ -109,7 +129,8 @@ function cachesFor(fetchImpl: typeof fetch | undefined): IssuerCaches {
 }
 
 /**
- * The identity a JWT access token from `issuer` vouches for. Throws
+ * The identity a JWT access token from `issuer` vouches for (and the address
+ * it carried that does not count, if any). Throws
  * TokenRejected when the token is not acceptable (answer 401 with its
  * reason), IssuerUnavailable when the issuer's metadata or keys cannot be
  * fetched (answer 503). `fetch` replaces the runtime's for metadata and keys
@@ -122,7 +143,7 @@ export async function verifyExternalToken(
 	token: string,
 	issuer: ExternalIssuer,
 	options: { fetch?: typeof fetch; now?: () => number } = {},
-): Promise<Identity> {
+): Promise<ClaimedIdentity> {
 	const caches = cachesFor(options.fetch);
 	// A resolver, so metadata and keys are fetched only for a token that passed jose's structural and algorithm checks.
 	const getKey: JWTVerifyGetKey = async (header, jws) => {
@@ -158,13 +179,38 @@ export async function verifyExternalToken(
 	} catch (error) {
 		throw rejectionFor(error, issuer) ?? error;
 	}
-	const type = verified.protectedHeader.typ;
-	if (type !== undefined && !ACCESS_TOKEN_TYPES.has(type.toLowerCase().replace(/^application\//, ""))) {
+	acceptAsAccessToken(verified.protectedHeader.typ, verified.payload, issuer);
+	const claimed = identityFromClaims(issuer.issuer, verified.payload, { emailsVerified: issuer.emailsVerified });
+	if (!claimed) throw new TokenRejected("the token names no subject");
+	return claimed;
+}
+
+/**
+ * Refuses a JWT of the issuer that is not an access token. An ID token the
+ * issuer made for a client whose id is the gateway's audience has the right
+ * `iss`, `aud` and signature, yet says only who signed in to that client, and
+ * whoever holds it (that client, or a site it was given to) must not use it
+ * here. What sets an access token apart: RFC 9068's `typ` `at+jwt`, which no
+ * ID token carries, or a scope (`scope`, `scp`), which ID tokens do not
+ * carry either. By default one of the two is enough; OAUTH_REQUIRED_TYP
+ * requires the type, OAUTH_REQUIRED_SCOPE one scope. Types that are never
+ * access tokens (logout tokens, DPoP proofs, ...) are refused in any case.
+ */
+function acceptAsAccessToken(typ: string | undefined, payload: unknown, issuer: ExternalIssuer): void {
+	const type = typ?.toLowerCase().replace(/^application\//, "");
+	if (type !== undefined && !ACCESS_TOKEN_TYPES.has(type)) {
 		throw new TokenRejected("the token is not an access token (typ)");
 	}
-	const identity = identityFromClaims(issuer.issuer, verified.payload);
-	if (!identity) throw new TokenRejected("the token names no subject");
-	return identity;
+	const scopes = scopesOf(payload);
+	if (issuer.requiredTyp !== null && type !== issuer.requiredTyp) {
+		throw new TokenRejected(`the token is not an access token (its typ is not ${issuer.requiredTyp})`);
+	}
+	if (issuer.requiredScope !== null && !scopes.includes(issuer.requiredScope)) {
+		throw new TokenRejected(`the token does not carry the scope ${issuer.requiredScope}`);
+	}
+	if (issuer.requiredTyp === null && issuer.requiredScope === null && type !== "at+jwt" && scopes.length === 0) {
+		throw new TokenRejected("the token is not an access token (neither typed at+jwt nor carrying a scope)");
+	}
 }
 
 /** The client-facing reason for a jose error about the token, or null when the error is not about the token. */

@@ -10,7 +10,7 @@ export const IdentitySchema = z.object({
 	/** The issuer that asserted the subject (the OIDC provider, or the external authorization server). */
 	issuer: z.string().min(1),
 	subject: z.string().min(1),
-	/** Lowercased; null when absent or when the issuer says it is not verified (`email_verified: false`). */
+	/** Lowercased; null when absent or not verified (see `identityFromClaims`). */
 	email: z.string().nullable(),
 	/** From the `groups` claim (an array of strings, or one string); empty when absent. */
 	groups: z.array(z.string()),
@@ -24,17 +24,40 @@ const ClaimsSchema = z.looseObject({
 	groups: z.union([z.array(z.string().max(256)).max(256), z.string().max(256)]).optional(),
 });
 
-/** The identity in a verified token's claims, or null when it names no subject. */
-export function identityFromClaims(issuer: string, claims: unknown): Identity | null {
+/** An identity, and the address its claims carried that does not count (so a refusal can say why). */
+export interface ClaimedIdentity {
+	identity: Identity;
+	/** Lowercased; null when the claims carried no address or it counts. */
+	unverifiedEmail: string | null;
+}
+
+/**
+ * The identity in a verified token's claims, or null when it names no
+ * subject. An email counts only when the issuer says it is verified
+ * (`email_verified` true, or the string "true", which some providers send):
+ * many providers put `email` in tokens without the flag, and an address
+ * nobody verified must not match an `email` or `emailDomain` rule. With
+ * `emailsVerified` (the operator trusts this issuer's every address:
+ * EMAIL_VERIFIED_ISSUERS) a missing flag counts as verified; an explicit
+ * "not verified" never does.
+ */
+export function identityFromClaims(
+	issuer: string,
+	claims: unknown,
+	options: { emailsVerified: boolean } = { emailsVerified: false },
+): ClaimedIdentity | null {
 	const parsed = ClaimsSchema.safeParse(claims);
 	if (!parsed.success) return null;
-	const { sub, email, email_verified: verified, groups } = parsed.data;
-	// Some providers send the flag as a string; only an explicit "not verified" withholds the address.
-	const unverified = verified === false || verified === "false";
+	const { sub, email, email_verified: flag, groups } = parsed.data;
+	const verified = flag === true || flag === "true" || (flag === undefined && options.emailsVerified);
+	const address = email ? email.toLowerCase() : null;
 	return {
-		issuer,
-		subject: sub,
-		email: email && !unverified ? email.toLowerCase() : null,
-		groups: groups === undefined ? [] : typeof groups === "string" ? [groups] : groups,
+		identity: {
+			issuer,
+			subject: sub,
+			email: verified ? address : null,
+			groups: groups === undefined ? [] : typeof groups === "string" ? [groups] : groups,
+		},
+		unverifiedEmail: verified ? null : address,
 	};
 }

@@ -2,7 +2,7 @@ import * as oauth from "oauth4webapi";
 import { z } from "zod";
 import { isLoopbackHost, type OAuthSettings } from "../config.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { type Identity, identityFromClaims } from "./identity.ts";
+import { type ClaimedIdentity, identityFromClaims } from "./identity.ts";
 
 type Oidc = Extract<OAuthSettings, { mode: "gateway" }>["oidc"];
 
@@ -67,15 +67,16 @@ export async function providerSignInUrl(
  * checked (its `iss` when the provider sends one, RFC 9207; `state` was
  * already matched to this browser by the library), the code exchanged with
  * the PKCE verifier, and the ID token's issuer, audience, expiry and nonce
- * verified. Throws `SignInRefused` for anything the person or the provider
- * got wrong (shown to the person), `GatewayError` 502 when the provider fails.
+ * verified; its address counts only when verified (`identityFromClaims`).
+ * Throws `SignInRefused` for anything the person or the provider got wrong
+ * (shown to the person), `GatewayError` 502 when the provider fails.
  */
 export async function identityFromCallback(
 	oidc: Oidc,
 	callbackUrl: URL,
 	redirectUri: string,
 	data: SignInData,
-): Promise<Identity> {
+): Promise<ClaimedIdentity> {
 	const as = await reachProvider(oidc);
 	const client: oauth.Client = { client_id: oidc.clientId };
 	const insecure = { [oauth.allowInsecureRequests]: insecureAllowed(oidc.issuer) };
@@ -105,9 +106,9 @@ export async function identityFromCallback(
 		}
 		throw providerFailed(describeError(error));
 	}
-	const identity = identityFromClaims(oidc.issuer, claims);
-	if (!identity) throw new SignInRefused("the identity provider's ID token names no subject");
-	return identity;
+	const claimed = identityFromClaims(oidc.issuer, claims, { emailsVerified: oidc.emailsVerified });
+	if (!claimed) throw new SignInRefused("the identity provider's ID token names no subject");
+	return claimed;
 }
 
 /** A sign-in that cannot complete for a reason the person should be told. */

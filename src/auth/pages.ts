@@ -38,21 +38,51 @@ ${loopback}
 	);
 }
 
+/** A page as a response that is never cached or framed; `headers` adds the flow's own (its cookies). */
+function pageResponse(status: number, html: string, headers?: Headers): Response {
+	const response = new Response(html, {
+		status,
+		headers: {
+			"content-type": "text/html; charset=utf-8",
+			"cache-control": "no-store",
+			"content-security-policy": "frame-ancestors 'none'",
+			"x-frame-options": "DENY",
+		},
+	});
+	for (const [name, value] of headers ?? []) {
+		if (name !== "location") response.headers.append(name, value);
+	}
+	return response;
+}
+
 /** A sign-in that cannot go back to the client (no validated redirect): said here, never redirected. */
 export function errorPage(status: number, message: string): Response {
-	return new Response(
+	return pageResponse(
+		status,
 		page(
 			"Sign-in failed",
 			`<h1>This sign-in cannot continue</h1><p>${escapeHtml(message)}</p><p>Start again from your MCP client.</p>`,
 		),
-		{
-			status,
-			headers: {
-				"content-type": "text/html; charset=utf-8",
-				"cache-control": "no-store",
-				"content-security-policy": "frame-ancestors 'none'",
-				"x-frame-options": "DENY",
-			},
-		},
+	);
+}
+
+/**
+ * A person signed in, and no access rule admits them: the gateway says so
+ * itself, with the reason's kind (`reason`, a clause about "it", the
+ * account), rather than leaving it to whatever the client makes of
+ * `error_description`; the link takes the `access_denied` answer back to the
+ * client. 403, with the sign-in's own `headers`.
+ */
+export function refusalPage(reason: string, host: string, backToClient: string, headers: Headers): Response {
+	return pageResponse(
+		403,
+		page(
+			"Access denied",
+			`<h1>Your account may not use this gateway</h1>
+<p>You signed in, but your account may not use the MCP gateway at ${escapeHtml(host)}: ${escapeHtml(reason)}.</p>
+<p>Ask the operator of this gateway for access.</p>
+<p><a href="${escapeHtml(backToClient)}">Return to the app</a> (it will be told that access was denied).</p>`,
+		),
+		headers,
 	);
 }

@@ -27,7 +27,9 @@ import {
 	SignInDataSchema,
 	SignInRefused,
 } from "./oidc-client.ts";
-import { consentPage, errorPage } from "./pages.ts";
+import type { ClaimedIdentity } from "./identity.ts";
+import { consentPage, errorPage, refusalPage } from "./pages.ts";
+import { ACCESS_DENIED_DESCRIPTION, logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 type SignInEnv = { Bindings: Env; Variables: { reader: RegistryReader } };
 type Oidc = Extract<OAuthSettings, { mode: "gateway" }>["oidc"];
@@ -83,9 +85,9 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 		}
 		const data = SignInDataSchema.safeParse(resumed.data);
 		if (!data.success) return errorPage(400, "The sign-in's stored state is not readable.");
-		let identity: GrantProps["identity"];
+		let claimed: ClaimedIdentity;
 		try {
-			identity = await identityFromCallback(oidc, url, `${origin}${CALLBACK_PATH}`, data.data);
+			claimed = await identityFromCallback(oidc, url, `${origin}${CALLBACK_PATH}`, data.data);
 		} catch (error) {
 			if (error instanceof SignInRefused) return refuse("access_denied", `The sign-in failed: ${error.message}.`);
 			throw error;
@@ -96,14 +98,15 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 			.catch((error: unknown) => {
 				throw registryUnavailable(error);
 			});
+		const { identity } = claimed;
 		const rule = ruleFor(rules, identity, oidc.issuer);
 		const userId = await userIdOf(identity);
 		if (!rule) {
-			console.log(JSON.stringify({ event: "oauth_sign_in_refused", userId, client: request.clientId }));
-			return refuse(
-				"access_denied",
-				`No access rule of this gateway grants ${identity.email ?? identity.subject} anything.`,
-			);
+			// Who tried is the operator's to know; the client (anyone may register one) learns only that it was refused.
+			const reason = refusalReason(rules, claimed, oidc.issuer);
+			logRefusal("oauth_sign_in_refused", claimed, reason, { userId, client: request.clientId });
+			const back = authorizationErrorRedirect(request, "access_denied", ACCESS_DENIED_DESCRIPTION);
+			return refusalPage(REFUSALS[reason], url.host, back, headers);
 		}
 		const props: GrantProps = { identity };
 		const { redirectTo } = await api.completeAuthorization({

@@ -77,15 +77,26 @@ export function orderRules<T extends Pick<AccessRuleRecord, "priority" | "name">
 	return [...rules].sort((a, b) => a.priority - b.priority || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
+/**
+ * The domain of an address, or null for anything that is not one: exactly
+ * one `@`, with something before and after it. A claim such as
+ * "example.com" or "@example.com" is then no one's address in example.com.
+ */
+function domainOf(email: string): string | null {
+	const at = email.indexOf("@");
+	if (at <= 0 || at !== email.lastIndexOf("@") || at === email.length - 1) return null;
+	return email.slice(at + 1);
+}
+
 /** Whether every condition of the rule holds for the identity. `trustedIssuer` stands in for an absent `issuer`. */
 export function ruleMatches(match: RuleMatch, identity: Identity, trustedIssuer: string): boolean {
 	if ((match.issuer ?? trustedIssuer) !== identity.issuer) return false;
 	if (match.subject !== undefined && match.subject !== identity.subject) return false;
-	const email = identity.email;
+	// Only a verified address (identityFromClaims) that is an address at all matches an email condition.
+	const domain = identity.email === null ? null : domainOf(identity.email);
+	const email = domain === null ? null : identity.email;
 	if (match.email !== undefined && email !== match.email.toLowerCase()) return false;
-	if (match.emailDomain !== undefined && email?.slice(email.lastIndexOf("@") + 1) !== match.emailDomain.toLowerCase()) {
-		return false;
-	}
+	if (match.emailDomain !== undefined && domain !== match.emailDomain.toLowerCase()) return false;
 	if (match.group !== undefined && !identity.groups.includes(match.group)) return false;
 	return true;
 }
