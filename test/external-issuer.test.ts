@@ -31,7 +31,15 @@ function configured(
 	jwksUrl: string | null = null,
 	overrides: Partial<ExternalIssuer> = {},
 ): ExternalIssuer {
-	return { issuer, audience: AUDIENCE, jwksUrl, emailsVerified: false, requiredTyp: null, requiredScope: null, ...overrides };
+	return {
+		issuer,
+		audience: AUDIENCE,
+		jwksUrl,
+		emailsVerified: false,
+		requiredTyp: null,
+		requiredScope: null,
+		...overrides,
+	};
 }
 
 /** Claims of a good access token from `issuer` (it carries a scope), valid for five minutes from `now`; `undefined` drops a claim. */
@@ -123,20 +131,26 @@ describe("a token from the configured issuer", () => {
 		const issuer = ORIGIN();
 		const token = await sign(issuer, claims(issuer, { sub: "ec-user" }), { alg: "ES256" });
 		expect(decodeProtectedHeader(token).alg).toBe("ES256");
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "ec-user" } });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			identity: { subject: "ec-user" },
+		});
 	});
 
 	it("is accepted when its aud is a list that contains the gateway", async () => {
 		const issuer = ORIGIN();
 		const token = await sign(issuer, claims(issuer, { aud: ["https://other.example/api", AUDIENCE] }));
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "user-1" } });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			identity: { subject: "user-1" },
+		});
 	});
 
 	it("is accepted typed at+jwt, application/at+jwt, JWT or untyped; any other type is refused", async () => {
 		const issuer = ORIGIN();
 		for (const typ of ["at+jwt", "application/at+jwt", "JWT", undefined]) {
 			const token = await sign(issuer, claims(issuer), typ === undefined ? {} : { typ });
-			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { subject: "user-1" } });
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+				identity: { subject: "user-1" },
+			});
 		}
 		const proof = await sign(issuer, claims(issuer), { typ: "dpop+jwt" });
 		await expectRejected(
@@ -365,7 +379,9 @@ describe("key rotation", () => {
 		vi.useFakeTimers({ toFake: ["Date"] });
 		const issuer = newTenant("rotation");
 		const before = await sign(issuer, claims(issuer, {}, Date.now()));
-		await expect(verifyExternalToken(before, configured(issuer))).resolves.toMatchObject({ identity: { subject: "user-1" } });
+		await expect(verifyExternalToken(before, configured(issuer))).resolves.toMatchObject({
+			identity: { subject: "user-1" },
+		});
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
 
 		const { kid } = await issuerCall<{ kid: string }>(issuer, "/rotate", {});
@@ -379,7 +395,9 @@ describe("key rotation", () => {
 		expect((await stats(issuer)).jwks).toBe(1);
 
 		vi.setSystemTime(Date.now() + 31_000);
-		await expect(verifyExternalToken(after, configured(issuer))).resolves.toMatchObject({ identity: { subject: "user-1" } });
+		await expect(verifyExternalToken(after, configured(issuer))).resolves.toMatchObject({
+			identity: { subject: "user-1" },
+		});
 		expect((await stats(issuer)).jwks).toBe(2);
 
 		// The refetch restarted the cooldown: garbage kids are refused from the cache.
@@ -416,7 +434,9 @@ describe("finding the issuer's keys", () => {
 		const issuer = newTenant("discovered");
 		for (let round = 0; round < 3; round += 1) {
 			const token = await sign(issuer, claims(issuer));
-			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
+			await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+				identity: { issuer },
+			});
 		}
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 1 });
 	});
@@ -425,7 +445,9 @@ describe("finding the issuer's keys", () => {
 		const issuer = newTenant("openid");
 		await issuerCall(issuer, "/configure", { discovery: "openid-configuration" });
 		const token = await sign(issuer, claims(issuer));
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			identity: { issuer },
+		});
 		// The OAuth document's 404, then the OpenID document.
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
 	});
@@ -433,7 +455,9 @@ describe("finding the issuer's keys", () => {
 	it("uses a configured JWKS URL without asking for metadata", async () => {
 		const issuer = newTenant("configured-jwks");
 		const token = await sign(issuer, claims(issuer));
-		await expect(verifyExternalToken(token, configured(issuer, `${issuer}/jwks`), { now: at })).resolves.toMatchObject({ identity: { issuer } });
+		await expect(verifyExternalToken(token, configured(issuer, `${issuer}/jwks`), { now: at })).resolves.toMatchObject({
+			identity: { issuer },
+		});
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 0 });
 	});
 
@@ -448,7 +472,13 @@ describe("finding the issuer's keys", () => {
 		const identities = await Promise.all(
 			tokens.map((token) => verifyExternalToken(token, configured(issuer), { fetch: countingFetch, now: at })),
 		);
-		expect(identities.map((claimed) => claimed.identity.subject)).toEqual(["user-1", "user-2", "user-3", "user-4", "user-5"]);
+		expect(identities.map((claimed) => claimed.identity.subject)).toEqual([
+			"user-1",
+			"user-2",
+			"user-3",
+			"user-4",
+			"user-5",
+		]);
 		expect(requested.filter((url) => url.includes("/.well-known/"))).toEqual([
 			metadataUrls(issuer)[0] ?? "a metadata URL",
 		]);
@@ -468,7 +498,9 @@ describe("finding the issuer's keys", () => {
 
 		// A failure is not cached: once the issuer is fixed, the next request finds its keys.
 		await issuerCall(issuer, "/configure", { claimedIssuer: null });
-		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({ identity: { issuer } });
+		await expect(verifyExternalToken(token, configured(issuer), { now: at })).resolves.toMatchObject({
+			identity: { issuer },
+		});
 		expect(await stats(issuer)).toEqual({ jwks: 1, metadata: 2 });
 	});
 

@@ -1,5 +1,5 @@
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "./support/browser.ts";
 import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
 import {
@@ -45,6 +45,17 @@ function initializeWith(token: string, gatewayFetch = gateway, path = "/mcp"): P
 	});
 }
 
+afterEach(() => {
+	vi.restoreAllMocks();
+});
+
+/** The refusal lines the gateway logged for the operator. */
+function refusalsLogged(logged: { mock: { calls: unknown[][] } }): Array<Record<string, unknown>> {
+	return logged.mock.calls
+		.map(([line]) => (typeof line === "string" && line.startsWith("{") ? JSON.parse(line) : null))
+		.filter((entry): entry is Record<string, unknown> => entry !== null && String(entry.event).endsWith("_refused"));
+}
+
 describe("OAuth: an external authorization server", () => {
 	it("metadata names the external issuer, and the 401 asks for its scope", async () => {
 		const metadata = await (await gateway(`${ORIGIN}/.well-known/oauth-protected-resource/mcp`)).json();
@@ -82,14 +93,36 @@ describe("OAuth: an external authorization server", () => {
 		expect((await upstreamLog("beta")).some((entry) => entry.authorization?.includes(token))).toBe(false);
 	});
 
-	it("a valid token whose identity no rule grants gets 403 with a sentence, and opens nothing", async () => {
+	it("a valid token whose identity no rule grants gets 403 saying why but not who (the log says who), and opens nothing", async () => {
 		await accessRule({ match: { group: "engineering" } });
 		const { token } = await connectAs("/mcp", "bob");
+		const logged = vi.spyOn(console, "log");
 		const response = await initializeWith(token);
 		expect(response.status).toBe(403);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
+		const body = await response.text();
+		expect(JSON.parse(body).error?.message).toBe(
+			"Forbidden: this account may not use this gateway (no access rule of this gateway matches it); ask its operator for access.",
+		);
+		expect(body).not.toMatch(/bob|contractor/);
+		expect(refusalsLogged(logged)).toContainEqual(
+			expect.objectContaining({
+				event: "oauth_token_refused",
+				reason: "no_rule",
+				subject: "bob",
+				email: "bob@contractor.example",
+			}),
+		);
+	});
+
+	it("a token whose email the issuer does not say is verified matches no email rule: 403, saying the address is not verified", async () => {
+		await accessRule({ match: { emailDomain: "example.com" } });
+		// Carol's address at the identity provider is example.com's, but email_verified is false.
+		const { token } = await connectAs("/mcp", "carol");
+		const response = await initializeWith(token);
+		expect(response.status).toBe(403);
 		expect((await readReply(response)).error?.message).toBe(
-			"Forbidden: no access rule of this gateway grants bob@contractor.example anything; ask its operator for access.",
+			"Forbidden: this account may not use this gateway (its email address is not verified by its identity provider, and this gateway counts only verified addresses); ask its operator for access.",
 		);
 	});
 
@@ -127,5 +160,60 @@ describe("OAuth: an external authorization server", () => {
 		const created = await admin("POST", "/keys", { servers: [server] });
 		const { key } = (await created.json()) as { key: string };
 		expect((await initializeWith(key, gateway, `/mcp/${server}`)).status).toBe(200);
+	});
+});
+
+/** A tenant of the JWT issuer process (scripts/jwt-issuer.ts) of its own, and a way to have it sign claims. */
+function jwtTenant(label: string) {
+	const issuer = `http://127.0.0.1:${inject("jwtIssuerPort")}/t/${uniqueName(label)}`;
+	const sign = async (claims: Record<string, unknown>, typ?: string): Promise<string> => {
+		const now = Math.floor(Date.now() / 1000);
+		const response = await fetch(`${issuer}/sign`, {
+			method: "POST",
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({ claims: { iss: issuer, iat: now, exp: now + 300, ...claims }, ...(typ ? { typ } : {}) }),
+		});
+		return ((await response.json()) as { token: string }).token;
+	};
+	return { issuer, sign };
+}
+
+describe("OAuth: an external issuer's ID tokens are not access tokens", () => {
+	it("an ID token of the issuer whose aud is the gateway's audience (a client id) gets 401 invalid_token; its access token is served", async () => {
+		const clientId = "3f1c9a2e-gateway-client";
+		const { issuer, sign } = jwtTenant("id-token");
+		const atClientId = gatewayWith({ OAUTH_ISSUER: issuer, OAUTH_AUDIENCE: clientId });
+		const subject = uniqueName("ada");
+		await accessRule({ match: { subject } });
+		const idToken = await sign(
+			{ aud: clientId, azp: clientId, sub: subject, nonce: "n-1", auth_time: Math.floor(Date.now() / 1000) },
+			"JWT",
+		);
+		const refused = await initializeWith(idToken, atClientId);
+		expect(refused.status).toBe(401);
+		expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
+		expect((await readReply(refused)).error?.message).toBe(
+			"The access token was refused: the token is not an access token (neither typed at+jwt nor carrying a scope).",
+		);
+		// The same person's access token for the same audience (Okta's scp list) is one.
+		const accessToken = await sign({ aud: clientId, sub: subject, scp: ["mcp"] }, "JWT");
+		expect((await initializeWith(accessToken, atClientId)).status).toBe(200);
+		// Requiring RFC 9068's type refuses even that one.
+		const typed = gatewayWith({ OAUTH_ISSUER: issuer, OAUTH_AUDIENCE: clientId, OAUTH_REQUIRED_TYP: "at+jwt" });
+		expect((await readReply(await initializeWith(accessToken, typed))).error?.message).toBe(
+			"The access token was refused: the token is not an access token (its typ is not at+jwt).",
+		);
+	});
+
+	it("an issuer named in EMAIL_VERIFIED_ISSUERS has its addresses count without email_verified; otherwise they do not", async () => {
+		const { issuer, sign } = jwtTenant("trusted-emails");
+		const domain = `${uniqueName("corp")}.example`;
+		await accessRule({ match: { emailDomain: domain } });
+		const token = await sign({ aud: `${ORIGIN}/mcp`, sub: uniqueName("eve"), email: `eve@${domain}`, scope: "mcp" });
+		const untrusted = await initializeWith(token, gatewayWith({ OAUTH_ISSUER: issuer }));
+		expect(untrusted.status).toBe(403);
+		expect((await readReply(untrusted)).error?.message).toContain("its email address is not verified");
+		const trusted = gatewayWith({ OAUTH_ISSUER: issuer, EMAIL_VERIFIED_ISSUERS: issuer });
+		expect((await initializeWith(token, trusted)).status).toBe(200);
 	});
 });

@@ -98,15 +98,64 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 		expect((await upstreamLog("beta")).some((entry) => entry.authorization?.includes(token))).toBe(false);
 	});
 
-	it("a person no rule grants anything is sent back to the client with access_denied, and gets no code", async () => {
+	/** Signs `login` in from an SDK client's first attempt, up to the page the gateway answers the callback with. */
+	async function signInToRefusal(login: string): Promise<Page & { browser: Browser }> {
 		const provider = new MemoryOAuthProvider();
 		const first = oauthClient("/mcp", provider, gateway);
 		await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
-		const landed = await signIn(provider.authorizationUrl as URL, "bob");
-		expect(landed.searchParams.get("error")).toBe("access_denied");
-		expect(landed.searchParams.get("error_description")).toContain("bob@contractor.example");
-		expect(landed.searchParams.get("iss")).toBe(ORIGIN);
-		expect(landed.searchParams.has("code")).toBe(false);
+		const browser = newBrowser();
+		const consent = await browser.get(provider.authorizationUrl as URL, { stopAt: atClient });
+		const loginPage = await approve(browser, consent);
+		const page = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+		return { ...page, browser };
+	}
+
+	it("a person no rule grants anything sees the gateway's own refusal page (no rule matched, ask the operator); the client gets access_denied naming no one, and no code", async () => {
+		const logged = vi.spyOn(console, "log");
+		try {
+			const page = await signInToRefusal("bob");
+			expect(page.status).toBe(403);
+			expect(page.url.pathname).toBe("/oauth/callback");
+			expect(page.headers.get("content-type")).toContain("text/html");
+			expect(page.html).toContain("Your account may not use this gateway");
+			expect(page.html).toContain(
+				"your account may not use the MCP gateway at localhost: no access rule of this gateway matches it.",
+			);
+			expect(page.html).toContain("Ask the operator of this gateway for access.");
+
+			const back = page.browser.link(page, "Return to the app");
+			expect(atClient(back)).toBe(true);
+			expect(back.searchParams.get("error")).toBe("access_denied");
+			expect(back.searchParams.get("error_description")).toBe("The gateway's access rules do not admit this account.");
+			expect(back.searchParams.get("iss")).toBe(ORIGIN);
+			expect(back.searchParams.has("code")).toBe(false);
+			expect(back.href).not.toMatch(/bob|contractor/);
+			// The operator's log keeps who it was.
+			const lines = logged.mock.calls.map(([line]) => String(line));
+			const refusal = lines.find((line) => line.includes('"event":"oauth_sign_in_refused"'));
+			expect(JSON.parse(refusal ?? "{}")).toMatchObject({
+				reason: "no_rule",
+				issuer: IDP,
+				subject: "bob",
+				email: "bob@contractor.example",
+				emailVerified: true,
+			});
+		} finally {
+			logged.mockRestore();
+		}
+	});
+
+	it("a person whose address the identity provider has not verified is refused by an email rule, and the page says the address is not verified", async () => {
+		await accessRule({ match: { emailDomain: "example.com" } });
+		// Carol's address is example.com's, but the provider sends email_verified: false.
+		const page = await signInToRefusal("carol");
+		expect(page.status).toBe(403);
+		expect(page.html).toContain(
+			"its email address is not verified by its identity provider, and this gateway counts only verified addresses.",
+		);
+		const back = page.browser.link(page, "Return to the app");
+		expect(back.searchParams.get("error")).toBe("access_denied");
+		expect(back.href).not.toMatch(/carol/);
 	});
 });
 
@@ -475,6 +524,31 @@ describe("OAuth: tokens and sessions over time", () => {
 			expect((await initializeWith(`${tokens.access_token.slice(0, -2)}xx`, "/mcp", cached)).status).toBe(401);
 		}
 		expect(tokenReads).toBe(3);
+	});
+
+	it("a token validated at one host of the deployment is not taken from the cache at another, which refuses it as it would cold", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const clientId = await registerClient();
+		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
+		const OTHER = "http://127.0.0.1";
+		// One deployment answering on two hosts, with a token cache that keeps a verdict for 10 s.
+		const cached = gatewayWith({ ...SIGN_IN, KEY_CACHE_TTL_SECONDS: "10" }, [ORIGIN, OTHER]);
+		const initializeAt = (origin: string) =>
+			cached(`${origin}/mcp`, {
+				method: "POST",
+				headers: { ...JSON_HEADERS, authorization: `Bearer ${tokens.access_token}` },
+				body: JSON.stringify(initializeBody()),
+			});
+		const cold = await initializeAt(OTHER);
+		expect(cold.status).toBe(401);
+		expect((await readReply(cold)).error?.message).toBe(
+			"The access token is unknown, expired, revoked or for another resource.",
+		);
+		expect((await initializeAt(ORIGIN)).status).toBe(200);
+		const warm = await initializeAt(OTHER);
+		expect(warm.status).toBe(401);
+		expect(warm.headers.get("www-authenticate")).toContain('error="invalid_token"');
+		expect((await initializeAt(ORIGIN)).status).toBe(200);
 	});
 
 	it("access tokens and sign-ins last as long as OAUTH_ACCESS_TOKEN_TTL_SECONDS and OAUTH_REFRESH_TOKEN_TTL_SECONDS say", async () => {

@@ -20,6 +20,7 @@ import {
 	oauthKv,
 	userIdOf,
 } from "./authorization-server.ts";
+import type { ClaimedIdentity } from "./identity.ts";
 import {
 	identityFromCallback,
 	newSignInData,
@@ -27,7 +28,6 @@ import {
 	SignInDataSchema,
 	SignInRefused,
 } from "./oidc-client.ts";
-import type { ClaimedIdentity } from "./identity.ts";
 import { consentPage, errorPage, refusalPage } from "./pages.ts";
 import { ACCESS_DENIED_DESCRIPTION, logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 

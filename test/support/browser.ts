@@ -83,6 +83,15 @@ export class Browser {
 		return this.#navigate(action, "GET", undefined, options);
 	}
 
+	/** Where the link of `page` whose text contains `text` leads (not loaded: it may be a client's redirect URI). */
+	link(page: Page, text: string): URL {
+		for (const match of page.html.matchAll(/<a\b([^>]*)>([\s\S]*?)<\/a>/gi)) {
+			const href = attributesOf(match[1] ?? "").href;
+			if (href !== undefined && (match[2] ?? "").includes(text)) return new URL(href, page.url);
+		}
+		throw new Error(`no link with text containing "${text}" at ${page.url}`);
+	}
+
 	async #navigate(
 		start: URL,
 		method: string,

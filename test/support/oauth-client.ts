@@ -20,15 +20,16 @@ export const CLIENT_REDIRECT = "http://127.0.0.1:33418/callback";
 
 /**
  * The gateway with OAuth settings of the test's choosing, as a fetch: its own
- * origin goes to the Worker app under `settings` (the Durable Objects and KV
- * namespaces are the test Worker's), everything else to the network.
+ * origins (ORIGIN, or the hosts of one deployment a test names) go to the
+ * Worker app under `settings` (the Durable Objects and KV namespaces are the
+ * test Worker's), everything else to the network.
  */
-export function gatewayWith(settings: Partial<Env>): typeof fetch {
+export function gatewayWith(settings: Partial<Env>, origins: readonly string[] = [ORIGIN]): typeof fetch {
 	const app = createApp();
 	const oauthEnv = { ...env, ...settings } as Env;
 	return async (input, init) => {
 		const request = new Request(input, init);
-		if (new URL(request.url).origin !== ORIGIN) return fetch(request);
+		if (!origins.includes(new URL(request.url).origin)) return fetch(request);
 		return app.fetch(request, oauthEnv, createExecutionContext());
 	};
 }
