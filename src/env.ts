@@ -50,6 +50,9 @@ export interface Env {
 	OAUTH_AUDIENCE?: string;
 	OAUTH_JWKS_URL?: string;
 	OAUTH_SCOPES?: string;
+	OAUTH_REQUIRED_SCOPE?: string;
+	OAUTH_REQUIRED_TYP?: string;
+	EMAIL_VERIFIED_ISSUERS?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }
