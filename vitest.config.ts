@@ -37,8 +37,8 @@ const bindings = {
 /**
  * Rate limits of the test Worker: generous for the suite (no test sends more
  * than a few hundred requests with one key), small enough for the limit
- * tests to reach. Failed authentications without CF-Connecting-IP share one
- * bucket, which the whole suite's 401 tests must stay under.
+ * tests to reach. Failed token lookups and OAuth endpoint calls without
+ * CF-Connecting-IP share one bucket each, which the whole suite must stay under.
  */
 /** The registry's KV namespace, shared by the gateway and the second edge. */
 const REGISTRY_KV_ID = "registry-kv";
@@ -48,6 +48,7 @@ const OAUTH_KV_ID = "oauth-kv";
 const ratelimits = {
 	KEY_RATE_LIMITER: { namespace_id: "1001", simple: { limit: 400, period: 60 as const } },
 	AUTH_FAILURE_LIMITER: { namespace_id: "1002", simple: { limit: 60, period: 60 as const } },
+	OAUTH_LIMITER: { namespace_id: "1003", simple: { limit: 400, period: 60 as const } },
 };
 
 export default defineConfig({

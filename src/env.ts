@@ -13,8 +13,10 @@ export interface Env {
 	OAUTH_KV?: KVNamespace;
 	/** Requests per API key (wrangler.toml `[[ratelimits]]`); absent: not limited. */
 	KEY_RATE_LIMITER?: RateLimit;
-	/** Failed authentications per client IP; absent: not limited. */
+	/** Failed token lookups per client IP; absent: not limited. */
 	AUTH_FAILURE_LIMITER?: RateLimit;
+	/** Calls to the authorization server's register, authorize and token endpoints per client IP; absent: not limited. */
+	OAUTH_LIMITER?: RateLimit;
 	ADMIN_TOKEN?: string;
 	SESSION_SECRET?: string;
 	KEY_SECRET?: string;

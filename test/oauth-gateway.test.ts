@@ -1,9 +1,12 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { describe, expect, inject, it, vi } from "vitest";
+import { keptAuthorizationServers } from "../src/auth/authorization-server.ts";
+import { createApp } from "../src/edge/app.ts";
+import type { Env } from "../src/env.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { Browser, type Page } from "./support/browser.ts";
-import { admin, initializeBody, readReply, TEST_ADMIN_BEARER } from "./support/gateway.ts";
+import { admin, createKey, initializeBody, readReply, TEST_ADMIN_BEARER, testAddress } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
@@ -162,11 +165,15 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 const RECHECK = 30_000;
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
-/** A raw 2025 initialize with a bearer; returns the response. */
-function initializeWith(token: string, path = "/mcp", through = gateway): Promise<Response> {
+/** A raw 2025 initialize with a bearer (from `address`, when given); returns the response. */
+function initializeWith(token: string, path = "/mcp", through = gateway, address?: string): Promise<Response> {
 	return through(`${ORIGIN}${path}`, {
 		method: "POST",
-		headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` },
+		headers: {
+			...JSON_HEADERS,
+			authorization: `Bearer ${token}`,
+			...(address === undefined ? {} : { "cf-connecting-ip": address }),
+		},
 		body: JSON.stringify(initializeBody()),
 	});
 }
@@ -220,9 +227,9 @@ async function authorizeUrl(clientId: string, extra: Record<string, string> = {}
 	return url;
 }
 
-/** Signs alice in for a raw client; returns the code. */
-async function codeFor(clientId: string): Promise<string> {
-	const landed = await signIn(await authorizeUrl(clientId), "alice");
+/** Signs a person (alice unless told) in for a raw client; returns the code. */
+async function codeFor(clientId: string, login = "alice"): Promise<string> {
+	const landed = await signIn(await authorizeUrl(clientId), login);
 	const code = landed.searchParams.get("code");
 	if (!code) throw new Error(`no code: ${landed.href}`);
 	return code;
@@ -245,6 +252,24 @@ function exchangeCode(clientId: string, code: string, verifier = VERIFIER, throu
 interface TokenSet {
 	access_token: string;
 	refresh_token: string;
+}
+
+/** The gateway with a 10 s token cache, over an OAUTH_KV that counts the reads of access tokens. */
+function withCountedTokenReads(): { cached: typeof fetch; tokenReads: () => number } {
+	const kv = env.OAUTH_KV as KVNamespace;
+	let reads = 0;
+	const counting = new Proxy(kv, {
+		get(target, property) {
+			const value = Reflect.get(target, property, target);
+			if (property !== "get") return typeof value === "function" ? value.bind(target) : value;
+			return (name: string, ...rest: unknown[]) => {
+				if (name.startsWith("token:")) reads++;
+				return (kv.get as (...args: unknown[]) => unknown)(name, ...rest);
+			};
+		},
+	});
+	const cached = gatewayWith({ ...SIGN_IN, KEY_CACHE_TTL_SECONDS: "10", OAUTH_KV: counting });
+	return { cached, tokenReads: () => reads };
 }
 
 describe("OAuth: metadata and challenges", () => {
@@ -505,25 +530,13 @@ describe("OAuth: tokens and sessions over time", () => {
 		await accessRule({ match: { subject: "alice" } });
 		const clientId = await registerClient();
 		const tokens = (await (await exchangeCode(clientId, await codeFor(clientId))).json()) as TokenSet;
-		const kv = env.OAUTH_KV as KVNamespace;
-		let tokenReads = 0;
-		const counting = new Proxy(kv, {
-			get(target, property) {
-				const value = Reflect.get(target, property, target);
-				if (property !== "get") return typeof value === "function" ? value.bind(target) : value;
-				return (name: string, ...rest: unknown[]) => {
-					if (name.startsWith("token:")) tokenReads++;
-					return (kv.get as (...args: unknown[]) => unknown)(name, ...rest);
-				};
-			},
-		});
-		const cached = gatewayWith({ ...SIGN_IN, KEY_CACHE_TTL_SECONDS: "10", OAUTH_KV: counting });
+		const { cached, tokenReads } = withCountedTokenReads();
 		for (let i = 0; i < 5; i++) expect((await initializeWith(tokens.access_token, "/mcp", cached)).status).toBe(200);
-		expect(tokenReads).toBe(1);
+		expect(tokenReads()).toBe(1);
 		for (let i = 0; i < 2; i++) {
 			expect((await initializeWith(`${tokens.access_token.slice(0, -2)}xx`, "/mcp", cached)).status).toBe(401);
 		}
-		expect(tokenReads).toBe(3);
+		expect(tokenReads()).toBe(3);
 	});
 
 	it("a token validated at one host of the deployment is not taken from the cache at another, which refuses it as it would cold", async () => {
@@ -653,5 +666,200 @@ describe("OAuth: tokens and sessions over time", () => {
 		expect((await admin("DELETE", `/access-rules/${rule}`)).status).toBe(204);
 		clock.advance(RECHECK);
 		expect((await ping()).status).toBe(404);
+	});
+});
+
+/** A person's token set through a client of their own: registration, sign-in at the identity provider, code exchange. */
+async function tokensThroughNewClient(login = "alice"): Promise<TokenSet> {
+	const clientId = await registerClient();
+	const issued = await exchangeCode(clientId, await codeFor(clientId, login));
+	expect(issued.status).toBe(200);
+	return (await issued.json()) as TokenSet;
+}
+
+describe("OAuth: limits are per person, not per client or sign-in", () => {
+	it("three clients of one person share the rule's maxSessions: under 1, the second session is refused whichever client opens it", async () => {
+		const server = await registerServer("beta");
+		await accessRule({ match: { subject: "alice" }, servers: [server], maxSessions: 1 });
+		const clients = [await tokensThroughNewClient(), await tokensThroughNewClient(), await tokensThroughNewClient()];
+		const [first, second, third] = clients.map((tokens) => tokens.access_token) as [string, string, string];
+		const path = `/mcp/${server}`;
+		const opened = await initializeWith(first, path);
+		expect(opened.status).toBe(200);
+		const sessionId = opened.headers.get("mcp-session-id") ?? "";
+		for (const token of [second, third, first]) {
+			const refused = await initializeWith(token, path);
+			expect(refused.status).toBe(429);
+			expect(refused.headers.get("mcp-session-id")).toBeNull();
+			const { error } = await readReply(refused);
+			expect(error?.data?.kind).toBe("session_limit");
+			expect(error?.message).toContain("limit of 1 live sessions, counted over every client you signed in with");
+		}
+		// Ending the one session frees the person's place, for any of their clients.
+		const ended = await gateway(`${ORIGIN}${path}`, {
+			method: "DELETE",
+			headers: { authorization: `Bearer ${first}`, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-11-25" },
+		});
+		expect(ended.status).toBe(204);
+		expect((await initializeWith(third, path)).status).toBe(200);
+		for (const token of [first, second]) expect((await initializeWith(token, path)).status).toBe(429);
+	});
+
+	it("a person's requests count against one rate limit whichever client sends them; another person's, and a key's, count apart", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		await accessRule({ match: { subject: "bob" } });
+		const alices = [await tokensThroughNewClient(), await tokensThroughNewClient(), await tokensThroughNewClient()];
+		const bob = await tokensThroughNewClient("bob");
+		const { key } = await createKey();
+		const limiter = env.KEY_RATE_LIMITER as RateLimit;
+		const asked: string[] = [];
+		const recording: RateLimit = {
+			limit: (options) => {
+				asked.push(options.key);
+				return limiter.limit(options);
+			},
+		};
+		const counted = gatewayWith({ ...SIGN_IN, KEY_RATE_LIMITER: recording });
+		for (const tokens of [...alices, bob]) {
+			expect((await initializeWith(tokens.access_token, "/mcp", counted)).status).toBe(200);
+		}
+		expect((await initializeWith(key, "/mcp", counted)).status).toBe(200);
+		expect(asked).toHaveLength(5);
+		const [a1, a2, a3, b, k] = asked;
+		expect(new Set([a1, a2, a3]).size).toBe(1);
+		expect(new Set([a1, b, k]).size).toBe(3);
+	});
+});
+
+describe("OAuth: the failed-lookup lockout refuses only tokens that need a read", () => {
+	it("past the limit, made-up tokens from one address get 429 before any KV read; a token the isolate verified, an API key and garbage are answered as before", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const valid = (await tokensThroughNewClient()).access_token;
+		const { key } = await createKey();
+		const { cached, tokenReads } = withCountedTokenReads();
+		const ip = testAddress();
+		const from = (token: string, address = ip) => initializeWith(token, "/mcp", cached, address);
+		expect((await from(valid)).status).toBe(200);
+		// Tokens of the gateway's shape, with a secret nobody was given: each needs a read to be refused.
+		const [user, grant] = valid.split(":");
+		const madeUp = (i: number) => `${user}:${grant}:made-up-secret-${i}`;
+		let refused = 0;
+		let limited: Response | undefined;
+		for (let i = 0; i < 121 && !limited; i++) {
+			const response = await from(madeUp(i));
+			if (response.status === 429) limited = response;
+			else {
+				expect(response.status).toBe(401);
+				refused++;
+			}
+		}
+		expect(limited).toBeDefined();
+		expect(refused).toBeGreaterThanOrEqual(60);
+		expect(limited?.headers.get("retry-after")).toBe("60");
+		expect((await readReply(limited as Response)).error?.data?.kind).toBe("rate_limited");
+
+		const readsBefore = tokenReads();
+		expect((await from(madeUp(1_000))).status).toBe(429);
+		expect(tokenReads()).toBe(readsBefore);
+		// What verifies without a read is served from the locked-out address.
+		expect((await from(valid)).status).toBe(200);
+		expect((await from(key)).status).toBe(200);
+		// Garbage is refused by its shape, without a read, and does not meet the lockout.
+		expect((await from("not-a-token")).status).toBe(401);
+		expect(tokenReads()).toBe(readsBefore);
+		// Another address is not locked out.
+		expect((await from(madeUp(1_001), testAddress())).status).toBe(401);
+	});
+});
+
+describe("OAuth: the authorization server's unauthenticated endpoints are limited per address", () => {
+	/** A registration that the library refuses without writing anything (no redirect URIs). */
+	const emptyRegistration = (address: string) =>
+		gateway(`${ORIGIN}/oauth/register`, {
+			method: "POST",
+			headers: { "content-type": "application/json", "cf-connecting-ip": address },
+			body: JSON.stringify({ client_name: "Nothing" }),
+		});
+
+	it("past OAUTH_LIMITER, register, authorize and token get 429 with Retry-After and write nothing; another address is served", async () => {
+		const ip = testAddress();
+		let passed = 0;
+		let limited: Response | undefined;
+		// Each refused registration is an operator log line: hundreds of them here say nothing new.
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+		try {
+			// The limit is 400 per 60 s window; a window that rolls over mid-test allows up to twice that.
+			for (let i = 0; i < 801 && !limited; i++) {
+				const response = await emptyRegistration(ip);
+				if (response.status === 429) limited = response;
+				else {
+					expect(response.status).toBe(400);
+					passed++;
+				}
+			}
+		} finally {
+			warnings.mockRestore();
+		}
+		expect(limited).toBeDefined();
+		expect(passed).toBeGreaterThanOrEqual(400);
+		expect(limited?.headers.get("retry-after")).toBe("60");
+		expect(await limited?.json()).toEqual({
+			error: "temporarily_unavailable",
+			error_description:
+				"Too Many Requests: too many sign-in, registration or token requests came from this address; retry after 60 s.",
+		});
+
+		const clientId = await registerClient();
+		const stored = async () => (await (env.OAUTH_KV as KVNamespace).list()).keys.length;
+		const before = await stored();
+		const registration = await gateway(`${ORIGIN}/oauth/register`, {
+			method: "POST",
+			headers: { "content-type": "application/json", "cf-connecting-ip": ip },
+			body: JSON.stringify({
+				client_name: "Late",
+				redirect_uris: [CLIENT_REDIRECT],
+				token_endpoint_auth_method: "none",
+			}),
+		});
+		expect(registration.status).toBe(429);
+		const page = await gateway(await authorizeUrl(clientId), { headers: { "cf-connecting-ip": ip } });
+		expect(page.status).toBe(429);
+		expect(page.headers.get("retry-after")).toBe("60");
+		expect(page.headers.get("content-type")).toContain("text/html");
+		expect(await page.text()).toContain("too many sign-in, registration or token requests came from this address");
+		const token = await gateway(`${ORIGIN}/oauth/token`, {
+			method: "POST",
+			headers: { "content-type": "application/x-www-form-urlencoded", "cf-connecting-ip": ip },
+			body: new URLSearchParams({ grant_type: "refresh_token", client_id: clientId, refresh_token: "x" }).toString(),
+		});
+		expect(token.status).toBe(429);
+		expect(token.headers.get("retry-after")).toBe("60");
+		expect(await stored()).toBe(before);
+
+		expect((await emptyRegistration(testAddress())).status).toBe(400);
+	});
+});
+
+describe("OAuth: one authorization server per origin, bounded", () => {
+	it("every Host spelling (ports, wildcard subdomains) gets its own issuer, and an isolate keeps at most 16 of them", async () => {
+		const app = createApp();
+		const wildcard = { ...env, ...SIGN_IN, ALLOWED_HOSTS: "localhost,*.gateway.test" } as Env;
+		const issuerAt = async (origin: string) => {
+			const request = new Request(`${origin}/.well-known/oauth-authorization-server`);
+			const response = await app.fetch(request, wildcard, createExecutionContext());
+			expect(response.status).toBe(200);
+			return ((await response.json()) as { issuer: string }).issuer;
+		};
+		const origins = [
+			...Array.from({ length: 100 }, (_, i) => `http://localhost:${10_000 + i}`),
+			...Array.from({ length: 100 }, (_, i) => `https://tenant-${i}.gateway.test`),
+		];
+		for (const origin of origins) {
+			expect(await issuerAt(origin)).toBe(origin);
+			expect(keptAuthorizationServers()).toBeLessThanOrEqual(16);
+		}
+		// An origin evicted long ago is built again, the same as before.
+		expect(await issuerAt(origins[0] as string)).toBe(origins[0]);
+		expect(keptAuthorizationServers()).toBeLessThanOrEqual(16);
 	});
 });

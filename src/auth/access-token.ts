@@ -1,13 +1,21 @@
 import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import { IsolateCache } from "../edge/isolate-cache.ts";
+import type { LookupGuard } from "../edge/rate-limits.ts";
 import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
-import { authorizationServer, GrantPropsSchema, grantIdOf, resourceOf, userIdOf } from "./authorization-server.ts";
+import {
+	authorizationServer,
+	GrantPropsSchema,
+	grantIdOf,
+	hasGatewayTokenShape,
+	resourceOf,
+	userIdOf,
+} from "./authorization-server.ts";
 import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
 import type { ClaimedIdentity, Identity } from "./identity.ts";
 import { IssuerUnavailable } from "./issuer-metadata.ts";
@@ -26,6 +34,9 @@ const rulesCache = new IsolateCache<AccessRuleRecord[]>(1);
  * (with a challenge naming the resource metadata) for a token that is not
  * valid, 403 when no rule grants the identity anything (saying why, not who:
  * the log says who), 503 when the issuer or the rules cannot be read.
+ * A gateway token is read from KV only past `guard` (the failed-lookup
+ * lockout of the client's address), and a read that finds nothing counts
+ * against it; a JWT verifies by its signature and never meets the guard.
  */
 export async function principalOfToken(
 	token: string,
@@ -33,6 +44,7 @@ export async function principalOfToken(
 	env: Env,
 	settings: Settings,
 	reader: RegistryReader,
+	guard: LookupGuard,
 ): Promise<ApiKeyRecord> {
 	const origin = new URL(request.url).origin;
 	const oauth = settings.oauth;
@@ -41,7 +53,7 @@ export async function principalOfToken(
 	let grantId: string | null = null;
 	let trustedIssuer: string;
 	if (oauth.mode === "gateway") {
-		const known = await knownToken(token, origin, env, settings);
+		const known = await knownToken(token, origin, env, settings, guard);
 		if (!known) {
 			throw invalidToken(settings, origin, "The access token is unknown, expired, revoked or for another resource.");
 		}
@@ -119,9 +131,18 @@ interface KnownToken {
  */
 const tokens = new IsolateCache<KnownToken>(1_000);
 
-async function knownToken(token: string, origin: string, env: Env, settings: Settings): Promise<KnownToken | null> {
+async function knownToken(
+	token: string,
+	origin: string,
+	env: Env,
+	settings: Settings,
+	guard: LookupGuard,
+): Promise<KnownToken | null> {
+	// Not one of ours by its shape: refused without a read, so it neither meets nor counts against the lockout.
+	if (!hasGatewayTokenShape(token)) return null;
 	const resource = resourceOf(origin);
 	const known = await tokens.get(`${resource} ${await sha256Hex(token)}`, settings.keyCacheTtlMs, async () => {
+		guard.admit();
 		const validated = await authorizationServer(origin, settings)
 			.validateToken(resource, token, env)
 			.catch((error: unknown) => {
@@ -130,7 +151,10 @@ async function knownToken(token: string, origin: string, env: Env, settings: Set
 				});
 			});
 		const props = GrantPropsSchema.safeParse(validated?.props);
-		if (!validated || !props.success) return null;
+		if (!validated || !props.success) {
+			guard.failed();
+			return null;
+		}
 		const userId = validated.userId;
 		return { identity: props.data.identity, userId, grantId: grantIdOf(token, userId), expiresAt: validated.expiresAt };
 	});

@@ -27,7 +27,15 @@ export function resourceOf(origin: string): string {
  * only as hashes; it serves RFC 8414 metadata with RFC 9207 `iss`, the token
  * endpoint (code + PKCE S256, refresh with rotation, RFC 7009 revocation),
  * dynamic registration and Client ID Metadata Documents.
+ *
+ * Kept per isolate for at most MAX_KEPT_ORIGINS origins, the least recently
+ * used going first: the host check ignores ports and a wildcard host admits
+ * every subdomain, so the origins a client can spell are unbounded, while a
+ * deployment answers on a few. The issuer must be the origin the client
+ * used (RFC 8414 §3.3), so origins are not folded into one; an origin
+ * evicted is rebuilt on its next request, by local computation only.
  */
+const MAX_KEPT_ORIGINS = 16;
 const servers = new Map<string, OAuthAuthorizationServer<Env>>();
 
 export function authorizationServer(origin: string, settings: Settings): OAuthAuthorizationServer<Env> {
@@ -36,7 +44,10 @@ export function authorizationServer(origin: string, settings: Settings): OAuthAu
 	const refreshTokenTTL = oauth.mode === "gateway" ? oauth.refreshTokenTtl : undefined;
 	const key = `${origin} ${accessTokenTTL} ${refreshTokenTTL}`;
 	let server = servers.get(key);
-	if (!server) {
+	if (server) {
+		// Most recently used last, so the oldest entry is the one to evict.
+		servers.delete(key);
+	} else {
 		server = new OAuthAuthorizationServer<Env>({
 			...(accessTokenTTL === undefined ? {} : { accessTokenTTL }),
 			...(refreshTokenTTL === undefined ? {} : { refreshTokenTTL }),
@@ -52,9 +63,18 @@ export function authorizationServer(origin: string, settings: Settings): OAuthAu
 				console.warn(JSON.stringify({ event: "oauth_error", code, description, reason: internal.reason }));
 			},
 		});
-		servers.set(key, server);
+		if (servers.size >= MAX_KEPT_ORIGINS) {
+			const oldest = servers.keys().next();
+			if (!oldest.done) servers.delete(oldest.value);
+		}
 	}
+	servers.set(key, server);
 	return server;
+}
+
+/** How many authorization servers this isolate keeps (tests: it stays bounded). */
+export function keptAuthorizationServers(): number {
+	return servers.size;
 }
 
 /** What a grant carries for the gateway: who signed in (encrypted by the library, readable only with a token). */
@@ -67,6 +87,15 @@ export type GrantProps = z.infer<typeof GrantPropsSchema>;
  */
 export async function userIdOf(identity: Pick<Identity, "issuer" | "subject">): Promise<string> {
 	return `u_${(await sha256Hex(`${identity.issuer}\n${identity.subject}`)).slice(0, 32)}`;
+}
+
+/**
+ * Whether a bearer has the shape of this authorization server's tokens,
+ * `<user>:<grant>:<secret>` with a user id of ours (`userIdOf`) and the
+ * library's alphabet. Anything else cannot be one, and is refused without a read.
+ */
+export function hasGatewayTokenShape(token: string): boolean {
+	return /^u_[0-9a-f]{32}:[A-Za-z0-9_-]{1,64}:[A-Za-z0-9_-]{1,256}$/.test(token);
 }
 
 /**

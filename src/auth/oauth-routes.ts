@@ -1,9 +1,11 @@
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { settingsFrom } from "../config.ts";
+import { oauthEndpointRefusal } from "../edge/rate-limits.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
-import { authorizationServer, oauthKv, REGISTER_PATH, TOKEN_PATH } from "./authorization-server.ts";
+import { AUTHORIZE_PATH, authorizationServer, oauthKv, REGISTER_PATH, TOKEN_PATH } from "./authorization-server.ts";
+import { errorPage } from "./pages.ts";
 import { METADATA_PREFIX, protectedResourceMetadata } from "./protected-resource.ts";
 import { createSignInRoutes } from "./sign-in-routes.ts";
 
@@ -16,7 +18,9 @@ const RESOURCE_PATH = /^(\/mcp(\/[a-z0-9][a-z0-9-]{0,31})?)?$/;
  * OAuth's public face: the protected-resource metadata of every `/mcp...`
  * endpoint (RFC 9728, at the origin and path-suffixed), and, when the
  * gateway is the authorization server, its metadata, token, registration and
- * revocation endpoints (the library's) and the sign-in pages (ours).
+ * revocation endpoints (the library's) and the sign-in pages (ours). Those
+ * that may write to KV before anyone is authenticated are rate limited per
+ * client address first.
  */
 export function createOAuthRoutes(): Hono<OAuthEnv> {
 	const routes = new Hono<OAuthEnv>();
@@ -46,6 +50,10 @@ export function createOAuthRoutes(): Hono<OAuthEnv> {
 		const ctx = c.executionCtx as unknown as Parameters<ReturnType<typeof authorizationServer>["fetch"]>[2];
 		return authorizationServer(new URL(c.req.url).origin, settingsFrom(c.env)).fetch(c.req.raw, c.env, ctx);
 	};
+	// Registration, authorization and tokens write to KV for anyone who asks: limited per address.
+	routes.use(TOKEN_PATH, limitedPerAddress(oauthJsonRefusal));
+	routes.use(REGISTER_PATH, limitedPerAddress(oauthJsonRefusal));
+	routes.use(AUTHORIZE_PATH, limitedPerAddress(pageRefusal));
 	routes.all("/.well-known/oauth-authorization-server", authorizationServerEndpoint);
 	routes.all(TOKEN_PATH, authorizationServerEndpoint);
 	routes.all(REGISTER_PATH, authorizationServerEndpoint);
@@ -64,4 +72,33 @@ function resourceMetadata(c: Context<OAuthEnv>, suffix: string): Response {
 	return Response.json(metadata, {
 		headers: { "access-control-allow-origin": "*", "cache-control": "public, max-age=300" },
 	});
+}
+
+/**
+ * Refuses a call from an address over its rate of authorization-server calls
+ * (429 with Retry-After, rendered by `refusal`), when the gateway is the
+ * authorization server; otherwise the endpoint answers as it would.
+ */
+function limitedPerAddress(refusal: (error: GatewayError) => Response): MiddlewareHandler<OAuthEnv> {
+	return async (c, next) => {
+		const settings = settingsFrom(c.env);
+		const refused = settings.oauth.mode === "gateway" ? await oauthEndpointRefusal(c.env, settings, c.req.raw) : null;
+		if (refused) return refusal(refused);
+		await next();
+	};
+}
+
+/** An OAuth client reads the token and registration endpoints' errors as RFC 6749 §5.2 JSON. */
+function oauthJsonRefusal(error: GatewayError): Response {
+	return Response.json(
+		{ error: "temporarily_unavailable", error_description: error.message },
+		{ status: error.status, headers: { ...error.headers, "cache-control": "no-store" } },
+	);
+}
+
+/** A person at a browser reads /authorize's: a page with the sentence. */
+function pageRefusal(error: GatewayError): Response {
+	const page = errorPage(error.status, error.message);
+	for (const [name, value] of Object.entries(error.headers)) page.headers.set(name, value);
+	return page;
 }

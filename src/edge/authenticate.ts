@@ -10,7 +10,7 @@ import type { RegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
 import { IsolateCache } from "./isolate-cache.ts";
-import { clientIp, failedAuthentication, refuseLockedOut, type WaitUntil } from "./rate-limits.ts";
+import { lookupGuard, type WaitUntil } from "./rate-limits.ts";
 import { registryUnavailable } from "./registry-unavailable.ts";
 
 /**
@@ -33,7 +33,11 @@ const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revok
  * key compared with the one on record.
  * With OAuth on, a bearer that is not shaped like an API key is an access
  * token, and stands for the principal its access rule makes of it.
- * Failed authentications count against the client's IP (AUTH_FAILURE_LIMITER).
+ * Only a failed read of a gateway token counts against the client's address
+ * (AUTH_FAILURE_LIMITER, see `lookupGuard`): what is refused by local
+ * computation costs nothing and locks nobody out, and a key whose MAC is
+ * right was minted by the gateway (revoked since, at worst), so its read is
+ * what any valid key costs.
  */
 export async function authenticate(
 	request: Request,
@@ -42,8 +46,6 @@ export async function authenticate(
 	reader: RegistryReader,
 	waitUntil: WaitUntil,
 ): Promise<ApiKeyRecord> {
-	const ip = clientIp(request);
-	refuseLockedOut(ip, settings);
 	const token = bearerToken(request);
 	const origin = new URL(request.url).origin;
 	if (!token) {
@@ -51,23 +53,17 @@ export async function authenticate(
 			settings.oauth.mode === "off"
 				? "send an API key as 'Authorization: Bearer <key>'"
 				: "sign in with OAuth (see the resource metadata in WWW-Authenticate) or send an API key as 'Authorization: Bearer <key>'";
-		throw failedAuthentication(
-			env,
-			settings,
-			ip,
-			unauthenticated(`Authentication required: ${how}.`, settings, origin),
-			waitUntil,
-		);
+		throw unauthenticated(`Authentication required: ${how}.`, settings, origin);
 	}
 	if (settings.oauth.mode !== "off" && !looksLikeApiKey(token)) {
-		try {
-			return await principalOfToken(token, request, env, settings, reader);
-		} catch (error) {
-			if (error instanceof GatewayError && error.kind === "unauthenticated") {
-				throw failedAuthentication(env, settings, ip, error, waitUntil);
-			}
-			throw error;
-		}
+		return await principalOfToken(
+			token,
+			request,
+			env,
+			settings,
+			reader,
+			lookupGuard(env, settings, request, waitUntil),
+		);
 	}
 	if (!settings.keySecret) {
 		throw new GatewayError(
@@ -79,7 +75,7 @@ export async function authenticate(
 	// The digest proves the key is this record's, whichever way the record was found.
 	// A wrong key naming a cached id leaves the cache as it is: it cannot evict a good record.
 	if (!record || !(await digestMatches(token, record.digest))) {
-		throw failedAuthentication(env, settings, ip, unauthenticated(INVALID_KEY, settings, origin), waitUntil);
+		throw unauthenticated(INVALID_KEY, settings, origin);
 	}
 	return record;
 }

@@ -6,7 +6,7 @@ import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } f
 import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
-import { keySessions } from "../registry/key-sessions-do.ts";
+import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
 import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
@@ -149,8 +149,9 @@ function namesModernVersion(request: Request): boolean {
 
 /**
  * Mints a session ID and opens the session in its Durable Object, after the
- * key's ledger admitted it (at most its cap of live sessions). A session that
- * does not open gives its place back at once.
+ * ledger of the key (or of the person, over all their clients) admitted it
+ * (at most its cap of live sessions). A session that does not open gives its
+ * place back at once.
  */
 async function openSession(
 	env: Env,
@@ -166,11 +167,10 @@ async function openSession(
 	const ledger = keySessions(env, key.id);
 	const cap = key.maxSessions ?? settings.maxSessionsPerKey;
 	if (!(await ledger.admit(place, cap))) {
-		throw new GatewayError(
-			"session_limit",
-			`Too Many Requests: this API key already holds its limit of ${cap} live sessions. End a session (DELETE) or let one expire, then initialize again.`,
-			{ headers: { "retry-after": String(settings.rateLimitPeriodSeconds) } },
-		);
+		throw sessionLimitReached(key.id, cap, {
+			hint: " End a session (DELETE) or let one expire, then initialize again.",
+			headers: { "retry-after": String(settings.rateLimitPeriodSeconds) },
+		});
 	}
 	let opened = false;
 	try {

@@ -1,6 +1,7 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { limitHolderOf, parsePrincipalId } from "../registry/access-rules.ts";
 
 /** Bound on each per-isolate verdict list, so a flood of keys or addresses cannot grow memory. */
 const MAX_VERDICTS = 1_000;
@@ -10,8 +11,8 @@ export type WaitUntil = (promise: Promise<unknown>) => void;
 
 /**
  * Verdicts of the rate-limiting bindings, per isolate: who is over a limit,
- * and until when. The bindings are asked on every request without waiting
- * for their answer (it would add a round trip to every request: about 1.3 ms
+ * and until when. On the hot path the bindings are asked without waiting for
+ * their answer (it would add a round trip to every request: about 1.3 ms
  * under `wrangler dev`); a "no" applies from the next request on, for the
  * binding's period. The bindings are approximate and per location anyway, so
  * the request that crosses a limit going through changes nothing that matters.
@@ -46,66 +47,132 @@ class Verdicts {
 		onRefused?: () => void,
 	): void {
 		if (!limiter) return;
-		waitUntil(
-			limiter
-				.limit({ key: who })
-				.then(({ success }) => {
-					if (success) return;
-					this.refuse(who, settings.rateLimitPeriodSeconds * 1000);
-					onRefused?.();
-				})
-				.catch((error: unknown) => console.warn(`rate limiter unavailable: ${describeError(error)}`)),
-		);
+		waitUntil(this.answer(limiter, who, settings, onRefused));
+	}
+
+	/**
+	 * Asks the binding about `who` and waits for the answer: whether this
+	 * request may go on. A "no" is recorded, so later requests are refused
+	 * without asking; an unavailable binding lets the request through.
+	 */
+	async answer(
+		limiter: RateLimit | undefined,
+		who: string,
+		settings: Settings,
+		onRefused?: () => void,
+	): Promise<boolean> {
+		if (!limiter) return true;
+		try {
+			if ((await limiter.limit({ key: who })).success) return true;
+		} catch (error) {
+			console.warn(`rate limiter unavailable: ${describeError(error)}`);
+			return true;
+		}
+		this.refuse(who, settings.rateLimitPeriodSeconds * 1000);
+		onRefused?.();
+		return false;
 	}
 }
 
 const keyVerdicts = new Verdicts();
 const addressVerdicts = new Verdicts();
+const oauthVerdicts = new Verdicts();
 
 /** The client's address as Cloudflare reports it; locally and in tests it may be absent. */
 export function clientIp(request: Request): string {
 	return request.headers.get("cf-connecting-ip") ?? "unknown";
 }
 
-/** Throws 429 when this client IP is over its limit of failed authentications (before any key lookup). */
-export function refuseLockedOut(ip: string, settings: Settings): void {
-	if (addressVerdicts.limited(`auth-failure:${ip}`)) throw tooManyFailures(settings);
+/**
+ * The failed-lookup lockout of one client address (AUTH_FAILURE_LIMITER).
+ * It guards only credentials that cannot be verified without a read — the
+ * tokens of the gateway's own authorization server, checked in KV: `admit`
+ * before such a read (429 while the address is locked out), `failed` when the
+ * read found no valid token. API keys (a MAC) and an external issuer's JWTs
+ * (a signature) verify by local computation, cost no read when they are
+ * wrong, and are never refused by the lockout: garbage from one address
+ * cannot lock its neighbours out of credentials that verify. A token this
+ * isolate already verified is served from its cache without a read, so
+ * without the lockout too.
+ */
+export interface LookupGuard {
+	/** Throws 429 when the address is locked out; called only before a read. */
+	admit(): void;
+	/** Counts a read that found nothing valid against the address. */
+	failed(): void;
+}
+
+export function lookupGuard(env: Env, settings: Settings, request: Request, waitUntil: WaitUntil): LookupGuard {
+	const ip = clientIp(request);
+	const who = `auth-failure:${ip}`;
+	return {
+		admit: () => {
+			if (addressVerdicts.limited(who)) throw tooManyFailures(settings);
+		},
+		failed: () =>
+			addressVerdicts.ask(env.AUTH_FAILURE_LIMITER, who, settings, waitUntil, () =>
+				console.warn(JSON.stringify({ event: "auth_failures_limited", ip })),
+			),
+	};
 }
 
 /**
- * Counts a failed authentication against the client's IP (AUTH_FAILURE_LIMITER),
- * and returns the error to answer: 401. Past the limit, the address's later
- * requests get 429 before any key lookup, for the binding's period.
+ * Throws 429 when the key is over its request rate (KEY_RATE_LIMITER); counts
+ * this request against it. A signed-in person's requests count together,
+ * whichever client or sign-in sent them (`limitHolderOf`).
  */
-export function failedAuthentication(
-	env: Env,
-	settings: Settings,
-	ip: string,
-	unauthenticated: GatewayError,
-	waitUntil: WaitUntil,
-): GatewayError {
-	addressVerdicts.ask(env.AUTH_FAILURE_LIMITER, `auth-failure:${ip}`, settings, waitUntil, () =>
-		console.warn(JSON.stringify({ event: "auth_failures_limited", ip })),
-	);
-	return unauthenticated;
-}
-
-/** Throws 429 when the key is over its request rate (KEY_RATE_LIMITER); counts this request against it. */
 export function limitKeyRate(env: Env, settings: Settings, keyId: string, waitUntil: WaitUntil): void {
-	if (keyVerdicts.limited(`key:${keyId}`)) {
+	const who = `key:${limitHolderOf(keyId)}`;
+	if (keyVerdicts.limited(who)) {
+		const sender = parsePrincipalId(keyId)
+			? "you sent more requests than your rate limit allows, counted over every client you signed in with"
+			: "this API key sent more requests than its rate limit allows";
 		throw new GatewayError(
 			"rate_limited",
-			`Too Many Requests: this API key sent more requests than its rate limit allows; retry after ${settings.rateLimitPeriodSeconds} s.`,
-			{ headers: { "retry-after": String(settings.rateLimitPeriodSeconds) } },
+			`Too Many Requests: ${sender}; retry after ${settings.rateLimitPeriodSeconds} s.`,
+			{ headers: retryAfter(settings) },
 		);
 	}
-	keyVerdicts.ask(env.KEY_RATE_LIMITER, `key:${keyId}`, settings, waitUntil);
+	keyVerdicts.ask(env.KEY_RATE_LIMITER, who, settings, waitUntil);
+}
+
+/**
+ * The refusal of a call to the gateway's unauthenticated authorization-server
+ * endpoints (register, authorize, token) when the client's address is over
+ * its rate of them (OAUTH_LIMITER); null: go on. Each such call may write to
+ * KV (a client, an authorization in progress, tokens), so the binding is
+ * waited for: one address leaves at most the binding's limit of records per
+ * period and location, each expiring as the library says. Once refused, the
+ * address is refused in this isolate for the period without asking again.
+ */
+export async function oauthEndpointRefusal(
+	env: Env,
+	settings: Settings,
+	request: Request,
+): Promise<GatewayError | null> {
+	const ip = clientIp(request);
+	const who = `oauth:${ip}`;
+	const allowed =
+		!oauthVerdicts.limited(who) &&
+		(await oauthVerdicts.answer(env.OAUTH_LIMITER, who, settings, () =>
+			console.warn(JSON.stringify({ event: "oauth_requests_limited", ip })),
+		));
+	if (allowed) return null;
+	return new GatewayError(
+		"rate_limited",
+		`Too Many Requests: too many sign-in, registration or token requests came from this address; retry after ${settings.rateLimitPeriodSeconds} s.`,
+		{ headers: retryAfter(settings) },
+	);
 }
 
 function tooManyFailures(settings: Settings): GatewayError {
 	return new GatewayError(
 		"rate_limited",
-		`Too Many Requests: too many failed authentications from this address; retry after ${settings.rateLimitPeriodSeconds} s with a valid API key.`,
-		{ headers: { "retry-after": String(settings.rateLimitPeriodSeconds) } },
+		`Too Many Requests: too many unknown or expired access tokens came from this address; retry after ${settings.rateLimitPeriodSeconds} s. API keys are not affected.`,
+		{ headers: retryAfter(settings) },
 	);
+}
+
+function retryAfter(settings: Settings): Record<string, string> {
+	return { "retry-after": String(settings.rateLimitPeriodSeconds) };
 }

@@ -140,6 +140,19 @@ export function parsePrincipalId(id: string): PrincipalRef | null {
 }
 
 /**
+ * Who the limits of a key or principal count against — its live sessions
+ * (`KeySessionsDO`) and its request rate: an API key itself, or a person
+ * under a rule, `person~<rule>~<user>`, whatever grant (client, sign-in) the
+ * principal carries and whatever the rule's generation. Anyone may register
+ * a client, so limits per grant would be limits a person multiplies at will;
+ * the grant stays in the principal id only to bind sessions and to revoke.
+ */
+export function limitHolderOf(id: string): string {
+	const ref = parsePrincipalId(id);
+	return ref ? `person~${ref.rule}~${ref.userId}` : id;
+}
+
+/**
  * What a principal may use, in the shape of a key record, so every check that
  * applies to keys (servers, user paths, virtual servers, session caps,
  * rechecks) applies unchanged. Null when its rule is gone or its match changed.

@@ -1,10 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import { GatewayError, type GatewayErrorOptions } from "../mcp/gateway-error.ts";
+import { limitHolderOf, parsePrincipalId } from "./access-rules.ts";
 
 /**
- * The live sessions of one API key (one instance per key id), so that a key
- * cannot hold more than its cap however many edges open sessions at once:
+ * The live sessions of one API key or one person (one instance per limit
+ * holder: `limitHolderOf`), so that neither holds more than its cap however
+ * many edges, clients or sign-ins open sessions at once:
  * admissions are serialized here. The edge admits a session before opening
  * it; the session releases its place when it ends, whatever ends it. A place
  * whose release was lost (a crash) is reclaimed once it is older than the
@@ -42,7 +45,20 @@ export class KeySessionsDO extends DurableObject<Env> {
 	}
 }
 
-/** The ledger of one key's live sessions. */
+/** The ledger of the live sessions that count against a key's (or principal's) cap: one per key, or per person under a rule. */
 export function keySessions(env: Env, keyId: string): DurableObjectStub<KeySessionsDO> {
-	return env.KEY_SESSIONS.get(env.KEY_SESSIONS.idFromName(keyId));
+	return env.KEY_SESSIONS.get(env.KEY_SESSIONS.idFromName(limitHolderOf(keyId)));
+}
+
+/** 429 `session_limit`: the key, or the person (all their clients together), holds `cap` live sessions already. */
+export function sessionLimitReached(
+	keyId: string,
+	cap: number,
+	options: { hint?: string } & GatewayErrorOptions = {},
+): GatewayError {
+	const { hint = "", ...rest } = options;
+	const who = parsePrincipalId(keyId)
+		? `you already hold your limit of ${cap} live sessions, counted over every client you signed in with`
+		: `this API key already holds its limit of ${cap} live sessions`;
+	return new GatewayError("session_limit", `Too Many Requests: ${who}.${hint}`, rest);
 }

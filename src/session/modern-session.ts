@@ -1,7 +1,7 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { randomToken } from "../crypto.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
 import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../mcp/subscription-filter.ts";
+import { sessionLimitReached } from "../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import type { ModernBridge } from "./modern-bridge.ts";
 import { discoverReply } from "./modern-discover.ts";
@@ -96,11 +96,7 @@ export class ModernSession {
 		const { place } = this.host;
 		const ledger = this.host.ledger(input.scope.keyId);
 		if (!(await ledger.admit(place, input.cap))) {
-			return new GatewayError(
-				"session_limit",
-				`Too Many Requests: this API key already holds its limit of ${input.cap} live sessions.`,
-				{ id: input.message.id },
-			).toResponse();
+			return sessionLimitReached(input.scope.keyId, input.cap, { id: input.message.id }).toResponse();
 		}
 		const { envelope } = input;
 		const params = {

@@ -31,6 +31,15 @@ export function uniqueName(prefix: string): string {
 	return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 7)}`;
 }
 
+/**
+ * A client address of its own for one test (CF-Connecting-IP), from the
+ * benchmarking range: per-address limits then see only that test's requests.
+ */
+export function testAddress(): string {
+	const n = Math.floor(Math.random() * 65_534) + 1;
+	return `198.18.${n >> 8}.${n & 255}`;
+}
+
 export async function createKey(input: { servers?: string[]; userPath?: string; name?: string } = {}) {
 	const response = await admin("POST", "/keys", input);
 	if (response.status !== 201) throw new Error(`key creation failed: ${await response.text()}`);
