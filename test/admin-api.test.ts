@@ -104,7 +104,8 @@ describe("admin API servers", () => {
 
 describe("admin API keys", () => {
 	it("returns the key once and lists keys without secrets", async () => {
-		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: ["alpha"] });
+		const server = await registerServer("alpha");
+		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: [server] });
 		expect(created.status).toBe(201);
 		const { id, key } = (await created.json()) as { id: string; key: string };
 		expect(key).toMatch(/^mcpgw2_key_[A-Za-z0-9_-]{12}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
@@ -116,7 +117,7 @@ describe("admin API keys", () => {
 		expect(keys.find((k) => k.id === id)).toMatchObject({
 			name: "ci",
 			userPath: "/team/a",
-			servers: ["alpha"],
+			servers: [server],
 			format: "self-verifying",
 		});
 	});
@@ -138,6 +139,27 @@ describe("admin API keys", () => {
 		const { error } = (await response.json()) as { error: { message: string } };
 		expect(error.message).toMatch(/userPath: must be a path/);
 		expect(error.message).toMatch(/servers\.0/);
+	});
+
+	it("a key's servers must name servers or virtual servers that exist: unknown names get 400 naming them, and no key is made", async () => {
+		const server = await registerServer("beta");
+		const virtual = uniqueName("vs");
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, { servers: [server] })).status).toBe(201);
+		const name = uniqueName("typo-key");
+		const typo = uniqueName("evrything");
+		const response = await admin("POST", "/keys", { name, servers: [server, typo, virtual, typo] });
+		expect(response.status).toBe(400);
+		const { error } = (await response.json()) as { error: { kind: string; message: string } };
+		expect(error).toEqual({
+			kind: "bad_request",
+			message: `Bad Request: servers: no server or virtual server named '${typo}'.`,
+		});
+		const { keys } = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name: string | null }> };
+		expect(keys.some((key) => key.name === name)).toBe(false);
+		// A server and a virtual server are both names a key may hold.
+		const created = await admin("POST", "/keys", { name, servers: [server, virtual] });
+		expect(created.status).toBe(201);
+		expect(await created.json()).toMatchObject({ servers: [server, virtual] });
 	});
 
 	it("revokes a key with 204; revoking again is 404", async () => {

@@ -197,7 +197,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 
 	admin.post("/keys", async (c) => {
 		const input = await parseJsonBody(c, KeyInputSchema);
-		const { record, key } = await registryStub(c.env).createKey(input);
+		const result = await registryStub(c.env).createKey(input);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		const { record, key } = result;
 		audit("key.created", record.id);
 		return c.json({ ...record, createdAt: new Date(record.createdAt).toISOString(), key }, 201);
 	});
@@ -227,7 +229,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 			throw new GatewayError("bad_request", `Bad Request: access rule name ${parsed.error.issues[0]?.message}.`);
 		}
 		const input = await parseJsonBody(c, AccessRuleInputSchema);
-		const { rule, created } = await registryStub(c.env).putAccessRule(parsed.data, input);
+		const result = await registryStub(c.env).putAccessRule(parsed.data, input);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		const { rule, created } = result;
 		audit(created ? "access_rule.created" : "access_rule.replaced", rule.name);
 		return c.json(showAccessRule(rule), created ? 201 : 200);
 	});
