@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 describe("admin API authentication", () => {
@@ -99,6 +100,174 @@ describe("admin API servers", () => {
 		expect((await admin("DELETE", `/servers/${name}`)).status).toBe(204);
 		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
 		expect((await admin("DELETE", `/servers/${name}`)).status).toBe(404);
+	});
+});
+
+describe("registering a server says whether it answers", () => {
+	interface Check {
+		reachable: boolean;
+		speaksMcp: boolean;
+		era: string | null;
+		detail: string;
+	}
+	async function put(body: unknown, query = "", name = uniqueName("checked")) {
+		const response = await admin("PUT", `/servers/${name}${query}`, body);
+		return { name, status: response.status, body: (await response.json()) as { check?: Check; url?: string } };
+	}
+
+	it("a live 2025 SDK upstream is reachable and speaks MCP in the 2025 era, its credentials resolved as a client's call has them", async () => {
+		const beta = await put({ url: upstreamUrl("beta") });
+		expect(beta.status).toBe(201);
+		expect(beta.body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+		const alpha = await put({
+			url: upstreamUrl("alpha"),
+			headers: { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" },
+		});
+		expect(alpha.body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+	});
+
+	it("a live 2026-07-28 SDK upstream is reachable and speaks MCP in the 2026-07-28 era", async () => {
+		for (const which of ["modern", "dual"] as const) {
+			const { status, body } = await put({ url: upstreamUrl(which) });
+			expect(status).toBe(201);
+			expect(body.check).toEqual({
+				reachable: true,
+				speaksMcp: true,
+				era: "2026-07-28",
+				detail: expect.stringMatching(/^It answered server\/discover with HTTP 200: supported versions .*2026-07-28/),
+			});
+		}
+	});
+
+	it("a dead port is registered all the same, and the check says it is unreachable", async () => {
+		const { name, status, body } = await put({ url: "http://127.0.0.1:9/mcp" });
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail: `Upstream server '${name}' is unreachable.`,
+		});
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(200);
+	});
+
+	it("an unset ${UPSTREAM_...} is registered all the same; the check names the header and the variable, and nothing is sent", async () => {
+		const tag = uniqueName("tag");
+		const { status, body } = await put({
+			url: hostileUrl("sink", tag),
+			headers: { "X-Team-Token": "Bearer ${UPSTREAM_NEVER_SET}" },
+		});
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail:
+				"Not asked: header X-Team-Token references ${UPSTREAM_NEVER_SET}, which is not set as a Worker secret or var.",
+		});
+		expect(await hostileLog(tag)).toEqual([]);
+	});
+
+	it("credentials the upstream refuses: reachable, and the check says they were rejected", async () => {
+		const { body } = await put({ url: upstreamUrl("alpha") });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/credentials were rejected/);
+	});
+
+	it("an answer that is not JSON-RPC is reachable but not MCP", async () => {
+		const { body } = await put({ url: `${hostileBase()}/no-such-route` });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/HTTP 404: no JSON-RPC response, so it does not look like an MCP endpoint/);
+	});
+
+	it("a redirect is not followed: the check says so, and where it points hears nothing", async () => {
+		const tag = uniqueName("tag");
+		const elsewhere = uniqueName("tag");
+		const { body } = await put({ url: hostileUrl("redirect", tag, { to: hostileUrl("sink", elsewhere) }) });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/redirect \(HTTP 307\), which the gateway does not follow/);
+		expect(await hostileLog(tag)).toHaveLength(1);
+		expect(await hostileLog(elsewhere)).toEqual([]);
+	});
+
+	it("a pinned protocol is the era the check reports, with what the server said", async () => {
+		const { body } = await put({ url: upstreamUrl("beta"), protocol: "2026-07-28" });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2026-07-28" });
+		expect(body.check?.detail).toMatch(/pinned to 2026-07-28/);
+	});
+
+	it("the check is one request under a short timeout, whatever the server's own: an upstream that holds it is reported as not answering", async () => {
+		const tag = uniqueName("tag");
+		const started = Date.now();
+		const { name, status, body } = await put({ url: hostileUrl("held-discover", tag), timeoutSeconds: 60 });
+		expect(Date.now() - started).toBeLessThan(9_000);
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail: `Upstream server '${name}' did not answer within 5 s.`,
+		});
+		expect((await hostileLog(tag)).map((entry) => entry.rpcMethod)).toEqual(["server/discover"]);
+	});
+
+	it("GET ?check=true repeats the check; GET without it, and PUT ?check=false, send nothing", async () => {
+		const tag = uniqueName("tag");
+		const name = uniqueName("checked");
+		const quiet = await put({ url: hostileUrl("sink", tag) }, "?check=false", name);
+		expect(quiet.status).toBe(201);
+		expect(quiet.body.check).toBeUndefined();
+		expect(await (await admin("GET", `/servers/${name}`)).json()).not.toHaveProperty("check");
+		expect(await hostileLog(tag)).toEqual([]);
+		const checked = (await (await admin("GET", `/servers/${name}?check=true`)).json()) as { check: Check };
+		expect(checked.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+		expect((await hostileLog(tag)).map((entry) => entry.rpcMethod)).toEqual(["server/discover"]);
+	});
+
+	it("a check value other than true or false is 400, and the server is not written", async () => {
+		const { name, status } = await put({ url: upstreamUrl("beta") }, "?check=yes");
+		expect(status).toBe(400);
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		expect((await admin("GET", `/servers/${name}?check=1`)).status).toBe(400);
+	});
+});
+
+describe("admin API methods", () => {
+	it("a method an admin path does not take is 405 with Allow naming those it takes, and changes nothing", async () => {
+		const name = uniqueName("wrong-method");
+		const cases: Array<[string, string, string]> = [
+			["POST", `/servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["PATCH", `/servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["DELETE", "/servers", "GET, HEAD"],
+			["POST", `/virtual-servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["PUT", "/keys", "POST, GET, HEAD"],
+			["GET", "/keys/key_abcdefghijkl", "DELETE"],
+			["POST", `/access-rules/${name}`, "PUT, DELETE"],
+			["POST", "/access-rules", "GET, HEAD"],
+			["GET", "/oauth-grants", "DELETE"],
+			["GET", "/sync", "POST"],
+			["POST", "/registry-stats", "GET, HEAD"],
+		];
+		for (const [method, path, allow] of cases) {
+			const response = await admin(method, path, method === "GET" ? undefined : { url: upstreamUrl("beta") });
+			expect(response.status, `${method} ${path}`).toBe(405);
+			expect(response.headers.get("allow"), `${method} ${path}`).toBe(allow);
+			expect(await response.json()).toEqual({
+				error: {
+					kind: "method_not_allowed",
+					message: `Method Not Allowed: /admin${path.replace(name, ":name").replace("key_abcdefghijkl", ":id")} takes ${allow}.`,
+				},
+			});
+		}
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		expect((await admin("GET", `/virtual-servers/${name}`)).status).toBe(404);
+	});
+
+	it("the admin token is asked for before the method, and an unknown admin path is still 404", async () => {
+		const unauthenticated = await gatewayFetch("/admin/sync", { method: "GET" });
+		expect(unauthenticated.status).toBe(401);
+		expect(unauthenticated.headers.get("allow")).toBeNull();
+		expect((await admin("GET", "/no-such-thing")).status).toBe(404);
 	});
 });
 

@@ -18,6 +18,7 @@ import {
 } from "../registry/schemas.ts";
 import { maskedUrl } from "../upstream/upstream-target.ts";
 import { bearerToken } from "./bearer.ts";
+import { checkServer, wantsCheck } from "./server-check.ts";
 import { sessionStub } from "./session-routing.ts";
 import { isJsonContentType } from "./transport-checks.ts";
 
@@ -133,15 +134,23 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		return c.json({ servers: servers.map(maskServer) });
 	});
 
+	/** `?check=true` also asks the server whether it answers, as registering it does. */
 	admin.get("/servers/:name", async (c) => {
 		const name = parseServerName(c);
+		const check = wantsCheck(c, false);
 		const server = await registryStub(c.env).getServer(name);
 		if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
-		return c.json(maskServer(server));
+		return c.json(check ? { ...maskServer(server), check: await checkServer(c.env, server) } : maskServer(server));
 	});
 
+	/**
+	 * Registers a server whether or not it answers now (it may be down for a
+	 * minute), and says which with `check` (one bounded probe; `?check=false`
+	 * skips it, for bulk registration).
+	 */
 	admin.put("/servers/:name", async (c) => {
 		const name = parseServerName(c);
+		const check = wantsCheck(c, true);
 		const input = await parseJsonBody(c, ServerInputSchema);
 		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
 			throw new GatewayError(
@@ -152,7 +161,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		const result = await registryStub(c.env).putServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		audit(result.created ? "server.created" : "server.replaced", name);
-		return c.json(maskServer(result.server), result.created ? 201 : 200);
+		const shown = maskServer(result.server);
+		const status = result.created ? 201 : 200;
+		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
 	});
 
 	admin.delete("/servers/:name", async (c) => {
@@ -297,5 +308,30 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		return c.json(result);
 	});
 
+	refuseOtherMethods(admin);
 	return admin;
+}
+
+/**
+ * Every admin path answers a method it does not take with 405 and `Allow`
+ * (HEAD with GET, which Hono serves from the GET route), instead of the 404
+ * a router gives, so a mistyped method is told apart from a mistyped path.
+ * Registered after the routes, from them, so the list cannot drift.
+ */
+function refuseOtherMethods(admin: Hono<AdminEnv>): void {
+	const methods = new Map<string, string[]>();
+	for (const route of admin.routes) {
+		if (route.method === "ALL") continue;
+		const known = methods.get(route.path) ?? [];
+		known.push(...(route.method === "GET" ? ["GET", "HEAD"] : [route.method]));
+		methods.set(route.path, known);
+	}
+	for (const [path, allowed] of methods) {
+		const allow = [...new Set(allowed)].join(", ");
+		admin.all(path, () => {
+			throw new GatewayError("method_not_allowed", `Method Not Allowed: /admin${path} takes ${allow}.`, {
+				headers: { allow },
+			});
+		});
+	}
 }
