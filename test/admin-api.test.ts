@@ -1,9 +1,11 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { sha256Hex } from "../src/crypto.ts";
+import { ADMIN_ACTIONS, createAdminRoutes } from "../src/edge/admin-routes.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";
+import { gatewayWith, ORIGIN } from "./support/oauth-client.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 describe("admin API authentication", () => {
@@ -353,5 +355,114 @@ describe("admin cost reports", () => {
 		expect(((await registry.json()) as { reads: number }).reads).toBeGreaterThan(0);
 		const refused = await gatewayFetch("/admin/session-stats", { headers: { "mcp-session-id": sessionId } });
 		expect(refused.status).toBe(401);
+	});
+});
+
+describe("every admin action is one audit line", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	/** The gateway as its own authorization server, so that grant revocation is an action it takes. */
+	const gateway = gatewayWith({
+		OIDC_ISSUER: inject("idpIssuer"),
+		OIDC_CLIENT_ID: "mcp-edge-gateway",
+		OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
+	});
+	/** Every mutating admin route, as the router has it: what the test below must exercise, each once at least. */
+	const mutatingRoutes = createAdminRoutes()
+		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
+		.map((route) => `${route.method} ${route.path}`);
+
+	it("all 13 actions (servers, virtual servers, keys, access rules, grant revocation, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+		const lines: string[] = [];
+		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
+			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+				lines.push(args.map((arg) => (typeof arg === "string" ? arg : (JSON.stringify(arg) ?? String(arg)))).join(" "));
+			});
+		}
+		const exercised = new Set<string>();
+		const act = async (method: string, path: string, route: string, body?: unknown) => {
+			exercised.add(`${method} ${route}`);
+			const headers: Record<string, string> = { authorization: `Bearer ${TEST_ADMIN_BEARER}` };
+			if (body !== undefined) headers["content-type"] = "application/json";
+			const response = await gateway(`${ORIGIN}/admin${path}`, {
+				method,
+				headers,
+				body: body === undefined ? undefined : JSON.stringify(body),
+			});
+			return { status: response.status, body: (await response.json().catch(() => null)) as Record<string, unknown> };
+		};
+		const secrets = ["query-secret-5d1e", "header-secret-9f2a"];
+		const server = uniqueName("audited");
+		const virtual = uniqueName("audited-vs");
+		const rule = uniqueName("audited-rule");
+		const subject = uniqueName("person");
+		const withSecrets = {
+			url: `${upstreamUrl("beta")}?token=${secrets[0]}`,
+			headers: { Authorization: `Bearer ${secrets[1]}` },
+		};
+
+		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(201);
+		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(200);
+		expect(
+			(await act("PUT", `/virtual-servers/${virtual}`, "/virtual-servers/:name", { servers: [server] })).status,
+		).toBe(201);
+		expect(
+			(
+				await act("PUT", `/virtual-servers/${virtual}`, "/virtual-servers/:name", {
+					servers: [server],
+					userPaths: ["/team"],
+				})
+			).status,
+		).toBe(200);
+		const created = await act("POST", "/keys", "/keys", { name: "audited", servers: [virtual] });
+		expect(created.status).toBe(201);
+		const keyId = String(created.body.id);
+		secrets.push(String(created.body.key));
+		// Refused and read-only requests are no action.
+		expect((await act("POST", "/keys", "/keys", { servers: [uniqueName("typo")] })).status).toBe(400);
+		expect((await act("GET", "/keys", "/keys")).status).toBe(200);
+		expect((await act("DELETE", "/keys/key_nonexistent0", "/keys/:id")).status).toBe(404);
+		expect((await act("DELETE", `/keys/${keyId}`, "/keys/:id")).status).toBe(204);
+		const match = { match: { subject }, servers: [server] };
+		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", match)).status).toBe(201);
+		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", { ...match, priority: 5 })).status).toBe(
+			200,
+		);
+		expect((await act("DELETE", `/access-rules/${rule}`, "/access-rules/:name")).status).toBe(204);
+		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({ revoked: 0 });
+		expect((await act("POST", "/sync", "/sync")).status).toBe(200);
+		expect((await act("DELETE", `/virtual-servers/${virtual}`, "/virtual-servers/:name")).status).toBe(204);
+		expect((await act("DELETE", `/servers/${server}`, "/servers/:name")).status).toBe(204);
+
+		const audit = lines.filter((line) => line.includes('"admin_audit"')).map((line) => JSON.parse(line) as unknown);
+		const line = (action: (typeof ADMIN_ACTIONS)[number], target: string) => ({
+			event: "admin_audit",
+			actor: "admin",
+			action,
+			target,
+		});
+		expect(audit).toEqual([
+			line("server.created", server),
+			line("server.replaced", server),
+			line("virtual_server.created", virtual),
+			line("virtual_server.replaced", virtual),
+			line("key.created", keyId),
+			line("key.deleted", keyId),
+			line("access_rule.created", rule),
+			line("access_rule.replaced", rule),
+			line("access_rule.deleted", rule),
+			line("oauth_grants.revoked", `subject:${subject}`),
+			line("registry.synced", "kv"),
+			line("virtual_server.deleted", virtual),
+			line("server.deleted", server),
+		]);
+		// Every action the gateway knows was taken, and every mutating route was sent.
+		expect(new Set(audit.map((entry) => (entry as { action: string }).action))).toEqual(new Set(ADMIN_ACTIONS));
+		expect(new Set(mutatingRoutes)).toEqual(new Set([...exercised].filter((route) => !route.startsWith("GET "))));
+		for (const secret of [...secrets, TEST_ADMIN_BEARER]) {
+			for (const logged of lines) expect(logged).not.toContain(secret);
+		}
 	});
 });

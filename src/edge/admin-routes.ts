@@ -82,21 +82,23 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	return parsed.data;
 }
 
-/** What an admin action did, for the audit line. */
-type AdminAction =
-	| "server.created"
-	| "server.replaced"
-	| "server.deleted"
-	| "virtual_server.created"
-	| "virtual_server.replaced"
-	| "virtual_server.deleted"
-	| "access_rule.created"
-	| "access_rule.replaced"
-	| "access_rule.deleted"
-	| "oauth_grants.revoked"
-	| "key.created"
-	| "key.deleted"
-	| "registry.synced";
+/** What an admin action did, for the audit line: one of these per change the admin API makes. */
+export const ADMIN_ACTIONS = [
+	"server.created",
+	"server.replaced",
+	"server.deleted",
+	"virtual_server.created",
+	"virtual_server.replaced",
+	"virtual_server.deleted",
+	"access_rule.created",
+	"access_rule.replaced",
+	"access_rule.deleted",
+	"oauth_grants.revoked",
+	"key.created",
+	"key.deleted",
+	"registry.synced",
+] as const;
+type AdminAction = (typeof ADMIN_ACTIONS)[number];
 
 /**
  * One structured line per admin change: who (the admin token's holder), what,
