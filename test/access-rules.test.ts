@@ -11,6 +11,7 @@ import {
 } from "../src/registry/access-rules.ts";
 import { checkSessionWith, kvRegistryReader } from "../src/registry/registry-reader.ts";
 import { admin, uniqueName } from "./support/gateway.ts";
+import { registerServer } from "./support/upstreams.ts";
 
 const ISSUER = "https://idp.example";
 
@@ -112,17 +113,18 @@ describe("access rules: the admin API", () => {
 
 	it("creates, replaces, lists and deletes a rule, and publishes the rules to KV", async () => {
 		const name = uniqueName("rule");
-		const created = await put(name, { match: { emailDomain: "example.com" }, servers: ["alpha"], userPath: "/team" });
+		const [alpha, beta] = [await registerServer("alpha"), await registerServer("beta")];
+		const created = await put(name, { match: { emailDomain: "example.com" }, servers: [alpha], userPath: "/team" });
 		expect(created.status).toBe(201);
 		const first = (await created.json()) as { generation: string; priority: number };
 		expect(first.priority).toBe(100);
 		const listed = (await (await admin("GET", "/access-rules")).json()) as { accessRules: Array<{ name: string }> };
 		expect(listed.accessRules.map((entry) => entry.name)).toContain(name);
 		const published = await kvRegistryReader(env.REGISTRY_KV, 0).rules();
-		expect(published.find((entry) => entry.name === name)?.servers).toEqual(["alpha"]);
+		expect(published.find((entry) => entry.name === name)?.servers).toEqual([alpha]);
 
 		// A new grant keeps the generation (sessions follow it); a new match does not.
-		const regranted = await put(name, { match: { emailDomain: "example.com" }, servers: ["beta"] });
+		const regranted = await put(name, { match: { emailDomain: "example.com" }, servers: [beta] });
 		expect(regranted.status).toBe(200);
 		expect(((await regranted.json()) as { generation: string }).generation).toBe(first.generation);
 		const rematched = (await (await put(name, { match: { emailDomain: "example.org" } })).json()) as {
@@ -154,15 +156,43 @@ describe("access rules: the admin API", () => {
 		expect(listed.accessRules.some((entry) => entry.name === name)).toBe(false);
 	});
 
+	it("a rule's servers must name servers or virtual servers that exist: unknown names get 400 naming them, and the rule stays as it was", async () => {
+		const name = uniqueName("rule");
+		const server = await registerServer("beta");
+		const virtual = uniqueName("vs");
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, { servers: [server] })).status).toBe(201);
+		const typo = uniqueName("team-tool");
+		const refusedNew = await put(name, { match: { subject: "alice" }, servers: [typo] });
+		expect(refusedNew.status).toBe(400);
+		expect(((await refusedNew.json()) as { error: { message: string } }).error.message).toBe(
+			`Bad Request: servers: no server or virtual server named '${typo}'.`,
+		);
+		const rules = async () =>
+			((await (await admin("GET", "/access-rules")).json()) as { accessRules: unknown[] }).accessRules;
+		expect((await rules()).some((rule) => (rule as { name: string }).name === name)).toBe(false);
+
+		expect((await put(name, { match: { subject: "alice" }, servers: [virtual] })).status).toBe(201);
+		const before = await rules();
+		const refusedEdit = await put(name, { match: { subject: "bob" }, servers: [server, typo] });
+		expect(refusedEdit.status).toBe(400);
+		expect(await rules()).toEqual(before);
+		const published = await kvRegistryReader(env.REGISTRY_KV, 0).rules();
+		expect(published.find((rule) => rule.name === name)).toMatchObject({
+			match: { subject: "alice" },
+			servers: [virtual],
+		});
+	});
+
 	it("a session of a rule's principal follows its grant, and ends when the rule is removed or its match changes", async () => {
 		const name = uniqueName("rule");
-		const created = (await (await put(name, { match: { subject: "alice" }, servers: ["srv-a"] })).json()) as {
+		const server = await registerServer("beta");
+		const created = (await (await put(name, { match: { subject: "alice" }, servers: [server] })).json()) as {
 			generation: string;
 		};
 		const keyId = principalId({ rule: name, generation: created.generation, userId: "u_x", grantId: null });
 		const reader = kvRegistryReader(env.REGISTRY_KV, 0);
 		const input = { keyId, userPath: "/", endpoint: { kind: "aggregate" as const } };
-		expect(principalRecord(keyId, await reader.rules())?.servers).toEqual(["srv-a"]);
+		expect(principalRecord(keyId, await reader.rules())?.servers).toEqual([server]);
 		expect((await checkSessionWith(reader, input)).ok).toBe(true);
 
 		await put(name, { match: { subject: "alice" }, userPath: "/elsewhere" });

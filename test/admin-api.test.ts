@@ -1,8 +1,11 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { sha256Hex } from "../src/crypto.ts";
+import { ADMIN_ACTIONS, createAdminRoutes } from "../src/edge/admin-routes.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";
+import { gatewayWith, ORIGIN } from "./support/oauth-client.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 describe("admin API authentication", () => {
@@ -102,9 +105,178 @@ describe("admin API servers", () => {
 	});
 });
 
+describe("registering a server says whether it answers", () => {
+	interface Check {
+		reachable: boolean;
+		speaksMcp: boolean;
+		era: string | null;
+		detail: string;
+	}
+	async function put(body: unknown, query = "", name = uniqueName("checked")) {
+		const response = await admin("PUT", `/servers/${name}${query}`, body);
+		return { name, status: response.status, body: (await response.json()) as { check?: Check; url?: string } };
+	}
+
+	it("a live 2025 SDK upstream is reachable and speaks MCP in the 2025 era, its credentials resolved as a client's call has them", async () => {
+		const beta = await put({ url: upstreamUrl("beta") });
+		expect(beta.status).toBe(201);
+		expect(beta.body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+		const alpha = await put({
+			url: upstreamUrl("alpha"),
+			headers: { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" },
+		});
+		expect(alpha.body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+	});
+
+	it("a live 2026-07-28 SDK upstream is reachable and speaks MCP in the 2026-07-28 era", async () => {
+		for (const which of ["modern", "dual"] as const) {
+			const { status, body } = await put({ url: upstreamUrl(which) });
+			expect(status).toBe(201);
+			expect(body.check).toEqual({
+				reachable: true,
+				speaksMcp: true,
+				era: "2026-07-28",
+				detail: expect.stringMatching(/^It answered server\/discover with HTTP 200: supported versions .*2026-07-28/),
+			});
+		}
+	});
+
+	it("a dead port is registered all the same, and the check says it is unreachable", async () => {
+		const { name, status, body } = await put({ url: "http://127.0.0.1:9/mcp" });
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail: `Upstream server '${name}' is unreachable.`,
+		});
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(200);
+	});
+
+	it("an unset ${UPSTREAM_...} is registered all the same; the check names the header and the variable, and nothing is sent", async () => {
+		const tag = uniqueName("tag");
+		const { status, body } = await put({
+			url: hostileUrl("sink", tag),
+			headers: { "X-Team-Token": "Bearer ${UPSTREAM_NEVER_SET}" },
+		});
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail:
+				"Not asked: header X-Team-Token references ${UPSTREAM_NEVER_SET}, which is not set as a Worker secret or var.",
+		});
+		expect(await hostileLog(tag)).toEqual([]);
+	});
+
+	it("credentials the upstream refuses: reachable, and the check says they were rejected", async () => {
+		const { body } = await put({ url: upstreamUrl("alpha") });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/credentials were rejected/);
+	});
+
+	it("an answer that is not JSON-RPC is reachable but not MCP", async () => {
+		const { body } = await put({ url: `${hostileBase()}/no-such-route` });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/HTTP 404: no JSON-RPC response, so it does not look like an MCP endpoint/);
+	});
+
+	it("a redirect is not followed: the check says so, and where it points hears nothing", async () => {
+		const tag = uniqueName("tag");
+		const elsewhere = uniqueName("tag");
+		const { body } = await put({ url: hostileUrl("redirect", tag, { to: hostileUrl("sink", elsewhere) }) });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check?.detail).toMatch(/redirect \(HTTP 307\), which the gateway does not follow/);
+		expect(await hostileLog(tag)).toHaveLength(1);
+		expect(await hostileLog(elsewhere)).toEqual([]);
+	});
+
+	it("a pinned protocol is the era the check reports, with what the server said", async () => {
+		const { body } = await put({ url: upstreamUrl("beta"), protocol: "2026-07-28" });
+		expect(body.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2026-07-28" });
+		expect(body.check?.detail).toMatch(/pinned to 2026-07-28/);
+	});
+
+	it("the check is one request under a short timeout, whatever the server's own: an upstream that holds it is reported as not answering", async () => {
+		const tag = uniqueName("tag");
+		const started = Date.now();
+		const { name, status, body } = await put({ url: hostileUrl("held-discover", tag), timeoutSeconds: 60 });
+		expect(Date.now() - started).toBeLessThan(9_000);
+		expect(status).toBe(201);
+		expect(body.check).toEqual({
+			reachable: false,
+			speaksMcp: false,
+			era: null,
+			detail: `Upstream server '${name}' did not answer within 5 s.`,
+		});
+		expect((await hostileLog(tag)).map((entry) => entry.rpcMethod)).toEqual(["server/discover"]);
+	});
+
+	it("GET ?check=true repeats the check; GET without it, and PUT ?check=false, send nothing", async () => {
+		const tag = uniqueName("tag");
+		const name = uniqueName("checked");
+		const quiet = await put({ url: hostileUrl("sink", tag) }, "?check=false", name);
+		expect(quiet.status).toBe(201);
+		expect(quiet.body.check).toBeUndefined();
+		expect(await (await admin("GET", `/servers/${name}`)).json()).not.toHaveProperty("check");
+		expect(await hostileLog(tag)).toEqual([]);
+		const checked = (await (await admin("GET", `/servers/${name}?check=true`)).json()) as { check: Check };
+		expect(checked.check).toMatchObject({ reachable: true, speaksMcp: true, era: "2025" });
+		expect((await hostileLog(tag)).map((entry) => entry.rpcMethod)).toEqual(["server/discover"]);
+	});
+
+	it("a check value other than true or false is 400, and the server is not written", async () => {
+		const { name, status } = await put({ url: upstreamUrl("beta") }, "?check=yes");
+		expect(status).toBe(400);
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		expect((await admin("GET", `/servers/${name}?check=1`)).status).toBe(400);
+	});
+});
+
+describe("admin API methods", () => {
+	it("a method an admin path does not take is 405 with Allow naming those it takes, and changes nothing", async () => {
+		const name = uniqueName("wrong-method");
+		const cases: Array<[string, string, string]> = [
+			["POST", `/servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["PATCH", `/servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["DELETE", "/servers", "GET, HEAD"],
+			["POST", `/virtual-servers/${name}`, "GET, HEAD, PUT, DELETE"],
+			["PUT", "/keys", "POST, GET, HEAD"],
+			["GET", "/keys/key_abcdefghijkl", "DELETE"],
+			["POST", `/access-rules/${name}`, "PUT, DELETE"],
+			["POST", "/access-rules", "GET, HEAD"],
+			["GET", "/oauth-grants", "DELETE"],
+			["GET", "/sync", "POST"],
+			["POST", "/registry-stats", "GET, HEAD"],
+		];
+		for (const [method, path, allow] of cases) {
+			const response = await admin(method, path, method === "GET" ? undefined : { url: upstreamUrl("beta") });
+			expect(response.status, `${method} ${path}`).toBe(405);
+			expect(response.headers.get("allow"), `${method} ${path}`).toBe(allow);
+			expect(await response.json()).toEqual({
+				error: {
+					kind: "method_not_allowed",
+					message: `Method Not Allowed: /admin${path.replace(name, ":name").replace("key_abcdefghijkl", ":id")} takes ${allow}.`,
+				},
+			});
+		}
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		expect((await admin("GET", `/virtual-servers/${name}`)).status).toBe(404);
+	});
+
+	it("the admin token is asked for before the method, and an unknown admin path is still 404", async () => {
+		const unauthenticated = await gatewayFetch("/admin/sync", { method: "GET" });
+		expect(unauthenticated.status).toBe(401);
+		expect(unauthenticated.headers.get("allow")).toBeNull();
+		expect((await admin("GET", "/no-such-thing")).status).toBe(404);
+	});
+});
+
 describe("admin API keys", () => {
 	it("returns the key once and lists keys without secrets", async () => {
-		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: ["alpha"] });
+		const server = await registerServer("alpha");
+		const created = await admin("POST", "/keys", { name: "ci", userPath: "/team/a", servers: [server] });
 		expect(created.status).toBe(201);
 		const { id, key } = (await created.json()) as { id: string; key: string };
 		expect(key).toMatch(/^mcpgw2_key_[A-Za-z0-9_-]{12}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/);
@@ -116,7 +288,7 @@ describe("admin API keys", () => {
 		expect(keys.find((k) => k.id === id)).toMatchObject({
 			name: "ci",
 			userPath: "/team/a",
-			servers: ["alpha"],
+			servers: [server],
 			format: "self-verifying",
 		});
 	});
@@ -138,6 +310,27 @@ describe("admin API keys", () => {
 		const { error } = (await response.json()) as { error: { message: string } };
 		expect(error.message).toMatch(/userPath: must be a path/);
 		expect(error.message).toMatch(/servers\.0/);
+	});
+
+	it("a key's servers must name servers or virtual servers that exist: unknown names get 400 naming them, and no key is made", async () => {
+		const server = await registerServer("beta");
+		const virtual = uniqueName("vs");
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, { servers: [server] })).status).toBe(201);
+		const name = uniqueName("typo-key");
+		const typo = uniqueName("evrything");
+		const response = await admin("POST", "/keys", { name, servers: [server, typo, virtual, typo] });
+		expect(response.status).toBe(400);
+		const { error } = (await response.json()) as { error: { kind: string; message: string } };
+		expect(error).toEqual({
+			kind: "bad_request",
+			message: `Bad Request: servers: no server or virtual server named '${typo}'.`,
+		});
+		const { keys } = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name: string | null }> };
+		expect(keys.some((key) => key.name === name)).toBe(false);
+		// A server and a virtual server are both names a key may hold.
+		const created = await admin("POST", "/keys", { name, servers: [server, virtual] });
+		expect(created.status).toBe(201);
+		expect(await created.json()).toMatchObject({ servers: [server, virtual] });
 	});
 
 	it("revokes a key with 204; revoking again is 404", async () => {
@@ -162,5 +355,114 @@ describe("admin cost reports", () => {
 		expect(((await registry.json()) as { reads: number }).reads).toBeGreaterThan(0);
 		const refused = await gatewayFetch("/admin/session-stats", { headers: { "mcp-session-id": sessionId } });
 		expect(refused.status).toBe(401);
+	});
+});
+
+describe("every admin action is one audit line", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	/** The gateway as its own authorization server, so that grant revocation is an action it takes. */
+	const gateway = gatewayWith({
+		OIDC_ISSUER: inject("idpIssuer"),
+		OIDC_CLIENT_ID: "mcp-edge-gateway",
+		OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
+	});
+	/** Every mutating admin route, as the router has it: what the test below must exercise, each once at least. */
+	const mutatingRoutes = createAdminRoutes()
+		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
+		.map((route) => `${route.method} ${route.path}`);
+
+	it("all 13 actions (servers, virtual servers, keys, access rules, grant revocation, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+		const lines: string[] = [];
+		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
+			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+				lines.push(args.map((arg) => (typeof arg === "string" ? arg : (JSON.stringify(arg) ?? String(arg)))).join(" "));
+			});
+		}
+		const exercised = new Set<string>();
+		const act = async (method: string, path: string, route: string, body?: unknown) => {
+			exercised.add(`${method} ${route}`);
+			const headers: Record<string, string> = { authorization: `Bearer ${TEST_ADMIN_BEARER}` };
+			if (body !== undefined) headers["content-type"] = "application/json";
+			const response = await gateway(`${ORIGIN}/admin${path}`, {
+				method,
+				headers,
+				body: body === undefined ? undefined : JSON.stringify(body),
+			});
+			return { status: response.status, body: (await response.json().catch(() => null)) as Record<string, unknown> };
+		};
+		const secrets = ["query-secret-5d1e", "header-secret-9f2a"];
+		const server = uniqueName("audited");
+		const virtual = uniqueName("audited-vs");
+		const rule = uniqueName("audited-rule");
+		const subject = uniqueName("person");
+		const withSecrets = {
+			url: `${upstreamUrl("beta")}?token=${secrets[0]}`,
+			headers: { Authorization: `Bearer ${secrets[1]}` },
+		};
+
+		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(201);
+		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(200);
+		expect(
+			(await act("PUT", `/virtual-servers/${virtual}`, "/virtual-servers/:name", { servers: [server] })).status,
+		).toBe(201);
+		expect(
+			(
+				await act("PUT", `/virtual-servers/${virtual}`, "/virtual-servers/:name", {
+					servers: [server],
+					userPaths: ["/team"],
+				})
+			).status,
+		).toBe(200);
+		const created = await act("POST", "/keys", "/keys", { name: "audited", servers: [virtual] });
+		expect(created.status).toBe(201);
+		const keyId = String(created.body.id);
+		secrets.push(String(created.body.key));
+		// Refused and read-only requests are no action.
+		expect((await act("POST", "/keys", "/keys", { servers: [uniqueName("typo")] })).status).toBe(400);
+		expect((await act("GET", "/keys", "/keys")).status).toBe(200);
+		expect((await act("DELETE", "/keys/key_nonexistent0", "/keys/:id")).status).toBe(404);
+		expect((await act("DELETE", `/keys/${keyId}`, "/keys/:id")).status).toBe(204);
+		const match = { match: { subject }, servers: [server] };
+		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", match)).status).toBe(201);
+		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", { ...match, priority: 5 })).status).toBe(
+			200,
+		);
+		expect((await act("DELETE", `/access-rules/${rule}`, "/access-rules/:name")).status).toBe(204);
+		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({ revoked: 0 });
+		expect((await act("POST", "/sync", "/sync")).status).toBe(200);
+		expect((await act("DELETE", `/virtual-servers/${virtual}`, "/virtual-servers/:name")).status).toBe(204);
+		expect((await act("DELETE", `/servers/${server}`, "/servers/:name")).status).toBe(204);
+
+		const audit = lines.filter((line) => line.includes('"admin_audit"')).map((line) => JSON.parse(line) as unknown);
+		const line = (action: (typeof ADMIN_ACTIONS)[number], target: string) => ({
+			event: "admin_audit",
+			actor: "admin",
+			action,
+			target,
+		});
+		expect(audit).toEqual([
+			line("server.created", server),
+			line("server.replaced", server),
+			line("virtual_server.created", virtual),
+			line("virtual_server.replaced", virtual),
+			line("key.created", keyId),
+			line("key.deleted", keyId),
+			line("access_rule.created", rule),
+			line("access_rule.replaced", rule),
+			line("access_rule.deleted", rule),
+			line("oauth_grants.revoked", `subject:${subject}`),
+			line("registry.synced", "kv"),
+			line("virtual_server.deleted", virtual),
+			line("server.deleted", server),
+		]);
+		// Every action the gateway knows was taken, and every mutating route was sent.
+		expect(new Set(audit.map((entry) => (entry as { action: string }).action))).toEqual(new Set(ADMIN_ACTIONS));
+		expect(new Set(mutatingRoutes)).toEqual(new Set([...exercised].filter((route) => !route.startsWith("GET "))));
+		for (const secret of [...secrets, TEST_ADMIN_BEARER]) {
+			for (const logged of lines) expect(logged).not.toContain(secret);
+		}
 	});
 });

@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest";
 import { keyMayUseVirtualServer, userPathAllowed } from "../src/registry/access.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import type { SessionCheckInput } from "../src/registry/schemas.ts";
-import { admin, createKey, uniqueName } from "./support/gateway.ts";
+import { admin, createKey, openSession, postInitialize, readReply, rpc, uniqueName } from "./support/gateway.ts";
+import { ENVELOPE, modernPost } from "./support/modern.ts";
+import { instrumentSession } from "./support/session-object.ts";
 import { upstreamUrl } from "./support/upstreams.ts";
 
 interface VirtualServerBody {
@@ -294,7 +296,7 @@ describe("RegistryDO.checkSession", () => {
 
 	it("refuses a server session for a key limited to other servers", async () => {
 		const a = await putServer();
-		const key = await createKey({ servers: [uniqueName("other")] });
+		const key = await createKey({ servers: [(await putServer()).name] });
 		const result = await check({
 			keyId: key.id,
 			userPath: key.userPath,
@@ -392,11 +394,82 @@ describe("userPathAllowed", () => {
 });
 
 describe("keyMayUseVirtualServer", () => {
-	it("requires an allowed user path and every member", () => {
-		const virtualServer = { servers: ["a", "b"], userPaths: ["/team"] };
+	it("requires an allowed user path, and the virtual server's own name or every member", () => {
+		const virtualServer = { name: "tools", servers: ["a", "b"], userPaths: ["/team"] };
 		expect(keyMayUseVirtualServer({ userPath: "/team/x", servers: null }, virtualServer)).toBe(true);
 		expect(keyMayUseVirtualServer({ userPath: "/team/x", servers: ["a", "b", "c"] }, virtualServer)).toBe(true);
 		expect(keyMayUseVirtualServer({ userPath: "/team/x", servers: ["a"] }, virtualServer)).toBe(false);
+		expect(keyMayUseVirtualServer({ userPath: "/team/x", servers: ["tools"] }, virtualServer)).toBe(true);
 		expect(keyMayUseVirtualServer({ userPath: "/ops", servers: null }, virtualServer)).toBe(false);
+		expect(keyMayUseVirtualServer({ userPath: "/ops", servers: ["tools"] }, virtualServer)).toBe(false);
+	});
+});
+
+describe("a key limited to a virtual server", () => {
+	/** A virtual server of two beta members, and a key that names only the virtual server. */
+	async function limitedKey() {
+		const a = await putServer();
+		const b = await putServer();
+		const name = uniqueName("vs");
+		const virtual = await putVirtual(name, { servers: [a.name, b.name] });
+		const key = await createKey({ servers: [name] });
+		return { a, b, name, virtual, key };
+	}
+
+	const toolsList = { jsonrpc: "2.0", id: 2, method: "tools/list" };
+	const PING = { jsonrpc: "2.0", id: 3, method: "ping" };
+	/** The test Worker's recheck interval (RECHECK_INTERVAL_SECONDS' default). */
+	const RECHECK = 30_000;
+
+	it("reaches the virtual server's endpoint, with every member's tools", async () => {
+		const { a, b, name, key } = await limitedKey();
+		const sessionId = await openSession(`/mcp/${name}`, key.key);
+		const reply = await readReply(await rpc(`/mcp/${name}`, key.key, sessionId, toolsList));
+		const tools = ((reply.result?.tools ?? []) as Array<{ name: string }>).map((tool) => tool.name);
+		expect(tools).toContain(`${a.name}__echo`);
+		expect(tools).toContain(`${b.name}__echo`);
+	});
+
+	it("reaches nothing else: its members at /mcp/<member> and /mcp are 404 in both eras, and open no session", async () => {
+		const { a, b, key } = await limitedKey();
+		for (const path of [`/mcp/${a.name}`, `/mcp/${b.name}`, "/mcp"]) {
+			const legacy = await postInitialize(path, key.key);
+			expect(legacy.status).toBe(404);
+			expect(legacy.headers.get("mcp-session-id")).toBeNull();
+			expect((await readReply(legacy)).error?.data?.kind).toBe("not_found");
+			const modern = await modernPost(path, key.key, { id: 1, method: "tools/list", params: { _meta: ENVELOPE } });
+			expect(modern.status).toBe(404);
+			expect((await readReply(modern)).error?.data?.kind).toBe("not_found");
+		}
+	});
+
+	it("its session goes on while the members are the virtual server's, and ends at the recheck after one is removed from it", async () => {
+		const { a, name, key } = await limitedKey();
+		const path = `/mcp/${name}`;
+		const sessionId = await openSession(path, key.key);
+		const { clock } = await instrumentSession(sessionId);
+		clock.advance(RECHECK);
+		expect((await readReply(await rpc(path, key.key, sessionId, PING))).result).toEqual({});
+		await putVirtual(name, { servers: [a.name] });
+		clock.advance(RECHECK);
+		expect((await rpc(path, key.key, sessionId, PING)).status).toBe(404);
+	});
+
+	it("once the virtual server is deleted the key reaches nothing, and its session ends at the recheck even when the virtual server is made again", async () => {
+		const { a, b, name, virtual, key } = await limitedKey();
+		const path = `/mcp/${name}`;
+		const sessionId = await openSession(path, key.key);
+		const { clock } = await instrumentSession(sessionId);
+		expect((await admin("DELETE", `/virtual-servers/${name}`)).status).toBe(204);
+		for (const where of [path, `/mcp/${a.name}`, "/mcp"])
+			expect((await postInitialize(where, key.key)).status).toBe(404);
+
+		// Made again under the same name: a new incarnation, which the key's list still names, so new
+		// sessions open there; the old session does not resume on it.
+		const again = await putVirtual(name, { servers: [a.name, b.name] });
+		expect(again.generation).not.toBe(virtual.generation);
+		clock.advance(RECHECK);
+		expect((await rpc(path, key.key, sessionId, PING)).status).toBe(404);
+		await expect(openSession(path, key.key)).resolves.toMatch(/^gw1\./);
 	});
 });

@@ -104,9 +104,11 @@ describe("2026-07-28 client, 2026-07-28 upstream, server endpoint: stateless at 
 			params: { name: "echo", arguments: { text: marker }, _meta: ENVELOPE },
 		});
 		expect(textOf((await readReply(response)).result ?? {})).toBe(marker);
-		const received = (await fixtureLog("modern")).find((entry) =>
-			JSON.stringify(entry.body).includes(marker),
-		) as Recorded;
+		const log = await fixtureLog("modern");
+		// Not in any header or body of anything the upstream ever received, whole or in its secret parts.
+		const everything = JSON.stringify(log);
+		for (const secret of [key, ...key.split(".").slice(1)]) expect(everything).not.toContain(secret);
+		const received = log.find((entry) => JSON.stringify(entry.body).includes(marker)) as Recorded;
 		expect(received.headers.authorization).toBeUndefined();
 		expect(received.headers["x-upstream-token"]).toBe("operator-configured");
 		expect(received.headers["mcp-name"]).toBe("echo");

@@ -1,9 +1,9 @@
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { settingsFrom } from "../src/config.ts";
 import { createApp } from "../src/edge/app.ts";
-import { resolveTarget } from "../src/upstream/upstream-target.ts";
+import { resolveTarget, targetOrProblem } from "../src/upstream/upstream-target.ts";
 import {
 	admin,
 	BASE,
@@ -193,9 +193,14 @@ describe("secrets in server headers", () => {
 		};
 		const limits = { defaultTimeoutMs: 1000, maxReplyBytes: 1000, allowHttpUpstreams: false };
 		expect(resolveTarget(server, { UPSTREAM_TOKEN: "t0k3n" }, limits).headers.Authorization).toBe("Bearer t0k3n");
-		// A record stored before the rule, referencing the session secret, is refused, not resolved.
-		const legacy = { ...server, headers: { Authorization: "Bearer ${SESSION_SECRET}" } };
-		expect(() => resolveTarget(legacy, { SESSION_SECRET: "s3cr3t" }, limits)).toThrow(/misconfigured/);
+		// A record stored before the rule, referencing one of the gateway's own secrets, is refused, not resolved.
+		for (const own of ["SESSION_SECRET", "ADMIN_TOKEN", "KEY_SECRET", "OIDC_CLIENT_SECRET"]) {
+			const legacy = { ...server, headers: { Authorization: `Bearer \${${own}}` } };
+			expect(() => resolveTarget(legacy, { [own]: "s3cr3t-value" }, limits)).toThrow(/misconfigured/);
+			expect(targetOrProblem(legacy, { [own]: "s3cr3t-value" }, limits)).toEqual({
+				problem: `header Authorization references \${${own}}, which is not an UPSTREAM_ secret and is never resolved`,
+			});
+		}
 	});
 });
 
@@ -339,44 +344,5 @@ describe("limits per key", () => {
 			expect((await readReply(failed)).error?.data?.kind).toBe("upstream_unavailable");
 		}
 		await expect(openSession(`/mcp/${server}`, key)).resolves.toMatch(/^gw1\./);
-	});
-});
-
-describe("admin actions are audited", () => {
-	afterEach(() => {
-		vi.restoreAllMocks();
-	});
-
-	it("every admin change is one structured JSON line naming the action and target, never a value", async () => {
-		const lines: string[] = [];
-		vi.spyOn(console, "log").mockImplementation((line: unknown) => {
-			lines.push(String(line));
-		});
-		const name = uniqueName("audited");
-		await admin("PUT", `/servers/${name}`, {
-			url: "https://upstream.example.com/mcp?token=query-secret",
-			headers: { Authorization: "Bearer header-secret" },
-		});
-		await admin("PUT", `/servers/${name}`, { url: "https://upstream.example.com/mcp" });
-		const vsName = uniqueName("audited-vs");
-		await admin("PUT", `/virtual-servers/${vsName}`, { servers: [name] });
-		await admin("DELETE", `/virtual-servers/${vsName}`);
-		const created = (await (await admin("POST", "/keys", { name: "audited" })).json()) as { id: string; key: string };
-		await admin("DELETE", `/keys/${created.id}`);
-		await admin("DELETE", `/servers/${name}`);
-		const audit = lines
-			.filter((line) => line.includes('"admin_audit"'))
-			.map((line) => JSON.parse(line) as Record<string, unknown>);
-		expect(audit).toEqual([
-			{ event: "admin_audit", actor: "admin", action: "server.created", target: name },
-			{ event: "admin_audit", actor: "admin", action: "server.replaced", target: name },
-			{ event: "admin_audit", actor: "admin", action: "virtual_server.created", target: vsName },
-			{ event: "admin_audit", actor: "admin", action: "virtual_server.deleted", target: vsName },
-			{ event: "admin_audit", actor: "admin", action: "key.created", target: created.id },
-			{ event: "admin_audit", actor: "admin", action: "key.deleted", target: created.id },
-			{ event: "admin_audit", actor: "admin", action: "server.deleted", target: name },
-		]);
-		const all = lines.join("\n");
-		for (const secret of ["query-secret", "header-secret", created.key]) expect(all).not.toContain(secret);
 	});
 });

@@ -132,8 +132,12 @@ describe("a session belongs to its key, user path and endpoint", () => {
 		const stub = await sessionObject(sessionId);
 		const writes = await runInDurableObject(stub, (instance: SessionDO) => instance.store.writes);
 		const other = await createKey();
-		await rpc(path, other.key, sessionId, TOOLS_LIST);
-		await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(other.key, sessionId) });
+		expect((await rpc(path, other.key, sessionId, TOOLS_LIST)).status).toBe(404);
+		const listen = mcpHeaders(other.key, sessionId, { accept: "text/event-stream" });
+		expect((await gatewayFetch(path, { method: "GET", headers: listen })).status).toBe(404);
+		expect((await gatewayFetch(path, { method: "DELETE", headers: mcpHeaders(other.key, sessionId) })).status).toBe(
+			404,
+		);
 		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.store.writes)).toBe(writes);
 	});
 });
@@ -148,7 +152,8 @@ describe("session storage", () => {
 		expect(stored).toContain(owner.id);
 		expect(stored).toContain(server);
 		expect(stored).not.toContain(sessionId);
-		expect(stored).not.toContain(sessionId.split(".")[1]);
+		// Nor either secret part of it: the random bits or the MAC.
+		for (const part of sessionId.split(".").slice(1)) expect(stored).not.toContain(part);
 	});
 });
 
@@ -211,12 +216,15 @@ describe("MCP-Protocol-Version", () => {
 			expect(refused.status).toBe(400);
 			expect((await readReply(refused)).error?.code).toBe(code);
 		}
-		const del = await gatewayFetch(path, {
-			method: "DELETE",
-			headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": "2099-01-01" }),
-		});
-		expect(del.status).toBe(405);
-		expect((await rpc(path, owner.key, sessionId, TOOLS_LIST)).status).toBe(200);
+		for (const version of ["2026-07-28", "2099-01-01"]) {
+			const del = await gatewayFetch(path, {
+				method: "DELETE",
+				headers: mcpHeaders(owner.key, sessionId, { "mcp-protocol-version": version }),
+			});
+			expect(del.status, version).toBe(405);
+			expect(del.headers.get("allow"), version).toBe("POST");
+			expect((await rpc(path, owner.key, sessionId, TOOLS_LIST)).status, version).toBe(200);
+		}
 	});
 
 	it("every version in the SDK's SUPPORTED_PROTOCOL_VERSIONS is accepted", async () => {

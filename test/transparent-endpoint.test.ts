@@ -131,7 +131,7 @@ describe("transparent endpoint /mcp/:server", () => {
 
 	it("a server the key may not use is 404", async () => {
 		const server = await registerServer("beta");
-		const { key } = await createKey({ servers: ["someone-else"] });
+		const { key } = await createKey({ servers: [await registerServer("beta")] });
 		const response = await postInitialize(`/mcp/${server}`, key);
 		expect(response.status).toBe(404);
 	});

@@ -1,3 +1,4 @@
+import { env, listDurableObjectIds } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
 	createKey,
@@ -204,6 +205,7 @@ describe("streamable HTTP transport checks", () => {
 		const { key } = await createKey();
 		const body = initializeBody();
 		(body.params.clientInfo as { name: string }).name = "x".repeat(4 * 1024 * 1024);
+		const before = (await listDurableObjectIds(env.SESSIONS)).length;
 		const response = await gatewayFetch(`/mcp/${server}`, {
 			method: "POST",
 			headers: mcpHeaders(key),
@@ -211,5 +213,6 @@ describe("streamable HTTP transport checks", () => {
 		});
 		expect(response.status).toBe(413);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
 	});
 });

@@ -18,6 +18,7 @@ import {
 } from "../registry/schemas.ts";
 import { maskedUrl } from "../upstream/upstream-target.ts";
 import { bearerToken } from "./bearer.ts";
+import { checkServer, wantsCheck } from "./server-check.ts";
 import { sessionStub } from "./session-routing.ts";
 import { isJsonContentType } from "./transport-checks.ts";
 
@@ -81,21 +82,23 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	return parsed.data;
 }
 
-/** What an admin action did, for the audit line. */
-type AdminAction =
-	| "server.created"
-	| "server.replaced"
-	| "server.deleted"
-	| "virtual_server.created"
-	| "virtual_server.replaced"
-	| "virtual_server.deleted"
-	| "access_rule.created"
-	| "access_rule.replaced"
-	| "access_rule.deleted"
-	| "oauth_grants.revoked"
-	| "key.created"
-	| "key.deleted"
-	| "registry.synced";
+/** What an admin action did, for the audit line: one of these per change the admin API makes. */
+export const ADMIN_ACTIONS = [
+	"server.created",
+	"server.replaced",
+	"server.deleted",
+	"virtual_server.created",
+	"virtual_server.replaced",
+	"virtual_server.deleted",
+	"access_rule.created",
+	"access_rule.replaced",
+	"access_rule.deleted",
+	"oauth_grants.revoked",
+	"key.created",
+	"key.deleted",
+	"registry.synced",
+] as const;
+type AdminAction = (typeof ADMIN_ACTIONS)[number];
 
 /**
  * One structured line per admin change: who (the admin token's holder), what,
@@ -133,15 +136,23 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		return c.json({ servers: servers.map(maskServer) });
 	});
 
+	/** `?check=true` also asks the server whether it answers, as registering it does. */
 	admin.get("/servers/:name", async (c) => {
 		const name = parseServerName(c);
+		const check = wantsCheck(c, false);
 		const server = await registryStub(c.env).getServer(name);
 		if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
-		return c.json(maskServer(server));
+		return c.json(check ? { ...maskServer(server), check: await checkServer(c.env, server) } : maskServer(server));
 	});
 
+	/**
+	 * Registers a server whether or not it answers now (it may be down for a
+	 * minute), and says which with `check` (one bounded probe; `?check=false`
+	 * skips it, for bulk registration).
+	 */
 	admin.put("/servers/:name", async (c) => {
 		const name = parseServerName(c);
+		const check = wantsCheck(c, true);
 		const input = await parseJsonBody(c, ServerInputSchema);
 		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
 			throw new GatewayError(
@@ -152,7 +163,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		const result = await registryStub(c.env).putServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		audit(result.created ? "server.created" : "server.replaced", name);
-		return c.json(maskServer(result.server), result.created ? 201 : 200);
+		const shown = maskServer(result.server);
+		const status = result.created ? 201 : 200;
+		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
 	});
 
 	admin.delete("/servers/:name", async (c) => {
@@ -197,7 +210,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 
 	admin.post("/keys", async (c) => {
 		const input = await parseJsonBody(c, KeyInputSchema);
-		const { record, key } = await registryStub(c.env).createKey(input);
+		const result = await registryStub(c.env).createKey(input);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		const { record, key } = result;
 		audit("key.created", record.id);
 		return c.json({ ...record, createdAt: new Date(record.createdAt).toISOString(), key }, 201);
 	});
@@ -227,7 +242,9 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 			throw new GatewayError("bad_request", `Bad Request: access rule name ${parsed.error.issues[0]?.message}.`);
 		}
 		const input = await parseJsonBody(c, AccessRuleInputSchema);
-		const { rule, created } = await registryStub(c.env).putAccessRule(parsed.data, input);
+		const result = await registryStub(c.env).putAccessRule(parsed.data, input);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		const { rule, created } = result;
 		audit(created ? "access_rule.created" : "access_rule.replaced", rule.name);
 		return c.json(showAccessRule(rule), created ? 201 : 200);
 	});
@@ -293,5 +310,30 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		return c.json(result);
 	});
 
+	refuseOtherMethods(admin);
 	return admin;
+}
+
+/**
+ * Every admin path answers a method it does not take with 405 and `Allow`
+ * (HEAD with GET, which Hono serves from the GET route), instead of the 404
+ * a router gives, so a mistyped method is told apart from a mistyped path.
+ * Registered after the routes, from them, so the list cannot drift.
+ */
+function refuseOtherMethods(admin: Hono<AdminEnv>): void {
+	const methods = new Map<string, string[]>();
+	for (const route of admin.routes) {
+		if (route.method === "ALL") continue;
+		const known = methods.get(route.path) ?? [];
+		known.push(...(route.method === "GET" ? ["GET", "HEAD"] : [route.method]));
+		methods.set(route.path, known);
+	}
+	for (const [path, allowed] of methods) {
+		const allow = [...new Set(allowed)].join(", ");
+		admin.all(path, () => {
+			throw new GatewayError("method_not_allowed", `Method Not Allowed: /admin${path} takes ${allow}.`, {
+				headers: { allow },
+			});
+		});
+	}
 }

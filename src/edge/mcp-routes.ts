@@ -212,7 +212,9 @@ async function planNamedEndpoint(
 /**
  * `/mcp`: every server the key may use, narrowed at initialize by
  * `X-MCP-Servers: a,b` (unknown names ignored; empty means all). The set is
- * fixed for the life of the session.
+ * fixed for the life of the session. A key whose list names no existing
+ * server (only virtual servers, or servers deleted since) has no `/mcp`: a
+ * virtual server it names is reached at its own endpoint and nowhere else.
  */
 async function planAggregate(
 	reader: RegistryReader,
@@ -225,9 +227,9 @@ async function planAggregate(
 		.map((part) => part.trim())
 		.filter((part) => part !== "");
 	const all = await readRegistry(() => serverLists.get("servers", ttlMs, () => reader.servers()));
-	const servers = (all ?? []).filter(
-		(server) => keyMayUseServer(key, server.name) && (wanted.length === 0 || wanted.includes(server.name)),
-	);
+	const allowed = (all ?? []).filter((server) => keyMayUseServer(key, server.name));
+	if (key.servers !== null && allowed.length === 0) throw unknownEndpoint("/mcp");
+	const servers = allowed.filter((server) => wanted.length === 0 || wanted.includes(server.name));
 	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };
 }
 

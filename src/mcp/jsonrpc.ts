@@ -7,6 +7,7 @@ import {
 	type JSONRPCRequest,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { GatewayError } from "./gateway-error.ts";
 
 /** Longest request id (as text) a client may use: ids key the gateway's maps of running requests. */
@@ -27,6 +28,27 @@ export function parseJsonRpcMessage(text: string): JSONRPCMessage | null {
 	}
 	const parsed = JSONRPCMessageSchema.safeParse(value);
 	return parsed.success ? parsed.data : null;
+}
+
+const UnaddressedErrorSchema = z.object({
+	jsonrpc: z.literal("2.0"),
+	id: z.null(),
+	error: z.object({ code: z.number().int(), message: z.string() }),
+});
+
+/**
+ * Whether text is a JSON-RPC error answering no request (`"id": null`): what a
+ * server sends when it could not read the request's id, and how 2025 servers
+ * refuse a request outside a session. The SDK's schema (rightly) takes it for
+ * no response, but it shows the sender speaks JSON-RPC.
+ */
+export function isUnaddressedError(text: string): boolean {
+	try {
+		return UnaddressedErrorSchema.safeParse(JSON.parse(text)).success;
+	} catch (error) {
+		if (error instanceof SyntaxError) return false;
+		throw error;
+	}
 }
 
 /** A notification (a method, no id), told by shape: the message was validated already. */

@@ -41,7 +41,7 @@ const MatchSchema = z
 
 export const AccessRuleInputSchema = z.strictObject({
 	match: MatchSchema,
-	/** Servers (and so virtual servers made of them) the identities may use; absent: all. */
+	/** Servers and virtual servers the identities may use, each existing when written (see access.ts); absent: all. */
 	servers: z.array(ServerNameSchema).max(256).optional(),
 	userPath: UserPathSchema.default("/"),
 	/** Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY. */

@@ -243,8 +243,12 @@ export class RegistryDO extends DurableObject<Env> {
 		);
 	}
 
-	/** Creates a key and returns its secret, which is never stored or shown again. */
-	async createKey(input: KeyInput): Promise<{ record: ApiKeyRecord; key: string }> {
+	/**
+	 * Creates a key and returns its secret, which is never stored or shown again. Every name in
+	 * its `servers` must be a server or a virtual server now: a typo would otherwise make a key
+	 * that reaches nothing. Nothing awaits between that check and the write.
+	 */
+	async createKey(input: KeyInput): Promise<{ record: ApiKeyRecord; key: string } | { invalid: string }> {
 		const secret = settingsFrom(this.env).keySecret;
 		if (!secret) {
 			throw new GatewayError(
@@ -255,6 +259,8 @@ export class RegistryDO extends DurableObject<Env> {
 		const id = newKeyId();
 		const key = await mintApiKey(secret, id);
 		const digest = await sha256Hex(key);
+		const invalid = this.unknownGrants(input.servers);
+		if (invalid) return { invalid };
 		const now = Date.now();
 		this.sql.exec(
 			"INSERT INTO api_keys (id, name, digest, user_path, servers, max_sessions, key_format, created_at) VALUES (?, ?, ?, ?, ?, ?, 2, ?)",
@@ -298,9 +304,15 @@ export class RegistryDO extends DurableObject<Env> {
 
 	/**
 	 * Creates or replaces an access rule (see `writeAccessRule` for what a
-	 * replacement keeps), and publishes the rules.
+	 * replacement keeps), and publishes the rules. Its `servers` are checked as
+	 * a key's are; a refused rule leaves the existing one as it was.
 	 */
-	async putAccessRule(name: string, input: AccessRuleInput): Promise<{ rule: AccessRuleRecord; created: boolean }> {
+	async putAccessRule(
+		name: string,
+		input: AccessRuleInput,
+	): Promise<{ rule: AccessRuleRecord; created: boolean } | { invalid: string }> {
+		const invalid = this.unknownGrants(input.servers);
+		if (invalid) return { invalid };
 		const written = writeAccessRule(this.sql, name, input, Date.now());
 		this.publisher.markDirty([KV_NAMES.rules]);
 		await this.publisher.publish();
@@ -382,6 +394,27 @@ export class RegistryDO extends DurableObject<Env> {
 	private getVirtualServerRow(name: string): VirtualServerRecord | null {
 		const row = this.sql.exec<VirtualServerRow>("SELECT * FROM virtual_servers WHERE name = ?", name).toArray()[0];
 		return row ? toVirtualServerRecord(row) : null;
+	}
+
+	/**
+	 * Why a key's or rule's `servers` cannot be granted: the names that are neither a server nor
+	 * a virtual server, in a sentence; null when every name exists (or there is no list).
+	 */
+	private unknownGrants(names: readonly string[] | undefined): string | null {
+		if (!names || names.length === 0) return null;
+		const known = new Set(
+			this.sql
+				.exec<{ name: string }>(
+					`SELECT name FROM servers WHERE name IN (SELECT value FROM json_each(?))
+					 UNION SELECT name FROM virtual_servers WHERE name IN (SELECT value FROM json_each(?))`,
+					JSON.stringify(names),
+					JSON.stringify(names),
+				)
+				.toArray()
+				.map((row) => row.name),
+		);
+		const unknown = [...new Set(names.filter((name) => !known.has(name)))];
+		return unknown.length === 0 ? null : `servers: no server or virtual server named ${quoteList(unknown)}`;
 	}
 
 	/** The named servers that exist, in the order of `names`, in one query. */

@@ -124,7 +124,7 @@ export interface ApiKeyRecord {
 	id: string;
 	name: string | null;
 	userPath: string;
-	/** Servers the key may use; null means all. */
+	/** Servers and virtual servers the key may use (see access.ts); null means all. */
 	servers: string[] | null;
 	/** Live sessions the key may hold; null means the gateway's MAX_SESSIONS_PER_KEY. */
 	maxSessions: number | null;

@@ -2,8 +2,10 @@ import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { isUnaddressedError } from "../mcp/jsonrpc.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { EraCache, type UpstreamEra } from "./era-cache.ts";
@@ -66,7 +68,64 @@ export async function upstreamEra(
 	const pinned = pinnedEra(server.protocol ?? "auto");
 	if (pinned) return pinned;
 	const key = JSON.stringify([server.name, server.generation, server.configDigest ?? ""]);
-	return (options.cache ?? isolateEras).lookup(key, () => probeEra(target, options.fetcher));
+	return (options.cache ?? isolateEras).lookup(key, async () => (await probe(target, options.fetcher)).era);
+}
+
+/** What one probe of a server showed, for its operator (the admin API's `check`). */
+export interface UpstreamCheck {
+	/** It answered over HTTP (whatever it answered). */
+	reachable: boolean;
+	/** It answered the probe in JSON-RPC, as an MCP server does. */
+	speaksMcp: boolean;
+	/** The era the gateway speaks to it, as discovered (or pinned); null when the answer says nothing of it. */
+	era: typeof FIRST_PER_REQUEST_VERSION | "2025" | null;
+	/** What it answered, or why it could not be asked, in a sentence. */
+	detail: string;
+}
+
+/** A check answers within this, whatever the server's own timeout: an operator is waiting for it. */
+const CHECK_TIMEOUT_MS = 5_000;
+
+/**
+ * Asks the server once, as the era probe does (`server/discover`, no
+ * redirect followed, the reply capped), under a short timeout, and says what
+ * it found. The answer is not remembered: clients' requests still discover
+ * the era for themselves. A pinned protocol is reported as the era the
+ * gateway uses, with what the server said beside it.
+ */
+export async function checkUpstream(
+	target: UpstreamTarget,
+	protocol: UpstreamProtocol = "auto",
+	fetcher?: FetchLike,
+): Promise<UpstreamCheck> {
+	const bounded = { ...target, timeoutMs: Math.min(target.timeoutMs, CHECK_TIMEOUT_MS) };
+	let answer: ProbeAnswer;
+	try {
+		answer = await probe(bounded, fetcher);
+	} catch (error) {
+		if (!(error instanceof GatewayError)) throw error;
+		const reachable = error.kind !== "upstream_unavailable" && error.kind !== "upstream_timeout";
+		return { reachable, speaksMcp: false, era: null, detail: error.message };
+	}
+	const said = `It answered server/discover with HTTP ${answer.status}: ${answer.evidence}`;
+	if (!answer.jsonRpc) {
+		return {
+			reachable: true,
+			speaksMcp: false,
+			era: null,
+			detail: `${said}, so it does not look like an MCP endpoint; is the URL its Streamable HTTP endpoint?`,
+		};
+	}
+	const discovered = answer.era === "modern" ? FIRST_PER_REQUEST_VERSION : "2025";
+	const pinned = pinnedEra(protocol);
+	const era = pinned === null ? discovered : pinned === "modern" ? FIRST_PER_REQUEST_VERSION : "2025";
+	const note =
+		era !== discovered
+			? `; its protocol is pinned to ${protocol}, which the gateway speaks instead`
+			: era === "2025"
+				? "; the gateway opens 2025 sessions with it (initialize)"
+				: "";
+	return { reachable: true, speaksMcp: true, era, detail: `${said}${note}.` };
 }
 
 function pinnedEra(protocol: UpstreamProtocol): UpstreamEra | null {
@@ -85,8 +144,16 @@ const PROBE_SESSION: UpstreamSession = {
 	client: { info: GATEWAY_SERVER_INFO, capabilities: {} },
 };
 
-/** One probe, under the server's timeout. */
-async function probeEra(target: UpstreamTarget, fetcher: FetchLike | undefined): Promise<UpstreamEra> {
+/** What one `server/discover` showed: the era, in words why, and whether the answer was JSON-RPC at all. */
+interface ProbeAnswer {
+	era: UpstreamEra;
+	evidence: string;
+	status: number;
+	jsonRpc: boolean;
+}
+
+/** One probe, under the target's timeout. */
+async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Promise<ProbeAnswer> {
 	const connection = new UpstreamConnection(target, fetcher);
 	const deadline = startDeadline(target.timeoutMs);
 	try {
@@ -100,11 +167,21 @@ async function probeEra(target: UpstreamTarget, fetcher: FetchLike | undefined):
 			await response.body?.cancel();
 			throw connection.statusError(response.status, "server/discover");
 		}
-		const { era, evidence } = eraOf(await readProbeReply(connection, response, deadline));
+		// A refusal in JSON that is no reply to the probe may still be JSON-RPC (a 2025 server's
+		// `"id": null` error): a copy is kept to tell, which says whether it speaks MCP at all.
+		const refusal =
+			!response.ok && response.headers.get("content-type")?.includes("application/json") ? response.clone() : null;
+		const reply = await readProbeReply(connection, response, deadline).catch(async (error: unknown) => {
+			await refusal?.body?.cancel();
+			throw error;
+		});
+		const unaddressed = reply === null && refusal !== null && (await refusalIsJsonRpc(refusal, target.maxReplyBytes));
+		if (reply !== null) await refusal?.body?.cancel();
+		const { era, evidence } = eraOf(reply, unaddressed);
 		console.log(
 			`upstream ${target.name}: speaks the ${era} era (server/discover: HTTP ${response.status}, ${evidence})`,
 		);
-		return era;
+		return { era, evidence, status: response.status, jsonRpc: reply !== null || unaddressed };
 	} finally {
 		deadline.clear();
 	}
@@ -132,8 +209,23 @@ async function readProbeReply(
 	}
 }
 
-function eraOf(reply: JSONRPCMessage | null): { era: UpstreamEra; evidence: string } {
-	if (reply === null) return { era: "legacy", evidence: "no JSON-RPC response" };
+/** Whether a refusal's body is a JSON-RPC error that answers no request (read under the reply cap). */
+async function refusalIsJsonRpc(refusal: Response, cap: number): Promise<boolean> {
+	if (!refusal.body) return false;
+	try {
+		const bytes = await readCapped(refusal.body, cap);
+		return bytes !== null && isUnaddressedError(new TextDecoder().decode(bytes));
+	} catch (error) {
+		// The copy of a body already read whole cannot fail but by the connection's end: no evidence.
+		console.warn(`upstream probe: the refusal's copy could not be read: ${describeError(error)}`);
+		return false;
+	}
+}
+
+function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: UpstreamEra; evidence: string } {
+	if (reply === null) {
+		return { era: "legacy", evidence: unaddressed ? "a JSON-RPC error answering no request" : "no JSON-RPC response" };
+	}
 	if ("result" in reply) {
 		const discovered = DiscoverResultSchema.safeParse(reply.result);
 		if (!discovered.success) return { era: "legacy", evidence: "a result that is not a DiscoverResult" };

@@ -42,37 +42,51 @@ export function resolveTarget(
 	vars: Record<string, unknown>,
 	limits: TargetLimits,
 ): UpstreamTarget {
-	const misconfigured = (detail: string) => {
-		console.error(`upstream ${server.name}: misconfigured: ${detail}`);
-		return new GatewayError(
-			"misconfigured",
-			`Upstream server '${server.name}' is misconfigured, so the gateway cannot reach it; the operator's logs say why.`,
-			{ server: server.name },
-		);
-	};
+	const resolved = targetOrProblem(server, vars, limits);
+	if ("target" in resolved) return resolved.target;
+	console.error(`upstream ${server.name}: misconfigured: ${resolved.problem}`);
+	throw new GatewayError(
+		"misconfigured",
+		`Upstream server '${server.name}' is misconfigured, so the gateway cannot reach it; the operator's logs say why.`,
+		{ server: server.name },
+	);
+}
+
+/**
+ * The target as `resolveTarget` builds it, or why it cannot be built, in a
+ * sentence for the operator only (it names headers and variables, never a
+ * value): what the admin API's check of a server reports.
+ */
+export function targetOrProblem(
+	server: UpstreamServerConfig,
+	vars: Record<string, unknown>,
+	limits: TargetLimits,
+): { target: UpstreamTarget } | { problem: string } {
 	if (new URL(server.url).protocol === "http:" && !limits.allowHttpUpstreams) {
-		throw misconfigured("its URL is plain http and ALLOW_HTTP_UPSTREAMS is not true");
+		return { problem: "its URL is plain http and ALLOW_HTTP_UPSTREAMS is not true" };
 	}
 	const headers: Record<string, string> = {};
 	for (const [header, template] of Object.entries(server.headers)) {
-		headers[header] = template.replace(ANY_REFERENCE, (_match, name: string) => {
-			const value = UPSTREAM_REFERENCE.test(name) ? vars[name] : undefined;
-			if (typeof value !== "string") {
-				throw misconfigured(
-					UPSTREAM_REFERENCE.test(name)
-						? `header ${header} references \${${name}}, which is not set as a Worker secret or var`
-						: `header ${header} references \${${name}}, which is not an UPSTREAM_ secret and is never resolved`,
-				);
+		for (const [, name = ""] of template.matchAll(ANY_REFERENCE)) {
+			if (!UPSTREAM_REFERENCE.test(name)) {
+				return {
+					problem: `header ${header} references \${${name}}, which is not an UPSTREAM_ secret and is never resolved`,
+				};
 			}
-			return value;
-		});
+			if (typeof vars[name] !== "string") {
+				return { problem: `header ${header} references \${${name}}, which is not set as a Worker secret or var` };
+			}
+		}
+		headers[header] = template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name]));
 	}
 	return {
-		name: server.name,
-		url: server.url,
-		headers,
-		timeoutMs: server.timeoutSeconds === null ? limits.defaultTimeoutMs : server.timeoutSeconds * 1000,
-		maxReplyBytes: limits.maxReplyBytes,
+		target: {
+			name: server.name,
+			url: server.url,
+			headers,
+			timeoutMs: server.timeoutSeconds === null ? limits.defaultTimeoutMs : server.timeoutSeconds * 1000,
+			maxReplyBytes: limits.maxReplyBytes,
+		},
 	};
 }
 
