@@ -282,6 +282,51 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		expect(replay.error?.code).toBe(-32602);
 	});
 
+	it("two concurrent retries of one round that both pass the state check: exactly one answers the upstream, the other is refused with -32602", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
+		const first = await readReply(await modernPost(`/mcp/${server}`, key, call(1)));
+		const state = (first.result as { requestState: string }).requestState;
+		const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
+		if (!created) throw new Error("no session object was created");
+		const stub = env.SESSIONS.get(created);
+		// A gate after the state check: neither retry goes on until both have passed it.
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			const bridge = instance.bridge as unknown as { verify: (...args: unknown[]) => Promise<unknown> };
+			const verify = bridge.verify.bind(bridge);
+			let passed = 0;
+			let open = () => {};
+			const gate = new Promise<void>((resolve) => {
+				open = resolve;
+			});
+			bridge.verify = async (...args) => {
+				const round = await verify(...args);
+				if (round !== undefined && ++passed === 2) open();
+				await gate;
+				return round;
+			};
+		});
+		const logged = (await upstreamLog("delta")).length;
+		const retry = (id: number) =>
+			modernPost(`/mcp/${server}`, key, call(id, { requestState: state, inputResponses: { "input-1": accept } }));
+		const replies = await Promise.all([retry(2), retry(3)].map(async (response) => readReply(await response)));
+		const answered = replies.filter((reply) => reply.result?.resultType === "complete");
+		const refused = replies.filter((reply) => reply.error !== undefined);
+		expect(answered.map((reply) => textOf(reply.result ?? {}))).toEqual(["delta got accept: forty-two"]);
+		expect(refused.map((reply) => reply.error?.code)).toEqual([-32602]);
+		expect(refused[0]?.error?.message).toMatch(/already answered/);
+		// Everything this session's upstream session received since the round opened: one answer, no second.
+		const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
+		const upstreamSession = binding?.upstreams[server]?.sessionId;
+		expect(upstreamSession).toBeTruthy();
+		const answers = (await upstreamLog("delta"))
+			.slice(logged)
+			.filter((entry) => entry.sessionId === upstreamSession)
+			.filter((entry) => entry.method === "POST" && entry.body?.method === undefined && entry.body?.id !== undefined);
+		expect(answers).toHaveLength(1);
+	});
+
 	it("a requestState presented by another key is refused and the round stays open for its owner", async () => {
 		const { server, key, result } = await openRound();
 		const [input] = Object.keys(result.inputRequests);
