@@ -6,7 +6,7 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
-import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { ENVELOPE, MODERN, modernPost, modernRequest, textOf } from "./support/modern.ts";
 import { ManualClock } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
@@ -238,6 +238,116 @@ describe("2026-07-28 requests that are refused", () => {
 		const opening = new Set(["server/discover", "initialize", "notifications/initialized"]);
 		const calls = sent.filter((entry) => entry.method === "POST" && !opening.has(entry.body?.method ?? ""));
 		expect(calls.map((entry) => entry.body?.method ?? `response to ${String(entry.body?.id)}`)).toEqual([]);
+	});
+});
+
+/**
+ * Each invalid case of the conformance suite's `http-header-validation`
+ * (SEP-2243), and the Base64 and task cases of the same rule, against a
+ * 2026-07-28 upstream behind a server endpoint: the path where the gateway
+ * forwards without a Durable Object, and may answer tools/list from its cache.
+ */
+describe("invalid routing headers are refused before anything is forwarded", () => {
+	interface HeaderCase {
+		body: { method: string; params?: Record<string, unknown> };
+		/** Headers set over the ones the body implies; null removes one. */
+		headers: Record<string, string | null>;
+		/** What the refusal says. */
+		says: RegExp;
+	}
+	const listTools = { method: "tools/list" };
+	const callEcho = { method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } };
+	const invalid: Record<string, HeaderCase> = {
+		"an Mcp-Method that names another method": {
+			body: listTools,
+			headers: { "mcp-method": "prompts/list" },
+			says: /Mcp-Method/,
+		},
+		"a missing Mcp-Method": { body: listTools, headers: { "mcp-method": null }, says: /Mcp-Method header is absent/ },
+		"an Mcp-Method in other case (TOOLS/LIST)": {
+			body: listTools,
+			headers: { "mcp-method": "TOOLS/LIST" },
+			says: /TOOLS\/LIST/,
+		},
+		"a missing MCP-Protocol-Version": {
+			body: listTools,
+			headers: { "mcp-protocol-version": null },
+			says: /MCP-Protocol-Version header is missing/,
+		},
+		"an Mcp-Name that names another tool": {
+			body: callEcho,
+			headers: { "mcp-name": "wrong_tool_name" },
+			says: /Mcp-Name header names 'wrong_tool_name'/,
+		},
+		"a missing Mcp-Name on tools/call": {
+			body: callEcho,
+			headers: { "mcp-name": null },
+			says: /Mcp-Name header is absent/,
+		},
+		"an Mcp-Name whose Base64 has no padding": {
+			body: callEcho,
+			headers: { "mcp-name": "=?base64?ZWNobw?=" },
+			says: /invalid Base64/,
+		},
+		"an Mcp-Name whose Base64 has characters outside the alphabet": {
+			body: callEcho,
+			headers: { "mcp-name": "=?base64?ZW!!obw==?=" },
+			says: /invalid Base64/,
+		},
+		"a missing Mcp-Name on tasks/get, which names its task": {
+			body: { method: "tasks/get", params: { taskId: "task-1" } },
+			headers: {},
+			says: /taskId 'task-1' but the required Mcp-Name header is absent/,
+		},
+	};
+
+	async function send(server: string, key: string, id: string, { body, headers }: HeaderCase): Promise<Response> {
+		const request = modernRequest(`/mcp/${server}`, key, {
+			id,
+			method: body.method,
+			params: { ...body.params, _meta: ENVELOPE },
+		});
+		for (const [name, value] of Object.entries(headers)) {
+			if (value === null) request.headers.delete(name);
+			else request.headers.set(name, value);
+		}
+		return exports.default.fetch(request);
+	}
+
+	for (const [name, refused] of Object.entries(invalid)) {
+		it(`${name} is refused with 400 and -32020 answering the request's id, and reaches no upstream`, async () => {
+			const server = await registerServer("modern");
+			const { key } = await createKey({ servers: [server] });
+			if (refused.body.method === "tools/list") {
+				// Answered validly first, so a cached list is there to be (wrongly) served.
+				const valid = await send(server, key, `valid-${crypto.randomUUID()}`, { ...refused, headers: {} });
+				expect(valid.status).toBe(200);
+				await valid.body?.cancel();
+			}
+			const id = `refused-${crypto.randomUUID()}`;
+			const response = await send(server, key, id, refused);
+			expect(response.status).toBe(400);
+			const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+			expect(reply.id).toBe(id);
+			expect(reply.error.code).toBe(-32020);
+			expect(reply.error.message).toMatch(refused.says);
+			expect((await upstreamLog("modern")).filter((entry) => entry.body?.id === id)).toEqual([]);
+		});
+	}
+
+	it("valid variants pass: header names in any case, whitespace around Mcp-Name, and Mcp-Name in canonical Base64", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const variants: HeaderCase[] = [
+			{ body: listTools, headers: { "mcp-method": null, "MCP-METHOD": "tools/list" }, says: /./ },
+			{ body: callEcho, headers: { "mcp-name": "  echo  " }, says: /./ },
+			{ body: callEcho, headers: { "mcp-name": `=?base64?${btoa("echo")}?=` }, says: /./ },
+		];
+		for (const [index, variant] of variants.entries()) {
+			const reply = await readReply(await send(server, key, `variant-${index}`, variant));
+			expect(reply.error).toBeUndefined();
+			expect(reply.result).toBeDefined();
+		}
 	});
 });
 
