@@ -19,7 +19,8 @@
  * fails; the scenarios a set runs without scoring (extensions such as tasks,
  * pending ones, ones added after the set was frozen) are reported with their
  * reason and do not fail it, except the few this project requires anyway
- * (REQUIRED_HERE: server-sse-polling). One scenario run by name (--scenario)
+ * (REQUIRED_HERE: server-sse-polling, http-header-validation,
+ * http-custom-header-server-validation). One scenario run by name (--scenario)
  * fails the run whenever it fails.
  *
  * Then the suite's authorization-server scenarios, against the gateway as its
@@ -67,9 +68,16 @@ const SUITE_TIMEOUT_MS = 10 * 60_000;
  * "pending" in the 2025-11-25 set only because the suite's own fixture server
  * lags; it is the suite's end-to-end check that a reply the upstream closes
  * mid-call is resumed through the gateway (SEP-1699), which the gateway does.
+ * http-header-validation and http-custom-header-server-validation are
+ * "pending" in the 2026-07-28 set for the same reason; the first checks that
+ * routing headers which contradict or leave out what the body says are
+ * refused (SEP-2243), which the gateway does at the edge, before its cache, a
+ * Durable Object or the upstream sees the request; the second that an
+ * upstream's own refusal of an `Mcp-Param-*` header reaches the client as it.
  */
 const REQUIRED_HERE: Readonly<Partial<Record<RequirementSet, readonly string[]>>> = {
 	"2025-11-25": ["server-sse-polling"],
+	"2026-07-28": ["http-header-validation", "http-custom-header-server-validation"],
 };
 
 const USAGE = `Usage: node scripts/conformance.ts [options]

@@ -50,6 +50,9 @@
  * - `legacy-versions`: `server/discover` gets 400 with a modern UnsupportedProtocolVersionError
  *   (-32022) whose `supported` lists only 2025 versions: a server that knows the modern envelope
  *   but speaks only the handshake era.
+ * - `modern-failing`: `server/discover` answers as a 2026-07-28-only server; the methods listed in
+ *   `fail` (comma-separated, default `tools/list,tools/call`) get HTTP `status` (default 500) with
+ *   an HTML page as `type` (default `text/html`), and a 401 carries a `WWW-Authenticate` challenge.
  *
  * Control API:
  * - `GET /_log[?behaviour=x]`: every request on an MCP path, in arrival order,
@@ -165,6 +168,20 @@ const BEHAVIOURS = new Map<string, Behaviour>([
 	["redirect", { intercept: redirect }],
 	["sink", {}],
 	["legacy-versions", { methods: { "server/discover": legacyVersionsOnly } }],
+	[
+		"modern-failing",
+		{
+			methods: {
+				"server/discover": () => ({
+					supportedVersions: ["2026-07-28"],
+					capabilities: { tools: {} },
+					_meta: { "io.modelcontextprotocol/serverInfo": { name: "hostile-modern-failing", version: "1.0.0" } },
+				}),
+				"tools/list": failingOr("tools/list"),
+				"tools/call": failingOr("tools/call"),
+			},
+		},
+	],
 	["huge-init-json", { methods: { initialize: hugeInitialize("json") } }],
 	["huge-init-sse", { methods: { initialize: hugeInitialize("sse") } }],
 	["huge-catalog", { methods: { "tools/list": hugeCatalogPage } }],
@@ -406,6 +423,21 @@ function legacyVersionsOnly(call: Call): typeof HANDLED {
 	const error = { code: -32022, message: "Unsupported protocol version", data };
 	sendJson(call.res, 400, { jsonrpc: "2.0", id: call.request.id, error }, call.replyHeaders);
 	return HANDLED;
+}
+
+/** A page no MCP client asked for: served from the gateway's origin, its script would run there. */
+const HOSTILE_PAGE = "<!doctype html><html><body><script>document.title = 'ran'</script>Sign in</body></html>";
+
+/** `modern-failing`: the method fails as its query says, or gets the baseline answer. */
+function failingOr(method: string): Handler {
+	return (call) => {
+		const failing = (call.query.fail ?? "tools/list,tools/call").split(",");
+		if (!failing.includes(method)) return (BASELINE[method] as Handler)(call);
+		const status = intParam(call.query, "status", 500);
+		const challenge = status === 401 ? { "www-authenticate": 'Bearer error="invalid_token"' } : {};
+		call.res.writeHead(status, { "content-type": call.query.type ?? "text/html", ...challenge }).end(HOSTILE_PAGE);
+		return HANDLED;
+	};
 }
 
 /** An initialize whose instructions are `size` bytes, so the gateway must cap what it buffers. */

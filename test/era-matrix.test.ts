@@ -89,6 +89,23 @@ describe("2026-07-28 client, 2026-07-28 upstream, server endpoint: stateless at 
 		await client.close();
 	});
 
+	it("the upstream's own refusal of a request (400, -32020 for an Mcp-Param header the body contradicts) reaches the client as that refusal", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const response = await modernPost(
+			`/mcp/${server}`,
+			key,
+			{ id: 21, method: "tools/call", params: { name: "region_echo", arguments: { region: "eu" }, _meta: ENVELOPE } },
+			{ "mcp-param-region": "us" },
+		);
+		expect(response.status).toBe(400);
+		expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+		const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+		expect(reply.id).toBe(21);
+		expect(reply.error.code).toBe(-32020);
+		expect(reply.error.message).toMatch(/Mcp-Param-Region/);
+	});
+
 	it("the client's API key never reaches the upstream; the operator's headers do", async () => {
 		const server = `modern-cred-${crypto.randomUUID().slice(0, 8)}`;
 		const put = await admin("PUT", `/servers/${server}`, {

@@ -1,5 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ERROR_META_KEY } from "../src/mcp/failure-reply.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import {
@@ -15,8 +17,16 @@ import {
 	uniqueName,
 } from "./support/gateway.ts";
 import { hostileLog, hostileUrl, registerHostile } from "./support/hostile.ts";
+import { ENVELOPE, modernPost } from "./support/modern.ts";
 import { sessionObject } from "./support/session-object.ts";
 import { registerServer } from "./support/upstreams.ts";
+
+/** A tool result as the gateway gives it, failures carrying their kind in `_meta`. */
+type ToolResult = {
+	isError?: boolean;
+	content: Array<{ type: string; text?: string }>;
+	_meta?: Record<string, { kind?: string; server?: string }>;
+};
 
 /** An aggregate endpoint over the given servers (a virtual server), with a key and an open session. */
 async function aggregateOf(servers: string[]) {
@@ -246,5 +256,147 @@ describe("client-visible errors", () => {
 		const detail = warnings.find((line) => line.startsWith(`upstream ${name}:`)) ?? "";
 		expect(detail).toContain("http://127.0.0.1:9/some/path");
 		expect(detail).not.toContain("token=x");
+	});
+});
+
+describe("the stateless path passes on only what MCP allows from a 2026-07-28 upstream", () => {
+	/** A 2026-07-28 upstream (the hostile one, found out by its server/discover) failing as `query` says. */
+	async function failing(query: Record<string, string>) {
+		const upstream = await registerHostile("modern-failing", query);
+		const { key } = await createKey({ servers: [upstream.name] });
+		const post = (id: number, method: string, params: Record<string, unknown> = {}) =>
+			modernPost(`/mcp/${upstream.name}`, key, { id, method, params: { ...params, _meta: ENVELOPE } });
+		return { ...upstream, post };
+	}
+	const callOk = { name: "ok", arguments: {} };
+
+	it("an upstream's 401 is the upstream refusing the gateway: HTTP 200, no WWW-Authenticate, an upstream_auth_required result naming the server", async () => {
+		const { name, tag, post } = await failing({ status: "401" });
+		const response = await post(1, "tools/call", callOk);
+		expect(response.status).toBe(200);
+		expect(response.headers.get("www-authenticate")).toBeNull();
+		expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+		const result = (await readReply(response)).result as ToolResult;
+		expect(result.isError).toBe(true);
+		expect(result._meta?.[ERROR_META_KEY]).toMatchObject({ kind: "upstream_auth_required", server: name });
+		expect(result.content[0]?.text).toMatch(new RegExp(`'${name}' rejected the gateway's credentials \\(HTTP 401\\)`));
+		expect((await hostileLog(tag)).filter((entry) => entry.rpcMethod === "tools/call")).toHaveLength(1);
+	});
+
+	it("an upstream's 401 outside a tool call is a JSON-RPC error of the same kind, with HTTP 200", async () => {
+		const { name, post } = await failing({ status: "401" });
+		const response = await post(2, "tools/list");
+		expect(response.status).toBe(200);
+		expect(response.headers.get("www-authenticate")).toBeNull();
+		const reply = await readReply(response);
+		expect(reply.id).toBe(2);
+		expect(reply.error?.data).toMatchObject({ kind: "upstream_auth_required", server: name });
+	});
+
+	it("an upstream's 500 is an upstream_error naming the server and the status, with HTTP 200", async () => {
+		const { name, post } = await failing({ status: "500" });
+		const response = await post(3, "tools/list");
+		expect(response.status).toBe(200);
+		const reply = await readReply(response);
+		expect(reply.error?.data).toEqual({ kind: "upstream_error", server: name });
+		expect(reply.error?.message).toBe(`Upstream server '${name}' failed tools/list: it answered HTTP 500.`);
+	});
+
+	it("an upstream's HTML with HTTP 200 is never served from the gateway: the client gets an upstream_error as JSON, labelled nosniff", async () => {
+		const { name, post } = await failing({ status: "200", type: "text/html" });
+		const response = await post(4, "tools/call", callOk);
+		expect(response.status).toBe(200);
+		expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+		expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+		const text = await response.text();
+		expect(text).not.toContain("<script");
+		const result = (JSON.parse(text) as { result: ToolResult }).result;
+		expect(result.isError).toBe(true);
+		expect(result._meta?.[ERROR_META_KEY]).toMatchObject({ kind: "upstream_error", server: name });
+		expect(result.content[0]?.text).toMatch(/unexpected content type \(text\/html\)/);
+	});
+
+	it("an upstream's HTML with an error status is not passed on either, whatever the status", async () => {
+		for (const status of ["403", "404", "502"]) {
+			const { name, post } = await failing({ status });
+			const response = await post(5, "tools/list");
+			expect(response.status).toBe(200);
+			expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+			const reply = await readReply(response);
+			expect(reply.error?.data).toMatchObject({ kind: "upstream_error", server: name });
+		}
+	});
+});
+
+describe("a 2025 session over a 2026-07-28 upstream", () => {
+	it("a call goes out even when the tool list that gives its Mcp-Param headers fails, and the operator's log says so, naming the server", async () => {
+		const warnings: string[] = [];
+		vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+			warnings.push(String(line));
+		});
+		// Pinned: a 2025 session would otherwise open with the initialize this upstream also answers.
+		const name = uniqueName("modern-failing");
+		const tag = uniqueName("tag");
+		const url = hostileUrl("modern-failing", tag, { fail: "tools/list", status: "500" });
+		expect((await admin("PUT", `/servers/${name}`, { url, protocol: "2026-07-28" })).status).toBe(201);
+		const { key } = await createKey({ servers: [name] });
+		const sessionId = await openSession(`/mcp/${name}`, key);
+		const call = { jsonrpc: "2.0", method: "tools/call", params: { name: "ok", arguments: {} } };
+		for (const id of [2, 3]) {
+			const reply = await readReply(await rpc(`/mcp/${name}`, key, sessionId, { ...call, id }));
+			expect((reply.result as ToolResult | undefined)?.content[0]?.text).toBe("ok from modern-failing");
+		}
+		const said = warnings.filter((line) => line.startsWith(`upstream ${name}: its tool list could not be read`));
+		expect(said).toHaveLength(2);
+		expect(said[0]).toMatch(/goes out without Mcp-Param-\* headers/);
+		// A failed list is not remembered as empty: each call asked for it again.
+		const methods = (await hostileLog(tag)).map((entry) => entry.rpcMethod);
+		expect(methods.filter((method) => method === "tools/list")).toHaveLength(2);
+		expect(methods.filter((method) => method === "tools/call")).toHaveLength(2);
+	});
+});
+
+describe("every answer of the gateway is labelled nosniff", () => {
+	it("its own pages and refusals, the admin API, a session's answers and a 2026-07-28 upstream's passed-on reply all carry X-Content-Type-Options: nosniff", async () => {
+		const modern = await registerServer("modern");
+		const legacy = await registerServer("beta");
+		const { key } = await createKey({ servers: [modern, legacy] });
+		const sessionId = await openSession(`/mcp/${legacy}`, key);
+		const answers: Record<string, Response> = {
+			health: await gatewayFetch("/healthz"),
+			"unknown path": await gatewayFetch("/nowhere"),
+			"foreign host": await exports.default.fetch(new Request("http://elsewhere.test/healthz")),
+			"no key": await gatewayFetch(`/mcp/${legacy}`, { method: "POST", body: "{}" }),
+			admin: await admin("GET", "/servers"),
+			"session initialize": await postInitialize(`/mcp/${legacy}`, key),
+			"session call": await rpc(`/mcp/${legacy}`, key, sessionId, {
+				jsonrpc: "2.0",
+				id: 2,
+				method: "tools/list",
+			}),
+			"2026-07-28 upstream": await modernPost(`/mcp/${modern}`, key, {
+				id: 3,
+				method: "tools/list",
+				params: { _meta: ENVELOPE },
+			}),
+		};
+		const labels = Object.fromEntries(
+			await Promise.all(
+				Object.entries(answers).map(async ([what, response]) => {
+					await response.body?.cancel();
+					return [what, `${response.status} ${response.headers.get("x-content-type-options")}`] as const;
+				}),
+			),
+		);
+		expect(labels).toEqual({
+			health: "200 nosniff",
+			"unknown path": "404 nosniff",
+			"foreign host": "403 nosniff",
+			"no key": "401 nosniff",
+			admin: "200 nosniff",
+			"session initialize": "200 nosniff",
+			"session call": "200 nosniff",
+			"2026-07-28 upstream": "200 nosniff",
+		});
 	});
 });

@@ -6,7 +6,7 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
-import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { ENVELOPE, MODERN, modernPost, modernRequest, textOf } from "./support/modern.ts";
 import { ManualClock } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
@@ -241,6 +241,116 @@ describe("2026-07-28 requests that are refused", () => {
 	});
 });
 
+/**
+ * Each invalid case of the conformance suite's `http-header-validation`
+ * (SEP-2243), and the Base64 and task cases of the same rule, against a
+ * 2026-07-28 upstream behind a server endpoint: the path where the gateway
+ * forwards without a Durable Object, and may answer tools/list from its cache.
+ */
+describe("invalid routing headers are refused before anything is forwarded", () => {
+	interface HeaderCase {
+		body: { method: string; params?: Record<string, unknown> };
+		/** Headers set over the ones the body implies; null removes one. */
+		headers: Record<string, string | null>;
+		/** What the refusal says. */
+		says: RegExp;
+	}
+	const listTools = { method: "tools/list" };
+	const callEcho = { method: "tools/call", params: { name: "echo", arguments: { text: "hi" } } };
+	const invalid: Record<string, HeaderCase> = {
+		"an Mcp-Method that names another method": {
+			body: listTools,
+			headers: { "mcp-method": "prompts/list" },
+			says: /Mcp-Method/,
+		},
+		"a missing Mcp-Method": { body: listTools, headers: { "mcp-method": null }, says: /Mcp-Method header is absent/ },
+		"an Mcp-Method in other case (TOOLS/LIST)": {
+			body: listTools,
+			headers: { "mcp-method": "TOOLS/LIST" },
+			says: /TOOLS\/LIST/,
+		},
+		"a missing MCP-Protocol-Version": {
+			body: listTools,
+			headers: { "mcp-protocol-version": null },
+			says: /MCP-Protocol-Version header is missing/,
+		},
+		"an Mcp-Name that names another tool": {
+			body: callEcho,
+			headers: { "mcp-name": "wrong_tool_name" },
+			says: /Mcp-Name header names 'wrong_tool_name'/,
+		},
+		"a missing Mcp-Name on tools/call": {
+			body: callEcho,
+			headers: { "mcp-name": null },
+			says: /Mcp-Name header is absent/,
+		},
+		"an Mcp-Name whose Base64 has no padding": {
+			body: callEcho,
+			headers: { "mcp-name": "=?base64?ZWNobw?=" },
+			says: /invalid Base64/,
+		},
+		"an Mcp-Name whose Base64 has characters outside the alphabet": {
+			body: callEcho,
+			headers: { "mcp-name": "=?base64?ZW!!obw==?=" },
+			says: /invalid Base64/,
+		},
+		"a missing Mcp-Name on tasks/get, which names its task": {
+			body: { method: "tasks/get", params: { taskId: "task-1" } },
+			headers: {},
+			says: /taskId 'task-1' but the required Mcp-Name header is absent/,
+		},
+	};
+
+	async function send(server: string, key: string, id: string, { body, headers }: HeaderCase): Promise<Response> {
+		const request = modernRequest(`/mcp/${server}`, key, {
+			id,
+			method: body.method,
+			params: { ...body.params, _meta: ENVELOPE },
+		});
+		for (const [name, value] of Object.entries(headers)) {
+			if (value === null) request.headers.delete(name);
+			else request.headers.set(name, value);
+		}
+		return exports.default.fetch(request);
+	}
+
+	for (const [name, refused] of Object.entries(invalid)) {
+		it(`${name} is refused with 400 and -32020 answering the request's id, and reaches no upstream`, async () => {
+			const server = await registerServer("modern");
+			const { key } = await createKey({ servers: [server] });
+			if (refused.body.method === "tools/list") {
+				// Answered validly first, so a cached list is there to be (wrongly) served.
+				const valid = await send(server, key, `valid-${crypto.randomUUID()}`, { ...refused, headers: {} });
+				expect(valid.status).toBe(200);
+				await valid.body?.cancel();
+			}
+			const id = `refused-${crypto.randomUUID()}`;
+			const response = await send(server, key, id, refused);
+			expect(response.status).toBe(400);
+			const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+			expect(reply.id).toBe(id);
+			expect(reply.error.code).toBe(-32020);
+			expect(reply.error.message).toMatch(refused.says);
+			expect((await upstreamLog("modern")).filter((entry) => entry.body?.id === id)).toEqual([]);
+		});
+	}
+
+	it("valid variants pass: header names in any case, whitespace around Mcp-Name, and Mcp-Name in canonical Base64", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const variants: HeaderCase[] = [
+			{ body: listTools, headers: { "mcp-method": null, "MCP-METHOD": "tools/list" }, says: /./ },
+			{ body: callEcho, headers: { "mcp-name": "  echo  " }, says: /./ },
+			{ body: callEcho, headers: { "mcp-name": `=?base64?${btoa("echo")}?=` }, says: /./ },
+		];
+		for (const [index, variant] of variants.entries()) {
+			const reply = await readReply(await send(server, key, `variant-${index}`, variant));
+			expect(reply.error).toBeUndefined();
+			expect(reply.result).toBeDefined();
+		}
+	});
+});
+
 describe("input rounds bridged from 2025 upstreams", () => {
 	const ASKING = { ...ENVELOPE, "io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} } } };
 	const call = (id: number, extra: Record<string, unknown> = {}) => ({
@@ -280,6 +390,51 @@ describe("input rounds bridged from 2025 upstreams", () => {
 		const replay = await readReply(await modernPost(`/mcp/${server}`, key, { ...retry, id: 3 }));
 		expect(replay.id).toBe(3);
 		expect(replay.error?.code).toBe(-32602);
+	});
+
+	it("two concurrent retries of one round that both pass the state check: exactly one answers the upstream, the other is refused with -32602", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
+		const first = await readReply(await modernPost(`/mcp/${server}`, key, call(1)));
+		const state = (first.result as { requestState: string }).requestState;
+		const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
+		if (!created) throw new Error("no session object was created");
+		const stub = env.SESSIONS.get(created);
+		// A gate after the state check: neither retry goes on until both have passed it.
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			const bridge = instance.bridge as unknown as { verify: (...args: unknown[]) => Promise<unknown> };
+			const verify = bridge.verify.bind(bridge);
+			let passed = 0;
+			let open = () => {};
+			const gate = new Promise<void>((resolve) => {
+				open = resolve;
+			});
+			bridge.verify = async (...args) => {
+				const round = await verify(...args);
+				if (round !== undefined && ++passed === 2) open();
+				await gate;
+				return round;
+			};
+		});
+		const logged = (await upstreamLog("delta")).length;
+		const retry = (id: number) =>
+			modernPost(`/mcp/${server}`, key, call(id, { requestState: state, inputResponses: { "input-1": accept } }));
+		const replies = await Promise.all([retry(2), retry(3)].map(async (response) => readReply(await response)));
+		const answered = replies.filter((reply) => reply.result?.resultType === "complete");
+		const refused = replies.filter((reply) => reply.error !== undefined);
+		expect(answered.map((reply) => textOf(reply.result ?? {}))).toEqual(["delta got accept: forty-two"]);
+		expect(refused.map((reply) => reply.error?.code)).toEqual([-32602]);
+		expect(refused[0]?.error?.message).toMatch(/already answered/);
+		// Everything this session's upstream session received since the round opened: one answer, no second.
+		const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
+		const upstreamSession = binding?.upstreams[server]?.sessionId;
+		expect(upstreamSession).toBeTruthy();
+		const answers = (await upstreamLog("delta"))
+			.slice(logged)
+			.filter((entry) => entry.sessionId === upstreamSession)
+			.filter((entry) => entry.method === "POST" && entry.body?.method === undefined && entry.body?.id !== undefined);
+		expect(answers).toHaveLength(1);
 	});
 
 	it("a requestState presented by another key is refused and the round stays open for its owner", async () => {

@@ -97,13 +97,13 @@ describe("an upstream's era is discovered with one server/discover", () => {
 		expect(await upstreamEra(target(hostileUrl("sink", tag)), server(), { cache })).toBe("legacy");
 	});
 
-	it("an auth wall says nothing of the era: it throws upstream_error and is not remembered", async () => {
+	it("an auth wall says nothing of the era: it throws upstream_auth_required and is not remembered", async () => {
 		const cache = new EraCache();
 		const counter = countingFetch();
 		const alpha = server();
 		const walled = await refusal(upstreamEra(target(upstreamUrl("alpha")), alpha, { cache, fetcher: counter.fetcher }));
-		expect(walled.kind).toBe("upstream_error");
-		expect(walled.message).toMatch(/credentials were rejected/);
+		expect(walled.kind).toBe("upstream_auth_required");
+		expect(walled.message).toMatch(/rejected the gateway's credentials \(HTTP 401\) for server\/discover/);
 		const withToken = target(upstreamUrl("alpha"), { Authorization: "Bearer alpha-secret" });
 		expect(await upstreamEra(withToken, alpha, { cache, fetcher: counter.fetcher })).toBe("legacy");
 		expect(counter.count).toBe(2);

@@ -65,7 +65,8 @@ describe("credentials stay secret", () => {
 		const { key } = await createKey();
 		const response = await postInitialize(`/mcp/${name}`, key);
 		const text = await response.text();
-		expect(text).toContain("credentials were rejected");
+		expect(text).toContain("rejected the gateway's credentials (HTTP 401) for initialize");
+		expect(text).toContain('"kind":"upstream_auth_required"');
 		expect(text).not.toContain("wrong-secret");
 	});
 });

@@ -20,6 +20,13 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	const reader =
 		options.reader ?? ((env: Env, settings: Settings) => kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds));
 
+	// Every answer, refusals included: a browser never sniffs a body into a type it was not sent as
+	// (an upstream's text passed on, a reflected value), so only what the gateway labels runs as such.
+	app.use("*", async (c, next) => {
+		await next();
+		const labelled = withNoSniff(c.res);
+		if (labelled !== c.res) c.res = labelled;
+	});
 	// Before anything else: a configuration that cannot be safe refuses every request, and a
 	// request for a host that is not the gateway's own (DNS rebinding) is refused unauthenticated.
 	app.use("*", async (c, next) => {
@@ -90,6 +97,23 @@ function waitUntilOf(c: Context<EdgeContext>): (promise: Promise<unknown>) => vo
 		return (promise) => ctx.waitUntil(promise);
 	} catch {
 		return () => undefined;
+	}
+}
+
+/**
+ * The response with `X-Content-Type-Options: nosniff`. A response passed on
+ * from elsewhere (a Durable Object, a fetch) may have immutable headers: it is
+ * then rebuilt around the same body, which still streams.
+ */
+function withNoSniff(response: Response): Response {
+	try {
+		response.headers.set("x-content-type-options", "nosniff");
+		return response;
+	} catch (error) {
+		if (!(error instanceof TypeError)) throw error;
+		const headers = new Headers(response.headers);
+		headers.set("x-content-type-options", "nosniff");
+		return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 	}
 }
 

@@ -1,5 +1,11 @@
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { failureReply } from "../mcp/failure-reply.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { readCapped } from "../mcp/read-capped.ts";
 import { startDeadline } from "../upstream/deadline.ts";
 import { fetchUpstream } from "../upstream/upstream-fetch.ts";
+import { upstreamProtocolError, upstreamStatusError } from "../upstream/upstream-status.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 
 /**
@@ -12,8 +18,19 @@ import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 const FORWARDED = new Set(["accept", "content-type", "user-agent", "traceparent", "tracestate", "baggage"]);
 const NEVER_FORWARDED = new Set(["mcp-session-id"]);
 
-/** Response headers the client gets back from the upstream. */
+/** Response headers the client gets back from the upstream, once its answer is one MCP allows. */
 const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
+
+/** The media types a 2026-07-28 upstream may answer a request with. */
+const REPLY_TYPES = new Set(["application/json", "text/event-stream"]);
+
+/**
+ * Statuses the 2026-07-28 transport gives a JSON-RPC refusal of the request
+ * itself (400: parse, invalid request, header mismatch, unsupported version,
+ * missing capability; 404: method not found). With a JSON-RPC error body they
+ * are the upstream's answer to the client, and reach it as such.
+ */
+const REFUSAL_STATUSES = new Set([400, 404]);
 
 /**
  * A 2026-07-28 request to a 2026-07-28 upstream needs no state: the edge sends
@@ -22,8 +39,19 @@ const RETURNED = ["content-type", "cache-control", "x-accel-buffering"];
  * involved. The deadline covers the upstream's answer starting; the stream
  * itself runs until the upstream ends it or the client goes away (which
  * cancels the upstream request, the era's cancellation).
+ *
+ * Only an answer MCP allows is passed on: a JSON or SSE reply, or a JSON-RPC
+ * refusal of the request. Any other status or content type is answered as the
+ * 2025 path answers it, a JSON-RPC error (inside `tools/call`, an error
+ * result) with HTTP 200: an upstream's 401 is not the gateway refusing the
+ * client, and an upstream's HTML is never served from the gateway's origin.
  */
-export async function forwardModern(target: UpstreamTarget, request: Request, body: string): Promise<Response> {
+export async function forwardModern(
+	target: UpstreamTarget,
+	request: Request,
+	body: string,
+	message: JSONRPCRequest,
+): Promise<Response> {
 	const headers = new Headers();
 	for (const [name, value] of request.headers) {
 		if (FORWARDED.has(name) || (name.startsWith("mcp-") && !NEVER_FORWARDED.has(name))) headers.set(name, value);
@@ -36,10 +64,60 @@ export async function forwardModern(target: UpstreamTarget, request: Request, bo
 	} finally {
 		deadline.clear();
 	}
-	const returned = new Headers();
-	for (const name of RETURNED) {
-		const value = upstream.headers.get(name);
-		if (value !== null) returned.set(name, value);
+	const type = mediaTypeOf(upstream.headers.get("content-type"));
+	if (upstream.ok && upstream.body && REPLY_TYPES.has(type)) {
+		const returned = new Headers();
+		for (const name of RETURNED) {
+			const value = upstream.headers.get(name);
+			if (value !== null) returned.set(name, value);
+		}
+		return new Response(upstream.body, { status: upstream.status, headers: returned });
 	}
-	return new Response(upstream.body, { status: upstream.status, headers: returned });
+	if (upstream.ok) {
+		await upstream.body?.cancel();
+		console.warn(
+			`upstream ${target.name}: answered ${message.method} with HTTP ${upstream.status} and ${type || "no content type"}`,
+		);
+		throw upstreamProtocolError(target.name, `an unexpected content type (${type || "none"}) for ${message.method}`);
+	}
+	if (REFUSAL_STATUSES.has(upstream.status) && type === "application/json") {
+		const refusal = await refusalOf(target, message, upstream);
+		if (refusal) return refusal;
+	} else {
+		await upstream.body?.cancel();
+	}
+	console.warn(`upstream ${target.name}: answered ${message.method} with HTTP ${upstream.status}`);
+	throw upstreamStatusError(target.name, upstream.status, message.method, upstream.headers.get("www-authenticate"));
+}
+
+/**
+ * An upstream failure on the stateless path, answered as the 2025 path answers
+ * one inside a JSON-RPC exchange: HTTP 200 with the failure for that request.
+ * What is not an upstream's failure (a gateway error of its own) is thrown on.
+ */
+export function upstreamFailureAnswer(message: JSONRPCRequest, error: unknown): Response {
+	if (!(error instanceof GatewayError) || error.server === undefined) throw error;
+	return Response.json(failureReply(message.method, message.id, error));
+}
+
+/**
+ * The upstream's JSON-RPC refusal of this request (its id, or none when the
+ * upstream could not read one), re-serialized by the gateway; null when the
+ * body is not one. Reads the body, under the reply cap.
+ */
+async function refusalOf(
+	target: UpstreamTarget,
+	message: JSONRPCRequest,
+	upstream: Response,
+): Promise<Response | null> {
+	const bytes = upstream.body ? await readCapped(upstream.body, target.maxReplyBytes) : null;
+	const reply = bytes === null ? null : parseJsonRpcMessage(new TextDecoder().decode(bytes));
+	if (reply === null || !("error" in reply)) return null;
+	if (reply.id !== undefined && reply.id !== null && reply.id !== message.id) return null;
+	return Response.json(reply, { status: upstream.status });
+}
+
+/** A Content-Type header's media type, lower-cased, without parameters; "" when there is none. */
+function mediaTypeOf(header: string | null): string {
+	return (header ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
 }

@@ -9,7 +9,7 @@ import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts"
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
-import { forwardModern } from "./modern-forward.ts";
+import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
 import type { WaitUntil } from "./rate-limits.ts";
 
@@ -42,15 +42,20 @@ export async function serveModern(
 	const resolved = await plan();
 	const sole = resolved.members[0];
 	if (resolved.mode === "transparent" && sole) {
-		const target = resolveTarget(sole, env, {
-			defaultTimeoutMs: settings.upstreamTimeoutMs,
-			maxReplyBytes: settings.maxReplyBytes,
-			allowHttpUpstreams: settings.allowHttpUpstreams,
-		});
-		if ((await upstreamEra(target, sole)) === "modern") {
-			return cachedResult(sole, classified.message, classified.envelope, target.maxReplyBytes, () =>
-				forwardModern(target, request, body),
-			);
+		const { message, envelope } = classified;
+		try {
+			const target = resolveTarget(sole, env, {
+				defaultTimeoutMs: settings.upstreamTimeoutMs,
+				maxReplyBytes: settings.maxReplyBytes,
+				allowHttpUpstreams: settings.allowHttpUpstreams,
+			});
+			if ((await upstreamEra(target, sole)) === "modern") {
+				return await cachedResult(sole, message, envelope, target.maxReplyBytes, () =>
+					forwardModern(target, request, body, message),
+				);
+			}
+		} catch (error) {
+			return upstreamFailureAnswer(message, error);
 		}
 	}
 	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));

@@ -5,6 +5,7 @@ import {
 	LOG_LEVEL_META_KEY,
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
+import { mcpNameOf } from "./modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
 
 /** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
@@ -31,8 +32,8 @@ export function modernHeaders(configured: Record<string, string>, message: JSONR
 	headers.set("content-type", "application/json");
 	headers.set("mcp-protocol-version", FIRST_PER_REQUEST_VERSION);
 	headers.set("mcp-method", message.method);
-	const name = message.params?.name ?? (message.method === "resources/read" ? message.params?.uri : undefined);
-	if (typeof name === "string") headers.set("mcp-name", headerValue(name));
+	const name = mcpNameOf(message.method, message.params)?.value;
+	if (name !== undefined) headers.set("mcp-name", headerValue(name));
 	return headers;
 }
 

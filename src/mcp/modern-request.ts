@@ -40,15 +40,36 @@ const EnvelopeSchema = z.object({
 const UNKNOWN_CLIENT = { name: "unknown", version: "0" };
 
 /** The Base64 sentinel of header values that are not plain ASCII (`=?base64?…?=`). */
-const BASE64_SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
+const BASE64_PREFIX = "=?base64?";
+const BASE64_SUFFIX = "?=";
+/** Canonical Base64 only (padding included), as the SDK's server requires of a sentinel's payload. */
+const BASE64_CANONICAL = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * The body field `Mcp-Name` mirrors, by method (SEP-2243's standard headers,
+ * and SEP-2663's for tasks): what a client must send and a server checks.
+ * The SDK keeps its table (`MCP_NAME_HEADER_SOURCE`) internal; this is the
+ * same table, for both the check here and the headers the gateway sends.
+ */
+const MCP_NAME_SOURCES: Readonly<Record<string, "name" | "uri" | "taskId">> = {
+	"tools/call": "name",
+	"prompts/get": "name",
+	"resources/read": "uri",
+	"tasks/get": "taskId",
+	"tasks/update": "taskId",
+	"tasks/cancel": "taskId",
+};
 
 /**
  * Classifies a POST by era with the SDK's own classifier (the rules every
  * dual-era server uses), then applies the checks the classifier leaves to the
- * transport: the version is one the gateway speaks (-32022 listing them), the
- * `MCP-Protocol-Version` header is present and equals the envelope, and
- * `Mcp-Name` equals `params.name` / `params.uri` (-32020). Ladder refusals
- * keep the SDK's status, code and words.
+ * transport, as the SDK's server entry does (its `validateStandardRequestHeaders`,
+ * which it does not export): the version is one the gateway speaks (-32022
+ * listing them); on a request, `MCP-Protocol-Version` is present and equals the
+ * envelope, `Mcp-Method` is present (the classifier compares it when it is),
+ * and `Mcp-Name` is present and equals the field it mirrors (-32020). Ladder
+ * refusals keep the SDK's status, code and words. A refused request reaches
+ * nothing: no cache, no Durable Object, no upstream.
  */
 export function classifyPost(request: Request, body: unknown): ClassifiedRequest {
 	const headers = request.headers;
@@ -89,6 +110,9 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 			id,
 		);
 	}
+	if (headers.get("mcp-method") === null) {
+		throw mismatch(`the body names method ${message.method} but the required Mcp-Method header is absent`, id);
+	}
 	checkName(message, headers.get("mcp-name"), id);
 	const parsed = EnvelopeSchema.safeParse(message.params?._meta);
 	if (!parsed.success) {
@@ -108,32 +132,47 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 /** JSON-RPC's HeaderMismatch code (2026-07-28 transport). */
 export const HEADER_MISMATCH = -32020;
 
-/** `Mcp-Name` must name what the body names, for the methods that carry a name. */
+/** The body field `Mcp-Name` mirrors for this request, and its value when it is a string; undefined off the table. */
+export function mcpNameOf(
+	method: string,
+	params: Record<string, unknown> | undefined,
+): { field: string; value: string | undefined } | undefined {
+	const field = Object.hasOwn(MCP_NAME_SOURCES, method) ? MCP_NAME_SOURCES[method] : undefined;
+	if (field === undefined) return undefined;
+	const value = params?.[field];
+	return { field, value: typeof value === "string" ? value : undefined };
+}
+
+/** `Mcp-Name` must be sent, and name what the body names, for the methods that carry a name. */
 function checkName(message: JSONRPCRequest, header: string | null, id: string | number | null): void {
-	const field = message.method === "resources/read" ? "uri" : NAMED_METHODS.has(message.method) ? "name" : null;
-	if (field === null) return;
-	const value = message.params?.[field];
-	if (typeof value !== "string") return;
+	const source = mcpNameOf(message.method, message.params);
+	if (source === undefined) return;
+	const { field, value } = source;
 	if (header === null) {
-		throw mismatch(`the body names ${field} '${value}' but the Mcp-Name header is missing`, id);
+		if (value === undefined) return;
+		throw mismatch(`the body names ${field} '${value}' but the required Mcp-Name header is absent`, id);
 	}
 	const named = decodeHeaderValue(header.trim());
-	if (named !== value) {
-		throw mismatch(`the Mcp-Name header names '${named ?? header}' but the body names ${field} '${value}'`, id);
+	if (named === undefined) throw mismatch("the Mcp-Name header carries an invalid Base64 sentinel value", id);
+	if (value !== undefined && named !== value) {
+		throw mismatch(`the Mcp-Name header names '${named}' but the body names ${field} '${value}'`, id);
 	}
 }
 
-const NAMED_METHODS = new Set(["tools/call", "prompts/get"]);
-
-/** A header value, decoded when it carries the Base64 sentinel; undefined when that encoding is broken. */
+/**
+ * A header value, decoded when it carries the Base64 sentinel; undefined when
+ * the sentinel's payload is not canonical Base64 of UTF-8 (which a server must refuse).
+ */
 export function decodeHeaderValue(value: string): string | undefined {
-	const encoded = BASE64_SENTINEL.exec(value);
-	if (!encoded) return value;
+	if (!(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX))) return value;
+	const encoded = value.slice(BASE64_PREFIX.length, value.length - BASE64_SUFFIX.length);
+	if (!BASE64_CANONICAL.test(encoded)) return undefined;
+	const bytes = Uint8Array.from(atob(encoded), (char) => char.charCodeAt(0));
 	try {
-		const bytes = Uint8Array.from(atob(encoded[1] ?? ""), (char) => char.charCodeAt(0));
 		return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-	} catch {
-		return undefined;
+	} catch (error) {
+		if (error instanceof TypeError) return undefined;
+		throw error;
 	}
 }
 

@@ -10,7 +10,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 import { macMatches, macOf, randomToken } from "../crypto.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { withoutEnvelope } from "../mcp/modern-request.ts";
 import { modernReply } from "../mcp/modern-results.ts";
@@ -228,7 +228,11 @@ export class ModernBridge {
 			if (!parsed?.success) return refuse(`inputResponses.${key} is not a valid ${request.method} result.`);
 			replies.push({ jsonrpc: "2.0", id: request.id, result: answers[key] as Record<string, unknown> });
 		}
-		this.release(stateRoundId(state as string));
+		// Another retry of the same round may have passed every check above while this one awaited
+		// them: only the retry that takes the round answers it, so the peer is answered once.
+		if (!this.release(stateRoundId(state as string))) {
+			return refuse("this round was already answered by another retry; send the request again without requestState.");
+		}
 		for (const reply of replies) await this.host.post({ kind: "response", message: reply });
 		return this.stream(round.reader, { callId: round.callId, clientId: message.id }, owner);
 	}
@@ -261,7 +265,14 @@ export class ModernBridge {
 		console.log(`input round abandoned: ${round.owner.method} ${round.owner.name}: the client did not retry in time`);
 		for (const request of round.requests.values()) {
 			const error = { code: -32603, message: "The client did not answer this request in time." };
-			await this.host.post({ kind: "response", message: { jsonrpc: "2.0", id: request.id, error } }).catch(() => null);
+			await this.host
+				.post({ kind: "response", message: { jsonrpc: "2.0", id: request.id, error } })
+				.catch((failed: unknown) => {
+					// The peer's request then ends with its own timeout or the upstream session: nothing to retry.
+					console.warn(
+						`input round abandoned on ${round.owner.endpoint}: telling the upstream that the client did not answer its ${request.method} failed: ${describeError(failed)}`,
+					);
+				});
 		}
 		await round.reader.cancel();
 	}

@@ -11,6 +11,7 @@ import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { Deadline } from "../upstream/deadline.ts";
+import { upstreamStatusError } from "../upstream/upstream-status.ts";
 import type { Timers } from "./clock.ts";
 
 /** A 2026-07-28 result that needs the client's input before the request can finish (MRTR). */
@@ -65,6 +66,8 @@ export class ClientAnswers {
 }
 
 export interface ModernCall {
+	/** The upstream server, named in failures. */
+	server: string;
 	message: JSONRPCRequest;
 	/** Sends a (retried) request to the upstream. */
 	send(message: JSONRPCRequest): Promise<Response>;
@@ -93,7 +96,7 @@ export function relayModern(call: ModernCall, first: Response): Response {
 				let reply = first;
 				let expected = message.id;
 				for (;;) {
-					const final = await readReply(reply, expected, call.maxReplyBytes, (notification) =>
+					const final = await readReply(call, reply, expected, (notification) =>
 						controller.enqueue(sseMessage(notification)),
 					);
 					const round = "result" in final ? InputRequiredSchema.safeParse(final.result) : null;
@@ -135,15 +138,21 @@ export function relayModern(call: ModernCall, first: Response): Response {
 
 /** Reads one reply (JSON or SSE) to its response for `id`; notifications on the way go to `onNotification`. */
 async function readReply(
+	call: ModernCall,
 	response: Response,
 	id: RequestId,
-	maxBytes: number,
 	onNotification: (message: JSONRPCMessage) => void,
 ): Promise<JSONRPCMessage> {
+	const maxBytes = call.maxReplyBytes;
 	const type = response.headers.get("content-type") ?? "";
 	if (!response.ok || !response.body) {
 		await response.body?.cancel();
-		throw new GatewayError("upstream_error", `The upstream answered HTTP ${response.status} instead of a reply.`);
+		throw upstreamStatusError(
+			call.server,
+			response.status,
+			call.message.method,
+			response.headers.get("www-authenticate"),
+		);
 	}
 	if (type.startsWith("text/event-stream")) {
 		const reader = new SseMessageReader(response.body, maxBytes, parseJsonRpcMessage);

@@ -155,7 +155,7 @@ export class UpstreamCalls {
 				console.warn(
 					`upstream ${member.name}: credentials rejected (401)${challenge ? `; challenge: ${challenge}` : ""}`,
 				);
-				return reply(authRequired(member, challenge));
+				return reply(connection.statusError(401, message.method, challenge));
 			}
 			if (upstream.status === 404 && session.sessionId !== null) {
 				deadline.clear();
@@ -250,6 +250,7 @@ export class UpstreamCalls {
 		let reply = upstream;
 		if (session.client) {
 			const call = {
+				server: member.name,
 				message: { ...message },
 				send: (retry: JSONRPCRequest) => connection.post(session, retry, deadline),
 				answers: this.answers,
@@ -348,11 +349,16 @@ export class UpstreamCalls {
 
 /** Failures that are an answer, not a transport problem: retrying or backing off would not help. */
 function isFinal(error: unknown): boolean {
-	return error instanceof GatewayError && (error.kind === "upstream_error" || error.kind === "misconfigured");
+	return (
+		error instanceof GatewayError &&
+		(error.kind === "upstream_error" || error.kind === "upstream_auth_required" || error.kind === "misconfigured")
+	);
 }
 
 function notSent(member: Member, error: unknown): GatewayError {
-	if (error instanceof GatewayError && error.kind === "misconfigured") return error;
+	if (error instanceof GatewayError && (error.kind === "misconfigured" || error.kind === "upstream_auth_required")) {
+		return error;
+	}
 	return new GatewayError(
 		"upstream_unavailable",
 		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${describeError(error)}. It is safe to retry later.`,
@@ -389,14 +395,6 @@ function cancelledError(signal: AbortSignal): GatewayError {
 		);
 	}
 	return new GatewayError("cancelled", "Request cancelled by the client.");
-}
-
-function authRequired(member: Member, challenge: string | null): GatewayError {
-	return new GatewayError(
-		"upstream_auth_required",
-		`Upstream server '${member.name}' rejected the gateway's credentials (HTTP 401), so the request was not performed. The gateway operator should check the credentials configured for '${member.name}' (its headers, and the secrets they reference).`,
-		{ server: member.name, ...(challenge ? { details: { wwwAuthenticate: challenge.slice(0, 512) } } : {}) },
-	);
 }
 
 function tooLarge(member: Member, limit: number): GatewayError {

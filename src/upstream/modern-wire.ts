@@ -5,6 +5,7 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { randomToken } from "../crypto.ts";
+import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
 import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
@@ -40,9 +41,13 @@ export interface ModernWireHost {
  * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
  * `supported` versions are all of the per-request era.
  */
-export async function offersOnlyModern(response: Response, maxBytes: number): Promise<boolean> {
+export async function offersOnlyModern(response: Response, server: string, maxBytes: number): Promise<boolean> {
 	if (!response.body) return false;
-	const bytes = await readCapped(response.body, maxBytes).catch(() => null);
+	const bytes = await readCapped(response.body, maxBytes).catch((error: unknown) => {
+		// Unread, the refusal counts as a 2025 server's: the handshake's own failure is reported.
+		console.warn(`upstream ${server}: its refusal of initialize could not be read: ${describeError(error)}`);
+		return null;
+	});
 	if (bytes === null) return false;
 	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
 	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
@@ -143,8 +148,17 @@ export class ModernWire {
 	/** The `Mcp-Param-*` headers of a tools/call, from the tools' declarations. */
 	private async paramHeaders(client: ModernClient, params: JSONRPCRequest["params"]): Promise<Array<[string, string]>> {
 		if (this.toolHeaders === null) {
-			const tools = await this.host.listTools(client).catch(() => []);
-			this.toolHeaders = new Map(tools.map((tool) => [tool.name, paramHeadersOf(tool.inputSchema)]));
+			try {
+				const tools = await this.host.listTools(client);
+				this.toolHeaders = new Map(tools.map((tool) => [tool.name, paramHeadersOf(tool.inputSchema)]));
+			} catch (error) {
+				// The call still goes out (the upstream may take it, or refuse it with -32020); the list
+				// is not remembered as empty, so the next call asks for it again.
+				console.warn(
+					`upstream ${this.host.target.name}: its tool list could not be read (${describeError(error)}), so this tools/call goes out without Mcp-Param-* headers`,
+				);
+				return [];
+			}
 		}
 		const declarations = this.toolHeaders.get(String(params?.name ?? ""));
 		return declarations ? paramHeaderValues(declarations, params?.arguments) : [];

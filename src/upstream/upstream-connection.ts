@@ -22,6 +22,7 @@ import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
+import { upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
 export type { FetchLike } from "./upstream-fetch.ts";
@@ -124,7 +125,7 @@ export class UpstreamConnection {
 				if (
 					era === "auto" &&
 					response.status === 400 &&
-					(await offersOnlyModern(response, this.target.maxReplyBytes))
+					(await offersOnlyModern(response, this.target.name, this.target.maxReplyBytes))
 				) {
 					return this.discover(request);
 				}
@@ -351,21 +352,13 @@ export class UpstreamConnection {
 		);
 	}
 
-	/** An error for an upstream HTTP status outside a JSON-RPC exchange. */
-	statusError(status: number, what: string): GatewayError {
-		const detail =
-			status === 401 || status === 403
-				? "its credentials were rejected; check the headers configured for it"
-				: `it answered HTTP ${status}`;
-		return new GatewayError("upstream_error", `Upstream server '${this.target.name}' failed ${what}: ${detail}.`, {
-			server: this.target.name,
-		});
+	/** The failure an upstream HTTP status means (see upstreamStatusError); `challenge` is its WWW-Authenticate. */
+	statusError(status: number, what: string, challenge: string | null = null): GatewayError {
+		return upstreamStatusError(this.target.name, status, what, challenge);
 	}
 
 	protocolError(what: string): GatewayError {
-		return new GatewayError("upstream_error", `Upstream server '${this.target.name}' sent ${what}.`, {
-			server: this.target.name,
-		});
+		return upstreamProtocolError(this.target.name, what);
 	}
 
 	private async exchange(
