@@ -173,7 +173,7 @@ describe("registering a server says whether it answers", () => {
 	it("credentials the upstream refuses: reachable, and the check says they were rejected", async () => {
 		const { body } = await put({ url: upstreamUrl("alpha") });
 		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
-		expect(body.check?.detail).toMatch(/credentials were rejected/);
+		expect(body.check?.detail).toMatch(/rejected the gateway's credentials \(HTTP 401\)/);
 	});
 
 	it("an answer that is not JSON-RPC is reachable but not MCP", async () => {
