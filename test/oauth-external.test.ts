@@ -1,3 +1,4 @@
+import { env, listDurableObjectIds } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "./support/browser.ts";
@@ -97,9 +98,14 @@ describe("OAuth: an external authorization server", () => {
 		await accessRule({ match: { group: "engineering" } });
 		const { token } = await connectAs("/mcp", "bob");
 		const logged = vi.spyOn(console, "log");
+		const sessionsBefore = (await listDurableObjectIds(env.SESSIONS)).length;
+		const ledgersBefore = (await listDurableObjectIds(env.KEY_SESSIONS)).length;
 		const response = await initializeWith(token);
 		expect(response.status).toBe(403);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
+		// Refused before admission: no session object, no ledger of the person's sessions.
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(sessionsBefore);
+		expect((await listDurableObjectIds(env.KEY_SESSIONS)).length).toBe(ledgersBefore);
 		const body = await response.text();
 		expect(JSON.parse(body).error?.message).toBe(
 			"Forbidden: this account may not use this gateway (no access rule of this gateway matches it); ask its operator for access.",

@@ -1,4 +1,4 @@
-import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { describe, expect, inject, it, vi } from "vitest";
 import { keptAuthorizationServers } from "../src/auth/authorization-server.ts";
@@ -316,6 +316,8 @@ describe("OAuth: metadata and challenges", () => {
 	});
 
 	it("a tampered or made-up access token gets 401 invalid_token and opens nothing", async () => {
+		const sessionsBefore = (await listDurableObjectIds(env.SESSIONS)).length;
+		const ledgersBefore = (await listDurableObjectIds(env.KEY_SESSIONS)).length;
 		for (const token of ["not-a-token", "u_x:g_y:forged-secret-value"]) {
 			const response = await initializeWith(token);
 			expect(response.status).toBe(401);
@@ -325,7 +327,11 @@ describe("OAuth: metadata and challenges", () => {
 			expect((await readReply(response)).error?.message).toBe(
 				"The access token is unknown, expired, revoked or for another resource.",
 			);
+			expect(response.headers.get("mcp-session-id")).toBeNull();
 		}
+		// No session object and no per-person ledger was created for either token.
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(sessionsBefore);
+		expect((await listDurableObjectIds(env.KEY_SESSIONS)).length).toBe(ledgersBefore);
 	});
 });
 

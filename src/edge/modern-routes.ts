@@ -7,7 +7,7 @@ import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
-import { resolveTarget } from "../upstream/upstream-target.ts";
+import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
@@ -44,11 +44,7 @@ export async function serveModern(
 	if (resolved.mode === "transparent" && sole) {
 		const { message, envelope } = classified;
 		try {
-			const target = resolveTarget(sole, env, {
-				defaultTimeoutMs: settings.upstreamTimeoutMs,
-				maxReplyBytes: settings.maxReplyBytes,
-				allowHttpUpstreams: settings.allowHttpUpstreams,
-			});
+			const target = resolveTarget(sole, env, targetLimitsOf(settings));
 			if ((await upstreamEra(target, sole)) === "modern") {
 				return await cachedResult(sole, message, envelope, target.maxReplyBytes, () =>
 					forwardModern(target, request, body, message),

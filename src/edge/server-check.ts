@@ -5,7 +5,7 @@ import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ServerRecord } from "../registry/schemas.ts";
 import { checkUpstream, type UpstreamCheck } from "../upstream/upstream-era.ts";
-import { targetOrProblem } from "../upstream/upstream-target.ts";
+import { targetLimitsOf, targetOrProblem } from "../upstream/upstream-target.ts";
 
 const CheckQuerySchema = z.enum(["true", "false"]).optional();
 
@@ -24,11 +24,7 @@ export function wantsCheck(c: Context<{ Bindings: Env }>, byDefault: boolean): b
  */
 export async function checkServer(env: Env, server: ServerRecord): Promise<UpstreamCheck> {
 	const settings = settingsFrom(env);
-	const resolved = targetOrProblem(server, env, {
-		defaultTimeoutMs: settings.upstreamTimeoutMs,
-		maxReplyBytes: settings.maxReplyBytes,
-		allowHttpUpstreams: settings.allowHttpUpstreams,
-	});
+	const resolved = targetOrProblem(server, env, targetLimitsOf(settings));
 	if ("problem" in resolved) {
 		return { reachable: false, speaksMcp: false, era: null, detail: `Not asked: ${resolved.problem}.` };
 	}

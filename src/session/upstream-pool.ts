@@ -2,7 +2,7 @@ import type { InitializeRequest, InitializeResult, JSONRPCRequest } from "@model
 import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
-import { resolveTarget } from "../upstream/upstream-target.ts";
+import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import type { Member } from "./binding.ts";
 import { forEachBounded } from "./bounded.ts";
 
@@ -31,11 +31,7 @@ export class UpstreamPool {
 	connection(member: Member): UpstreamConnection {
 		let connection = this.connections.get(member.name);
 		if (!connection) {
-			const target = resolveTarget(member, this.vars, {
-				defaultTimeoutMs: this.settings.upstreamTimeoutMs,
-				maxReplyBytes: this.settings.maxReplyBytes,
-				allowHttpUpstreams: this.settings.allowHttpUpstreams,
-			});
+			const target = resolveTarget(member, this.vars, targetLimitsOf(this.settings));
 			connection = new UpstreamConnection(target, undefined, () => member.protocol ?? "auto");
 			this.connections.set(member.name, connection);
 		}

@@ -24,6 +24,19 @@ export interface TargetLimits {
 	allowHttpUpstreams: boolean;
 }
 
+/** The limits every upstream request is made under, from the gateway's settings. */
+export function targetLimitsOf(settings: {
+	upstreamTimeoutMs: number;
+	maxReplyBytes: number;
+	allowHttpUpstreams: boolean;
+}): TargetLimits {
+	return {
+		defaultTimeoutMs: settings.upstreamTimeoutMs,
+		maxReplyBytes: settings.maxReplyBytes,
+		allowHttpUpstreams: settings.allowHttpUpstreams,
+	};
+}
+
 /** A reference that resolves: only secrets named UPSTREAM_..., never the gateway's own. */
 const UPSTREAM_REFERENCE = /^UPSTREAM_[A-Z0-9_]+$/;
 const ANY_REFERENCE = /\$\{([^}]*)\}/g;
