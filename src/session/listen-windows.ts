@@ -54,6 +54,8 @@ interface Pace {
 export class ListenWindows {
 	private readonly held = new Map<string, OpenWindow>();
 	private readonly paces = new Map<string, Pace>();
+	/** When each member's upstream session last expired under a listening window. */
+	private readonly expiries = new Map<string, number>();
 
 	constructor(
 		private readonly clock: () => Clock,
@@ -112,8 +114,8 @@ export class ListenWindows {
 		this.held.delete(window);
 	}
 
-	/** A member's stream ended early (or its session expired): it waits before it is opened again. */
-	endedEarly(server: string, retryMs: number | null): void {
+	/** A member's stream ended early: it waits before it is opened again. */
+	private endedEarly(server: string, retryMs: number | null): void {
 		const now = this.clock().now();
 		const { floorMs, windowMs } = this.options;
 		const base = Math.max(floorMs, Math.min(retryMs ?? 0, MAX_HONOURED_RETRY_MS));
@@ -127,6 +129,19 @@ export class ListenWindows {
 		this.paces.set(server, { streak, endedAt: now, notBefore: now + wait });
 	}
 
+	/**
+	 * A member's upstream session expired (its GET stream answered 404): the
+	 * first time it is listened to again at once, on a fresh session; a
+	 * member that keeps forgetting its sessions is paced as a stream that
+	 * keeps ending early, so it is not initialized again for every window.
+	 */
+	expired(server: string): void {
+		const now = this.clock().now();
+		const previous = this.expiries.get(server);
+		this.expiries.set(server, now);
+		if (previous !== undefined && now - previous < this.options.windowMs) this.endedEarly(server, null);
+	}
+
 	/** Windows counted as open (tests). */
 	get size(): number {
 		return this.held.size;
@@ -135,5 +150,6 @@ export class ListenWindows {
 	clear(): void {
 		this.held.clear();
 		this.paces.clear();
+		this.expiries.clear();
 	}
 }

@@ -244,6 +244,11 @@ export class Listening {
 		return this.windows.size;
 	}
 
+	/** Milliseconds until `server`'s GET stream may be opened again (tests). */
+	paced(server: string): number {
+		return this.windows.wait(server);
+	}
+
 	/** The frames waiting in a window's outbox; null once the window is over here (replaced, or its stream ended). */
 	private drain(window: string): string | null {
 		// The edge is about to hand these events on: they are kept durably first, in one write.
@@ -256,21 +261,17 @@ export class Listening {
 
 	/**
 	 * A member's GET stream answered 404 for its upstream session: retire it;
-	 * the next window opens a new one. Transparent: that is the edge's next
-	 * plan, at once (this window is over); aggregate: a later window, paced
-	 * as a stream that ended early, so a member that forgets every session
-	 * is not initialized again at every window.
+	 * the next window opens a new one (transparent: the edge's next plan, as
+	 * this window is over), unless the member keeps forgetting its sessions
+	 * (see ListenWindows.expired).
 	 */
 	async expired(binding: SessionBinding, window: string, server: string, sessionId: string | null): Promise<void> {
 		const member = this.host.members.member(server);
 		await this.host.members.retire(member, { sessionId, protocolVersion: "" });
-		if (binding.mode === "transparent") {
-			this.windows.forget(window);
-			return;
-		}
-		this.windows.endedEarly(server, null);
+		this.windows.expired(server);
+		if (binding.mode === "transparent") this.windows.forget(window);
 		// Its lists are refetched, and the client told of real changes.
-		this.host.router.memberReset(server);
+		else this.host.router.memberReset(server);
 	}
 
 	clear(): void {

@@ -11,7 +11,7 @@ import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.
 import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import type { WindowEnd } from "./listen-windows.ts";
-import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
+import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./listening.ts";
 import { ModernBridge } from "./modern-bridge.ts";
 import { helloOf } from "./modern-discover.ts";
 import { ModernSession } from "./modern-session.ts";
@@ -136,6 +136,11 @@ export class SessionDO extends DurableObject<Env> {
 	/** The session's streams to its client (tests). */
 	get streams(): ClientStreams {
 		return this.parts.streams;
+	}
+
+	/** The session's listening windows and their pacing (tests). */
+	get listening(): Listening {
+		return this.parts.listening;
 	}
 
 	/**
