@@ -17,6 +17,14 @@ import type { WaitUntil } from "./rate-limits.ts";
 
 type SessionStub = DurableObjectStub<SessionDO>;
 
+/** What a listen needs of the client's request between windows. */
+export interface ListenCaller {
+	/** Aborted when the client disconnects (Workers' `enable_request_signal`). */
+	signal: AbortSignal;
+	/** Authenticates the request's credential again and counts a window against its rate limit; throws when refused. */
+	admitWindow(): Promise<void>;
+}
+
 /**
  * Written between two windows. The stream asks for the next window only
  * once the client has read this (it pulls again), so a client that has gone
@@ -32,9 +40,10 @@ const BETWEEN_WINDOWS = new TextEncoder().encode(":\n\n");
  * edge listens to the session in windows exactly as for a 2025 client's GET
  * (so the object is rechecked at each window's end and costs nothing in
  * between); a window's end is invisible to the client, which keeps one stream
- * until it closes it. Before each new window the request's credential is
- * authenticated again and the window counted against its rate limit
- * (`admitWindow`); a window the session paces (its upstream's stream ended
+ * until it closes it. It ends when the client disconnects (the request's
+ * signal, or a write between windows that does not go through). Before each
+ * new window the request's credential is authenticated again and the window
+ * counted against its rate limit (`admitWindow`); a window the session paces (its upstream's stream ended
  * early) is waited for, and a window is never opened sooner than
  * SSE_RETRY_MS after the one before. A session that ends (revoked, expired) ends the
  * stream with the completion result; a refusal ends it with its error.
@@ -47,7 +56,7 @@ export function modernListenStream(
 	message: JSONRPCRequest,
 	acknowledged: SubscriptionFilter,
 	waitUntil: WaitUntil,
-	admitWindow: () => Promise<void>,
+	caller: ListenCaller,
 ): Response {
 	const tag = { [SUBSCRIPTION_ID_META_KEY]: message.id };
 	const tagged = (notification: JSONRPCMessage): JSONRPCMessage => {
@@ -79,6 +88,12 @@ export function modernListenStream(
 		controller.enqueue(sseMessage(last));
 		controller.close();
 	};
+	const leave = async () => {
+		closed = true;
+		wake?.();
+		await reader?.cancel();
+	};
+	caller.signal.addEventListener("abort", () => void leave(), { once: true });
 	const body = new ReadableStream<Uint8Array>(
 		{
 			start: (controller) => {
@@ -104,7 +119,7 @@ export function modernListenStream(
 								return;
 							}
 							// The listen request itself was authenticated and counted: later windows are, each.
-							if (windows++ > 0) await admitWindow();
+							if (windows++ > 0) await caller.admitWindow();
 							const window = await listenWindow(env, settings, stub, scope, lastEventId, waitUntil);
 							if (closed) {
 								if (window instanceof Response) await window.body?.cancel();
@@ -138,11 +153,7 @@ export function modernListenStream(
 					finish(controller, { jsonrpc: "2.0", id: message.id, error: asGatewayError(error).toJsonRpcError() });
 				}
 			},
-			cancel: async () => {
-				closed = true;
-				wake?.();
-				await reader?.cancel();
-			},
+			cancel: () => leave(),
 		},
 		// Pulled only when the client reads: nothing is listened to ahead of a client that is not there.
 		{ highWaterMark: 0 },

@@ -69,7 +69,8 @@ export async function serveModern(
 		const listening = (await stub.modernListen(input)) as { acknowledged: SubscriptionFilter } | Response;
 		if (listening instanceof Response) return listening;
 		const { message } = classified;
-		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, admitAgain);
+		const caller = { signal: request.signal, admitWindow: admitAgain };
+		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, caller);
 	}
 	return stub.modern(input);
 }
