@@ -173,6 +173,21 @@ describe("a listening stream whose upstream ends it at once is not reopened at o
 		expect((await hostileLog(listener.tag)).length).toBe(logged);
 	});
 
+	it("a 2026-07-28 listen whose client disconnects (its request's signal aborts) opens no further window, even unread", async () => {
+		const disconnect = new AbortController();
+		const app = createApp();
+		const listener = await modernListener((request) =>
+			app.fetch(new Request(request, { signal: disconnect.signal }), env),
+		);
+		const logged = (await hostileLog(listener.tag)).length;
+		disconnect.abort();
+		await eventually(() => timers.count === 0, "the wait for the next window dropped");
+		clock.advance(10 * 60_000);
+		expect(timers.runDue()).toBe(0);
+		expect(await listener.session.windows()).toBe(0);
+		expect((await hostileLog(listener.tag)).length).toBe(logged);
+	});
+
 	it("revoking the key ends a 2026-07-28 listen at its next window with an authentication error; the upstream gets no further GET", async () => {
 		const listener = await modernListener((request) => createApp().fetch(request, env));
 		const gets = await upstreamGets(listener.tag);
