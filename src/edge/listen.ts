@@ -172,6 +172,7 @@ function forWindow(
 		over = true;
 		cancelTimer();
 		abort.abort();
+		// Cancelling an upstream stream that already ended or broke can reject: nothing is left to release.
 		reader.cancel().catch(() => undefined);
 	};
 	const upstreamEnded = async (controller: ReadableStreamDefaultController<Uint8Array>) => {
@@ -293,6 +294,7 @@ function listenMembers(
 		if (dropped > 0) console.warn(`listening stream: ${dropped} member events dropped, sent faster than handled`);
 		cancelTimer();
 		abort.abort();
+		// The client may have gone first: its side is closed already.
 		writer.close().catch(() => undefined);
 		// The client went away: the window's place is given back now, not when its time is up.
 		if (!over) waitUntil(reportEnd(stub, scope, plan.window, { by: "client" }));
