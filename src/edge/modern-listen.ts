@@ -40,13 +40,16 @@ const BETWEEN_WINDOWS = new TextEncoder().encode(":\n\n");
  * edge listens to the session in windows exactly as for a 2025 client's GET
  * (so the object is rechecked at each window's end and costs nothing in
  * between); a window's end is invisible to the client, which keeps one stream
- * until it closes it. It ends when the client disconnects (the request's
- * signal, or a write between windows that does not go through). Before each
- * new window the request's credential is authenticated again and the window
- * counted against its rate limit (`admitWindow`); a window the session paces (its upstream's stream ended
- * early) is waited for, and a window is never opened sooner than
- * SSE_RETRY_MS after the one before. A session that ends (revoked, expired) ends the
- * stream with the completion result; a refusal ends it with its error.
+ * until it closes it.
+ *
+ * The listen is one request spanning many windows, so before each new window
+ * the request's credential is authenticated again and the window counted
+ * against its rate limit (`admitWindow`). A window the session paces (its
+ * upstream's stream ended early) is waited for, and none opens sooner than
+ * SSE_RETRY_MS after the one before. It stops when the client disconnects
+ * (the request's signal, or a write between windows that does not go
+ * through). A session that ends (revoked, expired) ends the stream with the
+ * completion result; a refusal ends it with its error.
  */
 export function modernListenStream(
 	env: Env,
