@@ -66,7 +66,7 @@ export default defineConfig({
 						modules: true,
 						scriptPath: inject<string>("secondEdgePath"),
 						compatibilityDate: "2026-11-01",
-						compatibilityFlags: ["global_fetch_strictly_public"],
+						compatibilityFlags: ["global_fetch_strictly_public", "enable_request_signal"],
 						bindings,
 						ratelimits,
 						// The same namespace as the gateway's: one registry read path for both edges.

@@ -44,6 +44,8 @@
  *   expansions followed by `x` and 26 adjacent simple ones, to tempt a
  *   backtracking matcher; resources/read answers any URI.
  * - `listen`: GET opens an SSE stream that stays open and silent (any number of them) until the client leaves.
+ * - `ends-at-once`: GET answers 200 with one priming event (an id and `retry: <retry>`, default
+ *   1000 ms, no data) and ends the stream at once, every time: a gateway that reopens at once loops.
  * - `gated`: tool `wait` answers only once `POST /_release?behaviour=gated` is called.
  * - `held-discover`: `server/discover` answers only once `POST /_release?behaviour=held-discover`
  *   is called (then with -32601, as a 2025 server would), to hold an era probe past its timeout.
@@ -241,6 +243,7 @@ const BEHAVIOURS = new Map<string, Behaviour>([
 		},
 	],
 	["listen", { get: quietStream }],
+	["ends-at-once", { get: endsAtOnce }],
 	[
 		"gated",
 		{
@@ -492,6 +495,12 @@ async function quietStream({ res, state }: HttpContext): Promise<void> {
 	res.write(": listening\n\n");
 	await new Promise<void>((resolve) => res.once("close", () => resolve()));
 	state.streams.delete(res);
+}
+
+/** The GET stream of an upstream that closes it at once, asking (with `retry`) to be reconnected later. */
+async function endsAtOnce({ query, res }: HttpContext): Promise<void> {
+	res.writeHead(200, SSE_HEADERS);
+	res.end(`id: ${randomUUID()}\nretry: ${intParam(query, "retry", 1000)}\ndata: \n\n`);
 }
 
 /** A tools/call reply stream that buries the result under 500 list_changed notifications. */

@@ -71,8 +71,14 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	checkOrigin(request, settings);
 	const reader = c.get("reader");
 	const waitUntil = c.get("waitUntil");
-	const key = await authenticate(request, env, settings, reader, waitUntil);
-	limitKeyRate(env, settings, key.id, waitUntil);
+	const key = await admitted(request, env, settings, reader, waitUntil);
+	// A long-lived request (a 2026-07-28 listen) is admitted again at each of its windows, as itself.
+	const admitAgain = async () => {
+		const again = await admitted(request, env, settings, reader, waitUntil);
+		if (again.id !== key.id) {
+			throw new GatewayError("unauthenticated", "The credential no longer stands for who opened this stream.");
+		}
+	};
 
 	const name = c.req.param("name");
 	if (name !== undefined && !SERVER_NAME.test(name)) throw unknownEndpoint(name);
@@ -111,7 +117,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	try {
 		const classified = classifyPost(request, body);
 		if (classified.era === "modern") {
-			return await serveModern(env, settings, key, scope, request, text, classified, plan, waitUntil);
+			return await serveModern(env, settings, key, scope, request, text, classified, plan, waitUntil, admitAgain);
 		}
 		checkProtocolVersion(request);
 		const message = clientMessageOf(body);
@@ -130,6 +136,19 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		if (error instanceof GatewayError) error.answering(requestIdOf(body));
 		throw error;
 	}
+}
+
+/** The key (or person) the request's credential stands for, counted against its rate limit; else 401 or 429. */
+async function admitted(
+	request: Request,
+	env: Env,
+	settings: Settings,
+	reader: RegistryReader,
+	waitUntil: WaitUntil,
+): Promise<ApiKeyRecord> {
+	const key = await authenticate(request, env, settings, reader, waitUntil);
+	limitKeyRate(env, settings, key.id, waitUntil);
+	return key;
 }
 
 /** The body's JSON value, or null when it is not JSON (only to find the id an error answers). */

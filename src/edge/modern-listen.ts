@@ -2,6 +2,7 @@ import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/t
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
@@ -9,10 +10,28 @@ import { wantedBy } from "../mcp/subscription-filter.ts";
 import type { SessionScope } from "../session/binding.ts";
 import { SSE_HEADERS } from "../session/listening.ts";
 import type { SessionDO } from "../session/session-do.ts";
-import { serveListen } from "./listen.ts";
+import { asGatewayError } from "../session/session-responses.ts";
+import { listenWindow } from "./listen.ts";
+import { listenTime } from "./listen-time.ts";
 import type { WaitUntil } from "./rate-limits.ts";
 
 type SessionStub = DurableObjectStub<SessionDO>;
+
+/** What a listen needs of the client's request between windows. */
+export interface ListenCaller {
+	/** Aborted when the client disconnects (Workers' `enable_request_signal`). */
+	signal: AbortSignal;
+	/** Authenticates the request's credential again and counts a window against its rate limit; throws when refused. */
+	admitWindow(): Promise<void>;
+}
+
+/**
+ * Written between two windows. The stream asks for the next window only
+ * once the client has read this (it pulls again), so a client that has gone
+ * away is never given another window: the runtime notices a gone client only
+ * when it writes to it.
+ */
+const BETWEEN_WINDOWS = new TextEncoder().encode(":\n\n");
 
 /**
  * A 2026-07-28 `subscriptions/listen` served from a 2025 session: the
@@ -21,8 +40,16 @@ type SessionStub = DurableObjectStub<SessionDO>;
  * edge listens to the session in windows exactly as for a 2025 client's GET
  * (so the object is rechecked at each window's end and costs nothing in
  * between); a window's end is invisible to the client, which keeps one stream
- * until it closes it. A session that ends (revoked, expired) ends the stream
- * with the completion result.
+ * until it closes it.
+ *
+ * The listen is one request spanning many windows, so before each new window
+ * the request's credential is authenticated again and the window counted
+ * against its rate limit (`admitWindow`). A window the session paces (its
+ * upstream's stream ended early) is waited for, and none opens sooner than
+ * SSE_RETRY_MS after the one before. It stops when the client disconnects
+ * (the request's signal, or a write between windows that does not go
+ * through). A session that ends (revoked, expired) ends the stream with the
+ * completion result; a refusal ends it with its error.
  */
 export function modernListenStream(
 	env: Env,
@@ -32,6 +59,7 @@ export function modernListenStream(
 	message: JSONRPCRequest,
 	acknowledged: SubscriptionFilter,
 	waitUntil: WaitUntil,
+	caller: ListenCaller,
 ): Response {
 	const tag = { [SUBSCRIPTION_ID_META_KEY]: message.id };
 	const tagged = (notification: JSONRPCMessage): JSONRPCMessage => {
@@ -39,52 +67,121 @@ export function modernListenStream(
 		const params = notification.params ?? {};
 		return { ...notification, params: { ...params, _meta: { ...params._meta, ...tag } } };
 	};
+	const complete: JSONRPCMessage = { jsonrpc: "2.0", id: message.id, result: { resultType: "complete", _meta: tag } };
 	let reader: SseMessageReader | null = null;
 	let closed = false;
+	let windows = 0;
+	/** When the last window opened: one that ends sooner than SSE_RETRY_MS is followed by the rest of that wait. */
+	let openedAt = Number.NEGATIVE_INFINITY;
 	let lastEventId: string | null = null;
-	const body = new ReadableStream<Uint8Array>({
-		start: (controller) => {
-			controller.enqueue(
-				sseMessage(
-					tagged({
-						jsonrpc: "2.0",
-						method: "notifications/subscriptions/acknowledged",
-						params: { notifications: acknowledged },
-					}),
-				),
-			);
-		},
-		pull: async (controller) => {
-			for (;;) {
-				if (closed) return;
-				if (reader === null) {
-					const window = await serveListen(env, settings, stub, scope, lastEventId, waitUntil);
-					if (!window.ok || !window.body) {
-						await window.body?.cancel();
-						// The session is gone (revoked, expired): a graceful end, as the server's own would be.
-						const result = { resultType: "complete", _meta: tag };
-						controller.enqueue(sseMessage({ jsonrpc: "2.0", id: message.id, result }));
-						controller.close();
-						return;
+	let wake: (() => void) | null = null;
+	const sleep = (ms: number) =>
+		new Promise<void>((resolve) => {
+			const cancel = listenTime.timers.set(ms, () => {
+				wake = null;
+				resolve();
+			});
+			wake = () => {
+				cancel();
+				resolve();
+			};
+		});
+	const finish = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage) => {
+		closed = true;
+		controller.enqueue(sseMessage(last));
+		controller.close();
+	};
+	const leave = async () => {
+		closed = true;
+		wake?.();
+		await reader?.cancel();
+	};
+	caller.signal.addEventListener("abort", () => void leave(), { once: true });
+	const body = new ReadableStream<Uint8Array>(
+		{
+			start: (controller) => {
+				controller.enqueue(
+					sseMessage(
+						tagged({
+							jsonrpc: "2.0",
+							method: "notifications/subscriptions/acknowledged",
+							params: { notifications: acknowledged },
+						}),
+					),
+				);
+			},
+			pull: async (controller) => {
+				try {
+					for (;;) {
+						if (closed) return;
+						if (reader === null) {
+							const early = openedAt + settings.sseRetryMs - listenTime.clock.now();
+							if (early > 0) {
+								await sleep(early);
+								if (!closed) controller.enqueue(BETWEEN_WINDOWS);
+								return;
+							}
+							// The listen request itself was authenticated and counted: later windows are, each.
+							if (windows++ > 0) await caller.admitWindow();
+							const window = await listenWindow(env, settings, stub, scope, lastEventId, waitUntil);
+							if (closed) {
+								if (window instanceof Response) await window.body?.cancel();
+								return;
+							}
+							if (!(window instanceof Response)) {
+								await sleep(window.waitMs);
+								if (!closed) controller.enqueue(BETWEEN_WINDOWS);
+								return;
+							}
+							if (!window.ok || !window.body) return finish(controller, await lastAnswer(window, message, complete));
+							openedAt = listenTime.clock.now();
+							reader = new SseMessageReader(window.body, settings.maxReplyBytes, parseJsonRpcMessage);
+						}
+						const next = await reader.next();
+						lastEventId = reader.lastEventId ?? lastEventId;
+						if (next === null) {
+							reader = null;
+							if (!closed) controller.enqueue(BETWEEN_WINDOWS);
+							return;
+						}
+						if (wantedBy(acknowledged, next)) {
+							controller.enqueue(sseMessage(tagged(next)));
+							return;
+						}
 					}
-					reader = new SseMessageReader(window.body, settings.maxReplyBytes, parseJsonRpcMessage);
+				} catch (error) {
+					if (closed) return;
+					// A credential that no longer authenticates, a key over its rate, a failed window.
+					await reader?.cancel();
+					finish(controller, { jsonrpc: "2.0", id: message.id, error: asGatewayError(error).toJsonRpcError() });
 				}
-				const next = await reader.next();
-				lastEventId = reader.lastEventId ?? lastEventId;
-				if (next === null) {
-					reader = null;
-					continue;
-				}
-				if (wantedBy(acknowledged, next)) {
-					controller.enqueue(sseMessage(tagged(next)));
-					return;
-				}
-			}
+			},
+			cancel: () => leave(),
 		},
-		cancel: async () => {
-			closed = true;
-			await reader?.cancel();
-		},
-	});
+		// Pulled only when the client reads: nothing is listened to ahead of a client that is not there.
+		{ highWaterMark: 0 },
+	);
 	return new Response(body, { headers: SSE_HEADERS });
+}
+
+/**
+ * How the listen ends when the session answers a window with a refusal: the
+ * session is gone (revoked, expired) or the upstream offers no stream
+ * (404, 405), a graceful end as the server's own would be; otherwise the
+ * refusal's own error (a session with its limit of listening windows open).
+ */
+async function lastAnswer(
+	window: Response,
+	message: JSONRPCRequest,
+	complete: JSONRPCMessage,
+): Promise<JSONRPCMessage> {
+	const text = await window.text();
+	if (window.status === 404 || window.status === 405) return complete;
+	const reply = parseJsonRpcMessage(text);
+	if (reply && "error" in reply) return { jsonrpc: "2.0", id: message.id, error: reply.error };
+	return {
+		jsonrpc: "2.0",
+		id: message.id,
+		error: new GatewayError("upstream_error", `The listening stream failed (HTTP ${window.status}).`).toJsonRpcError(),
+	};
 }

@@ -25,6 +25,8 @@ export interface ModernPlan {
  * endpoint it is forwarded statelessly by the edge; anything that needs a
  * 2025 session (a 2025 upstream, an aggregate) is served by the SessionDO
  * that holds one for this key, endpoint and client capabilities.
+ * `admitAgain` authenticates the request's credential again and counts it
+ * against its rate limit: a `subscriptions/listen` does so at each window.
  */
 export async function serveModern(
 	env: Env,
@@ -36,6 +38,7 @@ export async function serveModern(
 	classified: Exclude<ClassifiedRequest, { era: "legacy" }>,
 	plan: () => Promise<ModernPlan>,
 	waitUntil: WaitUntil,
+	admitAgain: () => Promise<void>,
 ): Promise<Response> {
 	// 2026-07-28 defines no client notification over HTTP; one is accepted and dropped.
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
@@ -66,7 +69,9 @@ export async function serveModern(
 	if (classified.message.method === "subscriptions/listen") {
 		const listening = (await stub.modernListen(input)) as { acknowledged: SubscriptionFilter } | Response;
 		if (listening instanceof Response) return listening;
-		return modernListenStream(env, settings, stub, scope, classified.message, listening.acknowledged, waitUntil);
+		const { message } = classified;
+		const caller = { signal: request.signal, admitWindow: admitAgain };
+		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, caller);
 	}
 	return stub.modern(input);
 }

@@ -51,15 +51,27 @@ export class EventSizeLimit {
 	}
 }
 
+/** A `retry` field: a line of its own, digits only (others are ignored, as an EventSource would). */
+const RETRY_FIELD = /^retry: ?(\d{1,12})\r?$/gm;
+
+/** The last `retry` (milliseconds) in whole SSE events' text, or null when it names none. */
+export function lastRetry(text: string): number | null {
+	let retry: number | null = null;
+	for (const match of text.matchAll(RETRY_FIELD)) retry = Number(match[1]);
+	return retry;
+}
+
 /**
  * Reads an SSE body event by event with `eventsource-parser`, calling `onEvent`
  * for each; stops early when `onEvent` returns true. Each event is capped so
  * that one oversized event fails the read (RangeError) instead of the isolate.
+ * `onRetry` hears each `retry` field.
  */
 export async function readSseEvents(
 	body: ReadableStream<Uint8Array>,
 	onEvent: (event: EventSourceMessage) => boolean,
 	maxEventBytes: number,
+	onRetry?: (retryMs: number) => void,
 ): Promise<boolean> {
 	const reader = body.getReader();
 	const decoder = new TextDecoder();
@@ -73,6 +85,7 @@ export async function readSseEvents(
 		onError() {
 			// A malformed field is skipped, as an EventSource would.
 		},
+		onRetry,
 	});
 	try {
 		while (!done) {

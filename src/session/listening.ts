@@ -4,6 +4,8 @@ import type { UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { AggregateRouter } from "./aggregate-router.ts";
 import type { Member, SessionBinding } from "./binding.ts";
 import type { ClientStreams, LiveStream } from "./client-streams.ts";
+import type { Clock } from "./clock.ts";
+import { ListenWindows, type WindowEnd } from "./listen-windows.ts";
 import type { MemberSessions } from "./member-sessions.ts";
 
 /** At most this many members' GET streams are listened on per client stream (Workers allow six connections). */
@@ -12,7 +14,17 @@ const MAX_WATCHED_MEMBERS = 4;
 /** What the edge Worker does for a client's GET: the Durable Object is not held while a client only listens. */
 export type ListenPlan =
 	/** Transparent: the edge listens on the upstream's GET stream itself, passing it through. */
-	| { kind: "upstream"; member: Member; session: UpstreamSession; lastEventId: string | null; windowMs: number }
+	| {
+			kind: "upstream";
+			/** Names this window in `listenEnded`. */
+			window: string;
+			member: Member;
+			session: UpstreamSession;
+			lastEventId: string | null;
+			windowMs: number;
+	  }
+	/** Transparent: the upstream's stream ended early lately; nothing is listened to for `retryMs`. */
+	| { kind: "wait"; retryMs: number }
 	/**
 	 * Aggregate: the edge writes `first` (priming, or the events the client
 	 * missed), listens on the members' GET streams and hands each event to
@@ -20,7 +32,7 @@ export type ListenPlan =
 	 */
 	| {
 			kind: "members";
-			/** Names this window of the stream in `listenEvents` and `listenCollect`. */
+			/** Names this window of the stream in `listenEvents`, `listenCollect` and `listenEnded`. */
 			window: string;
 			first: string;
 			members: Array<{ member: Member; session: UpstreamSession; lastEventId: string | null }>;
@@ -53,6 +65,7 @@ export interface ListeningHost {
 	readonly streams: ClientStreams;
 	readonly router: AggregateRouter;
 	readonly members: MemberSessions;
+	readonly clock: () => Clock;
 	current(): SessionBinding | null | undefined;
 	/** Milliseconds until the session's next recheck is due. */
 	untilRecheck(binding: SessionBinding): number;
@@ -64,13 +77,16 @@ export interface ListeningHost {
  * edge Worker, in windows"): the object plans a listening window, then is called only when a
  * member has something to say. Each window ends by the next recheck, so a
  * revoked key still loses its stream within one recheck interval; the client
- * resumes with Last-Event-ID and loses nothing.
+ * resumes with Last-Event-ID and loses nothing. A member's stream that ends
+ * before its window is not reopened at once (see ListenWindows).
  */
 export class Listening {
 	/** Outboxes of the listening windows the edges hold, by window (one per stream). */
 	private readonly outboxes = new Map<string, { stream: string; outbox: { drain(): string | null } }>();
 	/** Numbers listening windows, so a window that was replaced cannot take its successor's frames. */
-	private windows = 0;
+	private windowCount = 0;
+	/** The windows open at edges, and when each member's stream may be opened again. */
+	private readonly windows: ListenWindows;
 	/**
 	 * The last event id each member gave on its GET stream, with the upstream
 	 * session it belongs to: a member that keeps its events lets the next
@@ -79,21 +95,65 @@ export class Listening {
 	 */
 	private readonly cursors = new Map<string, { sessionId: string | null; id: string }>();
 
-	constructor(private readonly host: ListeningHost) {}
+	constructor(private readonly host: ListeningHost) {
+		this.windows = new ListenWindows(host.clock, {
+			floorMs: host.settings.sseRetryMs,
+			windowMs: host.settings.listenWindowMs,
+		});
+	}
 
 	/**
 	 * Plans a listening window for a client's GET (after authorization and the
 	 * recheck). A stream the object itself carries comes back as a Response:
 	 * a running call's stream being resumed (the object is busy with the call
-	 * anyway), or a finished call's stream, replayed and ended.
+	 * anyway), or a finished call's stream, replayed and ended. Refused (429)
+	 * while the session has its limit of windows open.
 	 */
 	async plan(binding: SessionBinding, lastEventId: string | null): Promise<ListenPlan | Response> {
 		const windowMs = Math.max(0, Math.min(this.host.settings.listenWindowMs, this.host.untilRecheck(binding)));
-		const { members, streams } = this.host;
-		if (binding.mode === "transparent") {
-			const member = members.sole(binding);
-			return { kind: "upstream", member, session: await members.session(member), lastEventId, windowMs };
+		const transparent = binding.mode === "transparent";
+		if (transparent) {
+			const wait = this.windows.wait(this.host.members.sole(binding).name);
+			if (wait > 0) return { kind: "wait", retryMs: wait };
 		}
+		// Counted from here, so concurrent plans cannot pass the limit together; a plan that
+		// fails, or turns out to be a call's stream, gives its place back.
+		const window = `w${++this.windowCount}`;
+		this.windows.open(window, windowMs, transparent);
+		try {
+			const plan = transparent
+				? await this.planUpstream(binding, window, lastEventId, windowMs)
+				: await this.planMembers(binding, window, lastEventId, windowMs);
+			if (plan instanceof Response) this.windows.forget(window);
+			else {
+				const sources = plan.kind === "members" ? plan.members.map(({ member }) => member.name) : [plan.member.name];
+				this.windows.listens(window, sources);
+			}
+			return plan;
+		} catch (error) {
+			this.windows.forget(window);
+			throw error;
+		}
+	}
+
+	private async planUpstream(
+		binding: SessionBinding,
+		window: string,
+		lastEventId: string | null,
+		windowMs: number,
+	): Promise<Extract<ListenPlan, { kind: "upstream" }>> {
+		const { members } = this.host;
+		const member = members.sole(binding);
+		return { kind: "upstream", window, member, session: await members.session(member), lastEventId, windowMs };
+	}
+
+	private async planMembers(
+		binding: SessionBinding,
+		window: string,
+		lastEventId: string | null,
+		windowMs: number,
+	): Promise<Extract<ListenPlan, { kind: "members" }> | Response> {
+		const { members, streams } = this.host;
 		const resumed = lastEventId === null ? null : await streams.resume(lastEventId);
 		let stream: LiveStream;
 		let first: string;
@@ -113,11 +173,16 @@ export class Listening {
 				streams.priming(stream);
 		}
 		// One window per stream at a time: an earlier one still held by an edge is over.
-		for (const [key, entry] of this.outboxes) if (entry.stream === stream.id) this.outboxes.delete(key);
-		const window = `${stream.id}#${++this.windows}`;
+		for (const [key, entry] of this.outboxes) {
+			if (entry.stream !== stream.id) continue;
+			this.outboxes.delete(key);
+			this.windows.forget(key);
+		}
 		this.outboxes.set(window, { stream: stream.id, outbox: stream.outbox() });
+		// A member whose stream ended early lately is left out of this window (a later one listens to it).
+		const listened = binding.members.filter((member) => this.windows.wait(member.name) === 0);
 		const watched = await Promise.all(
-			binding.members.slice(0, MAX_WATCHED_MEMBERS).map(async (member) => {
+			listened.slice(0, MAX_WATCHED_MEMBERS).map(async (member) => {
 				try {
 					const session = await members.session(member);
 					const cursor = this.cursors.get(member.name);
@@ -159,6 +224,31 @@ export class Listening {
 		return { frames: this.drain(window), refreshing: false };
 	}
 
+	/**
+	 * The edge saw a window end, or a member's stream in it: the window is no
+	 * longer counted (unless only one of its members' streams ended), the
+	 * member's next stream is paced, and what waits for the client is
+	 * collected (frames null: the window is over here).
+	 */
+	async ended(window: string, end: WindowEnd): Promise<ListenFrames> {
+		this.windows.ended(window, end);
+		if (end.by === "client") {
+			this.outboxes.delete(window);
+			return { frames: null, refreshing: false };
+		}
+		return this.outboxes.has(window) ? this.collect(window) : { frames: null, refreshing: false };
+	}
+
+	/** Windows counted as open at edges (tests). */
+	get openWindows(): number {
+		return this.windows.size;
+	}
+
+	/** Milliseconds until `server`'s GET stream may be opened again (tests). */
+	paced(server: string): number {
+		return this.windows.wait(server);
+	}
+
 	/** The frames waiting in a window's outbox; null once the window is over here (replaced, or its stream ended). */
 	private drain(window: string): string | null {
 		// The edge is about to hand these events on: they are kept durably first, in one write.
@@ -169,16 +259,24 @@ export class Listening {
 		return frames;
 	}
 
-	/** A member's GET stream answered 404 for its upstream session: retire it; the next window opens a new one. */
-	async expired(binding: SessionBinding, server: string, sessionId: string | null): Promise<void> {
+	/**
+	 * A member's GET stream answered 404 for its upstream session: retire it;
+	 * the next window opens a new one (transparent: the edge's next plan, as
+	 * this window is over), unless the member keeps forgetting its sessions
+	 * (see ListenWindows.expired).
+	 */
+	async expired(binding: SessionBinding, window: string, server: string, sessionId: string | null): Promise<void> {
 		const member = this.host.members.member(server);
 		await this.host.members.retire(member, { sessionId, protocolVersion: "" });
+		this.windows.expired(server);
+		if (binding.mode === "transparent") this.windows.forget(window);
 		// Its lists are refetched, and the client told of real changes.
-		if (binding.mode === "aggregate") this.host.router.memberReset(server);
+		else this.host.router.memberReset(server);
 	}
 
 	clear(): void {
 		this.outboxes.clear();
 		this.cursors.clear();
+		this.windows.clear();
 	}
 }

@@ -10,7 +10,8 @@ import { ActivityMeter } from "./activity-meter.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import type { ClientStreams } from "./client-streams.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
-import type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
+import type { WindowEnd } from "./listen-windows.ts";
+import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./listening.ts";
 import { ModernBridge } from "./modern-bridge.ts";
 import { helloOf } from "./modern-discover.ts";
 import { ModernSession } from "./modern-session.ts";
@@ -21,6 +22,7 @@ import { type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
 import type { SessionStore } from "./session-store.ts";
 
+export type { WindowEnd } from "./listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 export type { OpenSessionInput } from "./session-open.ts";
 
@@ -134,6 +136,11 @@ export class SessionDO extends DurableObject<Env> {
 	/** The session's streams to its client (tests). */
 	get streams(): ClientStreams {
 		return this.parts.streams;
+	}
+
+	/** The session's listening windows and their pacing (tests). */
+	get listening(): Listening {
+		return this.parts.listening;
 	}
 
 	/**
@@ -274,27 +281,38 @@ export class SessionDO extends DurableObject<Env> {
 		});
 	}
 
+	/** What waits for the client in an aggregate listening window once list refreshes are over. */
+	async listenCollect(scope: SessionScope, window: string): Promise<ListenFrames> {
+		return this.metered(async () => {
+			if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
+			return this.parts.listening.collect(window);
+		});
+	}
+
 	/**
-	 * What waits for the client in a listening window (`window` null: a
-	 * transparent one) once list refreshes are over. At a window's end
-	 * (`windowEnd`) the session is rechecked first: the window ended because
-	 * a recheck was due, and a revoked session ends now, not at the client's return.
+	 * The edge saw a listening window end (its time was up, or its client
+	 * left), or a member's GET stream in it end early: the window's place is
+	 * given back, the member's next stream is paced (see ListenWindows), and
+	 * what waits for the client comes back (frames null: the window is over).
+	 * At a window's end by time the session is rechecked first: the window
+	 * ended because a recheck was due, and a revoked session ends now, not at
+	 * the client's return.
 	 */
-	async listenCollect(scope: SessionScope, window: string | null, windowEnd = false): Promise<ListenFrames> {
+	async listenEnded(scope: SessionScope, window: string, end: WindowEnd): Promise<ListenFrames> {
 		return this.metered(async () => {
 			const binding = await this.authorize(scope);
-			if (!binding || (windowEnd && !(await this.parts.lifecycle.recheckIfDue(binding)))) {
+			if (!binding || (end.by === "time" && !(await this.parts.lifecycle.recheckIfDue(binding)))) {
 				return { frames: null, refreshing: false };
 			}
-			return window === null ? { frames: "", refreshing: false } : this.parts.listening.collect(window);
+			return this.parts.listening.ended(window, end);
 		});
 	}
 
 	/** A member's GET stream found its upstream session gone (404): it is retired and reopened on next use. */
-	async listenExpired(scope: SessionScope, server: string, sessionId: string | null): Promise<void> {
+	async listenExpired(scope: SessionScope, window: string, server: string, sessionId: string | null): Promise<void> {
 		return this.metered(async () => {
 			const binding = await this.authorize(scope);
-			if (binding) await this.parts.listening.expired(binding, server, sessionId);
+			if (binding) await this.parts.listening.expired(binding, window, server, sessionId);
 		});
 	}
 

@@ -139,6 +139,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		streams,
 		router,
 		members,
+		clock: host.clock,
 		current: host.current,
 		untilRecheck: (binding) => lifecycle.untilRecheck(binding),
 	});
