@@ -203,7 +203,7 @@ const SOURCES = {
 	"src/mcp/sse-relay.ts": ["relaySse"],
 	"src/mcp/sse.ts": ["afterLastEvent", "EventSizeLimit"],
 	"src/registry/api-key.ts": ["mintApiKey", "newKeyId", "verifyApiKey"],
-	"src/session/stream-completion.ts": ["withCompletion"],
+	"src/session/streams/stream-completion.ts": ["withCompletion"],
 	"src/upstream/deadline.ts": ["startDeadline"],
 } as const satisfies Record<string, ReadonlyArray<keyof Gateway>>;
 
@@ -797,7 +797,7 @@ function builtInStages(g: Gateway, c: Credentials, cSync: Credentials): Stage[] 
 		}),
 		stage({
 			name: "pass-through with completion, read to the end",
-			code: "src/session/stream-completion.ts withCompletion",
+			code: "src/session/streams/stream-completion.ts withCompletion",
 			section: "reference",
 			perCall: 0,
 			prepare: () => streamOf(SSE_REPLY),
