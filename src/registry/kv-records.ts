@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
-import { UpstreamProtocolSchema } from "./schemas.ts";
+import { ApiKeyRecordSchema, ServerRecordSchema, VirtualServerRecordSchema } from "./schemas.ts";
 
 /**
  * What the registry publishes to Workers KV, the read path of the edge and
@@ -27,39 +27,8 @@ export const KV_NAMES = {
  */
 export const KV_FORMAT = 3;
 
-const ServerRecordSchema = z.object({
-	name: z.string(),
-	url: z.string(),
-	headers: z.record(z.string(), z.string()),
-	timeoutSeconds: z.number().nullable(),
-	// Records published before the field existed are "auto", which is what they were.
-	protocol: UpstreamProtocolSchema.default("auto"),
-	generation: z.string(),
-	configDigest: z.string(),
-	createdAt: z.number(),
-	updatedAt: z.number(),
-});
-
-const VirtualServerRecordSchema = z.object({
-	name: z.string(),
-	servers: z.array(z.string()),
-	userPaths: z.array(z.string()).nullable(),
-	generation: z.string(),
-	createdAt: z.number(),
-	updatedAt: z.number(),
-});
-
-export const StoredKeySchema = z.object({
-	id: z.string(),
-	name: z.string().nullable(),
-	userPath: z.string(),
-	servers: z.array(z.string()).nullable(),
-	maxSessions: z.number().nullable(),
-	format: z.enum(["self-verifying", "legacy"]),
-	createdAt: z.number(),
-	/** SHA-256 (hex) of the whole key: the key itself is never stored. */
-	digest: z.string(),
-});
+/** An API key's record as published: with the SHA-256 (hex) of the whole key, which itself is never stored. */
+export const StoredKeySchema = ApiKeyRecordSchema.extend({ digest: z.string() });
 export type StoredKey = z.infer<typeof StoredKeySchema>;
 
 export const EndpointRecordSchema = z.discriminatedUnion("kind", [
