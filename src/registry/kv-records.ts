@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
-import { ApiKeyRecordSchema, ServerRecordSchema, VirtualServerRecordSchema } from "./schemas.ts";
+import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
 
 /**
  * What the registry publishes to Workers KV, the read path of the edge and
  * the sessions. Every admin write commits in the RegistryDO first and is then
- * written through here (never ahead of it). Values are parsed with these
- * schemas when read: a record that does not parse counts as unreadable.
+ * written through here (never ahead of it). Values are parsed with the
+ * records' schemas (schemas.ts) when read: a record that does not parse counts as unreadable.
  *
  * - `key/<id>`: an API key's record with the SHA-256 of the key.
  * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
@@ -30,15 +30,6 @@ export const KV_FORMAT = 3;
 /** An API key's record as published: with the SHA-256 (hex) of the whole key, which itself is never stored. */
 export const StoredKeySchema = ApiKeyRecordSchema.extend({ digest: z.string() });
 export type StoredKey = z.infer<typeof StoredKeySchema>;
-
-export const EndpointRecordSchema = z.discriminatedUnion("kind", [
-	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
-	z.object({
-		kind: z.literal("virtual"),
-		virtualServer: VirtualServerRecordSchema,
-		members: z.array(ServerRecordSchema),
-	}),
-]);
 
 export const ServerListSchema = z.array(ServerRecordSchema);
 

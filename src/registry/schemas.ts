@@ -163,18 +163,29 @@ export type VirtualServerRecord = z.infer<typeof VirtualServerRecordSchema>;
  * `members` are the member servers that exist, in its listed order: a member
  * deleted since is left out rather than failing the whole endpoint.
  */
-export type ResolvedEndpoint =
-	| { kind: "server"; server: ServerRecord }
-	| { kind: "virtual"; virtualServer: VirtualServerRecord; members: ServerRecord[] };
+export const ResolvedEndpointSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
+	z.object({
+		kind: z.literal("virtual"),
+		virtualServer: VirtualServerRecordSchema,
+		members: z.array(ServerRecordSchema),
+	}),
+]);
+export type ResolvedEndpoint = z.infer<typeof ResolvedEndpointSchema>;
+
+/** What the registry must still confirm for a session to go on (see RegistryDO.checkSession). */
+export const EndpointCheckSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("virtual"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("aggregate") }),
+]);
+export type EndpointCheck = z.infer<typeof EndpointCheckSchema>;
 
 /** What a SessionDO knows of its session, to ask the registry whether it may go on. */
 export interface SessionCheckInput {
 	keyId: string;
 	userPath: string;
-	endpoint:
-		| { kind: "server"; name: string; generation: string }
-		| { kind: "virtual"; name: string; generation: string }
-		| { kind: "aggregate" };
+	endpoint: EndpointCheck;
 	/**
 	 * Members of the session as it knows them (a transparent session's one
 	 * server too). A member deleted or recreated since, or no longer allowed to

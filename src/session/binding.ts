@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { type ServerRecord, ServerRecordSchema, UpstreamProtocolSchema } from "../registry/schemas.ts";
+import {
+	EndpointCheckSchema,
+	type ServerRecord,
+	ServerRecordSchema,
+	UpstreamProtocolSchema,
+} from "../registry/schemas.ts";
+
+export type { EndpointCheck } from "../registry/schemas.ts";
 
 /** Who may use a session: the key and user path that opened it, on the endpoint it was opened on. */
 export interface SessionScope {
@@ -44,14 +51,6 @@ export const UpstreamSessionSchema = z.object({
 		})
 		.optional(),
 });
-
-/** What the registry must still confirm for the session to go on (see RegistryDO.checkSession). */
-export const EndpointCheckSchema = z.discriminatedUnion("kind", [
-	z.object({ kind: z.literal("server"), name: z.string(), generation: z.string() }),
-	z.object({ kind: z.literal("virtual"), name: z.string(), generation: z.string() }),
-	z.object({ kind: z.literal("aggregate") }),
-]);
-export type EndpointCheck = z.infer<typeof EndpointCheckSchema>;
 
 /**
  * What a SessionDO stores: the binding of the session, keyed (by the DO's own
