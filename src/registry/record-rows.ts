@@ -73,9 +73,11 @@ export class RecordTable<S extends z.ZodObject> {
 		return this.select(sql, `WHERE ${this.key} = ?`, key)[0] ?? null;
 	}
 
-	/** Writes a record: inserted, or every column of the row with its key replaced. */
-	put(sql: SqlStorage, record: z.output<S>): void {
+	/** Writes a record (inserted, or every column of the row with its key replaced) and reads it back. */
+	put(sql: SqlStorage, record: z.output<S>): z.output<S> {
 		const values: Record<string, unknown> = record;
+		const key = this.fields.find(({ column }) => column === this.key);
+		if (!key) throw new Error(`${this.table}: the key ${this.key} is none of the record's columns`);
 		const updates = this.fields
 			.filter(({ column }) => column !== this.key)
 			.map(({ column }) => `${column} = excluded.${column}`);
@@ -84,6 +86,10 @@ export class RecordTable<S extends z.ZodObject> {
 			 ON CONFLICT(${this.key}) DO UPDATE SET ${updates.join(", ")}`,
 			...this.fields.map(({ field, codec }) => codec.toColumn(values[field])),
 		);
+		const keyValue = key.codec.toColumn(values[key.field]);
+		const written = this.get(sql, keyValue);
+		if (!written) throw new Error(`${this.table}: ${String(keyValue)} vanished right after it was written`);
+		return written;
 	}
 
 	/** Deletes the record whose key is `key`; whether there was one. */

@@ -81,30 +81,26 @@ export class RegistryDO extends DurableObject<Env> {
 		input: ServerInput,
 	): Promise<{ server: ServerRecord; created: boolean } | { conflict: string }> {
 		// Hashed before the checks: nothing below awaits, so checks and write stay atomic.
-		const digest = await configDigest({
+		const config = {
 			url: input.url,
 			headers: input.headers,
 			timeoutSeconds: input.timeoutSeconds ?? null,
 			protocol: input.protocol,
-		});
+		};
+		const digest = await configDigest(config);
 		if (this.tables.virtualServer(name)) {
 			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
 		}
 		const now = Date.now();
 		const existing = this.tables.server(name);
-		this.tables.putServer({
+		const server = this.tables.putServer({
 			name,
-			url: input.url,
-			headers: input.headers,
-			timeoutSeconds: input.timeoutSeconds ?? null,
-			protocol: input.protocol,
+			...config,
 			generation: existing?.generation ?? randomToken(12),
 			configDigest: digest,
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});
-		const server = this.tables.server(name);
-		if (!server) throw new Error(`server ${name} vanished right after it was written`);
 		await this.publish(this.namesOfServer(name));
 		return { server, created: existing === null };
 	}
@@ -148,7 +144,7 @@ export class RegistryDO extends DurableObject<Env> {
 		}
 		const now = Date.now();
 		const existing = this.tables.virtualServer(name);
-		this.tables.putVirtualServer({
+		const virtualServer = this.tables.putVirtualServer({
 			name,
 			servers: input.servers,
 			userPaths: input.userPaths ?? null,
@@ -156,8 +152,6 @@ export class RegistryDO extends DurableObject<Env> {
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});
-		const virtualServer = this.tables.virtualServer(name);
-		if (!virtualServer) throw new Error(`virtual server ${name} vanished right after it was written`);
 		await this.publish([KV_NAMES.endpoint(name)]);
 		return { virtualServer, created: existing === null };
 	}

@@ -179,8 +179,8 @@ export class RegistryTables {
 		return names.flatMap((name) => byName.get(name) ?? []);
 	}
 
-	putServer(server: ServerRecord): void {
-		servers.put(this.sql, server);
+	putServer(server: ServerRecord): ServerRecord {
+		return servers.put(this.sql, server);
 	}
 
 	deleteServer(name: string): boolean {
@@ -206,8 +206,8 @@ export class RegistryTables {
 			.map((row) => row.name);
 	}
 
-	putVirtualServer(virtualServer: VirtualServerRecord): void {
-		virtualServers.put(this.sql, virtualServer);
+	putVirtualServer(virtualServer: VirtualServerRecord): VirtualServerRecord {
+		return virtualServers.put(this.sql, virtualServer);
 	}
 
 	deleteVirtualServer(name: string): boolean {
@@ -277,7 +277,7 @@ export class RegistryTables {
 	 */
 	writeAccessRule(name: string, input: AccessRuleInput, now: number): { rule: AccessRuleRecord; created: boolean } {
 		const existing = accessRules.get(this.sql, name);
-		accessRules.put(this.sql, {
+		const rule = accessRules.put(this.sql, {
 			name,
 			match: input.match,
 			servers: input.servers ?? null,
@@ -288,8 +288,6 @@ export class RegistryTables {
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});
-		const rule = accessRules.get(this.sql, name);
-		if (!rule) throw new Error(`access rule ${name} vanished right after it was written`);
 		return { rule, created: existing === null };
 	}
 
