@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
+import type { RegistryTables } from "./registry-tables.ts";
 import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
 
 /**
@@ -34,3 +35,21 @@ export type StoredKey = z.infer<typeof StoredKeySchema>;
 export const ServerListSchema = z.array(ServerRecordSchema);
 
 export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);
+
+/** Every KV name the registry publishes now. */
+export function publishedNames(tables: RegistryTables): string[] {
+	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
+	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
+	return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
+}
+
+/** What a KV name holds according to the registry of record now; null: it should not exist. */
+export function publishedValue(tables: RegistryTables, name: string): unknown {
+	if (name === KV_NAMES.rules) return tables.accessRules();
+	if (name === KV_NAMES.servers) return tables.servers();
+	const [kind, ...rest] = name.split("/");
+	const id = rest.join("/");
+	if (kind === "key") return tables.storedKey(id);
+	if (kind === "endpoint") return tables.endpoint(id);
+	throw new Error(`registry: unknown KV name ${name}`);
+}

@@ -6,7 +6,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";
-import { KV_NAMES, type StoredKey } from "./kv-records.ts";
+import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
 import { configDigest, RegistryTables } from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
@@ -43,8 +43,8 @@ export class RegistryDO extends DurableObject<Env> {
 			this.tables,
 			ctx.storage,
 			env.REGISTRY_KV,
-			(name) => this.publishedValue(name),
-			() => this.publishedNames(),
+			(name) => publishedValue(this.tables, name),
+			() => publishedNames(this.tables),
 		);
 		void ctx.blockConcurrencyWhile(async () => {
 			await this.tables.migrate();
@@ -173,7 +173,7 @@ export class RegistryDO extends DurableObject<Env> {
 	/** What `/mcp/:name` refers to, with a virtual server's existing members, in one read. */
 	resolveEndpoint(name: string): ResolvedEndpoint | null {
 		this.reads++;
-		return this.resolveRow(name);
+		return this.tables.endpoint(name);
 	}
 
 	/**
@@ -185,7 +185,7 @@ export class RegistryDO extends DurableObject<Env> {
 		const key = parsePrincipalId(input.keyId)
 			? principalRecord(input.keyId, this.tables.accessRules())
 			: this.tables.key(input.keyId);
-		const endpoint = input.endpoint.kind === "aggregate" ? null : this.resolveRow(input.endpoint.name);
+		const endpoint = input.endpoint.kind === "aggregate" ? null : this.tables.endpoint(input.endpoint.name);
 		const members = this.tables.serversNamed((input.members ?? []).map((member) => member.name));
 		return checkSessionAgainst(
 			{
@@ -288,32 +288,6 @@ export class RegistryDO extends DurableObject<Env> {
 	private namesOfServer(name: string): string[] {
 		const virtual = this.tables.virtualServersWith(name).map((member) => KV_NAMES.endpoint(member));
 		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
-	}
-
-	/** Every KV name the registry publishes now. */
-	private publishedNames(): string[] {
-		const endpoints = this.tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
-		const keys = this.tables.keyIds().map((id) => KV_NAMES.key(id));
-		return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
-	}
-
-	/** What a KV name holds according to the registry of record now; null: it should not exist. */
-	private publishedValue(name: string): unknown {
-		if (name === KV_NAMES.rules) return this.tables.accessRules();
-		if (name === KV_NAMES.servers) return this.tables.servers();
-		const [kind, ...rest] = name.split("/");
-		const id = rest.join("/");
-		if (kind === "key") return this.storedKey(id);
-		if (kind === "endpoint") return this.resolveRow(id);
-		throw new Error(`registry: unknown KV name ${name}`);
-	}
-
-	private resolveRow(name: string): ResolvedEndpoint | null {
-		const server = this.tables.server(name);
-		if (server) return { kind: "server", server };
-		const virtualServer = this.tables.virtualServer(name);
-		if (!virtualServer) return null;
-		return { kind: "virtual", virtualServer, members: this.tables.serversNamed(virtualServer.servers) };
 	}
 
 	/**

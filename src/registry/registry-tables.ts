@@ -11,6 +11,7 @@ import { type ColumnCodec, JSON_TEXT, RecordTable } from "./record-rows.ts";
 import {
 	type ApiKeyRecord,
 	ApiKeyRecordSchema,
+	type ResolvedEndpoint,
 	type ServerRecord,
 	ServerRecordSchema,
 	type VirtualServerRecord,
@@ -212,6 +213,15 @@ export class RegistryTables {
 
 	deleteVirtualServer(name: string): boolean {
 		return virtualServers.delete(this.sql, name);
+	}
+
+	/** What `/mcp/:name` refers to, with a virtual server's existing members. */
+	endpoint(name: string): ResolvedEndpoint | null {
+		const server = this.server(name);
+		if (server) return { kind: "server", server };
+		const virtualServer = this.virtualServer(name);
+		if (!virtualServer) return null;
+		return { kind: "virtual", virtualServer, members: this.serversNamed(virtualServer.servers) };
 	}
 
 	/** Every name a server or a virtual server holds. */
