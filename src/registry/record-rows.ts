@@ -33,6 +33,7 @@ const AS_IS: ColumnCodec = {
 
 const snakeCase = (field: string) => field.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 
+/** One table whose rows are records of `schema`, keyed by the column `key`; the SQL it runs is built from the schema. */
 export class RecordTable<S extends z.ZodObject> {
 	private readonly fields: ReadonlyArray<{ field: string; column: string; codec: ColumnCodec }>;
 	/** The record's columns, for a SELECT list. */
