@@ -1,26 +1,26 @@
 /**
  * `npm run bench`: the gateway's cost against talking to the upstream
  * directly and against the thinnest Worker → Durable Object passthrough on the
- * same runtime (the floor, scripts/floor/), in one run on one machine; and its
+ * same runtime (the floor, scripts/bench/floor/), in one run on one machine; and its
  * 2026-07-28 stateless path against a Worker-only passthrough
- * (scripts/floor-stateless/), the same upstream directly, and the 2025 path
+ * (scripts/bench/floor-stateless/), the same upstream directly, and the 2025 path
  * through a SessionDO, all against one SDK v2 upstream that speaks both eras.
  *
  * Builds the gateway and both floors (`wrangler deploy --dry-run`), starts the
- * SDK upstreams (scripts/bench-upstream.ts, scripts/bench-modern-upstream.ts)
+ * SDK upstreams (scripts/bench/upstream.ts, scripts/bench/modern-upstream.ts)
  * and the bundles under `wrangler dev --no-bundle` (workerd) on free loopback
  * ports with temporary state and secrets (the gateway behind a module that
- * counts its Durable Object requests, scripts/bench-counting-entry.ts), then
+ * counts its Durable Object requests, scripts/bench/counting-entry.ts), then
  * measures interleaved rounds of: tools/call latency at concurrency 1 (2025
  * sessions through the SDK client, then both eras with raw `fetch`,
- * scripts/bench-modern.ts), throughput at several concurrencies over one
+ * scripts/bench/modern.ts), throughput at several concurrencies over one
  * session and over many, session setup, a 64 KiB result and progress
  * streaming, then how long a client that only listens keeps its session's
  * Durable Object active. Reads the gateway's own counters (admin
  * session-stats, registry-stats), its Durable Object requests and the bundle
  * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
- * plain code (scripts/bench-stages.ts).
+ * plain code (scripts/bench/stages.ts).
  *
  *   npm run bench              full run (a few minutes), writes docs/
  *   npm run bench -- --quick   smoke run (under a minute), report in a temp dir, docs/ untouched
@@ -35,17 +35,6 @@ import { gzipSync } from "node:zlib";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { installCountingEntry } from "./bench-counting-entry.ts";
-import {
-	addDifference,
-	durableObjectRequests,
-	LEGACY_VERSION,
-	MODERN_VERSION,
-	modernUpstreamCounts,
-	RawClient,
-	type RawTarget,
-	resetModernUpstreamCounts,
-} from "./bench-modern.ts";
 import {
 	type Child,
 	delay,
@@ -55,7 +44,19 @@ import {
 	Processes,
 	waitForLine,
 	withTimeout,
-} from "./bench-processes.ts";
+} from "../processes.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-dev.ts";
+import { installCountingEntry } from "./counting-entry.ts";
+import {
+	addDifference,
+	durableObjectRequests,
+	LEGACY_VERSION,
+	MODERN_VERSION,
+	modernUpstreamCounts,
+	RawClient,
+	type RawTarget,
+	resetModernUpstreamCounts,
+} from "./modern.ts";
 import {
 	type BenchResults,
 	type BundleResult,
@@ -76,9 +77,8 @@ import {
 	type Throughput,
 	type ThroughputCell,
 	type UpstreamLog,
-} from "./bench-report.ts";
-import { measureStages } from "./bench-stages.ts";
-import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
+} from "./report.ts";
+import { measureStages } from "./stages.ts";
 
 /** Wrangler's environment, set once the run's temporary directory exists. */
 let childEnv: NodeJS.ProcessEnv = process.env;
@@ -645,16 +645,16 @@ async function idleListeners(
 // Startup
 
 async function startUpstream(): Promise<{ child: Child; url: string }> {
-	return startUpstreamProcess("upstream", "bench-upstream.ts");
+	return startUpstreamProcess("upstream", "upstream.ts");
 }
 
 /** The SDK v2 upstream of the 2026-07-28 measurements (both eras, one definition). */
 function startModernUpstream(): Promise<{ child: Child; url: string }> {
-	return startUpstreamProcess("SDK v2 upstream", "bench-modern-upstream.ts");
+	return startUpstreamProcess("SDK v2 upstream", "modern-upstream.ts");
 }
 
 async function startUpstreamProcess(name: string, script: string): Promise<{ child: Child; url: string }> {
-	const child = procs.spawn(name, process.execPath, [join(ROOT, "scripts", script)], {
+	const child = procs.spawn(name, process.execPath, [join(ROOT, "scripts", "bench", script)], {
 		cwd: ROOT,
 		keepStdinOpen: true,
 	});
@@ -744,7 +744,7 @@ async function main(): Promise<void> {
 	watchdog.unref();
 
 	// On a quiet machine, before any server starts. A failure is reported, not fatal: src/ may be mid-edit.
-	log("per-stage cost of one request's plain code (scripts/bench-stages.ts)...");
+	log("per-stage cost of one request's plain code (scripts/bench/stages.ts)...");
 	const stagesStart = performance.now();
 	const stages = await measureStages({ quick: QUICK }).catch((error: unknown) => {
 		warn(`the per-stage microbenchmark failed: ${describe(error)}`);
@@ -758,8 +758,8 @@ async function main(): Promise<void> {
 	// same Worker name) and the benchmark's own never see each other.
 	childEnv = wranglerEnv(tmp);
 	// wrangler keeps its build output next to the floor's config.
-	procs.removeOnExit(join(ROOT, "scripts", "floor", ".wrangler"));
-	procs.removeOnExit(join(ROOT, "scripts", "floor-stateless", ".wrangler"));
+	procs.removeOnExit(join(ROOT, "scripts", "bench", "floor", ".wrangler"));
+	procs.removeOnExit(join(ROOT, "scripts", "bench", "floor-stateless", ".wrangler"));
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
 	// The bench upstream is plain http on loopback, which deployments refuse.
@@ -788,13 +788,13 @@ async function main(): Promise<void> {
 		}),
 		buildWorker(procs, {
 			name: "floor",
-			config: join(ROOT, "scripts", "floor", "wrangler.toml"),
+			config: join(ROOT, "scripts", "bench", "floor", "wrangler.toml"),
 			outDir: join(tmp, "floor-bundle"),
 			env: childEnv,
 		}),
 		buildWorker(procs, {
 			name: "Worker-only floor",
-			config: join(ROOT, "scripts", "floor-stateless", "wrangler.toml"),
+			config: join(ROOT, "scripts", "bench", "floor-stateless", "wrangler.toml"),
 			outDir: join(tmp, "floor-stateless-bundle"),
 			env: childEnv,
 		}),
@@ -810,14 +810,14 @@ async function main(): Promise<void> {
 		]),
 		startWrangler(
 			"floor (wrangler dev)",
-			join(ROOT, "scripts", "floor", "wrangler.toml"),
+			join(ROOT, "scripts", "bench", "floor", "wrangler.toml"),
 			floorBuild.entry,
 			join(tmp, "floor-state"),
 			["--var", `UPSTREAM_URL:${upstream.url}`],
 		),
 		startWrangler(
 			"Worker-only floor (wrangler dev)",
-			join(ROOT, "scripts", "floor-stateless", "wrangler.toml"),
+			join(ROOT, "scripts", "bench", "floor-stateless", "wrangler.toml"),
 			statelessFloorBuild.entry,
 			join(tmp, "floor-stateless-state"),
 			["--var", `UPSTREAM_URL:${modernUpstream.url}`],

@@ -13,7 +13,7 @@
  * the counts so far. The counting costs a property lookup and a closure per
  * call; the gateway's own code runs unchanged.
  *
- * Minimal local types, as in scripts/floor/: no `cloudflare:workers` import.
+ * Minimal local types, as in scripts/bench/floor/: no `cloudflare:workers` import.
  */
 
 /** The path the generated entry answers with the counts (never forwarded to the gateway). */

@@ -15,8 +15,8 @@
  */
 import { createMcpHandler, McpServer, PROTOCOL_VERSION_META_KEY } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { serveFetch } from "../test/reference/node-fetch-bridge.ts";
-import { exitWhenParentGoes, HOST } from "./bench-processes.ts";
+import { serveFetch } from "../fixtures/node-fetch-bridge.ts";
+import { exitWhenParentGoes, HOST } from "../processes.ts";
 
 /** Requests received, by `<era> <method>` (`2026-07-28 tools/call`, `2025 initialize`, `GET`). */
 const counts = new Map<string, number>();

@@ -8,11 +8,11 @@
  * differ only by what lies between the client and the upstream.
  *
  * Also the two counters read around each target's window: the gateway's
- * Durable Object requests (scripts/bench-durable-object-counter.ts) and what
- * the upstream received (scripts/bench-modern-upstream.ts).
+ * Durable Object requests (scripts/bench/durable-object-counter.ts) and what
+ * the upstream received (scripts/bench/modern-upstream.ts).
  */
-import { COUNTS_PATH, type DurableObjectRequestCounts } from "./bench-durable-object-counter.ts";
-import type { ModernTargetId } from "./bench-report.ts";
+import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
+import type { ModernTargetId } from "./report.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";

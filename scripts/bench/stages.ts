@@ -7,10 +7,10 @@
  * per-operation mean, p50 and p99 in microseconds, and the number of timed
  * operations.
  *
- *   node scripts/bench-stages.ts            about 8 s
- *   node scripts/bench-stages.ts --quick    under 2 s
- *   node scripts/bench-stages.ts --json     the results as JSON
- *   node scripts/bench-stages.ts --filter relay
+ *   node scripts/bench/stages.ts            about 8 s
+ *   node scripts/bench/stages.ts --quick    under 2 s
+ *   node scripts/bench/stages.ts --json     the results as JSON
+ *   node scripts/bench/stages.ts --filter relay
  *
  * `npm run bench` runs it once (`measureStages`) and reports it in docs/benchmarks.md.
  *
@@ -207,7 +207,7 @@ const SOURCES = {
 	"src/upstream/deadline.ts": ["startDeadline"],
 } as const satisfies Record<string, ReadonlyArray<keyof Gateway>>;
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** Bundles the functions of SOURCES from the working tree (esbuild, in memory) and imports the bundle. */
 async function loadGateway(): Promise<Gateway> {
@@ -1042,7 +1042,7 @@ if (import.meta.main) {
 		(arg, i) => !["--quick", "--json", "--filter"].includes(arg) && (filterAt === -1 || i !== filterAt + 1),
 	);
 	if (unknown.length > 0 || (filterAt !== -1 && filter === undefined)) {
-		console.error("Usage: node scripts/bench-stages.ts [--quick] [--json] [--filter <text>]");
+		console.error("Usage: node scripts/bench/stages.ts [--quick] [--json] [--filter <text>]");
 		process.exit(2);
 	}
 	const started = performance.now();

@@ -1,12 +1,13 @@
 /**
  * The benchmark's upstream, as its own process: the SDK McpServer fixture of
- * scripts/upstream-server.ts on a free loopback port. Prints one line
+ * scripts/fixtures/upstream-server.ts on a free loopback port. Prints one line
  * `ready <port>` once it listens. Exits on SIGTERM/SIGINT and when its stdin
  * closes, so it never outlives the benchmark that started it, even one that
  * was killed.
  */
-import { exitWhenParentGoes } from "./bench-processes.ts";
-import { startUpstream } from "./upstream-server.ts";
+
+import { startUpstream } from "../fixtures/upstream-server.ts";
+import { exitWhenParentGoes } from "../processes.ts";
 
 const upstream = await startUpstream({ name: "bench", port: 0 });
 console.log(`ready ${upstream.port}`);

@@ -5,26 +5,27 @@
  * authorization-code-grant (a whole sign-in, then the code exchanged at the
  * token endpoint with PKCE and the resource indicator).
  *
- * Starts the local OpenID Connect provider (scripts/oidc-idp.ts) with a
+ * Starts the local OpenID Connect provider (scripts/fixtures/oidc-idp.ts) with a
  * client for the gateway, serves the gateway under `wrangler dev` signing
  * people in there, grants alice by an access rule and registers a public
  * client by DCR, whose redirect URI is the suite's callback server. The suite
  * prints an authorization URL and waits for a browser to bring the
  * authorization response to that callback: the scripted browser
- * (test/support/browser.ts) is that browser here. It approves the consent
+ * (scripts/fixtures/browser.ts) is that browser here. It approves the consent
  * page, signs alice in at the provider and follows the redirects through the
  * gateway's callback to the suite's.
  *
  * Part of `npm run conformance`, after the server requirement sets, or alone:
  *
- *   node scripts/conformance-authorization.ts [--verbose] [--output-dir <dir>]
+ *   node scripts/conformance/authorization.ts [--verbose] [--output-dir <dir>]
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Browser, type Page } from "../test/support/browser.ts";
-import { freePort, HOST, installShutdown, Processes, waitForLine } from "./bench-processes.ts";
-import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./conformance-cli.ts";
+import { Browser, type Page } from "../fixtures/browser.ts";
+import { DEMO_PASSWORD, startIdp } from "../fixtures/oidc-idp.ts";
+import { freePort, HOST, installShutdown, Processes, waitForLine } from "../processes.ts";
+import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./cli.ts";
 import {
 	admin,
 	buildGateway,
@@ -32,7 +33,7 @@ import {
 	type RunningGateway,
 	registerPublicClient,
 	startGateway,
-} from "./conformance-gateway.ts";
+} from "./gateway.ts";
 import {
 	type CliRun,
 	collectResults,
@@ -40,8 +41,7 @@ import {
 	reportBrokenRun,
 	type ScenarioResult,
 	withoutColours,
-} from "./conformance-results.ts";
-import { DEMO_PASSWORD, startIdp } from "./oidc-idp.ts";
+} from "./results.ts";
 
 /** How the tables and the summary name this part of the run. */
 export const AUTHORIZATION_LABEL = "authorization server";
@@ -233,7 +233,7 @@ function report(run: CliRun, resultsDir: string, gatewayUrl: string, signInFailu
 // ---------------------------------------------------------------------------------------------
 // Run directly: builds the gateway itself.
 
-const USAGE = `Usage: node scripts/conformance-authorization.ts [options]
+const USAGE = `Usage: node scripts/conformance/authorization.ts [options]
 
 Runs the MCP conformance suite's authorization-server scenarios against the gateway's own OAuth
 authorization server, signing in as ${SIGN_IN_AS} at a local OpenID Connect provider with a scripted browser.

@@ -5,9 +5,9 @@
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { type Child, type Processes, withTimeout } from "./bench-processes.ts";
-import { type CliRun, withoutColours } from "./conformance-results.ts";
-import { ROOT } from "./wrangler-dev.ts";
+import { type Child, type Processes, withTimeout } from "../processes.ts";
+import { ROOT } from "../wrangler-dev.ts";
+import { type CliRun, withoutColours } from "./results.ts";
 
 /**
  * The suite's CLI: an explicit CONFORMANCE_BIN wins (to try another version),

@@ -1,19 +1,19 @@
 /**
- * `node scripts/conformance.ts`: the server scenarios of the official MCP
+ * `node scripts/conformance/conformance.ts`: the server scenarios of the official MCP
  * conformance suite (`@modelcontextprotocol/conformance`) run against the
  * gateway's transparent endpoint `/mcp/<server>`, for both requirement sets
  * the suite ships: 2025-11-25 (stateful, initialize handshake) and 2026-07-28
  * (stateless, a `_meta` envelope on every request). Each set runs its
  * scenarios at its own wire version, so a scenario in both sets runs twice.
  *
- * Starts the conformance reference (test/reference/conformance-reference.ts,
+ * Starts the conformance reference (scripts/fixtures/reference/conformance-reference.ts,
  * an SDK v2 server speaking both eras) on a free loopback port, builds the
  * gateway and runs it under `wrangler dev` with temporary secrets and state
  * (the user's .dev.vars and .wrangler/state are never touched), registers the
  * reference, creates an API key, and runs the suite's CLI once per set. The
  * CLI cannot send extra headers, so it talks to a loopback proxy that adds
  * `Authorization: Bearer <key>` and forwards everything else exactly as sent
- * (scripts/conformance-key-proxy.ts).
+ * (scripts/conformance/key-proxy.ts).
  *
  * Prints one table per set. The run fails when a scenario the set scores
  * fails; the scenarios a set runs without scoring (extensions such as tasks,
@@ -24,15 +24,15 @@
  * fails the run whenever it fails.
  *
  * Then the suite's authorization-server scenarios, against the gateway as its
- * own OAuth authorization server (scripts/conformance-authorization.ts, a
+ * own OAuth authorization server (scripts/conformance/authorization.ts, a
  * second `wrangler dev` of the same build): both must pass. Not with
  * --scenario, --direct (the reference has no authorization server) or
  * --no-authorization.
  *
- *   node scripts/conformance.ts                                   both sets through the gateway, then authorization
- *   node scripts/conformance.ts --requirements 2026-07-28         one set
- *   node scripts/conformance.ts --scenario server-sse-polling     one scenario, at each set's wire
- *   node scripts/conformance.ts --direct                          the same against the reference alone (baseline)
+ *   node scripts/conformance/conformance.ts                                   both sets through the gateway, then authorization
+ *   node scripts/conformance/conformance.ts --requirements 2026-07-28         one set
+ *   node scripts/conformance/conformance.ts --scenario server-sse-polling     one scenario, at each set's wire
+ *   node scripts/conformance/conformance.ts --direct                          the same against the reference alone (baseline)
  */
 
 import { mkdirSync } from "node:fs";
@@ -40,12 +40,12 @@ import { join, resolve } from "node:path";
 import {
 	type RunningConformanceReference,
 	startConformanceReference,
-} from "../test/reference/conformance-reference.ts";
-import { installShutdown, Processes } from "./bench-processes.ts";
-import { AUTHORIZATION_LABEL, type AuthorizationRun, runAuthorizationScenarios } from "./conformance-authorization.ts";
-import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./conformance-cli.ts";
-import { admin, buildGateway, type GatewayBuild, startGateway } from "./conformance-gateway.ts";
-import { type RunningProxy, startKeyProxy } from "./conformance-key-proxy.ts";
+} from "../fixtures/reference/conformance-reference.ts";
+import { installShutdown, Processes } from "../processes.ts";
+import { AUTHORIZATION_LABEL, type AuthorizationRun, runAuthorizationScenarios } from "./authorization.ts";
+import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./cli.ts";
+import { admin, buildGateway, type GatewayBuild, startGateway } from "./gateway.ts";
+import { type RunningProxy, startKeyProxy } from "./key-proxy.ts";
 import {
 	type CliRun,
 	collectResults,
@@ -57,7 +57,7 @@ import {
 	type ScenarioResult,
 	tally,
 	withoutColours,
-} from "./conformance-results.ts";
+} from "./results.ts";
 
 /** The name the reference is registered under: the suite runs against `/mcp/<SERVER_NAME>`. */
 const SERVER_NAME = "conformance";
@@ -80,12 +80,12 @@ const REQUIRED_HERE: Readonly<Partial<Record<RequirementSet, readonly string[]>>
 	"2026-07-28": ["http-header-validation", "http-custom-header-server-validation"],
 };
 
-const USAGE = `Usage: node scripts/conformance.ts [options]
+const USAGE = `Usage: node scripts/conformance/conformance.ts [options]
 
 Runs the MCP conformance suite's server scenarios, requirement sets ${REQUIREMENT_SETS.join(" and ")},
 against the gateway's /mcp/<server> endpoint with the conformance reference registered behind it,
 then its authorization-server scenarios against the gateway's own OAuth authorization server
-(alone: node scripts/conformance-authorization.ts).
+(alone: node scripts/conformance/authorization.ts).
 
   --requirements <set>  run one requirement set (${REQUIREMENT_SETS.join(" or ")}); default: both
   --scenario <name>     run one scenario (e.g. dns-rebinding-protection), at the wire of each set run

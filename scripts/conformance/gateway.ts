@@ -7,8 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Child, Processes } from "./bench-processes.ts";
-import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "./wrangler-dev.ts";
+import type { Child, Processes } from "../processes.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-dev.ts";
 
 const REQUEST_TIMEOUT_MS = 30_000;
 const CONFIG = join(ROOT, "wrangler.toml");

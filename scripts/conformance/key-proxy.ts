@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, request, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { HOST } from "./bench-processes.ts";
+import { HOST } from "../processes.ts";
 
 export interface RunningProxy {
 	url: string;

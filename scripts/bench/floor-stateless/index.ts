@@ -5,7 +5,7 @@
  * back. No Durable Object, no auth, no parsing.
  *
  * The comparison for the gateway's stateless path (a 2026-07-28 request to a
- * 2026-07-28 upstream, forwarded by the edge Worker); scripts/floor/ is the
+ * 2026-07-28 upstream, forwarded by the edge Worker); scripts/bench/floor/ is the
  * one for the 2025 path through a Durable Object.
  */
 interface StatelessFloorEnv {
