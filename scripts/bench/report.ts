@@ -3,14 +3,8 @@
  * docs/benchmarks.md and the hand-made SVG of latency distributions.
  */
 
-import {
-	formatUs,
-	perCallTotalUs,
-	SECTION_LABELS,
-	type StageResult,
-	type StageSection,
-	workerdEstimateUs,
-} from "./stages.ts";
+import { SECTION_LABELS, type StageResult, type StageSection } from "./stage.ts";
+import { formatUs, perCallTotalUs, workerdEstimateUs } from "./stages.ts";
 
 export type TargetId = "direct" | "floor" | "server" | "aggregate";
 export const TARGET_IDS: readonly TargetId[] = ["direct", "floor", "server", "aggregate"];
