@@ -12,7 +12,7 @@
  * the upstream received (scripts/bench/modern-upstream.ts).
  */
 import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
-import type { ModernTargetId } from "./report.ts";
+import type { ModernTargetId } from "./results.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
