@@ -29,6 +29,12 @@
  * --scenario, --direct (the reference has no authorization server) or
  * --no-authorization.
  *
+ * The folder is this program and its parts: the suite's CLI (cli.ts), the
+ * gateway under `wrangler dev` (gateway.ts), the key proxy (key-proxy.ts),
+ * the results read from the CLI (results.ts) and the authorization scenarios
+ * (authorization.ts). The reference and the identity provider are fixtures
+ * (scripts/fixtures/).
+ *
  *   node scripts/conformance/conformance.ts                                   both sets through the gateway, then authorization
  *   node scripts/conformance/conformance.ts --requirements 2026-07-28         one set
  *   node scripts/conformance/conformance.ts --scenario server-sse-polling     one scenario, at each set's wire
