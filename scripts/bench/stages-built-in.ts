@@ -44,7 +44,8 @@ interface Fixture {
 }
 
 function fixtureOf(g: Gateway, c: Credentials): Fixture {
-	const request = () => new Request(URL_TEXT, { method: "POST", headers: requestHeaders(c), body: BODY });
+	const headers = requestHeaders(c);
+	const request = () => new Request(URL_TEXT, { method: "POST", headers, body: BODY });
 	return {
 		g,
 		c,
@@ -124,7 +125,7 @@ function cryptoStages(g: Gateway, c: Credentials, section: "edge" | "workerd") {
 }
 
 /** The edge Worker, in the order of app.ts, mcp-routes.ts and authenticate.ts. */
-function edgeStages({ g, c, settings, request, shared }: Fixture, crypto: ReturnType<typeof cryptoStages>): Stage[] {
+function edgeStages({ g, c, settings, request, shared }: Fixture, webCrypto: ReturnType<typeof cryptoStages>): Stage[] {
 	return [
 		stage({
 			name: "settings (cached per env object)",
@@ -155,8 +156,8 @@ function edgeStages({ g, c, settings, request, shared }: Fixture, crypto: Return
 			run: () => g.bearerToken(shared),
 			check: (token) => expect(token === c.apiKey, "bearerToken did not find the key"),
 		}),
-		crypto.keyMac,
-		crypto.keyDigest,
+		webCrypto.keyMac,
+		webCrypto.keyDigest,
 		stage({
 			name: "header check: MCP-Protocol-Version",
 			code: "src/edge/transport-checks.ts checkProtocolVersion",
@@ -188,8 +189,8 @@ function edgeStages({ g, c, settings, request, shared }: Fixture, crypto: Return
 			run: () => g.parseClientMessage(BODY),
 			check: (parsed) => expect((parsed as { kind?: unknown }).kind === "request", "not parsed as a request"),
 		}),
-		crypto.sessionCheck,
-		crypto.sessionDigest,
+		webCrypto.sessionCheck,
+		webCrypto.sessionDigest,
 	];
 }
 
