@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type BufferLimits, EventBuffer } from "../src/session/event-buffer.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
+import { type BufferLimits, EventBuffer } from "../src/session/streams/event-buffer.ts";
 import { ManualClock } from "./support/session-object.ts";
 
 const LIMITS: BufferLimits = { maxEvents: 5, maxBytes: 10_000, maxAgeMs: 60_000 };

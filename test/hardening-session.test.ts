@@ -1,8 +1,8 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ClientStreams, MAX_CLIENT_STREAMS } from "../src/session/client-streams.ts";
-import { EventBuffer } from "../src/session/event-buffer.ts";
 import { MAX_IN_FLIGHT, type SessionDO } from "../src/session/session-do.ts";
+import { ClientStreams, MAX_CLIENT_STREAMS } from "../src/session/streams/client-streams.ts";
+import { EventBuffer } from "../src/session/streams/event-buffer.ts";
 import { eventually } from "./support/eventually.ts";
 import {
 	admin,

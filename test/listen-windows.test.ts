@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
-import { ListenWindows, MAX_OPEN_WINDOWS } from "../src/session/listen-windows.ts";
+import { ListenWindows, MAX_OPEN_WINDOWS } from "../src/session/streams/listen-windows.ts";
 import { ManualClock } from "./support/session-object.ts";
 
 const FLOOR = 1_000;

@@ -436,7 +436,7 @@ function runtimeReferences({ g, request, message }: Fixture): Stage[] {
 		}),
 		stage({
 			name: "pass-through with completion, read to the end",
-			code: "src/session/stream-completion.ts withCompletion",
+			code: "src/session/streams/stream-completion.ts withCompletion",
 			section: "reference",
 			perCall: 0,
 			prepare: () => streamOf(SSE_REPLY),

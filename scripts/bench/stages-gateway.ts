@@ -26,7 +26,7 @@ import type { normalizeOutgoing } from "../../src/mcp/outgoing.ts";
 import type { afterLastEvent, EventSizeLimit } from "../../src/mcp/sse.ts";
 import type { relaySse } from "../../src/mcp/sse-relay.ts";
 import type { mintApiKey, newKeyId, verifyApiKey } from "../../src/registry/api-key.ts";
-import type { withCompletion } from "../../src/session/stream-completion.ts";
+import type { withCompletion } from "../../src/session/streams/stream-completion.ts";
 import type { startDeadline } from "../../src/upstream/deadline.ts";
 
 export type { Settings as GatewaySettings } from "../../src/config.ts";
@@ -76,7 +76,7 @@ const SOURCES = {
 	"src/mcp/sse-relay.ts": ["relaySse"],
 	"src/mcp/sse.ts": ["afterLastEvent", "EventSizeLimit"],
 	"src/registry/api-key.ts": ["mintApiKey", "newKeyId", "verifyApiKey"],
-	"src/session/stream-completion.ts": ["withCompletion"],
+	"src/session/streams/stream-completion.ts": ["withCompletion"],
 	"src/upstream/deadline.ts": ["startDeadline"],
 } as const satisfies Record<string, ReadonlyArray<keyof Gateway>>;
 

@@ -7,24 +7,24 @@ import type { Envelope } from "../mcp/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
+import type { ServerRequests } from "./aggregate/server-requests.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
-import type { ClientStreams } from "./client-streams.ts";
+import { ModernBridge } from "./bridge/modern-bridge.ts";
+import { helloOf } from "./bridge/modern-discover.ts";
+import { ModernSession } from "./bridge/modern-session.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
-import type { WindowEnd } from "./listen-windows.ts";
-import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./listening.ts";
-import { ModernBridge } from "./modern-bridge.ts";
-import { helloOf } from "./modern-discover.ts";
-import { ModernSession } from "./modern-session.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
-import type { ServerRequests } from "./server-requests.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
 import type { SessionStore } from "./session-store.ts";
+import type { ClientStreams } from "./streams/client-streams.ts";
+import type { WindowEnd } from "./streams/listen-windows.ts";
+import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 
-export type { WindowEnd } from "./listen-windows.ts";
-export type { ListenEvent, ListenFrames, ListenPlan } from "./listening.ts";
 export type { OpenSessionInput } from "./session-open.ts";
+export type { WindowEnd } from "./streams/listen-windows.ts";
+export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 
 /** A 2026-07-28 client's request, with what opening its session needs. */
 export interface ModernSessionInput extends Omit<OpenSessionInput, "request" | "params"> {

@@ -8,8 +8,8 @@ import {
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { forEachBounded } from "./aggregate/bounded.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
-import { forEachBounded } from "./bounded.ts";
 import type { MemberHello, UpstreamPool } from "./upstream-pool.ts";
 
 /** What the edge hands over when a client initializes. */

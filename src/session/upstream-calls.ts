@@ -11,12 +11,12 @@ import { readCapped } from "../mcp/read-capped.ts";
 import { relaySse } from "../mcp/sse-relay.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
+import type { Breaker } from "./aggregate/breaker.ts";
+import { type ReplyRoute, readMemberReply } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
-import type { Breaker } from "./breaker.ts";
+import { ClientAnswers, relayModern } from "./bridge/modern-rounds.ts";
 import type { Timers } from "./clock.ts";
-import { type ReplyRoute, readMemberReply } from "./member-reply.ts";
-import { ClientAnswers, relayModern } from "./modern-rounds.ts";
-import { withCompletion } from "./stream-completion.ts";
+import { withCompletion } from "./streams/stream-completion.ts";
 
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {

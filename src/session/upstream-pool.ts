@@ -3,8 +3,8 @@ import type { Settings } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
+import { forEachBounded } from "./aggregate/bounded.ts";
 import type { Member } from "./binding.ts";
-import { forEachBounded } from "./bounded.ts";
 
 /** What a member's initialize reply tells the aggregate. */
 export interface MemberHello {

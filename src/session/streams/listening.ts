@@ -1,12 +1,12 @@
-import type { Settings } from "../config.ts";
-import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import type { UpstreamSession } from "../upstream/upstream-connection.ts";
-import type { AggregateRouter } from "./aggregate-router.ts";
-import type { Member, SessionBinding } from "./binding.ts";
+import type { Settings } from "../../config.ts";
+import { parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import type { UpstreamSession } from "../../upstream/upstream-connection.ts";
+import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
+import type { MemberSessions } from "../aggregate/member-sessions.ts";
+import type { Member, SessionBinding } from "../binding.ts";
+import type { Clock } from "../clock.ts";
 import type { ClientStreams, LiveStream } from "./client-streams.ts";
-import type { Clock } from "./clock.ts";
 import { ListenWindows, type WindowEnd } from "./listen-windows.ts";
-import type { MemberSessions } from "./member-sessions.ts";
 
 /** At most this many members' GET streams are listened on per client stream (Workers allow six connections). */
 const MAX_WATCHED_MEMBERS = 4;

@@ -5,8 +5,8 @@ import type {
 	ProgressToken,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../crypto.ts";
-import type { Clock } from "./clock.ts";
+import { randomToken } from "../../crypto.ts";
+import type { Clock } from "../clock.ts";
 
 /** A member's request to the client, waiting for the client's answer. */
 interface Pending {

@@ -15,11 +15,11 @@ import {
 	aggregateTemplates,
 	type PerServer,
 	type RouteTarget,
-} from "../mcp/aggregate.ts";
-import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { INVALIDATED_BY, type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../mcp/list-kinds.ts";
-import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../mcp/namespacing.ts";
-import { ResourceRoutes } from "../mcp/resource-routes.ts";
+} from "../../mcp/aggregate.ts";
+import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { INVALIDATED_BY, type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
+import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
+import { ResourceRoutes } from "../../mcp/resource-routes.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 import type { ServerRequests } from "./server-requests.ts";

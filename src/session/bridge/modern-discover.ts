@@ -1,7 +1,7 @@
 import { InitializeResultSchema, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
-import { MODERN_PROTOCOL_VERSIONS } from "../mcp/protocol-version.ts";
-import type { SessionBinding } from "./binding.ts";
+import { MODERN_PROTOCOL_VERSIONS } from "../../mcp/protocol-version.ts";
+import type { SessionBinding } from "../binding.ts";
 
 /** What a session's initialize reply says of its server, kept for `server/discover`. */
 export function helloOf(reply: JSONRPCMessage): SessionBinding["server"] {

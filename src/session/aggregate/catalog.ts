@@ -1,4 +1,4 @@
-import { LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
+import { LIST_KINDS, type ListItems, type ListKind } from "../../mcp/list-kinds.ts";
 
 /**
  * Fetches one whole list from one member. A list_changed seen on the way

@@ -1,13 +1,13 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../crypto.ts";
-import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../mcp/subscription-filter.ts";
-import { sessionLimitReached } from "../registry/key-sessions-do.ts";
-import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { randomToken } from "../../crypto.ts";
+import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/subscription-filter.ts";
+import { sessionLimitReached } from "../../registry/key-sessions-do.ts";
+import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
+import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-do.ts";
+import type { OpenSessionInput } from "../session-open.ts";
+import { notFound } from "../session-responses.ts";
 import type { ModernBridge } from "./modern-bridge.ts";
 import { discoverReply } from "./modern-discover.ts";
-import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-do.ts";
-import type { OpenSessionInput } from "./session-open.ts";
-import { notFound } from "./session-responses.ts";
 
 /** What serving 2026-07-28 clients needs of its SessionDO. */
 export interface ModernSessionHost {

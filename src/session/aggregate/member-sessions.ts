@@ -1,13 +1,13 @@
-import { GatewayError } from "../mcp/gateway-error.ts";
-import type { ServerRecord } from "../registry/schemas.ts";
-import type { UpstreamSession } from "../upstream/upstream-connection.ts";
-import { type Member, memberOf, type SessionBinding } from "./binding.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import type { ServerRecord } from "../../registry/schemas.ts";
+import type { UpstreamSession } from "../../upstream/upstream-connection.ts";
+import { type Member, memberOf, type SessionBinding } from "../binding.ts";
+import { memberInitParams } from "../session-open.ts";
+import { SESSION_NOT_FOUND } from "../session-responses.ts";
+import type { SessionStore } from "../session-store.ts";
+import type { UpstreamPool } from "../upstream-pool.ts";
 import type { Breaker } from "./breaker.ts";
 import type { Catalog } from "./catalog.ts";
-import { memberInitParams } from "./session-open.ts";
-import { SESSION_NOT_FOUND } from "./session-responses.ts";
-import type { SessionStore } from "./session-store.ts";
-import type { UpstreamPool } from "./upstream-pool.ts";
 
 /** A reconnect backoff up to this long is waited out by the request; a longer one fails it fast. */
 const MAX_RECONNECT_WAIT_MS = 1_000;

@@ -1,8 +1,8 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents } from "../mcp/sse.ts";
-import type { LiveStream } from "./client-streams.ts";
+import { isResponseTo, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import { readCapped } from "../../mcp/read-capped.ts";
+import { readSseEvents } from "../../mcp/sse.ts";
+import type { LiveStream } from "../streams/client-streams.ts";
 
 /**
  * How an aggregate member's reply reaches the client: on a resumable stream
