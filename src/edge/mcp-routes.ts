@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import { classifyPost, requestIdOf } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
-import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";

@@ -5,11 +5,11 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { randomToken } from "../crypto.ts";
+import { modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
+import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
+import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
-import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
-import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/param-headers.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";

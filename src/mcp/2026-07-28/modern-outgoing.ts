@@ -5,8 +5,8 @@ import {
 	LOG_LEVEL_META_KEY,
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
+import { FIRST_PER_REQUEST_VERSION } from "../protocol-version.ts";
 import { mcpNameOf } from "./modern-request.ts";
-import { FIRST_PER_REQUEST_VERSION } from "./protocol-version.ts";
 
 /** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
 export function withEnvelope(

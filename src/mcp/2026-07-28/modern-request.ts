@@ -8,8 +8,8 @@ import {
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { GatewayError } from "./gateway-error.ts";
-import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "./protocol-version.ts";
+import { GatewayError } from "../gateway-error.ts";
+import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "../protocol-version.ts";
 
 /**
  * What a 2026-07-28 request says about its client, in place of a session:
