@@ -1,4 +1,5 @@
 import { DEFAULT_NEGOTIATED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 
 /**
  * From this version on, MCP negotiates the version per request instead of per
@@ -17,6 +18,25 @@ export const SUPPORTED_VERSIONS_OF_BOTH_ERAS: readonly string[] = [
 
 const DATE_VERSION = /^\d{4}-\d{2}-\d{2}$/;
 
+/** Whether a version names a per-request revision: a date from 2026-07-28 on, known to this gateway or not. */
+export function namesModernVersion(version: string): boolean {
+	return DATE_VERSION.test(version) && version >= FIRST_PER_REQUEST_VERSION;
+}
+
+/** JSON-RPC's UnsupportedProtocolVersion code (spec: basic/versioning, "Protocol Version Negotiation"). */
+export const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+const UnsupportedVersionDataSchema = z.object({ supported: z.array(z.string()) });
+
+/**
+ * The versions an UnsupportedProtocolVersion error offers: null when the
+ * error is another one, empty when its `data` lists none.
+ */
+export function supportedVersionsOf(error: { code: number; data?: unknown }): string[] | null {
+	if (error.code !== UNSUPPORTED_PROTOCOL_VERSION) return null;
+	const data = UnsupportedVersionDataSchema.safeParse(error.data);
+	return data.success ? data.data.supported : [];
+}
+
 export type VersionCheck = { ok: true; version: string } | { ok: false; version: string };
 
 /**
@@ -27,7 +47,7 @@ export function checkProtocolVersionHeader(header: string | null): VersionCheck 
 	if (header === null) return { ok: true, version: DEFAULT_NEGOTIATED_PROTOCOL_VERSION };
 	const version = header.trim();
 	if (SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return { ok: true, version };
-	if (DATE_VERSION.test(version) && version >= FIRST_PER_REQUEST_VERSION) return { ok: true, version };
+	if (namesModernVersion(version)) return { ok: true, version };
 	return { ok: false, version };
 }
 

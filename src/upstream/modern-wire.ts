@@ -10,7 +10,7 @@ import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { Deadline } from "./deadline.ts";
@@ -50,13 +50,8 @@ export async function offersOnlyModern(response: Response, server: string, maxBy
 	});
 	if (bytes === null) return false;
 	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
-	const supported = (reply.error.data as { supported?: unknown } | undefined)?.supported;
-	return (
-		Array.isArray(supported) &&
-		supported.some((version) => version === FIRST_PER_REQUEST_VERSION) &&
-		!supported.some((version) => typeof version === "string" && isSupportedSessionVersion(version))
-	);
+	const supported = (reply && "error" in reply ? supportedVersionsOf(reply.error) : null) ?? [];
+	return supported.includes(FIRST_PER_REQUEST_VERSION) && !supported.some(isSupportedSessionVersion);
 }
 
 /** What the gateway holds of one upstream session. */

@@ -1,10 +1,9 @@
 import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isUnaddressedError } from "../mcp/jsonrpc.ts";
-import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
+import { FIRST_PER_REQUEST_VERSION, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
@@ -35,10 +34,6 @@ const isolateEras = new EraCache();
 
 /** The probe's id; each probe is an exchange of its own, so one id serves them all. */
 const DISCOVER_ID = "gw-discover";
-
-/** UnsupportedProtocolVersionError (spec: basic/versioning, "Protocol Version Negotiation"). */
-const UNSUPPORTED_PROTOCOL_VERSION = -32022;
-const UnsupportedVersionDataSchema = z.object({ supported: z.array(z.string()) });
 
 /**
  * Which era `server` speaks. A pinned protocol answers at once; "auto" asks
@@ -234,9 +229,8 @@ function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: Upstr
 			? { era: "modern", evidence: `supported versions ${versions.join(", ")}` }
 			: { era: "legacy", evidence: `supported versions ${versions.join(", ") || "(none)"}` };
 	}
-	if ("error" in reply && reply.error.code === UNSUPPORTED_PROTOCOL_VERSION) {
-		const data = UnsupportedVersionDataSchema.safeParse(reply.error.data);
-		const supported = data.success ? data.data.supported : [];
+	const supported = "error" in reply ? supportedVersionsOf(reply.error) : null;
+	if (supported !== null) {
 		return {
 			era: supported.includes(FIRST_PER_REQUEST_VERSION) ? "modern" : "legacy",
 			evidence: `unsupported protocol version, supported: ${supported.join(", ") || "(not listed)"}`,
