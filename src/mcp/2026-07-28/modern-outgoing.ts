@@ -6,6 +6,7 @@ import {
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { FIRST_PER_REQUEST_VERSION } from "../protocol-version.ts";
+import { headerValue } from "./header-value.ts";
 import { mcpNameOf } from "./modern-request.ts";
 
 /** A request of a 2025 session as a 2026-07-28 request: the client's envelope in `_meta`. */
@@ -35,16 +36,4 @@ export function modernHeaders(configured: Record<string, string>, message: JSONR
 	const name = mcpNameOf(message.method, message.params)?.value;
 	if (name !== undefined) headers.set("mcp-name", headerValue(name));
 	return headers;
-}
-
-/**
- * A value as an HTTP header carries it: as it is when it is plain visible
- * ASCII without edge whitespace, else in the Base64 sentinel `=?base64?…?=`
- * (also when it already looks like one), as 2026-07-28 requires.
- */
-export function headerValue(value: string): string {
-	const plain = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/.test(value) && !/^=\?base64\?.*\?=$/.test(value);
-	if (plain) return value;
-	const bytes = new TextEncoder().encode(value);
-	return `=?base64?${btoa(String.fromCharCode(...bytes))}?=`;
 }
