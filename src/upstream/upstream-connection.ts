@@ -13,15 +13,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents } from "../mcp/sse.ts";
 import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
+import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
@@ -44,12 +42,6 @@ const CLOSE_TIMEOUT_MS = 5_000;
 const MAX_LIST_PAGES = 100;
 
 let requestCounter = 0;
-
-/** A JSON-RPC reply read from an upstream, with its size on the wire. */
-interface Reply {
-	message: JSONRPCMessage;
-	bytes: number;
-}
 
 /**
  * The client side of streamable HTTP towards one upstream server. It knows
@@ -294,51 +286,17 @@ export class UpstreamConnection {
 		}
 	}
 
-	/**
-	 * Reads the JSON-RPC response for `id` from a JSON or SSE body, under the
-	 * reply cap: an over-size reply is `reply_too_large`, read no further.
-	 */
-	async readReply(
+	/** Reads the JSON-RPC response for `id` from a JSON or SSE body, under this upstream's reply cap. */
+	readReply(
 		response: Response,
 		id: RequestId,
 		onNotification?: (message: JSONRPCNotification) => void,
 	): Promise<Reply> {
-		const type = response.headers.get("content-type") ?? "";
-		if (!response.body) throw this.protocolError("an empty body");
-		const cap = this.target.maxReplyBytes;
-		if (type.includes("text/event-stream")) {
-			let reply: Reply | undefined;
-			try {
-				await readSseEvents(
-					response.body,
-					(event) => {
-						const message = parseJsonRpcMessage(event.data);
-						if (!message) return false;
-						if (isNotification(message)) onNotification?.(message);
-						else if (isResponseTo(message, id)) reply = { message, bytes: event.data.length };
-						return reply !== undefined;
-					},
-					cap,
-				);
-			} catch (error) {
-				if (error instanceof RangeError) throw this.tooLarge(`an event of its reply is larger than ${cap} bytes`);
-				throw error;
-			}
-			if (!reply) throw this.protocolError("an event stream that ended before the response");
-			return reply;
-		}
-		if (type.includes("application/json")) {
-			const bytes = await readCapped(response.body, cap);
-			if (bytes === null) throw this.tooLarge(`its reply is larger than ${cap} bytes`);
-			const message = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-			if (!message) throw this.protocolError("a body that is not a JSON-RPC message");
-			if (!isResponseTo(message, id)) {
-				throw this.protocolError("a JSON reply that does not answer the request it was sent");
-			}
-			return { message, bytes: bytes.byteLength };
-		}
-		await response.body.cancel();
-		throw this.protocolError(`an unexpected content type (${type || "none"})`);
+		return readUpstreamReply(response, id, {
+			server: this.target.name,
+			maxBytes: this.target.maxReplyBytes,
+			onNotification,
+		});
 	}
 
 	/** What to tell the client when a streamed reply broke off. */
@@ -422,10 +380,6 @@ export class UpstreamConnection {
 	}
 
 	private tooLarge(what: string): GatewayError {
-		return new GatewayError(
-			"reply_too_large",
-			`Upstream server '${this.target.name}' sent too much: ${what}, which the gateway does not relay.`,
-			{ server: this.target.name },
-		);
+		return upstreamTooLarge(this.target.name, what);
 	}
 }
