@@ -160,7 +160,7 @@ function jsonOrNull(text: string): unknown {
 	}
 }
 
-/** A GET or DELETE sent by a 2026-07-28 client (its version header names a per-request revision). */
+/** A GET or DELETE sent by a 2026-07-28 client (its version header names a modern revision). */
 function sentByModernClient(request: Request): boolean {
 	const header = request.headers.get("mcp-protocol-version")?.trim();
 	return header !== undefined && namesModernVersion(header);

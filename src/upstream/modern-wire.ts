@@ -10,7 +10,7 @@ import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
+import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { Deadline } from "./deadline.ts";
@@ -39,7 +39,7 @@ export interface ModernWireHost {
 /**
  * Whether a refused initialize came from a server that speaks only
  * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
- * `supported` versions are all of the per-request era.
+ * `supported` versions are all of the modern era.
  */
 export async function offersOnlyModern(response: Response, server: string, maxBytes: number): Promise<boolean> {
 	if (!response.body) return false;
@@ -51,7 +51,7 @@ export async function offersOnlyModern(response: Response, server: string, maxBy
 	if (bytes === null) return false;
 	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
 	const supported = (reply && "error" in reply ? supportedVersionsOf(reply.error) : null) ?? [];
-	return supported.includes(FIRST_PER_REQUEST_VERSION) && !supported.some(isSupportedSessionVersion);
+	return supported.includes(FIRST_MODERN_VERSION) && !supported.some(isSupportedLegacyVersion);
 }
 
 /** What the gateway holds of one upstream session. */

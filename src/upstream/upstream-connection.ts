@@ -14,8 +14,8 @@ import {
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
-import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
+import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
 import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
@@ -66,7 +66,7 @@ export class UpstreamConnection {
 		 * tried first and a 2026-07-28-only refusal switches to that era, so an
 		 * upstream that speaks both is spoken to in the client's own era.
 		 */
-		private readonly era: () => UpstreamProtocol = () => "auto",
+		private readonly protocol: () => UpstreamProtocol = () => "auto",
 	) {
 		this.modern = new ModernWire({
 			target,
@@ -74,8 +74,7 @@ export class UpstreamConnection {
 			counted: () => {
 				this.requests++;
 			},
-			listTools: (client) =>
-				this.listAll({ sessionId: null, protocolVersion: FIRST_PER_REQUEST_VERSION, client }, "tools"),
+			listTools: (client) => this.listAll({ sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client }, "tools"),
 		});
 	}
 
@@ -106,8 +105,8 @@ export class UpstreamConnection {
 		| { reply: JSONRPCMessage; session: null }
 	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
-		const era = this.era();
-		if (era === "2026-07-28") return this.discover(request);
+		const pinned = pinnedEra(this.protocol());
+		if (pinned === "modern") return this.discover(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
 			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
@@ -115,7 +114,7 @@ export class UpstreamConnection {
 				// A 2026-07-28-only server refuses the handshake with the versions it speaks:
 				// the gateway then speaks that era to it (unless the operator pinned 2025).
 				if (
-					era === "auto" &&
+					pinned === null &&
 					response.status === 400 &&
 					(await offersOnlyModern(response, this.target.name, this.target.maxReplyBytes))
 				) {
@@ -132,7 +131,7 @@ export class UpstreamConnection {
 				sessionId: response.headers.get("mcp-session-id"),
 				protocolVersion: parsed.data.protocolVersion,
 			};
-			if (!isSupportedSessionVersion(session.protocolVersion)) {
+			if (!isSupportedLegacyVersion(session.protocolVersion)) {
 				await this.close(session);
 				throw new GatewayError(
 					"upstream_error",
@@ -163,7 +162,7 @@ export class UpstreamConnection {
 		const params = InitializeRequestSchema.shape.params.parse(request.params);
 		const session: UpstreamSession = {
 			sessionId: null,
-			protocolVersion: FIRST_PER_REQUEST_VERSION,
+			protocolVersion: FIRST_MODERN_VERSION,
 			client: { info: params.clientInfo, capabilities: params.capabilities },
 		};
 		const discovered = DiscoverResultSchema.safeParse(await this.request(session, "server/discover", undefined));
@@ -171,7 +170,7 @@ export class UpstreamConnection {
 		const { capabilities, instructions, _meta } = discovered.data;
 		const serverInfo = ImplementationSchema.safeParse(_meta?.[SERVER_INFO_META_KEY]);
 		const result: InitializeResult = {
-			protocolVersion: isSupportedSessionVersion(params.protocolVersion)
+			protocolVersion: isSupportedLegacyVersion(params.protocolVersion)
 				? params.protocolVersion
 				: LATEST_PROTOCOL_VERSION,
 			capabilities,

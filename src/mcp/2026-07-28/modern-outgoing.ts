@@ -5,7 +5,7 @@ import {
 	LOG_LEVEL_META_KEY,
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
-import { FIRST_PER_REQUEST_VERSION } from "../protocol-version.ts";
+import { FIRST_MODERN_VERSION } from "../protocol-version.ts";
 import { headerValue } from "./header-value.ts";
 import { mcpNameOf } from "./modern-request.ts";
 
@@ -17,7 +17,7 @@ export function withEnvelope(
 	const params = message.params ?? {};
 	const _meta: Record<string, unknown> = {
 		...params._meta,
-		[PROTOCOL_VERSION_META_KEY]: FIRST_PER_REQUEST_VERSION,
+		[PROTOCOL_VERSION_META_KEY]: FIRST_MODERN_VERSION,
 		[CLIENT_INFO_META_KEY]: client.info,
 		[CLIENT_CAPABILITIES_META_KEY]: client.capabilities,
 	};
@@ -31,7 +31,7 @@ export function modernHeaders(configured: Record<string, string>, message: JSONR
 	const headers = new Headers(configured);
 	headers.set("accept", "application/json, text/event-stream");
 	headers.set("content-type", "application/json");
-	headers.set("mcp-protocol-version", FIRST_PER_REQUEST_VERSION);
+	headers.set("mcp-protocol-version", FIRST_MODERN_VERSION);
 	headers.set("mcp-method", message.method);
 	const name = mcpNameOf(message.method, message.params)?.value;
 	if (name !== undefined) headers.set("mcp-name", headerValue(name));

@@ -160,7 +160,7 @@ function mismatch(detail: string, id: string | number | null): GatewayError {
 
 /**
  * -32022 with the versions a client can pick (2026-07-28 versioning): for a
- * request of the per-request era, that era's versions (what `server/discover`
+ * request of the modern era, that era's versions (what `server/discover`
  * offers); for a 2025 request, every version the gateway speaks.
  */
 export function unsupportedVersion(
