@@ -28,12 +28,16 @@ export type { FetchLike } from "./upstream-fetch.ts";
 /** Which era to speak to an upstream: pinned by the operator, or found out ("auto"). */
 export type { UpstreamProtocol };
 
-export interface UpstreamSession {
-	sessionId: string | null;
-	protocolVersion: string;
-	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
-	client?: ModernClient | undefined;
-}
+/**
+ * What a 2025 session holds of one upstream, by the era it is spoken to in,
+ * decided when it is opened (`initialize`) and trusted from then on: a
+ * `legacy` upstream's own session (its id null when the server keeps none),
+ * or, for a `modern` upstream, which has no session, who the client is, sent
+ * with every request.
+ */
+export type UpstreamSession =
+	| { era: "legacy"; sessionId: string | null; protocolVersion: string }
+	| { era: "modern"; sessionId: null; protocolVersion: string; client: ModernClient };
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -74,7 +78,8 @@ export class UpstreamConnection {
 			counted: () => {
 				this.requests++;
 			},
-			listTools: (client) => this.listAll({ sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client }, "tools"),
+			listTools: (client) =>
+				this.listAll({ era: "modern", sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client }, "tools"),
 		});
 	}
 
@@ -109,7 +114,7 @@ export class UpstreamConnection {
 		if (pinned === "modern") return this.discover(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
-			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
+			const response = await this.send("POST", { era: "legacy", sessionId: null, protocolVersion }, request, deadline);
 			if (!response.ok) {
 				// A 2026-07-28-only server refuses the handshake with the versions it speaks:
 				// the gateway then speaks that era to it (unless the operator pinned 2025).
@@ -128,6 +133,7 @@ export class UpstreamConnection {
 			const parsed = InitializeResultSchema.safeParse(reply.result);
 			if (!parsed.success) throw this.protocolError("an initialize result that is not valid MCP");
 			const session: UpstreamSession = {
+				era: "legacy",
 				sessionId: response.headers.get("mcp-session-id"),
 				protocolVersion: parsed.data.protocolVersion,
 			};
@@ -161,6 +167,7 @@ export class UpstreamConnection {
 	): Promise<{ reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }> {
 		const params = InitializeRequestSchema.shape.params.parse(request.params);
 		const session: UpstreamSession = {
+			era: "modern",
 			sessionId: null,
 			protocolVersion: FIRST_MODERN_VERSION,
 			client: { info: params.clientInfo, capabilities: params.capabilities },
@@ -362,7 +369,7 @@ export class UpstreamConnection {
 		deadline: Deadline,
 		lastEventId?: string,
 	): Promise<Response> {
-		if (session.client) return this.modern.send(method, session.client, message, deadline);
+		if (session.era === "modern") return this.modern.send(method, session.client, message, deadline);
 		const headers = new Headers(this.target.headers);
 		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
 		if (message) headers.set("content-type", "application/json");

@@ -130,6 +130,7 @@ export async function checkUpstream(
  * clients, no capabilities) and the standard headers.
  */
 const PROBE_SESSION: UpstreamSession = {
+	era: "modern",
 	sessionId: null,
 	protocolVersion: FIRST_MODERN_VERSION,
 	client: { info: GATEWAY_SERVER_INFO, capabilities: {} },
