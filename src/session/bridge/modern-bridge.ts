@@ -16,7 +16,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import type { Clock, Timers } from "../clock.ts";
-import type { SessionMessage } from "../session-do.ts";
+import type { SessionMessage } from "../session-rpc.ts";
 
 /** What the bridge needs of its session. */
 export interface BridgeHost {
