@@ -1,23 +1,18 @@
-import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import {
-	ImplementationSchema,
-	InitializeRequestSchema,
 	type InitializeResult,
 	InitializeResultSchema,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
-	LATEST_PROTOCOL_VERSION,
 	PaginatedResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
+import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
@@ -37,7 +32,7 @@ export type { UpstreamProtocol };
  */
 export type UpstreamSession =
 	| { era: "legacy"; sessionId: string | null; protocolVersion: string }
-	| { era: "modern"; sessionId: null; protocolVersion: string; client: ModernClient };
+	| ModernUpstreamSession;
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -80,6 +75,7 @@ export class UpstreamConnection {
 			},
 			listTools: (client) =>
 				this.listAll({ era: "modern", sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client }, "tools"),
+			request: (session, method) => this.request(session, method, undefined),
 		});
 	}
 
@@ -111,7 +107,7 @@ export class UpstreamConnection {
 	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
 		const pinned = pinnedEra(this.protocol());
-		if (pinned === "modern") return this.discover(request);
+		if (pinned === "modern") return this.modern.initialize(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
 			const response = await this.send("POST", { era: "legacy", sessionId: null, protocolVersion }, request, deadline);
@@ -123,7 +119,7 @@ export class UpstreamConnection {
 					response.status === 400 &&
 					(await offersOnlyModern(response, this.target.name, this.target.maxReplyBytes))
 				) {
-					return this.discover(request);
+					return this.modern.initialize(request);
 				}
 				await response.body?.cancel();
 				throw this.statusError(response.status, "initialize");
@@ -154,37 +150,6 @@ export class UpstreamConnection {
 		} finally {
 			deadline.clear();
 		}
-	}
-
-	/**
-	 * A 2025 client's initialize, answered for a 2026-07-28 upstream, which has
-	 * no handshake: its `server/discover` gives the capabilities, identity and
-	 * instructions, and the client's own version is kept (the gateway speaks
-	 * 2025 to the client and 2026-07-28 to the upstream, request by request).
-	 */
-	private async discover(
-		request: JSONRPCRequest,
-	): Promise<{ reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }> {
-		const params = InitializeRequestSchema.shape.params.parse(request.params);
-		const session: UpstreamSession = {
-			era: "modern",
-			sessionId: null,
-			protocolVersion: FIRST_MODERN_VERSION,
-			client: { info: params.clientInfo, capabilities: params.capabilities },
-		};
-		const discovered = DiscoverResultSchema.safeParse(await this.request(session, "server/discover", undefined));
-		if (!discovered.success) throw this.protocolError("a server/discover result that is not valid MCP");
-		const { capabilities, instructions, _meta } = discovered.data;
-		const serverInfo = ImplementationSchema.safeParse(_meta?.[SERVER_INFO_META_KEY]);
-		const result: InitializeResult = {
-			protocolVersion: isSupportedLegacyVersion(params.protocolVersion)
-				? params.protocolVersion
-				: LATEST_PROTOCOL_VERSION,
-			capabilities,
-			serverInfo: serverInfo.success ? serverInfo.data : { name: this.target.name, version: "unknown" },
-		};
-		if (instructions !== undefined) result.instructions = instructions;
-		return { reply: { jsonrpc: "2.0", id: request.id, result }, session, result };
 	}
 
 	/**
