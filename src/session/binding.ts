@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { type ServerRecord, UpstreamProtocolSchema } from "../registry/schemas.ts";
 
 /** Who may use a session: the key and user path that opened it, on the endpoint it was opened on. */
@@ -50,12 +51,7 @@ export const UpstreamSessionSchema = z.preprocess(
 			sessionId: z.null(),
 			protocolVersion: z.string(),
 			/** Who the client is, sent in every request's envelope (there is no session). */
-			client: z.object({
-				info: z.record(z.string(), z.unknown()),
-				capabilities: z.record(z.string(), z.unknown()),
-				logLevel: z.string().optional(),
-				subscriptions: z.array(z.string()).optional(),
-			}),
+			client: ModernClientSchema,
 		}),
 	]),
 );

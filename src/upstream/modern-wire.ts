@@ -11,7 +11,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { randomToken } from "../crypto.ts";
-import { modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
+import { type ModernClient, modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
@@ -23,15 +23,6 @@ import type { Deadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
 import { upstreamProtocolError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
-
-/** Who the client of a 2025 session is, as a 2026-07-28 upstream is told with every request. */
-export interface ModernClient {
-	info: Record<string, unknown>;
-	capabilities: Record<string, unknown>;
-	logLevel?: string;
-	/** Resources the 2025 client subscribed to: the upstream's listen filter names them. */
-	subscriptions?: string[];
-}
 
 /** What a 2025 session holds of a 2026-07-28 upstream: no session there, only who the client is. */
 export interface ModernUpstreamSession {
