@@ -15,14 +15,16 @@ import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
-import type { ModernSessionInput, OpenSessionResult, SessionMessage, SessionStats } from "./session-rpc.ts";
+import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
+import type { SessionStats } from "./session-stats.ts";
 import type { SessionStore } from "./session-store.ts";
 import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 
 export type { OpenSessionInput } from "./session-open.ts";
-export type { ModernSessionInput, OpenSessionResult, SessionMessage, SessionStats } from "./session-rpc.ts";
+export type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
+export type { SessionStats } from "./session-stats.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 

@@ -4,8 +4,8 @@ import type { OpenSessionInput } from "./session-open.ts";
 
 /*
  * The shapes the SessionDO's RPC surface takes and gives, apart from the
- * class (which needs the Workers runtime), so the session's rooms and
- * Node-side programs can name them without importing the Durable Object.
+ * class, so the session's rooms can name them without importing the Durable
+ * Object (its cost figures: `session-stats.ts`).
  */
 
 /** A 2026-07-28 client's request, with what opening its session needs. */
@@ -26,18 +26,3 @@ export type SessionMessage =
 	| { kind: "request"; message: JSONRPCRequest }
 	| { kind: "notification"; message: JSONRPCNotification }
 	| { kind: "response"; message: JSONRPCMessage };
-
-export interface SessionStats {
-	storageReads: number;
-	storageWrites: number;
-	/** Rechecks made (each reads the registry's read path). */
-	registryReads: number;
-	/** Workers KV reads those rechecks made. */
-	kvReads: number;
-	upstreamRequests: number;
-	inFlight: number;
-	/** Storage writes of the event buffer (stream events kept for resumption, and their pruning). */
-	eventBufferWrites: number;
-	/** Wall time this object was kept active (an RPC running, or a call's reply being read). */
-	activeMs: number;
-}
