@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { modernReply } from "../src/mcp/modern-results.ts";
+import { modernReply } from "../src/mcp/2026-07-28/modern-results.ts";
 
 describe("2025 replies made 2026-07-28", () => {
 	it("a result gains resultType, and a cacheable one ttlMs 0 and cacheScope private", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { paramHeadersOf, paramHeaderValues } from "../src/mcp/param-headers.ts";
+import { paramHeadersOf, paramHeaderValues } from "../src/mcp/2026-07-28/param-headers.ts";
 
 describe("x-mcp-header mirroring", () => {
 	const schema = {

@@ -6,7 +6,7 @@
  */
 
 import { performance } from "node:perf_hooks";
-import type { SessionStats } from "../../src/session/session-do.ts";
+import type { SessionStats } from "../../src/session/session-stats.ts";
 import { delay, withTimeout } from "../processes.ts";
 import { MODERN_VERSION } from "./modern.ts";
 import { CALL_TIMEOUT_MS } from "./plan.ts";

@@ -1,10 +1,10 @@
 import type { Context } from "hono";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import { classifyPost, requestIdOf } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
-import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
-import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
+import { namesModernVersion } from "../mcp/protocol-version.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -85,7 +85,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const scope: SessionScope = { keyId: key.id, userPath: key.userPath, endpoint: name ? `/mcp/${name}` : "/mcp" };
 	const sessionId = request.headers.get("mcp-session-id");
 
-	if (method !== "POST" && namesModernVersion(request)) {
+	if (method !== "POST" && sentByModernClient(request)) {
 		throw new GatewayError(
 			"method_not_allowed",
 			"Method Not Allowed: MCP 2026-07-28 has no GET or DELETE; send each request as a POST (subscriptions/listen for change notifications).",
@@ -160,10 +160,10 @@ function jsonOrNull(text: string): unknown {
 	}
 }
 
-/** A GET or DELETE sent by a 2026-07-28 client (its version header names a per-request revision). */
-function namesModernVersion(request: Request): boolean {
+/** A GET or DELETE sent by a 2026-07-28 client (its version header names a modern revision). */
+function sentByModernClient(request: Request): boolean {
 	const header = request.headers.get("mcp-protocol-version")?.trim();
-	return header !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(header) && header >= FIRST_PER_REQUEST_VERSION;
+	return header !== undefined && namesModernVersion(header);
 }
 
 /**

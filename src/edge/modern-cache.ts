@@ -1,8 +1,8 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { sha256Hex } from "../crypto.ts";
+import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import { CACHEABLE_METHODS } from "../mcp/2026-07-28/modern-results.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import type { Envelope } from "../mcp/modern-request.ts";
-import { CACHEABLE_METHODS } from "../mcp/modern-results.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import type { Member } from "../session/binding.ts";

@@ -2,11 +2,11 @@ import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/t
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
+import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
+import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
-import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
-import { wantedBy } from "../mcp/subscription-filter.ts";
 import type { SessionScope } from "../session/binding.ts";
 import type { SessionDO } from "../session/session-do.ts";
 import { asGatewayError } from "../session/session-responses.ts";

@@ -1,9 +1,9 @@
 import type { Settings } from "../config.ts";
 import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
-import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
+import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { stableJson } from "../mcp/stable-json.ts";
-import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";

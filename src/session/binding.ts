@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
 import {
 	EndpointCheckSchema,
 	type ServerRecord,
@@ -38,19 +39,24 @@ export function memberOf(server: ServerRecord): Member {
 	};
 }
 
-export const UpstreamSessionSchema = z.object({
-	sessionId: z.string().nullable(),
-	protocolVersion: z.string(),
-	/** For a 2026-07-28 upstream: who the client is, sent in every request's envelope (there is no session). */
-	client: z
-		.object({
-			info: z.record(z.string(), z.unknown()),
-			capabilities: z.record(z.string(), z.unknown()),
-			logLevel: z.string().optional(),
-			subscriptions: z.array(z.string()).optional(),
-		})
-		.optional(),
-});
+/** A member's upstream session as stored: its era says how it is spoken to (see `UpstreamSession`). */
+export const UpstreamSessionSchema = z.preprocess(
+	// Bindings stored before sessions named their era: a client in one meant a 2026-07-28 upstream.
+	(stored) =>
+		typeof stored === "object" && stored !== null && !("era" in stored)
+			? { ...stored, era: "client" in stored && stored.client !== undefined ? "modern" : "legacy" }
+			: stored,
+	z.discriminatedUnion("era", [
+		z.object({ era: z.literal("legacy"), sessionId: z.string().nullable(), protocolVersion: z.string() }),
+		z.object({
+			era: z.literal("modern"),
+			sessionId: z.null(),
+			protocolVersion: z.string(),
+			/** Who the client is, sent in every request's envelope (there is no session). */
+			client: ModernClientSchema,
+		}),
+	]),
+);
 
 /**
  * What a SessionDO stores: the binding of the session, keyed (by the DO's own

@@ -1,10 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import type { Envelope } from "../mcp/modern-request.ts";
-import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
@@ -17,33 +15,18 @@ import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
+import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
+import type { SessionStats } from "./session-stats.ts";
 import type { SessionStore } from "./session-store.ts";
 import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 
 export type { OpenSessionInput } from "./session-open.ts";
+export type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
+export type { SessionStats } from "./session-stats.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
-
-/** A 2026-07-28 client's request, with what opening its session needs. */
-export interface ModernSessionInput extends Omit<OpenSessionInput, "request" | "params"> {
-	envelope: Envelope;
-	message: JSONRPCRequest;
-	/** Live sessions the key may hold. */
-	cap: number;
-}
-
-export interface OpenSessionResult {
-	opened: boolean;
-	reply: JSONRPCMessage;
-}
-
-/** Client messages forwarded into a live session. */
-export type SessionMessage =
-	| { kind: "request"; message: JSONRPCRequest }
-	| { kind: "notification"; message: JSONRPCNotification }
-	| { kind: "response"; message: JSONRPCMessage };
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
 export const MAX_IN_FLIGHT = 100;
@@ -416,19 +399,4 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.parts.lifecycle.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.parts.pool.closeAll(binding.members, binding.upstreams);
 	}
-}
-
-export interface SessionStats {
-	storageReads: number;
-	storageWrites: number;
-	/** Rechecks made (each reads the registry's read path). */
-	registryReads: number;
-	/** Workers KV reads those rechecks made. */
-	kvReads: number;
-	upstreamRequests: number;
-	inFlight: number;
-	/** Storage writes of the event buffer (stream events kept for resumption, and their pruning). */
-	eventBufferWrites: number;
-	/** Wall time this object was kept active (an RPC running, or a call's reply being read). */
-	activeMs: number;
 }

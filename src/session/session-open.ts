@@ -7,7 +7,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
 import { forEachBounded } from "./aggregate/bounded.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
 import type { MemberHello, UpstreamPool } from "./upstream-pool.ts";
@@ -65,7 +65,7 @@ export async function openTransparent(pool: UpstreamPool, input: OpenSessionInpu
  * session opens anyway, with the gateway's own initialize result.
  */
 export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput): Promise<Opened> {
-	const version = isSupportedSessionVersion(input.params.protocolVersion)
+	const version = isSupportedLegacyVersion(input.params.protocolVersion)
 		? input.params.protocolVersion
 		: LATEST_PROTOCOL_VERSION;
 	const params = memberInitParams(version, input.params.clientInfo, input.params.capabilities);

@@ -133,6 +133,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			return pool.connection(member).request(await members.session(member), method, params);
 		},
 		emit: (message) => streams.listening()?.send(message),
+		timers: host.timers,
 	});
 	const listening = new Listening({
 		settings,

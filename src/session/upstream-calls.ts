@@ -248,7 +248,7 @@ export class UpstreamCalls {
 			return null;
 		};
 		let reply = upstream;
-		if (session.client) {
+		if (session.era === "modern") {
 			const call = {
 				server: member.name,
 				message: { ...message },

@@ -1,5 +1,4 @@
-/** The eras an upstream can speak: `legacy` opens sessions with `initialize` (2025-11-25 and earlier); `modern` is stateless, every request carrying its own envelope (2026-07-28). */
-export type UpstreamEra = "legacy" | "modern";
+import type { ProtocolEra } from "../mcp/protocol-version.ts";
 
 export interface EraCacheOptions {
 	/** Answers kept at most; the oldest goes first. */
@@ -27,8 +26,8 @@ const DEFAULT_TTL_MS = 10 * 60_000;
  * lookup probes again.
  */
 export class EraCache {
-	private readonly answers = new Map<string, { era: UpstreamEra; expiresAt: number }>();
-	private readonly probes = new Map<string, Promise<UpstreamEra>>();
+	private readonly answers = new Map<string, { era: ProtocolEra; expiresAt: number }>();
+	private readonly probes = new Map<string, Promise<ProtocolEra>>();
 	private readonly maxEntries: number;
 	private readonly ttlMs: number;
 	private readonly now: () => number;
@@ -40,7 +39,7 @@ export class EraCache {
 	}
 
 	/** The era remembered for `key`, or the answer of the one probe running (or started now) for it. */
-	lookup(key: string, probe: () => Promise<UpstreamEra>): Promise<UpstreamEra> {
+	lookup(key: string, probe: () => Promise<ProtocolEra>): Promise<ProtocolEra> {
 		const known = this.answers.get(key);
 		if (known && known.expiresAt > this.now()) return Promise.resolve(known.era);
 		this.answers.delete(key);
@@ -62,7 +61,7 @@ export class EraCache {
 		return this.answers.size;
 	}
 
-	private remember(key: string, era: UpstreamEra): void {
+	private remember(key: string, era: ProtocolEra): void {
 		this.answers.delete(key);
 		if (this.answers.size >= this.maxEntries) {
 			const oldest = this.answers.keys().next();

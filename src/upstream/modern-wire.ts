@@ -1,29 +1,35 @@
+import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import {
+	ImplementationSchema,
+	InitializeRequestSchema,
+	type InitializeResult,
 	isJSONRPCRequest,
 	type JSONRPCMessage,
 	type JSONRPCRequest,
+	LATEST_PROTOCOL_VERSION,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
+import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { randomToken } from "../crypto.ts";
+import { type ModernClient, modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
+import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
+import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
-import { HEADER_MISMATCH } from "../mcp/modern-request.ts";
-import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/param-headers.ts";
-import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
+import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { Deadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
+import { upstreamProtocolError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
-/** Who the client of a 2025 session is, as a 2026-07-28 upstream is told with every request. */
-export interface ModernClient {
-	info: Record<string, unknown>;
-	capabilities: Record<string, unknown>;
-	logLevel?: string;
-	/** Resources the 2025 client subscribed to: the upstream's listen filter names them. */
-	subscriptions?: string[];
+/** What a 2025 session holds of a 2026-07-28 upstream: no session there, only who the client is. */
+export interface ModernUpstreamSession {
+	era: "modern";
+	sessionId: null;
+	protocolVersion: string;
+	client: ModernClient;
 }
 
 /** What the wire needs of its connection. */
@@ -34,12 +40,14 @@ export interface ModernWireHost {
 	counted(): void;
 	/** The upstream's tools, every page (for their `x-mcp-header` declarations). */
 	listTools(client: ModernClient): Promise<Tool[]>;
+	/** A request of the gateway's own, and its result (the connection's `request`). */
+	request(session: ModernUpstreamSession, method: string): Promise<Record<string, unknown>>;
 }
 
 /**
  * Whether a refused initialize came from a server that speaks only
  * 2026-07-28: a JSON-RPC UnsupportedProtocolVersion error (-32022) whose
- * `supported` versions are all of the per-request era.
+ * `supported` versions are all of the modern era.
  */
 export async function offersOnlyModern(response: Response, server: string, maxBytes: number): Promise<boolean> {
 	if (!response.body) return false;
@@ -50,16 +58,10 @@ export async function offersOnlyModern(response: Response, server: string, maxBy
 	});
 	if (bytes === null) return false;
 	const reply = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-	if (!reply || !("error" in reply) || reply.error.code !== -32022) return false;
-	const supported = (reply.error.data as { supported?: unknown } | undefined)?.supported;
-	return (
-		Array.isArray(supported) &&
-		supported.some((version) => version === FIRST_PER_REQUEST_VERSION) &&
-		!supported.some((version) => typeof version === "string" && isSupportedSessionVersion(version))
-	);
+	const supported = (reply && "error" in reply ? supportedVersionsOf(reply.error) : null) ?? [];
+	return supported.includes(FIRST_MODERN_VERSION) && !supported.some(isSupportedLegacyVersion);
 }
 
-/** What the gateway holds of one upstream session. */
 /**
  * How a 2025 session speaks to a 2026-07-28 upstream, message by message:
  * there is no session on that side, so every request carries the client's
@@ -70,6 +72,39 @@ export class ModernWire {
 	private toolHeaders: Map<string, ParamHeader[]> | null = null;
 
 	constructor(private readonly host: ModernWireHost) {}
+
+	/**
+	 * A 2025 client's initialize, answered for a 2026-07-28 upstream, which has
+	 * no handshake: its `server/discover` gives the capabilities, identity and
+	 * instructions, and the client's own version is kept (the gateway speaks
+	 * 2025 to the client and 2026-07-28 to the upstream, request by request).
+	 */
+	async initialize(
+		request: JSONRPCRequest,
+	): Promise<{ reply: JSONRPCMessage; session: ModernUpstreamSession; result: InitializeResult }> {
+		const params = InitializeRequestSchema.shape.params.parse(request.params);
+		const session: ModernUpstreamSession = {
+			era: "modern",
+			sessionId: null,
+			protocolVersion: FIRST_MODERN_VERSION,
+			client: { info: params.clientInfo, capabilities: params.capabilities },
+		};
+		const discovered = DiscoverResultSchema.safeParse(await this.host.request(session, "server/discover"));
+		if (!discovered.success) {
+			throw upstreamProtocolError(this.host.target.name, "a server/discover result that is not valid MCP");
+		}
+		const { capabilities, instructions, _meta } = discovered.data;
+		const serverInfo = ImplementationSchema.safeParse(_meta?.[SERVER_INFO_META_KEY]);
+		const result: InitializeResult = {
+			protocolVersion: isSupportedLegacyVersion(params.protocolVersion)
+				? params.protocolVersion
+				: LATEST_PROTOCOL_VERSION,
+			capabilities,
+			serverInfo: serverInfo.success ? serverInfo.data : { name: this.host.target.name, version: "unknown" },
+		};
+		if (instructions !== undefined) result.instructions = instructions;
+		return { reply: { jsonrpc: "2.0", id: request.id, result }, session, result };
+	}
 
 	/**
 	 * A message of a 2025 session to a 2026-07-28 upstream: a request carries

@@ -1,27 +1,20 @@
-import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import {
-	ImplementationSchema,
-	InitializeRequestSchema,
 	type InitializeResult,
 	InitializeResultSchema,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
-	LATEST_PROTOCOL_VERSION,
 	PaginatedResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
-import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { readSseEvents } from "../mcp/sse.ts";
-import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
+import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import { type ModernClient, ModernWire, offersOnlyModern } from "./modern-wire.ts";
+import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
+import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
@@ -30,12 +23,16 @@ export type { FetchLike } from "./upstream-fetch.ts";
 /** Which era to speak to an upstream: pinned by the operator, or found out ("auto"). */
 export type { UpstreamProtocol };
 
-export interface UpstreamSession {
-	sessionId: string | null;
-	protocolVersion: string;
-	/** For a 2026-07-28 upstream: the client's identity and capabilities, sent with every request. */
-	client?: ModernClient | undefined;
-}
+/**
+ * What a 2025 session holds of one upstream, by the era it is spoken to in,
+ * decided when it is opened (`initialize`) and trusted from then on: a
+ * `legacy` upstream's own session (its id null when the server keeps none),
+ * or, for a `modern` upstream, which has no session, who the client is, sent
+ * with every request.
+ */
+export type UpstreamSession =
+	| { era: "legacy"; sessionId: string | null; protocolVersion: string }
+	| ModernUpstreamSession;
 
 /** Closing an upstream session is best effort and must not hold a client's DELETE for long. */
 const CLOSE_TIMEOUT_MS = 5_000;
@@ -44,12 +41,6 @@ const CLOSE_TIMEOUT_MS = 5_000;
 const MAX_LIST_PAGES = 100;
 
 let requestCounter = 0;
-
-/** A JSON-RPC reply read from an upstream, with its size on the wire. */
-interface Reply {
-	message: JSONRPCMessage;
-	bytes: number;
-}
 
 /**
  * The client side of streamable HTTP towards one upstream server. It knows
@@ -74,7 +65,7 @@ export class UpstreamConnection {
 		 * tried first and a 2026-07-28-only refusal switches to that era, so an
 		 * upstream that speaks both is spoken to in the client's own era.
 		 */
-		private readonly era: () => UpstreamProtocol = () => "auto",
+		private readonly protocol: () => UpstreamProtocol = () => "auto",
 	) {
 		this.modern = new ModernWire({
 			target,
@@ -83,7 +74,8 @@ export class UpstreamConnection {
 				this.requests++;
 			},
 			listTools: (client) =>
-				this.listAll({ sessionId: null, protocolVersion: FIRST_PER_REQUEST_VERSION, client }, "tools"),
+				this.listAll({ era: "modern", sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client }, "tools"),
+			request: (session, method) => this.request(session, method, undefined),
 		});
 	}
 
@@ -114,20 +106,20 @@ export class UpstreamConnection {
 		| { reply: JSONRPCMessage; session: null }
 	> {
 		const protocolVersion = String(request.params?.protocolVersion ?? "");
-		const era = this.era();
-		if (era === "2026-07-28") return this.discover(request);
+		const pinned = pinnedEra(this.protocol());
+		if (pinned === "modern") return this.modern.initialize(request);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
-			const response = await this.send("POST", { sessionId: null, protocolVersion }, request, deadline);
+			const response = await this.send("POST", { era: "legacy", sessionId: null, protocolVersion }, request, deadline);
 			if (!response.ok) {
 				// A 2026-07-28-only server refuses the handshake with the versions it speaks:
 				// the gateway then speaks that era to it (unless the operator pinned 2025).
 				if (
-					era === "auto" &&
+					pinned === null &&
 					response.status === 400 &&
 					(await offersOnlyModern(response, this.target.name, this.target.maxReplyBytes))
 				) {
-					return this.discover(request);
+					return this.modern.initialize(request);
 				}
 				await response.body?.cancel();
 				throw this.statusError(response.status, "initialize");
@@ -137,10 +129,11 @@ export class UpstreamConnection {
 			const parsed = InitializeResultSchema.safeParse(reply.result);
 			if (!parsed.success) throw this.protocolError("an initialize result that is not valid MCP");
 			const session: UpstreamSession = {
+				era: "legacy",
 				sessionId: response.headers.get("mcp-session-id"),
 				protocolVersion: parsed.data.protocolVersion,
 			};
-			if (!isSupportedSessionVersion(session.protocolVersion)) {
+			if (!isSupportedLegacyVersion(session.protocolVersion)) {
 				await this.close(session);
 				throw new GatewayError(
 					"upstream_error",
@@ -157,36 +150,6 @@ export class UpstreamConnection {
 		} finally {
 			deadline.clear();
 		}
-	}
-
-	/**
-	 * A 2025 client's initialize, answered for a 2026-07-28 upstream, which has
-	 * no handshake: its `server/discover` gives the capabilities, identity and
-	 * instructions, and the client's own version is kept (the gateway speaks
-	 * 2025 to the client and 2026-07-28 to the upstream, request by request).
-	 */
-	private async discover(
-		request: JSONRPCRequest,
-	): Promise<{ reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }> {
-		const params = InitializeRequestSchema.shape.params.parse(request.params);
-		const session: UpstreamSession = {
-			sessionId: null,
-			protocolVersion: FIRST_PER_REQUEST_VERSION,
-			client: { info: params.clientInfo, capabilities: params.capabilities },
-		};
-		const discovered = DiscoverResultSchema.safeParse(await this.request(session, "server/discover", undefined));
-		if (!discovered.success) throw this.protocolError("a server/discover result that is not valid MCP");
-		const { capabilities, instructions, _meta } = discovered.data;
-		const serverInfo = ImplementationSchema.safeParse(_meta?.[SERVER_INFO_META_KEY]);
-		const result: InitializeResult = {
-			protocolVersion: isSupportedSessionVersion(params.protocolVersion)
-				? params.protocolVersion
-				: LATEST_PROTOCOL_VERSION,
-			capabilities,
-			serverInfo: serverInfo.success ? serverInfo.data : { name: this.target.name, version: "unknown" },
-		};
-		if (instructions !== undefined) result.instructions = instructions;
-		return { reply: { jsonrpc: "2.0", id: request.id, result }, session, result };
 	}
 
 	/**
@@ -294,51 +257,17 @@ export class UpstreamConnection {
 		}
 	}
 
-	/**
-	 * Reads the JSON-RPC response for `id` from a JSON or SSE body, under the
-	 * reply cap: an over-size reply is `reply_too_large`, read no further.
-	 */
-	async readReply(
+	/** Reads the JSON-RPC response for `id` from a JSON or SSE body, under this upstream's reply cap. */
+	readReply(
 		response: Response,
 		id: RequestId,
 		onNotification?: (message: JSONRPCNotification) => void,
 	): Promise<Reply> {
-		const type = response.headers.get("content-type") ?? "";
-		if (!response.body) throw this.protocolError("an empty body");
-		const cap = this.target.maxReplyBytes;
-		if (type.includes("text/event-stream")) {
-			let reply: Reply | undefined;
-			try {
-				await readSseEvents(
-					response.body,
-					(event) => {
-						const message = parseJsonRpcMessage(event.data);
-						if (!message) return false;
-						if (isNotification(message)) onNotification?.(message);
-						else if (isResponseTo(message, id)) reply = { message, bytes: event.data.length };
-						return reply !== undefined;
-					},
-					cap,
-				);
-			} catch (error) {
-				if (error instanceof RangeError) throw this.tooLarge(`an event of its reply is larger than ${cap} bytes`);
-				throw error;
-			}
-			if (!reply) throw this.protocolError("an event stream that ended before the response");
-			return reply;
-		}
-		if (type.includes("application/json")) {
-			const bytes = await readCapped(response.body, cap);
-			if (bytes === null) throw this.tooLarge(`its reply is larger than ${cap} bytes`);
-			const message = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-			if (!message) throw this.protocolError("a body that is not a JSON-RPC message");
-			if (!isResponseTo(message, id)) {
-				throw this.protocolError("a JSON reply that does not answer the request it was sent");
-			}
-			return { message, bytes: bytes.byteLength };
-		}
-		await response.body.cancel();
-		throw this.protocolError(`an unexpected content type (${type || "none"})`);
+		return readUpstreamReply(response, id, {
+			server: this.target.name,
+			maxBytes: this.target.maxReplyBytes,
+			onNotification,
+		});
 	}
 
 	/** What to tell the client when a streamed reply broke off. */
@@ -405,7 +334,7 @@ export class UpstreamConnection {
 		deadline: Deadline,
 		lastEventId?: string,
 	): Promise<Response> {
-		if (session.client) return this.modern.send(method, session.client, message, deadline);
+		if (session.era === "modern") return this.modern.send(method, session.client, message, deadline);
 		const headers = new Headers(this.target.headers);
 		headers.set("accept", method === "GET" ? "text/event-stream" : "application/json, text/event-stream");
 		if (message) headers.set("content-type", "application/json");
@@ -422,10 +351,6 @@ export class UpstreamConnection {
 	}
 
 	private tooLarge(what: string): GatewayError {
-		return new GatewayError(
-			"reply_too_large",
-			`Upstream server '${this.target.name}' sent too much: ${what}, which the gateway does not relay.`,
-			{ server: this.target.name },
-		);
+		return upstreamTooLarge(this.target.name, what);
 	}
 }

@@ -1,18 +1,17 @@
 import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { z } from "zod";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isUnaddressedError } from "../mcp/jsonrpc.ts";
-import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
+import { FIRST_MODERN_VERSION, type ProtocolEra, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import { EraCache, type UpstreamEra } from "./era-cache.ts";
+import { EraCache } from "./era-cache.ts";
 import { type FetchLike, UpstreamConnection, type UpstreamSession } from "./upstream-connection.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
-export { EraCache, type EraCacheOptions, type UpstreamEra } from "./era-cache.ts";
+export { EraCache, type EraCacheOptions } from "./era-cache.ts";
 
 /** What identifies a server's era: its incarnation and configuration, and the operator's pin. */
 export interface EraServer {
@@ -35,10 +34,6 @@ const isolateEras = new EraCache();
 
 /** The probe's id; each probe is an exchange of its own, so one id serves them all. */
 const DISCOVER_ID = "gw-discover";
-
-/** UnsupportedProtocolVersionError (spec: basic/versioning, "Protocol Version Negotiation"). */
-const UNSUPPORTED_PROTOCOL_VERSION = -32022;
-const UnsupportedVersionDataSchema = z.object({ supported: z.array(z.string()) });
 
 /**
  * Which era `server` speaks. A pinned protocol answers at once; "auto" asks
@@ -64,7 +59,7 @@ export async function upstreamEra(
 	target: UpstreamTarget,
 	server: EraServer,
 	options: UpstreamEraOptions = {},
-): Promise<UpstreamEra> {
+): Promise<ProtocolEra> {
 	const pinned = pinnedEra(server.protocol ?? "auto");
 	if (pinned) return pinned;
 	const key = JSON.stringify([server.name, server.generation, server.configDigest ?? ""]);
@@ -78,10 +73,13 @@ export interface UpstreamCheck {
 	/** It answered the probe in JSON-RPC, as an MCP server does. */
 	speaksMcp: boolean;
 	/** The era the gateway speaks to it, as discovered (or pinned); null when the answer says nothing of it. */
-	era: typeof FIRST_PER_REQUEST_VERSION | "2025" | null;
+	era: (typeof ERA_IN_CHECKS)[ProtocolEra] | null;
 	/** What it answered, or why it could not be asked, in a sentence. */
 	detail: string;
 }
+
+/** How the admin API's check names an era (its published field predates the SDK's words). */
+const ERA_IN_CHECKS = { modern: FIRST_MODERN_VERSION, legacy: "2025" } as const satisfies Record<ProtocolEra, string>;
 
 /** A check answers within this, whatever the server's own timeout: an operator is waiting for it. */
 const CHECK_TIMEOUT_MS = 5_000;
@@ -116,21 +114,14 @@ export async function checkUpstream(
 			detail: `${said}, so it does not look like an MCP endpoint; is the URL its Streamable HTTP endpoint?`,
 		};
 	}
-	const discovered = answer.era === "modern" ? FIRST_PER_REQUEST_VERSION : "2025";
-	const pinned = pinnedEra(protocol);
-	const era = pinned === null ? discovered : pinned === "modern" ? FIRST_PER_REQUEST_VERSION : "2025";
+	const era = pinnedEra(protocol) ?? answer.era;
 	const note =
-		era !== discovered
+		era !== answer.era
 			? `; its protocol is pinned to ${protocol}, which the gateway speaks instead`
-			: era === "2025"
+			: era === "legacy"
 				? "; the gateway opens 2025 sessions with it (initialize)"
 				: "";
-	return { reachable: true, speaksMcp: true, era, detail: `${said}${note}.` };
-}
-
-function pinnedEra(protocol: UpstreamProtocol): UpstreamEra | null {
-	if (protocol === "auto") return null;
-	return protocol === FIRST_PER_REQUEST_VERSION ? "modern" : "legacy";
+	return { reachable: true, speaksMcp: true, era: ERA_IN_CHECKS[era], detail: `${said}${note}.` };
 }
 
 /**
@@ -139,14 +130,15 @@ function pinnedEra(protocol: UpstreamProtocol): UpstreamEra | null {
  * clients, no capabilities) and the standard headers.
  */
 const PROBE_SESSION: UpstreamSession = {
+	era: "modern",
 	sessionId: null,
-	protocolVersion: FIRST_PER_REQUEST_VERSION,
+	protocolVersion: FIRST_MODERN_VERSION,
 	client: { info: GATEWAY_SERVER_INFO, capabilities: {} },
 };
 
 /** What one `server/discover` showed: the era, in words why, and whether the answer was JSON-RPC at all. */
 interface ProbeAnswer {
-	era: UpstreamEra;
+	era: ProtocolEra;
 	evidence: string;
 	status: number;
 	jsonRpc: boolean;
@@ -222,7 +214,7 @@ async function refusalIsJsonRpc(refusal: Response, cap: number): Promise<boolean
 	}
 }
 
-function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: UpstreamEra; evidence: string } {
+function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: ProtocolEra; evidence: string } {
 	if (reply === null) {
 		return { era: "legacy", evidence: unaddressed ? "a JSON-RPC error answering no request" : "no JSON-RPC response" };
 	}
@@ -230,15 +222,14 @@ function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: Upstr
 		const discovered = DiscoverResultSchema.safeParse(reply.result);
 		if (!discovered.success) return { era: "legacy", evidence: "a result that is not a DiscoverResult" };
 		const versions = discovered.data.supportedVersions;
-		return versions.includes(FIRST_PER_REQUEST_VERSION)
+		return versions.includes(FIRST_MODERN_VERSION)
 			? { era: "modern", evidence: `supported versions ${versions.join(", ")}` }
 			: { era: "legacy", evidence: `supported versions ${versions.join(", ") || "(none)"}` };
 	}
-	if ("error" in reply && reply.error.code === UNSUPPORTED_PROTOCOL_VERSION) {
-		const data = UnsupportedVersionDataSchema.safeParse(reply.error.data);
-		const supported = data.success ? data.data.supported : [];
+	const supported = "error" in reply ? supportedVersionsOf(reply.error) : null;
+	if (supported !== null) {
 		return {
-			era: supported.includes(FIRST_PER_REQUEST_VERSION) ? "modern" : "legacy",
+			era: supported.includes(FIRST_MODERN_VERSION) ? "modern" : "legacy",
 			evidence: `unsupported protocol version, supported: ${supported.join(", ") || "(not listed)"}`,
 		};
 	}

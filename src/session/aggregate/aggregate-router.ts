@@ -3,25 +3,16 @@ import type {
 	JSONRPCNotification,
 	JSONRPCRequest,
 	ProgressToken,
-	Prompt,
 	RequestId,
-	Resource,
-	ResourceTemplate,
-	Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import {
-	aggregateNamed,
-	aggregateResources,
-	aggregateTemplates,
-	type PerServer,
-	type RouteTarget,
-} from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
-import { INVALIDATED_BY, type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
-import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
-import { ResourceRoutes } from "../../mcp/resource-routes.ts";
+import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
+import type { Timers } from "../clock.ts";
+import { AggregateLists } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
+import { ForwardedRequests } from "./forwarded-requests.ts";
+import { ListRefresh } from "./list-refresh.ts";
 import type { ServerRequests } from "./server-requests.ts";
 
 /** What the router needs from its SessionDO. */
@@ -39,21 +30,9 @@ export interface AggregateHost {
 	request(server: string, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
 	/** Sends a notification to the client's open GET streams, if any. */
 	emit(message: JSONRPCNotification): void;
+	/** The session's timers, which the list refreshes wait on. */
+	timers(): Timers;
 }
-
-/**
- * How long a refresh waits for the rest of a burst of list_changed
- * notifications: until none has come for this long (a burst delivered in
- * several batches still shares one refresh), but never longer than
- * REFRESH_MAX_WAIT_MS. A refresh pass fetches each list once (no retry when a
- * notification arrives meanwhile: that only marks the pass dirty), so a member
- * flooding list_changed costs at most one fetch per REFRESH_MAX_WAIT_MS.
- */
-const REFRESH_DEBOUNCE_MS = 25;
-const REFRESH_MAX_WAIT_MS = 250;
-
-/** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS). */
-const ONE_ATTEMPT = 1;
 
 /**
  * Member notifications a client of an aggregate receives (progress is routed
@@ -73,22 +52,19 @@ const TOO_MANY_PENDING = -32603;
  * requests sent to that member).
  */
 export class AggregateRouter {
-	private toolRoutes = new Map<string, RouteTarget>();
-	private promptRoutes = new Map<string, RouteTarget>();
-	private resourceRoutes = new ResourceRoutes(new Map(), new Map());
-	/** The catalog version the resource routes were computed from; -1: never. */
-	private resourceRoutesVersion = -1;
-	/** Conflicts already reported to the operator, so each is logged once per session. */
-	private readonly reportedConflicts = new Set<string>();
-	/** Requests forwarded and not yet answered, so a client's cancellation reaches the right member. */
-	private readonly inFlight = new Map<RequestId, string>();
-	/** Progress tokens of forwarded requests: a member's progress reaches the client only for its own. */
-	private readonly progress = new Map<ProgressToken, string>();
-	/** What the client last saw of each list, to tell a real change from a no-op list_changed. */
-	private readonly published = new Map<ListKind, string>();
-	private readonly refreshes = new Map<PublicList, { running: Promise<void>; dirty: boolean }>();
+	private readonly lists: AggregateLists;
+	private readonly forwarded = new ForwardedRequests();
+	private readonly refreshes: ListRefresh;
 
-	constructor(private readonly host: AggregateHost) {}
+	constructor(private readonly host: AggregateHost) {
+		this.lists = new AggregateLists(host);
+		this.refreshes = new ListRefresh(
+			() => host.timers(),
+			async (list) => {
+				if (await this.lists.refreshed(list)) host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].notification });
+			},
+		);
+	}
 
 	/** Answers one client request; `done` is called once the response is complete. */
 	async handle(message: JSONRPCRequest, done: () => void): Promise<Response> {
@@ -101,25 +77,25 @@ export class AggregateRouter {
 			case "ping":
 				return local({});
 			case "tools/list":
-				return local({ tools: await this.tools() });
+				return local({ tools: await this.lists.tools() });
 			case "prompts/list":
-				return local({ prompts: await this.prompts() });
+				return local({ prompts: await this.lists.prompts() });
 			case "resources/list":
-				return local({ resources: (await this.resourceLists()).resources });
+				return local({ resources: (await this.lists.resourceLists()).resources });
 			case "resources/templates/list":
-				return local({ resourceTemplates: (await this.resourceLists()).templates });
+				return local({ resourceTemplates: (await this.lists.resourceLists()).templates });
 			case "tools/call": {
-				const target = await this.routeName("tool", String(params.name ?? ""));
+				const target = await this.lists.routeName("tool", String(params.name ?? ""));
 				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
 			}
 			case "prompts/get": {
-				const target = await this.routeName("prompt", String(params.name ?? ""));
+				const target = await this.lists.routeName("prompt", String(params.name ?? ""));
 				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
 			}
 			case "resources/read":
 			case "resources/subscribe":
 			case "resources/unsubscribe":
-				return this.forward(await this.routeUri(String(params.uri ?? "")), message, done);
+				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, done);
 			case "completion/complete":
 				return this.complete(message, params, done);
 			case "logging/setLevel":
@@ -145,7 +121,7 @@ export class AggregateRouter {
 	async notify(message: JSONRPCNotification): Promise<void> {
 		if (message.method === "notifications/cancelled") {
 			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
-			const server = requestId === undefined ? undefined : this.inFlight.get(requestId);
+			const server = requestId === undefined ? undefined : this.forwarded.serverOf(requestId);
 			if (server) await this.host.notify(server, message);
 			return;
 		}
@@ -219,7 +195,7 @@ export class AggregateRouter {
 		}
 		if (message.method === "notifications/progress") {
 			const token = (message.params as { progressToken?: ProgressToken } | undefined)?.progressToken;
-			return token !== undefined && this.progress.get(token) === server ? message : null;
+			return token !== undefined && this.forwarded.progressOf(server, token) ? message : null;
 		}
 		if (message.method === "notifications/cancelled") return this.host.requests.cancelled(server, message);
 		if (message.method === "notifications/message") {
@@ -234,63 +210,24 @@ export class AggregateRouter {
 	/** A member's upstream session was replaced: all its lists are refetched, and the client told of real changes. */
 	memberReset(server: string): void {
 		this.host.catalog.forget(server);
-		for (const list of Object.keys(PUBLIC_LISTS) as PublicList[]) this.refresh(list);
+		for (const list of Object.keys(PUBLIC_LISTS) as PublicList[]) this.refreshes.request(list);
 	}
 
 	/** Whether a list refresh is running (its outcome may be a list_changed for the client). */
 	get refreshing(): boolean {
-		return this.refreshes.size > 0;
+		return this.refreshes.running;
 	}
 
 	/** Waits for pending list refreshes (tests, and a clean shutdown). */
 	async settled(): Promise<void> {
-		while (this.refreshes.size > 0) await Promise.all([...this.refreshes.values()].map((r) => r.running));
+		await this.refreshes.settled();
 	}
 
 	private invalidate(server: string, kinds: readonly ListKind[]): void {
 		this.host.catalog.invalidate(server, kinds);
 		for (const [list, spec] of Object.entries(PUBLIC_LISTS) as [PublicList, (typeof PUBLIC_LISTS)[PublicList]][]) {
-			if (spec.kinds.some((kind) => kinds.includes(kind))) this.refresh(list);
+			if (spec.kinds.some((kind) => kinds.includes(kind))) this.refreshes.request(list);
 		}
-	}
-
-	/**
-	 * Recomputes one public list and notifies the client when it differs from
-	 * what the client last saw. A burst of invalidations while a refresh runs
-	 * causes one more refresh, not one per notification. A pass makes one
-	 * attempt per list: a list invalidated while it is fetched is not fetched
-	 * again in the same pass, the next pass (one window later) does it.
-	 */
-	private refresh(list: PublicList): void {
-		const current = this.refreshes.get(list);
-		if (current) {
-			current.dirty = true;
-			return;
-		}
-		const state = { dirty: false, running: Promise.resolve() };
-		state.running = (async () => {
-			do {
-				// Notifications of a burst arrive over several reads: wait until they stop, so they share this refresh.
-				let waited = 0;
-				do {
-					state.dirty = false;
-					await new Promise((resolve) => setTimeout(resolve, REFRESH_DEBOUNCE_MS));
-					waited += REFRESH_DEBOUNCE_MS;
-				} while (state.dirty && waited < REFRESH_MAX_WAIT_MS);
-				state.dirty = false;
-				const kinds = PUBLIC_LISTS[list].kinds;
-				const before = kinds.map((kind) => this.published.get(kind));
-				if (list === "tools") await this.tools(ONE_ATTEMPT);
-				else if (list === "prompts") await this.prompts(ONE_ATTEMPT);
-				else await this.resourceLists(ONE_ATTEMPT);
-				// Only a list the client has seen can have changed for it.
-				const changed = kinds.some((kind, i) => before[i] !== undefined && this.published.get(kind) !== before[i]);
-				if (changed) this.host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].notification });
-			} while (state.dirty);
-		})()
-			.catch((error: unknown) => console.warn(`refreshing ${list} failed: ${describeError(error)}`))
-			.finally(() => this.refreshes.delete(list));
-		this.refreshes.set(list, state);
 	}
 
 	/**
@@ -299,128 +236,13 @@ export class AggregateRouter {
 	 * Entries are removed however the forward ends.
 	 */
 	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
-		const token = message.params?._meta?.progressToken;
-		if (token !== undefined) {
-			const holder = this.progress.get(token);
-			if (holder !== undefined) {
-				throw new GatewayError(
-					"invalid_params",
-					"Invalid params: this progress token is already used by a running request; use a new token per request.",
-				);
-			}
-			this.progress.set(token, server);
-		}
-		this.inFlight.set(message.id, server);
-		let released = false;
-		const release = () => {
-			if (released) return;
-			released = true;
-			if (this.inFlight.get(message.id) === server) this.inFlight.delete(message.id);
-			if (token !== undefined) this.progress.delete(token);
-			done();
-		};
+		const release = this.forwarded.track(server, message, done);
 		try {
 			return await this.host.forward(server, message, release);
 		} catch (error) {
 			release();
 			throw error;
 		}
-	}
-
-	private async tools(attempts?: number): Promise<Tool[]> {
-		const { items, routes } = aggregateNamed(await this.collect("tools", attempts));
-		this.toolRoutes = routes;
-		this.published.set("tools", JSON.stringify(items));
-		return items;
-	}
-
-	private async prompts(attempts?: number): Promise<Prompt[]> {
-		const { items, routes } = aggregateNamed(await this.collect("prompts", attempts));
-		this.promptRoutes = routes;
-		this.published.set("prompts", JSON.stringify(items));
-		return items;
-	}
-
-	/** Resources and templates together: both decide where a URI routes. */
-	private async resourceLists(attempts?: number): Promise<{ resources: Resource[]; templates: ResourceTemplate[] }> {
-		const version = this.host.catalog.version;
-		const [resources, templates] = await Promise.all([
-			this.collect("resources", attempts),
-			this.collect("resourceTemplates", attempts),
-		]);
-		this.resourceRoutes = new ResourceRoutes(resources, templates);
-		this.resourceRoutesVersion = version;
-		this.reportConflicts();
-		const merged = { resources: aggregateResources(resources), templates: aggregateTemplates(templates) };
-		this.published.set("resources", JSON.stringify(merged.resources));
-		this.published.set("resourceTemplates", JSON.stringify(merged.templates));
-		return merged;
-	}
-
-	/** Several members offering one URI or template is an operator's problem: said once, in a structured line. */
-	private reportConflicts(): void {
-		for (const { key, servers } of this.resourceRoutes.conflicts()) {
-			if (this.reportedConflicts.has(key)) continue;
-			this.reportedConflicts.add(key);
-			console.warn(
-				JSON.stringify({
-					event: "resource_conflict",
-					uri: key,
-					servers,
-					effect: "left out of the aggregate's lists; reads are refused as ambiguous",
-				}),
-			);
-		}
-	}
-
-	/**
-	 * Every member's list, in member order. A member that fails is left out with
-	 * a logged reason instead of failing the whole list; it is asked again next
-	 * time, so its entries reappear once it answers.
-	 */
-	private async collect<K extends ListKind>(kind: K, attempts?: number): Promise<PerServer<ListItems[K]>> {
-		const members = this.host.members();
-		const lists = new Map<string, Array<ListItems[K]>>();
-		await forEachBounded(members, async (server) => {
-			try {
-				lists.set(server, await this.host.catalog.get(server, kind, attempts));
-			} catch (error) {
-				console.warn(`member ${server} left out of ${kind}: ${describeError(error)}`);
-			}
-		});
-		return new Map(members.filter((server) => lists.has(server)).map((server) => [server, lists.get(server) ?? []]));
-	}
-
-	private async routeName(what: "tool" | "prompt", exposed: string): Promise<RouteTarget> {
-		const routes = () => (what === "tool" ? this.toolRoutes : this.promptRoutes);
-		let target = routes().get(exposed);
-		if (!target) {
-			// Not listed in this session yet (or the DO restarted): learn the list, then route.
-			if (what === "tool") await this.tools();
-			else await this.prompts();
-			target = routes().get(exposed);
-		}
-		if (target) return target;
-		const split = splitNamespacedName(exposed);
-		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
-		// member that is briefly unreachable for lists can still be called.
-		if (split && this.host.members().includes(split.server) && exposed.length < MAX_TOOL_NAME_LENGTH) return split;
-		throw new GatewayError("invalid_params", `Unknown ${what}: '${exposed}' is not offered by this endpoint.`);
-	}
-
-	/**
-	 * The member a resource URI belongs to. The routes are recomputed whenever
-	 * the catalog changed, so an exact listing is always consulted before any
-	 * template: a member's catch-all template never takes a URI another member lists.
-	 */
-	private async routeUri(uri: string): Promise<string> {
-		if (this.resourceRoutesVersion !== this.host.catalog.version) await this.resourceLists();
-		const route = this.resourceRoutes.route(uri);
-		if (route === null) {
-			throw new GatewayError("resource_not_found", `Resource not found: ${uri} is not offered by this endpoint.`);
-		}
-		if ("ambiguous" in route) throw ambiguous(`Resource ${uri}`, route.ambiguous);
-		return route.server;
 	}
 
 	private async complete(
@@ -430,7 +252,7 @@ export class AggregateRouter {
 	): Promise<Response> {
 		const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
 		if (ref.type === "ref/prompt") {
-			const target = await this.routeName("prompt", String(ref.name ?? ""));
+			const target = await this.lists.routeName("prompt", String(ref.name ?? ""));
 			return this.forward(
 				target.server,
 				{ ...message, params: { ...params, ref: { ...ref, name: target.name } } },
@@ -438,22 +260,11 @@ export class AggregateRouter {
 			);
 		}
 		if (ref.type === "ref/resource") {
-			const uri = String(ref.uri ?? "");
-			if (this.resourceRoutesVersion !== this.host.catalog.version) await this.resourceLists();
-			const route = this.resourceRoutes.routeTemplate(uri);
-			if (route !== null && "ambiguous" in route) throw ambiguous(`Resource template ${uri}`, route.ambiguous);
-			return this.forward(route?.server ?? (await this.routeUri(uri)), message, done);
+			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, done);
 		}
 		throw new GatewayError(
 			"invalid_params",
 			"Invalid params: completion/complete needs a ref of type ref/prompt or ref/resource.",
 		);
 	}
-}
-
-function ambiguous(what: string, servers: readonly string[]): GatewayError {
-	return new GatewayError(
-		"invalid_params",
-		`${what} is offered by several servers of this endpoint (${servers.join(", ")}); the gateway does not guess which one to use. Use a server's own endpoint.`,
-	);
 }

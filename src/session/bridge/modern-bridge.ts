@@ -10,13 +10,13 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 import { macMatches, macOf, randomToken } from "../../crypto.ts";
+import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
+import { modernReply } from "../../mcp/2026-07-28/modern-results.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
-import { withoutEnvelope } from "../../mcp/modern-request.ts";
-import { modernReply } from "../../mcp/modern-results.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import type { Clock, Timers } from "../clock.ts";
-import type { SessionMessage } from "../session-do.ts";
+import type { SessionMessage } from "../session-rpc.ts";
 
 /** What the bridge needs of its session. */
 export interface BridgeHost {

@@ -1,16 +1,10 @@
-import {
-	type JSONRPCMessage,
-	JSONRPCMessageSchema,
-	type JSONRPCRequest,
-	type RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { randomToken } from "../../crypto.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
-import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
-import { readCapped } from "../../mcp/read-capped.ts";
-import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { sseMessage } from "../../mcp/sse.ts";
 import type { Deadline } from "../../upstream/deadline.ts";
+import { readUpstreamReply } from "../../upstream/upstream-reply.ts";
 import { upstreamStatusError } from "../../upstream/upstream-status.ts";
 import type { Timers } from "../clock.ts";
 
@@ -143,8 +137,6 @@ async function readReply(
 	id: RequestId,
 	onNotification: (message: JSONRPCMessage) => void,
 ): Promise<JSONRPCMessage> {
-	const maxBytes = call.maxReplyBytes;
-	const type = response.headers.get("content-type") ?? "";
 	if (!response.ok || !response.body) {
 		await response.body?.cancel();
 		throw upstreamStatusError(
@@ -154,22 +146,6 @@ async function readReply(
 			response.headers.get("www-authenticate"),
 		);
 	}
-	if (type.startsWith("text/event-stream")) {
-		const reader = new SseMessageReader(response.body, maxBytes, parseJsonRpcMessage);
-		try {
-			for (;;) {
-				const next = await reader.next();
-				if (next === null) throw new GatewayError("upstream_error", "The upstream ended its reply without an answer.");
-				if (isNotification(next)) onNotification(next);
-				else if ("id" in next && !("method" in next) && next.id === id) return next;
-			}
-		} finally {
-			await reader.cancel();
-		}
-	}
-	const bytes = await readCapped(response.body, maxBytes);
-	if (bytes === null) throw new GatewayError("reply_too_large", "The upstream's reply was too large.");
-	const parsed = JSONRPCMessageSchema.safeParse(JSON.parse(new TextDecoder().decode(bytes)));
-	if (!parsed.success) throw new GatewayError("upstream_error", "The upstream's reply is not JSON-RPC.");
-	return parsed.data;
+	const reading = { server: call.server, maxBytes: call.maxReplyBytes, onNotification };
+	return (await readUpstreamReply(response, id, reading)).message;
 }

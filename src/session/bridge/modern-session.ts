@@ -1,11 +1,11 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { randomToken } from "../../crypto.ts";
-import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/subscription-filter.ts";
+import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
 import { sessionLimitReached } from "../../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
-import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-do.ts";
 import type { OpenSessionInput } from "../session-open.ts";
 import { notFound } from "../session-responses.ts";
+import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-rpc.ts";
 import type { ModernBridge } from "./modern-bridge.ts";
 import { discoverReply } from "./modern-discover.ts";
 

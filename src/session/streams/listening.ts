@@ -267,7 +267,9 @@ export class Listening {
 	 */
 	async expired(binding: SessionBinding, window: string, server: string, sessionId: string | null): Promise<void> {
 		const member = this.host.members.member(server);
-		await this.host.members.retire(member, { sessionId, protocolVersion: "" });
+		// Only a 2025 upstream's session can expire (the edge reports only those with an id); retiring
+		// compares ids alone, so the id stands for the session.
+		await this.host.members.retire(member, { era: "legacy", sessionId, protocolVersion: "" });
 		this.windows.expired(server);
 		if (binding.mode === "transparent") this.windows.forget(window);
 		// Its lists are refetched, and the client told of real changes.

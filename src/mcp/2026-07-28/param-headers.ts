@@ -1,4 +1,4 @@
-import { headerValue } from "./modern-outgoing.ts";
+import { headerValue } from "./header-value.ts";
 
 /** One `x-mcp-header` declaration of a tool: where the value is in the arguments, and the header's name. */
 export interface ParamHeader {

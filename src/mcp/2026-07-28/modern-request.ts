@@ -8,8 +8,9 @@ import {
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { GatewayError } from "./gateway-error.ts";
-import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "./protocol-version.ts";
+import { GatewayError } from "../gateway-error.ts";
+import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "../protocol-version.ts";
+import { decodeHeaderValue } from "./header-value.ts";
 
 /**
  * What a 2026-07-28 request says about its client, in place of a session:
@@ -38,12 +39,6 @@ const EnvelopeSchema = z.object({
 });
 
 const UNKNOWN_CLIENT = { name: "unknown", version: "0" };
-
-/** The Base64 sentinel of header values that are not plain ASCII (`=?base64?…?=`). */
-const BASE64_PREFIX = "=?base64?";
-const BASE64_SUFFIX = "?=";
-/** Canonical Base64 only (padding included), as the SDK's server requires of a sentinel's payload. */
-const BASE64_CANONICAL = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * The body field `Mcp-Name` mirrors, by method (SEP-2243's standard headers,
@@ -159,30 +154,13 @@ function checkName(message: JSONRPCRequest, header: string | null, id: string | 
 	}
 }
 
-/**
- * A header value, decoded when it carries the Base64 sentinel; undefined when
- * the sentinel's payload is not canonical Base64 of UTF-8 (which a server must refuse).
- */
-export function decodeHeaderValue(value: string): string | undefined {
-	if (!(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX))) return value;
-	const encoded = value.slice(BASE64_PREFIX.length, value.length - BASE64_SUFFIX.length);
-	if (!BASE64_CANONICAL.test(encoded)) return undefined;
-	const bytes = Uint8Array.from(atob(encoded), (char) => char.charCodeAt(0));
-	try {
-		return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
-	} catch (error) {
-		if (error instanceof TypeError) return undefined;
-		throw error;
-	}
-}
-
 function mismatch(detail: string, id: string | number | null): GatewayError {
 	return new GatewayError("header_mismatch", `Bad Request: the request headers and body disagree: ${detail}.`, { id });
 }
 
 /**
  * -32022 with the versions a client can pick (2026-07-28 versioning): for a
- * request of the per-request era, that era's versions (what `server/discover`
+ * request of the modern era, that era's versions (what `server/discover`
  * offers); for a 2025 request, every version the gateway speaks.
  */
 export function unsupportedVersion(
