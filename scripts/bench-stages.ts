@@ -188,7 +188,7 @@ interface RelayOptions {
 /** Where each function measured lives. */
 const SOURCES = {
 	"src/config.ts": ["settingsFrom"],
-	"src/crypto.ts": ["sha256Hex"],
+	"src/primitives/crypto.ts": ["sha256Hex"],
 	"src/edge/bearer.ts": ["bearerToken"],
 	"src/edge/session-id.ts": ["mintSessionId", "verifySessionId", "sessionDigest"],
 	"src/edge/transport-checks.ts": [
@@ -248,7 +248,7 @@ function bytesOf(data: ArrayBuffer | ArrayBufferView): Uint8Array {
 		: new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
-/** Workers' constant-time compare (src/crypto.ts uses it); Node has it in node:crypto only. */
+/** Workers' constant-time compare (src/primitives/crypto.ts uses it); Node has it in node:crypto only. */
 function installTimingSafeEqual(): void {
 	const subtle = crypto.subtle as SubtleCrypto & { timingSafeEqual?: unknown };
 	if (typeof subtle.timingSafeEqual === "function") return;
@@ -452,7 +452,7 @@ function cryptoStages(g: Gateway, c: Credentials, section: "edge" | "workerd") {
 		}),
 		keyDigest: stage({
 			name: "key check: digest of the key (SHA-256)",
-			code: "src/crypto.ts sha256Hex (authenticate.ts digestMatches)",
+			code: "src/primitives/crypto.ts sha256Hex (authenticate.ts digestMatches)",
 			section,
 			perCall: 1,
 			webCrypto: true,
@@ -950,7 +950,7 @@ export async function measureStages(options: StageOptions = {}): Promise<StageRe
 	installTimingSafeEqual();
 	const g = await loadGateway();
 	const c = await credentials(g, ENV.KEY_SECRET, ENV.SESSION_SECRET);
-	// Other secrets: src/crypto.ts caches each secret's key, and these are the synchronous WebCrypto's.
+	// Other secrets: src/primitives/crypto.ts caches each secret's key, and these are the synchronous WebCrypto's.
 	const cSync = await withSyncWebCrypto(() => credentials(g, secret("key, sync"), secret("session, sync")));
 	const all = [...builtInStages(g, c, cSync), ...(options.extraStages ?? [])];
 	const filter = options.filter?.toLowerCase();

@@ -1,12 +1,11 @@
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
-import { IsolateCache } from "../edge/isolate-cache.ts";
-import type { LookupGuard } from "../edge/rate-limits.ts";
-import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { IsolateCache } from "../primitives/expiring-map.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import {
 	authorizationServer,
@@ -20,6 +19,7 @@ import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
 import type { ClaimedIdentity, Identity } from "./identity.ts";
 import { IssuerUnavailable } from "./issuer-metadata.ts";
 import { bearerChallenge } from "./protected-resource.ts";
+import type { LookupGuard } from "./rate-limits.ts";
 import { logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 /** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */

@@ -1,9 +1,9 @@
 import { OAuthAuthorizationServer } from "@cloudflare/workers-oauth-provider";
 import { z } from "zod";
 import { type Settings, settingsFrom } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
 import { type Identity, IdentitySchema } from "./identity.ts";
 
 /** Where the gateway's authorization server answers, under its issuer (the gateway's origin). */

@@ -1,17 +1,17 @@
 import { principalOfToken } from "../auth/access-token.ts";
 import { bearerChallenge } from "../auth/protected-resource.ts";
+import { lookupGuard, type WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { IsolateCache } from "../primitives/expiring-map.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
-import { IsolateCache } from "./isolate-cache.ts";
-import { lookupGuard, type WaitUntil } from "./rate-limits.ts";
-import { registryUnavailable } from "./registry-unavailable.ts";
 
 /**
  * Known keys, per isolate and key id, for a few seconds (at most 1,000): most

@@ -1,3 +1,4 @@
+import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
@@ -9,7 +10,6 @@ import { SSE_HEADERS } from "../session/streams/listening.ts";
 import { UpstreamPool } from "../session/upstream-pool.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 const encoder = new TextEncoder();
 

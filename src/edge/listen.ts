@@ -1,3 +1,4 @@
+import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -10,7 +11,6 @@ import { UpstreamPool } from "../session/upstream-pool.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenMembers } from "./listen-members.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 type UpstreamPlan = Extract<ListenPlan, { kind: "upstream" }>;
 

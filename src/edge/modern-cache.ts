@@ -1,10 +1,10 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import { sha256Hex } from "../crypto.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { Envelope } from "../mcp/modern-request.ts";
 import { CACHEABLE_METHODS } from "../mcp/modern-results.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { stableJson } from "../mcp/stable-json.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
 import type { Member } from "../session/binding.ts";
 
 /** A longer hint is cut to this: a changed server is replaced by its generation anyway, but not a changed list. */

@@ -1,5 +1,6 @@
 import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
+import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -13,7 +14,6 @@ import { asGatewayError } from "../session/session-responses.ts";
 import { SSE_HEADERS } from "../session/streams/listening.ts";
 import { listenWindow } from "./listen.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 type SessionStub = DurableObjectStub<SessionDO>;
 

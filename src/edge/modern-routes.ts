@@ -1,9 +1,10 @@
+import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
@@ -11,7 +12,6 @@ import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
 export interface ModernPlan {

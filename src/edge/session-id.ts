@@ -1,4 +1,4 @@
-import { macMatches, macOf, randomToken, sha256Hex } from "../crypto.ts";
+import { macMatches, macOf, randomToken, sha256Hex } from "../primitives/crypto.ts";
 
 /**
  * Session IDs are `gw1.<192 random bits>.<HMAC-SHA256 of the rest>`, all

@@ -1,4 +1,4 @@
-import { macMatches, macOf, randomToken } from "../crypto.ts";
+import { macMatches, macOf, randomToken } from "../primitives/crypto.ts";
 
 /**
  * API keys verify themselves: `mcpgw2_<key id>.<128 random bits>.<HMAC-SHA256

@@ -1,4 +1,4 @@
-import { randomToken, sha256Hex } from "../crypto.ts";
+import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import { type AccessRuleInput, type AccessRuleRecord, matchChanged, orderRules } from "./access-rules.ts";
 import { type ApiKeyRecord, type ServerRecord, UpstreamProtocolSchema, type VirtualServerRecord } from "./schemas.ts";
 

@@ -4,7 +4,6 @@ import {
 	type JSONRPCRequest,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../crypto.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { modernHeaders, withEnvelope } from "../mcp/modern-outgoing.ts";
@@ -13,6 +12,7 @@ import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/para
 import { FIRST_PER_REQUEST_VERSION, isSupportedSessionVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import { randomToken } from "../primitives/crypto.ts";
 import type { Deadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";

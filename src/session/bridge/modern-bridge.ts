@@ -9,12 +9,12 @@ import {
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { macMatches, macOf, randomToken } from "../../crypto.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { withoutEnvelope } from "../../mcp/modern-request.ts";
 import { modernReply } from "../../mcp/modern-results.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { macMatches, macOf, randomToken } from "../../primitives/crypto.ts";
 import type { Clock, Timers } from "../clock.ts";
 import type { SessionMessage } from "../session-do.ts";
 

@@ -5,11 +5,11 @@ import {
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { randomToken } from "../../crypto.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { readCapped } from "../../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { Deadline } from "../../upstream/deadline.ts";
 import { upstreamStatusError } from "../../upstream/upstream-status.ts";
 import type { Timers } from "../clock.ts";

@@ -1,6 +1,6 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../../crypto.ts";
 import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/subscription-filter.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import { sessionLimitReached } from "../../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
 import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-do.ts";
