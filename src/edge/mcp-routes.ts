@@ -6,7 +6,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
 import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
-import { IsolateCache } from "../primitives/expiring-map.ts";
+import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -39,8 +39,8 @@ const ALLOWED_METHODS = "GET, POST, DELETE";
  * otherwise pay a KV read each time. A deleted or changed endpoint reaches
  * new requests within this TTL (plus KV's own staleness), as a revoked key does.
  */
-const endpoints = new IsolateCache<ResolvedEndpoint>(1_000);
-const serverLists = new IsolateCache<ServerRecord[]>(1);
+const endpoints = new ExpiringMap<ResolvedEndpoint | null>({ maxEntries: 1_000 });
+const serverLists = new ExpiringMap<ServerRecord[]>({ maxEntries: 1 });
 
 /** An endpoint as the session will be bound to it. */
 interface EndpointPlan {
@@ -209,7 +209,7 @@ async function planNamedEndpoint(
 	name: string,
 	ttlMs: number,
 ): Promise<EndpointPlan> {
-	const endpoint = await readRegistry(() => endpoints.get(name, ttlMs, () => reader.endpoint(name)));
+	const endpoint = await readRegistry(() => endpoints.load(name, () => reader.endpoint(name), keepFound(ttlMs)));
 	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
 		return {
 			mode: "transparent",
@@ -245,8 +245,14 @@ async function planAggregate(
 		.split(",")
 		.map((part) => part.trim())
 		.filter((part) => part !== "");
-	const all = await readRegistry(() => serverLists.get("servers", ttlMs, () => reader.servers()));
-	const allowed = (all ?? []).filter((server) => keyMayUseServer(key, server.name));
+	const all = await readRegistry(() =>
+		serverLists.load(
+			"servers",
+			() => reader.servers(),
+			() => ttlMs,
+		),
+	);
+	const allowed = all.filter((server) => keyMayUseServer(key, server.name));
 	if (key.servers !== null && allowed.length === 0) throw unknownEndpoint("/mcp");
 	const servers = allowed.filter((server) => wanted.length === 0 || wanted.includes(server.name));
 	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };

@@ -29,32 +29,3 @@ export async function secretsEqual(a: string, b: string): Promise<boolean> {
 	]);
 	return crypto.subtle.timingSafeEqual(da, db);
 }
-
-const hmacKeys = new Map<string, Promise<CryptoKey>>();
-
-/** The HMAC-SHA256 key of a gateway secret, imported once per isolate. */
-function hmacKey(secret: string): Promise<CryptoKey> {
-	let key = hmacKeys.get(secret);
-	if (!key) {
-		key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-		hmacKeys.set(secret, key);
-	}
-	return key;
-}
-
-/** The base64url HMAC-SHA256 of `body` under `secret` (43 characters). */
-export async function macOf(secret: string, body: string): Promise<string> {
-	return base64url(new Uint8Array(await crypto.subtle.sign("HMAC", await hmacKey(secret), encoder.encode(body))));
-}
-
-/**
- * Whether `mac` is exactly the MAC this gateway would write for `body`: the
- * canonical encoding is compared in constant time, not decoded bytes (the last
- * base64url character of a 32-byte MAC carries two unused bits, so decoding
- * would accept four spellings).
- */
-export async function macMatches(secret: string, body: string, mac: string): Promise<boolean> {
-	const given = encoder.encode(mac);
-	const expected = encoder.encode(await macOf(secret, body));
-	return given.byteLength === expected.byteLength && crypto.subtle.timingSafeEqual(given, expected);
-}

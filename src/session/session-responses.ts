@@ -34,14 +34,3 @@ export function passThrough(upstream: Response, body: ReadableStream<Uint8Array>
 	if (type?.includes("text/event-stream")) headers.set("cache-control", "no-cache");
 	return new Response(body, { status: upstream.status, headers });
 }
-
-/** Runs `action` once, however often the returned function is called. */
-export function once(action: () => void): () => void {
-	let called = false;
-	return () => {
-		if (!called) {
-			called = true;
-			action();
-		}
-	};
-}

@@ -1,3 +1,5 @@
+import { ExpiringMap } from "../primitives/expiring-map.ts";
+
 /** The eras an upstream can speak: `legacy` opens sessions with `initialize` (2025-11-25 and earlier); `modern` is stateless, every request carrying its own envelope (2026-07-28). */
 export type UpstreamEra = "legacy" | "modern";
 
@@ -26,48 +28,16 @@ const DEFAULT_TTL_MS = 10 * 60_000;
  * answers are kept: a probe that failed leaves nothing behind, and the next
  * lookup probes again.
  */
-export class EraCache {
-	private readonly answers = new Map<string, { era: UpstreamEra; expiresAt: number }>();
-	private readonly probes = new Map<string, Promise<UpstreamEra>>();
-	private readonly maxEntries: number;
+export class EraCache extends ExpiringMap<UpstreamEra> {
 	private readonly ttlMs: number;
-	private readonly now: () => number;
 
 	constructor(options: EraCacheOptions = {}) {
-		this.maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+		super({ maxEntries: options.maxEntries ?? DEFAULT_MAX_ENTRIES, now: options.now });
 		this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
-		this.now = options.now ?? (() => Date.now());
 	}
 
 	/** The era remembered for `key`, or the answer of the one probe running (or started now) for it. */
 	lookup(key: string, probe: () => Promise<UpstreamEra>): Promise<UpstreamEra> {
-		const known = this.answers.get(key);
-		if (known && known.expiresAt > this.now()) return Promise.resolve(known.era);
-		this.answers.delete(key);
-		let running = this.probes.get(key);
-		if (!running) {
-			running = probe()
-				.then((era) => {
-					this.remember(key, era);
-					return era;
-				})
-				.finally(() => this.probes.delete(key));
-			this.probes.set(key, running);
-		}
-		return running;
-	}
-
-	/** Answers held now (expired ones included until they are looked up or pushed out). */
-	get size(): number {
-		return this.answers.size;
-	}
-
-	private remember(key: string, era: UpstreamEra): void {
-		this.answers.delete(key);
-		if (this.answers.size >= this.maxEntries) {
-			const oldest = this.answers.keys().next();
-			if (!oldest.done) this.answers.delete(oldest.value);
-		}
-		this.answers.set(key, { era, expiresAt: this.now() + this.ttlMs });
+		return this.load(key, probe, () => this.ttlMs);
 	}
 }

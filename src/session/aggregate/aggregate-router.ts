@@ -20,6 +20,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
+import { once } from "../../primitives/once.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 import type { ServerRequests } from "./server-requests.ts";
@@ -311,14 +312,11 @@ export class AggregateRouter {
 			this.progress.set(token, server);
 		}
 		this.inFlight.set(message.id, server);
-		let released = false;
-		const release = () => {
-			if (released) return;
-			released = true;
+		const release = once(() => {
 			if (this.inFlight.get(message.id) === server) this.inFlight.delete(message.id);
 			if (token !== undefined) this.progress.delete(token);
 			done();
-		};
+		});
 		try {
 			return await this.host.forward(server, message, release);
 		} catch (error) {
