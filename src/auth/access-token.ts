@@ -3,6 +3,7 @@ import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { Identity } from "../registry/access-rules.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryUnavailable } from "../registry/registry-unavailable.ts";
@@ -16,7 +17,7 @@ import {
 	userIdOf,
 } from "./authorization-server.ts";
 import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
-import type { ClaimedIdentity, Identity } from "./identity.ts";
+import type { ClaimedIdentity } from "./identity.ts";
 import { IssuerUnavailable } from "./issuer-metadata.ts";
 import { bearerChallenge } from "./protected-resource.ts";
 import type { LookupGuard } from "./rate-limits.ts";

@@ -2,13 +2,11 @@ import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { ExpiringMap } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { limitHolderOf, parsePrincipalId } from "../registry/access-rules.ts";
 
 /** Bound on each per-isolate verdict list, so a flood of keys or addresses cannot grow memory. */
 const MAX_VERDICTS = 1_000;
-
-/** Keeps background work alive after the response (the request's `waitUntil`). */
-export type WaitUntil = (promise: Promise<unknown>) => void;
 
 /**
  * Verdicts of the rate-limiting bindings, per isolate: who is over a limit,

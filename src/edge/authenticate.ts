@@ -1,11 +1,12 @@
 import { principalOfToken } from "../auth/access-token.ts";
 import { bearerChallenge } from "../auth/protected-resource.ts";
-import { lookupGuard, type WaitUntil } from "../auth/rate-limits.ts";
+import { lookupGuard } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";

@@ -1,13 +1,17 @@
-import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
-import { readSseEvents } from "../mcp/sse.ts";
+import { readSseEvents, SSE_HEADERS } from "../mcp/sse.ts";
 import { once } from "../primitives/once.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { ListenEvent, ListenFrames, ListenPlan, WindowEnd } from "../session/session-do.ts";
-import { SSE_HEADERS } from "../session/streams/listening.ts";
-import { UpstreamPool } from "../session/upstream-pool.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import {
+	type ListenEvent,
+	type ListenFrames,
+	type ListenPlan,
+	type SessionScope,
+	UpstreamPool,
+	type WindowEnd,
+} from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenTime } from "./listen-time.ts";
 

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { limitKeyRate, type WaitUntil } from "../auth/rate-limits.ts";
+import { limitKeyRate } from "../auth/rate-limits.ts";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -7,13 +7,19 @@ import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } f
 import { classifyPost, requestIdOf } from "../mcp/modern-request.ts";
 import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
-import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
-import type { OpenSessionInput } from "../session/session-do.ts";
+import {
+	type EndpointCheck,
+	type Member,
+	memberOf,
+	type OpenSessionInput,
+	type SessionScope,
+} from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
 import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";

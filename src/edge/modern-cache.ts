@@ -5,7 +5,7 @@ import { CACHEABLE_METHODS } from "../mcp/modern-results.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
-import type { Member } from "../session/binding.ts";
+import type { Member } from "../session/session-do.ts";
 
 /** A longer hint is cut to this: a changed server is replaced by its generation anyway, but not a changed list. */
 const MAX_TTL_MS = 24 * 60 * 60 * 1000;

@@ -1,17 +1,14 @@
 import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
-import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { wantedBy } from "../mcp/subscription-filter.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { SessionDO } from "../session/session-do.ts";
-import { asGatewayError } from "../session/session-responses.ts";
-import { SSE_HEADERS } from "../session/streams/listening.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { asGatewayError, type SessionDO, type SessionScope } from "../session/session-do.ts";
 import { listenWindow } from "./listen.ts";
 import { listenTime } from "./listen-time.ts";
 

@@ -1,12 +1,12 @@
-import type { WaitUntil } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/modern-request.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import type { SubscriptionFilter } from "../mcp/subscription-filter.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
-import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
+import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";

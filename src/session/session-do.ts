@@ -23,9 +23,14 @@ import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 
+// The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
+export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
+export { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 export type { OpenSessionInput } from "./session-open.ts";
+export { asGatewayError } from "./session-responses.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
+export { UpstreamPool } from "./upstream-pool.ts";
 
 /** A 2026-07-28 client's request, with what opening its session needs. */
 export interface ModernSessionInput extends Omit<OpenSessionInput, "request" | "params"> {
