@@ -9,7 +9,7 @@ import { FIRST_PER_REQUEST_VERSION } from "../mcp/protocol-version.ts";
 import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
-import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
+import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
@@ -188,24 +188,23 @@ async function openSession(
 ): Promise<Response> {
 	const newSessionId = await mintSessionId(requireSessionSecret(settings));
 	const stub = await sessionStub(env, newSessionId);
-	const place = stub.id.toString();
-	const ledger = keySessions(env, key.id);
-	const cap = key.maxSessions ?? settings.maxSessionsPerKey;
-	if (!(await ledger.admit(place, cap))) {
-		throw sessionLimitReached(key.id, cap, {
+	const admission = {
+		ledger: keySessions(env, key.id),
+		place: stub.id.toString(),
+		keyId: key.id,
+		cap: key.maxSessions ?? settings.maxSessionsPerKey,
+		refusal: {
 			hint: " End a session (DELETE) or let one expire, then initialize again.",
 			headers: { "retry-after": String(settings.rateLimitPeriodSeconds) },
-		});
-	}
-	let opened = false;
-	try {
+		},
+	};
+	const answer = await openAdmitted(admission, async () => {
 		// Destructured: the RPC stub types JSON-RPC payloads (open index signatures) as never.
-		const { opened: ok, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
-		opened = ok;
-		return Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} });
-	} finally {
-		if (!opened) await ledger.release(place);
-	}
+		const { opened, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
+		return { opened, result: Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} }) };
+	});
+	if (answer instanceof GatewayError) throw answer;
+	return answer;
 }
 
 /** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
