@@ -15,7 +15,7 @@ type Layer = "entry" | "config" | "edge" | "auth" | "session" | "registry" | "up
  * What each layer may import besides itself. Arrows point down only:
  * edge → (auth, session, registry) → upstream → mcp → primitives, with
  * auth → registry and session → registry among the middle ones; config (the
- * settings and the Env) sits above mcp.
+ * settings and the Env) sits above mcp. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
 	entry: ["config", "edge", "auth", "session", "registry", "upstream", "mcp", "primitives"],
@@ -28,9 +28,6 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	mcp: ["primitives"],
 	primitives: [],
 };
-
-/** The Env names the Durable Object classes of its bindings: by type only, from the files that define them. */
-const TYPE_ONLY: Partial<Record<Layer, readonly Layer[]>> = { config: ["registry", "session"] };
 
 /** What the session shows the rest of the gateway: the object and what it re-exports. Everything else is inside it. */
 const PUBLIC_SURFACE: Partial<Record<Layer, readonly string[]>> = { session: ["session/session-do.ts"] };
@@ -53,14 +50,13 @@ function isLayer(name: string): name is Layer {
 
 interface Specifier {
 	path: string;
-	typeOnly: boolean;
 	line: number;
 }
 
 /**
  * The import specifiers of a TypeScript file: static imports and re-exports
- * (`import type` and all-`type` lists marked), side-effect imports, dynamic
- * `import("...")` and `typeof import("...")`. Comments are blanked first, so
+ * (`import type` ones too), side-effect imports, dynamic `import("...")` and
+ * `typeof import("...")`. Comments are blanked first, so
  * an import written in a comment is not one.
  */
 function specifiersOf(source: string): Specifier[] {
@@ -74,23 +70,12 @@ function specifiersOf(source: string): Specifier[] {
 		String.raw`(?:^|[;\n])\s*(?:import|export)\s+${clause}\s*from\s*(["'])([^"'\n]+)\3`,
 		"g",
 	);
-	for (const match of code.matchAll(statement)) {
-		const names = match[2] ?? "";
-		const allTypes =
-			names.startsWith("{") &&
-			names
-				.slice(1, -1)
-				.split(",")
-				.map((name) => name.trim())
-				.filter((name) => name !== "")
-				.every((name) => name.startsWith("type "));
-		found.push({ path: match[4] ?? "", typeOnly: match[1] !== undefined || allTypes, line: lineAt(match) });
-	}
+	for (const match of code.matchAll(statement)) found.push({ path: match[4] ?? "", line: lineAt(match) });
 	for (const match of code.matchAll(/(?:^|[;\n])\s*import\s*(["'])([^"'\n]+)\1/g)) {
-		found.push({ path: match[2] ?? "", typeOnly: false, line: lineAt(match) });
+		found.push({ path: match[2] ?? "", line: lineAt(match) });
 	}
-	for (const match of code.matchAll(/(typeof\s+)?\bimport\s*\(\s*(["'])([^"'\n]+)\2\s*\)/g)) {
-		found.push({ path: match[3] ?? "", typeOnly: match[1] !== undefined, line: lineAt(match) });
+	for (const match of code.matchAll(/\bimport\s*\(\s*(["'])([^"'\n]+)\1\s*\)/g)) {
+		found.push({ path: match[2] ?? "", line: lineAt(match) });
 	}
 	return found;
 }
@@ -184,9 +169,8 @@ function violations(): string[] {
 				continue;
 			}
 			if (to === from) continue;
-			const typeOnly = TYPE_ONLY[from]?.includes(to) ?? false;
-			if (!ALLOWED[from].includes(to) && !(typeOnly && specifier.typeOnly)) {
-				found.push(`${at}: ${from} may not import ${to}${typeOnly ? " (types only)" : ""}`);
+			if (!ALLOWED[from].includes(to)) {
+				found.push(`${at}: ${from} may not import ${to}`);
 				continue;
 			}
 			const surface = PUBLIC_SURFACE[to];

@@ -12,9 +12,9 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { startModernUpstream } from "./modern-upstream.ts";
-import { DEMO_PASSWORD, startIdp } from "./oidc-idp.ts";
-import { startUpstream } from "./upstream-server.ts";
+import { startModernUpstream } from "./fixtures/modern-upstream.ts";
+import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
+import { startUpstream } from "./fixtures/upstream-server.ts";
 
 const HOST = "127.0.0.1";
 const GATEWAY_PORT = 8787;

@@ -6,15 +6,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import {
-	type Child,
-	childReport,
-	freePort,
-	HOST,
-	type Processes,
-	waitHealthy,
-	withTimeout,
-} from "./bench-processes.ts";
+import { type Child, childReport, freePort, HOST, type Processes, waitHealthy, withTimeout } from "./processes.ts";
 
 export const ROOT = join(import.meta.dirname, "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");

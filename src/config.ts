@@ -37,8 +37,8 @@ const issuerUrl = z
 		);
 	}, "must be an https URL (http only on localhost) without credentials, query or fragment");
 
-/** Worker vars and secrets, parsed once per isolate into typed settings with defaults. */
-const SettingsSchema = z
+/** Worker vars and secrets, by their names in wrangler.toml, with their defaults. */
+const VarsSchema = z
 	.object({
 		// A short admin token can be guessed; refusing it at start beats running with it.
 		ADMIN_TOKEN: z.string().min(32, "ADMIN_TOKEN must be at least 32 characters").optional(),
@@ -152,47 +152,53 @@ export type OAuthSettings =
 			requiredScope: string | null;
 	  };
 
-export interface Settings {
-	adminToken: string | undefined;
-	sessionSecret: string | undefined;
+/** The settings: each var in the unit and shape the gateway uses (milliseconds, lists, flags). */
+const SettingsSchema = VarsSchema.transform((v) => ({
+	adminToken: v.ADMIN_TOKEN,
+	sessionSecret: v.SESSION_SECRET,
 	/** Signs API keys so the edge can verify them without any read. */
-	keySecret: string | undefined;
+	keySecret: v.KEY_SECRET,
 	/** How long a location's KV cache may serve a registry record (KV's `cacheTtl`). */
-	kvCacheTtlSeconds: number;
-	idleTimeoutMs: number;
-	touchIntervalMs: number;
+	kvCacheTtlSeconds: v.KV_CACHE_TTL_SECONDS,
+	idleTimeoutMs: v.IDLE_TIMEOUT_SECONDS * 1000,
+	touchIntervalMs: v.TOUCH_INTERVAL_SECONDS * 1000,
 	/** A session ends this long after it opened, busy or not. */
-	maxSessionAgeMs: number;
-	maxBodyBytes: number;
+	maxSessionAgeMs: v.MAX_SESSION_AGE_SECONDS * 1000,
+	maxBodyBytes: v.MAX_BODY_BYTES,
 	/** Cap on one upstream JSON reply or SSE event, and on one member's whole list (all pages). */
-	maxReplyBytes: number;
-	keyCacheTtlMs: number;
+	maxReplyBytes: v.MAX_REPLY_BYTES,
+	keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
 	/** How long an edge isolate keeps an endpoint's record (and the server list); 0: not at all. */
-	endpointCacheTtlMs: number;
-	upstreamTimeoutMs: number;
+	endpointCacheTtlMs: v.ENDPOINT_CACHE_TTL_SECONDS * 1000,
+	upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 	/** A session re-verifies with the registry at most this often. */
-	recheckIntervalMs: number;
+	recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,
 	/** A session that cannot be verified this long after its last successful recheck ends. */
-	unverifiedLimitMs: number;
+	unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,
 	/** Live sessions one API key may hold at once. */
-	maxSessionsPerKey: number;
+	maxSessionsPerKey: v.MAX_SESSIONS_PER_KEY,
 	/** The period of the rate-limiting bindings, sent as Retry-After with a 429. */
-	rateLimitPeriodSeconds: number;
+	rateLimitPeriodSeconds: v.RATE_LIMIT_PERIOD_SECONDS,
 	/** The per-session buffer streams resume from: at most this many events, bytes, and this old. */
-	eventBuffer: { maxEvents: number; maxBytes: number; maxAgeMs: number };
+	eventBuffer: {
+		maxEvents: v.EVENT_BUFFER_EVENTS,
+		maxBytes: v.EVENT_BUFFER_BYTES,
+		maxAgeMs: v.EVENT_BUFFER_SECONDS * 1000,
+	},
 	/** The `retry` the gateway's SSE streams carry: how long a client waits before resuming. */
-	sseRetryMs: number;
+	sseRetryMs: v.SSE_RETRY_MS,
 	/** A listening GET stream is closed (with `retry`) after this long, or at its session's next recheck. */
-	listenWindowMs: number;
+	listenWindowMs: v.LISTEN_WINDOW_SECONDS * 1000,
 	/** Requests one member may have waiting for the client's answer (sampling, elicitation, roots, ping), per session. */
-	maxPendingClientRequests: number;
-	allowedOrigins: string[];
+	maxPendingClientRequests: v.MAX_PENDING_CLIENT_REQUESTS,
+	allowedOrigins: v.ALLOWED_ORIGINS,
 	/** Host names the gateway answers on (`*.example.com` allows subdomains); others get 403. */
-	allowedHosts: string[];
+	allowedHosts: v.ALLOWED_HOSTS,
 	/** Plain-http upstream URLs are accepted only when this is set (local development). */
-	allowHttpUpstreams: boolean;
-	oauth: OAuthSettings;
-}
+	allowHttpUpstreams: v.ALLOW_HTTP_UPSTREAMS === "true",
+	oauth: oauthSettings(v),
+}));
+export type Settings = z.output<typeof SettingsSchema>;
 
 const cache = new WeakMap<object, Settings>();
 
@@ -214,42 +220,12 @@ export function settingsFrom(env: object): Settings {
 			`The gateway is misconfigured and refuses to serve: ${issue?.path.join(".")}: ${issue?.message}.`,
 		);
 	}
-	const v = parsed.data;
-	const settings: Settings = {
-		adminToken: v.ADMIN_TOKEN,
-		sessionSecret: v.SESSION_SECRET,
-		keySecret: v.KEY_SECRET,
-		kvCacheTtlSeconds: v.KV_CACHE_TTL_SECONDS,
-		idleTimeoutMs: v.IDLE_TIMEOUT_SECONDS * 1000,
-		touchIntervalMs: v.TOUCH_INTERVAL_SECONDS * 1000,
-		maxSessionAgeMs: v.MAX_SESSION_AGE_SECONDS * 1000,
-		maxBodyBytes: v.MAX_BODY_BYTES,
-		maxReplyBytes: v.MAX_REPLY_BYTES,
-		keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
-		endpointCacheTtlMs: v.ENDPOINT_CACHE_TTL_SECONDS * 1000,
-		upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
-		recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,
-		unverifiedLimitMs: v.UNVERIFIED_LIMIT_SECONDS * 1000,
-		maxSessionsPerKey: v.MAX_SESSIONS_PER_KEY,
-		rateLimitPeriodSeconds: v.RATE_LIMIT_PERIOD_SECONDS,
-		eventBuffer: {
-			maxEvents: v.EVENT_BUFFER_EVENTS,
-			maxBytes: v.EVENT_BUFFER_BYTES,
-			maxAgeMs: v.EVENT_BUFFER_SECONDS * 1000,
-		},
-		sseRetryMs: v.SSE_RETRY_MS,
-		listenWindowMs: v.LISTEN_WINDOW_SECONDS * 1000,
-		maxPendingClientRequests: v.MAX_PENDING_CLIENT_REQUESTS,
-		allowedOrigins: v.ALLOWED_ORIGINS,
-		allowedHosts: v.ALLOWED_HOSTS,
-		allowHttpUpstreams: v.ALLOW_HTTP_UPSTREAMS === "true",
-		oauth: oauthSettings(v),
-	};
+	const settings = parsed.data;
 	cache.set(env, settings);
 	return settings;
 }
 
-function oauthSettings(v: z.output<typeof SettingsSchema>): OAuthSettings {
+function oauthSettings(v: z.output<typeof VarsSchema>): OAuthSettings {
 	if (v.OIDC_ISSUER && v.OIDC_CLIENT_ID && v.OIDC_CLIENT_SECRET) {
 		return {
 			mode: "gateway",

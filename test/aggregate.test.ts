@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { LONG_TOOL_NAME } from "../scripts/fixture-names.ts";
+import { LONG_TOOL_NAME } from "../scripts/fixtures/fixture-names.ts";
 import { namespacedName } from "../src/mcp/namespacing.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import {

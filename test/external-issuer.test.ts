@@ -6,7 +6,7 @@ import { settingsFrom } from "../src/config.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
 
 /**
- * Tokens come from a real issuer (scripts/jwt-issuer.ts) on loopback: its
+ * Tokens come from a real issuer (scripts/fixtures/jwt-issuer.ts) on loopback: its
  * keys, its metadata, its signatures. Tests that change an issuer (rotation,
  * metadata) use a tenant of their own, so no test sees another's keys.
  */

@@ -1,12 +1,17 @@
 import type { TestProject } from "vitest/node";
-import { IDP_GATEWAY_CLIENT, IDP_RESOURCE, IDP_TEST_CLIENT, RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
-import { startHostileUpstream } from "../scripts/hostile-upstream.ts";
-import { startJwtIssuer } from "../scripts/jwt-issuer.ts";
-import { startModernUpstream } from "../scripts/modern-upstream.ts";
-import { startIdp } from "../scripts/oidc-idp.ts";
-import { startUpstream } from "../scripts/upstream-server.ts";
+import { startFaultSupervisor } from "../scripts/fixtures/fault-supervisor.ts";
+import {
+	IDP_GATEWAY_CLIENT,
+	IDP_RESOURCE,
+	IDP_TEST_CLIENT,
+	RESUME_RETRY_MS,
+} from "../scripts/fixtures/fixture-names.ts";
+import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
+import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
+import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
+import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
+import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
-import { startFaultSupervisor } from "./fault-supervisor.ts";
 
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { upstreamUrl } from "./support/upstreams.ts";
 
 /**
- * The 2026-07-28 fixtures (scripts/modern-upstream.ts) as an SDK v2 client
+ * The 2026-07-28 fixtures (scripts/fixtures/modern-upstream.ts) as an SDK v2 client
  * sees them, straight, without the gateway: what later tests rely on them
  * to report.
  */

@@ -1,7 +1,7 @@
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { Browser } from "./support/browser.ts";
+import { Browser } from "../scripts/fixtures/browser.ts";
 import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
 import {
 	CLIENT_REDIRECT,
@@ -169,7 +169,7 @@ describe("OAuth: an external authorization server", () => {
 	});
 });
 
-/** A tenant of the JWT issuer process (scripts/jwt-issuer.ts) of its own, and a way to have it sign claims. */
+/** A tenant of the JWT issuer process (scripts/fixtures/jwt-issuer.ts) of its own, and a way to have it sign claims. */
 function jwtTenant(label: string) {
 	const issuer = `http://127.0.0.1:${inject("jwtIssuerPort")}/t/${uniqueName(label)}`;
 	const sign = async (claims: Record<string, unknown>, typ?: string): Promise<string> => {

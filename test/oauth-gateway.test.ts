@@ -1,11 +1,11 @@
 import { createExecutionContext, env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { describe, expect, inject, it, vi } from "vitest";
+import { Browser, type Page } from "../scripts/fixtures/browser.ts";
 import { keptAuthorizationServers } from "../src/auth/authorization-server.ts";
 import { createApp } from "../src/edge/app.ts";
 import type { Env } from "../src/env.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
-import { Browser, type Page } from "./support/browser.ts";
 import { admin, createKey, initializeBody, readReply, TEST_ADMIN_BEARER, testAddress } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import {

@@ -1,8 +1,8 @@
 import { decodeJwt } from "jose";
 import * as oauth from "oauth4webapi";
 import { describe, expect, inject, it } from "vitest";
-import { IDP_RESOURCE, IDP_TEST_CLIENT } from "../scripts/fixture-names.ts";
-import { Browser, type Page } from "./support/browser.ts";
+import { Browser, type Page } from "../scripts/fixtures/browser.ts";
+import { IDP_RESOURCE, IDP_TEST_CLIENT } from "../scripts/fixtures/fixture-names.ts";
 
 /** The IdP is plain http on loopback, which oauth4webapi refuses unless told per call. */
 const insecure = { [oauth.allowInsecureRequests]: true } as const;
@@ -47,7 +47,7 @@ async function signIn(browser: Browser, url: URL, login: string, password: strin
 	);
 }
 
-describe("the local identity provider (scripts/oidc-idp.ts)", () => {
+describe("the local identity provider (scripts/fixtures/oidc-idp.ts)", () => {
 	it("signs alice in with one form post, and her ID token carries her email and groups", async () => {
 		const as = await discover();
 		const { url, verifier } = await authorizationRequest(as, testClient, REDIRECT_URI, {

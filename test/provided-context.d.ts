@@ -11,19 +11,19 @@ declare module "vitest" {
 		epsilonPort: number;
 		/** An upstream with an event store: its SSE replies carry ids and resume with Last-Event-ID. */
 		resumablePort: number;
-		/** A 2026-07-28 server (scripts/modern-upstream.ts) that refuses 2025-era requests. */
+		/** A 2026-07-28 server (scripts/fixtures/modern-upstream.ts) that refuses 2025-era requests. */
 		modernPort: number;
 		/** A 2026-07-28 server that also serves 2025-era clients statelessly; its modern replies are SSE. */
 		dualPort: number;
-		/** The fault-injecting upstream (scripts/fault-upstream.ts), a separate process on a fixed port. */
+		/** The fault-injecting upstream (scripts/fixtures/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
-		/** The HTTP supervisor that starts, stops and restarts the fault upstream (test/fault-supervisor.ts). */
+		/** The HTTP supervisor that starts, stops and restarts the fault upstream (scripts/fixtures/fault-supervisor.ts). */
 		faultSupervisorPort: number;
-		/** The hostile upstream (scripts/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */
+		/** The hostile upstream (scripts/fixtures/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */
 		hostilePort: number;
-		/** The test OpenID Connect provider (scripts/oidc-idp.ts): `http://127.0.0.1:<port>`. */
+		/** The test OpenID Connect provider (scripts/fixtures/oidc-idp.ts): `http://127.0.0.1:<port>`. */
 		idpIssuer: string;
-		/** The JWT issuer (scripts/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
+		/** The JWT issuer (scripts/fixtures/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
 		jwtIssuerPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;

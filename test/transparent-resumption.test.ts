@@ -1,6 +1,6 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { RESUME_RETRY_MS } from "../scripts/fixture-names.ts";
+import { RESUME_RETRY_MS } from "../scripts/fixtures/fixture-names.ts";
 import { relaySse } from "../src/mcp/sse-relay.ts";
 import { chunkedBody } from "./support/bodies.ts";
 import {
@@ -18,7 +18,7 @@ import {
 import { upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, upstreamGate, upstreamSessionLog, upstreamUrl } from "./support/upstreams.ts";
 
-/** The resumable upstream's tool that closes its reply stream mid-call (scripts/upstream-server.ts). */
+/** The resumable upstream's tool that closes its reply stream mid-call (scripts/fixtures/upstream-server.ts). */
 const CLOSE_STREAM_TOOL = "close_stream_then_answer";
 const ERROR_META = "mcp-edge-gateway/error";
 

@@ -5,7 +5,7 @@ import { registerServer } from "./support/upstreams.ts";
 
 /** A request through the second edge Worker (own isolate, same Durable Object namespaces). */
 function edgeB(path: string, init: RequestInit): Promise<Response> {
-	return (env as unknown as { EDGE_B: Fetcher }).EDGE_B.fetch(new Request(`${BASE}${path}`, init));
+	return env.EDGE_B.fetch(new Request(`${BASE}${path}`, init));
 }
 
 function post(path: string, key: string, sessionId: string, message: unknown) {

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { ModernRecordedRequest } from "../scripts/fixtures/control-shapes.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
 import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME } from "../src/registry/registry-do.ts";
@@ -12,10 +13,8 @@ import { admin, uniqueName } from "./support/gateway.ts";
 import { hostileUrl } from "./support/hostile.ts";
 import { upstreamUrl } from "./support/upstreams.ts";
 
-/** One request as the modern fixture logged it (ModernRecordedRequest of scripts/modern-upstream.ts, which runs in Node). */
-interface ModernLogEntry {
-	method: string;
-	headers: Record<string, string>;
+/** One request as the modern fixture logged it, its body in the shape these tests read. */
+interface ModernLogEntry extends Omit<ModernRecordedRequest, "body"> {
 	body: { method?: string; params?: { _meta?: Record<string, unknown> } } | undefined;
 }
 

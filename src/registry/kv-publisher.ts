@@ -1,5 +1,6 @@
 import { describeError } from "../mcp/gateway-error.ts";
 import { KV_FORMAT } from "./kv-records.ts";
+import type { RegistryTables } from "./registry-tables.ts";
 
 /** What publishing needs of a KV namespace. Tests swap in failing or gated versions. */
 export type KvWriter = Pick<KVNamespace, "put" | "delete">;
@@ -27,7 +28,7 @@ export class KvPublisher {
 	writes = 0;
 
 	constructor(
-		private readonly sql: SqlStorage,
+		private readonly tables: RegistryTables,
 		private readonly storage: DurableObjectStorage,
 		public kv: KvWriter,
 		/** The value a KV name should hold now; null: it should not exist. */
@@ -38,31 +39,25 @@ export class KvPublisher {
 
 	/** Marks names to publish. Synchronous: call it in the same step as the write it reflects. */
 	markDirty(names: readonly string[]): void {
-		for (const name of names) {
-			this.sql.exec(
-				"INSERT INTO kv_outbox (name, version) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET version = version + 1",
-				name,
-			);
-		}
+		for (const name of names) this.tables.markOutbox(name);
 	}
 
 	/** Marks everything: a full republish. Returns how many names. */
 	markAll(): number {
 		const names = this.allNames();
 		this.markDirty(names);
-		this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES ('kv_format', ?)", String(KV_FORMAT));
+		this.tables.setMeta("kv_format", String(KV_FORMAT));
 		return names.length;
 	}
 
 	/** Whether KV was last published in another format than this version's (or never). */
 	formatOutdated(): boolean {
-		const row = this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'kv_format'").toArray()[0];
-		return row?.value !== String(KV_FORMAT);
+		return this.tables.meta("kv_format") !== String(KV_FORMAT);
 	}
 
 	/** Names waiting to be published. */
 	pending(): number {
-		return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM kv_outbox").one().n;
+		return this.tables.outboxSize();
 	}
 
 	/** Publishes the outbox; resolves once it is empty or a put failed (then an alarm retries). Never throws. */
@@ -75,9 +70,7 @@ export class KvPublisher {
 
 	private async drain(): Promise<void> {
 		for (;;) {
-			const batch = this.sql
-				.exec<{ name: string; version: number }>("SELECT name, version FROM kv_outbox ORDER BY name LIMIT 100")
-				.toArray();
+			const batch = this.tables.outboxBatch(100);
 			if (batch.length === 0) {
 				this.failures = 0;
 				return;
@@ -98,7 +91,7 @@ export class KvPublisher {
 					return;
 				}
 				// Marked again meanwhile (a newer write): it stays for the next pass.
-				this.sql.exec("DELETE FROM kv_outbox WHERE name = ? AND version = ?", name, version);
+				this.tables.outboxDone(name, version);
 			}
 		}
 	}

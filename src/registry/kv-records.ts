@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
-import { UpstreamProtocolSchema } from "./schemas.ts";
+import type { RegistryTables } from "./registry-tables.ts";
+import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
 
 /**
  * What the registry publishes to Workers KV, the read path of the edge and
  * the sessions. Every admin write commits in the RegistryDO first and is then
- * written through here (never ahead of it). Values are parsed with these
- * schemas when read: a record that does not parse counts as unreadable.
+ * written through here (never ahead of it). Values are parsed with the
+ * records' schemas (schemas.ts) when read: a record that does not parse counts as unreadable.
  *
  * - `key/<id>`: an API key's record with the SHA-256 of the key.
  * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
@@ -27,50 +28,28 @@ export const KV_NAMES = {
  */
 export const KV_FORMAT = 3;
 
-const ServerRecordSchema = z.object({
-	name: z.string(),
-	url: z.string(),
-	headers: z.record(z.string(), z.string()),
-	timeoutSeconds: z.number().nullable(),
-	// Records published before the field existed are "auto", which is what they were.
-	protocol: UpstreamProtocolSchema.default("auto"),
-	generation: z.string(),
-	configDigest: z.string(),
-	createdAt: z.number(),
-	updatedAt: z.number(),
-});
-
-const VirtualServerRecordSchema = z.object({
-	name: z.string(),
-	servers: z.array(z.string()),
-	userPaths: z.array(z.string()).nullable(),
-	generation: z.string(),
-	createdAt: z.number(),
-	updatedAt: z.number(),
-});
-
-export const StoredKeySchema = z.object({
-	id: z.string(),
-	name: z.string().nullable(),
-	userPath: z.string(),
-	servers: z.array(z.string()).nullable(),
-	maxSessions: z.number().nullable(),
-	format: z.enum(["self-verifying", "legacy"]),
-	createdAt: z.number(),
-	/** SHA-256 (hex) of the whole key: the key itself is never stored. */
-	digest: z.string(),
-});
+/** An API key's record as published: with the SHA-256 (hex) of the whole key, which itself is never stored. */
+export const StoredKeySchema = ApiKeyRecordSchema.extend({ digest: z.string() });
 export type StoredKey = z.infer<typeof StoredKeySchema>;
-
-export const EndpointRecordSchema = z.discriminatedUnion("kind", [
-	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
-	z.object({
-		kind: z.literal("virtual"),
-		virtualServer: VirtualServerRecordSchema,
-		members: z.array(ServerRecordSchema),
-	}),
-]);
 
 export const ServerListSchema = z.array(ServerRecordSchema);
 
 export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);
+
+/** Every KV name the registry publishes now. */
+export function publishedNames(tables: RegistryTables): string[] {
+	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
+	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
+	return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
+}
+
+/** What a KV name holds according to the registry of record now; null: it should not exist. */
+export function publishedValue(tables: RegistryTables, name: string): unknown {
+	if (name === KV_NAMES.rules) return tables.accessRules();
+	if (name === KV_NAMES.servers) return tables.servers();
+	const [kind, ...rest] = name.split("/");
+	const id = rest.join("/");
+	if (kind === "key") return tables.storedKey(id);
+	if (kind === "endpoint") return tables.endpoint(id);
+	throw new Error(`registry: unknown KV name ${name}`);
+}

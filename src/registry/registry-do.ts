@@ -6,21 +6,8 @@ import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";
-import { KV_NAMES, type StoredKey } from "./kv-records.ts";
-import {
-	configDigest,
-	createTables,
-	KEY_COLUMNS,
-	type KeyRow,
-	migrate,
-	readAccessRules,
-	type ServerRow,
-	toKeyRecord,
-	toServerRecord,
-	toVirtualServerRecord,
-	type VirtualServerRow,
-	writeAccessRule,
-} from "./registry-tables.ts";
+import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
+import { configDigest, RegistryTables } from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
 	KeyInput,
@@ -44,24 +31,23 @@ export const REGISTRY_NAME = "registry";
  * the edge and the sessions read (invariant 12).
  */
 export class RegistryDO extends DurableObject<Env> {
-	private readonly sql: SqlStorage;
+	private readonly tables: RegistryTables;
 	/** Requests served, for cost assertions in tests and benchmarks. */
 	reads = 0;
 	readonly publisher: KvPublisher;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
-		this.sql = ctx.storage.sql;
-		createTables(this.sql);
+		this.tables = new RegistryTables(ctx.storage.sql);
 		this.publisher = new KvPublisher(
-			this.sql,
+			this.tables,
 			ctx.storage,
 			env.REGISTRY_KV,
-			(name) => this.publishedValue(name),
-			() => this.publishedNames(),
+			(name) => publishedValue(this.tables, name),
+			() => publishedNames(this.tables),
 		);
 		void ctx.blockConcurrencyWhile(async () => {
-			await migrate(this.sql);
+			await this.tables.migrate();
 			// The first start of this version (or of a new record format) publishes everything.
 			if (this.publisher.formatOutdated()) this.publisher.markAll();
 			if (this.publisher.pending() > 0) await ctx.storage.setAlarm(Date.now());
@@ -95,57 +81,42 @@ export class RegistryDO extends DurableObject<Env> {
 		input: ServerInput,
 	): Promise<{ server: ServerRecord; created: boolean } | { conflict: string }> {
 		// Hashed before the checks: nothing below awaits, so checks and write stay atomic.
-		const digest = await configDigest({
+		const config = {
 			url: input.url,
 			headers: input.headers,
 			timeoutSeconds: input.timeoutSeconds ?? null,
 			protocol: input.protocol,
-		});
-		if (this.getVirtualServerRow(name)) {
+		};
+		const digest = await configDigest(config);
+		if (this.tables.virtualServer(name)) {
 			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
 		}
 		const now = Date.now();
-		const existing = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
-		const generation = existing?.generation ?? randomToken(12);
-		this.sql.exec(
-			`INSERT INTO servers (name, url, headers, timeout_seconds, protocol, generation, config_digest, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			 ON CONFLICT(name) DO UPDATE SET url = excluded.url, headers = excluded.headers,
-			   timeout_seconds = excluded.timeout_seconds, protocol = excluded.protocol,
-			   config_digest = excluded.config_digest, updated_at = excluded.updated_at`,
+		const existing = this.tables.server(name);
+		const server = this.tables.putServer({
 			name,
-			input.url,
-			JSON.stringify(input.headers),
-			input.timeoutSeconds ?? null,
-			input.protocol,
-			generation,
-			digest,
-			existing?.created_at ?? now,
-			now,
-		);
-		this.publisher.markDirty(this.namesOfServer(name));
-		const server = this.getServerRow(name);
-		if (!server) throw new Error(`server ${name} vanished right after it was written`);
-		await this.publisher.publish();
-		return { server, created: existing === undefined };
+			...config,
+			generation: existing?.generation ?? randomToken(12),
+			configDigest: digest,
+			createdAt: existing?.createdAt ?? now,
+			updatedAt: now,
+		});
+		await this.publish(this.namesOfServer(name));
+		return { server, created: existing === null };
 	}
 
 	getServer(name: string): ServerRecord | null {
 		this.reads++;
-		return this.getServerRow(name);
+		return this.tables.server(name);
 	}
 
 	listServers(): ServerRecord[] {
 		this.reads++;
-		return this.sql.exec<ServerRow>("SELECT * FROM servers ORDER BY name").toArray().map(toServerRecord);
+		return this.tables.servers();
 	}
 
-	async deleteServer(name: string): Promise<boolean> {
-		const deleted = this.sql.exec("DELETE FROM servers WHERE name = ?", name).rowsWritten > 0;
-		if (!deleted) return false;
-		this.publisher.markDirty(this.namesOfServer(name));
-		await this.publisher.publish();
-		return true;
+	deleteServer(name: string): Promise<boolean> {
+		return this.deleted(this.tables.deleteServer(name), () => this.namesOfServer(name));
 	}
 
 	/**
@@ -158,13 +129,13 @@ export class RegistryDO extends DurableObject<Env> {
 		name: string,
 		input: VirtualServerInput,
 	): Promise<{ virtualServer: VirtualServerRecord; created: boolean } | { conflict: string } | { invalid: string }> {
-		if (this.getServerRow(name)) {
+		if (this.tables.server(name)) {
 			return { conflict: `'${name}' is already the name of a server; servers and virtual servers share names` };
 		}
-		const known = new Set(this.existingServers(input.servers).map((server) => server.name));
+		const known = new Set(this.tables.serversNamed(input.servers).map((server) => server.name));
 		const unknown = input.servers.filter((server) => !known.has(server));
 		if (unknown.length > 0) {
-			const virtual = unknown.filter((member) => this.getVirtualServerRow(member) !== null);
+			const virtual = unknown.filter((member) => this.tables.virtualServer(member) !== null);
 			const missing = unknown.filter((member) => !virtual.includes(member));
 			const problems: string[] = [];
 			if (missing.length > 0) problems.push(`no server named ${quoteList(missing)}`);
@@ -172,51 +143,37 @@ export class RegistryDO extends DurableObject<Env> {
 			return { invalid: `servers: ${problems.join("; ")}` };
 		}
 		const now = Date.now();
-		const existing = this.getVirtualServerRow(name);
-		this.sql.exec(
-			`INSERT INTO virtual_servers (name, servers, user_paths, generation, created_at, updated_at)
-			 VALUES (?, ?, ?, ?, ?, ?)
-			 ON CONFLICT(name) DO UPDATE SET servers = excluded.servers, user_paths = excluded.user_paths,
-			   updated_at = excluded.updated_at`,
+		const existing = this.tables.virtualServer(name);
+		const virtualServer = this.tables.putVirtualServer({
 			name,
-			JSON.stringify(input.servers),
-			input.userPaths ? JSON.stringify(input.userPaths) : null,
-			existing?.generation ?? randomToken(12),
-			existing?.createdAt ?? now,
-			now,
-		);
-		this.publisher.markDirty([KV_NAMES.endpoint(name)]);
-		const virtualServer = this.getVirtualServerRow(name);
-		if (!virtualServer) throw new Error(`virtual server ${name} vanished right after it was written`);
-		await this.publisher.publish();
+			servers: input.servers,
+			userPaths: input.userPaths ?? null,
+			generation: existing?.generation ?? randomToken(12),
+			createdAt: existing?.createdAt ?? now,
+			updatedAt: now,
+		});
+		await this.publish([KV_NAMES.endpoint(name)]);
 		return { virtualServer, created: existing === null };
 	}
 
 	getVirtualServer(name: string): VirtualServerRecord | null {
 		this.reads++;
-		return this.getVirtualServerRow(name);
+		return this.tables.virtualServer(name);
 	}
 
 	listVirtualServers(): VirtualServerRecord[] {
 		this.reads++;
-		return this.sql
-			.exec<VirtualServerRow>("SELECT * FROM virtual_servers ORDER BY name")
-			.toArray()
-			.map(toVirtualServerRecord);
+		return this.tables.virtualServers();
 	}
 
-	async deleteVirtualServer(name: string): Promise<boolean> {
-		const deleted = this.sql.exec("DELETE FROM virtual_servers WHERE name = ?", name).rowsWritten > 0;
-		if (!deleted) return false;
-		this.publisher.markDirty([KV_NAMES.endpoint(name)]);
-		await this.publisher.publish();
-		return true;
+	deleteVirtualServer(name: string): Promise<boolean> {
+		return this.deleted(this.tables.deleteVirtualServer(name), () => [KV_NAMES.endpoint(name)]);
 	}
 
 	/** What `/mcp/:name` refers to, with a virtual server's existing members, in one read. */
 	resolveEndpoint(name: string): ResolvedEndpoint | null {
 		this.reads++;
-		return this.resolveRow(name);
+		return this.tables.endpoint(name);
 	}
 
 	/**
@@ -225,14 +182,11 @@ export class RegistryDO extends DurableObject<Env> {
 	 */
 	checkSession(input: SessionCheckInput): SessionCheckResult {
 		this.reads++;
-		const row = this.sql.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`, input.keyId).toArray()[0];
 		const key = parsePrincipalId(input.keyId)
-			? principalRecord(input.keyId, readAccessRules(this.sql))
-			: row
-				? toKeyRecord(row)
-				: null;
-		const endpoint = input.endpoint.kind === "aggregate" ? null : this.resolveRow(input.endpoint.name);
-		const members = this.existingServers((input.members ?? []).map((member) => member.name));
+			? principalRecord(input.keyId, this.tables.accessRules())
+			: this.tables.key(input.keyId);
+		const endpoint = input.endpoint.kind === "aggregate" ? null : this.tables.endpoint(input.endpoint.name);
+		const members = this.tables.serversNamed((input.members ?? []).map((member) => member.name));
 		return checkSessionAgainst(
 			{
 				key,
@@ -261,19 +215,6 @@ export class RegistryDO extends DurableObject<Env> {
 		const digest = await sha256Hex(key);
 		const invalid = this.unknownGrants(input.servers);
 		if (invalid) return { invalid };
-		const now = Date.now();
-		this.sql.exec(
-			"INSERT INTO api_keys (id, name, digest, user_path, servers, max_sessions, key_format, created_at) VALUES (?, ?, ?, ?, ?, ?, 2, ?)",
-			id,
-			input.name ?? null,
-			digest,
-			input.userPath,
-			input.servers ? JSON.stringify(input.servers) : null,
-			input.maxSessions ?? null,
-			now,
-		);
-		this.publisher.markDirty([KV_NAMES.key(id)]);
-		await this.publisher.publish();
 		const record: ApiKeyRecord = {
 			id,
 			name: input.name ?? null,
@@ -281,25 +222,20 @@ export class RegistryDO extends DurableObject<Env> {
 			servers: input.servers ?? null,
 			maxSessions: input.maxSessions ?? null,
 			format: "self-verifying",
-			createdAt: now,
+			createdAt: Date.now(),
 		};
+		this.tables.insertKey({ ...record, digest });
+		await this.publish([KV_NAMES.key(id)]);
 		return { record, key };
 	}
 
 	listKeys(): ApiKeyRecord[] {
 		this.reads++;
-		return this.sql
-			.exec<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY created_at, id`)
-			.toArray()
-			.map(toKeyRecord);
+		return this.tables.keys();
 	}
 
-	async revokeKey(id: string): Promise<boolean> {
-		const deleted = this.sql.exec("DELETE FROM api_keys WHERE id = ?", id).rowsWritten > 0;
-		if (!deleted) return false;
-		this.publisher.markDirty([KV_NAMES.key(id)]);
-		await this.publisher.publish();
-		return true;
+	revokeKey(id: string): Promise<boolean> {
+		return this.deleted(this.tables.deleteKey(id), () => [KV_NAMES.key(id)]);
 	}
 
 	/**
@@ -313,87 +249,45 @@ export class RegistryDO extends DurableObject<Env> {
 	): Promise<{ rule: AccessRuleRecord; created: boolean } | { invalid: string }> {
 		const invalid = this.unknownGrants(input.servers);
 		if (invalid) return { invalid };
-		const written = writeAccessRule(this.sql, name, input, Date.now());
-		this.publisher.markDirty([KV_NAMES.rules]);
-		await this.publisher.publish();
+		const written = this.tables.writeAccessRule(name, input, Date.now());
+		await this.publish([KV_NAMES.rules]);
 		return written;
 	}
 
 	listAccessRules(): AccessRuleRecord[] {
 		this.reads++;
-		return readAccessRules(this.sql);
+		return this.tables.accessRules();
 	}
 
-	async deleteAccessRule(name: string): Promise<boolean> {
-		const deleted = this.sql.exec("DELETE FROM access_rules WHERE name = ?", name).rowsWritten > 0;
-		if (!deleted) return false;
-		this.publisher.markDirty([KV_NAMES.rules]);
-		await this.publisher.publish();
-		return true;
+	deleteAccessRule(name: string): Promise<boolean> {
+		return this.deleted(this.tables.deleteAccessRule(name), () => [KV_NAMES.rules]);
 	}
 
 	/** A key's stored record with its digest (what is published as `key/<id>`); null if none. */
 	storedKey(id: string): StoredKey | null {
-		const row = this.sql
-			.exec<KeyRow & { digest: string }>(`SELECT ${KEY_COLUMNS}, digest FROM api_keys WHERE id = ?`, id)
-			.toArray()[0];
-		return row ? { ...toKeyRecord(row), digest: row.digest } : null;
+		return this.tables.storedKey(id);
+	}
+
+	/**
+	 * Publishes what a committed write changed: the names are marked in the
+	 * same synchronous step as the write (see KvPublisher), then written through.
+	 */
+	private async publish(names: readonly string[]): Promise<void> {
+		this.publisher.markDirty(names);
+		await this.publisher.publish();
+	}
+
+	/** After a delete: publishes the names its absence changes, if there was anything to delete. */
+	private async deleted(deleted: boolean, names: () => readonly string[]): Promise<boolean> {
+		if (!deleted) return false;
+		await this.publish(names());
+		return true;
 	}
 
 	/** KV names a change of server `name` affects: its endpoint, the server list, virtual servers using it. */
 	private namesOfServer(name: string): string[] {
-		const virtual = this.sql
-			.exec<{ name: string }>(
-				"SELECT name FROM virtual_servers WHERE EXISTS (SELECT 1 FROM json_each(virtual_servers.servers) WHERE value = ?)",
-				name,
-			)
-			.toArray()
-			.map((row) => KV_NAMES.endpoint(row.name));
+		const virtual = this.tables.virtualServersWith(name).map((member) => KV_NAMES.endpoint(member));
 		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
-	}
-
-	/** Every KV name the registry publishes now. */
-	private publishedNames(): string[] {
-		const endpoints = this.sql
-			.exec<{ name: string }>("SELECT name FROM servers UNION SELECT name FROM virtual_servers")
-			.toArray()
-			.map((row) => KV_NAMES.endpoint(row.name));
-		const keys = this.sql
-			.exec<{ id: string }>("SELECT id FROM api_keys")
-			.toArray()
-			.map((row) => KV_NAMES.key(row.id));
-		return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
-	}
-
-	/** What a KV name holds according to the registry of record now; null: it should not exist. */
-	private publishedValue(name: string): unknown {
-		if (name === KV_NAMES.rules) return readAccessRules(this.sql);
-		if (name === KV_NAMES.servers) {
-			return this.sql.exec<ServerRow>("SELECT * FROM servers ORDER BY name").toArray().map(toServerRecord);
-		}
-		const [kind, ...rest] = name.split("/");
-		const id = rest.join("/");
-		if (kind === "key") return this.storedKey(id);
-		if (kind === "endpoint") return this.resolveRow(id);
-		throw new Error(`registry: unknown KV name ${name}`);
-	}
-
-	private resolveRow(name: string): ResolvedEndpoint | null {
-		const server = this.getServerRow(name);
-		if (server) return { kind: "server", server };
-		const virtualServer = this.getVirtualServerRow(name);
-		if (!virtualServer) return null;
-		return { kind: "virtual", virtualServer, members: this.existingServers(virtualServer.servers) };
-	}
-
-	private getServerRow(name: string): ServerRecord | null {
-		const row = this.sql.exec<ServerRow>("SELECT * FROM servers WHERE name = ?", name).toArray()[0];
-		return row ? toServerRecord(row) : null;
-	}
-
-	private getVirtualServerRow(name: string): VirtualServerRecord | null {
-		const row = this.sql.exec<VirtualServerRow>("SELECT * FROM virtual_servers WHERE name = ?", name).toArray()[0];
-		return row ? toVirtualServerRecord(row) : null;
 	}
 
 	/**
@@ -402,29 +296,8 @@ export class RegistryDO extends DurableObject<Env> {
 	 */
 	private unknownGrants(names: readonly string[] | undefined): string | null {
 		if (!names || names.length === 0) return null;
-		const known = new Set(
-			this.sql
-				.exec<{ name: string }>(
-					`SELECT name FROM servers WHERE name IN (SELECT value FROM json_each(?))
-					 UNION SELECT name FROM virtual_servers WHERE name IN (SELECT value FROM json_each(?))`,
-					JSON.stringify(names),
-					JSON.stringify(names),
-				)
-				.toArray()
-				.map((row) => row.name),
-		);
+		const known = this.tables.existingEndpoints(names);
 		const unknown = [...new Set(names.filter((name) => !known.has(name)))];
 		return unknown.length === 0 ? null : `servers: no server or virtual server named ${quoteList(unknown)}`;
-	}
-
-	/** The named servers that exist, in the order of `names`, in one query. */
-	private existingServers(names: string[]): ServerRecord[] {
-		const byName = new Map(
-			this.sql
-				.exec<ServerRow>("SELECT * FROM servers WHERE name IN (SELECT value FROM json_each(?))", JSON.stringify(names))
-				.toArray()
-				.map((row) => [row.name, toServerRecord(row)] as const),
-		);
-		return names.flatMap((name) => byName.get(name) ?? []);
 	}
 }

@@ -1,15 +1,14 @@
 import type { z } from "zod";
 import { withTimeout } from "../primitives/timing.ts";
 import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
+import { AccessRuleListSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
 import {
-	AccessRuleListSchema,
-	EndpointRecordSchema,
-	KV_NAMES,
-	ServerListSchema,
-	type StoredKey,
-	StoredKeySchema,
-} from "./kv-records.ts";
-import type { ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
+	type ResolvedEndpoint,
+	ResolvedEndpointSchema,
+	type ServerRecord,
+	type SessionCheckInput,
+	type SessionCheckResult,
+} from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
 
 /** The registry's read path: what the edge and the sessions need, from Workers KV. */
@@ -55,7 +54,7 @@ export function kvRegistryReader(
 			return reads;
 		},
 		key: (id) => read(KV_NAMES.key(id), StoredKeySchema),
-		endpoint: (name) => read(KV_NAMES.endpoint(name), EndpointRecordSchema),
+		endpoint: (name) => read(KV_NAMES.endpoint(name), ResolvedEndpointSchema),
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
 		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
 	};

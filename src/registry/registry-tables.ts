@@ -1,138 +1,121 @@
 import { randomToken, sha256Hex } from "../primitives/crypto.ts";
-import { type AccessRuleInput, type AccessRuleRecord, matchChanged, orderRules } from "./access-rules.ts";
-import { type ApiKeyRecord, type ServerRecord, UpstreamProtocolSchema, type VirtualServerRecord } from "./schemas.ts";
+import {
+	type AccessRuleInput,
+	type AccessRuleRecord,
+	AccessRuleRecordSchema,
+	matchChanged,
+	orderRules,
+} from "./access-rules.ts";
+import { type StoredKey, StoredKeySchema } from "./kv-records.ts";
+import { type ColumnCodec, JSON_TEXT, RecordTable } from "./record-rows.ts";
+import {
+	type ApiKeyRecord,
+	ApiKeyRecordSchema,
+	type ResolvedEndpoint,
+	type ServerRecord,
+	ServerRecordSchema,
+	type VirtualServerRecord,
+	VirtualServerRecordSchema,
+} from "./schemas.ts";
 
 /**
- * The registry's SQLite tables: their rows, how this version creates them,
- * how older registries are brought up to date, and rows to records.
+ * The registry's SQLite tables: how this version creates them, how older
+ * registries are brought up to date, and every statement the registry runs on
+ * them (its records, the KV outbox, the meta values). A row is its record
+ * (schemas.ts) field by field (record-rows.ts).
  */
 
-export interface ServerRow extends Record<string, SqlStorageValue> {
-	name: string;
-	url: string;
-	headers: string;
-	timeout_seconds: number | null;
-	protocol: string;
-	generation: string;
-	config_digest: string | null;
-	created_at: number;
-	updated_at: number;
-}
+const servers = new RecordTable("servers", "name", ServerRecordSchema, {
+	headers: JSON_TEXT,
+	// NULL only in a registry older than digests, until `migrate` fills it in.
+	configDigest: {
+		toColumn: (value) => (typeof value === "string" ? value : null),
+		fromColumn: (value) => value ?? "",
+	},
+});
 
-export interface VirtualServerRow extends Record<string, SqlStorageValue> {
-	name: string;
-	servers: string;
-	user_paths: string | null;
-	generation: string;
-	created_at: number;
-	updated_at: number;
-}
+const virtualServers = new RecordTable("virtual_servers", "name", VirtualServerRecordSchema, {
+	servers: JSON_TEXT,
+	userPaths: JSON_TEXT,
+});
 
-export interface KeyRow extends Record<string, SqlStorageValue> {
-	id: string;
-	name: string | null;
-	user_path: string;
-	servers: string | null;
-	max_sessions: number | null;
-	key_format: number;
-	created_at: number;
-}
+/** Keys issued before self-verifying keys are of format 1, the others of 2. */
+const KEY_FORMAT: ColumnCodec = {
+	column: "key_format",
+	toColumn: (format) => (format === "legacy" ? 1 : 2),
+	fromColumn: (value) => (value === 1 ? "legacy" : "self-verifying"),
+};
 
-export interface AccessRuleRow extends Record<string, SqlStorageValue> {
-	name: string;
-	match: string;
-	servers: string | null;
-	user_path: string;
-	max_sessions: number | null;
-	priority: number;
-	generation: string;
-	created_at: number;
-	updated_at: number;
-}
+/** Keys as read back: never the digest. */
+const keys = new RecordTable("api_keys", "id", ApiKeyRecordSchema, { servers: JSON_TEXT, format: KEY_FORMAT });
+/** Keys with the digest of the secret: written once, and read to publish. */
+const storedKeys = new RecordTable("api_keys", "id", StoredKeySchema, { servers: JSON_TEXT, format: KEY_FORMAT });
 
-/** The key columns read back (never the digest). */
-export const KEY_COLUMNS = "id, name, user_path, servers, max_sessions, key_format, created_at";
+const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSchema, {
+	match: JSON_TEXT,
+	servers: JSON_TEXT,
+});
+
+/** What `migrate` needs of a server row to compute its digest. */
+const undigested = new RecordTable(
+	"servers",
+	"name",
+	ServerRecordSchema.pick({ name: true, url: true, headers: true, timeoutSeconds: true, protocol: true }),
+	{ headers: JSON_TEXT },
+);
 
 /** The registry's tables, as this version creates them. */
-export function createTables(sql: SqlStorage): void {
-	sql.exec(`
-			CREATE TABLE IF NOT EXISTS servers (
-				name TEXT PRIMARY KEY,
-				url TEXT NOT NULL,
-				headers TEXT NOT NULL,
-				timeout_seconds INTEGER,
-				protocol TEXT NOT NULL DEFAULT 'auto',
-				generation TEXT NOT NULL,
-				config_digest TEXT,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS api_keys (
-				id TEXT PRIMARY KEY,
-				name TEXT,
-				digest TEXT NOT NULL UNIQUE,
-				user_path TEXT NOT NULL,
-				servers TEXT,
-				max_sessions INTEGER,
-				key_format INTEGER NOT NULL DEFAULT 2,
-				created_at INTEGER NOT NULL
-			);
-			-- KV names to publish (KvPublisher): version bumps when a name is marked again.
-			CREATE TABLE IF NOT EXISTS kv_outbox (
-				name TEXT PRIMARY KEY,
-				version INTEGER NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS meta (
-				key TEXT PRIMARY KEY,
-				value TEXT NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS access_rules (
-				name TEXT PRIMARY KEY,
-				match TEXT NOT NULL, -- JSON object of the claims to match
-				servers TEXT, -- JSON array of server names; NULL means all
-				user_path TEXT NOT NULL,
-				max_sessions INTEGER,
-				priority INTEGER NOT NULL,
-				generation TEXT NOT NULL,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-			CREATE TABLE IF NOT EXISTS virtual_servers (
-				name TEXT PRIMARY KEY,
-				servers TEXT NOT NULL, -- JSON array of member server names, in order
-				user_paths TEXT, -- JSON array of allowed user paths; NULL means all
-				generation TEXT NOT NULL,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-	`);
-}
-
-/**
- * Registries created by earlier versions get the newer columns (a server's
- * config digest and protocol, a key's session cap), and every server its
- * digest, before the first request is served.
- */
-export async function migrate(sql: SqlStorage): Promise<void> {
-	addColumn(sql, "servers", "config_digest", "TEXT");
-	// Servers registered before the field existed were discovered, never pinned.
-	addColumn(sql, "servers", "protocol", "TEXT NOT NULL DEFAULT 'auto'");
-	addColumn(sql, "api_keys", "max_sessions", "INTEGER");
-	// Keys issued before self-verifying keys are of the first format.
-	addColumn(sql, "api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
-	const rows = sql.exec<ServerRow>("SELECT * FROM servers WHERE config_digest IS NULL").toArray();
-	for (const row of rows) {
-		sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(toServerRecord(row)), row.name);
-	}
-}
-
-function addColumn(sql: SqlStorage, table: string, column: string, type: string): void {
-	const present = sql
-		.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
-		.toArray()
-		.some((row) => row.name === column);
-	if (!present) sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
-}
+const CREATE_TABLES = `
+	CREATE TABLE IF NOT EXISTS servers (
+		name TEXT PRIMARY KEY,
+		url TEXT NOT NULL,
+		headers TEXT NOT NULL,
+		timeout_seconds INTEGER,
+		protocol TEXT NOT NULL DEFAULT 'auto',
+		generation TEXT NOT NULL,
+		config_digest TEXT,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS api_keys (
+		id TEXT PRIMARY KEY,
+		name TEXT,
+		digest TEXT NOT NULL UNIQUE,
+		user_path TEXT NOT NULL,
+		servers TEXT,
+		max_sessions INTEGER,
+		key_format INTEGER NOT NULL DEFAULT 2,
+		created_at INTEGER NOT NULL
+	);
+	-- KV names to publish (KvPublisher): version bumps when a name is marked again.
+	CREATE TABLE IF NOT EXISTS kv_outbox (
+		name TEXT PRIMARY KEY,
+		version INTEGER NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS meta (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS access_rules (
+		name TEXT PRIMARY KEY,
+		match TEXT NOT NULL, -- JSON object of the claims to match
+		servers TEXT, -- JSON array of server names; NULL means all
+		user_path TEXT NOT NULL,
+		max_sessions INTEGER,
+		priority INTEGER NOT NULL,
+		generation TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE IF NOT EXISTS virtual_servers (
+		name TEXT PRIMARY KEY,
+		servers TEXT NOT NULL, -- JSON array of member server names, in order
+		user_paths TEXT, -- JSON array of allowed user paths; NULL means all
+		generation TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+`;
 
 /**
  * What identifies a server's configuration: a change of URL, headers, timeout
@@ -148,92 +131,209 @@ export function configDigest(
 	return sha256Hex(JSON.stringify(parts));
 }
 
-export function toServerRecord(row: ServerRow): ServerRecord {
-	return {
-		name: row.name,
-		url: row.url,
-		headers: JSON.parse(row.headers) as Record<string, string>,
-		timeoutSeconds: row.timeout_seconds,
-		protocol: UpstreamProtocolSchema.parse(row.protocol),
-		generation: row.generation,
-		configDigest: row.config_digest ?? "",
-		createdAt: row.created_at,
-		updatedAt: row.updated_at,
-	};
-}
+/** The registry's tables, read and written synchronously (nothing here awaits but `migrate`). */
+export class RegistryTables {
+	constructor(private readonly sql: SqlStorage) {
+		sql.exec(CREATE_TABLES);
+	}
 
-export function toVirtualServerRecord(row: VirtualServerRow): VirtualServerRecord {
-	return {
-		name: row.name,
-		servers: JSON.parse(row.servers) as string[],
-		userPaths: row.user_paths === null ? null : (JSON.parse(row.user_paths) as string[]),
-		generation: row.generation,
-		createdAt: row.created_at,
-		updatedAt: row.updated_at,
-	};
-}
+	/**
+	 * Registries created by earlier versions get the newer columns (a server's
+	 * config digest and protocol, a key's session cap), and every server its
+	 * digest, before the first request is served.
+	 */
+	async migrate(): Promise<void> {
+		this.addColumn("servers", "config_digest", "TEXT");
+		// Servers registered before the field existed were discovered, never pinned.
+		this.addColumn("servers", "protocol", "TEXT NOT NULL DEFAULT 'auto'");
+		this.addColumn("api_keys", "max_sessions", "INTEGER");
+		// Keys issued before self-verifying keys are of the first format.
+		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
+		for (const server of undigested.select(this.sql, "WHERE config_digest IS NULL")) {
+			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(server), server.name);
+		}
+	}
 
-export function toKeyRecord(row: KeyRow): ApiKeyRecord {
-	return {
-		id: row.id,
-		name: row.name,
-		userPath: row.user_path,
-		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
-		maxSessions: row.max_sessions,
-		format: row.key_format === 1 ? "legacy" : "self-verifying",
-		createdAt: row.created_at,
-	};
-}
+	private addColumn(table: string, column: string, type: string): void {
+		const present = this.sql
+			.exec<{ name: string }>(`SELECT name FROM pragma_table_info('${table}')`)
+			.toArray()
+			.some((row) => row.name === column);
+		if (!present) this.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+	}
 
-export function toAccessRuleRecord(row: AccessRuleRow): AccessRuleRecord {
-	return {
-		name: row.name,
-		match: JSON.parse(row.match) as AccessRuleRecord["match"],
-		servers: row.servers === null ? null : (JSON.parse(row.servers) as string[]),
-		userPath: row.user_path,
-		maxSessions: row.max_sessions,
-		priority: row.priority,
-		generation: row.generation,
-		createdAt: row.created_at,
-		updatedAt: row.updated_at,
-	};
-}
+	server(name: string): ServerRecord | null {
+		return servers.get(this.sql, name);
+	}
 
-/** Every access rule, in the order they are tried. */
-export function readAccessRules(sql: SqlStorage): AccessRuleRecord[] {
-	return orderRules(sql.exec<AccessRuleRow>("SELECT * FROM access_rules").toArray().map(toAccessRuleRecord));
-}
+	servers(): ServerRecord[] {
+		return servers.select(this.sql, "ORDER BY name");
+	}
 
-/**
- * Creates or replaces an access rule, synchronously. A replacement keeps its
- * generation unless its match changed: sessions then follow the new grant as
- * a key's do, while a new match (who the rule is for) ends the old sessions.
- */
-export function writeAccessRule(
-	sql: SqlStorage,
-	name: string,
-	input: AccessRuleInput,
-	now: number,
-): { rule: AccessRuleRecord; created: boolean } {
-	const existing = readAccessRules(sql).find((rule) => rule.name === name);
-	const generation = existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12);
-	sql.exec(
-		`INSERT INTO access_rules (name, match, servers, user_path, max_sessions, priority, generation, created_at, updated_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		 ON CONFLICT(name) DO UPDATE SET match = excluded.match, servers = excluded.servers,
-		   user_path = excluded.user_path, max_sessions = excluded.max_sessions, priority = excluded.priority,
-		   generation = excluded.generation, updated_at = excluded.updated_at`,
-		name,
-		JSON.stringify(input.match),
-		input.servers ? JSON.stringify(input.servers) : null,
-		input.userPath,
-		input.maxSessions ?? null,
-		input.priority,
-		generation,
-		existing?.createdAt ?? now,
-		now,
-	);
-	const rule = readAccessRules(sql).find((candidate) => candidate.name === name);
-	if (!rule) throw new Error(`access rule ${name} vanished right after it was written`);
-	return { rule, created: existing === undefined };
+	/** The named servers that exist, in the order of `names`, in one query. */
+	serversNamed(names: readonly string[]): ServerRecord[] {
+		const byName = new Map(
+			servers
+				.select(this.sql, "WHERE name IN (SELECT value FROM json_each(?))", JSON.stringify(names))
+				.map((server) => [server.name, server] as const),
+		);
+		return names.flatMap((name) => byName.get(name) ?? []);
+	}
+
+	putServer(server: ServerRecord): ServerRecord {
+		return servers.put(this.sql, server);
+	}
+
+	deleteServer(name: string): boolean {
+		return servers.delete(this.sql, name);
+	}
+
+	virtualServer(name: string): VirtualServerRecord | null {
+		return virtualServers.get(this.sql, name);
+	}
+
+	virtualServers(): VirtualServerRecord[] {
+		return virtualServers.select(this.sql, "ORDER BY name");
+	}
+
+	/** Names of the virtual servers that list `member`. */
+	virtualServersWith(member: string): string[] {
+		return this.sql
+			.exec<{ name: string }>(
+				"SELECT name FROM virtual_servers WHERE EXISTS (SELECT 1 FROM json_each(virtual_servers.servers) WHERE value = ?)",
+				member,
+			)
+			.toArray()
+			.map((row) => row.name);
+	}
+
+	putVirtualServer(virtualServer: VirtualServerRecord): VirtualServerRecord {
+		return virtualServers.put(this.sql, virtualServer);
+	}
+
+	deleteVirtualServer(name: string): boolean {
+		return virtualServers.delete(this.sql, name);
+	}
+
+	/** What `/mcp/:name` refers to, with a virtual server's existing members. */
+	endpoint(name: string): ResolvedEndpoint | null {
+		const server = this.server(name);
+		if (server) return { kind: "server", server };
+		const virtualServer = this.virtualServer(name);
+		if (!virtualServer) return null;
+		return { kind: "virtual", virtualServer, members: this.serversNamed(virtualServer.servers) };
+	}
+
+	/** Every name a server or a virtual server holds. */
+	endpointNames(): string[] {
+		return this.sql
+			.exec<{ name: string }>("SELECT name FROM servers UNION SELECT name FROM virtual_servers")
+			.toArray()
+			.map((row) => row.name);
+	}
+
+	/** Those of `names` that are a server or a virtual server. */
+	existingEndpoints(names: readonly string[]): Set<string> {
+		return new Set(
+			this.sql
+				.exec<{ name: string }>(
+					`SELECT name FROM servers WHERE name IN (SELECT value FROM json_each(?))
+					 UNION SELECT name FROM virtual_servers WHERE name IN (SELECT value FROM json_each(?))`,
+					JSON.stringify(names),
+					JSON.stringify(names),
+				)
+				.toArray()
+				.map((row) => row.name),
+		);
+	}
+
+	key(id: string): ApiKeyRecord | null {
+		return keys.get(this.sql, id);
+	}
+
+	keys(): ApiKeyRecord[] {
+		return keys.select(this.sql, "ORDER BY created_at, id");
+	}
+
+	keyIds(): string[] {
+		return this.sql
+			.exec<{ id: string }>("SELECT id FROM api_keys")
+			.toArray()
+			.map((row) => row.id);
+	}
+
+	/** A key's record with its digest (what is published as `key/<id>`); null if none. */
+	storedKey(id: string): StoredKey | null {
+		return storedKeys.get(this.sql, id);
+	}
+
+	insertKey(key: StoredKey): void {
+		storedKeys.put(this.sql, key);
+	}
+
+	deleteKey(id: string): boolean {
+		return keys.delete(this.sql, id);
+	}
+
+	/** Every access rule, in the order they are tried. */
+	accessRules(): AccessRuleRecord[] {
+		return orderRules(accessRules.select(this.sql, ""));
+	}
+
+	/**
+	 * Creates or replaces an access rule. A replacement keeps its generation
+	 * unless its match changed: sessions then follow the new grant as a key's
+	 * do, while a new match (who the rule is for) ends the old sessions.
+	 */
+	writeAccessRule(name: string, input: AccessRuleInput, now: number): { rule: AccessRuleRecord; created: boolean } {
+		const existing = accessRules.get(this.sql, name);
+		const rule = accessRules.put(this.sql, {
+			name,
+			match: input.match,
+			servers: input.servers ?? null,
+			userPath: input.userPath,
+			maxSessions: input.maxSessions ?? null,
+			priority: input.priority,
+			generation: existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12),
+			createdAt: existing?.createdAt ?? now,
+			updatedAt: now,
+		});
+		return { rule, created: existing === null };
+	}
+
+	deleteAccessRule(name: string): boolean {
+		return accessRules.delete(this.sql, name);
+	}
+
+	/** Marks a KV name to publish; marked again, its version bumps. */
+	markOutbox(name: string): void {
+		this.sql.exec(
+			"INSERT INTO kv_outbox (name, version) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET version = version + 1",
+			name,
+		);
+	}
+
+	/** The next names to publish, in name order. */
+	outboxBatch(limit: number): Array<{ name: string; version: number }> {
+		return this.sql
+			.exec<{ name: string; version: number }>("SELECT name, version FROM kv_outbox ORDER BY name LIMIT ?", limit)
+			.toArray();
+	}
+
+	/** A name published at `version`: it leaves the outbox unless it was marked again meanwhile. */
+	outboxDone(name: string, version: number): void {
+		this.sql.exec("DELETE FROM kv_outbox WHERE name = ? AND version = ?", name, version);
+	}
+
+	outboxSize(): number {
+		return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM kv_outbox").one().n;
+	}
+
+	meta(key: string): string | null {
+		return this.sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key).toArray()[0]?.value ?? null;
+	}
+
+	setMeta(key: string, value: string): void {
+		this.sql.exec("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", key, value);
+	}
 }

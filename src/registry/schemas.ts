@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { UPSTREAM_PROTOCOLS, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -103,66 +103,89 @@ export const VirtualServerInputSchema = z.strictObject({
 });
 export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 
-/** An upstream server as the registry holds it. Header values may contain `${NAME}` references. */
-export interface ServerRecord {
-	name: string;
-	url: string;
-	headers: Record<string, string>;
-	timeoutSeconds: number | null;
-	/** Random id of this incarnation: a server deleted and created again gets a new one. */
-	generation: string;
-	/** "auto": the gateway discovers the era; a version pins it (an operator's answer, never probed). */
-	protocol: UpstreamProtocol;
-	/** SHA-256 of its URL, headers, timeout and protocol: a replacing PUT that changes them changes it. */
-	configDigest: string;
-	createdAt: number;
-	updatedAt: number;
-}
+/**
+ * The registry's records, each declared once: the type, the KV parser, the
+ * SQLite row mapping (registry-tables.ts) and what is published all follow
+ * these schemas.
+ */
 
-/** An API key as the registry holds it: only the SHA-256 digest of the secret is kept. */
-export interface ApiKeyRecord {
-	id: string;
-	name: string | null;
-	userPath: string;
+/** An upstream server as the registry holds it. Header values may contain `${NAME}` references. */
+export const ServerRecordSchema = z.object({
+	name: z.string(),
+	url: z.string(),
+	headers: z.record(z.string(), z.string()),
+	timeoutSeconds: z.number().nullable(),
+	/**
+	 * "auto": the gateway discovers the era; a version pins it (an operator's answer, never probed).
+	 * Records published before the field existed are "auto", which is what they were.
+	 */
+	protocol: UpstreamProtocolSchema.default("auto"),
+	/** Random id of this incarnation: a server deleted and created again gets a new one. */
+	generation: z.string(),
+	/** SHA-256 of its URL, headers, timeout and protocol: a replacing PUT that changes them changes it. */
+	configDigest: z.string(),
+	createdAt: z.number(),
+	updatedAt: z.number(),
+});
+export type ServerRecord = z.infer<typeof ServerRecordSchema>;
+
+/** An API key as the registry holds it: only the SHA-256 digest of the secret is kept (`StoredKey`). */
+export const ApiKeyRecordSchema = z.object({
+	id: z.string(),
+	name: z.string().nullable(),
+	userPath: z.string(),
 	/** Servers and virtual servers the key may use (see access.ts); null means all. */
-	servers: string[] | null;
+	servers: z.array(z.string()).nullable(),
 	/** Live sessions the key may hold; null means the gateway's MAX_SESSIONS_PER_KEY. */
-	maxSessions: number | null;
+	maxSessions: z.number().nullable(),
 	/** "legacy": issued before self-verifying keys, no longer accepted; re-issue it. */
-	format: "self-verifying" | "legacy";
-	createdAt: number;
-}
+	format: z.enum(["self-verifying", "legacy"]),
+	createdAt: z.number(),
+});
+export type ApiKeyRecord = z.infer<typeof ApiKeyRecordSchema>;
 
 /** A virtual server: one endpoint in front of several servers. */
-export interface VirtualServerRecord {
-	name: string;
+export const VirtualServerRecordSchema = z.object({
+	name: z.string(),
 	/** Member server names, deduplicated, in their listed order. Members may since have been deleted. */
-	servers: string[];
+	servers: z.array(z.string()),
 	/** User paths allowed to use it (each with everything under it); null means all. */
-	userPaths: string[] | null;
+	userPaths: z.array(z.string()).nullable(),
 	/** Random id of this incarnation: deleted and created again, it gets a new one. */
-	generation: string;
-	createdAt: number;
-	updatedAt: number;
-}
+	generation: z.string(),
+	createdAt: z.number(),
+	updatedAt: z.number(),
+});
+export type VirtualServerRecord = z.infer<typeof VirtualServerRecordSchema>;
 
 /**
  * What an `/mcp/:name` endpoint name refers to right now. For a virtual server,
  * `members` are the member servers that exist, in its listed order: a member
  * deleted since is left out rather than failing the whole endpoint.
  */
-export type ResolvedEndpoint =
-	| { kind: "server"; server: ServerRecord }
-	| { kind: "virtual"; virtualServer: VirtualServerRecord; members: ServerRecord[] };
+export const ResolvedEndpointSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), server: ServerRecordSchema }),
+	z.object({
+		kind: z.literal("virtual"),
+		virtualServer: VirtualServerRecordSchema,
+		members: z.array(ServerRecordSchema),
+	}),
+]);
+export type ResolvedEndpoint = z.infer<typeof ResolvedEndpointSchema>;
+
+/** What the registry must still confirm for a session to go on (see RegistryDO.checkSession). */
+export const EndpointCheckSchema = z.discriminatedUnion("kind", [
+	z.object({ kind: z.literal("server"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("virtual"), name: z.string(), generation: z.string() }),
+	z.object({ kind: z.literal("aggregate") }),
+]);
+export type EndpointCheck = z.infer<typeof EndpointCheckSchema>;
 
 /** What a SessionDO knows of its session, to ask the registry whether it may go on. */
 export interface SessionCheckInput {
 	keyId: string;
 	userPath: string;
-	endpoint:
-		| { kind: "server"; name: string; generation: string }
-		| { kind: "virtual"; name: string; generation: string }
-		| { kind: "aggregate" };
+	endpoint: EndpointCheck;
 	/**
 	 * Members of the session as it knows them (a transparent session's one
 	 * server too). A member deleted or recreated since, or no longer allowed to

@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { type ServerRecord, UpstreamProtocolSchema } from "../registry/schemas.ts";
+import {
+	EndpointCheckSchema,
+	type ServerRecord,
+	ServerRecordSchema,
+	UpstreamProtocolSchema,
+} from "../registry/schemas.ts";
+
+export type { EndpointCheck } from "../registry/schemas.ts";
 
 /** Who may use a session: the key and user path that opened it, on the endpoint it was opened on. */
 export interface SessionScope {
@@ -10,12 +17,7 @@ export interface SessionScope {
 }
 
 /** A member server as the session knows it: a snapshot of the registry row taken at open. */
-export const MemberSchema = z.object({
-	name: z.string(),
-	url: z.string(),
-	headers: z.record(z.string(), z.string()),
-	timeoutSeconds: z.number().nullable(),
-	generation: z.string(),
+export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt: true }).extend({
 	/** The configuration the session uses; absent in bindings older than digests (refreshed at the next recheck). */
 	configDigest: z.string().optional(),
 	/** The operator's protocol setting; absent in bindings older than it, which means "auto". */
@@ -49,14 +51,6 @@ export const UpstreamSessionSchema = z.object({
 		})
 		.optional(),
 });
-
-/** What the registry must still confirm for the session to go on (see RegistryDO.checkSession). */
-export const EndpointCheckSchema = z.discriminatedUnion("kind", [
-	z.object({ kind: z.literal("server"), name: z.string(), generation: z.string() }),
-	z.object({ kind: z.literal("virtual"), name: z.string(), generation: z.string() }),
-	z.object({ kind: z.literal("aggregate") }),
-]);
-export type EndpointCheck = z.infer<typeof EndpointCheckSchema>;
 
 /**
  * What a SessionDO stores: the binding of the session, keyed (by the DO's own

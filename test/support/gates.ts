@@ -1,22 +1,12 @@
 import { onTestFinished } from "vitest";
+import type { GateStatus } from "../../scripts/fixtures/control-shapes.ts";
 import { eventually } from "./eventually.ts";
 import { uniqueName } from "./gateway.ts";
 
-/** What a gate has seen (`GateStatus` of scripts/upstream-server.ts, which runs in Node, not here). */
-export interface GateStatus {
-	/** Calls waiting at the gate now. */
-	waiting: number;
-	/** Calls that have arrived in all. */
-	arrived: number;
-	/** Calls the gate let through. */
-	passed: number;
-	/** Calls that ended while waiting: cancelled, or their upstream session closed. */
-	cancelled: number;
-	released: boolean;
-}
+export type { GateStatus };
 
 /**
- * A gate of an upstream's `gate` tool (scripts/upstream-server.ts): a call
+ * A gate of an upstream's `gate` tool (scripts/fixtures/upstream-server.ts): a call
  * to it is under way, at the upstream, until the test releases the gate.
  */
 export interface Gate {

@@ -1,17 +1,8 @@
 import { inject } from "vitest";
+import type { HostileLogEntry } from "../../scripts/fixtures/control-shapes.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
-/** What the hostile upstream logged of one request (HostileLogEntry of scripts/hostile-upstream.ts, which runs in Node). */
-export interface HostileLogEntry {
-	behaviour: string;
-	httpMethod: string;
-	rpcMethod: string | null;
-	id: string | number | null;
-	sessionId: string | null;
-	authorization: string | null;
-	lastEventId: string | null;
-	query: Record<string, string>;
-}
+export type { HostileLogEntry };
 
 export function hostileBase(): string {
 	return `http://127.0.0.1:${inject("hostilePort")}`;

@@ -1,0 +1,135 @@
+/**
+ * The report's Targets section: where each goal the gateway is held to stands
+ * in this run (reported against, not asserted).
+ */
+
+import { activeMsPerIdleMinute, IDLE_GOAL_MS_PER_MINUTE, idleStatus } from "./report-costs.ts";
+import {
+	allowance,
+	cellLabel,
+	endpointName,
+	kib,
+	MET,
+	ms,
+	NOT_MET,
+	per1000,
+	percentile,
+	perSecond,
+	rate,
+	ratio,
+	seconds,
+	signedMs,
+} from "./report-format.ts";
+import { countList, pathObjectRequests } from "./report-modern.ts";
+import { type BenchResults, costWindows } from "./results.ts";
+
+export interface TargetStatus {
+	target: string;
+	figure: string;
+	status: string;
+}
+
+/** Where each target of the benchmark issue stands in this run. */
+export function evaluateTargets(results: BenchResults): TargetStatus[] {
+	const m = results.meta;
+	const out: TargetStatus[] = [];
+	const p = <T extends string>(samples: Record<T, number[]>, t: T, q: number) => percentile(samples[t], q);
+
+	const p50Delta = p(results.latency, "server", 50) - p(results.latency, "floor", 50);
+	out.push({
+		target: "tools/call p50 through /mcp/:server within 1 ms of the floor",
+		figure: `${ms(p(results.latency, "server", 50))} ms vs ${ms(p(results.latency, "floor", 50))} ms (${signedMs(p50Delta)} ms)`,
+		status: p50Delta <= 1 ? MET : NOT_MET,
+	});
+	const p99Delta = p(results.latency, "server", 99) - p(results.latency, "floor", 99);
+	out.push({
+		target: "tools/call p99 through /mcp/:server within 3 ms of the floor",
+		figure: `${ms(p(results.latency, "server", 99))} ms vs ${ms(p(results.latency, "floor", 99))} ms (${signedMs(p99Delta)} ms)`,
+		status: p99Delta <= 3 ? MET : NOT_MET,
+	});
+	const modern = results.modern;
+	const statelessDelta = p(modern.latency, "stateless", 50) - p(modern.latency, "statelessFloor", 50);
+	out.push({
+		target: "2026-07-28 tools/call p50 through the stateless path within 1 ms of the Worker-only floor",
+		figure: `${ms(p(modern.latency, "stateless", 50))} ms vs ${ms(p(modern.latency, "statelessFloor", 50))} ms (${signedMs(statelessDelta)} ms)`,
+		status: statelessDelta <= 1 ? MET : NOT_MET,
+	});
+	const statelessObjects = pathObjectRequests(modern.durableObjectRequests.stateless);
+	out.push({
+		target: "Durable Object requests of 2026-07-28 calls on the stateless path: 0",
+		figure: `${statelessObjects} in ${modern.latency.stateless.length} calls (all requests in those windows: ${countList(modern.durableObjectRequests.stateless)})`,
+		status: statelessObjects === 0 ? MET : NOT_MET,
+	});
+	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {
+		for (const endpoint of ["server", "aggregate"] as const) {
+			const r = rate(cell.results[endpoint]) / rate(cell.results.floor);
+			out.push({
+				target: `throughput ${cellLabel(cell)} through ${endpointName(endpoint)} ≥ 0.8× the floor`,
+				figure: `${perSecond(rate(cell.results[endpoint]))} vs ${perSecond(rate(cell.results.floor))} calls/s (${ratio(r)})`,
+				status: r >= 0.8 ? MET : NOT_MET,
+			});
+		}
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const r = p(results.setup, endpoint, 50) / p(results.setup, "floor", 50);
+		out.push({
+			target: `session setup through ${endpointName(endpoint)} ≤ 1.5× the floor (p50)`,
+			figure: `${ms(p(results.setup, endpoint, 50))} ms vs ${ms(p(results.setup, "floor", 50))} ms (${ratio(r)})`,
+			status: r <= 1.5 ? MET : NOT_MET,
+		});
+	}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		const allowed = allowance(w.elapsedMs, m.touchIntervalS);
+		out.push({
+			target: `storage writes, ${name} (${endpointName(endpoint)}): ≤ 1 per touch interval (${m.touchIntervalS} s) elapsed`,
+			figure: `${w.storageWrites} writes in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.storageWrites, w.calls)} per 1,000); allowed ${allowed}`,
+			status: w.storageWrites <= allowed ? MET : NOT_MET,
+		});
+	}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		const allowed = allowance(w.elapsedMs, m.recheckIntervalS);
+		out.push({
+			target: `registry reads, ${name} (${endpointName(endpoint)}): its rechecks ≤ 1 per recheck interval (${m.recheckIntervalS} s)`,
+			figure: `${w.sessionRegistryReads} rechecks in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.sessionRegistryReads, w.calls)} per 1,000); allowed ${allowed}`,
+			status: w.sessionRegistryReads <= allowed ? MET : NOT_MET,
+		});
+	}
+	for (const { name, endpoint, w } of costWindows(results)) {
+		if (w.registryReadsAll === null) continue;
+		out.push({
+			target: `RegistryDO requests in steady state, ${name} (${endpointName(endpoint)}): 0 (only admin writes reach it)`,
+			figure: `${w.registryReadsAll} requests in ${seconds(w.elapsedMs)} and ${w.calls.toLocaleString("en-US")} calls (${per1000(w.registryReadsAll, w.calls)} per 1,000)`,
+			status: w.registryReadsAll === 0 ? MET : NOT_MET,
+		});
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const w = results.costs.longRun[endpoint];
+		// Two KV reads per recheck (the key record, the endpoint record or the server list).
+		const allowed = 2 * allowance(w.elapsedMs, m.recheckIntervalS);
+		out.push({
+			target: `KV reads, long-lived session (${endpointName(endpoint)}): ≤ 2 per recheck interval (${m.recheckIntervalS} s)`,
+			figure: `${w.kvReads} reads in ${seconds(w.elapsedMs)} (${((w.kvReads / w.elapsedMs) * 3_600_000).toFixed(1)} per session-hour); allowed ${allowed}`,
+			status: w.kvReads <= allowed ? MET : NOT_MET,
+		});
+	}
+	for (const endpoint of ["server", "aggregate"] as const) {
+		const w = results.idle[endpoint];
+		out.push({
+			target: `Durable Object active time of an idle listener (${endpointName(endpoint)}): < ${seconds(IDLE_GOAL_MS_PER_MINUTE, 0)} per idle session-minute`,
+			figure: `${seconds(activeMsPerIdleMinute(w), 2)} per minute (${seconds(w.activeMs, 2)} active while listening ${seconds(w.listenedMs)})`,
+			status: idleStatus(w),
+		});
+	}
+	const bundle = results.bundle;
+	if ("error" in bundle) {
+		out.push({ target: "bundle well under 3 MB gzip", figure: `not measured: ${bundle.error}`, status: NOT_MET });
+	} else {
+		const share = bundle.gzipBytes / 3_000_000;
+		out.push({
+			target: "bundle well under 3 MB gzip",
+			figure: `${kib(bundle.gzipBytes)} gzip (${(share * 100).toFixed(1)} % of 3 MB; "well under" taken as at most half)`,
+			status: share <= 0.5 ? MET : NOT_MET,
+		});
+	}
+	return out;
+}

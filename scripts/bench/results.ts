@@ -1,0 +1,162 @@
+/**
+ * What one run of the bench measured: the targets' ids and labels and the
+ * shape of the results the report is rendered from (also written raw, as
+ * JSON, next to the report).
+ */
+
+import type { StageResult } from "./stage.ts";
+
+export type TargetId = "direct" | "floor" | "server" | "aggregate";
+export const TARGET_IDS: readonly TargetId[] = ["direct", "floor", "server", "aggregate"];
+export const TARGET_LABELS: Record<TargetId, string> = {
+	direct: "direct",
+	floor: "floor",
+	server: "gateway /mcp/:server",
+	aggregate: "gateway /mcp",
+};
+export type GatewayEndpoint = "server" | "aggregate";
+
+/** The targets of the 2026-07-28 measurements (scripts/bench/modern.ts), all against the SDK v2 upstream. */
+export type ModernTargetId = "modernDirect" | "statelessFloor" | "stateless" | "legacyGateway" | "legacyDirect";
+export const MODERN_TARGET_IDS: readonly ModernTargetId[] = [
+	"modernDirect",
+	"statelessFloor",
+	"stateless",
+	"legacyGateway",
+	"legacyDirect",
+];
+export const MODERN_TARGET_LABELS: Record<ModernTargetId, string> = {
+	modernDirect: "2026-07-28 direct",
+	statelessFloor: "2026-07-28 via the Worker-only floor",
+	stateless: "2026-07-28 via the gateway (stateless)",
+	legacyGateway: "2025-11-25 via the gateway (SessionDO)",
+	legacyDirect: "2025-11-25 direct",
+};
+
+/** tools/call at concurrency 1 in both eras, against the same SDK v2 upstream and tool. */
+export interface ModernResults {
+	/** How the gateway knew the upstream speaks 2026-07-28: pinned on the server, or discovered. */
+	protocol: string;
+	latency: Record<ModernTargetId, number[]>;
+	/** The gateway's Durable Object requests during each target's windows, by `Class.method`. */
+	durableObjectRequests: Record<ModernTargetId, Record<string, number>>;
+	/** What the upstream received during each target's windows, by `<era> <method>`. */
+	upstreamRequests: Record<ModernTargetId, Record<string, number>>;
+}
+
+export interface Throughput {
+	calls: number;
+	ms: number;
+	/** Calls per second of each round. */
+	perRound: number[];
+}
+
+export interface ThroughputCell {
+	sessions: number;
+	concurrency: number;
+	results: Record<TargetId, Throughput>;
+}
+
+/** What the gateway's own counters say one session cost over a window. */
+export interface CostWindow {
+	calls: number;
+	elapsedMs: number;
+	storageReads: number;
+	storageWrites: number;
+	/** Stream events kept for resumption, and their pruning (session-stats eventBufferWrites). */
+	eventBufferWrites: number;
+	/** The session's registry rechecks (session-stats registryReads). */
+	sessionRegistryReads: number;
+	/** The Workers KV reads of those rechecks (session-stats kvReads). */
+	kvReads: number;
+	/** Requests the registry Durable Object served in the window, from any source (registry-stats). */
+	registryReadsAll: number | null;
+	upstreamRequests: number;
+}
+
+/** A client that opened its session's GET stream and only listened (session-stats activeMs). */
+export interface IdleWindow {
+	/** From opening the GET stream to closing it. */
+	listenedMs: number;
+	/** Listening windows the gateway gave (the client resumed after each). */
+	windows: number;
+	/** The session's Durable Object active time over that window. */
+	activeMs: number;
+	/** The object was still active a moment after the client had closed the stream. */
+	activeAfterClose: boolean;
+}
+
+/** CPU time of the server side of a target over its throughput calls (from /proc). */
+export interface CpuUse {
+	calls: number;
+	/** The upstream's Node process. */
+	upstreamMs: number;
+	/** The runtime in between: the wrangler dev process group (wrangler, workerd); 0 for direct. */
+	runtimeMs: number;
+	/** The benchmark's own process (SDK clients). */
+	clientMs: number;
+}
+
+/** What the upstream received for a number of sessions (setup and DELETE), from its own log. */
+export interface UpstreamLog {
+	sessions: number;
+	requests: number;
+	byKind: Record<string, number>;
+}
+
+export type BundleResult =
+	| { files: string[]; rawBytes: number; gzipBytes: number; wranglerSummary: string | null }
+	| { error: string };
+
+export interface BenchResults {
+	quick: boolean;
+	meta: {
+		date: string;
+		cores: number;
+		cpuModel: string;
+		node: string;
+		platform: string;
+		wrangler: string;
+		sdk: string;
+		loadAverage: number[];
+		wallSeconds: number;
+		rounds: number;
+		poolSize: number;
+		concurrencies: number[];
+		blobKib: number;
+		progressSteps: number;
+		progressDelayMs: number;
+		touchIntervalS: number;
+		recheckIntervalS: number;
+		keyCacheTtlS: number;
+		/** The edge's per-isolate cache of endpoint records (ENDPOINT_CACHE_TTL_SECONDS); null where the gateway has none. */
+		endpointCacheTtlS: number | null;
+	};
+	latency: Record<TargetId, number[]>;
+	setup: Record<TargetId, number[]>;
+	blob: Record<TargetId, number[]>;
+	progressFirst: Record<TargetId, number[]>;
+	progressTotal: Record<TargetId, number[]>;
+	throughput: ThroughputCell[];
+	modern: ModernResults;
+	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
+	idle: Record<GatewayEndpoint, IdleWindow>;
+	cpu: Record<TargetId, CpuUse> | null;
+	setupUpstream: Record<TargetId, UpstreamLog>;
+	bundle: BundleResult;
+	/** The per-stage microbenchmark (scripts/bench/stages.ts), or why it failed. */
+	stages: StageResult[] | { error: string };
+	warnings: string[];
+}
+
+/** Every cost window of the run, by window and gateway endpoint. */
+export function* costWindows(
+	results: BenchResults,
+): Generator<{ name: string; endpoint: GatewayEndpoint; w: CostWindow }> {
+	for (const [name, windows] of [
+		["busy session", results.costs.busy],
+		["long-lived session", results.costs.longRun],
+	] as const) {
+		for (const endpoint of ["server", "aggregate"] as const) yield { name, endpoint, w: windows[endpoint] };
+	}
+}
