@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { Identity } from "../src/auth/identity.ts";
 import { identityFromClaims } from "../src/auth/identity.ts";
+import type { Identity } from "../src/registry/access-rules.ts";
 import {
 	type AccessRuleRecord,
 	parsePrincipalId,

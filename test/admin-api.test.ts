@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { sha256Hex } from "../src/crypto.ts";
 import { ADMIN_ACTIONS, createAdminRoutes } from "../src/edge/admin-routes.ts";
+import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";

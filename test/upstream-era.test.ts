@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { ModernRecordedRequest } from "../scripts/fixtures/control-shapes.ts";
-import { sha256Hex } from "../src/crypto.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
+import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME } from "../src/registry/registry-do.ts";
 import { configDigest } from "../src/registry/registry-tables.ts";
 import { MemberSchema, memberOf } from "../src/session/binding.ts";

@@ -93,7 +93,7 @@ function cryptoStages(g: Gateway, c: Credentials, section: "edge" | "workerd") {
 		}),
 		keyDigest: stage({
 			name: "key check: digest of the key (SHA-256)",
-			code: "src/crypto.ts sha256Hex (authenticate.ts digestMatches)",
+			code: "src/primitives/crypto.ts sha256Hex (authenticate.ts digestMatches)",
 			section,
 			perCall: 1,
 			webCrypto: true,

@@ -11,7 +11,6 @@
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import type { settingsFrom } from "../../src/config.ts";
-import type { sha256Hex } from "../../src/crypto.ts";
 import type { bearerToken } from "../../src/edge/bearer.ts";
 import type { mintSessionId, sessionDigest, verifySessionId } from "../../src/edge/session-id.ts";
 import type {
@@ -25,6 +24,7 @@ import type { parseClientMessage, parseJsonRpcMessage } from "../../src/mcp/json
 import type { normalizeOutgoing } from "../../src/mcp/outgoing.ts";
 import type { afterLastEvent, EventSizeLimit } from "../../src/mcp/sse.ts";
 import type { relaySse } from "../../src/mcp/sse-relay.ts";
+import type { sha256Hex } from "../../src/primitives/crypto.ts";
 import type { mintApiKey, newKeyId, verifyApiKey } from "../../src/registry/api-key.ts";
 import type { withCompletion } from "../../src/session/streams/stream-completion.ts";
 import type { startDeadline } from "../../src/upstream/deadline.ts";
@@ -61,7 +61,7 @@ export interface Gateway {
 /** Where each function measured lives. */
 const SOURCES = {
 	"src/config.ts": ["settingsFrom"],
-	"src/crypto.ts": ["sha256Hex"],
+	"src/primitives/crypto.ts": ["sha256Hex"],
 	"src/edge/bearer.ts": ["bearerToken"],
 	"src/edge/session-id.ts": ["mintSessionId", "verifySessionId", "sessionDigest"],
 	"src/edge/transport-checks.ts": [

@@ -134,7 +134,7 @@ export async function measureStages(options: StageOptions = {}): Promise<StageRe
 	installTimingSafeEqual();
 	const g = await loadGateway();
 	const c = await credentials(g, ENV.KEY_SECRET, ENV.SESSION_SECRET);
-	// Other secrets: src/crypto.ts caches each secret's key, and these are the synchronous WebCrypto's.
+	// Other secrets: src/primitives/crypto.ts caches each secret's key, and these are the synchronous WebCrypto's.
 	const cSync = await withSyncWebCrypto(() => credentials(g, secret("key, sync"), secret("session, sync")));
 	const all = [...builtInStages(g, c, cSync), ...(options.extraStages ?? [])];
 	const filter = options.filter?.toLowerCase();

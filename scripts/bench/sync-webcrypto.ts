@@ -13,7 +13,7 @@ function bytesOf(data: ArrayBuffer | ArrayBufferView): Uint8Array {
 		: new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
-/** Workers' constant-time compare (src/crypto.ts uses it); Node has it in node:crypto only. */
+/** Workers' constant-time compare (src/primitives/crypto.ts uses it); Node has it in node:crypto only. */
 export function installTimingSafeEqual(): void {
 	const subtle = crypto.subtle as SubtleCrypto & { timingSafeEqual?: unknown };
 	if (typeof subtle.timingSafeEqual === "function") return;

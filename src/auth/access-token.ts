@@ -1,12 +1,12 @@
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
-import { IsolateCache } from "../edge/isolate-cache.ts";
-import type { LookupGuard } from "../edge/rate-limits.ts";
-import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { Identity } from "../registry/access-rules.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import {
 	authorizationServer,
@@ -17,13 +17,14 @@ import {
 	userIdOf,
 } from "./authorization-server.ts";
 import { TokenRejected, verifyExternalToken } from "./external-issuer.ts";
-import type { ClaimedIdentity, Identity } from "./identity.ts";
+import type { ClaimedIdentity } from "./identity.ts";
 import { IssuerUnavailable } from "./issuer-metadata.ts";
 import { bearerChallenge } from "./protected-resource.ts";
+import type { LookupGuard } from "./rate-limits.ts";
 import { logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 /** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */
-const rulesCache = new IsolateCache<AccessRuleRecord[]>(1);
+const rulesCache = new ExpiringMap<AccessRuleRecord[]>({ maxEntries: 1 });
 
 /**
  * The principal an OAuth access token stands for, in the shape of a key
@@ -89,16 +90,20 @@ export async function principalOfToken(
 	} else {
 		throw invalidToken(settings, origin, "Invalid API key: it is unknown, malformed or has been revoked.");
 	}
-	let rules: AccessRuleRecord[] | null;
+	let rules: AccessRuleRecord[];
 	try {
-		rules = await rulesCache.get("rules", settings.endpointCacheTtlMs, () => reader.rules());
+		rules = await rulesCache.load(
+			"rules",
+			() => reader.rules(),
+			() => settings.endpointCacheTtlMs,
+		);
 	} catch (error) {
 		throw registryUnavailable(error);
 	}
 	const { identity } = claimed;
-	const rule = ruleFor(rules ?? [], identity, trustedIssuer);
+	const rule = ruleFor(rules, identity, trustedIssuer);
 	if (!rule) {
-		const reason = refusalReason(rules ?? [], claimed, trustedIssuer);
+		const reason = refusalReason(rules, claimed, trustedIssuer);
 		logRefusal("oauth_token_refused", claimed, reason, { userId });
 		throw new GatewayError(
 			"forbidden",
@@ -129,7 +134,7 @@ interface KnownToken {
  * a revoked token stops within the TTL, and its sessions at their next
  * recheck, as a revoked key's do.
  */
-const tokens = new IsolateCache<KnownToken>(1_000);
+const tokens = new ExpiringMap<KnownToken | null>({ maxEntries: 1_000 });
 
 async function knownToken(
 	token: string,
@@ -141,23 +146,37 @@ async function knownToken(
 	// Not one of ours by its shape: refused without a read, so it neither meets nor counts against the lockout.
 	if (!hasGatewayTokenShape(token)) return null;
 	const resource = resourceOf(origin);
-	const known = await tokens.get(`${resource} ${await sha256Hex(token)}`, settings.keyCacheTtlMs, async () => {
-		guard.admit();
-		const validated = await authorizationServer(origin, settings)
-			.validateToken(resource, token, env)
-			.catch((error: unknown) => {
-				throw new GatewayError("issuer_unavailable", "The gateway's authorization server could not check the token.", {
-					cause: error,
+	const name = `${resource} ${await sha256Hex(token)}`;
+	const known = await tokens.load(
+		name,
+		async () => {
+			guard.admit();
+			const validated = await authorizationServer(origin, settings)
+				.validateToken(resource, token, env)
+				.catch((error: unknown) => {
+					throw new GatewayError(
+						"issuer_unavailable",
+						"The gateway's authorization server could not check the token.",
+						{
+							cause: error,
+						},
+					);
 				});
-			});
-		const props = GrantPropsSchema.safeParse(validated?.props);
-		if (!validated || !props.success) {
-			guard.failed();
-			return null;
-		}
-		const userId = validated.userId;
-		return { identity: props.data.identity, userId, grantId: grantIdOf(token, userId), expiresAt: validated.expiresAt };
-	});
+			const props = GrantPropsSchema.safeParse(validated?.props);
+			if (!validated || !props.success) {
+				guard.failed();
+				return null;
+			}
+			const userId = validated.userId;
+			return {
+				identity: props.data.identity,
+				userId,
+				grantId: grantIdOf(token, userId),
+				expiresAt: validated.expiresAt,
+			};
+		},
+		keepFound(settings.keyCacheTtlMs),
+	);
 	// A cached token still expires on time (the library's `expiresAt` is in seconds).
 	return known && known.expiresAt * 1000 > Date.now() ? known : null;
 }

@@ -1,10 +1,10 @@
 import { OAuthAuthorizationServer } from "@cloudflare/workers-oauth-provider";
 import { z } from "zod";
 import { type Settings, settingsFrom } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type Identity, IdentitySchema } from "./identity.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { type Identity, IdentitySchema } from "../registry/access-rules.ts";
 
 /** Where the gateway's authorization server answers, under its issuer (the gateway's origin). */
 export const AUTHORIZE_PATH = "/authorize";
@@ -117,11 +117,6 @@ export function oauthKv(env: Env): KVNamespace {
 		);
 	}
 	return env.OAUTH_KV;
-}
-
-/** Whether a grant still exists (a session's recheck: revoked sign-ins end their sessions). */
-export async function grantExists(kv: KVNamespace, userId: string, grantId: string): Promise<boolean> {
-	return (await kv.get(`grant:${userId}:${grantId}`)) !== null;
 }
 
 /**

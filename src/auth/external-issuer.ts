@@ -10,7 +10,7 @@ import {
 import { z } from "zod";
 import { describeError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { withTimeout } from "../timing.ts";
+import { withTimeout } from "../primitives/timing.ts";
 import { type ClaimedIdentity, identityFromClaims } from "./identity.ts";
 import {
 	discoverJwksUrl,

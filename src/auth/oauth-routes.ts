@@ -1,12 +1,12 @@
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { settingsFrom } from "../config.ts";
-import { oauthEndpointRefusal } from "../edge/rate-limits.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { AUTHORIZE_PATH, authorizationServer, oauthKv, REGISTER_PATH, TOKEN_PATH } from "./authorization-server.ts";
 import { errorPage } from "./pages.ts";
 import { METADATA_PREFIX, protectedResourceMetadata } from "./protected-resource.ts";
+import { oauthEndpointRefusal } from "./rate-limits.ts";
 import { createSignInRoutes } from "./sign-in-routes.ts";
 
 type OAuthEnv = { Bindings: Env; Variables: { reader: RegistryReader } };

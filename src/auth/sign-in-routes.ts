@@ -6,11 +6,11 @@ import {
 } from "@cloudflare/workers-oauth-provider";
 import { type Context, Hono } from "hono";
 import { type OAuthSettings, settingsFrom } from "../config.ts";
-import { registryUnavailable } from "../edge/registry-unavailable.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import {
 	AUTHORIZE_PATH,
 	authorizationServer,

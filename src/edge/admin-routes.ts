@@ -2,9 +2,9 @@ import { type Context, Hono } from "hono";
 import type { z } from "zod";
 import { oauthKv, revokePersonGrants } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
-import { secretsEqual } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { secretsEqual } from "../primitives/crypto.ts";
 import { AccessRuleInputSchema, type AccessRuleRecord, RuleNameSchema } from "../registry/access-rules.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import {

@@ -1,17 +1,18 @@
 import { principalOfToken } from "../auth/access-token.ts";
 import { bearerChallenge } from "../auth/protected-resource.ts";
+import { lookupGuard } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
-import { IsolateCache } from "./isolate-cache.ts";
-import { lookupGuard, type WaitUntil } from "./rate-limits.ts";
-import { registryUnavailable } from "./registry-unavailable.ts";
 
 /**
  * Known keys, per isolate and key id, for a few seconds (at most 1,000): most
@@ -19,7 +20,7 @@ import { registryUnavailable } from "./registry-unavailable.ts";
  * the moment its record reaches KV; a revoked key stops within the cache TTL
  * here (plus KV's own staleness) and within one recheck interval in its sessions.
  */
-const cache = new IsolateCache<StoredKey>(1_000);
+const cache = new ExpiringMap<StoredKey | null>({ maxEntries: 1_000 });
 
 /** The one sentence for every key that does not authenticate, whatever is wrong with it. */
 const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
@@ -93,12 +94,12 @@ async function knownKey(
 ): Promise<StoredKey | null> {
 	const id = apiKeyId(token);
 	if (id === null) return null;
-	const cached = cache.fresh(id);
+	const cached = cache.get(id);
 	if (cached !== undefined) return cached;
 	if ((await verifyApiKey(secret, token)) !== id) return null;
 	try {
 		// One read per key however many requests find the cache empty at once.
-		return await cache.get(id, settings.keyCacheTtlMs, () => reader.key(id));
+		return await cache.load(id, () => reader.key(id), keepFound(settings.keyCacheTtlMs));
 	} catch (error) {
 		throw registryUnavailable(error);
 	}

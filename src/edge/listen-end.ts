@@ -1,6 +1,5 @@
 import { describeError } from "../mcp/gateway-error.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { ListenFrames, SessionDO, WindowEnd } from "../session/session-do.ts";
+import type { ListenFrames, SessionDO, SessionScope, WindowEnd } from "../session/session-do.ts";
 
 export type SessionStub = DurableObjectStub<SessionDO>;
 

@@ -1,15 +1,19 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
-import { readSseEvents } from "../mcp/sse.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { ListenEvent, ListenFrames, ListenPlan, WindowEnd } from "../session/session-do.ts";
-import { once } from "../session/session-responses.ts";
-import { SSE_HEADERS } from "../session/streams/listening.ts";
-import { UpstreamPool } from "../session/upstream-pool.ts";
+import { readSseEvents, SSE_HEADERS } from "../mcp/sse.ts";
+import { once } from "../primitives/once.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import {
+	type ListenEvent,
+	type ListenFrames,
+	type ListenPlan,
+	type SessionScope,
+	UpstreamPool,
+	type WindowEnd,
+} from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 const encoder = new TextEncoder();
 

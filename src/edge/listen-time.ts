@@ -1,4 +1,4 @@
-import { type Clock, systemClock, systemTimers, type Timers } from "../session/clock.ts";
+import { type Clock, systemClock, systemTimers, type Timers } from "../session/session-do.ts";
 
 /**
  * Where the edge's listening streams read time and set timers (a window's

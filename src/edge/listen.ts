@@ -1,16 +1,12 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { EventSizeLimit, lastRetry } from "../mcp/sse.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { ListenPlan } from "../session/session-do.ts";
-import { passThrough } from "../session/session-responses.ts";
-import { SSE_HEADERS } from "../session/streams/listening.ts";
-import { UpstreamPool } from "../session/upstream-pool.ts";
+import { EventSizeLimit, lastRetry, SSE_HEADERS } from "../mcp/sse.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { type ListenPlan, type SessionScope, UpstreamPool } from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenMembers } from "./listen-members.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 type UpstreamPlan = Extract<ListenPlan, { kind: "upstream" }>;
 
@@ -198,4 +194,13 @@ function forWindow(
 			hooks.clientLeft();
 		},
 	});
+}
+
+/** The upstream's response with only the headers a client may see: no upstream session id. */
+function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Response {
+	const headers = new Headers();
+	const type = upstream.headers.get("content-type");
+	if (type) headers.set("content-type", type);
+	if (type?.includes("text/event-stream")) headers.set("cache-control", "no-cache");
+	return new Response(body, { status: upstream.status, headers });
 }

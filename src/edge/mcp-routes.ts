@@ -1,22 +1,28 @@
 import type { Context } from "hono";
+import { limitKeyRate } from "../auth/rate-limits.ts";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { classifyPost, requestIdOf } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
 import { namesModernVersion } from "../mcp/protocol-version.ts";
+import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
-import { keySessions, sessionLimitReached } from "../registry/key-sessions-do.ts";
+import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
-import { type EndpointCheck, type Member, memberOf, type SessionScope } from "../session/binding.ts";
-import type { OpenSessionInput } from "../session/session-do.ts";
+import {
+	type EndpointCheck,
+	type Member,
+	memberOf,
+	type OpenSessionInput,
+	type SessionScope,
+} from "../session/session-do.ts";
 import { authenticate } from "./authenticate.ts";
-import { IsolateCache } from "./isolate-cache.ts";
 import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
-import { limitKeyRate, type WaitUntil } from "./rate-limits.ts";
-import { registryUnavailable } from "./registry-unavailable.ts";
 import { mintSessionId } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
 import {
@@ -39,8 +45,8 @@ const ALLOWED_METHODS = "GET, POST, DELETE";
  * otherwise pay a KV read each time. A deleted or changed endpoint reaches
  * new requests within this TTL (plus KV's own staleness), as a revoked key does.
  */
-const endpoints = new IsolateCache<ResolvedEndpoint>(1_000);
-const serverLists = new IsolateCache<ServerRecord[]>(1);
+const endpoints = new ExpiringMap<ResolvedEndpoint | null>({ maxEntries: 1_000 });
+const serverLists = new ExpiringMap<ServerRecord[]>({ maxEntries: 1 });
 
 /** An endpoint as the session will be bound to it. */
 interface EndpointPlan {
@@ -182,24 +188,23 @@ async function openSession(
 ): Promise<Response> {
 	const newSessionId = await mintSessionId(requireSessionSecret(settings));
 	const stub = await sessionStub(env, newSessionId);
-	const place = stub.id.toString();
-	const ledger = keySessions(env, key.id);
-	const cap = key.maxSessions ?? settings.maxSessionsPerKey;
-	if (!(await ledger.admit(place, cap))) {
-		throw sessionLimitReached(key.id, cap, {
+	const admission = {
+		ledger: keySessions(env, key.id),
+		place: stub.id.toString(),
+		keyId: key.id,
+		cap: key.maxSessions ?? settings.maxSessionsPerKey,
+		refusal: {
 			hint: " End a session (DELETE) or let one expire, then initialize again.",
 			headers: { "retry-after": String(settings.rateLimitPeriodSeconds) },
-		});
-	}
-	let opened = false;
-	try {
+		},
+	};
+	const answer = await openAdmitted(admission, async () => {
 		// Destructured: the RPC stub types JSON-RPC payloads (open index signatures) as never.
-		const { opened: ok, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
-		opened = ok;
-		return Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} });
-	} finally {
-		if (!opened) await ledger.release(place);
-	}
+		const { opened, reply } = await stub.open({ scope, request: message.message, params: message.params, ...plan });
+		return { opened, result: Response.json(reply, { headers: opened ? { "mcp-session-id": newSessionId } : {} }) };
+	});
+	if (answer instanceof GatewayError) throw answer;
+	return answer;
 }
 
 /** `/mcp/:name`: a server (transparent) or a virtual server (aggregate of its members). */
@@ -209,7 +214,7 @@ async function planNamedEndpoint(
 	name: string,
 	ttlMs: number,
 ): Promise<EndpointPlan> {
-	const endpoint = await readRegistry(() => endpoints.get(name, ttlMs, () => reader.endpoint(name)));
+	const endpoint = await readRegistry(() => endpoints.load(name, () => reader.endpoint(name), keepFound(ttlMs)));
 	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
 		return {
 			mode: "transparent",
@@ -245,8 +250,14 @@ async function planAggregate(
 		.split(",")
 		.map((part) => part.trim())
 		.filter((part) => part !== "");
-	const all = await readRegistry(() => serverLists.get("servers", ttlMs, () => reader.servers()));
-	const allowed = (all ?? []).filter((server) => keyMayUseServer(key, server.name));
+	const all = await readRegistry(() =>
+		serverLists.load(
+			"servers",
+			() => reader.servers(),
+			() => ttlMs,
+		),
+	);
+	const allowed = all.filter((server) => keyMayUseServer(key, server.name));
 	if (key.servers !== null && allowed.length === 0) throw unknownEndpoint("/mcp");
 	const servers = allowed.filter((server) => wanted.length === 0 || wanted.includes(server.name));
 	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };

@@ -6,14 +6,11 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
-import type { SessionScope } from "../session/binding.ts";
-import type { SessionDO } from "../session/session-do.ts";
-import { asGatewayError } from "../session/session-responses.ts";
-import { SSE_HEADERS } from "../session/streams/listening.ts";
+import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { asGatewayError, type SessionDO, type SessionScope } from "../session/session-do.ts";
 import { listenWindow } from "./listen.ts";
 import { listenTime } from "./listen-time.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 type SessionStub = DurableObjectStub<SessionDO>;
 

@@ -1,17 +1,17 @@
 import type { Settings } from "../config.ts";
-import { sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { stableJson } from "../mcp/stable-json.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
-import type { EndpointCheck, Member, SessionScope } from "../session/binding.ts";
+import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
-import type { WaitUntil } from "./rate-limits.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
 export interface ModernPlan {

@@ -1,5 +1,6 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { createParser } from "eventsource-parser";
+import { once } from "../primitives/once.ts";
 import { isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
 import { joinChunks } from "./read-capped.ts";
 import { EventSizeLimit, sseMessage } from "./sse.ts";
@@ -46,13 +47,7 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	let responded = false;
 	/** A transparent reply has carried an event id: the client holds a cursor the upstream can resume from. */
 	let resumable = false;
-	let done = false;
-	const finish = () => {
-		if (!done) {
-			done = true;
-			options.onDone();
-		}
-	};
+	const finish = once(options.onDone);
 	const parser = createParser({
 		onEvent(event) {
 			const message = parseJsonRpcMessage(event.data);

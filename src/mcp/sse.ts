@@ -3,6 +3,9 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 
 const encoder = new TextEncoder();
 
+/** The headers of every event stream the gateway writes itself. */
+export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+
 /** One SSE event carrying a JSON-RPC message: the gateway's one way of framing its own events. */
 export function sseMessage(message: JSONRPCMessage): Uint8Array {
 	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);

@@ -1,6 +1,22 @@
 import { z } from "zod";
-import type { Identity } from "../auth/identity.ts";
 import { type ApiKeyRecord, ServerNameSchema, UserPathSchema } from "./schemas.ts";
+
+/**
+ * Who a token's bearer is, as the issuer that vouches for them says: the
+ * gateway's own authorization server (from the organisation's OpenID Connect
+ * provider's ID token) or an external authorization server (from its JWT
+ * access token). Access rules match on this, never on raw claims.
+ */
+export const IdentitySchema = z.object({
+	/** The issuer that asserted the subject (the OIDC provider, or the external authorization server). */
+	issuer: z.string().min(1),
+	subject: z.string().min(1),
+	/** Lowercased; null when absent or not verified (see `identityFromClaims`). */
+	email: z.string().nullable(),
+	/** From the `groups` claim (an array of strings, or one string); empty when absent. */
+	groups: z.array(z.string()),
+});
+export type Identity = z.infer<typeof IdentitySchema>;
 
 /**
  * Access rules turn a signed-in identity into a principal: what an API key is

@@ -1,4 +1,5 @@
-import { macMatches, macOf, randomToken } from "../crypto.ts";
+import { randomToken } from "../primitives/crypto.ts";
+import { openToken, signToken } from "../primitives/signed-token.ts";
 
 /**
  * API keys verify themselves: `mcpgw2_<key id>.<128 random bits>.<HMAC-SHA256
@@ -22,8 +23,7 @@ export function newKeyId(): string {
 
 /** Mints the key for `id` under the gateway's key secret. */
 export async function mintApiKey(secret: string, id: string): Promise<string> {
-	const body = `${PREFIX}${id}.${randomToken(16)}`;
-	return `${body}.${await macOf(secret, body)}`;
+	return signToken(secret, `${PREFIX}${id}.${randomToken(16)}`);
 }
 
 /** Whether a bearer is meant as an API key (of any format, valid or not) rather than an OAuth access token. */
@@ -39,6 +39,6 @@ export function apiKeyId(key: string): string | null {
 /** The key's id when its shape and MAC are right; null otherwise (local computation only). */
 export async function verifyApiKey(secret: string, key: string): Promise<string | null> {
 	const match = KEY_SHAPE.exec(key);
-	if (!match?.[1] || !match[3]) return null;
-	return (await macMatches(secret, key.slice(0, key.lastIndexOf(".")), match[3])) ? match[1] : null;
+	if (!match?.[1]) return null;
+	return (await openToken(secret, key)) === null ? null : match[1];
 }

@@ -62,3 +62,43 @@ export function sessionLimitReached(
 		: `this API key already holds its limit of ${cap} live sessions`;
 	return new GatewayError("session_limit", `Too Many Requests: ${who}.${hint}`, rest);
 }
+
+/** A key's ledger of live sessions, as a session's opener uses it (the KeySessionsDO's stub). */
+export interface SessionLedger {
+	admit(place: string, cap: number): Promise<boolean>;
+	release(place: string): Promise<unknown>;
+}
+
+/** A new session's claim to a place in its key's ledger. */
+export interface Admission {
+	ledger: SessionLedger;
+	/** The session object's id: its place in the ledger. */
+	place: string;
+	keyId: string;
+	cap: number;
+	/** What the `session_limit` refusal carries besides its sentence: a hint, headers, the request's id. */
+	refusal?: { hint?: string } & GatewayErrorOptions;
+}
+
+/**
+ * Opens a session within its key's cap of live sessions (or its person's,
+ * over all their clients): the ledger admits the session's place first, else
+ * the `session_limit` refusal (429) is returned without opening anything;
+ * then `open` runs, and a session that does not open, or whose opening
+ * throws, gives its place back at once.
+ */
+export async function openAdmitted<T>(
+	admission: Admission,
+	open: () => Promise<{ opened: boolean; result: T }>,
+): Promise<T | GatewayError> {
+	const { ledger, place, keyId, cap } = admission;
+	if (!(await ledger.admit(place, cap))) return sessionLimitReached(keyId, cap, admission.refusal);
+	let opened = false;
+	try {
+		const outcome = await open();
+		opened = outcome.opened;
+		return outcome.result;
+	} finally {
+		if (!opened) await ledger.release(place);
+	}
+}

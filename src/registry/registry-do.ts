@@ -1,8 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
-import { randomToken, sha256Hex } from "../crypto.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";

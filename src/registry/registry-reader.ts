@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { withTimeout } from "../timing.ts";
+import { withTimeout } from "../primitives/timing.ts";
 import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { AccessRuleListSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
 import {

@@ -1,4 +1,4 @@
-import { randomToken, sha256Hex } from "../crypto.ts";
+import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import {
 	type AccessRuleInput,
 	type AccessRuleRecord,

@@ -1,5 +1,5 @@
+import { once } from "../primitives/once.ts";
 import type { Clock } from "./clock.ts";
-import { once } from "./session-responses.ts";
 
 /**
  * Measures how long a Durable Object is kept active: Cloudflare bills its wall

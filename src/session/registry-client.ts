@@ -1,6 +1,6 @@
-import { grantExists } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import { grantExists } from "../registry/grants.ts";
 import { checkSessionWith, kvRegistryReader } from "../registry/registry-reader.ts";
 import type { SessionCheckInput, SessionCheckResult } from "../registry/schemas.ts";
 

@@ -3,6 +3,7 @@ import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
@@ -14,7 +15,7 @@ import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionParts, sessionParts } from "./session-parts.ts";
-import { asGatewayError, notFound, once, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
+import { asGatewayError, notFound, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
 import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
 import type { SessionStats } from "./session-stats.ts";
 import type { SessionStore } from "./session-store.ts";
@@ -22,11 +23,16 @@ import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 
+// The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
+export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
+export { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 export type { OpenSessionInput } from "./session-open.ts";
+export { asGatewayError } from "./session-responses.ts";
 export type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";
 export type { SessionStats } from "./session-stats.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
+export { UpstreamPool } from "./upstream-pool.ts";
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
 export const MAX_IN_FLIGHT = 100;

@@ -1,7 +1,7 @@
 import type { Settings } from "../config.ts";
 import { describeError } from "../mcp/gateway-error.ts";
+import { withTimeout } from "../primitives/timing.ts";
 import type { ServerRecord } from "../registry/schemas.ts";
-import { withTimeout } from "../timing.ts";
 import type { SessionBinding } from "./binding.ts";
 import type { Clock, Timers } from "./clock.ts";
 import type { RegistryClient } from "./registry-client.ts";

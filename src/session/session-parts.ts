@@ -2,6 +2,7 @@ import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { SSE_HEADERS } from "../mcp/sse.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
 import { Catalog } from "./aggregate/catalog.ts";
@@ -13,7 +14,7 @@ import { type LifecycleHost, SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
 import { ClientStreams } from "./streams/client-streams.ts";
 import { EventBuffer } from "./streams/event-buffer.ts";
-import { Listening, SSE_HEADERS } from "./streams/listening.ts";
+import { Listening } from "./streams/listening.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 

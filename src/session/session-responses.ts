@@ -25,23 +25,3 @@ export function asGatewayError(error: unknown): GatewayError {
 	console.error("session: unexpected failure", error);
 	return new GatewayError("internal", "The gateway failed unexpectedly while handling this session.", { cause: error });
 }
-
-/** The upstream's response with only the headers a client may see: no upstream session id. */
-export function passThrough(upstream: Response, body: ReadableStream<Uint8Array>): Response {
-	const headers = new Headers();
-	const type = upstream.headers.get("content-type");
-	if (type) headers.set("content-type", type);
-	if (type?.includes("text/event-stream")) headers.set("cache-control", "no-cache");
-	return new Response(body, { status: upstream.status, headers });
-}
-
-/** Runs `action` once, however often the returned function is called. */
-export function once(action: () => void): () => void {
-	let called = false;
-	return () => {
-		if (!called) {
-			called = true;
-			action();
-		}
-	};
-}

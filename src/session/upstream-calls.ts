@@ -9,6 +9,7 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { relaySse } from "../mcp/sse-relay.ts";
+import { once } from "../primitives/once.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
@@ -77,13 +78,10 @@ export class UpstreamCalls {
 		const message = normalizeOutgoing(original) as JSONRPCRequest;
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
-		let settled = false;
-		const settle = () => {
-			if (settled) return;
-			settled = true;
+		const settle = once(() => {
 			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
 			done();
-		};
+		});
 		try {
 			return await this.attempt(member, message, cancelled.signal, settle);
 		} catch (error) {

@@ -10,7 +10,6 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
-import { randomToken } from "../crypto.ts";
 import { type ModernClient, modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
@@ -19,6 +18,7 @@ import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
+import { randomToken } from "../primitives/crypto.ts";
 import type { Deadline } from "./deadline.ts";
 import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
 import { upstreamProtocolError } from "./upstream-status.ts";

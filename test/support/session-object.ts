@@ -1,5 +1,5 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { sha256Hex } from "../../src/crypto.ts";
+import { sha256Hex } from "../../src/primitives/crypto.ts";
 import type { RegistryClient } from "../../src/session/registry-client.ts";
 import type { SessionDO } from "../../src/session/session-do.ts";
 

@@ -1,6 +1,6 @@
 import type { JSONRPCRequest, ProgressToken, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../../mcp/gateway-error.ts";
-import { once } from "../session-responses.ts";
+import { once } from "../../primitives/once.ts";
 
 /**
  * The requests an aggregate forwarded and whose replies have not ended, by

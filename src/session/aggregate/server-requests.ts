@@ -5,7 +5,7 @@ import type {
 	ProgressToken,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../../crypto.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { Clock } from "../clock.ts";
 
 /** A member's request to the client, waiting for the client's answer. */

@@ -9,14 +9,15 @@ import {
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { macMatches, macOf, randomToken } from "../../crypto.ts";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { modernReply } from "../../mcp/2026-07-28/modern-results.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { Clock, Timers } from "../clock.ts";
 import type { SessionMessage } from "../session-rpc.ts";
+import { openRequestState, type RoundOwner, signRequestState } from "./request-state.ts";
 
 /** What the bridge needs of its session. */
 export interface BridgeHost {
@@ -29,15 +30,6 @@ export interface BridgeHost {
 	maxEventBytes: number;
 	/** How long a round waits for the client's retry before it is abandoned. */
 	roundTtlMs: number;
-}
-
-/** Who and what a round belongs to: a retry must match all of it. */
-interface RoundOwner {
-	keyId: string;
-	endpoint: string;
-	method: string;
-	/** The tool, prompt or resource the request names. */
-	name: string;
 }
 
 /**
@@ -238,16 +230,12 @@ export class ModernBridge {
 	}
 
 	private async requestState(roundId: string, expiresAt: number, owner: RoundOwner): Promise<string> {
-		return `${roundId}.${expiresAt}.${await macOf(this.host.secret, stateBody(roundId, expiresAt, owner))}`;
+		return signRequestState(this.host.secret, roundId, expiresAt, owner);
 	}
 
 	private async verify(state: string, owner: RoundOwner): Promise<Round | undefined> {
-		const [roundId, expires, mac, extra] = state.split(".");
-		if (roundId === undefined || expires === undefined || mac === undefined || extra !== undefined) return undefined;
-		const expiresAt = Number(expires);
-		if (!Number.isSafeInteger(expiresAt) || expiresAt <= this.host.clock().now()) return undefined;
-		if (!(await macMatches(this.host.secret, stateBody(roundId, expiresAt, owner), mac))) return undefined;
-		return this.rounds.get(roundId);
+		const roundId = await openRequestState(this.host.secret, state, owner, this.host.clock().now());
+		return roundId === null ? undefined : this.rounds.get(roundId);
 	}
 
 	private release(roundId: string): Round | undefined {
@@ -283,10 +271,6 @@ function inputRequired(requests: Map<string, JSONRPCRequest>, requestState: stri
 		[...requests].map(([key, request]) => [key, { method: request.method, params: request.params ?? {} }]),
 	);
 	return { resultType: "input_required", inputRequests, requestState };
-}
-
-function stateBody(roundId: string, expiresAt: number, owner: RoundOwner): string {
-	return JSON.stringify(["mrtr", roundId, expiresAt, owner.keyId, owner.endpoint, owner.method, owner.name]);
 }
 
 function stateRoundId(state: string): string {

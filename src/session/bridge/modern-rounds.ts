@@ -1,8 +1,8 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { randomToken } from "../../crypto.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { sseMessage } from "../../mcp/sse.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { Deadline } from "../../upstream/deadline.ts";
 import { readUpstreamReply } from "../../upstream/upstream-reply.ts";
 import { upstreamStatusError } from "../../upstream/upstream-status.ts";

@@ -1,7 +1,8 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../../crypto.ts";
 import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
-import { sessionLimitReached } from "../../registry/key-sessions-do.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { randomToken } from "../../primitives/crypto.ts";
+import { openAdmitted, type SessionLedger } from "../../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
 import type { OpenSessionInput } from "../session-open.ts";
 import { notFound } from "../session-responses.ts";
@@ -17,10 +18,7 @@ export interface ModernSessionHost {
 	current(): SessionBinding | null;
 	post(scope: SessionScope, message: SessionMessage): Promise<Response>;
 	/** The key's ledger of live sessions. */
-	ledger(keyId: string): {
-		admit(place: string, cap: number): Promise<boolean>;
-		release(place: string): Promise<unknown>;
-	};
+	ledger(keyId: string): SessionLedger;
 	/** This object's place in the ledger. */
 	place: string;
 	bridge: ModernBridge;
@@ -93,29 +91,32 @@ export class ModernSession {
 
 	/** Opens the 2025 session, after the key's ledger admits it; a session that does not open gives its place back. */
 	private async open(input: ModernSessionInput): Promise<SessionBinding | Response> {
-		const { place } = this.host;
-		const ledger = this.host.ledger(input.scope.keyId);
-		if (!(await ledger.admit(place, input.cap))) {
-			return sessionLimitReached(input.scope.keyId, input.cap, { id: input.message.id }).toResponse();
-		}
-		const { envelope } = input;
-		const params = {
-			protocolVersion: LATEST_PROTOCOL_VERSION,
-			capabilities: envelope.clientCapabilities,
-			clientInfo: envelope.clientInfo,
+		const { keyId } = input.scope;
+		const admission = {
+			ledger: this.host.ledger(keyId),
+			place: this.host.place,
+			keyId,
+			cap: input.cap,
+			refusal: { id: input.message.id },
 		};
-		const opened = await this.host.open({
-			...input,
-			request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
-			params,
-		});
-		const binding = this.host.current();
-		if (!opened.opened || !binding) {
-			await ledger.release(place);
+		const answer = await openAdmitted<SessionBinding | Response>(admission, async () => {
+			const { envelope } = input;
+			const params = {
+				protocolVersion: LATEST_PROTOCOL_VERSION,
+				capabilities: envelope.clientCapabilities,
+				clientInfo: envelope.clientInfo,
+			};
+			const opened = await this.host.open({
+				...input,
+				request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
+				params,
+			});
+			const binding = this.host.current();
+			if (opened.opened && binding) return { opened: true, result: binding };
 			const error =
 				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };
-			return Response.json({ jsonrpc: "2.0", id: input.message.id, error });
-		}
-		return binding;
+			return { opened: false, result: Response.json({ jsonrpc: "2.0", id: input.message.id, error }) };
+		});
+		return answer instanceof GatewayError ? answer.toResponse() : answer;
 	}
 }

@@ -1,5 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { randomToken } from "../../crypto.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { BufferedEvent, EventBuffer } from "./event-buffer.ts";
 
 /** p: the reply stream of one forwarded request; g: a listening (GET) stream. */

@@ -1,5 +1,6 @@
 import type { Settings } from "../../config.ts";
 import { parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import { SSE_HEADERS } from "../../mcp/sse.ts";
 import type { UpstreamSession } from "../../upstream/upstream-connection.ts";
 import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
 import type { MemberSessions } from "../aggregate/member-sessions.ts";
@@ -52,8 +53,6 @@ export interface ListenFrames {
 	frames: string | null;
 	refreshing: boolean;
 }
-
-export const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
 function replayOnly(frames: string): ReadableStream<Uint8Array> {
 	return new Response(frames).body as ReadableStream<Uint8Array>;

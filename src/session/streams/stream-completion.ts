@@ -1,4 +1,4 @@
-import { once } from "../session-responses.ts";
+import { once } from "../../primitives/once.ts";
 
 /**
  * Passes a body through unchanged, chunk by chunk (never buffered whole), and

@@ -1,13 +1,12 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { ExpiringMap } from "../primitives/expiring-map.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { limitHolderOf, parsePrincipalId } from "../registry/access-rules.ts";
 
 /** Bound on each per-isolate verdict list, so a flood of keys or addresses cannot grow memory. */
 const MAX_VERDICTS = 1_000;
-
-/** Keeps background work alive after the response (the request's `waitUntil`). */
-export type WaitUntil = (promise: Promise<unknown>) => void;
 
 /**
  * Verdicts of the rate-limiting bindings, per isolate: who is over a limit,
@@ -18,24 +17,16 @@ export type WaitUntil = (promise: Promise<unknown>) => void;
  * the request that crosses a limit going through changes nothing that matters.
  */
 class Verdicts {
-	private readonly until = new Map<string, number>();
+	private readonly refused = new ExpiringMap<true>({ maxEntries: MAX_VERDICTS });
 
 	/** Whether `who` is over its limit now. */
 	limited(who: string): boolean {
-		const until = this.until.get(who);
-		if (until === undefined) return false;
-		if (until > Date.now()) return true;
-		this.until.delete(who);
-		return false;
+		return this.refused.get(who) !== undefined;
 	}
 
 	/** Records a "no" of the binding: `who` is refused for `periodMs`. */
 	refuse(who: string, periodMs: number): void {
-		if (this.until.size >= MAX_VERDICTS) {
-			const oldest = this.until.keys().next();
-			if (!oldest.done) this.until.delete(oldest.value);
-		}
-		this.until.set(who, Date.now() + periodMs);
+		this.refused.set(who, true, periodMs);
 	}
 
 	/** Asks the binding about `who` in the background; a "no" is recorded for the next request. */

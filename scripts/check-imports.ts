@@ -1,0 +1,191 @@
+/**
+ * Fails when a layer of src/ imports what it must not: the arrows of
+ * docs/architecture.md ("Layers"), checked on every import specifier of
+ * every file (type-only imports too). Run by `npm run lint`, so CI runs it.
+ *
+ *   node scripts/check-imports.ts
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+/** A layer: a folder of src/, or the root files that stand for one. */
+type Layer = "entry" | "config" | "edge" | "auth" | "session" | "registry" | "upstream" | "mcp" | "primitives";
+
+/**
+ * What each layer may import besides itself. Arrows point down only:
+ * edge → (auth, session, registry) → upstream → mcp → primitives, with
+ * auth → registry and session → registry among the middle ones; config (the
+ * settings and the Env) sits above mcp. Type-only imports count as imports.
+ */
+const ALLOWED: Record<Layer, readonly Layer[]> = {
+	entry: ["config", "edge", "auth", "session", "registry", "upstream", "mcp", "primitives"],
+	edge: ["config", "auth", "session", "registry", "upstream", "mcp", "primitives"],
+	auth: ["config", "registry", "mcp", "primitives"],
+	session: ["config", "registry", "upstream", "mcp", "primitives"],
+	registry: ["config", "mcp", "primitives"],
+	config: ["mcp", "primitives"],
+	upstream: ["mcp", "primitives"],
+	mcp: ["primitives"],
+	primitives: [],
+};
+
+/** What the session shows the rest of the gateway: the object and what it re-exports. Everything else is inside it. */
+const PUBLIC_SURFACE: Partial<Record<Layer, readonly string[]>> = { session: ["session/session-do.ts"] };
+
+const ROOT_FILES: Record<string, Layer> = { "index.ts": "entry", "config.ts": "config", "env.ts": "config" };
+
+const SRC = resolve(import.meta.dirname, "..", "src");
+
+function layerOf(file: string): Layer | null {
+	const path = relative(SRC, file);
+	const [first, ...rest] = path.split("/");
+	if (first === undefined) return null;
+	if (rest.length === 0) return ROOT_FILES[first] ?? null;
+	return isLayer(first) ? first : null;
+}
+
+function isLayer(name: string): name is Layer {
+	return Object.hasOwn(ALLOWED, name);
+}
+
+interface Specifier {
+	path: string;
+	line: number;
+}
+
+/**
+ * The import specifiers of a TypeScript file: static imports and re-exports
+ * (`import type` ones too), side-effect imports, dynamic `import("...")` and
+ * `typeof import("...")`. Comments are blanked first, so
+ * an import written in a comment is not one.
+ */
+function specifiersOf(source: string): Specifier[] {
+	const code = withoutComments(source);
+	const found: Specifier[] = [];
+	/** The line of a match, not counting the separator and blank space it starts with. */
+	const lineAt = (match: RegExpMatchArray) =>
+		code.slice(0, (match.index ?? 0) + (/^[;\n]?\s*/.exec(match[0])?.[0].length ?? 0)).split("\n").length;
+	const clause = String.raw`(type\s+)?(\*\s+as\s+[\w$]+|\*|\{[^}]*\}|[\w$]+(?:\s*,\s*(?:\{[^}]*\}|\*\s+as\s+[\w$]+))?)`;
+	const statement = new RegExp(
+		String.raw`(?:^|[;\n])\s*(?:import|export)\s+${clause}\s*from\s*(["'])([^"'\n]+)\3`,
+		"g",
+	);
+	for (const match of code.matchAll(statement)) found.push({ path: match[4] ?? "", line: lineAt(match) });
+	for (const match of code.matchAll(/(?:^|[;\n])\s*import\s*(["'])([^"'\n]+)\1/g)) {
+		found.push({ path: match[2] ?? "", line: lineAt(match) });
+	}
+	for (const match of code.matchAll(/\bimport\s*\(\s*(["'])([^"'\n]+)\1\s*\)/g)) {
+		found.push({ path: match[2] ?? "", line: lineAt(match) });
+	}
+	return found;
+}
+
+/** `source` with its comments replaced by spaces (newlines kept); strings, templates and regular expressions are skipped over. */
+function withoutComments(source: string): string {
+	const out = source.split("");
+	let i = 0;
+	/** The last significant character: a `/` after one of these starts a regular expression, not a division. */
+	let previous = "\n";
+	const blank = (from: number, to: number) => {
+		for (let j = from; j < to; j++) if (out[j] !== "\n") out[j] = " ";
+	};
+	while (i < source.length) {
+		const char = source[i] ?? "";
+		const next = source[i + 1] ?? "";
+		if (char === "/" && next === "/") {
+			const end = source.indexOf("\n", i);
+			const stop = end < 0 ? source.length : end;
+			blank(i, stop);
+			i = stop;
+		} else if (char === "/" && next === "*") {
+			const end = source.indexOf("*/", i + 2);
+			const stop = end < 0 ? source.length : end + 2;
+			blank(i, stop);
+			i = stop;
+		} else if (char === '"' || char === "'" || char === "`") {
+			i = skipQuoted(source, i, char);
+			previous = char;
+		} else if (char === "/" && /[(,=:[!&|?{};+\-*%<>~^\n]/.test(previous)) {
+			i = skipQuoted(source, i, "/");
+			previous = "/";
+		} else {
+			if (!/\s/.test(char)) previous = char;
+			i++;
+		}
+	}
+	return out.join("");
+}
+
+/** The index just past the literal that opens at `start` with `quote` (a regular expression's classes included). */
+function skipQuoted(source: string, start: number, quote: string): number {
+	let i = start + 1;
+	let inClass = false;
+	while (i < source.length) {
+		const char = source[i];
+		if (char === "\\") i += 2;
+		else if (quote === "/" && char === "[") {
+			inClass = true;
+			i++;
+		} else if (quote === "/" && char === "]") {
+			inClass = false;
+			i++;
+		} else if (char === quote && !inClass) return i + 1;
+		else if (quote !== "`" && char === "\n") return i;
+		else i++;
+	}
+	return i;
+}
+
+function sourceFiles(dir: string): string[] {
+	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+		const path = join(dir, entry.name);
+		if (entry.isDirectory()) return sourceFiles(path);
+		return entry.name.endsWith(".ts") ? [path] : [];
+	});
+}
+
+/** Every import in src/ that breaks an arrow, as a sentence naming the file, the line and the rule. */
+function violations(): string[] {
+	const found: string[] = [];
+	for (const file of sourceFiles(SRC)) {
+		const from = layerOf(file);
+		const where = relative(SRC, file);
+		if (from === null) {
+			found.push(`src/${where}: not in any layer; add its folder to the table in scripts/check-imports.ts`);
+			continue;
+		}
+		for (const specifier of specifiersOf(readFileSync(file, "utf8"))) {
+			if (!specifier.path.startsWith(".")) continue;
+			const target = resolve(dirname(file), specifier.path);
+			const at = `src/${where}:${specifier.line} imports ${specifier.path}`;
+			const inside = relative(SRC, target);
+			if (inside.startsWith("..")) {
+				found.push(`${at}: src/ imports nothing outside it`);
+				continue;
+			}
+			const to = layerOf(target);
+			if (to === null) {
+				found.push(`${at}: not in any layer`);
+				continue;
+			}
+			if (to === from) continue;
+			if (!ALLOWED[from].includes(to)) {
+				found.push(`${at}: ${from} may not import ${to}`);
+				continue;
+			}
+			const surface = PUBLIC_SURFACE[to];
+			if (surface && from !== "entry" && from !== "config" && !surface.includes(inside)) {
+				found.push(`${at}: outside ${to}, only ${surface.join(", ")} may be imported`);
+			}
+		}
+	}
+	return found;
+}
+
+const found = violations();
+for (const line of found) console.error(line);
+if (found.length > 0) {
+	console.error(`check-imports: ${found.length} import(s) against the arrows (docs/architecture.md, "Layers")`);
+	process.exit(1);
+}
+console.log("check-imports: every import of src/ follows the arrows");

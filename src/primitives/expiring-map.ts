@@ -1,0 +1,90 @@
+export interface ExpiringMapOptions {
+	/** Entries kept at most; past it the one written longest ago goes first. */
+	maxEntries: number;
+	/** The clock, in milliseconds (tests pass their own). */
+	now?: (() => number) | undefined;
+}
+
+/**
+ * What one isolate remembers for a while: registry records and tokens at the
+ * edge, upstreams' eras, who is over a rate limit. Bounded, so a flood of
+ * names cannot grow memory: past `maxEntries` the entry written longest ago
+ * goes first. An entry is believed until its time is up, then dropped when
+ * next read. `load` is single-flight: concurrent loads of one key share one
+ * call, and only what it resolves to is kept (a rejection leaves nothing).
+ *
+ * @example
+ * const records = new ExpiringMap<StoredKey | null>({ maxEntries: 1_000 });
+ * // Absent records are not kept: something created works the moment KV has it.
+ * const key = await records.load(id, () => reader.key(id), (found) => (found ? ttlMs : 0));
+ */
+export class ExpiringMap<V> {
+	private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+	private readonly loads = new Map<string, Promise<V>>();
+	private readonly maxEntries: number;
+	private readonly now: () => number;
+
+	constructor(options: ExpiringMapOptions) {
+		this.maxEntries = options.maxEntries;
+		this.now = options.now ?? Date.now;
+	}
+
+	/** The value of `key` while it is fresh; an expired one is dropped. */
+	get(key: string): V | undefined {
+		const entry = this.entries.get(key);
+		if (!entry) return undefined;
+		if (entry.expiresAt > this.now()) return entry.value;
+		this.entries.delete(key);
+		return undefined;
+	}
+
+	/** Keeps `value` under `key` for `ttlMs` (0 or less keeps nothing, and forgets what was there). */
+	set(key: string, value: V, ttlMs: number): void {
+		this.write(key, value, this.now() + ttlMs, ttlMs);
+	}
+
+	/**
+	 * The value of `key`: from memory while fresh, else what `loader` resolves
+	 * to, shared with every load of `key` meanwhile. It is kept for
+	 * `keepFor(value)` milliseconds (0: not kept), counted from when the load
+	 * began, so a value is never believed longer than that after it was asked for.
+	 */
+	load(key: string, loader: () => Promise<V>, keepFor: (value: V) => number): Promise<V> {
+		const known = this.get(key);
+		if (known !== undefined) return Promise.resolve(known);
+		let running = this.loads.get(key);
+		if (!running) {
+			const began = this.now();
+			running = loader()
+				.then((value) => {
+					const ttlMs = keepFor(value);
+					this.write(key, value, began + ttlMs, ttlMs);
+					return value;
+				})
+				.finally(() => this.loads.delete(key));
+			this.loads.set(key, running);
+		}
+		return running;
+	}
+
+	/** Entries held now (expired ones included until they are read or pushed out). */
+	get size(): number {
+		return this.entries.size;
+	}
+
+	private write(key: string, value: V, expiresAt: number, ttlMs: number): void {
+		// Written again is written last: the bound pushes out what was written longest ago.
+		this.entries.delete(key);
+		if (ttlMs <= 0) return;
+		if (this.entries.size >= this.maxEntries) {
+			const oldest = this.entries.keys().next();
+			if (!oldest.done) this.entries.delete(oldest.value);
+		}
+		this.entries.set(key, { value, expiresAt });
+	}
+}
+
+/** A `keepFor` that keeps what was found for `ttlMs` and never keeps an absence (null). */
+export function keepFound(ttlMs: number): (value: unknown) => number {
+	return (value) => (value === null ? 0 : ttlMs);
+}

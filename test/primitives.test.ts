@@ -1,0 +1,123 @@
+import { describe, expect, it } from "vitest";
+import { verifySessionId } from "../src/edge/session-id.ts";
+import { ExpiringMap, keepFound } from "../src/primitives/expiring-map.ts";
+import { once } from "../src/primitives/once.ts";
+import { openToken, signToken } from "../src/primitives/signed-token.ts";
+import { verifyApiKey } from "../src/registry/api-key.ts";
+import { openRequestState, signRequestState } from "../src/session/bridge/request-state.ts";
+
+/**
+ * Tokens minted before the signed-token helper existed, under this secret:
+ * they must stay valid, byte for byte, or every live session, API key and
+ * pending round would be refused after a deploy.
+ */
+const SECRET = "wire-format-secret-0123456789abcdef";
+const OLD_SESSION_ID = "gw1.AbCdEfGhIjKlMnOpQrStUvWxYz012345.cQoareibRRk089e77kx62RgrJiOMsOT0nWguDVui2Lc";
+const OLD_API_KEY = "mcpgw2_key_AbCdEfGhIjKl.0123456789abcdefghijkl.CqRUUN2Ox61h1Lw3rpG_NZk-8LyXXnPLDZamEGNB7K0";
+const OLD_REQUEST_STATE = "RoundIdRoundIdRoundId0.4102444800000.DhBSDEtchfpioMBA_2Y5N_EeNeuQ1x1lEE3Prb6phSY";
+const ROUND_OWNER = { keyId: "key_AbCdEfGhIjKl", endpoint: "/mcp/alpha", method: "tools/call", name: "echo" };
+
+const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** The other final characters that differ from `last` only in the two bits a 32-byte value leaves unused. */
+function sameBytesSpellings(last: string): string[] {
+	const index = BASE64URL.indexOf(last);
+	return [0, 1, 2, 3].map((low) => BASE64URL[(index & ~3) | low] ?? "").filter((spelling) => spelling !== last);
+}
+
+function lastCharacter(token: string, replacement: string): string {
+	return `${token.slice(0, -1)}${replacement}`;
+}
+
+describe("signed tokens keep their wire format", () => {
+	it("a session id, an API key and a requestState minted before still verify", async () => {
+		expect(await verifySessionId(SECRET, OLD_SESSION_ID)).toBe(true);
+		expect(await verifyApiKey(SECRET, OLD_API_KEY)).toBe("key_AbCdEfGhIjKl");
+		const now = Date.parse("2026-01-01T00:00:00Z");
+		expect(await openRequestState(SECRET, OLD_REQUEST_STATE, ROUND_OWNER, now)).toBe("RoundIdRoundIdRoundId0");
+		expect(await signRequestState(SECRET, "RoundIdRoundIdRoundId0", 4102444800000, ROUND_OWNER)).toBe(
+			OLD_REQUEST_STATE,
+		);
+	});
+
+	it("another secret, a changed body, a non-canonical MAC spelling or another owner is refused", async () => {
+		expect(await verifySessionId("another-secret-0123456789abcdefghij", OLD_SESSION_ID)).toBe(false);
+		expect(await verifySessionId(SECRET, OLD_SESSION_ID.replace("AbCd", "AbCe"))).toBe(false);
+		// The last character of a 32-byte MAC carries two unused bits: four spellings decode to the same bytes,
+		// and only the one the gateway writes passes.
+		for (const spelling of sameBytesSpellings(OLD_SESSION_ID.at(-1) ?? "")) {
+			expect(await verifySessionId(SECRET, lastCharacter(OLD_SESSION_ID, spelling))).toBe(false);
+		}
+		expect(await verifyApiKey(SECRET, OLD_API_KEY.replace("key_AbCd", "key_AbCe"))).toBeNull();
+		const now = Date.parse("2026-01-01T00:00:00Z");
+		expect(await openRequestState(SECRET, OLD_REQUEST_STATE, { ...ROUND_OWNER, name: "other" }, now)).toBeNull();
+		expect(await openRequestState(SECRET, OLD_REQUEST_STATE, ROUND_OWNER, 4102444800000)).toBeNull();
+		expect(await openRequestState(SECRET, `${OLD_REQUEST_STATE}.extra`, ROUND_OWNER, now)).toBeNull();
+	});
+
+	it("a token is its body, a dot and the MAC of what it covers", async () => {
+		const token = await signToken(SECRET, "body.with.dots");
+		expect(token).toMatch(/^body\.with\.dots\.[A-Za-z0-9_-]{43}$/);
+		expect(await openToken(SECRET, token)).toBe("body.with.dots");
+		expect(await openToken(SECRET, "no-dot-at-all")).toBeNull();
+		const bound = await signToken(SECRET, "shown", "shown and what it stands for");
+		expect(await openToken(SECRET, bound)).toBeNull();
+		expect(await openToken(SECRET, bound, (body) => `${body} and what it stands for`)).toBe("shown");
+		expect(await openToken(SECRET, bound, () => null)).toBeNull();
+	});
+});
+
+describe("the expiring map", () => {
+	it("concurrent loads of one key share one call; a value is kept for its time, then loaded again", async () => {
+		let now = 1_000;
+		const map = new ExpiringMap<string>({ maxEntries: 4, now: () => now });
+		let calls = 0;
+		const loader = async () => `value-${++calls}`;
+		const values = await Promise.all(Array.from({ length: 8 }, () => map.load("a", loader, () => 100)));
+		expect(values).toEqual(Array(8).fill("value-1"));
+		now += 99;
+		expect(await map.load("a", loader, () => 100)).toBe("value-1");
+		now += 1;
+		expect(map.get("a")).toBeUndefined();
+		expect(await map.load("a", loader, () => 100)).toBe("value-2");
+		expect(calls).toBe(2);
+	});
+
+	it("an absence (keepFound) and a rejection leave nothing behind", async () => {
+		const map = new ExpiringMap<string | null>({ maxEntries: 4 });
+		let calls = 0;
+		const counted = (value: string | null) => async () => {
+			calls++;
+			return value;
+		};
+		expect(await map.load("gone", counted(null), keepFound(60_000))).toBeNull();
+		expect(await map.load("gone", counted("here"), keepFound(60_000))).toBe("here");
+		expect(calls).toBe(2);
+		await expect(map.load("failing", () => Promise.reject(new Error("no")), keepFound(60_000))).rejects.toThrow("no");
+		expect(map.size).toBe(1);
+		expect(await map.load("failing", async () => "now", keepFound(0))).toBe("now");
+		expect(map.size).toBe(1);
+	});
+
+	it("is bounded: past its size the entry written longest ago goes first", () => {
+		const map = new ExpiringMap<number>({ maxEntries: 2 });
+		map.set("first", 1, 60_000);
+		map.set("second", 2, 60_000);
+		map.set("first", 10, 60_000);
+		map.set("third", 3, 60_000);
+		expect(map.size).toBe(2);
+		expect(map.get("second")).toBeUndefined();
+		expect(map.get("first")).toBe(10);
+		expect(map.get("third")).toBe(3);
+	});
+});
+
+describe("once", () => {
+	it("runs its action once, however often it is called", () => {
+		let runs = 0;
+		const run = once(() => runs++);
+		run();
+		run();
+		expect(runs).toBe(1);
+	});
+});
