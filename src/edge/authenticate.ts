@@ -30,7 +30,7 @@ const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revok
  * or throws 401. A key's shape, and unless its record is cached its MAC, are
  * checked by local computation first (`verifyApiKey`), so garbage, truncated,
  * foreign and forged keys cost no Durable Object request and no KV read
- * (invariant 11); only then is its record read, and the SHA-256 of the whole
+ * (invariant "Failed authentication touches nothing"); only then is its record read, and the SHA-256 of the whole
  * key compared with the one on record.
  * With OAuth on, a bearer that is not shaped like an API key is an access
  * token, and stands for the principal its access rule makes of it.

@@ -13,7 +13,7 @@ import type { UpstreamTarget } from "../upstream/upstream-target.ts";
  * own (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, every `Mcp-Param-*`,
  * known or not, as intermediaries must), content negotiation and tracing.
  * Never the client's credentials, cookies or session id: the upstream gets the
- * operator's configured headers instead (invariant 10).
+ * operator's configured headers instead (invariant "Client credentials never travel upstream").
  */
 const FORWARDED = new Set(["accept", "content-type", "user-agent", "traceparent", "tracestate", "baggage"]);
 const NEVER_FORWARDED = new Set(["mcp-session-id"]);

@@ -4,7 +4,7 @@ import { openToken, signToken } from "../primitives/signed-token.ts";
 /**
  * Session IDs are `gw1.<192 random bits>.<HMAC-SHA256 of the rest>`, all
  * base64url. The MAC lets the edge reject a forged or mangled ID before any
- * Durable Object is woken (invariant 4); the random part makes IDs unguessable.
+ * Durable Object is woken (invariant "Forged IDs cost nothing"); the random part makes IDs unguessable.
  */
 const PREFIX = "gw1";
 const RANDOM_BYTES = 24;

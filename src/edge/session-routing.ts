@@ -4,7 +4,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import type { SessionDO } from "../session/session-do.ts";
 import { sessionDigest, verifySessionId } from "./session-id.ts";
 
-/** The SessionDO of a session ID: `idFromName(sha256(id))`, from any edge (invariant 1). */
+/** The SessionDO of a session ID: `idFromName(sha256(id))`, from any edge (invariant "One session, one place"). */
 export async function sessionStub(env: Env, sessionId: string): Promise<DurableObjectStub<SessionDO>> {
 	return env.SESSIONS.get(env.SESSIONS.idFromName(await sessionDigest(sessionId)));
 }

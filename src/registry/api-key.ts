@@ -5,7 +5,7 @@ import { openToken, signToken } from "../primitives/signed-token.ts";
  * API keys verify themselves: `mcpgw2_<key id>.<128 random bits>.<HMAC-SHA256
  * under KEY_SECRET>`, all base64url. The edge checks shape and MAC by local
  * computation, so a malformed, forged or foreign key is refused before any
- * Durable Object or KV read (invariant 11); the key id then names the record
+ * Durable Object or KV read (invariant "Failed authentication touches nothing"); the key id then names the record
  * to read. The registry keeps only the SHA-256 of the whole key, compared
  * after the record is read, so even a leaked KEY_SECRET cannot mint a key
  * that matches an existing record. The prefix keeps keys recognisable to

@@ -28,7 +28,7 @@ export const REGISTRY_NAME = "registry";
  * The registry of record: upstream servers, virtual servers and API keys, in
  * SQLite, strongly consistent. Only admin writes reach it: each commits here
  * and is then written through to Workers KV (`KvPublisher`), which is what
- * the edge and the sessions read (invariant 12).
+ * the edge and the sessions read (invariant "The registry is off the hot path").
  */
 export class RegistryDO extends DurableObject<Env> {
 	private readonly tables: RegistryTables;

@@ -95,7 +95,7 @@ export const SessionBindingSchema = z.object({
 });
 export type SessionBinding = z.infer<typeof SessionBindingSchema>;
 
-/** A request may use the session only with the exact scope it was opened with (invariant 3). */
+/** A request may use the session only with the exact scope it was opened with (invariant "A session belongs to a key, a user path and an endpoint"). */
 export function scopeMatches(binding: SessionBinding, scope: SessionScope): boolean {
 	return binding.keyId === scope.keyId && binding.userPath === scope.userPath && binding.endpoint === scope.endpoint;
 }

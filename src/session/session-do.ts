@@ -38,7 +38,7 @@ export { UpstreamPool } from "./upstream-pool.ts";
 export const MAX_IN_FLIGHT = 100;
 
 /**
- * One instance per session digest (invariant 1). Owns the binding and proxies
+ * One instance per session digest (invariant "One session, one place"). Owns the binding and proxies
  * the session's messages to its upstreams: one upstream unchanged
  * (transparent), or the namespaced union of several (aggregate). This class
  * is the RPC surface and the session's end; each concern is a part of its own

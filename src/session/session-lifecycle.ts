@@ -36,7 +36,7 @@ export interface LifecycleHost {
  * at most one storage write per touch interval, at most one registry read per
  * recheck interval (shared by concurrent requests), the unverified limit while
  * the registry cannot be read, the maximum age, and rechecks on a timer while
- * a call runs (invariants 5 to 8).
+ * a call runs (invariants "Bounded writes and reads", "Alarm-driven expiry", "Unverified sessions are bounded" and "Revocation reaches open streams and long calls").
  */
 export class SessionLifecycle {
 	/** Requests running now. */
@@ -126,7 +126,7 @@ export class SessionLifecycle {
 
 	/**
 	 * Verifies the session with the registry at most once per recheck interval
-	 * (invariant 5). The request that finds a recheck due waits for it, so a
+	 * (invariant "Bounded writes and reads"). The request that finds a recheck due waits for it, so a
 	 * revoked or deleted session is refused at once; requests arriving while it
 	 * runs are served on the previous verification and do not wait, unless the
 	 * unverified limit has passed. A session past its maximum age ends here.
