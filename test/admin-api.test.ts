@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { ADMIN_ACTIONS, createAdminRoutes } from "../src/edge/admin-routes.ts";
+import { ADMIN_ACTIONS } from "../src/edge/admin-audit.ts";
+import { createAdminRoutes } from "../src/edge/admin-routes.ts";
 import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";

@@ -5,59 +5,23 @@ import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { secretsEqual } from "../primitives/crypto.ts";
-import { AccessRuleInputSchema, type AccessRuleRecord, RuleNameSchema } from "../registry/access-rules.ts";
+import { AccessRuleInputSchema, RuleNameSchema } from "../registry/access-rules.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import {
 	describeIssues,
 	KeyInputSchema,
 	ServerInputSchema,
 	ServerNameSchema,
-	type ServerRecord,
 	VirtualServerInputSchema,
-	type VirtualServerRecord,
 } from "../registry/schemas.ts";
-import { maskedUrl } from "../upstream/upstream-target.ts";
+import { audit } from "./admin-audit.ts";
+import { maskServer, showAccessRule, showVirtualServer } from "./admin-views.ts";
 import { bearerToken } from "./bearer.ts";
 import { checkServer, wantsCheck } from "./server-check.ts";
 import { sessionStub } from "./session-routing.ts";
 import { isJsonContentType } from "./transport-checks.ts";
 
 type AdminEnv = { Bindings: Env };
-
-/** What the admin API shows of a server: header values and URL query values masked, since they may hold credentials. */
-function maskServer(server: ServerRecord) {
-	return {
-		name: server.name,
-		url: maskedUrl(server.url),
-		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
-		timeoutSeconds: server.timeoutSeconds,
-		protocol: server.protocol,
-		generation: server.generation,
-		createdAt: new Date(server.createdAt).toISOString(),
-		updatedAt: new Date(server.updatedAt).toISOString(),
-	};
-}
-
-/** What the admin API shows of an access rule: all of it, with times as ISO strings. */
-function showAccessRule(rule: AccessRuleRecord) {
-	return {
-		...rule,
-		createdAt: new Date(rule.createdAt).toISOString(),
-		updatedAt: new Date(rule.updatedAt).toISOString(),
-	};
-}
-
-/** What the admin API shows of a virtual server: all of it, with times as ISO strings. */
-function showVirtualServer(virtualServer: VirtualServerRecord) {
-	return {
-		name: virtualServer.name,
-		servers: virtualServer.servers,
-		userPaths: virtualServer.userPaths,
-		generation: virtualServer.generation,
-		createdAt: new Date(virtualServer.createdAt).toISOString(),
-		updatedAt: new Date(virtualServer.updatedAt).toISOString(),
-	};
-}
 
 async function parseJsonBody<T extends z.ZodType>(c: Context<AdminEnv>, schema: T): Promise<z.output<T>> {
 	if (!isJsonContentType(c.req.header("content-type") ?? null)) {
@@ -80,32 +44,6 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	if (!parsed.success)
 		throw new GatewayError("bad_request", `Bad Request: ${what} name ${parsed.error.issues[0]?.message}.`);
 	return parsed.data;
-}
-
-/** What an admin action did, for the audit line: one of these per change the admin API makes. */
-export const ADMIN_ACTIONS = [
-	"server.created",
-	"server.replaced",
-	"server.deleted",
-	"virtual_server.created",
-	"virtual_server.replaced",
-	"virtual_server.deleted",
-	"access_rule.created",
-	"access_rule.replaced",
-	"access_rule.deleted",
-	"oauth_grants.revoked",
-	"key.created",
-	"key.deleted",
-	"registry.synced",
-] as const;
-type AdminAction = (typeof ADMIN_ACTIONS)[number];
-
-/**
- * One structured line per admin change: who (the admin token's holder), what,
- * and the target's name or key id. Never a value: no URL, header or secret.
- */
-function audit(action: AdminAction, target: string): void {
-	console.log(JSON.stringify({ event: "admin_audit", actor: "admin", action, target }));
 }
 
 /** `/admin/*`: registry management, allowed only with `Authorization: Bearer <ADMIN_TOKEN>`. */

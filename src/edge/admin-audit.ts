@@ -1,0 +1,25 @@
+/** What an admin action did, for the audit line: one of these per change the admin API makes. */
+export const ADMIN_ACTIONS = [
+	"server.created",
+	"server.replaced",
+	"server.deleted",
+	"virtual_server.created",
+	"virtual_server.replaced",
+	"virtual_server.deleted",
+	"access_rule.created",
+	"access_rule.replaced",
+	"access_rule.deleted",
+	"oauth_grants.revoked",
+	"key.created",
+	"key.deleted",
+	"registry.synced",
+] as const;
+export type AdminAction = (typeof ADMIN_ACTIONS)[number];
+
+/**
+ * One structured line per admin change: who (the admin token's holder), what,
+ * and the target's name or key id. Never a value: no URL, header or secret.
+ */
+export function audit(action: AdminAction, target: string): void {
+	console.log(JSON.stringify({ event: "admin_audit", actor: "admin", action, target }));
+}

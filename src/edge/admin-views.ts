@@ -1,0 +1,38 @@
+import type { AccessRuleRecord } from "../registry/access-rules.ts";
+import type { ServerRecord, VirtualServerRecord } from "../registry/schemas.ts";
+import { maskedUrl } from "../upstream/upstream-target.ts";
+
+/** What the admin API shows of a server: header values and URL query values masked, since they may hold credentials. */
+export function maskServer(server: ServerRecord) {
+	return {
+		name: server.name,
+		url: maskedUrl(server.url),
+		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
+		timeoutSeconds: server.timeoutSeconds,
+		protocol: server.protocol,
+		generation: server.generation,
+		createdAt: new Date(server.createdAt).toISOString(),
+		updatedAt: new Date(server.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of an access rule: all of it, with times as ISO strings. */
+export function showAccessRule(rule: AccessRuleRecord) {
+	return {
+		...rule,
+		createdAt: new Date(rule.createdAt).toISOString(),
+		updatedAt: new Date(rule.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of a virtual server: all of it, with times as ISO strings. */
+export function showVirtualServer(virtualServer: VirtualServerRecord) {
+	return {
+		name: virtualServer.name,
+		servers: virtualServer.servers,
+		userPaths: virtualServer.userPaths,
+		generation: virtualServer.generation,
+		createdAt: new Date(virtualServer.createdAt).toISOString(),
+		updatedAt: new Date(virtualServer.updatedAt).toISOString(),
+	};
+}
