@@ -1,10 +1,13 @@
 import {
 	type InitializeRequest,
 	InitializeRequestSchema,
+	JSONRPCErrorResponseSchema,
 	type JSONRPCMessage,
-	JSONRPCMessageSchema,
 	type JSONRPCNotification,
+	JSONRPCNotificationSchema,
 	type JSONRPCRequest,
+	JSONRPCRequestSchema,
+	JSONRPCResultResponseSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
@@ -19,15 +22,58 @@ export const MAX_REQUEST_ID_LENGTH = 256;
  * The one parser of messages the gateway receives from upstreams.
  */
 export function parseJsonRpcMessage(text: string): JSONRPCMessage | null {
-	let value: unknown;
+	const value = jsonOf(text);
+	return value === NOT_JSON ? null : jsonRpcMessageOf(value);
+}
+
+/**
+ * Whether untrusted text is the response to the request `id`: exactly what
+ * `isResponseTo(parseJsonRpcMessage(text), id)` says, with the schema run
+ * only on a value that can be it. A relay that passes a reply on as it came
+ * needs no more than this of each event (notifications, most of a busy
+ * reply, are not validated at all).
+ */
+export function isResponseText(text: string, id: RequestId): boolean {
+	const value = jsonOf(text);
+	if (typeof value !== "object" || value === null || "method" in value || !("id" in value) || value.id !== id) {
+		return false;
+	}
+	return jsonRpcMessageOf(value) !== null;
+}
+
+/**
+ * One JSON-RPC message from a JSON value, validated with the SDK's schema for
+ * its shape; null when it is none. The SDK's `JSONRPCMessageSchema` is the
+ * union of four strict shapes and takes the first that fits; the keys decide
+ * which one alone can fit (a method and an id: a request; a method: a
+ * notification; a result: a result response; else an error response), so
+ * that one is parsed alone, with the same outcome and without failing three
+ * others first.
+ */
+export function jsonRpcMessageOf(value: unknown): JSONRPCMessage | null {
+	const parsed = messageSchemaFor(value).safeParse(value);
+	return parsed.success ? parsed.data : null;
+}
+
+function messageSchemaFor(value: unknown) {
+	if (typeof value === "object" && value !== null && "method" in value) {
+		return "id" in value ? JSONRPCRequestSchema : JSONRPCNotificationSchema;
+	}
+	return typeof value === "object" && value !== null && "result" in value
+		? JSONRPCResultResponseSchema
+		: JSONRPCErrorResponseSchema;
+}
+
+const NOT_JSON: unique symbol = Symbol("not JSON");
+
+/** The value of JSON text, or NOT_JSON. */
+function jsonOf(text: string): unknown {
 	try {
-		value = JSON.parse(text);
+		return JSON.parse(text);
 	} catch (error) {
-		if (error instanceof SyntaxError) return null;
+		if (error instanceof SyntaxError) return NOT_JSON;
 		throw error;
 	}
-	const parsed = JSONRPCMessageSchema.safeParse(value);
-	return parsed.success ? parsed.data : null;
 }
 
 const UnaddressedErrorSchema = z.object({
@@ -90,14 +136,13 @@ export function clientMessageOf(value: unknown): ClientMessage {
 			"Invalid request: JSON-RPC batches are not supported; send one message per POST.",
 		);
 	}
-	const parsed = JSONRPCMessageSchema.safeParse(withoutNullMeta(value));
-	if (!parsed.success) {
+	const message = jsonRpcMessageOf(withoutNullMeta(value));
+	if (message === null) {
 		throw new GatewayError(
 			"invalid_request",
 			"Invalid request: the body is not a JSON-RPC 2.0 request, notification or response.",
 		);
 	}
-	const message = parsed.data;
 	if ("id" in message && String(message.id).length > MAX_REQUEST_ID_LENGTH) {
 		throw new GatewayError(
 			"invalid_request",

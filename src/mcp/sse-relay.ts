@@ -1,7 +1,7 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { createParser } from "eventsource-parser";
 import { once } from "../primitives/once.ts";
-import { isResponseTo, parseJsonRpcMessage } from "./jsonrpc.ts";
+import { isResponseText } from "./jsonrpc.ts";
 import { joinChunks } from "./read-capped.ts";
 import { EventSizeLimit, sseMessage } from "./sse.ts";
 
@@ -50,8 +50,8 @@ export function relaySse(body: ReadableStream<Uint8Array>, options: SseRelayOpti
 	const finish = once(options.onDone);
 	const parser = createParser({
 		onEvent(event) {
-			const message = parseJsonRpcMessage(event.data);
-			if (message !== null && isResponseTo(message, options.requestId)) responded = true;
+			// Only whether this is the response: the event passes on as it came, so nothing else of it is validated.
+			if (!responded && isResponseText(event.data, options.requestId)) responded = true;
 			// As the SDK's client does: an event with a non-empty id moves the client's Last-Event-ID.
 			if (event.id) resumable = true;
 		},

@@ -21,13 +21,17 @@ const CR = 13;
  * own `lastIndexOf`, so it costs about the length of the unfinished tail.
  */
 export function afterLastEvent(chunk: Uint8Array, previous: Uint8Array | undefined): number {
-	const at = (i: number): number | undefined =>
-		i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
 	for (let i = chunk.lastIndexOf(LF); i >= 0; i = i > 0 ? chunk.lastIndexOf(LF, i - 1) : -1) {
-		if (at(i - 1) === LF) return i + 1;
-		if (at(i - 1) === CR && at(i - 2) === LF) return i + 1;
+		const before = byteAt(chunk, previous, i - 1);
+		if (before === LF) return i + 1;
+		if (before === CR && byteAt(chunk, previous, i - 2) === LF) return i + 1;
 	}
 	return 0;
+}
+
+/** The byte at `i` of `chunk`, a negative `i` counting back into `previous` (no closure per chunk: this runs for every chunk relayed). */
+function byteAt(chunk: Uint8Array, previous: Uint8Array | undefined, i: number): number | undefined {
+	return i >= 0 ? chunk[i] : previous === undefined ? undefined : previous[previous.length + i];
 }
 
 /**

@@ -1,0 +1,92 @@
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import type { Member } from "./binding.ts";
+
+/**
+ * Methods that only read, so repeating them after a failure that may have
+ * reached the upstream changes nothing. Everything else (including methods the
+ * gateway does not know, passed through a transparent endpoint) is sent at most
+ * once; `tools/call` is repeated only for tools listed as read-only.
+ */
+export const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
+	"tools/list",
+	"prompts/list",
+	"prompts/get",
+	"resources/list",
+	"resources/templates/list",
+	"resources/read",
+	"ping",
+]);
+
+/** Why a running request was aborted by the gateway rather than the client. */
+export class SessionEnded extends Error {}
+
+/** Failures that are an answer, not a transport problem: retrying or backing off would not help. */
+export function isFinal(error: unknown): error is GatewayError {
+	return (
+		error instanceof GatewayError &&
+		(error.kind === "upstream_error" || error.kind === "upstream_auth_required" || error.kind === "misconfigured")
+	);
+}
+
+/** The breaker is open for the member: nothing is sent for `pausedForMs`. */
+export function paused(member: Member, pausedForMs: number): GatewayError {
+	return new GatewayError(
+		"upstream_unavailable",
+		`Upstream server '${member.name}' is unavailable: after repeated connection failures the gateway pauses requests to it for ${Math.ceil(pausedForMs / 1000)} s. The request was not sent; retry later.`,
+		{ server: member.name },
+	);
+}
+
+/** No upstream session could be had, so nothing was sent. */
+export function notSent(member: Member, error: unknown): GatewayError {
+	if (error instanceof GatewayError && (error.kind === "misconfigured" || error.kind === "upstream_auth_required")) {
+		return error;
+	}
+	return new GatewayError(
+		"upstream_unavailable",
+		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${describeError(error)}. It is safe to retry later.`,
+		{ server: member.name, cause: error },
+	);
+}
+
+/** The request may have reached the upstream before `what` happened: says whether it may have taken effect. */
+export function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): GatewayError {
+	if (REPEATABLE_METHODS.has(message.method)) {
+		return new GatewayError("upstream_unavailable", `Upstream server '${member.name}' failed: ${what}.`, {
+			server: member.name,
+		});
+	}
+	if (message.method !== "tools/call") {
+		return new GatewayError(
+			"outcome_uncertain",
+			`The request ${message.method} to upstream server '${member.name}' may or may not have taken effect: ${what}. It was not repeated, because only reads are. Check before sending it again; the gateway reconnects to '${member.name}' on the next request.`,
+			{ server: member.name },
+		);
+	}
+	const tool = String((message.params as { name?: unknown } | undefined)?.name ?? "the tool");
+	return new GatewayError(
+		"outcome_uncertain",
+		`The call to '${tool}' on upstream server '${member.name}' may or may not have taken effect: ${what}. It was not retried, because the tool is not known to be read-only. Check its effect with a read before retrying; the gateway reconnects to '${member.name}' on the next request.`,
+		{ server: member.name },
+	);
+}
+
+/** A request aborted by the client, or by the session's end (then `signal.reason` is a SessionEnded). */
+export function cancelledError(signal: AbortSignal): GatewayError {
+	if (signal.reason instanceof SessionEnded) {
+		return new GatewayError(
+			"session_not_found",
+			`The session ended while this request was running (${signal.reason.message}). Initialize a new session.`,
+		);
+	}
+	return new GatewayError("cancelled", "Request cancelled by the client.");
+}
+
+export function tooLarge(member: Member, limit: number): GatewayError {
+	return new GatewayError(
+		"reply_too_large",
+		`Upstream server '${member.name}' sent a reply larger than ${limit} bytes, which the gateway does not relay.`,
+		{ server: member.name },
+	);
+}
