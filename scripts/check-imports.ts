@@ -9,19 +9,32 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 /** A layer: a folder of src/, or the root files that stand for one. */
-type Layer = "entry" | "config" | "edge" | "auth" | "session" | "registry" | "upstream" | "mcp" | "primitives";
+type Layer =
+	| "entry"
+	| "config"
+	| "edge"
+	| "auth"
+	| "credentials"
+	| "session"
+	| "registry"
+	| "upstream"
+	| "mcp"
+	| "primitives";
 
 /**
  * What each layer may import besides itself. Arrows point down only:
- * edge → (auth, session, registry) → upstream → mcp → primitives, with
- * auth → registry and session → registry among the middle ones; config (the
+ * edge → (auth, credentials, session, registry) → upstream → mcp → primitives,
+ * with auth → registry, credentials → registry and session → (credentials,
+ * registry) among the middle ones; config (the
  * settings and the Env) sits above mcp. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
-	entry: ["config", "edge", "auth", "session", "registry", "upstream", "mcp", "primitives"],
-	edge: ["config", "auth", "session", "registry", "upstream", "mcp", "primitives"],
+	entry: ["config", "edge", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
+	edge: ["config", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
 	auth: ["config", "registry", "mcp", "primitives"],
-	session: ["config", "registry", "upstream", "mcp", "primitives"],
+	// What an upstream request carries for whom: a person's vault, assertions, exchanges.
+	credentials: ["config", "registry", "upstream", "mcp", "primitives"],
+	session: ["config", "credentials", "registry", "upstream", "mcp", "primitives"],
 	registry: ["config", "mcp", "primitives"],
 	config: ["mcp", "primitives"],
 	upstream: ["mcp", "primitives"],
