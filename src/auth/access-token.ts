@@ -46,7 +46,7 @@ export async function principalOfToken(
 	settings: Settings,
 	reader: RegistryReader,
 	guard: LookupGuard,
-): Promise<ApiKeyRecord> {
+): Promise<{ record: ApiKeyRecord; identity: Identity }> {
 	const origin = new URL(request.url).origin;
 	const oauth = settings.oauth;
 	let claimed: ClaimedIdentity;
@@ -113,7 +113,7 @@ export async function principalOfToken(
 	const id = principalId({ rule: rule.name, generation: rule.generation, userId, grantId });
 	const record = principalRecord(id, [rule], identity.email ?? identity.subject);
 	if (!record) throw new Error("a principal's own rule did not resolve");
-	return record;
+	return { record, identity };
 }
 
 /** What a valid token of the gateway's own authorization server says, until when. */

@@ -6,9 +6,10 @@ export function escapeHtml(value: string): string {
 }
 
 const STYLE =
-	"body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}.warn{background:#fff4d6;padding:.5rem .75rem}";
+	"body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}.warn{background:#fff4d6;padding:.5rem .75rem}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.5rem .25rem;border-bottom:1px solid #ddd}td form{margin:0}.ok{color:#176c2b}.off{color:#8a4b00}";
 
-function page(title: string, body: string): string {
+/** A whole page: one small stylesheet, the title escaped; `body` is HTML the caller escaped. */
+export function page(title: string, body: string): string {
 	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
 }
 
@@ -39,7 +40,7 @@ ${loopback}
 }
 
 /** A page as a response that is never cached or framed; `headers` adds the flow's own (its cookies). */
-function pageResponse(status: number, html: string, headers?: Headers): Response {
+export function pageResponse(status: number, html: string, headers?: Headers): Response {
 	const response = new Response(html, {
 		status,
 		headers: {

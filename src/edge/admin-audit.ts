@@ -10,6 +10,8 @@ export const ADMIN_ACTIONS = [
 	"access_rule.replaced",
 	"access_rule.deleted",
 	"oauth_grants.revoked",
+	"connection.deleted",
+	"connections.deleted",
 	"key.created",
 	"key.deleted",
 	"registry.synced",

@@ -1,6 +1,6 @@
 import { type Context, Hono } from "hono";
 import type { z } from "zod";
-import { oauthKv, revokePersonGrants } from "../auth/authorization-server.ts";
+import { oauthKv, revokePersonGrants, userIdOf } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -17,6 +17,7 @@ import {
 import { audit } from "./admin-audit.ts";
 import { maskServer, showAccessRule, showVirtualServer } from "./admin-views.ts";
 import { bearerToken } from "./bearer.ts";
+import { disconnected, disconnectedEverywhere, disconnectedUnderRule } from "./connection-events.ts";
 import { checkServer, wantsCheck } from "./server-check.ts";
 import { sessionStub } from "./session-routing.ts";
 import { isJsonContentType } from "./transport-checks.ts";
@@ -44,6 +45,27 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	if (!parsed.success)
 		throw new GatewayError("bad_request", `Bad Request: ${what} name ${parsed.error.issues[0]?.message}.`);
 	return parsed.data;
+}
+
+/** The vault of the person or key an admin request names. */
+async function vaultNamed(
+	env: Env,
+	subject: string | undefined,
+	issuer: string | undefined,
+	key: string | undefined,
+): Promise<string> {
+	if (key) return `key:${key}`;
+	if (!subject) {
+		throw new GatewayError(
+			"bad_request",
+			"Bad Request: name who as ?subject=<sub claim> (and &issuer=) or ?key=<key id>.",
+		);
+	}
+	const oauth = settingsFrom(env).oauth;
+	const trusted = oauth.mode === "gateway" ? oauth.oidc.issuer : oauth.mode === "external" ? oauth.issuer : undefined;
+	const named = issuer ?? trusted;
+	if (!named) throw new GatewayError("bad_request", "Bad Request: name the person's issuer as &issuer=<issuer>.");
+	return `person:${await userIdOf({ issuer: named, subject })}`;
 }
 
 /** `/admin/*`: registry management, allowed only with `Authorization: Bearer <ADMIN_TOKEN>`. */
@@ -197,8 +219,47 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		if (!(await registryStub(c.env).deleteAccessRule(name))) {
 			throw new GatewayError("not_found", `Not Found: no access rule named '${name}'.`);
 		}
+		// What people connected under the rule goes with it: their tokens are deleted and revoked.
+		const disconnectedCount = await disconnectedUnderRule(c.env, name);
 		audit("access_rule.deleted", name);
+		if (disconnectedCount > 0) audit("connections.deleted", `rule:${name}`);
 		return c.body(null, 204);
+	});
+
+	/**
+	 * Who has connected their own account at an `oauth` server, and since
+	 * when (`?server=<name>`): never a token, which stays in each person's vault.
+	 */
+	admin.get("/connections", async (c) => {
+		const server = ServerNameSchema.safeParse(c.req.query("server"));
+		if (!server.success) throw new GatewayError("bad_request", "Bad Request: name the server as ?server=<name>.");
+		const rows = await registryStub(c.env).connections({ server: server.data });
+		return c.json({
+			connections: rows.map((row) => ({
+				server: row.server,
+				who: row.label,
+				issuer: row.issuer,
+				subject: row.subject,
+				keyId: row.keyId,
+				rule: row.rule,
+				connectedAt: new Date(row.connectedAt).toISOString(),
+			})),
+		});
+	});
+
+	/**
+	 * Disconnects one person (`?subject=<sub>`, with `&issuer=` when not the
+	 * gateway's own issuer) or one API key (`?key=<id>`) from a server
+	 * (`?server=`): the tokens are deleted and revoked at the upstream where it
+	 * offers RFC 7009, and their live sessions lose the server at once.
+	 */
+	admin.delete("/connections", async (c) => {
+		const server = ServerNameSchema.safeParse(c.req.query("server"));
+		if (!server.success) throw new GatewayError("bad_request", "Bad Request: name the server as ?server=<name>.");
+		const vault = await vaultNamed(c.env, c.req.query("subject"), c.req.query("issuer"), c.req.query("key"));
+		const removed = await disconnected(c.env, vault, server.data);
+		audit("connection.deleted", `${server.data} ${vault}`);
+		return c.json({ disconnected: removed });
 	});
 
 	/**
@@ -218,8 +279,11 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		if (!subject) throw new GatewayError("bad_request", "Bad Request: name the person as ?subject=<sub claim>.");
 		oauthKv(c.env);
 		const revoked = await revokePersonGrants(new URL(c.req.url).origin, c.env, { issuer: oauth.oidc.issuer, subject });
+		// Cut off means cut off upstream too: every account they connected is disconnected and revoked.
+		const vault = `person:${await userIdOf({ issuer: oauth.oidc.issuer, subject })}`;
+		const disconnectedCount = await disconnectedEverywhere(c.env, vault);
 		audit("oauth_grants.revoked", `subject:${subject}`);
-		return c.json({ revoked });
+		return c.json({ revoked, disconnected: disconnectedCount });
 	});
 
 	/**

@@ -1,11 +1,13 @@
 import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
+import { createBrowserSignInRoutes } from "../auth/browser-sign-in.ts";
 import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
+import { createConnectRoutes } from "./connect-routes.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
 
@@ -61,6 +63,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
 	app.route("/admin", createAdminRoutes());
 	app.route("/", createOAuthRoutes());
+	app.route("/", createBrowserSignInRoutes());
+	app.route("/", createConnectRoutes());
 	app.all("/mcp", handleMcpEndpoint);
 	app.all("/mcp/:name", handleMcpEndpoint);
 

@@ -2,6 +2,7 @@ import { principalOfToken } from "../auth/access-token.ts";
 import { bearerChallenge } from "../auth/protected-resource.ts";
 import { lookupGuard } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
+import { type Caller, callerOf } from "../credentials/caller.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
@@ -21,6 +22,18 @@ import { bearerToken } from "./bearer.ts";
  * here (plus KV's own staleness) and within one recheck interval in its sessions.
  */
 const cache = new ExpiringMap<StoredKey | null>({ maxEntries: 1_000 });
+
+/**
+ * What a request's credential stands for: the key record (a person's in the
+ * same shape), who calls for the upstream credentials, and, for a person
+ * signed in at an external issuer, their access token, held only in memory
+ * for token exchange (never stored, never sent upstream).
+ */
+export interface Authenticated {
+	key: ApiKeyRecord;
+	caller: Caller;
+	subjectToken: string | null;
+}
 
 /** The one sentence for every key that does not authenticate, whatever is wrong with it. */
 const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
@@ -46,7 +59,7 @@ export async function authenticate(
 	settings: Settings,
 	reader: RegistryReader,
 	waitUntil: WaitUntil,
-): Promise<ApiKeyRecord> {
+): Promise<Authenticated> {
 	const token = bearerToken(request);
 	const origin = new URL(request.url).origin;
 	if (!token) {
@@ -57,7 +70,7 @@ export async function authenticate(
 		throw unauthenticated(`Authentication required: ${how}.`, settings, origin);
 	}
 	if (settings.oauth.mode !== "off" && !looksLikeApiKey(token)) {
-		return await principalOfToken(
+		const { record, identity } = await principalOfToken(
 			token,
 			request,
 			env,
@@ -65,6 +78,13 @@ export async function authenticate(
 			reader,
 			lookupGuard(env, settings, request, waitUntil),
 		);
+		// Only an external issuer's token can be exchanged (token-exchange servers): the gateway's own
+		// tokens mean nothing to anyone else.
+		return {
+			key: record,
+			caller: callerOf(record.id, identity),
+			subjectToken: settings.oauth.mode === "external" ? token : null,
+		};
 	}
 	if (!settings.keySecret) {
 		throw new GatewayError(
@@ -78,7 +98,7 @@ export async function authenticate(
 	if (!record || !(await digestMatches(token, record.digest))) {
 		throw unauthenticated(INVALID_KEY, settings, origin);
 	}
-	return record;
+	return { key: record, caller: callerOf(record.id, null), subjectToken: null };
 }
 
 /**

@@ -20,7 +20,7 @@ import {
 	type OpenSessionInput,
 	type SessionScope,
 } from "../session/session-do.ts";
-import { authenticate } from "./authenticate.ts";
+import { type Authenticated, authenticate } from "./authenticate.ts";
 import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
 import { mintSessionId } from "./session-id.ts";
@@ -77,18 +77,23 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	checkOrigin(request, settings);
 	const reader = c.get("reader");
 	const waitUntil = c.get("waitUntil");
-	const key = await admitted(request, env, settings, reader, waitUntil);
+	const { key, caller, subjectToken } = await admitted(request, env, settings, reader, waitUntil);
 	// A long-lived request (a 2026-07-28 listen) is admitted again at each of its windows, as itself.
 	const admitAgain = async () => {
 		const again = await admitted(request, env, settings, reader, waitUntil);
-		if (again.id !== key.id) {
+		if (again.key.id !== key.id) {
 			throw new GatewayError("unauthenticated", "The credential no longer stands for who opened this stream.");
 		}
 	};
 
 	const name = c.req.param("name");
 	if (name !== undefined && !SERVER_NAME.test(name)) throw unknownEndpoint(name);
-	const scope: SessionScope = { keyId: key.id, userPath: key.userPath, endpoint: name ? `/mcp/${name}` : "/mcp" };
+	const scope: SessionScope = {
+		keyId: key.id,
+		userPath: key.userPath,
+		endpoint: name ? `/mcp/${name}` : "/mcp",
+		calling: { caller, origin: new URL(request.url).origin, subjectToken },
+	};
 	const sessionId = request.headers.get("mcp-session-id");
 
 	if (method !== "POST" && sentByModernClient(request)) {
@@ -151,10 +156,10 @@ async function admitted(
 	settings: Settings,
 	reader: RegistryReader,
 	waitUntil: WaitUntil,
-): Promise<ApiKeyRecord> {
-	const key = await authenticate(request, env, settings, reader, waitUntil);
-	limitKeyRate(env, settings, key.id, waitUntil);
-	return key;
+): Promise<Authenticated> {
+	const authenticated = await authenticate(request, env, settings, reader, waitUntil);
+	limitKeyRate(env, settings, authenticated.key.id, waitUntil);
+	return authenticated;
 }
 
 /** The body's JSON value, or null when it is not JSON (only to find the id an error answers). */

@@ -1,4 +1,5 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { connectInputRequired } from "../mcp/2026-07-28/connect-input.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
@@ -60,7 +61,7 @@ export async function forwardModern(
 	const deadline = startDeadline(target.timeoutMs);
 	let upstream: Response;
 	try {
-		upstream = await fetchUpstream(target, { method: "POST", headers, body }, deadline);
+		upstream = await fetchUpstream(target, { method: "POST", headers, body }, deadline, undefined, message.method);
 	} finally {
 		deadline.clear();
 	}
@@ -95,9 +96,15 @@ export async function forwardModern(
  * one inside a JSON-RPC exchange: HTTP 200 with the failure for that request.
  * What is not an upstream's failure (a gateway error of its own) is thrown on.
  */
-export function upstreamFailureAnswer(message: JSONRPCRequest, error: unknown): Response {
+export function upstreamFailureAnswer(
+	message: JSONRPCRequest,
+	error: unknown,
+	clientCapabilities?: Record<string, unknown>,
+): Response {
 	if (!(error instanceof GatewayError) || error.server === undefined) throw error;
-	return Response.json(failureReply(message.method, message.id, error));
+	const reply = failureReply(message.method, message.id, error, clientCapabilities);
+	const connect = "error" in reply ? connectInputRequired(reply.error) : null;
+	return Response.json(connect ? { jsonrpc: "2.0", id: message.id, result: connect } : reply);
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Settings } from "../config.ts";
+import { credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
@@ -47,14 +48,18 @@ export async function serveModern(
 	if (resolved.mode === "transparent" && sole) {
 		const { message, envelope } = classified;
 		try {
-			const target = resolveTarget(sole, env, targetLimitsOf(settings));
+			const calling = scope.calling ?? null;
+			const target = {
+				...resolveTarget(sole, env, targetLimitsOf(settings)),
+				credentials: credentialsFor(sole, () => calling, env, settings) ?? undefined,
+			};
 			if ((await upstreamEra(target, sole)) === "modern") {
 				return await cachedResult(sole, message, envelope, target.maxReplyBytes, () =>
 					forwardModern(target, request, body, message),
 				);
 			}
 		} catch (error) {
-			return upstreamFailureAnswer(message, error);
+			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);
 		}
 	}
 	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));

@@ -47,6 +47,9 @@ export const ERROR_KINDS = {
 	upstream_error: { status: 502, code: ErrorCode.InternalError },
 	upstream_timeout: { status: 504, code: ErrorCode.RequestTimeout },
 	upstream_auth_required: { status: 502, code: ErrorCode.InternalError },
+	// MCP's URLElicitationRequiredError: the person must connect their account at the upstream
+	// first; data.elicitations carries the connect link (a URL-mode elicitation).
+	connection_required: { status: 403, code: ErrorCode.UrlElicitationRequired },
 	/** A call may or may not have reached the upstream; it was not retried. */
 	outcome_uncertain: { status: 502, code: ErrorCode.InternalError },
 	reply_too_large: { status: 502, code: ErrorCode.InternalError },

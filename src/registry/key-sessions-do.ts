@@ -39,6 +39,14 @@ export class KeySessionsDO extends DurableObject<Env> {
 		this.sql.exec("DELETE FROM sessions WHERE session = ?", session);
 	}
 
+	/** The places held: the SessionDO ids of the live sessions (to tell them of a person's new connection). */
+	places(): string[] {
+		return this.sql
+			.exec<{ session: string }>("SELECT session FROM sessions ORDER BY opened_at")
+			.toArray()
+			.map((row) => row.session);
+	}
+
 	/** Live sessions held (tests, operators). */
 	live(): number {
 		return this.sql.exec<{ live: number }>("SELECT COUNT(*) AS live FROM sessions").one().live;

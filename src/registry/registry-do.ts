@@ -10,6 +10,7 @@ import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-r
 import { configDigest, RegistryTables } from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
+	ConnectionRecord,
 	KeyInput,
 	ResolvedEndpoint,
 	ServerInput,
@@ -86,6 +87,7 @@ export class RegistryDO extends DurableObject<Env> {
 			headers: input.headers,
 			timeoutSeconds: input.timeoutSeconds ?? null,
 			protocol: input.protocol,
+			auth: input.auth,
 		};
 		const digest = await configDigest(config);
 		if (this.tables.virtualServer(name)) {
@@ -261,6 +263,27 @@ export class RegistryDO extends DurableObject<Env> {
 
 	deleteAccessRule(name: string): Promise<boolean> {
 		return this.deleted(this.tables.deleteAccessRule(name), () => [KV_NAMES.rules]);
+	}
+
+	/**
+	 * A person's (or key's) connection to an `oauth` server, recorded for the
+	 * operators' listing and for cutting off: written when one is made or
+	 * removed, never on a call (the tokens live in the vault; this is who, not what).
+	 */
+	recordConnection(connection: Omit<ConnectionRecord, "id">): ConnectionRecord {
+		return this.tables.putConnection({ ...connection, id: `${connection.server} ${connection.vault}` });
+	}
+
+	forgetConnection(server: string, vault: string): boolean {
+		return this.tables.deleteConnection(`${server} ${vault}`);
+	}
+
+	connections(query: { server?: string; vault?: string; rule?: string }): ConnectionRecord[] {
+		this.reads++;
+		if (query.server !== undefined) return this.tables.connectionsTo(query.server);
+		if (query.vault !== undefined) return this.tables.connectionsOf(query.vault);
+		if (query.rule !== undefined) return this.tables.connectionsUnder(query.rule);
+		return [];
 	}
 
 	/** A key's stored record with its digest (what is published as `key/<id>`); null if none. */

@@ -11,6 +11,8 @@ import { type ColumnCodec, JSON_TEXT, RecordTable } from "./record-rows.ts";
 import {
 	type ApiKeyRecord,
 	ApiKeyRecordSchema,
+	type ConnectionRecord,
+	ConnectionRecordSchema,
 	type ResolvedEndpoint,
 	type ServerRecord,
 	ServerRecordSchema,
@@ -27,6 +29,7 @@ import {
 
 const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
+	auth: JSON_TEXT,
 	// NULL only in a registry older than digests, until `migrate` fills it in.
 	configDigest: {
 		toColumn: (value) => (typeof value === "string" ? value : null),
@@ -51,6 +54,8 @@ const keys = new RecordTable("api_keys", "id", ApiKeyRecordSchema, { servers: JS
 /** Keys with the digest of the secret: written once, and read to publish. */
 const storedKeys = new RecordTable("api_keys", "id", StoredKeySchema, { servers: JSON_TEXT, format: KEY_FORMAT });
 
+const connections = new RecordTable("connections", "id", ConnectionRecordSchema);
+
 const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSchema, {
 	match: JSON_TEXT,
 	servers: JSON_TEXT,
@@ -72,6 +77,7 @@ const CREATE_TABLES = `
 		headers TEXT NOT NULL,
 		timeout_seconds INTEGER,
 		protocol TEXT NOT NULL DEFAULT 'auto',
+		auth TEXT NOT NULL DEFAULT '{"type":"operator"}', -- JSON: whose credentials its requests carry
 		generation TEXT NOT NULL,
 		config_digest TEXT,
 		created_at INTEGER NOT NULL,
@@ -107,6 +113,18 @@ const CREATE_TABLES = `
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
 	);
+	-- Who connected their own account at an oauth server (the tokens are in their vault, never here).
+	CREATE TABLE IF NOT EXISTS connections (
+		id TEXT PRIMARY KEY, -- server and vault
+		server TEXT NOT NULL,
+		vault TEXT NOT NULL,
+		issuer TEXT,
+		subject TEXT,
+		key_id TEXT,
+		label TEXT NOT NULL,
+		rule TEXT,
+		connected_at INTEGER NOT NULL
+	);
 	CREATE TABLE IF NOT EXISTS virtual_servers (
 		name TEXT PRIMARY KEY,
 		servers TEXT NOT NULL, -- JSON array of member server names, in order
@@ -118,16 +136,19 @@ const CREATE_TABLES = `
 `;
 
 /**
- * What identifies a server's configuration: a change of URL, headers, timeout
- * or protocol changes it. "auto" adds nothing, so servers registered before
- * the protocol existed keep their digest, and their live sessions are not
- * told of a change that did not happen.
+ * What identifies a server's configuration: a change of URL, headers, timeout,
+ * protocol or auth changes it. "auto" and "operator" add nothing, so servers
+ * registered before those fields existed keep their digest, and their live
+ * sessions are not told of a change that did not happen.
  */
 export function configDigest(
-	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol">,
+	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol"> & {
+		auth?: ServerRecord["auth"] | undefined;
+	},
 ): Promise<string> {
 	const parts: unknown[] = [server.url, server.headers, server.timeoutSeconds];
 	if (server.protocol !== "auto") parts.push(server.protocol);
+	if (server.auth !== undefined && server.auth.type !== "operator") parts.push({ auth: server.auth });
 	return sha256Hex(JSON.stringify(parts));
 }
 
@@ -146,6 +167,8 @@ export class RegistryTables {
 		this.addColumn("servers", "config_digest", "TEXT");
 		// Servers registered before the field existed were discovered, never pinned.
 		this.addColumn("servers", "protocol", "TEXT NOT NULL DEFAULT 'auto'");
+		// Servers registered before auth modes carried the operator's headers, as they still do.
+		this.addColumn("servers", "auth", `TEXT NOT NULL DEFAULT '{"type":"operator"}'`);
 		this.addColumn("api_keys", "max_sessions", "INTEGER");
 		// Keys issued before self-verifying keys are of the first format.
 		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
@@ -160,6 +183,29 @@ export class RegistryTables {
 			.toArray()
 			.some((row) => row.name === column);
 		if (!present) this.sql.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${type}`);
+	}
+
+	putConnection(connection: ConnectionRecord): ConnectionRecord {
+		return connections.put(this.sql, connection);
+	}
+
+	deleteConnection(id: string): boolean {
+		return connections.delete(this.sql, id);
+	}
+
+	/** Who is connected to `server`, first connected first. */
+	connectionsTo(server: string): ConnectionRecord[] {
+		return connections.select(this.sql, "WHERE server = ? ORDER BY connected_at", server);
+	}
+
+	/** What one vault (a person, a key) has connected. */
+	connectionsOf(vault: string): ConnectionRecord[] {
+		return connections.select(this.sql, "WHERE vault = ? ORDER BY server", vault);
+	}
+
+	/** The connections made under an access rule. */
+	connectionsUnder(rule: string): ConnectionRecord[] {
+		return connections.select(this.sql, "WHERE rule = ? ORDER BY server", rule);
 	}
 
 	server(name: string): ServerRecord | null {

@@ -65,11 +65,63 @@ export const UpstreamProtocolSchema = z.enum(UPSTREAM_PROTOCOLS, {
 	error: `must be one of ${UPSTREAM_PROTOCOLS.map((protocol) => `"${protocol}"`).join(", ")}`,
 });
 
+/** A secret named by reference only: `${UPSTREAM_NAME}`, resolved from the Worker's secrets at use. */
+const SecretReferenceSchema = z
+	.string()
+	.regex(
+		/^\$\{UPSTREAM_[A-Z0-9_]+\}$/,
+		"must be a reference to a Worker secret, ${UPSTREAM_NAME}, never the secret itself",
+	);
+
+const ScopesSchema = z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "must be an OAuth scope")).max(50);
+
+/**
+ * How a server authenticates its callers. "operator": every request carries
+ * the server's configured headers, whoever calls (the default). "oauth":
+ * each person connects their own account at the upstream's authorization
+ * server, and their requests carry their token. "identity": each request
+ * carries a short-lived JWT the gateway signs, naming the caller. "token-
+ * exchange": the person's access token (from OAUTH_ISSUER) is exchanged
+ * (RFC 8693) for one the upstream accepts. The configured headers are sent in
+ * every mode; the mode's own credential replaces an `Authorization` among them.
+ */
+export const ServerAuthSchema = z.discriminatedUnion(
+	"type",
+	[
+		z.strictObject({ type: z.literal("operator") }),
+		z.strictObject({
+			type: z.literal("oauth"),
+			/** The operator's client at the upstream's authorization server; absent: CIMD or registration. */
+			clientId: z.string().min(1).max(512).optional(),
+			clientSecret: SecretReferenceSchema.optional(),
+			/** Scopes to ask for; absent: those the upstream's resource metadata names. */
+			scopes: ScopesSchema.optional(),
+		}),
+		z.strictObject({
+			type: z.literal("identity"),
+			/** The header that carries the assertion as it is; absent: `Authorization: Bearer <assertion>`. */
+			header: HeaderNameSchema.optional(),
+		}),
+		z.strictObject({
+			type: z.literal("token-exchange"),
+			tokenEndpoint: z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }),
+			audience: z.string().min(1).max(2048),
+			scopes: ScopesSchema.optional(),
+			/** The gateway's client at the token endpoint, when it wants one. */
+			clientId: z.string().min(1).max(512).optional(),
+			clientSecret: SecretReferenceSchema.optional(),
+		}),
+	],
+	{ error: 'must have a type of "operator", "oauth", "identity" or "token-exchange"' },
+);
+export type ServerAuth = z.output<typeof ServerAuthSchema>;
+
 export const ServerInputSchema = z.strictObject({
 	url: UpstreamUrlSchema,
 	headers: z.record(HeaderNameSchema, HeaderValueSchema).default({}),
 	timeoutSeconds: z.number().int().positive().max(3600).optional(),
 	protocol: UpstreamProtocolSchema.default("auto"),
+	auth: ServerAuthSchema.default({ type: "operator" }),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -120,9 +172,11 @@ export const ServerRecordSchema = z.object({
 	 * Records published before the field existed are "auto", which is what they were.
 	 */
 	protocol: UpstreamProtocolSchema.default("auto"),
+	/** Whose credentials its requests carry; records published before the field are "operator", which they were. */
+	auth: ServerAuthSchema.default({ type: "operator" }),
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: z.string(),
-	/** SHA-256 of its URL, headers, timeout and protocol: a replacing PUT that changes them changes it. */
+	/** SHA-256 of its URL, headers, timeout, protocol and auth: a replacing PUT that changes them changes it. */
 	configDigest: z.string(),
 	createdAt: z.number(),
 	updatedAt: z.number(),
@@ -143,6 +197,29 @@ export const ApiKeyRecordSchema = z.object({
 	createdAt: z.number(),
 });
 export type ApiKeyRecord = z.infer<typeof ApiKeyRecordSchema>;
+
+/**
+ * Who has connected their own account at an `oauth` server, as the registry
+ * lists it for operators (`GET /admin/connections`) and finds whom to cut off:
+ * never a token (those stay in the person's vault). `id` is the server and the
+ * vault, one row per person and server.
+ */
+export const ConnectionRecordSchema = z.object({
+	id: z.string(),
+	server: z.string(),
+	/** The vault object holding the tokens (`person:<user id>`, `key:<key id>`). */
+	vault: z.string(),
+	/** A person: their issuer and subject; an API key: its id. */
+	issuer: z.string().nullable(),
+	subject: z.string().nullable(),
+	keyId: z.string().nullable(),
+	/** Their verified email, or another name for them, for the operator. */
+	label: z.string(),
+	/** The access rule they connected under (people), so removing it cuts them off. */
+	rule: z.string().nullable(),
+	connectedAt: z.number(),
+});
+export type ConnectionRecord = z.infer<typeof ConnectionRecordSchema>;
 
 /** A virtual server: one endpoint in front of several servers. */
 export const VirtualServerRecordSchema = z.object({

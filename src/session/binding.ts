@@ -1,7 +1,10 @@
 import { z } from "zod";
+import type { Caller } from "../credentials/caller.ts";
 import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
+import { IdentitySchema } from "../registry/access-rules.ts";
 import {
 	EndpointCheckSchema,
+	ServerAuthSchema,
 	type ServerRecord,
 	ServerRecordSchema,
 	UpstreamProtocolSchema,
@@ -15,7 +18,34 @@ export interface SessionScope {
 	userPath: string;
 	/** The request path the session lives on, e.g. `/mcp/alpha`. */
 	endpoint: string;
+	/**
+	 * Who calls, for the upstream credentials of this request: never compared
+	 * (the key id decides), and its `subjectToken` never stored. Absent on
+	 * requests the session makes of itself.
+	 */
+	calling?: Calling | undefined;
 }
+
+/** The caller of a request and what credentials for them need: the gateway's origin, and an exchangeable token. */
+export interface Calling {
+	caller: Caller;
+	/** The gateway's own origin as the client reached it: identity assertions' `iss`, connect links' host. */
+	origin: string;
+	/** A person's access token from the external issuer (token-exchange servers); held in memory only. */
+	subjectToken: string | null;
+}
+
+/** What a session keeps of its caller: enough to make their credentials when no request is there to say. */
+export const StoredCallerSchema = z.object({
+	caller: z.object({
+		principalId: z.string(),
+		vault: z.string(),
+		identity: IdentitySchema.nullable(),
+		keyId: z.string().nullable(),
+	}),
+	origin: z.string(),
+});
+export type StoredCaller = z.infer<typeof StoredCallerSchema>;
 
 /** A member server as the session knows it: a snapshot of the registry row taken at open. */
 export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt: true }).extend({
@@ -23,6 +53,8 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	configDigest: z.string().optional(),
 	/** The operator's protocol setting; absent in bindings older than it, which means "auto". */
 	protocol: UpstreamProtocolSchema.optional(),
+	/** Whose credentials its requests carry; absent in bindings older than it, which means "operator". */
+	auth: ServerAuthSchema.optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -36,6 +68,7 @@ export function memberOf(server: ServerRecord): Member {
 		generation: server.generation,
 		configDigest: server.configDigest,
 		protocol: server.protocol,
+		auth: server.auth,
 	};
 }
 
@@ -87,6 +120,8 @@ export const SessionBindingSchema = z.object({
 			instructions: z.string().optional(),
 		})
 		.optional(),
+	/** Who opened it, for the members' credentials; absent in bindings older than it (operator credentials only). */
+	caller: StoredCallerSchema.optional(),
 	createdAt: z.number(),
 	/** Last activity as last written; in memory the DO knows a later one. */
 	lastActivity: z.number(),

@@ -1,22 +1,7 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import type { Member } from "./binding.ts";
-
-/**
- * Methods that only read, so repeating them after a failure that may have
- * reached the upstream changes nothing. Everything else (including methods the
- * gateway does not know, passed through a transparent endpoint) is sent at most
- * once; `tools/call` is repeated only for tools listed as read-only.
- */
-export const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
-	"tools/list",
-	"prompts/list",
-	"prompts/get",
-	"resources/list",
-	"resources/templates/list",
-	"resources/read",
-	"ping",
-]);
 
 /** Why a running request was aborted by the gateway rather than the client. */
 export class SessionEnded extends Error {}
@@ -25,7 +10,10 @@ export class SessionEnded extends Error {}
 export function isFinal(error: unknown): error is GatewayError {
 	return (
 		error instanceof GatewayError &&
-		(error.kind === "upstream_error" || error.kind === "upstream_auth_required" || error.kind === "misconfigured")
+		(error.kind === "upstream_error" ||
+			error.kind === "upstream_auth_required" ||
+			error.kind === "connection_required" ||
+			error.kind === "misconfigured")
 	);
 }
 
@@ -40,9 +28,7 @@ export function paused(member: Member, pausedForMs: number): GatewayError {
 
 /** No upstream session could be had, so nothing was sent. */
 export function notSent(member: Member, error: unknown): GatewayError {
-	if (error instanceof GatewayError && (error.kind === "misconfigured" || error.kind === "upstream_auth_required")) {
-		return error;
-	}
+	if (isFinal(error)) return error;
 	return new GatewayError(
 		"upstream_unavailable",
 		`Upstream server '${member.name}' is unavailable, so the request was not sent: ${describeError(error)}. It is safe to retry later.`,
@@ -81,6 +67,19 @@ export function cancelledError(signal: AbortSignal): GatewayError {
 		);
 	}
 	return new GatewayError("cancelled", "Request cancelled by the client.");
+}
+
+/**
+ * The upstream refused the caller's own credential (a person's token, an
+ * exchanged token, an assertion) for a request that is not sent twice: a
+ * fresh one was fetched for the next request, and this one was not performed.
+ */
+export function callerRefused(member: Member, message: JSONRPCRequest): GatewayError {
+	return new GatewayError(
+		"upstream_auth_required",
+		`Upstream server '${member.name}' refused your credentials for ${message.method}, so it was not performed; the gateway has renewed them. Send the request again.`,
+		{ server: member.name },
+	);
 }
 
 export function tooLarge(member: Member, limit: number): GatewayError {

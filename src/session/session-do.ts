@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
+import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
@@ -7,7 +8,7 @@ import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
-import { type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { type Calling, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
@@ -58,6 +59,8 @@ export class SessionDO extends DurableObject<Env> {
 	private readonly parts: SessionParts;
 	/** undefined: not loaded yet; null: no session here (never opened, expired or deleted). */
 	private binding: SessionBinding | null | undefined;
+	/** Who the latest request was for: members' credentials are made for them (see `callingNow`). */
+	private calling: Calling | null = null;
 	private loading: Promise<SessionBinding | null> | null = null;
 	/** Upstream sessions to close once the calls still running have drained. */
 	private closeWhenDrained: SessionBinding | null = null;
@@ -76,6 +79,7 @@ export class SessionDO extends DurableObject<Env> {
 			timers: () => this.timers,
 			registry: () => this.registry,
 			current: () => this.binding,
+			calling: () => this.callingNow(),
 			replace: (binding) => {
 				this.binding = binding;
 			},
@@ -143,6 +147,7 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	private async opening(input: OpenSessionInput): Promise<OpenSessionResult> {
+		this.heard(input.scope);
 		try {
 			// A fresh session ID has 192 random bits, so its Durable Object is new: no storage read
 			// is needed to know it holds nothing. An instance already holding a session refuses.
@@ -179,11 +184,13 @@ export class SessionDO extends DurableObject<Env> {
 	 * capabilities (see ModernSession).
 	 */
 	async modern(input: ModernSessionInput): Promise<Response> {
+		this.heard(input.scope);
 		return this.metered(() => this.modernSession.request(input));
 	}
 
 	/** A 2026-07-28 client's `subscriptions/listen` (see ModernSession.listen). */
 	async modernListen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
+		this.heard(input.scope);
 		return this.metered(() => this.modernSession.listen(input));
 	}
 
@@ -305,6 +312,32 @@ export class SessionDO extends DurableObject<Env> {
 		});
 	}
 
+	/**
+	 * The session's person connected or disconnected their account at
+	 * `server` (the connect page, the connections page, an operator): the
+	 * member's upstream session, opened with the old credential or none, is
+	 * retired; an aggregate refetches its lists and tells the client of what
+	 * really changed (the server's tools appear or go); a client that asked
+	 * for the connection (`elicitationId`) is told it completed.
+	 */
+	async connectionChanged(server: string, elicitationId: string | null): Promise<void> {
+		return this.metered(async () => {
+			const binding = await this.load();
+			const member = binding?.members.find((candidate) => candidate.name === server);
+			if (!binding || !member) return;
+			const session = binding.upstreams[server];
+			if (session) await this.parts.members.retire(member, session);
+			if (binding.mode === "aggregate") this.parts.router.memberReset(server);
+			if (elicitationId !== null) {
+				this.parts.streams.listening()?.send({
+					jsonrpc: "2.0",
+					method: "notifications/elicitation/complete",
+					params: { elicitationId },
+				});
+			}
+		});
+	}
+
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */
 	async end(scope: SessionScope): Promise<Response> {
 		return this.metered(async () => {
@@ -363,7 +396,25 @@ export class SessionDO extends DurableObject<Env> {
 	private async authorize(scope: SessionScope): Promise<SessionBinding | null> {
 		const binding = await this.load();
 		// A request from another key, user path or endpoint learns nothing and changes nothing.
-		return binding && scopeMatches(binding, scope) ? binding : null;
+		if (!binding || !scopeMatches(binding, scope)) return null;
+		this.heard(scope);
+		return binding;
+	}
+
+	/** A request of the session's own principal says who calls now (its exchangeable token, if any). */
+	private heard(scope: SessionScope): void {
+		if (scope.calling) this.calling = scope.calling;
+	}
+
+	/**
+	 * Who members' requests are made for: the latest request's caller, or the
+	 * one the binding keeps (after an eviction, for work no request started).
+	 * Both are the session's one principal: a session is bound to it.
+	 */
+	private callingNow(): CredentialCaller | null {
+		if (this.calling) return this.calling;
+		const stored = this.binding?.caller;
+		return stored ? { ...stored, subjectToken: null } : null;
 	}
 
 	private load(): Promise<SessionBinding | null> {

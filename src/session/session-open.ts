@@ -70,11 +70,15 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 		: LATEST_PROTOCOL_VERSION;
 	const params = memberInitParams(version, input.params.clientInfo, input.params.capabilities);
 	const hellos = new Map<string, MemberHello>();
+	const unconnected: string[] = [];
 	await forEachBounded(input.members, async (member) => {
 		try {
 			hellos.set(member.name, await pool.open(member, params));
 		} catch (error) {
-			console.warn(`member ${member.name} unavailable at initialize: ${describeError(error)}`);
+			// A server that acts with the person's own account they have not connected contributes
+			// nothing until they do; the instructions say where.
+			if (error instanceof GatewayError && error.kind === "connection_required") unconnected.push(member.name);
+			else console.warn(`member ${member.name} unavailable at initialize: ${describeError(error)}`);
 		}
 	});
 	const answered = input.members.flatMap((member) => {
@@ -86,20 +90,38 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 		capabilities: aggregateCapabilities(answered.map(({ hello }) => hello.result.capabilities)),
 		serverInfo: GATEWAY_SERVER_INFO,
 	};
-	const instructions = aggregateInstructions(
-		answered.map(({ member, hello }) => ({
+	const instructions = aggregateInstructions([
+		...connectionsNeeded(unconnected, input.scope.calling?.origin),
+		...answered.map(({ member, hello }) => ({
 			server: member.name,
 			instructions: hello.result.instructions,
 		})),
-	);
+	]);
 	if (instructions) result.instructions = instructions;
 	const upstreams = Object.fromEntries(answered.map(({ member, hello }) => [member.name, hello.session]));
 	return { binding: draft(input, version, upstreams), reply: { jsonrpc: "2.0", id: input.request.id, result } };
 }
 
+/** What the client's model is told of servers the person has not connected: their names and the page. */
+function connectionsNeeded(servers: readonly string[], origin: string | undefined) {
+	if (servers.length === 0) return [];
+	const where = origin ? `${origin}/connections` : "the gateway's /connections page";
+	return [
+		{
+			server: "connections",
+			instructions: `These servers act with your own account there, which you have not connected yet, so their tools are not listed: ${[...servers].sort().join(", ")}. Connect them at ${where}; their tools then appear.`,
+		},
+	];
+}
+
 function draft(input: OpenSessionInput, protocolVersion: string, upstreams: SessionBinding["upstreams"]): BindingDraft {
+	const { keyId, userPath, endpoint, calling } = input.scope;
 	return {
-		...input.scope,
+		keyId,
+		userPath,
+		endpoint,
+		// The caller as the session keeps it: never the exchangeable token.
+		...(calling ? { caller: { caller: calling.caller, origin: calling.origin } } : {}),
 		mode: input.mode,
 		endpointCheck: input.endpointCheck,
 		protocolVersion,

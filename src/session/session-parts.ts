@@ -1,4 +1,5 @@
 import type { Settings } from "../config.ts";
+import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
@@ -59,6 +60,8 @@ export interface PartsHost
 	> {
 	readonly ctx: DurableObjectState;
 	readonly env: Env;
+	/** Who the session's requests are for now (members' credentials). */
+	readonly calling: () => CredentialCaller | null;
 }
 
 /**
@@ -68,7 +71,7 @@ export interface PartsHost
 export function sessionParts(host: PartsHost): SessionParts {
 	const { ctx, env, settings } = host;
 	const store = new SessionStore(ctx.storage);
-	const pool = new UpstreamPool(env, settings);
+	const pool = new UpstreamPool(env, settings, host.calling);
 	const breaker = new Breaker(host.clock);
 	const buffer = new EventBuffer(ctx.storage, settings.eventBuffer, host.clock);
 	const streams = new ClientStreams(buffer, {
@@ -120,6 +123,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			),
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
 		timers: host.timers,
+		clientCapabilities: () => host.current()?.clientCapabilities,
 	});
 	const router: AggregateRouter = new AggregateRouter({
 		members: () => host.current()?.members.map((member) => member.name) ?? [],

@@ -7,6 +7,7 @@ import type {
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
+import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { once } from "../primitives/once.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
@@ -14,15 +15,7 @@ import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
-import {
-	cancelledError,
-	isFinal,
-	mayHaveRun,
-	notSent,
-	paused,
-	REPEATABLE_METHODS,
-	SessionEnded,
-} from "./call-failures.ts";
+import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 
@@ -42,6 +35,8 @@ export interface CallHost {
 	 */
 	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
 	timers(): Timers;
+	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
+	clientCapabilities(): Record<string, unknown> | undefined;
 }
 
 /** What one try of a request came to. */
@@ -123,7 +118,7 @@ export class UpstreamCalls {
 				(tried.kind === "not-sent" || (tried.kind === "may-have-run" && (await this.mayRepeat(member, message))));
 			if (!again) {
 				done();
-				return Response.json(failureReply(message.method, message.id, tried.error));
+				return Response.json(failureReply(message.method, message.id, tried.error, this.host.clientCapabilities()));
 			}
 		}
 	}
@@ -191,7 +186,11 @@ export class UpstreamCalls {
 			console.warn(
 				`upstream ${member.name}: credentials rejected (401)${challenge ? `; challenge: ${challenge}` : ""}`,
 			);
-			return { kind: "failed", error: connection.statusError(401, message.method, challenge) };
+			const operator = (member.auth?.type ?? "operator") === "operator";
+			return {
+				kind: "failed",
+				error: operator ? connection.statusError(401, message.method, challenge) : callerRefused(member, message),
+			};
 		}
 		if (reply.status === 404 && session.sessionId !== null) {
 			await this.discard(call, reply);

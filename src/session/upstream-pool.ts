@@ -1,5 +1,7 @@
 import type { InitializeRequest, InitializeResult, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
+import { type CredentialCaller, credentialsFor } from "../credentials/credentials-for.ts";
+import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
@@ -24,14 +26,19 @@ export class UpstreamPool {
 	private replacedRequests = 0;
 
 	constructor(
-		private readonly vars: Record<string, unknown>,
+		private readonly env: Env,
 		private readonly settings: Settings,
+		/** Who the session's requests are for now: each request's credentials are made for them. */
+		private readonly calling: () => CredentialCaller | null = () => null,
 	) {}
 
 	connection(member: Member): UpstreamConnection {
 		let connection = this.connections.get(member.name);
 		if (!connection) {
-			const target = resolveTarget(member, this.vars, targetLimitsOf(this.settings));
+			const target = {
+				...resolveTarget(member, this.env, targetLimitsOf(this.settings)),
+				credentials: credentialsFor(member, this.calling, this.env, this.settings) ?? undefined,
+			};
 			connection = new UpstreamConnection(target, undefined, () => member.protocol ?? "auto");
 			this.connections.set(member.name, connection);
 		}

@@ -167,6 +167,7 @@ export class ModernWire {
 				{ method: "POST", headers, body: JSON.stringify(outgoing) },
 				deadline,
 				this.host.fetcher,
+				outgoing.method,
 			);
 		};
 		const response = await send();

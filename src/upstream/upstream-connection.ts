@@ -42,6 +42,11 @@ const MAX_LIST_PAGES = 100;
 
 let requestCounter = 0;
 
+/** The JSON-RPC method a message names, if it names one (a request or notification). */
+function rpcMethodOf(message: JSONRPCMessage | undefined): string | undefined {
+	return message && "method" in message ? message.method : undefined;
+}
+
 /**
  * The client side of streamable HTTP towards one upstream server. It knows
  * nothing about gateway clients or principals: it sends messages, and turns
@@ -343,7 +348,7 @@ export class UpstreamConnection {
 		if (lastEventId !== undefined) headers.set("last-event-id", lastEventId);
 		this.requests++;
 		const body = message ? JSON.stringify(message) : undefined;
-		return fetchUpstream(this.target, { method, headers, body }, deadline, this.fetcher);
+		return fetchUpstream(this.target, { method, headers, body }, deadline, this.fetcher, rpcMethodOf(message));
 	}
 
 	private timeoutError(cause: unknown): GatewayError {

@@ -1,4 +1,5 @@
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { resendableAfterRefusal } from "../mcp/repeatable-methods.ts";
 import type { Deadline } from "./deadline.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
 
@@ -12,9 +13,43 @@ export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
  */
 export async function fetchUpstream(
 	target: UpstreamTarget,
-	init: { method: string; headers: Headers; body?: BodyInit | undefined },
+	init: { method: string; headers: Headers; body?: string | undefined },
 	deadline: Deadline,
 	fetcher: FetchLike = (input, requestInit) => fetch(input, requestInit),
+	/** The JSON-RPC method sent (none for a GET or DELETE): whether a refusal may be sent again. */
+	rpcMethod?: string,
+): Promise<Response> {
+	const { credentials } = target;
+	if (!credentials) return fetchOnce(target, init, deadline, fetcher);
+	let given = await credentials.headers();
+	let response = await fetchOnce(target, withHeaders(init, given), deadline, fetcher);
+	if (response.status !== 401) return response;
+	// Refused before it was performed. A fresh credential is fetched either way (the next request
+	// needs it); only a request that may be sent twice is sent again with it (invariant "At-most-once upstream").
+	const fresh = await credentials.refused(given);
+	if (!fresh || !resendableAfterRefusal(rpcMethod)) return response;
+	await response.body?.cancel();
+	given = await credentials.headers();
+	response = await fetchOnce(target, withHeaders(init, given), deadline, fetcher);
+	if (response.status === 401) await credentials.refused(given);
+	return response;
+}
+
+/** The request's headers with the caller's credentials set over them (they replace a configured `Authorization`). */
+function withHeaders(
+	init: { method: string; headers: Headers; body?: string | undefined },
+	credentials: Record<string, string>,
+): { method: string; headers: Headers; body?: string | undefined } {
+	const headers = new Headers(init.headers);
+	for (const [name, value] of Object.entries(credentials)) headers.set(name, value);
+	return { ...init, headers };
+}
+
+async function fetchOnce(
+	target: UpstreamTarget,
+	init: { method: string; headers: Headers; body?: string | undefined },
+	deadline: Deadline,
+	fetcher: FetchLike,
 ): Promise<Response> {
 	let response: Response;
 	try {

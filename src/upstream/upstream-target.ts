@@ -1,10 +1,29 @@
 import { GatewayError } from "../mcp/gateway-error.ts";
 
+/**
+ * What a request carries for the person or key it is made for, on top of the
+ * server's configured headers (a person's token, an identity assertion, an
+ * exchanged token): the credentials layer builds it (`credentialsFor`), the
+ * upstream layer only sends it.
+ */
+export interface UpstreamCredentials {
+	/** The headers for the next request; throws a GatewayError when there is none to send (e.g. not connected). */
+	headers(): Promise<Record<string, string>>;
+	/**
+	 * The upstream refused `given` (HTTP 401): true when a fresh credential can
+	 * be tried, once; false when nothing else can be sent. May throw what
+	 * `headers` throws (the person must connect again).
+	 */
+	refused(given: Record<string, string>): Promise<boolean>;
+}
+
 /** Everything needed to send a request to one upstream server, credentials resolved. */
 export interface UpstreamTarget {
 	name: string;
 	url: string;
 	headers: Record<string, string>;
+	/** The caller's own credentials, when the server's auth mode is not "operator". */
+	credentials?: UpstreamCredentials | undefined;
 	timeoutMs: number;
 	/** Cap on one reply or SSE event, and on one list with all its pages. */
 	maxReplyBytes: number;

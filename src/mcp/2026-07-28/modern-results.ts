@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { connectInputRequired } from "./connect-input.ts";
 
 /** Results a 2026-07-28 client may cache, which must say for how long and for whom. */
 export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
@@ -32,10 +33,14 @@ const INVALID_PARAMS = -32602;
 /**
  * A 2025 peer's reply message as a 2026-07-28 one: results gain what that era
  * requires; errors keep their code, except an unknown resource, which
- * 2026-07-28 reports as -32602 with the URI in `data.uri`.
+ * 2026-07-28 reports as -32602 with the URI in `data.uri`, and a connection
+ * to make (-32042), which becomes an `input_required` result.
  */
 export function modernReply(method: string, message: JSONRPCMessage, params?: Record<string, unknown>): JSONRPCMessage {
 	if ("result" in message) return { ...message, result: modernResult(method, message.result) };
+	// A connection the person must make is asked for as input in this era (the error's URL elicitation).
+	const connect = "error" in message ? connectInputRequired(message.error) : null;
+	if (connect && "id" in message) return { jsonrpc: "2.0", id: message.id, result: connect };
 	if (!("error" in message) || message.error.code !== RESOURCE_NOT_FOUND_2025) return message;
 	const data = typeof message.error.data === "object" && message.error.data !== null ? message.error.data : {};
 	const uri = (data as { uri?: unknown }).uri ?? params?.uri;
