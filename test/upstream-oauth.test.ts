@@ -20,6 +20,7 @@ import { oauthTokenClient, tokenClientWith } from "../src/credentials/oauth-toke
 import { type OAuthClient, RefreshRefused, type StoredConnection } from "../src/credentials/stored-connection.ts";
 import { tokenSetOf } from "../src/credentials/token-set.ts";
 import { discoverUpstreamAuthorization, type UpstreamAuthorization } from "../src/credentials/upstream-discovery.ts";
+import { eventually } from "./support/eventually.ts";
 
 const origin = `http://127.0.0.1:${inject("oauthUpstreamPort")}`;
 const serverUrl = `${origin}/mcp`;
@@ -399,6 +400,33 @@ describe("refresh and revocation", () => {
 		expect((await whoami(connection.tokens.accessToken)).subject).toBe("bob");
 	});
 
+	it("an access token stops working at the upstream once the lifetime the test set ends", async () => {
+		await control("configure", { accessTokenTtlSeconds: 1 });
+		const { connection } = await connect("bob");
+		expect(connection.tokens.expiresAt).toBeLessThanOrEqual(Date.now() + 1_000);
+		expect((await whoami(connection.tokens.accessToken)).subject).toBe("bob");
+		await eventually(async () => (await whoami(connection.tokens.accessToken)).status === 401, "token expiry", 4_000);
+		const refreshed = await oauthTokenClient.refresh(connection, vars);
+		expect((await whoami(refreshed.accessToken)).subject).toBe("bob");
+	});
+
+	it("the refresh gate holds refreshes until released, and rotation lets only the first of two through", async () => {
+		const { connection } = await connect("alice");
+		await control("configure", { refreshDelayGate: true });
+		const both = [oauthTokenClient.refresh(connection, vars), oauthTokenClient.refresh(connection, vars)].map(
+			(refresh) =>
+				refresh.then(
+					(tokens) => tokens,
+					(error: unknown) => error,
+				),
+		);
+		await eventually(async () => (await stats()).refreshesWaiting === 2, "two refreshes at the gate");
+		await control("release");
+		const outcomes = await Promise.all(both);
+		expect(outcomes.filter((outcome) => outcome instanceof RefreshRefused)).toHaveLength(1);
+		expect(await stats()).toMatchObject({ refreshes: 2, refreshRefused: 1, refreshesWaiting: 0 });
+	});
+
 	it("a token reply without a refresh token keeps the one the connection holds", () => {
 		const tokens = tokenSetOf({ access_token: "a2", token_type: "Bearer", expires_in: 60 } as never, {
 			resource: serverUrl,
@@ -430,6 +458,22 @@ describe("a hostile authorization server is refused with a sentence", () => {
 			"state_mismatch",
 			/does not belong to the connection/,
 		);
+	});
+
+	it("a callback carrying the authorization server's error, nothing exchanged", async () => {
+		const { authorization, pending } = await startAndSignIn("alice");
+		const declined = new URL(redirectUri);
+		declined.search = new URLSearchParams({
+			error: "access_denied",
+			state: pending.state,
+			iss: `${origin}/`,
+		}).toString();
+		await expectRefused(
+			completeAuthorization({ callbackUrl: declined.href, pending, authorization, vars, settings }),
+			"authorization_denied",
+			/was declined/,
+		);
+		expect((await stats()).codeExchanges).toBe(0);
 	});
 
 	it("a sign-in redirected to another address than the gateway's", async () => {

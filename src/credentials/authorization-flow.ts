@@ -114,7 +114,7 @@ export async function completeAuthorization(input: CompletionInput): Promise<New
 	} catch (error) {
 		if (error instanceof oauth.ResponseBodyError && error.error === "invalid_client") {
 			// A registered client the AS has forgotten: the next connect registers again.
-			if (pending.client.secretReference === null) await input.store?.drop();
+			if (input.store && (await input.store.get())?.clientId === pending.client.clientId) await input.store.drop();
 			throw new UpstreamAuthorizationRefused(
 				"client_refused",
 				"The authorization server no longer accepts the gateway's client; connect again to start over.",
@@ -160,7 +160,7 @@ function validatedCallback(
 				"authorization_denied",
 				error.error === "access_denied"
 					? "The sign-in at the authorization server was declined, so nothing was connected."
-					: `The authorization server did not authorize the gateway (${error.error.slice(0, 100)}).`,
+					: `The authorization server did not authorize the gateway (${error.error.replace(/[^\w.-]/g, "").slice(0, 64)}).`,
 				{ cause: error },
 			);
 		}

@@ -121,7 +121,7 @@ export async function discoverUpstreamAuthorization(input: DiscoveryInput): Prom
 			`The authorization server ${issuer.host} does not offer PKCE with S256, which the gateway requires.`,
 		);
 	}
-	return UpstreamAuthorizationSchema.parse({
+	const found = UpstreamAuthorizationSchema.safeParse({
 		resource: resourceMetadata.resource,
 		issuer: metadata.issuer,
 		authorizationEndpoint: endpoint(metadata.authorization_endpoint, "authorization endpoint"),
@@ -134,6 +134,13 @@ export async function discoverUpstreamAuthorization(input: DiscoveryInput): Prom
 		tokenEndpointAuthMethods: metadata.token_endpoint_auth_methods_supported ?? ["client_secret_basic"],
 		metadata,
 	});
+	if (!found.success) {
+		throw new UpstreamAuthorizationRefused(
+			"bad_metadata",
+			`The authorization server ${issuer.host} publishes metadata the gateway cannot use (${found.error.issues[0]?.path.join(".") ?? "malformed"}).`,
+		);
+	}
+	return found.data;
 }
 
 /** Sends the unauthenticated initialize and returns the 401's challenge (null: none, or not a 401). */
