@@ -25,6 +25,8 @@ declare module "vitest" {
 		idpIssuer: string;
 		/** The JWT issuer (scripts/fixtures/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
 		jwtIssuerPort: number;
+		/** The OAuth upstream (scripts/fixtures/oauth-upstream.ts): `/mcp` behind its own authorization server, with `/_stats` and `/_control/*`. */
+		oauthUpstreamPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

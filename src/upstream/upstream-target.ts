@@ -99,17 +99,9 @@ export function targetOrProblem(
 	}
 	const headers: Record<string, string> = {};
 	for (const [header, template] of Object.entries(server.headers)) {
-		for (const [, name = ""] of template.matchAll(ANY_REFERENCE)) {
-			if (!UPSTREAM_REFERENCE.test(name)) {
-				return {
-					problem: `header ${header} references \${${name}}, which is not an UPSTREAM_ secret and is never resolved`,
-				};
-			}
-			if (typeof vars[name] !== "string") {
-				return { problem: `header ${header} references \${${name}}, which is not set as a Worker secret or var` };
-			}
-		}
-		headers[header] = template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name]));
+		const resolved = resolveReferences(template, vars);
+		if ("problem" in resolved) return { problem: `header ${header} ${resolved.problem}` };
+		headers[header] = resolved.value;
 	}
 	return {
 		target: {
@@ -120,6 +112,27 @@ export function targetOrProblem(
 			maxReplyBytes: limits.maxReplyBytes,
 		},
 	};
+}
+
+/**
+ * A value with its `${UPSTREAM_NAME}` references replaced by the Worker's
+ * secrets and vars, or why it cannot be: the one rule for every operator
+ * secret sent upstream (headers, an OAuth client's secret). The problem is a
+ * phrase for the operator's log ("references ${X}, which …"), never a value.
+ */
+export function resolveReferences(
+	template: string,
+	vars: Record<string, unknown>,
+): { value: string } | { problem: string } {
+	for (const [, name = ""] of template.matchAll(ANY_REFERENCE)) {
+		if (!UPSTREAM_REFERENCE.test(name)) {
+			return { problem: `references \${${name}}, which is not an UPSTREAM_ secret and is never resolved` };
+		}
+		if (typeof vars[name] !== "string") {
+			return { problem: `references \${${name}}, which is not set as a Worker secret or var` };
+		}
+	}
+	return { value: template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name])) };
 }
 
 /** The URL without credentials or query, for operators' logs. */
