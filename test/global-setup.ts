@@ -7,6 +7,7 @@ import {
 	RESUME_RETRY_MS,
 } from "../scripts/fixtures/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
+import { startIdentityUpstream } from "../scripts/fixtures/identity-upstream.ts";
 import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
@@ -50,6 +51,9 @@ export default async function setup(project: TestProject) {
 	// An OAuth issuer of JWT access tokens (its keys, metadata and a signing endpoint) for the external-issuer tests.
 	const jwtIssuer = await startJwtIssuer();
 	project.provide("jwtIssuerPort", jwtIssuer.port);
+	// An upstream that serves only requests whose JWT verifies: the gateway's assertions, or exchanged tokens.
+	const identity = await startIdentityUpstream();
+	project.provide("identityPort", identity.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -69,6 +73,7 @@ export default async function setup(project: TestProject) {
 			hostile.close(),
 			idp.close(),
 			jwtIssuer.close(),
+			identity.close(),
 			fault.stop(),
 		]);
 	};
