@@ -14,6 +14,13 @@ export interface Env extends WranglerEnv {
 	KEY_SECRET?: string;
 	/** The gateway's client secret at the OpenID Connect provider (OIDC_ISSUER). */
 	OIDC_CLIENT_SECRET?: string;
+	/**
+	 * Signs the identity assertions `identity` servers get: an ES256 (P-256) private JWK as JSON,
+	 * with a `kid`. Its public half is published at /.well-known/jwks.json.
+	 */
+	IDENTITY_SIGNING_KEY?: string;
+	/** The key before a rotation (its private or public JWK): published in the JWKS, never used to sign. */
+	IDENTITY_SIGNING_KEY_PREVIOUS?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

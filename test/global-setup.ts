@@ -8,6 +8,7 @@ import {
 	RESUME_RETRY_MS,
 } from "../scripts/fixtures/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
+import { startIdentityUpstream } from "../scripts/fixtures/identity-upstream.ts";
 import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
@@ -55,6 +56,9 @@ export default async function setup(project: TestProject) {
 	// An upstream that authorizes each person with OAuth 2.1, with its own authorization server.
 	const oauthUpstream = await startOAuthUpstream({ staticClients: [OAUTH_UPSTREAM_STATIC_CLIENT] });
 	project.provide("oauthUpstreamPort", oauthUpstream.port);
+	// An upstream that serves only requests whose JWT verifies: the gateway's assertions, or exchanged tokens.
+	const identity = await startIdentityUpstream();
+	project.provide("identityPort", identity.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -75,6 +79,7 @@ export default async function setup(project: TestProject) {
 			idp.close(),
 			jwtIssuer.close(),
 			oauthUpstream.close(),
+			identity.close(),
 			fault.stop(),
 		]);
 	};

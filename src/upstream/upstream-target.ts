@@ -115,10 +115,10 @@ export function targetOrProblem(
 }
 
 /**
- * A value with its `${UPSTREAM_NAME}` references replaced by the Worker's
- * secrets and vars, or why it cannot be: the one rule for every operator
- * secret sent upstream (headers, an OAuth client's secret). The problem is a
- * phrase for the operator's log ("references ${X}, which …"), never a value.
+ * `template` with its `${UPSTREAM_NAME}` references replaced by the Worker's
+ * secrets and vars, or why it cannot be (a clause for the operator, naming
+ * the variable, never a value): header values, and the client secrets of
+ * servers' `auth`, resolve the same way.
  */
 export function resolveReferences(
 	template: string,
@@ -133,6 +133,11 @@ export function resolveReferences(
 		}
 	}
 	return { value: template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name])) };
+}
+
+/** Whether `value` is exactly one `${UPSTREAM_NAME}` reference (a secret kept out of the registry). */
+export function isUpstreamReference(value: string): boolean {
+	return /^\$\{UPSTREAM_[A-Z0-9_]+\}$/.test(value);
 }
 
 /** The URL without credentials or query, for operators' logs. */
