@@ -1,4 +1,5 @@
-import { env, exports } from "cloudflare:test";
+import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
@@ -13,7 +14,6 @@ import {
 	postInitialize,
 	type RpcReply,
 	readReply,
-	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
 import {
@@ -91,7 +91,7 @@ async function connectAt(browser: Browser, link: string, user: string): Promise<
 	return browser.submit(form, { fields: { user } });
 }
 
-export async function upstreamStats(): Promise<OAuthUpstreamStats> {
+async function upstreamStats(): Promise<OAuthUpstreamStats> {
 	return (await fetch(`${UPSTREAM}/_stats`)).json();
 }
 
@@ -159,7 +159,9 @@ describe("Upstreams see the person: oauth servers", () => {
 		const done = await connectAt(personBrowser(), linkIn({ error }), "carol");
 		expect(done.html).toContain(`Connected to ${server}`);
 		const { client } = await connectClient(`/mcp/${server}`, key.key);
-		expect((await client.callTool({ name: "whoami", arguments: {} })).content).toEqual([{ type: "text", text: "carol" }]);
+		expect((await client.callTool({ name: "whoami", arguments: {} })).content).toEqual([
+			{ type: "text", text: "carol" },
+		]);
 		await client.close();
 		const listed = await (await admin("GET", `/connections?server=${server}`)).json();
 		expect(listed).toMatchObject({ connections: [{ server, keyId: key.id }] });
@@ -180,7 +182,11 @@ describe("Upstreams see the person: oauth servers", () => {
 	it("a tool call from a client that declares no URL elicitation gets an error result whose sentence holds the link", async () => {
 		const server = await registerOAuthServer();
 		const key = await createKey({ servers: [server] });
-		const done = await connectAt(personBrowser(), linkIn(await readReply(await postInitialize(`/mcp/${server}`, key.key))), "carol");
+		const done = await connectAt(
+			personBrowser(),
+			linkIn(await readReply(await postInitialize(`/mcp/${server}`, key.key))),
+			"carol",
+		);
 		expect(done.status).toBe(200);
 		const { client } = await connectClient(`/mcp/${server}`, key.key);
 		// Disconnected by the operator while the session lives: the next call needs a connection again.

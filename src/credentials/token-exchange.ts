@@ -138,6 +138,11 @@ export class TokenExchanger {
 		return own.accessToken;
 	}
 
+	/** Forgets what `caller` was given for `server`: the upstream refused it, so the next request exchanges again. */
+	forget(caller: Caller, server: Pick<TokenExchangeServer, "name" | "generation">): void {
+		this.cache.delete(JSON.stringify([caller.principalId, server.name, server.generation]));
+	}
+
 	private keepFor(token: ExchangedToken): number {
 		return token.expiresAt === null ? 0 : token.expiresAt - EXCHANGE_REFRESH_MARGIN_MS - this.now();
 	}
@@ -320,4 +325,9 @@ export function exchangedToken(
 	settings: TokenExchangeSettings,
 ): Promise<string> {
 	return shared.token(caller, subjectToken, server, vars, settings);
+}
+
+/** Forgets the token `caller` was given for `server` in this isolate (the upstream refused it). */
+export function forgetExchangedToken(caller: Caller, server: Pick<TokenExchangeServer, "name" | "generation">): void {
+	shared.forget(caller, server);
 }
