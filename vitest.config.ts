@@ -14,6 +14,7 @@ const bindings = {
 	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
 	KEY_SECRET: "test-key-secret-0123456789abcdefghijkl",
+	TOKEN_VAULT_KEY: "test-vault-key-0123456789abcdefghijkl",
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
@@ -93,6 +94,7 @@ export default defineConfig({
 							SESSIONS: { className: "SessionDO", scriptName: GATEWAY },
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },
 							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
+							VAULTS: { className: "TokenVaultDO", scriptName: GATEWAY },
 						},
 					},
 				],
