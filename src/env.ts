@@ -21,6 +21,7 @@ export interface Env extends WranglerEnv {
 	IDENTITY_SIGNING_KEY?: string;
 	/** The key before a rotation (its private or public JWK): published in the JWKS, never used to sign. */
 	IDENTITY_SIGNING_KEY_PREVIOUS?: string;
+	/**
 	 * Seals the people's upstream tokens in their vault objects (32+ characters; an AES-256-GCM
 	 * key is derived from it with HKDF). Changing it without keeping the old one as
 	 * TOKEN_VAULT_KEY_PREVIOUS makes every stored connection unreadable: people connect again.

@@ -9,7 +9,8 @@ import { type ConnectReason, connectionRequired, connectLinkUrl, newConnectLink 
 import { identityAssertion } from "./identity-assertion.ts";
 import { SigningKeyMisconfigured } from "./signing-keys.ts";
 import { exchangedToken, forgetExchangedToken, TokenExchangeFailed } from "./token-exchange.ts";
-import { vaultOf } from "./vault-stub.ts";
+import { vaultKeyProblem, vaultSecretsFrom } from "./vault-crypto.ts";
+import { vaultObject } from "./vault-do.ts";
 
 /** A server as credentials need it: which incarnation, where, and its auth mode. */
 export interface CredentialServer {
@@ -107,7 +108,16 @@ function personCredentials(
 ): UpstreamCredentials {
 	const cacheKey = (caller: Caller) => `${caller.vault}\n${server.name}\n${server.generation}`;
 	const ask = async (who: CredentialCaller, refusedToken?: string): Promise<{ token: string; keepMs: number }> => {
-		const answer = await vaultOf(env, who.caller.vault).token({
+		// Checked here, before any object is asked: an error thrown in the vault reaches the edge as plain text.
+		const problem = vaultKeyProblem(vaultSecretsFrom(env));
+		if (problem) {
+			throw new GatewayError(
+				"misconfigured",
+				`Upstream server '${server.name}' acts with each person's own account, and the gateway is misconfigured: ${problem.message}`,
+				{ server: server.name },
+			);
+		}
+		const answer = await vaultObject(env, who.caller.vault).token({
 			server: server.name,
 			generation: server.generation,
 			...(refusedToken !== undefined ? { refusedToken } : {}),

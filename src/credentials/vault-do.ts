@@ -4,6 +4,7 @@ import type { Env } from "../env.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import { ServerNameSchema } from "../registry/schemas.ts";
 import { CONNECT_LIFETIME_MS, type ConnectFlow, ConnectFlowSchema } from "./connect-flow.ts";
+import { oauthTokenClient } from "./oauth-tokens.ts";
 import {
 	type OAuthClient,
 	OAuthClientSchema,
@@ -62,12 +63,6 @@ export type TokenRequest = z.input<typeof TokenRequestSchema>;
 const SecretHandleSchema = z.string().min(16).max(512);
 const ExpirySchema = z.number().int().nonnegative();
 
-/** Until the lead wires the real client (`oauthTokenClient` of ./oauth-tokens.ts), refreshes and revocations fail loudly. */
-const unwiredTokenClient: TokenClient = {
-	refresh: () => Promise.reject(new Error("token vault: no TokenClient is wired (oauth-tokens.ts)")),
-	revoke: () => Promise.reject(new Error("token vault: no TokenClient is wired (oauth-tokens.ts)")),
-};
-
 /** A connection as this object holds it in memory: the row's clear columns, and the opened connection (null once disconnected). */
 interface Held {
 	server: string;
@@ -96,7 +91,7 @@ interface Held {
 export class TokenVaultDO extends DurableObject<Env> {
 	readonly store: VaultStore;
 	/** Refreshes and revocations at the upstreams' token endpoints; the lead sets the real one. */
-	tokenClient: TokenClient = unwiredTokenClient;
+	tokenClient: TokenClient = oauthTokenClient;
 	clock: VaultClock = { now: () => Date.now() };
 	/** Refreshes started, and callers that shared one under way (tests, benchmarks). */
 	readonly refreshStats = { started: 0, joined: 0 };
