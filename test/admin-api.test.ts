@@ -375,7 +375,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 13 actions (servers, virtual servers, keys, access rules, grant revocation, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 14 actions (servers, virtual servers, keys, access rules, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -432,7 +432,13 @@ describe("every admin action is one audit line", () => {
 			200,
 		);
 		expect((await act("DELETE", `/access-rules/${rule}`, "/access-rules/:name")).status).toBe(204);
-		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({ revoked: 0 });
+		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({
+			revoked: 0,
+			disconnected: 0,
+		});
+		expect((await act("DELETE", `/connections?server=${server}&key=${keyId}`, "/connections")).body).toEqual({
+			disconnected: false,
+		});
 		expect((await act("POST", "/sync", "/sync")).status).toBe(200);
 		expect((await act("DELETE", `/virtual-servers/${virtual}`, "/virtual-servers/:name")).status).toBe(204);
 		expect((await act("DELETE", `/servers/${server}`, "/servers/:name")).status).toBe(204);
@@ -455,6 +461,7 @@ describe("every admin action is one audit line", () => {
 			line("access_rule.replaced", rule),
 			line("access_rule.deleted", rule),
 			line("oauth_grants.revoked", `subject:${subject}`),
+			line("connection.deleted", `${server} key:${keyId}`),
 			line("registry.synced", "kv"),
 			line("virtual_server.deleted", virtual),
 			line("server.deleted", server),

@@ -56,6 +56,9 @@ export default async function setup(project: TestProject) {
 	// An upstream that authorizes each person with OAuth 2.1, with its own authorization server.
 	const oauthUpstream = await startOAuthUpstream({ staticClients: [OAUTH_UPSTREAM_STATIC_CLIENT] });
 	project.provide("oauthUpstreamPort", oauthUpstream.port);
+	// Another, for the end-to-end tests of people's connections: they switch its token lifetimes and gates.
+	const peopleUpstream = await startOAuthUpstream({ staticClients: [OAUTH_UPSTREAM_STATIC_CLIENT] });
+	project.provide("peopleUpstreamPort", peopleUpstream.port);
 	// An upstream that serves only requests whose JWT verifies: the gateway's assertions, or exchanged tokens.
 	const identity = await startIdentityUpstream();
 	project.provide("identityPort", identity.port);
@@ -79,6 +82,7 @@ export default async function setup(project: TestProject) {
 			idp.close(),
 			jwtIssuer.close(),
 			oauthUpstream.close(),
+			peopleUpstream.close(),
 			identity.close(),
 			fault.stop(),
 		]);

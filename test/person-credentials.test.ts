@@ -1,21 +1,29 @@
-import { env } from "cloudflare:test";
+import { env, listDurableObjectIds } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import { Browser, type Page } from "../scripts/fixtures/browser.ts";
 import type { OAuthUpstreamStats } from "../scripts/fixtures/control-shapes.ts";
+import { settingsFrom } from "../src/config.ts";
+import { callerOf } from "../src/credentials/caller.ts";
+import { credentialsFor } from "../src/credentials/credentials-for.ts";
 import type { TokenVaultDO } from "../src/credentials/vault-do.ts";
+import { GatewayError } from "../src/mcp/gateway-error.ts";
+import { eventually } from "./support/eventually.ts";
 import {
 	admin,
 	BASE,
 	connectClient,
 	createKey,
+	openSession,
 	postInitialize,
 	type RpcReply,
 	readReply,
+	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
+import { ENVELOPE, modernPost } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
 	gatewayWith,
@@ -26,7 +34,7 @@ import {
 } from "./support/oauth-client.ts";
 
 const IDP = inject("idpIssuer");
-const UPSTREAM = `http://127.0.0.1:${inject("oauthUpstreamPort")}`;
+const UPSTREAM = `http://127.0.0.1:${inject("peopleUpstreamPort")}`;
 /** People sign in at the organisation's authorization server (the test IdP); the gateway is its resource server. */
 const gateway = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_SCOPES: "mcp" });
 const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
@@ -93,6 +101,25 @@ async function connectAt(browser: Browser, link: string, user: string): Promise<
 
 async function upstreamStats(): Promise<OAuthUpstreamStats> {
 	return (await fetch(`${UPSTREAM}/_stats`)).json();
+}
+
+async function upstreamControl(route: string, body: unknown = {}): Promise<void> {
+	const response = await fetch(`${UPSTREAM}${route}`, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify(body),
+	});
+	if (!response.ok) throw new Error(`upstream ${route}: ${response.status}`);
+}
+
+/** A key with a connection to a fresh `oauth` server, made through its link as `user`. */
+async function connectedKey(user: string): Promise<{ server: string; key: { id: string; key: string } }> {
+	const server = await registerOAuthServer();
+	const key = await createKey({ servers: [server] });
+	const link = linkIn(await readReply(await postInitialize(`/mcp/${server}`, key.key)));
+	const done = await connectAt(personBrowser(), link, user);
+	expect(done.status).toBe(200);
+	return { server, key };
 }
 
 /** The SDK client of a signed-in person on `path`, connected. */
@@ -197,5 +224,125 @@ describe("Upstreams see the person: oauth servers", () => {
 		const text = (result.content as Array<{ text: string }>)[0]?.text ?? "";
 		expect(text).toMatch(new RegExp(`${BASE}/connect/${server}\\?link=`));
 		await client.close();
+	});
+
+	it("a refresh after the access token expires: eight concurrent calls share one request to the token endpoint", async () => {
+		await upstreamControl("/_control/reset");
+		// Tokens that expire within the vault's refresh margin: every use asks for a fresh one.
+		await upstreamControl("/_control/configure", { accessTokenTtlSeconds: 30 });
+		try {
+			const { server, key } = await connectedKey("carol");
+			// A raw session: no listening stream asks for tokens meanwhile.
+			const sessionId = await openSession(`/mcp/${server}`, key.key);
+			const before = await upstreamStats();
+			await upstreamControl("/_control/configure", { refreshDelayGate: true });
+			const calls = Array.from({ length: 8 }, (_, index) =>
+				rpc(`/mcp/${server}`, key.key, sessionId, {
+					jsonrpc: "2.0",
+					id: 10 + index,
+					method: "tools/call",
+					params: { name: "whoami", arguments: {} },
+				}).then(readReply),
+			);
+			await eventually(async () => (await upstreamStats()).refreshesWaiting === 1, "one refresh held at the gate");
+			await upstreamControl("/_control/release");
+			for (const reply of await Promise.all(calls)) {
+				expect(reply.result?.content).toEqual([{ type: "text", text: "carol" }]);
+			}
+			const after = await upstreamStats();
+			expect(after.refreshes - before.refreshes).toBe(1);
+		} finally {
+			await upstreamControl("/_control/reset");
+		}
+	});
+
+	it("a write whose token is refused mid-call is not sent again with the refreshed one; the next call goes through", async () => {
+		const { server, key } = await connectedKey("carol");
+		const { client } = await connectClient(`/mcp/${server}`, key.key);
+		await client.callTool({ name: "whoami", arguments: {} });
+		await upstreamControl("/_control/expire-access-tokens");
+		const before = await upstreamStats();
+		const write = await client.callTool({ name: "echo", arguments: { text: "once" } });
+		expect(write.isError).toBe(true);
+		expect((write.content as Array<{ text: string }>)[0]?.text).toContain("was not performed");
+		const after = await upstreamStats();
+		// Refused, refreshed once, and the echo not sent again: the upstream served no request of carol's meanwhile.
+		expect(after.refreshes - before.refreshes).toBe(1);
+		expect(after.mcpRequests.carol ?? 0).toBe(before.mcpRequests.carol ?? 0);
+		expect((await client.callTool({ name: "whoami", arguments: {} })).content).toEqual([
+			{ type: "text", text: "carol" },
+		]);
+		await client.close();
+	});
+
+	it("a 2026-07-28 client is asked for the connection as input_required with a URL elicitation, and its retry goes through", async () => {
+		const server = await registerOAuthServer();
+		const key = await createKey({ servers: [server] });
+		const envelope = {
+			...ENVELOPE,
+			"io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } },
+		};
+		const call = () =>
+			modernPost(`/mcp/${server}`, key.key, {
+				id: 7,
+				method: "tools/call",
+				params: { name: "whoami", arguments: {}, _meta: envelope },
+			});
+		const asked = (await (await call()).json()) as { result: Record<string, unknown> };
+		expect(asked.result.resultType).toBe("input_required");
+		const request = (
+			asked.result.inputRequests as Record<string, { method: string; params: { mode: string; url: string } }>
+		).connect;
+		expect(request?.method).toBe("elicitation/create");
+		expect(request?.params.mode).toBe("url");
+		const done = await connectAt(personBrowser(), request?.params.url ?? "", "carol");
+		expect(done.status).toBe(200);
+		const answered = await readReply(await call());
+		expect(answered.result?.content).toEqual([{ type: "text", text: "carol" }]);
+	});
+
+	it("connecting makes the server's tools appear in the person's live aggregate session at once", async () => {
+		const server = await registerOAuthServer();
+		const key = await createKey({ servers: [server] });
+		const { client } = await connectClient("/mcp", key.key);
+		expect((await client.listTools()).tools.some((tool) => tool.name === `${server}__whoami`)).toBe(false);
+		const link = linkIn(await readReply(await postInitialize(`/mcp/${server}`, key.key)));
+		await connectAt(personBrowser(), link, "carol");
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain(`${server}__whoami`);
+		const result = await client.callTool({ name: `${server}__whoami`, arguments: {} });
+		expect(result.content).toEqual([{ type: "text", text: "carol" }]);
+		await client.close();
+	});
+
+	it("a person's disconnect revokes the tokens at the upstream (RFC 7009) and the next call asks to connect again", async () => {
+		const { server, key } = await connectedKey("carol");
+		const before = await upstreamStats();
+		const cut = await admin("DELETE", `/connections?server=${server}&key=${key.id}`);
+		expect(await cut.json()).toEqual({ disconnected: true });
+		await eventually(
+			async () => (await upstreamStats()).revocations > before.revocations,
+			"a revocation at the upstream",
+		);
+		const listed = (await (await admin("GET", `/connections?server=${server}`)).json()) as { connections: unknown[] };
+		expect(listed.connections).toEqual([]);
+		const again = await readReply(await postInitialize(`/mcp/${server}`, key.key));
+		expect(again.error?.code).toBe(-32042);
+	});
+
+	it("without a usable TOKEN_VAULT_KEY an oauth server's credentials are refused as misconfigured, naming the setting, and no vault is asked", async () => {
+		const vaultsBefore = (await listDurableObjectIds(env.VAULTS)).length;
+		for (const TOKEN_VAULT_KEY of [undefined, "too-short"]) {
+			const credentials = credentialsFor(
+				{ name: "tools", url: `${UPSTREAM}/mcp`, generation: "g1", auth: { type: "oauth" } },
+				() => ({ caller: callerOf("key_unkeyed", null), origin: BASE, subjectToken: null }),
+				{ ...env, TOKEN_VAULT_KEY },
+				settingsFrom(env),
+			);
+			const refused = await credentials?.headers().catch((error: unknown) => error);
+			expect(refused).toBeInstanceOf(GatewayError);
+			expect((refused as GatewayError).kind).toBe("misconfigured");
+			expect((refused as GatewayError).message).toContain("TOKEN_VAULT_KEY");
+		}
+		expect((await listDurableObjectIds(env.VAULTS)).length).toBe(vaultsBefore);
 	});
 });

@@ -27,6 +27,8 @@ declare module "vitest" {
 		jwtIssuerPort: number;
 		/** The OAuth upstream (scripts/fixtures/oauth-upstream.ts): `/mcp` behind its own authorization server, with `/_stats` and `/_control/*`. */
 		oauthUpstreamPort: number;
+		/** A second OAuth upstream, for test/person-credentials.test.ts alone (it changes lifetimes and gates). */
+		peopleUpstreamPort: number;
 		/**
 		 * The identity upstream (scripts/fixtures/identity-upstream.ts): verifies every request's JWT against a
 		 * JWKS a test posts or names, per tenant (`/t/<name>/mcp`); `whoami` answers the verified claims.

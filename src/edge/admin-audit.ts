@@ -11,7 +11,6 @@ export const ADMIN_ACTIONS = [
 	"access_rule.deleted",
 	"oauth_grants.revoked",
 	"connection.deleted",
-	"connections.deleted",
 	"key.created",
 	"key.deleted",
 	"registry.synced",

@@ -230,9 +230,8 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 			throw new GatewayError("not_found", `Not Found: no access rule named '${name}'.`);
 		}
 		// What people connected under the rule goes with it: their tokens are deleted and revoked.
-		const disconnectedCount = await disconnectedUnderRule(c.env, name);
+		await disconnectedUnderRule(c.env, name);
 		audit("access_rule.deleted", name);
-		if (disconnectedCount > 0) audit("connections.deleted", `rule:${name}`);
 		return c.body(null, 204);
 	});
 
