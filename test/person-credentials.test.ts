@@ -5,8 +5,10 @@ import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelco
 import { describe, expect, inject, it } from "vitest";
 import { Browser, type Page } from "../scripts/fixtures/browser.ts";
 import type { OAuthUpstreamStats } from "../scripts/fixtures/control-shapes.ts";
+import { userIdOf } from "../src/auth/authorization-server.ts";
 import { settingsFrom } from "../src/config.ts";
 import { callerOf } from "../src/credentials/caller.ts";
+import { connectLinkUrl, newConnectLink } from "../src/credentials/connect-link.ts";
 import { credentialsFor } from "../src/credentials/credentials-for.ts";
 import type { TokenVaultDO } from "../src/credentials/vault-do.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
@@ -344,5 +346,71 @@ describe("Upstreams see the person: oauth servers", () => {
 			expect((refused as GatewayError).message).toContain("TOKEN_VAULT_KEY");
 		}
 		expect((await listDurableObjectIds(env.VAULTS)).length).toBe(vaultsBefore);
+	});
+
+	it("removing a person's access rule deletes what they connected under it and revokes it at the upstream", async () => {
+		const server = await registerOAuthServer();
+		const rule = await accessRule({ match: { subject: "alice" }, servers: [server] });
+		const { provider } = await signIn(`/mcp/${server}`, "alice");
+		const refused = oauthClient(`/mcp/${server}`, provider, gateway);
+		const link = connectLinkOf(await refused.client.connect(refused.transport).catch((error: unknown) => error));
+		await connectAt(personBrowser(), link, "alice");
+		const listed = (await (await admin("GET", `/connections?server=${server}`)).json()) as { connections: unknown[] };
+		expect(listed.connections).toMatchObject([{ server, subject: "alice", rule }]);
+		const before = await upstreamStats();
+		expect((await admin("DELETE", `/access-rules/${rule}`)).status).toBe(204);
+		const after = (await (await admin("GET", `/connections?server=${server}`)).json()) as { connections: unknown[] };
+		expect(after.connections).toEqual([]);
+		await eventually(
+			async () => (await upstreamStats()).revocations > before.revocations,
+			"a revocation at the upstream",
+		);
+	});
+});
+
+describe("a person's connect link asks the browser who it is", () => {
+	const SIGN_IN = {
+		OIDC_ISSUER: IDP,
+		OIDC_CLIENT_ID: "mcp-edge-gateway",
+		OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
+	};
+	const signingIn = gatewayWith(SIGN_IN);
+	/** A browser signed in to the gateway's own pages as `login`, at the organisation's provider. */
+	async function signedInBrowser(login: string): Promise<Browser> {
+		const browser = new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined));
+		const form = await browser.get(`${ORIGIN}/connections/sign-in?return=/healthz`);
+		const landed = await browser.submit(form, { fields: { login, password: "demo" } });
+		expect(landed.url.pathname).toBe("/healthz");
+		return browser;
+	}
+	/** A link for `login` as the gateway makes one (the person is alice or bob of the provider). */
+	async function linkFor(login: string, server: string): Promise<string> {
+		const registered = (await (await admin("GET", `/servers/${server}`)).json()) as { generation: string };
+		const identity = { issuer: IDP, subject: login, email: null, groups: [] };
+		const caller = callerOf(`oauth~r~g~${await userIdOf(identity)}`, identity);
+		const link = newConnectLink(caller, { name: server, generation: registered.generation }, Date.now());
+		return connectLinkUrl(ORIGIN, String(env.SESSION_SECRET), link);
+	}
+
+	it("opened with no sign-in, it asks the browser to sign in first, and spends nothing", async () => {
+		const server = await registerOAuthServer();
+		const link = await linkFor("alice", server);
+		const page = await new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined)).get(link);
+		expect(page.status).toBe(401);
+		expect(page.html).toContain("Sign in");
+		// Unspent: alice, signed in, can still use it.
+		const alice = await signedInBrowser("alice");
+		expect((await alice.get(link)).url.origin).toBe(UPSTREAM);
+	});
+
+	it("opened in a browser signed in as someone else, it is refused with a page, and the link stays unspent", async () => {
+		const server = await registerOAuthServer();
+		const link = await linkFor("alice", server);
+		const bob = await signedInBrowser("bob");
+		const refused = await bob.get(link);
+		expect(refused.status).toBe(403);
+		expect(refused.html).toContain("made for someone else");
+		const alice = await signedInBrowser("alice");
+		expect((await alice.get(link)).url.origin).toBe(UPSTREAM);
 	});
 });
