@@ -10,6 +10,8 @@ export function maskServer(server: ServerRecord) {
 		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
 		timeoutSeconds: server.timeoutSeconds,
 		protocol: server.protocol,
+		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.
+		auth: server.auth,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),
