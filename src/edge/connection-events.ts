@@ -1,8 +1,8 @@
 import { vaultObject } from "../credentials/vault-do.ts";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
-import { parsePrincipalId } from "../registry/access-rules.ts";
-import { keySessions } from "../registry/key-sessions-do.ts";
+import { limitHolderOf, personLimitHolder } from "../registry/access-rules.ts";
+import { ledgerOf } from "../registry/key-sessions-do.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import type { ConnectionRecord } from "../registry/schemas.ts";
 
@@ -21,7 +21,7 @@ export async function connected(
 	elicitationId: string | null,
 ): Promise<void> {
 	await registryStub(env).recordConnection(record);
-	await tellSessions(env, principalId, record.server, elicitationId);
+	await tellSessions(env, limitHolderOf(principalId), record.server, elicitationId);
 }
 
 /** Disconnects one server for one vault: tokens deleted (and revoked at the upstream), index row gone, sessions told. */
@@ -55,27 +55,24 @@ export async function disconnectedUnderRule(env: Env, rule: string): Promise<num
 }
 
 /** Whose session ledger holds the row's person's sessions: a key's own, or the person's under the rule. */
-function holderOf(row: ConnectionRecord): string {
+function holderOf(row: ConnectionRecord): string | null {
 	if (row.keyId !== null) return row.keyId;
-	// The ledger is the person's under the rule whatever the grant or generation (limitHolderOf), so a
-	// principal id of that rule and user names it.
-	return `oauth~${row.rule ?? ""}~-~${row.vault.replace(/^person:/, "")}`;
+	return row.rule === null ? null : personLimitHolder(row.rule, row.vault.replace(/^person:/, ""));
 }
 
 /**
- * Tells every live session of the principal's ledger (`KeySessionsDO`, one
+ * Tells every live session of a limit holder's ledger (`KeySessionsDO`, one
  * per person under a rule, or per key) that `server`'s credential changed.
  * Best effort: a session that cannot be reached finds out at its next call.
  */
 async function tellSessions(
 	env: Env,
-	principalId: string,
+	holder: string | null,
 	server: string,
 	elicitationId: string | null,
 ): Promise<void> {
-	// A principal id whose parts say nothing of the grant reaches the same ledger (limitHolderOf).
-	if (principalId.startsWith("oauth~") && !parsePrincipalId(principalId)) return;
-	const places = await keySessions(env, principalId).places();
+	if (holder === null) return;
+	const places = await ledgerOf(env, holder).places();
 	// One at a time: a person holds few sessions, and a Worker may keep only six requests open at once.
 	for (const place of places) {
 		try {

@@ -165,7 +165,12 @@ export function parsePrincipalId(id: string): PrincipalRef | null {
  */
 export function limitHolderOf(id: string): string {
 	const ref = parsePrincipalId(id);
-	return ref ? `person~${ref.rule}~${ref.userId}` : id;
+	return ref ? personLimitHolder(ref.rule, ref.userId) : id;
+}
+
+/** The limit holder of a person under a rule, whatever grant or generation they came by. */
+export function personLimitHolder(rule: string, userId: string): string {
+	return `person~${rule}~${userId}`;
 }
 
 /**

@@ -55,7 +55,12 @@ export class KeySessionsDO extends DurableObject<Env> {
 
 /** The ledger of the live sessions that count against a key's (or principal's) cap: one per key, or per person under a rule. */
 export function keySessions(env: Env, keyId: string): DurableObjectStub<KeySessionsDO> {
-	return env.KEY_SESSIONS.get(env.KEY_SESSIONS.idFromName(limitHolderOf(keyId)));
+	return ledgerOf(env, limitHolderOf(keyId));
+}
+
+/** The ledger of a limit holder (`limitHolderOf`, `personLimitHolder`). */
+export function ledgerOf(env: Env, holder: string): DurableObjectStub<KeySessionsDO> {
+	return env.KEY_SESSIONS.get(env.KEY_SESSIONS.idFromName(holder));
 }
 
 /** 429 `session_limit`: the key, or the person (all their clients together), holds `cap` live sessions already. */
