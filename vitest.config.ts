@@ -15,6 +15,7 @@ const bindings = {
 	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
 	KEY_SECRET: "test-key-secret-0123456789abcdefghijkl",
+	TOKEN_VAULT_KEY: "test-vault-key-0123456789abcdefghijkl",
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
@@ -33,6 +34,24 @@ const bindings = {
 	OIDC_CLIENT_ID: "",
 	OIDC_CLIENT_SECRET: "",
 	OAUTH_ISSUER: "",
+	// The gateway's identity signing keys (ES256 JWKs made for these tests, not secrets): the current one
+	// and the one before a rotation, which the JWKS publishes too.
+	IDENTITY_SIGNING_KEY: JSON.stringify({
+		kty: "EC",
+		crv: "P-256",
+		x: "a24-JSafg6edayiotzO983gH7HLJJpACQFz4ZM3PaPs",
+		y: "bG5MDFhpjRDHQ9tj-LJ59pT4gzvz9DH3Fk0ZwpG-mzw",
+		d: "uQ86ZnZiRLF7G16UV_hTOLMsNgLABpM4Y-ym6cVQycE",
+		kid: "test-identity-2026-12",
+	}),
+	IDENTITY_SIGNING_KEY_PREVIOUS: JSON.stringify({
+		kty: "EC",
+		crv: "P-256",
+		x: "OwkF0oNiqG41u8-tJXwml7bPRyrkbOZKoJNWInxWRb0",
+		y: "Z4x_PxQCV3eVt3i0gvIf1yDQDMiPZ2N490i7Khmr1IE",
+		d: "sQi7Omy6AfUMlMeU4jR7cf8HLm3nxlUwdVnu817n3PI",
+		kid: "test-identity-2026-11",
+	}),
 };
 
 /**
@@ -76,6 +95,7 @@ export default defineConfig({
 							SESSIONS: { className: "SessionDO", scriptName: GATEWAY },
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },
 							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
+							VAULTS: { className: "TokenVaultDO", scriptName: GATEWAY },
 						},
 					},
 				],

@@ -14,6 +14,21 @@ export interface Env extends WranglerEnv {
 	KEY_SECRET?: string;
 	/** The gateway's client secret at the OpenID Connect provider (OIDC_ISSUER). */
 	OIDC_CLIENT_SECRET?: string;
+	/**
+	 * Signs the identity assertions `identity` servers get: an ES256 (P-256) private JWK as JSON,
+	 * with a `kid`. Its public half is published at /.well-known/jwks.json.
+	 */
+	IDENTITY_SIGNING_KEY?: string;
+	/** The key before a rotation (its private or public JWK): published in the JWKS, never used to sign. */
+	IDENTITY_SIGNING_KEY_PREVIOUS?: string;
+	/**
+	 * Seals the people's upstream tokens in their vault objects (32+ characters; an AES-256-GCM
+	 * key is derived from it with HKDF). Changing it without keeping the old one as
+	 * TOKEN_VAULT_KEY_PREVIOUS makes every stored connection unreadable: people connect again.
+	 */
+	TOKEN_VAULT_KEY?: string;
+	/** The vault's previous key while it rotates: opens what it sealed, never seals; values are sealed again under TOKEN_VAULT_KEY at their next write. */
+	TOKEN_VAULT_KEY_PREVIOUS?: string;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

@@ -1,6 +1,7 @@
 import { createApp } from "./edge/app.ts";
 import type { Env } from "./env.ts";
 
+export { TokenVaultDO } from "./credentials/vault-do.ts";
 export { KeySessionsDO } from "./registry/key-sessions-do.ts";
 export { RegistryDO } from "./registry/registry-do.ts";
 export { SessionDO } from "./session/session-do.ts";

@@ -69,9 +69,10 @@ async function sign(issuer: string, payload: Record<string, unknown>, options: S
 	return (await issuerCall<{ token: string }>(issuer, "/sign", { claims: payload, ...options })).token;
 }
 
-/** How many times the issuer's JWKS and metadata were fetched. */
-function stats(issuer: string): Promise<{ jwks: number; metadata: number }> {
-	return issuerCall(issuer, "/stats");
+/** How many times the issuer's JWKS and metadata were fetched (its token endpoint's counts left out). */
+async function stats(issuer: string): Promise<{ jwks: number; metadata: number }> {
+	const { jwks, metadata } = await issuerCall<{ jwks: number; metadata: number }>(issuer, "/stats");
+	return { jwks, metadata };
 }
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {

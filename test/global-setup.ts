@@ -4,11 +4,14 @@ import {
 	IDP_GATEWAY_CLIENT,
 	IDP_RESOURCE,
 	IDP_TEST_CLIENT,
+	OAUTH_UPSTREAM_STATIC_CLIENT,
 	RESUME_RETRY_MS,
 } from "../scripts/fixtures/fixture-names.ts";
 import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
+import { startIdentityUpstream } from "../scripts/fixtures/identity-upstream.ts";
 import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
+import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
@@ -50,6 +53,12 @@ export default async function setup(project: TestProject) {
 	// An OAuth issuer of JWT access tokens (its keys, metadata and a signing endpoint) for the external-issuer tests.
 	const jwtIssuer = await startJwtIssuer();
 	project.provide("jwtIssuerPort", jwtIssuer.port);
+	// An upstream that authorizes each person with OAuth 2.1, with its own authorization server.
+	const oauthUpstream = await startOAuthUpstream({ staticClients: [OAUTH_UPSTREAM_STATIC_CLIENT] });
+	project.provide("oauthUpstreamPort", oauthUpstream.port);
+	// An upstream that serves only requests whose JWT verifies: the gateway's assertions, or exchanged tokens.
+	const identity = await startIdentityUpstream();
+	project.provide("identityPort", identity.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -69,6 +78,8 @@ export default async function setup(project: TestProject) {
 			hostile.close(),
 			idp.close(),
 			jwtIssuer.close(),
+			oauthUpstream.close(),
+			identity.close(),
 			fault.stop(),
 		]);
 	};

@@ -25,6 +25,13 @@ declare module "vitest" {
 		idpIssuer: string;
 		/** The JWT issuer (scripts/fixtures/jwt-issuer.ts): keys, RFC 8414 metadata, and /sign, /rotate, /configure for tests. */
 		jwtIssuerPort: number;
+		/** The OAuth upstream (scripts/fixtures/oauth-upstream.ts): `/mcp` behind its own authorization server, with `/_stats` and `/_control/*`. */
+		oauthUpstreamPort: number;
+		/**
+		 * The identity upstream (scripts/fixtures/identity-upstream.ts): verifies every request's JWT against a
+		 * JWKS a test posts or names, per tenant (`/t/<name>/mcp`); `whoami` answers the verified claims.
+		 */
+		identityPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

@@ -10,12 +10,12 @@ import {
 	scopesFor,
 } from "./authorization-flow.ts";
 import { type ClientStore, clientFor, connectCallbackUrl } from "./client-registration.ts";
-import type { ConnectFlow } from "./connect-flow.ts";
+import { type ConnectFlow, ConnectFlowSchema } from "./connect-flow.ts";
 import type { ConnectLink } from "./connect-link.ts";
 import { oauthSettingsOf } from "./oauth-tokens.ts";
 import type { StoredConnection } from "./stored-connection.ts";
 import { discoverUpstreamAuthorization, UpstreamAuthorizationSchema } from "./upstream-discovery.ts";
-import { vaultOf } from "./vault-stub.ts";
+import { vaultObject } from "./vault-do.ts";
 
 /** What a flow keeps of its start, for the callback: the authorization server as discovered, and the PKCE half. */
 const StartedSchema = z.object({
@@ -29,7 +29,7 @@ const STATE_SEPARATOR = ".";
 
 /** The server's OAuth client registration, kept by its own vault object (per server and incarnation). */
 function clientStoreOf(env: Env, server: Pick<ServerRecord, "name" | "generation">): ClientStore {
-	const store = vaultOf(env, `client:${server.name}:${server.generation}`);
+	const store = vaultObject(env, `client:${server.name}:${server.generation}`);
 	return {
 		get: () => store.registeredClient(),
 		put: (client) => store.saveRegisteredClient(client),
@@ -82,7 +82,7 @@ export async function startConnection(
 		issuerMetadata: { authorization, pending: { ...pending, state: stateOf(link.vault, handle) }, person: link.person },
 		createdAt: Date.now(),
 	};
-	await vaultOf(env, link.vault).beginFlow(handle, flow);
+	await vaultObject(env, link.vault).beginFlow(handle, flow);
 	const sent = new URL(url);
 	sent.searchParams.set("state", stateOf(link.vault, handle));
 	return sent.href;
@@ -131,8 +131,9 @@ export async function finishConnection(
 ): Promise<FinishedConnection | "unknown" | "other-browser"> {
 	const state = parseState(new URL(callbackUrl).searchParams.get("state"));
 	if (!state) return "unknown";
-	const vault = vaultOf(env, state.vault);
-	const flow = await vault.takeFlow(state.handle);
+	const vault = vaultObject(env, state.vault);
+	// Parsed again: the RPC types a flow's free-form metadata away.
+	const flow = ConnectFlowSchema.nullable().parse(await vault.takeFlow(state.handle));
 	if (!flow) return "unknown";
 	if (browserSecret === null || (await sha256Hex(browserSecret)) !== flow.browserBinding) return "other-browser";
 	const started = StartedSchema.parse(flow.issuerMetadata);
@@ -150,7 +151,7 @@ export async function finishConnection(
 		generation: flow.generation,
 		connectedAt: Date.now(),
 	};
-	await vault.connect(connection);
+	await vault.saveConnection(connection);
 	return {
 		vault: state.vault,
 		principalId: flow.principalId,

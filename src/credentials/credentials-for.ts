@@ -7,8 +7,10 @@ import type { UpstreamCredentials } from "../upstream/upstream-target.ts";
 import type { Caller } from "./caller.ts";
 import { type ConnectReason, connectionRequired, connectLinkUrl, newConnectLink } from "./connect-link.ts";
 import { identityAssertion } from "./identity-assertion.ts";
-import { exchangedToken, forgetExchangedToken } from "./token-exchange.ts";
-import { vaultOf } from "./vault-stub.ts";
+import { SigningKeyMisconfigured } from "./signing-keys.ts";
+import { exchangedToken, forgetExchangedToken, TokenExchangeFailed } from "./token-exchange.ts";
+import { vaultKeyProblem, vaultSecretsFrom } from "./vault-crypto.ts";
+import { vaultObject } from "./vault-do.ts";
 
 /** A server as credentials need it: which incarnation, where, and its auth mode. */
 export interface CredentialServer {
@@ -66,7 +68,9 @@ export function credentialsFor(
 			return {
 				headers: async () => {
 					const who = required(server, calling());
-					const assertion = await identityAssertion(env, who.caller, server.url, who.origin);
+					const assertion = await identityAssertion(who.caller, server.url, who.origin, env).catch((error: unknown) => {
+						throw asGatewayError(server, error);
+					});
 					return auth.header ? { [auth.header]: assertion } : { authorization: `Bearer ${assertion}` };
 				},
 				// An assertion is fresh every minute; one the server refuses, it refuses for who it names.
@@ -77,7 +81,12 @@ export function credentialsFor(
 				headers: async () => {
 					const who = required(server, calling());
 					if (who.subjectToken === null) throw notExchangeable(server, who.caller);
-					const token = await exchangedToken(env, settings, who.caller, who.subjectToken, server, auth);
+					const exchange = { name: server.name, generation: server.generation, auth };
+					const token = await exchangedToken(who.caller, who.subjectToken, exchange, env, settings).catch(
+						(error: unknown) => {
+							throw asGatewayError(server, error);
+						},
+					);
 					return { authorization: `Bearer ${token}` };
 				},
 				refused: async () => {
@@ -99,7 +108,16 @@ function personCredentials(
 ): UpstreamCredentials {
 	const cacheKey = (caller: Caller) => `${caller.vault}\n${server.name}\n${server.generation}`;
 	const ask = async (who: CredentialCaller, refusedToken?: string): Promise<{ token: string; keepMs: number }> => {
-		const answer = await vaultOf(env, who.caller.vault).token({
+		// Checked here, before any object is asked: an error thrown in the vault reaches the edge as plain text.
+		const problem = vaultKeyProblem(vaultSecretsFrom(env));
+		if (problem) {
+			throw new GatewayError(
+				"misconfigured",
+				`Upstream server '${server.name}' acts with each person's own account, and the gateway is misconfigured: ${problem.message}`,
+				{ server: server.name },
+			);
+		}
+		const answer = await vaultObject(env, who.caller.vault).token({
 			server: server.name,
 			generation: server.generation,
 			...(refusedToken !== undefined ? { refusedToken } : {}),
@@ -142,6 +160,20 @@ async function connectFirst(
 	const link = newConnectLink(who.caller, server, Date.now());
 	const url = await connectLinkUrl(who.origin, settings.sessionSecret, link);
 	return connectionRequired(server.name, url, link.nonce, reason);
+}
+
+/** A credential that could not be made, as the gateway's error: the operator's log has the detail. */
+function asGatewayError(server: CredentialServer, error: unknown): unknown {
+	if (error instanceof TokenExchangeFailed) return error.toGatewayError();
+	if (error instanceof SigningKeyMisconfigured) {
+		console.error(`upstream ${server.name}: misconfigured: ${error.message}`);
+		return new GatewayError(
+			"misconfigured",
+			`Upstream server '${server.name}' is misconfigured, so the gateway cannot reach it; the operator's logs say why.`,
+			{ server: server.name },
+		);
+	}
+	return error;
 }
 
 function required(server: CredentialServer, who: CredentialCaller | null): CredentialCaller {

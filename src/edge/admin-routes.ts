@@ -2,6 +2,7 @@ import { type Context, Hono } from "hono";
 import type { z } from "zod";
 import { oauthKv, revokePersonGrants, userIdOf } from "../auth/authorization-server.ts";
 import { settingsFrom } from "../config.ts";
+import { CONNECT_CALLBACK_PATH } from "../credentials/client-registration.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { secretsEqual } from "../primitives/crypto.ts";
@@ -46,6 +47,9 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 		throw new GatewayError("bad_request", `Bad Request: ${what} name ${parsed.error.issues[0]?.message}.`);
 	return parsed.data;
 }
+
+/** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
+const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
 
 /** The vault of the person or key an admin request names. */
 async function vaultNamed(
@@ -114,6 +118,12 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		const name = parseServerName(c);
 		const check = wantsCheck(c, true);
 		const input = await parseJsonBody(c, ServerInputSchema);
+		if (name === RESERVED_CONNECT_NAME && input.auth.type === "oauth") {
+			throw new GatewayError(
+				"bad_request",
+				`Bad Request: an oauth server cannot be named '${RESERVED_CONNECT_NAME}': /connect/${RESERVED_CONNECT_NAME} is where authorization servers send people back.`,
+			);
+		}
 		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
 			throw new GatewayError(
 				"bad_request",

@@ -8,6 +8,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
+import { handleJwks } from "./jwks-route.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
 
@@ -62,6 +63,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	// Most MCP clients are not browsers and send no Origin: they skip CORS entirely.
 	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
 	app.route("/admin", createAdminRoutes());
+	app.get("/.well-known/jwks.json", handleJwks);
 	app.route("/", createOAuthRoutes());
 	app.route("/", createBrowserSignInRoutes());
 	app.route("/", createConnectRoutes());

@@ -11,7 +11,7 @@ import {
 } from "../credentials/client-registration.ts";
 import { CONNECT_LINK_TTL_MS, connectLinkUrl, newConnectLink, openConnectLink } from "../credentials/connect-link.ts";
 import { finishConnection, startConnection } from "../credentials/connect-start.ts";
-import { vaultOf } from "../credentials/vault-stub.ts";
+import { vaultObject } from "../credentials/vault-do.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { randomToken } from "../primitives/crypto.ts";
@@ -141,7 +141,7 @@ export function createConnectRoutes(): Hono<ConnectEnv> {
 				`There is no server '${name}' to connect to any more.`,
 			);
 		}
-		if (!(await vaultOf(env, link.vault).useLink(link.nonce, link.expiresAt))) {
+		if (!(await vaultObject(env, link.vault).useLink(link.nonce, link.expiresAt))) {
 			return messagePage(
 				410,
 				"This connect link was already used",
@@ -171,7 +171,7 @@ export function createConnectRoutes(): Hono<ConnectEnv> {
 		const mine = servers.filter(
 			(server) => server.auth.type === "oauth" && keyMayUseServer(person.record, server.name),
 		);
-		const held = new Map((await vaultOf(c.env, person.vault).connections()).map((row) => [row.server, row]));
+		const held = new Map((await vaultObject(c.env, person.vault).connections()).map((row) => [row.server, row]));
 		const rows: ConnectionRow[] = mine.map((server) => {
 			const known = held.get(server.name);
 			return {

@@ -1,4 +1,4 @@
-import { vaultOf } from "../credentials/vault-stub.ts";
+import { vaultObject } from "../credentials/vault-do.ts";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { parsePrincipalId } from "../registry/access-rules.ts";
@@ -28,7 +28,7 @@ export async function connected(
 export async function disconnected(env: Env, vault: string, server: string): Promise<boolean> {
 	const registry = registryStub(env);
 	const rows = await registry.connections({ vault });
-	const removed = await vaultOf(env, vault).disconnect(server);
+	const removed = await vaultObject(env, vault).disconnect(server);
 	await registry.forgetConnection(server, vault);
 	for (const row of rows.filter((candidate) => candidate.server === server)) {
 		await tellSessions(env, holderOf(row), server, null);
@@ -39,7 +39,7 @@ export async function disconnected(env: Env, vault: string, server: string): Pro
 /** Every connection of one vault (a person cut off): how many were removed. */
 export async function disconnectedEverywhere(env: Env, vault: string): Promise<number> {
 	const rows = await registryStub(env).connections({ vault });
-	await vaultOf(env, vault).disconnectAll();
+	await vaultObject(env, vault).disconnectAll();
 	for (const row of rows) {
 		await registryStub(env).forgetConnection(row.server, vault);
 		await tellSessions(env, holderOf(row), row.server, null);

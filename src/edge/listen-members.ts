@@ -39,7 +39,7 @@ export function listenMembers(
 	const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
 	const writer = writable.getWriter();
 	const abort = new AbortController();
-	const pool = new UpstreamPool(env, settings);
+	const pool = new UpstreamPool(env, settings, () => scope.calling ?? null);
 	let chain: Promise<void> = Promise.resolve();
 	let collecting = false;
 	/** The session knows this window is over (its time was up, or it said so): the client leaving needs no word. */

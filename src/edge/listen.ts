@@ -68,7 +68,7 @@ async function listenUpstream(
 	plan: UpstreamPlan,
 	waitUntil: WaitUntil,
 ): Promise<Response | ListenLater> {
-	const connection = new UpstreamPool(env, settings).connection(plan.member);
+	const connection = new UpstreamPool(env, settings, () => scope.calling ?? null).connection(plan.member);
 	const abort = new AbortController();
 	const server = plan.member.name;
 	let window = plan.window;

@@ -38,6 +38,11 @@ export class ExpiringMap<V> {
 		return undefined;
 	}
 
+	/** Forgets `key` (a load under way still finishes and writes what it loaded). */
+	delete(key: string): void {
+		this.entries.delete(key);
+	}
+
 	/** Keeps `value` under `key` for `ttlMs` (0 or less keeps nothing, and forgets what was there). */
 	set(key: string, value: V, ttlMs: number): void {
 		this.write(key, value, this.now() + ttlMs, ttlMs);

@@ -99,17 +99,9 @@ export function targetOrProblem(
 	}
 	const headers: Record<string, string> = {};
 	for (const [header, template] of Object.entries(server.headers)) {
-		for (const [, name = ""] of template.matchAll(ANY_REFERENCE)) {
-			if (!UPSTREAM_REFERENCE.test(name)) {
-				return {
-					problem: `header ${header} references \${${name}}, which is not an UPSTREAM_ secret and is never resolved`,
-				};
-			}
-			if (typeof vars[name] !== "string") {
-				return { problem: `header ${header} references \${${name}}, which is not set as a Worker secret or var` };
-			}
-		}
-		headers[header] = template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name]));
+		const resolved = resolveReferences(template, vars);
+		if ("problem" in resolved) return { problem: `header ${header} ${resolved.problem}` };
+		headers[header] = resolved.value;
 	}
 	return {
 		target: {
@@ -120,6 +112,32 @@ export function targetOrProblem(
 			maxReplyBytes: limits.maxReplyBytes,
 		},
 	};
+}
+
+/**
+ * `template` with its `${UPSTREAM_NAME}` references replaced by the Worker's
+ * secrets and vars, or why it cannot be (a clause for the operator, naming
+ * the variable, never a value): header values, and the client secrets of
+ * servers' `auth`, resolve the same way.
+ */
+export function resolveReferences(
+	template: string,
+	vars: Record<string, unknown>,
+): { value: string } | { problem: string } {
+	for (const [, name = ""] of template.matchAll(ANY_REFERENCE)) {
+		if (!UPSTREAM_REFERENCE.test(name)) {
+			return { problem: `references \${${name}}, which is not an UPSTREAM_ secret and is never resolved` };
+		}
+		if (typeof vars[name] !== "string") {
+			return { problem: `references \${${name}}, which is not set as a Worker secret or var` };
+		}
+	}
+	return { value: template.replace(ANY_REFERENCE, (_match, name: string) => String(vars[name])) };
+}
+
+/** Whether `value` is exactly one `${UPSTREAM_NAME}` reference (a secret kept out of the registry). */
+export function isUpstreamReference(value: string): boolean {
+	return /^\$\{UPSTREAM_[A-Z0-9_]+\}$/.test(value);
 }
 
 /** The URL without credentials or query, for operators' logs. */

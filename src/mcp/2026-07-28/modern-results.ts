@@ -40,7 +40,8 @@ export function modernReply(method: string, message: JSONRPCMessage, params?: Re
 	if ("result" in message) return { ...message, result: modernResult(method, message.result) };
 	// A connection the person must make is asked for as input in this era (the error's URL elicitation).
 	const connect = "error" in message ? connectInputRequired(message.error) : null;
-	if (connect && "id" in message) return { jsonrpc: "2.0", id: message.id, result: connect };
+	if (connect && "id" in message && message.id !== undefined)
+		return { jsonrpc: "2.0", id: message.id, result: connect };
 	if (!("error" in message) || message.error.code !== RESOURCE_NOT_FOUND_2025) return message;
 	const data = typeof message.error.data === "object" && message.error.data !== null ? message.error.data : {};
 	const uri = (data as { uri?: unknown }).uri ?? params?.uri;
