@@ -44,7 +44,8 @@ describe("the connections page", () => {
 	const tab = useBrowser();
 
 	beforeAll(async () => {
-		// Nothing listens here: listing a server never reaches it.
+		// Nothing listens here: the page lists these servers without reaching them (the admin API's
+		// check of a new server only warns that it found nothing).
 		const nowhere = `http://${HOST}:${await freePort()}/mcp`;
 		await admin("PUT", `/servers/${LISTED}`, { url: nowhere, auth: { type: "oauth" } });
 		await admin("PUT", `/servers/${NOT_GRANTED}`, { url: nowhere, auth: { type: "oauth" } });
