@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
+import { pagesProject } from "./test/pages/project.ts";
 
 /** The test project's name; the plugin runs the gateway under test as Worker `vitest-plugin-runner-<name>`. */
 const PROJECT = "gateway";
@@ -102,11 +103,22 @@ export default defineConfig({
 		})),
 	],
 	test: {
-		name: PROJECT,
-		globalSetup: ["./test/global-setup.ts"],
 		// Test files mostly wait (on workerd, upstreams, the identity provider): two at a time even on
 		// two cores, where Vitest's default (cores - 1) would run one. About 140 s instead of 190 s there.
 		maxWorkers: Math.max(2, availableParallelism() - 1),
-		testTimeout: 20_000,
+		projects: [
+			// The gateway in workerd, with the plugin above (inherited); the page tests are the other project's.
+			{
+				extends: true,
+				test: {
+					name: PROJECT,
+					globalSetup: ["./test/global-setup.ts"],
+					testTimeout: 20_000,
+					exclude: [...configDefaults.exclude, "test/pages/**"],
+				},
+			},
+			// The pages in a real browser, in Node, with the gateway under `wrangler dev`.
+			pagesProject,
+		],
 	},
 });

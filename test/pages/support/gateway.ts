@@ -1,0 +1,36 @@
+/** The gateway the global setup started, as the page tests reach it: its URL and its admin API. */
+import { inject } from "vitest";
+import { z } from "zod";
+
+export const GATEWAY = inject("pagesGatewayUrl");
+export const IDP_ISSUER = inject("pagesIdpIssuer");
+
+/** An admin API call, `/admin<path>`; fails on any status but 2xx, quoting the reply. */
+export async function admin(method: string, path: string, body?: unknown): Promise<void> {
+	const response = await fetch(`${GATEWAY}/admin${path}`, {
+		method,
+		headers: { authorization: `Bearer ${inject("pagesAdminToken")}`, "content-type": "application/json" },
+		body: body === undefined ? undefined : JSON.stringify(body),
+		signal: AbortSignal.timeout(10_000),
+	});
+	const text = await response.text();
+	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
+}
+
+/** Registers a public client (PKCE) with the gateway's authorization server, as an MCP client does (RFC 7591). */
+export async function registerClient(name: string, redirectUri: string): Promise<string> {
+	const response = await fetch(`${GATEWAY}/oauth/register`, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify({
+			client_name: name,
+			redirect_uris: [redirectUri],
+			token_endpoint_auth_method: "none",
+			grant_types: ["authorization_code", "refresh_token"],
+		}),
+		signal: AbortSignal.timeout(10_000),
+	});
+	const text = await response.text();
+	if (!response.ok) throw new Error(`client registration failed: ${response.status} ${text}`);
+	return z.object({ client_id: z.string() }).parse(JSON.parse(text)).client_id;
+}
