@@ -205,9 +205,18 @@ export function createConnectRoutes(): Hono<ConnectEnv> {
 		return c.redirect("/connections", 303);
 	});
 
+	// A person at a browser reads these: every failure is a page with a sentence, the detail in the log.
 	routes.onError((error) => {
-		if (!(error instanceof GatewayError) || error.kind === "not_found") throw error;
-		return messagePage(error.status, "Something went wrong", error.message);
+		if (error instanceof GatewayError) {
+			if (error.kind === "not_found") throw error;
+			return messagePage(error.status, "Something went wrong", error.message);
+		}
+		console.error(`connect page failed: ${describeError(error)}`);
+		return messagePage(
+			500,
+			"Something went wrong",
+			"The gateway could not finish this step; its log says why. Nothing was stored.",
+		);
 	});
 	return routes;
 }
