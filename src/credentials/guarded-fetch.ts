@@ -1,4 +1,5 @@
 import * as oauth from "oauth4webapi";
+import { readCapped } from "../mcp/read-capped.ts";
 import { UpstreamAuthorizationRefused } from "./authorization-refused.ts";
 
 /** What every request to an upstream's authorization machinery is made under. */
@@ -93,25 +94,8 @@ async function cappedBody(response: Response, url: URL): Promise<Uint8Array> {
 		throw oversized(url);
 	}
 	if (!response.body) return new Uint8Array();
-	const reader = response.body.getReader();
-	const chunks: Uint8Array[] = [];
-	let total = 0;
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) break;
-		total += value.byteLength;
-		if (total > MAX_OAUTH_REPLY_BYTES) {
-			await reader.cancel();
-			throw oversized(url);
-		}
-		chunks.push(value);
-	}
-	const body = new Uint8Array(total);
-	let offset = 0;
-	for (const chunk of chunks) {
-		body.set(chunk, offset);
-		offset += chunk.byteLength;
-	}
+	const body = await readCapped(response.body, MAX_OAUTH_REPLY_BYTES);
+	if (body === null) throw oversized(url);
 	return body;
 }
 
