@@ -177,6 +177,27 @@ describe("Upstreams see the person: oauth servers", () => {
 		expect(await vault.connections()).toEqual([]);
 	});
 
+	it("an expired link and a callback with a forged state are each a page, and nothing is stored", async () => {
+		const server = await registerOAuthServer();
+		const key = await createKey({ servers: [server] });
+		const registered = (await (await admin("GET", `/servers/${server}`)).json()) as { generation: string };
+		const old = newConnectLink(
+			callerOf(key.id, null),
+			{ name: server, generation: registered.generation },
+			Date.now() - 11 * 60_000,
+		);
+		const expired = await personBrowser().get(await connectLinkUrl(BASE, String(env.SESSION_SECRET), old));
+		expect(expired.status).toBe(410);
+		expect(expired.html).toContain("expired");
+		const forged = await personBrowser().get(
+			`${BASE}/connect/callback?code=abc&state=${"x".repeat(40)}.${"y".repeat(32)}`,
+		);
+		expect(forged.status).toBe(400);
+		expect(forged.html).toContain("cannot be used");
+		const vault = env.VAULTS.get(env.VAULTS.idFromName(`key:${key.id}`)) as DurableObjectStub<TokenVaultDO>;
+		expect(await vault.connections()).toEqual([]);
+	});
+
 	it("an API key connects in a browser holding no gateway credentials, and its calls reach the upstream as the account it connected", async () => {
 		const server = await registerOAuthServer();
 		const key = await createKey({ servers: [server] });
@@ -259,22 +280,27 @@ describe("Upstreams see the person: oauth servers", () => {
 	});
 
 	it("a write whose token is refused mid-call is not sent again with the refreshed one; the next call goes through", async () => {
-		const { server, key } = await connectedKey("carol");
-		const { client } = await connectClient(`/mcp/${server}`, key.key);
-		await client.callTool({ name: "whoami", arguments: {} });
+		const { server, key } = await connectedKey("bob");
+		// A raw session: nothing else of bob's (no listening stream) reaches the upstream meanwhile.
+		const sessionId = await openSession(`/mcp/${server}`, key.key);
+		const call = (id: number, name: string, args: Record<string, unknown>) =>
+			rpc(`/mcp/${server}`, key.key, sessionId, {
+				jsonrpc: "2.0",
+				id,
+				method: "tools/call",
+				params: { name, arguments: args },
+			}).then(readReply);
+		await call(2, "whoami", {});
 		await upstreamControl("/_control/expire-access-tokens");
 		const before = await upstreamStats();
-		const write = await client.callTool({ name: "echo", arguments: { text: "once" } });
-		expect(write.isError).toBe(true);
-		expect((write.content as Array<{ text: string }>)[0]?.text).toContain("was not performed");
+		const write = await call(3, "echo", { text: "once" });
+		expect(write.result?.isError).toBe(true);
+		expect((write.result?.content as Array<{ text: string }>)[0]?.text).toContain("was not performed");
 		const after = await upstreamStats();
-		// Refused, refreshed once, and the echo not sent again: the upstream served no request of carol's meanwhile.
+		// Refused, refreshed once, and the echo not sent again: the upstream served no request of bob's meanwhile.
 		expect(after.refreshes - before.refreshes).toBe(1);
-		expect(after.mcpRequests.carol ?? 0).toBe(before.mcpRequests.carol ?? 0);
-		expect((await client.callTool({ name: "whoami", arguments: {} })).content).toEqual([
-			{ type: "text", text: "carol" },
-		]);
-		await client.close();
+		expect(after.mcpRequests.bob ?? 0).toBe(before.mcpRequests.bob ?? 0);
+		expect((await call(4, "whoami", {})).result?.content).toEqual([{ type: "text", text: "bob" }]);
 	});
 
 	it("a 2026-07-28 client is asked for the connection as input_required with a URL elicitation, and its retry goes through", async () => {
