@@ -4,6 +4,12 @@
  * the demo MCP servers, a local OpenID Connect provider for OAuth sign-in
  * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
  * creates an API key and prints how to connect. Ctrl-C stops everything.
+ *
+ * Two of the demo servers act as the caller rather than as the operator:
+ * `oauth-demo` authorizes each person at its own authorization server (the
+ * first call answers with a link to connect an account there), and
+ * `whoami-demo` verifies the gateway's signed identity assertion against the
+ * gateway's JWKS and answers who it names.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -12,7 +18,10 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { exportJWK, generateKeyPair } from "jose";
+import { startIdentityUpstream } from "./fixtures/identity-upstream.ts";
 import { startModernUpstream } from "./fixtures/modern-upstream.ts";
+import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
 import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
 import { startUpstream } from "./fixtures/upstream-server.ts";
 
@@ -23,6 +32,10 @@ const UPSTREAM_PORT = 8788;
 const MODERN_UPSTREAM_PORT = 8789;
 /** The local OpenID Connect provider the gateway federates OAuth sign-in to. */
 const IDP_PORT = 8790;
+/** The demo upstream that takes each person's own OAuth token, with its own authorization server. */
+const OAUTH_UPSTREAM_PORT = 8791;
+/** The demo upstream that verifies the gateway's identity assertions against its JWKS. */
+const IDENTITY_UPSTREAM_PORT = 8792;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
 /** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
 /** Where the MCP Inspector's web page is served (npx @modelcontextprotocol/inspector). */
@@ -33,22 +46,37 @@ const READY_TIMEOUT_MS = 60_000;
 // Wrangler resolves wrangler.toml, .dev.vars and .wrangler/ from the working directory.
 process.chdir(join(import.meta.dirname, ".."));
 
+/** An ES256 private JWK with a `kid`, as JSON: what IDENTITY_SIGNING_KEY holds. */
+async function newSigningKey(): Promise<string> {
+	const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+	const jwk = await exportJWK(privateKey);
+	return JSON.stringify({ ...jwk, kid: randomBytes(8).toString("hex"), alg: "ES256", use: "sig" });
+}
+
 /** `.dev.vars` holds the local secrets; reused across runs so existing sessions and keys keep working. */
-function ensureDevVars(): Record<string, string> {
+async function ensureDevVars(): Promise<Record<string, string>> {
 	const path = ".dev.vars";
 	const text = existsSync(path) ? readFileSync(path, "utf8") : "";
 	const vars: Record<string, string> = {};
-	for (const match of text.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"?([^"\n]*)"?\s*$/gm)) {
-		if (match[1] && match[2] !== undefined) vars[match[1]] = match[2];
+	// Double-quoted, single-quoted (a JSON value such as the signing key) or bare, as dotenv reads them.
+	for (const match of text.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^\n]*?))\s*$/gm)) {
+		const value = match[2] ?? match[3] ?? match[4];
+		if (match[1] && value !== undefined) vars[match[1]] = value;
 	}
 	// Only fill in what is missing: an operator's own values stay untouched.
-	const secrets = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET", "OIDC_CLIENT_SECRET"].filter((name) => !vars[name]);
+	const secrets = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET", "OIDC_CLIENT_SECRET", "TOKEN_VAULT_KEY"].filter(
+		(name) => !vars[name],
+	);
 	for (const name of secrets) vars[name] = randomBytes(32).toString("base64url"); // 43 chars
+	const jsonSecrets = vars.IDENTITY_SIGNING_KEY ? [] : ["IDENTITY_SIGNING_KEY"];
+	for (const name of jsonSecrets) vars[name] = await newSigningKey();
 	const settings = Object.entries(OIDC_DEFAULTS).filter(([name]) => !vars[name]);
 	for (const [name, value] of settings) vars[name] = value;
-	const added = [...secrets, ...settings.map(([name]) => name)];
+	const added = [...secrets, ...jsonSecrets, ...settings.map(([name]) => name)];
 	if (added.length > 0) {
-		const lines = added.map((name) => `${name}="${vars[name]}"`).join("\n");
+		// JSON holds double quotes: single quotes keep it literal.
+		const quoted = (name: string) => (jsonSecrets.includes(name) ? `'${vars[name]}'` : `"${vars[name]}"`);
+		const lines = added.map((name) => `${name}=${quoted(name)}`).join("\n");
 		writeFileSync(path, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${lines}\n`, { mode: 0o600 });
 		console.log(`Wrote ${added.join(", ")} to ${path}.`);
 	}
@@ -98,14 +126,20 @@ async function admin(token: string, method: string, path: string, body: unknown)
 	return JSON.parse(text) as Record<string, unknown>;
 }
 
-const vars = ensureDevVars();
+const vars = await ensureDevVars();
 const adminToken = vars.ADMIN_TOKEN ?? "";
-await Promise.all([assertPortFree(GATEWAY_PORT), assertPortFree(UPSTREAM_PORT), assertPortFree(IDP_PORT)]).catch(
-	(error: Error) => {
-		console.error(`npm start failed: ${error.message}`);
-		process.exit(1);
-	},
-);
+const ports = [
+	GATEWAY_PORT,
+	UPSTREAM_PORT,
+	MODERN_UPSTREAM_PORT,
+	IDP_PORT,
+	OAUTH_UPSTREAM_PORT,
+	IDENTITY_UPSTREAM_PORT,
+];
+await Promise.all(ports.map(assertPortFree)).catch((error: Error) => {
+	console.error(`npm start failed: ${error.message}`);
+	process.exit(1);
+});
 
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
@@ -123,6 +157,18 @@ const idp = await startIdp({
 	],
 });
 console.log(`Local OpenID Connect provider listening at ${idp.issuer}`);
+// Its authorization server signs people in as the IdP's demo users (a form: pick one).
+const oauthUpstream = await startOAuthUpstream({ port: OAUTH_UPSTREAM_PORT });
+console.log(
+	`Demo OAuth upstream listening at ${oauthUpstream.url} (its authorization server: ${oauthUpstream.origin}/)`,
+);
+// It trusts what the gateway signs: the gateway's JWKS, the gateway's origin as issuer, its own URL as audience.
+const identityUpstream = await startIdentityUpstream({
+	port: IDENTITY_UPSTREAM_PORT,
+	jwksUrl: `${GATEWAY}/.well-known/jwks.json`,
+	issuer: GATEWAY,
+});
+console.log(`Demo identity upstream listening at ${identityUpstream.url} (verifies ${GATEWAY}/.well-known/jwks.json)`);
 
 // stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
 const wrangler = spawn(
@@ -164,6 +210,8 @@ async function stop(code: number): Promise<never> {
 		await upstream.close();
 		await modernUpstream.close();
 		await idp.close();
+		await oauthUpstream.close();
+		await identityUpstream.close();
 	}
 	process.exit(code);
 }
@@ -181,10 +229,14 @@ try {
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
 	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
 	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
+	// Each caller's own account at the upstream's authorization server, connected once through a link.
+	await admin(adminToken, "PUT", "/servers/oauth-demo", { url: oauthUpstream.url, auth: { type: "oauth" } });
+	// Each request carries an assertion of who is calling, signed by the gateway (IDENTITY_SIGNING_KEY).
+	await admin(adminToken, "PUT", "/servers/whoami-demo", { url: identityUpstream.url, auth: { type: "identity" } });
 	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).
 	await admin(adminToken, "PUT", "/access-rules/demo", {
 		match: { emailDomain: "example.com" },
-		servers: ["demo", "modern-demo"],
+		servers: ["demo", "modern-demo", "oauth-demo", "whoami-demo"],
 	});
 	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
 	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
@@ -196,6 +248,20 @@ try {
 		id: 1,
 		method: "tools/list",
 		params: {
+			_meta: {
+				"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+				"io.modelcontextprotocol/clientInfo": { name: "curl", version: "1" },
+				"io.modelcontextprotocol/clientCapabilities": {},
+			},
+		},
+	});
+	const whoamiCall = JSON.stringify({
+		jsonrpc: "2.0",
+		id: 1,
+		method: "tools/call",
+		params: {
+			name: "whoami",
+			arguments: {},
 			_meta: {
 				"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 				"io.modelcontextprotocol/clientInfo": { name: "curl", version: "1" },
@@ -236,6 +302,24 @@ try {
      -H 'Accept: application/json, text/event-stream' \\
      -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \\
      -d '${toolsList}'
+
+ Servers that see the caller, not the operator:
+   oauth-demo  : an upstream with its own authorization server; each caller
+                 connects their own account there once. Call oauth-demo's
+                 whoami: the first call answers with a link to connect your
+                 account (-32042 for a 2025 client; here, a tool error holding
+                 the link). Open it in a browser, pick a user (alice, bob, ...),
+                 then call again: whoami answers that user.
+   whoami-demo : the gateway signs an assertion of who is calling (ES256, its
+                 JWKS at ${GATEWAY}/.well-known/jwks.json), which the upstream
+                 verifies; its whoami answers the caller (key:<id> for an API key).
+   curl ${GATEWAY}/mcp/oauth-demo \
+     -H 'Authorization: Bearer ${key}' \
+     -H 'Content-Type: application/json' \
+     -H 'Accept: application/json, text/event-stream' \
+     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \
+     -d '${whoamiCall}'
+   (and the same with ${GATEWAY}/mcp/whoami-demo)
 
  Try it with the MCP Inspector:
    npx @modelcontextprotocol/inspector

@@ -16,7 +16,10 @@
  * scripts/bench/modern.ts), throughput at several concurrencies over one
  * session and over many, session setup, a 64 KiB result and progress
  * streaming, then how long a client that only listens keeps its session's
- * Durable Object active. Reads the gateway's own counters (admin
+ * Durable Object active; and, on the stateless path, 2026-07-28 calls to an
+ * upstream that takes each caller's own OAuth token against the operator's
+ * header to the same upstream, its key connected once through the connect
+ * link (scripts/bench/person.ts). Reads the gateway's own counters (admin
  * session-stats, registry-stats), its Durable Object requests and the bundle
  * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
@@ -24,7 +27,7 @@
  *
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
- * 2026-07-28 clients), the measured rounds (measurements.ts), what sessions
+ * 2026-07-28 clients, person.ts for the per-person credentials stage), the measured rounds (measurements.ts), what sessions
  * cost (costs.ts, idle-listener.ts, from the gateway's counters in
  * gateway-admin.ts), the per-stage microbenchmark (stages.ts), and the
  * report (report.ts and its sections).
@@ -77,6 +80,7 @@ async function main(): Promise<void> {
 		progressTotal: measured.samples.progressTotal,
 		throughput: measured.samples.cells,
 		modern: measured.samples.modern,
+		person: measured.samples.person,
 		costs: measured.costs,
 		idle: measured.idle,
 		cpu: groupCpuMs([targets.cpuGroups.upstream]) !== null ? measured.samples.cpu : null,
@@ -124,7 +128,7 @@ async function measure(
 	const live = await openLiveSessions(targets);
 	await warmUp(targets, live);
 	const longRun = await startLongRun(gateway, live);
-	const samples = newSamples(targets.modernProtocol);
+	const samples = newSamples(targets);
 	for (let round = 0; round < PLAN.rounds; round++) await measureRound(targets, live, samples, round);
 	const longRunCosts = await longRun.stop();
 

@@ -15,6 +15,7 @@ import {
 	RawClient,
 	resetModernUpstreamCounts,
 } from "./modern.ts";
+import { measurePersonRound, newPersonResults, openPersonClients } from "./person.ts";
 import { CALL_TIMEOUT_MS, CONCURRENCIES, OPEN_PARALLELISM, PLAN, QUICK } from "./plan.ts";
 import { percentile, rate } from "./report-format.ts";
 import {
@@ -22,6 +23,9 @@ import {
 	MODERN_TARGET_IDS,
 	type ModernResults,
 	type ModernTargetId,
+	PERSON_TARGET_IDS,
+	type PersonResults,
+	type PersonTargetId,
 	TARGET_IDS,
 	type TargetId,
 	type ThroughputCell,
@@ -47,6 +51,7 @@ import type { Targets } from "./targets.ts";
 export interface Samples {
 	latency: Record<TargetId, number[]>;
 	modern: ModernResults;
+	person: PersonResults | { error: string };
 	setup: Record<TargetId, number[]>;
 	blobs: Record<TargetId, number[]>;
 	progressFirst: Record<TargetId, number[]>;
@@ -56,7 +61,7 @@ export interface Samples {
 	setupLog: Record<TargetId, UpstreamLog>;
 }
 
-export function newSamples(modernProtocol: string): Samples {
+export function newSamples(t: Targets): Samples {
 	const cells: ThroughputCell[] = [];
 	for (const sessions of [1, PLAN.poolSize]) {
 		for (const concurrency of CONCURRENCIES) {
@@ -66,11 +71,12 @@ export function newSamples(modernProtocol: string): Samples {
 	return {
 		latency: byTarget(() => []),
 		modern: {
-			protocol: modernProtocol,
+			protocol: t.modernProtocol,
 			latency: byModernTarget(() => []),
 			durableObjectRequests: byModernTarget(() => ({})),
 			upstreamRequests: byModernTarget(() => ({})),
 		},
+		person: newPersonResults(t.person),
 		setup: byTarget(() => []),
 		blobs: byTarget(() => []),
 		progressFirst: byTarget(() => []),
@@ -86,6 +92,8 @@ export interface LiveSessions {
 	mainOf(t: TargetId): Session;
 	pools: Record<TargetId, Session[]>;
 	raw: Record<ModernTargetId, RawClient>;
+	/** The per-person stage's clients; null when the stage could not be set up. */
+	person: Record<PersonTargetId, RawClient> | null;
 }
 
 export async function openLiveSessions(t: Targets): Promise<LiveSessions> {
@@ -105,13 +113,16 @@ export async function openLiveSessions(t: Targets): Promise<LiveSessions> {
 		if (!session) throw new Error(`no long-lived session for ${id}`);
 		return session;
 	};
-	return { mainOf, pools, raw };
+	return { mainOf, pools, raw, person: await openPersonClients(t.person) };
 }
 
 export async function warmUp(t: Targets, live: LiveSessions): Promise<void> {
 	log("warming up...");
 	for (const id of MODERN_TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await live.raw[id].echo();
+	}
+	for (const id of live.person ? PERSON_TARGET_IDS : []) {
+		for (let i = 0; i < PLAN.warmupCalls; i++) await live.person?.[id].echo();
 	}
 	for (const id of TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(live.mainOf(id));
@@ -129,6 +140,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 	await resetUpstreamLog(t.upstreamUrl); // It records every request: keep the upstream's memory flat.
 	await measureLatency(live, samples, order);
 	await measureModernLatency(t, live, samples, round);
+	await measurePersonRound(t.gateway.url, t.person, live.person, samples.person, round);
 	await measureThroughput(t, live, samples, order);
 	await measureSetup(t, samples, order);
 	await measureBlobs(live, samples, order);
@@ -138,6 +150,9 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 		...(["statelessFloor", "stateless", "legacyGateway"] as const).map(
 			(id) => `${id} p50 ${percentile(samples.modern.latency[id], 50).toFixed(2)} ms`,
 		),
+		...("error" in samples.person
+			? []
+			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
 	].join(", ");
 	log(
 		`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,

@@ -21,6 +21,7 @@ import {
 	signedMs,
 } from "./report-format.ts";
 import { countList, pathObjectRequests } from "./report-modern.ts";
+import { PERSON_GOAL_PER_CALL, personObjectsPerCall } from "./report-person.ts";
 import { type BenchResults, costWindows } from "./results.ts";
 
 export interface TargetStatus {
@@ -60,6 +61,17 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 		figure: `${statelessObjects} in ${modern.latency.stateless.length} calls (all requests in those windows: ${countList(modern.durableObjectRequests.stateless)})`,
 		status: statelessObjects === 0 ? MET : NOT_MET,
 	});
+	const personGoal = `Durable Object requests per 2026-07-28 call on the stateless path with an \`oauth\` upstream ≤ ${PERSON_GOAL_PER_CALL}`;
+	if ("error" in results.person) {
+		out.push({ target: personGoal, figure: `not measured: ${results.person.error}`, status: NOT_MET });
+	} else {
+		const objects = personObjectsPerCall(results.person);
+		out.push({
+			target: personGoal,
+			figure: `${objects.total.toFixed(4)} per call (TokenVaultDO ${objects.vault.toFixed(4)}) in ${objects.calls} calls; operator's header: ${pathObjectRequests(results.person.durableObjectRequests.personOperator)} in ${results.person.latency.personOperator.length}`,
+			status: objects.calls > 0 && objects.total <= PERSON_GOAL_PER_CALL ? MET : NOT_MET,
+		});
+	}
 	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {
 		for (const endpoint of ["server", "aggregate"] as const) {
 			const r = rate(cell.results[endpoint]) / rate(cell.results.floor);

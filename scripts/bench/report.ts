@@ -21,6 +21,7 @@ import {
 } from "./report-format.ts";
 import { evaluateTargets } from "./report-goals.ts";
 import { modernSection } from "./report-modern.ts";
+import { personSection } from "./report-person.ts";
 import { stagesSection } from "./report-stages.ts";
 import { type BenchResults, type CpuUse, TARGET_IDS, TARGET_LABELS, type TargetId } from "./results.ts";
 
@@ -38,6 +39,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...blobSection(results),
 		...progressSection(results),
 		...modernSection(results.modern, results.meta),
+		...personSection(results),
 		...costsSection(results),
 		...idleSection(results),
 		...stagesSection(results),
@@ -293,7 +295,9 @@ function methodSection(): string[] {
 		"  their own `wrangler dev --no-bundle` (workerd) on free loopback ports, so sources edited during a run change",
 		"  nothing; temporary `--persist-to` state; generated `ADMIN_TOKEN`/`SESSION_SECRET` passed by `--env-file`; the",
 		"  SDK clients in the benchmark process. The gateway gets the upstream registered as `bench` and a fresh API key",
-		"  for it alone (so `/mcp` aggregates that one server), and the SDK v2 upstream as `bench-modern` with a key of its own.",
+		"  for it alone (so `/mcp` aggregates that one server), the SDK v2 upstream as `bench-modern` with a key of its own,",
+		"  and the OAuth fixture's 2026-07-28 endpoint as `bench-oauth` (each caller's own token) and `bench-oauth-operator`",
+		"  (the operator's header), with a key connected once through the connect link (`TOKEN_VAULT_KEY` generated too).",
 		"- Every measurement is interleaved: each round runs every scenario against every target, in an order rotated",
 		"  each round, so all targets see the same machine noise. Warm-up calls and sessions come first and are not counted.",
 		`- Latency: \`performance.now()\` around each SDK call. Percentiles are nearest-rank over all rounds' samples.`,

@@ -44,6 +44,46 @@ export interface ModernResults {
 	upstreamRequests: Record<ModernTargetId, Record<string, number>>;
 }
 
+/**
+ * The targets of the per-person credentials stage (scripts/bench/person.ts): 2026-07-28 calls to
+ * the OAuth fixture's `/mcp-modern`, which takes only its own access tokens.
+ */
+export type PersonTargetId = "personDirect" | "personOperator" | "personOAuth";
+export const PERSON_TARGET_IDS: readonly PersonTargetId[] = ["personDirect", "personOperator", "personOAuth"];
+export const PERSON_TARGET_LABELS: Record<PersonTargetId, string> = {
+	personDirect: "2026-07-28 direct, with alice's token",
+	personOperator: "2026-07-28 via the gateway (stateless), operator's header",
+	personOAuth: "2026-07-28 via the gateway (stateless), the caller's own token (`oauth`)",
+};
+
+/** What connecting an API key's account cost, once, before the measured calls. */
+export interface PersonConnect {
+	/** From the first call (answered with the connect link) to the gateway's "Connected" page. */
+	ms: number;
+	/** How the first call answered: `input_required` (a URL elicitation), -32042, or a tool error. */
+	firstAnswer: string;
+	/** The gateway's Durable Object requests over the connect, by `Class.method`. */
+	durableObjectRequests: Record<string, number>;
+	/** The fixture's authorization server over the connect: registrations, sign-ins, code exchanges. */
+	authorizationServer: Record<string, number>;
+	/** Who the upstream's `whoami` named afterwards, through the gateway. */
+	whoami: string;
+}
+
+/** 2026-07-28 tools/call with a person's own token against the operator's header, on one OAuth upstream. */
+export interface PersonResults {
+	/** The access tokens' lifetime at the fixture: the window a cached token is good for. */
+	tokenTtlS: number;
+	connect: PersonConnect;
+	latency: Record<PersonTargetId, number[]>;
+	/** The gateway's Durable Object requests during each target's windows, by `Class.method`. */
+	durableObjectRequests: Record<PersonTargetId, Record<string, number>>;
+	/** What the upstream's 2026-07-28 endpoint received during each target's windows, by JSON-RPC method. */
+	upstreamRequests: Record<PersonTargetId, Record<string, number>>;
+	/** Token endpoint requests (refreshes) during the measured windows, all targets together. */
+	refreshes: number;
+}
+
 export interface Throughput {
 	calls: number;
 	ms: number;
@@ -139,6 +179,8 @@ export interface BenchResults {
 	progressTotal: Record<TargetId, number[]>;
 	throughput: ThroughputCell[];
 	modern: ModernResults;
+	/** The per-person credentials stage, or why it could not run. */
+	person: PersonResults | { error: string };
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
 	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;

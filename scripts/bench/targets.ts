@@ -14,8 +14,9 @@ import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-de
 import { installCountingEntry } from "./counting-entry.ts";
 import { admin, type Gateway, MODERN_SERVER, registerModernServer } from "./gateway-admin.ts";
 import { LEGACY_VERSION, MODERN_VERSION, type RawTarget } from "./modern.ts";
+import { type PersonStage, setUpPersonStage } from "./person.ts";
 import type { BundleResult, ModernTargetId, TargetId } from "./results.ts";
-import { elapsedS, log, notableRuntimeLines } from "./run-log.ts";
+import { describe, elapsedS, log, notableRuntimeLines, warn } from "./run-log.ts";
 import type { Target } from "./sessions.ts";
 
 /** A started server: its process and where it listens. */
@@ -35,6 +36,8 @@ export interface Targets {
 	modernTargets: Record<ModernTargetId, RawTarget>;
 	/** How the SDK v2 upstream was registered, for the report. */
 	modernProtocol: string;
+	/** The per-person credentials stage's targets, its key connected (scripts/bench/person.ts). */
+	person: PersonStage;
 	bundle: BundleResult;
 	/** Process groups whose CPU time is counted: the upstream's, and the runtime's in between per target. */
 	cpuGroups: { upstream: number; runtime: Record<TargetId, number | null> };
@@ -57,10 +60,12 @@ const STATELESS_FLOOR_CONFIG = join(ROOT, "scripts", "bench", "floor-stateless",
 export async function startTargets(procs: Processes): Promise<Targets> {
 	const state = prepareState(procs);
 	log("building the gateway and the floors (wrangler deploy --dry-run), starting the upstreams...");
-	const [upstream, modernUpstream, gatewayBuild, floorBuild, statelessFloorBuild] = await Promise.all([
+	const [upstream, modernUpstream, oauthUpstream, gatewayBuild, floorBuild, statelessFloorBuild] = await Promise.all([
 		startUpstreamProcess(procs, "upstream", "upstream.ts"),
 		// The SDK v2 upstream of the 2026-07-28 measurements (both eras, one definition).
 		startUpstreamProcess(procs, "SDK v2 upstream", "modern-upstream.ts"),
+		// The upstream that takes each person's own OAuth token (the per-person credentials stage).
+		startUpstreamProcess(procs, "OAuth upstream", "oauth-upstream.ts"),
 		buildWorker(procs, {
 			name: "gateway",
 			config: join(ROOT, "wrangler.toml"),
@@ -110,12 +115,19 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		{ url: gatewayDev.url, adminToken: state.adminToken },
 		{ upstream, modernUpstream, floorDev, statelessFloorDev },
 	);
+	// A failure here is reported (the goal then reads "not measured"), not fatal: the other stages still run.
+	const gatewayAt = { url: gatewayDev.url, adminToken: state.adminToken };
+	const person = await setUpPersonStage(gatewayAt, new URL(oauthUpstream.url).origin).catch((error: unknown) => {
+		warn(`the per-person credentials stage could not be set up: ${describe(error)}`);
+		return { error: describe(error) };
+	});
 	// CPU time of the server side of each target, per throughput call: the upstream's process, and
 	// the process group (wrangler, workerd) of the runtime in between.
 	const floorGroup = floorDev.child.process.pid ?? -1;
 	const gatewayGroup = gatewayDev.child.process.pid ?? -1;
 	return {
 		...registered,
+		person,
 		upstreamUrl: upstream.url,
 		modernUpstreamUrl: modernUpstream.url,
 		bundle,
@@ -136,10 +148,12 @@ function prepareState(procs: Processes): RunState {
 	procs.removeOnExit(join(ROOT, "scripts", "bench", "floor-stateless", ".wrangler"));
 	const adminToken = randomBytes(32).toString("base64url");
 	const envFile = join(tmp, "gateway.env");
-	// The bench upstream is plain http on loopback, which deployments refuse.
+	// The bench upstream is plain http on loopback, which deployments refuse. TOKEN_VAULT_KEY seals the
+	// per-person stage's tokens in their vault.
+	const secret = () => randomBytes(32).toString("base64url");
 	writeFileSync(
 		envFile,
-		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${randomBytes(32).toString("base64url")}"\nKEY_SECRET="${randomBytes(32).toString("base64url")}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
+		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${secret()}"\nKEY_SECRET="${secret()}"\nTOKEN_VAULT_KEY="${secret()}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
 		{ mode: 0o600 },
 	);
 	// The benchmark drives one key far past the per-key rate limit of a deployment: the same
