@@ -1,7 +1,7 @@
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import { Browser, type Page } from "../scripts/fixtures/browser.ts";
 import type { OAuthUpstreamStats } from "../scripts/fixtures/control-shapes.ts";
@@ -295,7 +295,7 @@ describe("Upstreams see the person: oauth servers", () => {
 		const before = await upstreamStats();
 		const write = await call(3, "echo", { text: "once" });
 		expect(write.result?.isError).toBe(true);
-		expect((write.result?.content as Array<{ text: string }>)[0]?.text).toContain("was not performed");
+		expect(JSON.stringify(write.result?.content)).toContain("was not performed");
 		const after = await upstreamStats();
 		// Refused, refreshed once, and the echo not sent again: the upstream served no request of bob's meanwhile.
 		expect(after.refreshes - before.refreshes).toBe(1);
@@ -327,6 +327,31 @@ describe("Upstreams see the person: oauth servers", () => {
 		expect(done.status).toBe(200);
 		const answered = await readReply(await call());
 		expect(answered.result?.content).toEqual([{ type: "text", text: "carol" }]);
+	});
+
+	it("the stateless path: a 2026-07-28 client of a 2026-07-28 oauth upstream connects, then calls as itself with no session object", async () => {
+		const name = uniqueName("stateless");
+		const registered = await admin("PUT", `/servers/${name}`, {
+			url: `${UPSTREAM}/mcp-modern`,
+			auth: { type: "oauth" },
+		});
+		expect(registered.status).toBe(201);
+		const key = await createKey({ servers: [name] });
+		const envelope = { ...ENVELOPE, "io.modelcontextprotocol/clientCapabilities": { elicitation: { url: {} } } };
+		const call = (id: number) =>
+			modernPost(`/mcp/${name}`, key.key, {
+				id,
+				method: "tools/call",
+				params: { name: "whoami", arguments: {}, _meta: envelope },
+			}).then(readReply);
+		const asked = await call(1);
+		expect(asked.result?.resultType).toBe("input_required");
+		const url = (asked.result?.inputRequests as Record<string, { params: { url: string } }>).connect?.params.url ?? "";
+		expect((await connectAt(personBrowser(), url, "alice")).status).toBe(200);
+		const sessionsBefore = (await listDurableObjectIds(env.SESSIONS)).length;
+		for (const id of [2, 3, 4, 5]) expect((await call(id)).result?.content).toEqual([{ type: "text", text: "alice" }]);
+		// 2026-07-28 to 2026-07-28 costs no session object, with the person's token as with the operator's.
+		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(sessionsBefore);
 	});
 
 	it("connecting makes the server's tools appear in the person's live aggregate session at once", async () => {
