@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Caller } from "../credentials/caller.ts";
+import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { IdentitySchema } from "../registry/access-rules.ts";
 import {
@@ -26,14 +26,8 @@ export interface SessionScope {
 	calling?: Calling | undefined;
 }
 
-/** The caller of a request and what credentials for them need: the gateway's origin, and an exchangeable token. */
-export interface Calling {
-	caller: Caller;
-	/** The gateway's own origin as the client reached it: identity assertions' `iss`, connect links' host. */
-	origin: string;
-	/** A person's access token from the external issuer (token-exchange servers); held in memory only. */
-	subjectToken: string | null;
-}
+/** The caller of a request and what credentials for them need (the gateway's origin, an exchangeable token). */
+export type Calling = CredentialCaller;
 
 /** What a session keeps of its caller: enough to make their credentials when no request is there to say. */
 export const StoredCallerSchema = z.object({
