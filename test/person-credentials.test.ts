@@ -346,7 +346,8 @@ describe("Upstreams see the person: oauth servers", () => {
 			}).then(readReply);
 		const asked = await call(1);
 		expect(asked.result?.resultType).toBe("input_required");
-		const url = (asked.result?.inputRequests as Record<string, { params: { url: string } }>).connect?.params.url ?? "";
+		const requests = (asked.result?.inputRequests ?? {}) as Record<string, { params: { url: string } }>;
+		const url = requests.connect?.params.url ?? "";
 		expect((await connectAt(personBrowser(), url, "alice")).status).toBe(200);
 		const sessionsBefore = (await listDurableObjectIds(env.SESSIONS)).length;
 		for (const id of [2, 3, 4, 5]) expect((await call(id)).result?.content).toEqual([{ type: "text", text: "alice" }]);
