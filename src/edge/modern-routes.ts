@@ -45,7 +45,8 @@ export async function serveModern(
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await plan();
 	const sole = resolved.members[0];
-	if (resolved.mode === "transparent" && sole) {
+	// A server whose tools the operator shaped is served from a session, which rewrites its lists and calls.
+	if (resolved.mode === "transparent" && sole && !sole.tools) {
 		const { message, envelope } = classified;
 		try {
 			const calling = scope.calling ?? null;

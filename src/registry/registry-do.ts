@@ -88,6 +88,7 @@ export class RegistryDO extends DurableObject<Env> {
 			timeoutSeconds: input.timeoutSeconds ?? null,
 			protocol: input.protocol,
 			auth: input.auth,
+			tools: input.tools ?? null,
 		};
 		const digest = await configDigest(config);
 		if (this.tables.virtualServer(name)) {

@@ -30,6 +30,7 @@ import {
 const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
 	auth: JSON_TEXT,
+	tools: JSON_TEXT,
 	// NULL only in a registry older than digests, until `migrate` fills it in.
 	configDigest: {
 		toColumn: (value) => (typeof value === "string" ? value : null),
@@ -78,6 +79,7 @@ const CREATE_TABLES = `
 		timeout_seconds INTEGER,
 		protocol TEXT NOT NULL DEFAULT 'auto',
 		auth TEXT NOT NULL DEFAULT '{"type":"operator"}', -- JSON: whose credentials its requests carry
+		tools TEXT, -- JSON: how its tools look to callers; NULL: as the upstream has them
 		generation TEXT NOT NULL,
 		config_digest TEXT,
 		created_at INTEGER NOT NULL,
@@ -144,11 +146,13 @@ const CREATE_TABLES = `
 export function configDigest(
 	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol"> & {
 		auth?: ServerRecord["auth"] | undefined;
+		tools?: ServerRecord["tools"] | undefined;
 	},
 ): Promise<string> {
 	const parts: unknown[] = [server.url, server.headers, server.timeoutSeconds];
 	if (server.protocol !== "auto") parts.push(server.protocol);
 	if (server.auth !== undefined && server.auth.type !== "operator") parts.push({ auth: server.auth });
+	if (server.tools !== undefined && server.tools !== null) parts.push({ tools: server.tools });
 	return sha256Hex(JSON.stringify(parts));
 }
 
@@ -169,6 +173,7 @@ export class RegistryTables {
 		this.addColumn("servers", "protocol", "TEXT NOT NULL DEFAULT 'auto'");
 		// Servers registered before auth modes carried the operator's headers, as they still do.
 		this.addColumn("servers", "auth", `TEXT NOT NULL DEFAULT '{"type":"operator"}'`);
+		this.addColumn("servers", "tools", "TEXT");
 		this.addColumn("api_keys", "max_sessions", "INTEGER");
 		// Keys issued before self-verifying keys are of the first format.
 		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");

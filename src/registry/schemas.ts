@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
+import { ToolShapingSchema } from "./tool-shaping-schema.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -122,6 +123,8 @@ export const ServerInputSchema = z.strictObject({
 	timeoutSeconds: z.number().int().positive().max(3600).optional(),
 	protocol: UpstreamProtocolSchema.default("auto"),
 	auth: ServerAuthSchema.default({ type: "operator" }),
+	/** How its tools look to callers (see tool-shaping-schema.ts); absent: as the upstream has them. */
+	tools: ToolShapingSchema.optional(),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -174,6 +177,8 @@ export const ServerRecordSchema = z.object({
 	protocol: UpstreamProtocolSchema.default("auto"),
 	/** Whose credentials its requests carry; records published before the field are "operator", which they were. */
 	auth: ServerAuthSchema.default({ type: "operator" }),
+	/** How its tools look to callers; null: as the upstream has them (and in records older than the field). */
+	tools: ToolShapingSchema.nullable().default(null),
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: z.string(),
 	/** SHA-256 of its URL, headers, timeout, protocol and auth: a replacing PUT that changes them changes it. */

@@ -227,6 +227,15 @@ export class SessionDO extends DurableObject<Env> {
 			const current = this.binding ?? binding;
 			if (current.mode === "transparent") {
 				const member = this.parts.members.sole(current);
+				// A shaped server's list is rewritten (and only it): the session answers it from its catalog,
+				// which holds the tools as the operator shaped them, all in one page.
+				if (input.kind === "request" && input.message.method === "tools/list" && member.tools) {
+					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
+					this.parts.catalog.invalidate(member.name, ["tools"]);
+					const tools = await this.parts.catalog.get(member.name, "tools");
+					done();
+					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { tools } });
+				}
 				if (input.kind === "request") return await this.parts.calls.request(member, input.message, done);
 				const accepted = await this.parts.calls.notify(member, input.message);
 				done();

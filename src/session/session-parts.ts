@@ -1,6 +1,8 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { exposedToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
@@ -117,10 +119,13 @@ export function sessionParts(host: PartsHost): SessionParts {
 		connection: (member) => pool.connection(member),
 		session: (member) => members.session(member),
 		retire: (member, session) => members.retire(member, session),
-		isReadOnlyTool: async (member, name) =>
-			(await catalog.get(member.name, "tools")).some(
-				(tool) => tool.name === name && tool.annotations?.readOnlyHint === true,
-			),
+		isReadOnlyTool: async (member, name) => {
+			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included.
+			const exposed = exposedToolName(member.tools ?? undefined, name);
+			return (await catalog.get(member.name, "tools")).some(
+				(tool) => tool.name === exposed && tool.annotations?.readOnlyHint === true,
+			);
+		},
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
@@ -177,9 +182,11 @@ export function sessionParts(host: PartsHost): SessionParts {
 	async function fetchList<K extends ListKind>(server: string, kind: K): Promise<Array<ListItems[K]>> {
 		const member = members.member(server);
 		try {
-			return await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
+			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
 				router.memberNotification(server, notification);
 			});
+			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
+			return kind === "tools" ? shapedList(member, items) : items;
 		} catch (error) {
 			// A member that does not offer this list has an empty one.
 			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
@@ -202,6 +209,12 @@ export function sessionParts(host: PartsHost): SessionParts {
 		requests,
 		listening,
 	};
+}
+
+/** A member's tool list as its operator shaped it (the catalog holds only this view). */
+function shapedList<K extends ListKind>(member: Member, items: Array<ListItems[K]>): Array<ListItems[K]> {
+	// Tools lists hold tools: `listAll` parsed them with the SDK's Tool schema.
+	return shapeTools(member.name, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
 }
 
 /** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */

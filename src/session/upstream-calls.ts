@@ -4,6 +4,7 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { realToolName } from "../governance/tool-shaping.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
@@ -37,6 +38,22 @@ export interface CallHost {
 	timers(): Timers;
 	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
 	clientCapabilities(): Record<string, unknown> | undefined;
+}
+
+/**
+ * A tools/call as the upstream knows it: called by the name callers see (the
+ * operator's alias), sent under the upstream's own. A tool the operator hides,
+ * or the real name of an aliased one, is refused exactly as an unknown tool.
+ */
+function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest | GatewayError {
+	if (message.method !== "tools/call" || !member.tools) return message;
+	const params = message.params ?? {};
+	const exposed = String(params.name ?? "");
+	const real = realToolName(member.tools, exposed);
+	if (real === null) {
+		return new GatewayError("invalid_params", `Unknown tool: '${exposed}' is not offered by this endpoint.`);
+	}
+	return real === exposed ? message : { ...message, params: { ...params, name: real } };
 }
 
 /** What one try of a request came to. */
@@ -76,7 +93,12 @@ export class UpstreamCalls {
 
 	/** Forwards a request; `done` is called once its reply has ended. */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
-		const message = normalizeOutgoing(original) as JSONRPCRequest;
+		const named = toUpstreamName(member, normalizeOutgoing(original) as JSONRPCRequest);
+		if (named instanceof GatewayError) {
+			done();
+			return named.toRpcResponse(original.id);
+		}
+		const message = named;
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
 		const settle = once(() => {

@@ -1,0 +1,81 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolShaping } from "../registry/tool-shaping-schema.ts";
+
+const globs = new Map<string, RegExp>();
+
+/** A glob (`*` any run, `?` one character) as an anchored regular expression, compiled once per isolate. */
+function globMatches(glob: string, name: string): boolean {
+	let pattern = globs.get(glob);
+	if (!pattern) {
+		const source = glob
+			.replace(/[.+^${}()|[\]\\]/g, "\\$&")
+			.replace(/\*/g, ".*")
+			.replace(/\?/g, ".");
+		pattern = new RegExp(`^${source}$`);
+		if (globs.size < 1_000) globs.set(glob, pattern);
+	}
+	return pattern.test(name);
+}
+
+/** Whether the operator offers the upstream's tool `real` at all. */
+export function toolOffered(shaping: ToolShaping | undefined, real: string): boolean {
+	if (!shaping) return true;
+	if (shaping.include && !shaping.include.some((glob) => globMatches(glob, real))) return false;
+	return !(shaping.exclude ?? []).some((glob) => globMatches(glob, real));
+}
+
+/**
+ * A server's tool list as callers see it: tools the operator hides left out,
+ * aliases, descriptions and annotations applied. A tool whose real name is
+ * taken by another's alias is left out too (the PUT refuses such shaping, but
+ * an upstream may add a tool of that name later), and the conflict logged.
+ */
+export function shapeTools(server: string, shaping: ToolShaping | undefined, tools: readonly Tool[]): Tool[] {
+	if (!shaping) return [...tools];
+	const aliases = new Set(
+		Object.entries(shaping.overrides ?? {}).flatMap(([real, override]) =>
+			override.name !== undefined && override.name !== real ? [override.name] : [],
+		),
+	);
+	const shaped: Tool[] = [];
+	for (const tool of tools) {
+		if (!toolOffered(shaping, tool.name)) continue;
+		const override = shaping.overrides?.[tool.name];
+		const exposed = override?.name ?? tool.name;
+		if (exposed === tool.name && aliases.has(tool.name)) {
+			console.warn(`upstream ${server}: its tool '${tool.name}' is hidden: another tool's alias takes that name`);
+			continue;
+		}
+		if (!override) {
+			shaped.push(tool);
+			continue;
+		}
+		const next: Tool = { ...tool, name: exposed };
+		if (override.description !== undefined) next.description = override.description;
+		if (override.annotations) next.annotations = { ...tool.annotations, ...override.annotations };
+		shaped.push(next);
+	}
+	return shaped;
+}
+
+/**
+ * The upstream's own name of the tool callers call `exposed`, or null when no
+ * tool is offered under that name: a hidden tool, the real name of an aliased
+ * one, or an alias's target the operator also hides. Callers get null exactly
+ * as they get an unknown tool.
+ */
+export function realToolName(shaping: ToolShaping | undefined, exposed: string): string | null {
+	if (!shaping) return exposed;
+	for (const [real, override] of Object.entries(shaping.overrides ?? {})) {
+		if ((override.name ?? real) === exposed) return toolOffered(shaping, real) ? real : null;
+	}
+	// Not an alias: the name is the real one, unless it was renamed away or is hidden.
+	const renamed = shaping.overrides?.[exposed]?.name;
+	if (renamed !== undefined && renamed !== exposed) return null;
+	return toolOffered(shaping, exposed) ? exposed : null;
+}
+
+/** The name callers see for the upstream's tool `real` (its alias, or itself). */
+export function exposedToolName(shaping: ToolShaping | undefined, real: string): string {
+	return shaping?.overrides?.[real]?.name ?? real;
+}

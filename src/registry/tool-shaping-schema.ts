@@ -1,0 +1,59 @@
+import { z } from "zod";
+
+/**
+ * How an operator shapes what a server's tools look like to callers: which
+ * are offered (`include`/`exclude` globs of the upstream's names), and per
+ * tool an alias, a description of the operator's own and annotations (a
+ * `readOnlyHint` the operator adds is their promise: the at-most-once rules
+ * then replay the tool). Applied to lists and to calls alike: a hidden tool is
+ * neither listed nor callable, and an aliased one is called only by its alias.
+ */
+const GLOB = /^[A-Za-z0-9_.\-*?/]{1,128}$/;
+const GlobSchema = z
+	.string()
+	.regex(GLOB, "must be a glob of a tool name (letters, digits, _ . - /, and * or ?), at most 128 characters");
+/** MCP's tool names: what an alias may be (2025-11-25 "SHOULD" 1-128 of these characters). */
+const ToolNameSchema = z
+	.string()
+	.regex(/^[A-Za-z0-9_.\-/]{1,128}$/, "must be 1-128 characters of A-Z, a-z, 0-9, _ . - /");
+
+const ToolOverrideSchema = z.strictObject({
+	/** What callers call it; on aggregates, what gets the `server__` prefix. */
+	name: ToolNameSchema.optional(),
+	description: z.string().max(4096).optional(),
+	/** Merged over the upstream's annotations. */
+	annotations: z
+		.strictObject({
+			title: z.string().max(256).optional(),
+			readOnlyHint: z.boolean().optional(),
+			destructiveHint: z.boolean().optional(),
+			idempotentHint: z.boolean().optional(),
+			openWorldHint: z.boolean().optional(),
+		})
+		.optional(),
+});
+
+export const ToolShapingSchema = z
+	.strictObject({
+		include: z.array(GlobSchema).min(1).max(256).optional(),
+		exclude: z.array(GlobSchema).max(256).optional(),
+		/** By the upstream's own tool name. */
+		overrides: z.record(ToolNameSchema, ToolOverrideSchema).optional(),
+	})
+	.superRefine((shaping, context) => {
+		// Each name callers see stands for one tool: two aliases alike, or an alias equal to the name of
+		// another tool named here and kept, would make one name call two tools.
+		const exposedBy = new Map<string, string>();
+		for (const [real, override] of Object.entries(shaping.overrides ?? {})) {
+			const exposed = override.name ?? real;
+			const other = exposedBy.get(exposed);
+			if (other !== undefined) {
+				context.addIssue({
+					code: "custom",
+					path: ["overrides", real, "name"],
+					message: `'${exposed}' would name both '${other}' and '${real}'`,
+				});
+			} else exposedBy.set(exposed, real);
+		}
+	});
+export type ToolShaping = z.infer<typeof ToolShapingSchema>;
