@@ -26,6 +26,7 @@ function rule(name: string, match: AccessRuleRecord["match"], priority = 100): A
 		servers: null,
 		userPath: "/",
 		maxSessions: null,
+		rateClass: "standard",
 		priority,
 		generation: `gen-${name}`,
 		createdAt: 0,

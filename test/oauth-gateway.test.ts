@@ -737,6 +737,46 @@ describe("OAuth: limits are per person, not per client or sign-in", () => {
 	});
 });
 
+describe("OAuth: an access rule's rate class applies to the people it matches", () => {
+	it("under a high rule a person's requests count against KEY_RATE_LIMITER_HIGH, under unlimited against none; a replaced rule moves them without a new sign-in", async () => {
+		const match = { subject: "alice" };
+		const rule = await accessRule({ match, rateClass: "high" });
+		const tokens = await tokensThroughNewClient();
+		const standard: string[] = [];
+		const high: string[] = [];
+		const recording = (asked: string[]): RateLimit => ({
+			limit: async ({ key }) => {
+				asked.push(key);
+				return { success: true };
+			},
+		});
+		const counted = gatewayWith({
+			...SIGN_IN,
+			KEY_RATE_LIMITER: recording(standard),
+			KEY_RATE_LIMITER_HIGH: recording(high),
+		});
+		// A DELETE without a session is refused (400) right after authentication and the rate limit.
+		const send = () =>
+			counted(`${ORIGIN}/mcp`, { method: "DELETE", headers: { authorization: `Bearer ${tokens.access_token}` } });
+		for (let i = 0; i < 2; i++) expect((await send()).status).toBe(400);
+		expect(standard).toEqual([]);
+		expect(high).toHaveLength(2);
+		expect(new Set(high).size).toBe(1);
+		expect(high[0]).toMatch(new RegExp(`^key:person~${rule}~`));
+
+		expect((await admin("PUT", `/access-rules/${rule}`, { match, rateClass: "unlimited" })).status).toBe(200);
+		for (let i = 0; i < 2; i++) expect((await send()).status).toBe(400);
+		expect([standard.length, high.length]).toEqual([0, 2]);
+
+		// A rule that names no class is standard.
+		const replaced = await admin("PUT", `/access-rules/${rule}`, { match });
+		expect(((await replaced.json()) as { rateClass: string }).rateClass).toBe("standard");
+		expect((await send()).status).toBe(400);
+		expect(standard).toEqual([high[0]]);
+		expect(high).toHaveLength(2);
+	});
+});
+
 describe("OAuth: the failed-lookup lockout refuses only tokens that need a read", () => {
 	it("past the limit, made-up tokens from one address get 429 before any KV read; a token the isolate verified, an API key and garbage are answered as before", async () => {
 		await accessRule({ match: { subject: "alice" } });

@@ -2,12 +2,13 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject } fr
 import { describe, expect, it } from "vitest";
 import type { RegistryDO } from "../src/registry/registry-do.ts";
 
-/** The tables as the previous version created them: no config digests, no per-key session caps. */
+/** The tables as earlier versions created them: no config digests, no per-key session caps, no rate classes. */
 const PREVIOUS_SCHEMA = `
 	DROP TABLE IF EXISTS servers;
 	DROP TABLE IF EXISTS api_keys;
 	DROP TABLE IF EXISTS meta;
 	DROP TABLE IF EXISTS kv_outbox;
+	DROP TABLE IF EXISTS access_rules;
 	CREATE TABLE servers (
 		name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER,
 		generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
@@ -16,12 +17,17 @@ const PREVIOUS_SCHEMA = `
 		id TEXT PRIMARY KEY, name TEXT, digest TEXT NOT NULL UNIQUE, user_path TEXT NOT NULL,
 		servers TEXT, created_at INTEGER NOT NULL
 	);
+	CREATE TABLE access_rules (
+		name TEXT PRIMARY KEY, match TEXT NOT NULL, servers TEXT, user_path TEXT NOT NULL, max_sessions INTEGER,
+		priority INTEGER NOT NULL, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+	);
 	INSERT INTO servers VALUES ('old', 'https://old.example.com/mcp', '{}', NULL, 'gen-old', 1, 1);
+	INSERT INTO access_rules VALUES ('old-rule', '{"subject":"alice"}', NULL, '/', NULL, 100, 'gen-rule', 1, 1);
 	INSERT INTO api_keys VALUES ('key_old', NULL, 'digest-old', '/', NULL, 1);
 `;
 
 describe("registry migration", () => {
-	it("a registry created by the previous version gains config digests, key session caps and key formats before it serves, and publishes everything to KV", async () => {
+	it("a registry created by an earlier version gains config digests, key session caps, key formats and rate classes (standard, as they were counted) before it serves, and publishes everything to KV", async () => {
 		// A registry instance of its own, so the suite's registry is untouched.
 		const stub = env.REGISTRY.get(env.REGISTRY.idFromName("migration-test"));
 		await runInDurableObject(stub, (_instance: RegistryDO, state) => {
@@ -33,7 +39,25 @@ describe("registry migration", () => {
 		expect(server?.generation).toBe("gen-old");
 		expect(server?.protocol).toBe("auto");
 		const key = await stub.storedKey("key_old");
-		expect(key).toMatchObject({ id: "key_old", maxSessions: null, format: "legacy", digest: "digest-old" });
+		expect(key).toMatchObject({
+			id: "key_old",
+			maxSessions: null,
+			format: "legacy",
+			rateClass: "standard",
+			digest: "digest-old",
+		});
+		expect(await stub.listAccessRules()).toMatchObject([{ name: "old-rule", rateClass: "standard" }]);
+		// The new columns exist: a class is kept for a rule replaced and a key issued on the migrated tables.
+		const replaced = await stub.putAccessRule("old-rule", {
+			match: { subject: "alice" },
+			userPath: "/",
+			priority: 100,
+			rateClass: "high",
+		});
+		expect(replaced).toMatchObject({ rule: { rateClass: "high", generation: "gen-rule" }, created: false });
+		const issued = await stub.createKey({ userPath: "/", rateClass: "unlimited" });
+		if (!("record" in issued)) throw new Error(`no key: ${issued.invalid}`);
+		expect(await stub.storedKey(issued.record.id)).toMatchObject({ rateClass: "unlimited" });
 		// A session opened before the digests existed is told its server's configuration, once.
 		const check = await stub.checkSession({
 			keyId: "key_old",
@@ -48,6 +72,10 @@ describe("registry migration", () => {
 			kind: "server",
 			server: { name: "old" },
 		});
-		expect(await env.REGISTRY_KV.get("key/key_old", "json")).toMatchObject({ id: "key_old", format: "legacy" });
+		expect(await env.REGISTRY_KV.get("key/key_old", "json")).toMatchObject({
+			id: "key_old",
+			format: "legacy",
+			rateClass: "standard",
+		});
 	});
 });

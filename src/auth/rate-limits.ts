@@ -4,6 +4,8 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { ExpiringMap } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { limitHolderOf, parsePrincipalId } from "../registry/access-rules.ts";
+import { DEFAULT_RATE_CLASS, RATE_CLASSES, type RateClass } from "../registry/rate-classes.ts";
+import type { ApiKeyRecord } from "../registry/schemas.ts";
 
 /** Bound on each per-isolate verdict list, so a flood of keys or addresses cannot grow memory. */
 const MAX_VERDICTS = 1_000;
@@ -65,7 +67,16 @@ class Verdicts {
 	}
 }
 
-const keyVerdicts = new Verdicts();
+/** Key verdicts per binding: a key moved to another class is not held by its old class's "no". */
+const keyVerdicts = new Map<string, Verdicts>();
+
+function keyVerdictsOf(binding: string): Verdicts {
+	const found = keyVerdicts.get(binding);
+	if (found) return found;
+	const made = new Verdicts();
+	keyVerdicts.set(binding, made);
+	return made;
+}
 const addressVerdicts = new Verdicts();
 const oauthVerdicts = new Verdicts();
 
@@ -108,23 +119,65 @@ export function lookupGuard(env: Env, settings: Settings, request: Request, wait
 }
 
 /**
- * Throws 429 when the key is over its request rate (KEY_RATE_LIMITER); counts
- * this request against it. A signed-in person's requests count together,
- * whichever client or sign-in sent them (`limitHolderOf`).
+ * Throws 429 when the key is over its request rate; counts this request
+ * against it. The key's rate class names the binding that counts
+ * (rate-classes.ts; "unlimited": none). A signed-in person's requests count
+ * together, whichever client or sign-in sent them (`limitHolderOf`), under
+ * their rule's class. The class comes with the key record the request was
+ * authenticated with, so choosing the binding costs no read.
  */
-export function limitKeyRate(env: Env, settings: Settings, keyId: string, waitUntil: WaitUntil): void {
-	const who = `key:${limitHolderOf(keyId)}`;
-	if (keyVerdicts.limited(who)) {
-		const sender = parsePrincipalId(keyId)
+export function limitKeyRate(
+	env: Env,
+	settings: Settings,
+	key: Pick<ApiKeyRecord, "id" | "rateClass">,
+	waitUntil: WaitUntil,
+): void {
+	const binding = keyRateBinding(env, key.rateClass);
+	if (binding === null) return;
+	const who = `key:${limitHolderOf(key.id)}`;
+	const verdicts = keyVerdictsOf(binding.name);
+	if (verdicts.limited(who)) {
+		const sender = parsePrincipalId(key.id)
 			? "you sent more requests than your rate limit allows, counted over every client you signed in with"
 			: "this API key sent more requests than its rate limit allows";
 		throw new GatewayError(
 			"rate_limited",
-			`Too Many Requests: ${sender}; retry after ${settings.rateLimitPeriodSeconds} s.`,
+			`Too Many Requests: ${sender} (rate class ${key.rateClass}); retry after ${settings.rateLimitPeriodSeconds} s.`,
 			{ headers: retryAfter(settings) },
 		);
 	}
-	keyVerdicts.ask(env.KEY_RATE_LIMITER, who, settings, waitUntil);
+	verdicts.ask(binding.limiter, who, settings, waitUntil);
+}
+
+/** Classes already reported as missing their binding in this isolate: one warning each, at first use. */
+const reportedMissing = new Set<RateClass>();
+
+/**
+ * The binding that counts a class's requests, or null for a class without a
+ * limit. A class whose binding this deployment lacks (a wrangler.toml of its
+ * own, written before the class existed) counts against standard's, with
+ * one warning per isolate: a key promoted to a class nobody deployed keeps
+ * the limit it had rather than losing every limit.
+ */
+function keyRateBinding(env: Env, rateClass: RateClass): { name: string; limiter: RateLimit | undefined } | null {
+	const name = RATE_CLASSES[rateClass];
+	if (name === null) return null;
+	const limiter: RateLimit | undefined = env[name];
+	if (limiter !== undefined || rateClass === DEFAULT_RATE_CLASS) return { name, limiter };
+	if (!reportedMissing.has(rateClass)) {
+		reportedMissing.add(rateClass);
+		console.warn(
+			JSON.stringify({
+				event: "rate_class_binding_missing",
+				rateClass,
+				binding: name,
+				fallback: DEFAULT_RATE_CLASS,
+				message: `rate class ${rateClass} has no ${name} binding in this deployment; its requests count against ${DEFAULT_RATE_CLASS} (${RATE_CLASSES[DEFAULT_RATE_CLASS]}). Add the [[ratelimits]] binding to wrangler.toml.`,
+			}),
+		);
+	}
+	const fallback = RATE_CLASSES[DEFAULT_RATE_CLASS];
+	return { name: fallback, limiter: env[fallback] };
 }
 
 /**

@@ -158,7 +158,7 @@ async function admitted(
 	waitUntil: WaitUntil,
 ): Promise<Authenticated> {
 	const authenticated = await authenticate(request, env, settings, reader, waitUntil);
-	limitKeyRate(env, settings, authenticated.key.id, waitUntil);
+	limitKeyRate(env, settings, authenticated.key, waitUntil);
 	return authenticated;
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { type ApiKeyRecord, ServerNameSchema, UserPathSchema } from "./schemas.ts";
 
 /**
@@ -21,9 +22,9 @@ export type Identity = z.infer<typeof IdentitySchema>;
 /**
  * Access rules turn a signed-in identity into a principal: what an API key is
  * for machines, a rule is for people. A rule matches on the identity's claims
- * (every condition given must hold) and grants servers, a user path and a
- * session cap, exactly as a key does. Rules are tried in `priority` order,
- * then by name; the first that matches decides, as in a firewall.
+ * (every condition given must hold) and grants servers, a user path, a
+ * session cap and a rate class, exactly as a key does. Rules are tried in
+ * `priority` order, then by name; the first that matches decides, as in a firewall.
  */
 export const RULE_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 export const RuleNameSchema = z
@@ -62,6 +63,8 @@ export const AccessRuleInputSchema = z.strictObject({
 	userPath: UserPathSchema.default("/"),
 	/** Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY. */
 	maxSessions: z.number().int().positive().max(100_000).optional(),
+	/** Which rate-limiting binding counts each identity's requests (rate-classes.ts). */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
 	/** Lower first; equal priorities go by name. */
 	priority: z.number().int().min(0).max(1_000_000).default(100),
 });
@@ -74,6 +77,8 @@ export const AccessRuleRecordSchema = z.object({
 	servers: z.array(z.string()).nullable(),
 	userPath: z.string(),
 	maxSessions: z.number().nullable(),
+	/** Rules published before the field are standard, as they were. */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
 	priority: z.number(),
 	/**
 	 * Changes when the rule's match changes (or it is deleted and made again):
@@ -193,6 +198,7 @@ export function principalRecord(
 		userPath: rule.userPath,
 		servers: rule.servers,
 		maxSessions: rule.maxSessions,
+		rateClass: rule.rateClass,
 		format: "self-verifying",
 		createdAt: rule.createdAt,
 	};

@@ -24,9 +24,9 @@ export const KV_NAMES = {
 /**
  * Bumped when the published records change shape: a registry that finds an
  * older format recorded republishes everything at start. 2: servers carry `protocol`.
- * 3: access rules are published.
+ * 3: access rules are published. 4: keys and access rules carry `rateClass`.
  */
-export const KV_FORMAT = 3;
+export const KV_FORMAT = 4;
 
 /** An API key's record as published: with the SHA-256 (hex) of the whole key, which itself is never stored. */
 export const StoredKeySchema = ApiKeyRecordSchema.extend({ digest: z.string() });

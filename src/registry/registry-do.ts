@@ -224,6 +224,7 @@ export class RegistryDO extends DurableObject<Env> {
 			userPath: input.userPath,
 			servers: input.servers ?? null,
 			maxSessions: input.maxSessions ?? null,
+			rateClass: input.rateClass,
 			format: "self-verifying",
 			createdAt: Date.now(),
 		};

@@ -92,6 +92,7 @@ const CREATE_TABLES = `
 		user_path TEXT NOT NULL,
 		servers TEXT,
 		max_sessions INTEGER,
+		rate_class TEXT NOT NULL DEFAULT 'standard',
 		key_format INTEGER NOT NULL DEFAULT 2,
 		created_at INTEGER NOT NULL
 	);
@@ -110,6 +111,7 @@ const CREATE_TABLES = `
 		servers TEXT, -- JSON array of server names; NULL means all
 		user_path TEXT NOT NULL,
 		max_sessions INTEGER,
+		rate_class TEXT NOT NULL DEFAULT 'standard',
 		priority INTEGER NOT NULL,
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
@@ -164,8 +166,8 @@ export class RegistryTables {
 
 	/**
 	 * Registries created by earlier versions get the newer columns (a server's
-	 * config digest and protocol, a key's session cap), and every server its
-	 * digest, before the first request is served.
+	 * config digest and protocol, a key's session cap, keys' and rules' rate
+	 * classes), and every server its digest, before the first request is served.
 	 */
 	async migrate(): Promise<void> {
 		this.addColumn("servers", "config_digest", "TEXT");
@@ -177,6 +179,9 @@ export class RegistryTables {
 		this.addColumn("api_keys", "max_sessions", "INTEGER");
 		// Keys issued before self-verifying keys are of the first format.
 		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
+		// Keys and rules made before rate classes were counted by KEY_RATE_LIMITER, which is standard.
+		this.addColumn("api_keys", "rate_class", "TEXT NOT NULL DEFAULT 'standard'");
+		this.addColumn("access_rules", "rate_class", "TEXT NOT NULL DEFAULT 'standard'");
 		for (const server of undigested.select(this.sql, "WHERE config_digest IS NULL")) {
 			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(server), server.name);
 		}
@@ -344,6 +349,7 @@ export class RegistryTables {
 			servers: input.servers ?? null,
 			userPath: input.userPath,
 			maxSessions: input.maxSessions ?? null,
+			rateClass: input.rateClass,
 			priority: input.priority,
 			generation: existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12),
 			createdAt: existing?.createdAt ?? now,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
+import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { ToolShapingSchema } from "./tool-shaping-schema.ts";
 
 /**
@@ -142,6 +143,8 @@ export const KeyInputSchema = z.strictObject({
 	servers: z.array(ServerNameSchema).max(256).optional(),
 	/** Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY. */
 	maxSessions: z.number().int().positive().max(100_000).optional(),
+	/** Which rate-limiting binding counts its requests (rate-classes.ts). */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
 });
 export type KeyInput = z.output<typeof KeyInputSchema>;
 
@@ -197,6 +200,8 @@ export const ApiKeyRecordSchema = z.object({
 	servers: z.array(z.string()).nullable(),
 	/** Live sessions the key may hold; null means the gateway's MAX_SESSIONS_PER_KEY. */
 	maxSessions: z.number().nullable(),
+	/** Which rate-limiting binding counts its requests; records published before the field are standard, as they were. */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
 	/** "legacy": issued before self-verifying keys, no longer accepted; re-issue it. */
 	format: z.enum(["self-verifying", "legacy"]),
 	createdAt: z.number(),

@@ -40,7 +40,9 @@ export function testAddress(): string {
 	return `198.18.${n >> 8}.${n & 255}`;
 }
 
-export async function createKey(input: { servers?: string[]; userPath?: string; name?: string } = {}) {
+export async function createKey(
+	input: { servers?: string[]; userPath?: string; name?: string; rateClass?: string } = {},
+) {
 	const response = await admin("POST", "/keys", input);
 	if (response.status !== 201) throw new Error(`key creation failed: ${await response.text()}`);
 	return (await response.json()) as { id: string; key: string; userPath: string };
