@@ -15,6 +15,7 @@ type Layer =
 	| "edge"
 	| "auth"
 	| "credentials"
+	| "governance"
 	| "session"
 	| "registry"
 	| "upstream"
@@ -23,18 +24,31 @@ type Layer =
 
 /**
  * What each layer may import besides itself. Arrows point down only:
- * edge → (auth, credentials, session, registry) → upstream → mcp → primitives,
- * with auth → registry, credentials → registry and session → (credentials,
- * registry) among the middle ones; config (the
+ * edge → (auth, credentials, governance, session, registry) → upstream → mcp → primitives,
+ * with auth → registry, credentials → registry, governance → registry and
+ * session → (credentials, governance, registry) among the middle ones; config (the
  * settings and the Env) sits above mcp. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
-	entry: ["config", "edge", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
-	edge: ["config", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
+	entry: [
+		"config",
+		"edge",
+		"auth",
+		"credentials",
+		"governance",
+		"session",
+		"registry",
+		"upstream",
+		"mcp",
+		"primitives",
+	],
+	edge: ["config", "auth", "credentials", "governance", "session", "registry", "upstream", "mcp", "primitives"],
 	auth: ["config", "registry", "mcp", "primitives"],
 	// What an upstream request carries for whom: a person's vault, assertions, exchanges.
 	credentials: ["config", "registry", "upstream", "mcp", "primitives"],
-	session: ["config", "credentials", "registry", "upstream", "mcp", "primitives"],
+	// Shaping, CEL policies, pinned definitions: pure decisions over registry records.
+	governance: ["config", "registry", "mcp", "primitives"],
+	session: ["config", "credentials", "governance", "registry", "upstream", "mcp", "primitives"],
 	registry: ["config", "mcp", "primitives"],
 	config: ["mcp", "primitives"],
 	upstream: ["mcp", "primitives"],
