@@ -1,7 +1,10 @@
 import { env } from "cloudflare:test";
+import { celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { tests as conformance } from "@bufbuild/cel-spec/testdata/conformance.js";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { type CelBindings, compileExpression, MAX_NESTING } from "../src/governance/cel-program.ts";
+import { TIMESTAMP_ACCESSORS } from "../src/governance/cel-time.ts";
 import {
 	compilePolicies,
 	type PolicyPrincipal,
@@ -423,7 +426,7 @@ interface SerializedTest {
 	original: {
 		name?: string;
 		expr: string;
-		value?: { boolValue?: boolean };
+		value?: { boolValue?: boolean; int64Value?: string; stringValue?: string };
 		bindings?: unknown;
 		typeEnv?: unknown;
 		container?: string;
@@ -436,7 +439,7 @@ interface SerializedSuite {
 }
 
 describe("the CEL spec's conformance data through the policy compiler", () => {
-	it("every boolean conformance test without variables that the compiler accepts evaluates as the spec says", () => {
+	it("every boolean or integer conformance test without variables that the compiler accepts evaluates as the spec says", () => {
 		const flat: SerializedTest[] = [];
 		const walk = (suite: SerializedSuite) => {
 			flat.push(...(suite.tests ?? []));
@@ -447,16 +450,68 @@ describe("the CEL spec's conformance data through the policy compiler", () => {
 		const mismatches: string[] = [];
 		let ran = 0;
 		for (const { original } of flat) {
-			const expected = original.value?.boolValue;
-			if (typeof expected !== "boolean" || original.bindings || original.typeEnv || original.container) continue;
-			const compiled = compileExpression(original.expr);
+			// Policies have no protobuf registry: tests that build the suite's messages are not for them.
+			if (original.bindings || original.typeEnv || original.container || original.expr.includes("TestAllTypes"))
+				continue;
+			const { boolValue, int64Value } = original.value ?? {};
+			// An integer result is asked for as a comparison, since a policy gives true or false.
+			const expression =
+				typeof boolValue === "boolean"
+					? original.expr
+					: int64Value !== undefined
+						? `(${original.expr}) == ${int64Value}`
+						: null;
+			if (expression === null) continue;
+			const compiled = compileExpression(expression);
 			// Refused ones are the bounds at work (two-variable macros, extensions, names a policy cannot see).
 			if (!compiled.ok) continue;
 			ran++;
 			const result = compiled.program(bindings);
-			if (result !== expected) mismatches.push(`${original.name ?? original.expr}: ${String(result)}`);
+			if (result !== (boolValue ?? true)) mismatches.push(`${original.name ?? original.expr}: ${String(result)}`);
 		}
 		expect(mismatches).toEqual([]);
-		expect(ran).toBeGreaterThan(500);
+		expect(ran).toBeGreaterThan(600);
+	});
+
+	it("the timestamp accessors, which keep their time zone formats, agree with the library's own in every zone form", () => {
+		const accessors = ["getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear"];
+		accessors.push("getHours", "getMinutes", "getSeconds", "getMilliseconds");
+		const zones = [
+			null,
+			"UTC",
+			"America/New_York",
+			"Asia/Kathmandu",
+			"Australia/Lord_Howe",
+			"+05:30",
+			"-08:00",
+			"02:00",
+		];
+		const times = [
+			Date.UTC(2026, 0, 1, 0, 0, 0, 5),
+			Date.UTC(2026, 2, 8, 6, 59, 59, 999),
+			Date.UTC(2024, 11, 31, 23, 30),
+		];
+		times.push(Date.UTC(2026, 10, 1, 5, 30, 15, 250), Date.UTC(1999, 5, 15, 12));
+		const theirs = celEnv();
+		for (const accessor of accessors) {
+			for (const zone of zones) {
+				const call = `request.time.${accessor}(${zone === null ? "" : `"${zone}"`})`;
+				const ours = compileExpression(`${call} == 0 || true`);
+				if (!ours.ok) throw new Error(ours.message);
+				const reference = plan(theirs, parse(call));
+				const mine = plan(celEnv({ funcs: TIMESTAMP_ACCESSORS }), parse(call));
+				for (const ms of times) {
+					const request = { time: timestampFromMs(ms) };
+					expect(mine({ request }), `${call} at ${new Date(ms).toISOString()}`).toEqual(reference({ request }));
+				}
+			}
+		}
+		// A zone that does not exist is an evaluation error, which denies.
+		const bogus = compileExpression('request.time.getHours("Mars/Olympus_Mons") == 1');
+		expect(bogus.ok && isCelError(bogus.program({ ...bindingsAt(0) }))).toBe(true);
 	});
 });
+
+function bindingsAt(ms: number): CelBindings {
+	return { principal: {}, server: "", tool: {}, arguments: {}, method: "", request: { time: timestampFromMs(ms) } };
+}

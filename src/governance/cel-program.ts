@@ -1,6 +1,7 @@
 import { type CelInput, type CelResult, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { MAX_EXPRESSION_CHARS } from "../registry/policy-records.ts";
+import { TIMESTAMP_ACCESSORS } from "./cel-time.ts";
 
 /**
  * One policy expression, compiled: parsed by `@bufbuild/cel` (the CEL spec's
@@ -46,7 +47,8 @@ const PLANNER_OPERATORS = new Set([
 	"__not_strictly_false__",
 ]);
 
-const ENV = celEnv();
+/** The standard library, its timestamp accessors replaced by ones that keep their time zone formats (cel-time.ts). */
+const ENV = celEnv({ funcs: TIMESTAMP_ACCESSORS });
 
 type Expr = ReturnType<typeof parse>["expr"];
 
