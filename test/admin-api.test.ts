@@ -247,6 +247,8 @@ describe("admin API methods", () => {
 			["GET", "/keys/key_abcdefghijkl", "DELETE"],
 			["POST", `/access-rules/${name}`, "PUT, DELETE"],
 			["POST", "/access-rules", "GET, HEAD"],
+			["POST", `/policies/${name}`, "PUT, GET, HEAD, DELETE"],
+			["DELETE", "/policies", "GET, HEAD"],
 			["GET", "/oauth-grants", "DELETE"],
 			["GET", "/sync", "POST"],
 			["POST", "/registry-stats", "GET, HEAD"],
@@ -375,7 +377,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 14 actions (servers, virtual servers, keys, access rules, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 17 actions (servers, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -398,6 +400,7 @@ describe("every admin action is one audit line", () => {
 		const server = uniqueName("audited");
 		const virtual = uniqueName("audited-vs");
 		const rule = uniqueName("audited-rule");
+		const policy = uniqueName("audited-policy");
 		const subject = uniqueName("person");
 		const withSecrets = {
 			url: `${upstreamUrl("beta")}?token=${secrets[0]}`,
@@ -432,6 +435,14 @@ describe("every admin action is one audit line", () => {
 			200,
 		);
 		expect((await act("DELETE", `/access-rules/${rule}`, "/access-rules/:name")).status).toBe(204);
+		// Scoped to this test's server, so no other test's calls meet it.
+		const denial = { expression: "false", effect: "deny", applies: { servers: [server] } };
+		expect((await act("PUT", `/policies/${policy}`, "/policies/:name", denial)).status).toBe(201);
+		expect((await act("PUT", `/policies/${policy}`, "/policies/:name", { ...denial, priority: 5 })).status).toBe(200);
+		expect((await act("PUT", `/policies/${policy}`, "/policies/:name", { ...denial, expression: "(" })).status).toBe(
+			400,
+		);
+		expect((await act("DELETE", `/policies/${policy}`, "/policies/:name")).status).toBe(204);
 		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({
 			revoked: 0,
 			disconnected: 0,
@@ -460,6 +471,9 @@ describe("every admin action is one audit line", () => {
 			line("access_rule.created", rule),
 			line("access_rule.replaced", rule),
 			line("access_rule.deleted", rule),
+			line("policy.created", policy),
+			line("policy.replaced", policy),
+			line("policy.deleted", policy),
 			line("oauth_grants.revoked", `subject:${subject}`),
 			line("connection.deleted", `${server} key:${keyId}`),
 			line("registry.synced", "kv"),

@@ -4,9 +4,11 @@ import { oauthKv, revokePersonGrants, userIdOf } from "../auth/authorization-ser
 import { settingsFrom } from "../config.ts";
 import { CONNECT_CALLBACK_PATH } from "../credentials/client-registration.ts";
 import type { Env } from "../env.ts";
+import { PolicyInputSchema } from "../governance/policy-schema.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { secretsEqual } from "../primitives/crypto.ts";
 import { AccessRuleInputSchema, RuleNameSchema } from "../registry/access-rules.ts";
+import { PolicyNameSchema } from "../registry/policy-records.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import {
 	describeIssues,
@@ -16,7 +18,7 @@ import {
 	VirtualServerInputSchema,
 } from "../registry/schemas.ts";
 import { audit } from "./admin-audit.ts";
-import { maskServer, showAccessRule, showVirtualServer } from "./admin-views.ts";
+import { maskServer, showAccessRule, showPolicy, showVirtualServer } from "./admin-views.ts";
 import { bearerToken } from "./bearer.ts";
 import { disconnected, disconnectedEverywhere, disconnectedUnderRule } from "./connection-events.ts";
 import { checkServer, wantsCheck } from "./server-check.ts";
@@ -45,6 +47,13 @@ function parseServerName(c: Context<AdminEnv>, what = "server"): string {
 	const parsed = ServerNameSchema.safeParse(c.req.param("name"));
 	if (!parsed.success)
 		throw new GatewayError("bad_request", `Bad Request: ${what} name ${parsed.error.issues[0]?.message}.`);
+	return parsed.data;
+}
+
+function parsePolicyName(c: Context<AdminEnv>): string {
+	const parsed = PolicyNameSchema.safeParse(c.req.param("name"));
+	if (!parsed.success)
+		throw new GatewayError("bad_request", `Bad Request: policy name ${parsed.error.issues[0]?.message}.`);
 	return parsed.data;
 }
 
@@ -232,6 +241,42 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		// What people connected under the rule goes with it: their tokens are deleted and revoked.
 		await disconnectedUnderRule(c.env, name);
 		audit("access_rule.deleted", name);
+		return c.body(null, 204);
+	});
+
+	/**
+	 * Tool policies: CEL expressions that allow or deny tools to callers, on
+	 * lists and calls (src/governance/policies.ts). An expression that does not
+	 * compile is refused here with the compiler's message, and never published.
+	 */
+	admin.put("/policies/:name", async (c) => {
+		const name = parsePolicyName(c);
+		const input = await parseJsonBody(c, PolicyInputSchema);
+		const result = await registryStub(c.env).putPolicy(name, input);
+		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
+		const { policy, created } = result;
+		audit(created ? "policy.created" : "policy.replaced", policy.name);
+		return c.json(showPolicy(policy), created ? 201 : 200);
+	});
+
+	admin.get("/policies", async (c) => {
+		const policies = await registryStub(c.env).listPolicies();
+		return c.json({ policies: policies.map(showPolicy) });
+	});
+
+	admin.get("/policies/:name", async (c) => {
+		const name = parsePolicyName(c);
+		const policy = await registryStub(c.env).getPolicy(name);
+		if (!policy) throw new GatewayError("not_found", `Not Found: no policy named '${name}'.`);
+		return c.json(showPolicy(policy));
+	});
+
+	admin.delete("/policies/:name", async (c) => {
+		const name = parsePolicyName(c);
+		if (!(await registryStub(c.env).deletePolicy(name))) {
+			throw new GatewayError("not_found", `Not Found: no policy named '${name}'.`);
+		}
+		audit("policy.deleted", name);
 		return c.body(null, 204);
 	});
 

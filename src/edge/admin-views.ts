@@ -1,4 +1,5 @@
 import type { AccessRuleRecord } from "../registry/access-rules.ts";
+import type { PolicyRecord } from "../registry/policy-records.ts";
 import type { ServerRecord, VirtualServerRecord } from "../registry/schemas.ts";
 import { maskedUrl } from "../upstream/upstream-target.ts";
 
@@ -37,5 +38,14 @@ export function showVirtualServer(virtualServer: VirtualServerRecord) {
 		generation: virtualServer.generation,
 		createdAt: new Date(virtualServer.createdAt).toISOString(),
 		updatedAt: new Date(virtualServer.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of a policy: all of it, with times as ISO strings. */
+export function showPolicy(policy: PolicyRecord) {
+	return {
+		...policy,
+		createdAt: new Date(policy.createdAt).toISOString(),
+		updatedAt: new Date(policy.updatedAt).toISOString(),
 	};
 }

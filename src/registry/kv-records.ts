@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
+import { PolicyRecordSchema } from "./policy-records.ts";
 import type { RegistryTables } from "./registry-tables.ts";
 import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
 
@@ -13,18 +14,20 @@ import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
  * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
  * - `servers`: every server, for the aggregate `/mcp`.
  * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
+ * - `policies`: every tool policy, in the order they are evaluated (governance compiles them).
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
 	endpoint: (name: string) => `endpoint/${name}`,
 	servers: "servers",
 	rules: "access-rules",
+	policies: "policies",
 } as const;
 
 /**
  * Bumped when the published records change shape: a registry that finds an
  * older format recorded republishes everything at start. 2: servers carry `protocol`.
- * 3: access rules are published. 4: keys and access rules carry `rateClass`.
+ * 3: access rules are published. 4: keys and access rules carry `rateClass`, and tool policies are published.
  */
 export const KV_FORMAT = 4;
 
@@ -36,16 +39,19 @@ export const ServerListSchema = z.array(ServerRecordSchema);
 
 export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);
 
+export const PolicyListSchema = z.array(PolicyRecordSchema);
+
 /** Every KV name the registry publishes now. */
 export function publishedNames(tables: RegistryTables): string[] {
 	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
 	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
-	return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
+	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
 export function publishedValue(tables: RegistryTables, name: string): unknown {
 	if (name === KV_NAMES.rules) return tables.accessRules();
+	if (name === KV_NAMES.policies) return tables.policies();
 	if (name === KV_NAMES.servers) return tables.servers();
 	const [kind, ...rest] = name.split("/");
 	const id = rest.join("/");

@@ -7,6 +7,7 @@ import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principa
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";
 import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
+import type { PolicyApplies, PolicyInput, PolicyRecord } from "./policy-records.ts";
 import { configDigest, RegistryTables } from "./registry-tables.ts";
 import type {
 	ApiKeyRecord,
@@ -268,6 +269,38 @@ export class RegistryDO extends DurableObject<Env> {
 	}
 
 	/**
+	 * Creates or replaces a tool policy and publishes the policies. The
+	 * expression was compiled by the caller (the admin route, with governance's
+	 * compiler); here every name in `applies` must exist, since a policy whose
+	 * server or key is misspelt would silently apply nowhere. A refused policy
+	 * leaves the existing one as it was.
+	 */
+	async putPolicy(
+		name: string,
+		input: PolicyInput,
+	): Promise<{ policy: PolicyRecord; created: boolean } | { invalid: string }> {
+		const invalid = this.unknownApplies(input.applies);
+		if (invalid) return { invalid };
+		const written = this.tables.writePolicy(name, input, Date.now());
+		await this.publish([KV_NAMES.policies]);
+		return written;
+	}
+
+	getPolicy(name: string): PolicyRecord | null {
+		this.reads++;
+		return this.tables.policy(name);
+	}
+
+	listPolicies(): PolicyRecord[] {
+		this.reads++;
+		return this.tables.policies();
+	}
+
+	deletePolicy(name: string): Promise<boolean> {
+		return this.deleted(this.tables.deletePolicy(name), () => [KV_NAMES.policies]);
+	}
+
+	/**
 	 * A person's (or key's) connection to an `oauth` server, recorded for the
 	 * operators' listing and for cutting off: written when one is made or
 	 * removed, never on a call (the tokens live in the vault; this is who, not what).
@@ -313,6 +346,34 @@ export class RegistryDO extends DurableObject<Env> {
 	private namesOfServer(name: string): string[] {
 		const virtual = this.tables.virtualServersWith(name).map((member) => KV_NAMES.endpoint(member));
 		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
+	}
+
+	/** Why a policy's `applies` names what is not there, in a sentence; null when everything it names exists. */
+	private unknownApplies(applies: PolicyApplies | undefined): string | null {
+		if (!applies) return null;
+		const checks: Array<[string, string, readonly string[] | undefined, (names: string[]) => Set<string>]> = [
+			[
+				"servers",
+				"no server named",
+				applies.servers,
+				(names) => new Set(this.tables.serversNamed(names).map((server) => server.name)),
+			],
+			[
+				"virtualServers",
+				"no virtual server named",
+				applies.virtualServers,
+				(names) => new Set(names.filter((name) => this.tables.virtualServer(name) !== null)),
+			],
+			["keys", "no API key with id", applies.keys, (ids) => this.tables.existingKeys(ids)],
+			["rules", "no access rule named", applies.rules, (names) => this.tables.existingRules(names)],
+		];
+		const problems = checks.flatMap(([field, words, names, known]) => {
+			if (!names) return [];
+			const present = known([...names]);
+			const unknown = [...new Set(names.filter((name) => !present.has(name)))];
+			return unknown.length === 0 ? [] : [`applies.${field}: ${words} ${quoteList(unknown)}`];
+		});
+		return problems.length === 0 ? null : problems.join("; ");
 	}
 
 	/**

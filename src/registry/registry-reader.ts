@@ -1,7 +1,15 @@
 import type { z } from "zod";
 import { withTimeout } from "../primitives/timing.ts";
 import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
-import { AccessRuleListSchema, KV_NAMES, ServerListSchema, type StoredKey, StoredKeySchema } from "./kv-records.ts";
+import {
+	AccessRuleListSchema,
+	KV_NAMES,
+	PolicyListSchema,
+	ServerListSchema,
+	type StoredKey,
+	StoredKeySchema,
+} from "./kv-records.ts";
+import type { PolicyRecord } from "./policy-records.ts";
 import {
 	type ResolvedEndpoint,
 	ResolvedEndpointSchema,
@@ -18,6 +26,8 @@ export interface RegistryReader {
 	servers(): Promise<ServerRecord[]>;
 	/** Every access rule, in the order they are tried. */
 	rules(): Promise<AccessRuleRecord[]>;
+	/** Every tool policy, in the order they are evaluated (compiled by governance, per isolate). */
+	policies(): Promise<PolicyRecord[]>;
 }
 
 /** A reader that counts its reads (cost reports). */
@@ -57,6 +67,7 @@ export function kvRegistryReader(
 		endpoint: (name) => read(KV_NAMES.endpoint(name), ResolvedEndpointSchema),
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
 		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
+		policies: async () => (await read(KV_NAMES.policies, PolicyListSchema)) ?? [],
 	};
 }
 

@@ -7,6 +7,7 @@ import {
 	orderRules,
 } from "./access-rules.ts";
 import { type StoredKey, StoredKeySchema } from "./kv-records.ts";
+import { orderPolicies, type PolicyInput, type PolicyRecord, PolicyRecordSchema } from "./policy-records.ts";
 import { type ColumnCodec, JSON_TEXT, RecordTable } from "./record-rows.ts";
 import {
 	type ApiKeyRecord,
@@ -61,6 +62,8 @@ const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSche
 	match: JSON_TEXT,
 	servers: JSON_TEXT,
 });
+
+const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
 
 /** What `migrate` needs of a server row to compute its digest. */
 const undigested = new RecordTable(
@@ -128,6 +131,16 @@ const CREATE_TABLES = `
 		label TEXT NOT NULL,
 		rule TEXT,
 		connected_at INTEGER NOT NULL
+	);
+	-- Tool policies (CEL), compiled by governance; the registry keeps and publishes them.
+	CREATE TABLE IF NOT EXISTS policies (
+		name TEXT PRIMARY KEY,
+		expression TEXT NOT NULL,
+		effect TEXT NOT NULL, -- 'allow' or 'deny'
+		applies TEXT, -- JSON object of servers, virtualServers, keys, rules; NULL means everywhere
+		priority INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
 	);
 	CREATE TABLE IF NOT EXISTS virtual_servers (
 		name TEXT PRIMARY KEY,
@@ -360,6 +373,60 @@ export class RegistryTables {
 
 	deleteAccessRule(name: string): boolean {
 		return accessRules.delete(this.sql, name);
+	}
+
+	/** Every policy, in the order they are evaluated. */
+	policies(): PolicyRecord[] {
+		return orderPolicies(policies.select(this.sql, ""));
+	}
+
+	policy(name: string): PolicyRecord | null {
+		return policies.get(this.sql, name);
+	}
+
+	/** Creates or replaces a policy; a replacement keeps when it was created. */
+	writePolicy(name: string, input: PolicyInput, now: number): { policy: PolicyRecord; created: boolean } {
+		const existing = policies.get(this.sql, name);
+		const policy = policies.put(this.sql, {
+			name,
+			expression: input.expression,
+			effect: input.effect,
+			applies: input.applies ?? null,
+			priority: input.priority,
+			createdAt: existing?.createdAt ?? now,
+			updatedAt: now,
+		});
+		return { policy, created: existing === null };
+	}
+
+	deletePolicy(name: string): boolean {
+		return policies.delete(this.sql, name);
+	}
+
+	/** Those of `ids` that are API keys. */
+	existingKeys(ids: readonly string[]): Set<string> {
+		return new Set(
+			this.sql
+				.exec<{ id: string }>(
+					"SELECT id FROM api_keys WHERE id IN (SELECT value FROM json_each(?))",
+					JSON.stringify(ids),
+				)
+				.toArray()
+				.map((row) => row.id),
+		);
+	}
+
+	/** Those of `names` that are access rules. */
+	existingRules(names: readonly string[]): Set<string> {
+		return new Set(
+			this.sql
+				.exec<{ name: string }>(
+					"SELECT name FROM access_rules WHERE name IN (SELECT value FROM json_each(?))",
+					JSON.stringify(names),
+				)
+				.toArray()
+				.map((row) => row.name),
+		);
 	}
 
 	/** Marks a KV name to publish; marked again, its version bumps. */
