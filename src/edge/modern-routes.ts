@@ -1,11 +1,14 @@
 import type { Settings } from "../config.ts";
 import { credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { loadPolicies } from "../governance/policy-cache.ts";
+import { governs } from "../governance/tool-gate.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
+import { kvRegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
@@ -45,8 +48,9 @@ export async function serveModern(
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await plan();
 	const sole = resolved.members[0];
-	// A server whose tools the operator shaped is served from a session, which rewrites its lists and calls.
-	if (resolved.mode === "transparent" && sole && !sole.tools) {
+	// A server whose tools the operator shaped, or that a policy governs, is served from a session, which
+	// applies them to its lists and calls; the policies are read per isolate, as access rules are.
+	if (resolved.mode === "transparent" && sole && !sole.tools && !(await governedServer(env, settings, sole.name))) {
 		const { message, envelope } = classified;
 		try {
 			const calling = scope.calling ?? null;
@@ -80,6 +84,15 @@ export async function serveModern(
 		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, caller);
 	}
 	return stub.modern(input);
+}
+
+/** Whether any tool policy could apply to `server` (then its requests need the session's decision). */
+async function governedServer(env: Env, settings: Settings, server: string): Promise<boolean> {
+	const policies = await loadPolicies(
+		kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds),
+		settings.endpointCacheTtlMs,
+	);
+	return governs(policies, server);
 }
 
 /**

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { once } from "../primitives/once.ts";
@@ -229,10 +230,18 @@ export class SessionDO extends DurableObject<Env> {
 				const member = this.parts.members.sole(current);
 				// A shaped server's list is rewritten (and only it): the session answers it from its catalog,
 				// which holds the tools as the operator shaped them, all in one page.
-				if (input.kind === "request" && input.message.method === "tools/list" && member.tools) {
+				if (
+					input.kind === "request" &&
+					input.message.method === "tools/list" &&
+					(member.tools || governs((await this.parts.gate()).policies, member.name))
+				) {
 					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
 					this.parts.catalog.invalidate(member.name, ["tools"]);
-					const tools = await this.parts.catalog.get(member.name, "tools");
+					const tools = await this.parts.visible(
+						member.name,
+						"tools",
+						await this.parts.catalog.get(member.name, "tools"),
+					);
 					done();
 					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { tools } });
 				}

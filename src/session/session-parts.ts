@@ -2,10 +2,13 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
-import { exposedToolName, shapeTools } from "../governance/tool-shaping.ts";
+import { loadPolicies } from "../governance/policy-cache.ts";
+import { callRefusal, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
+import { exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
+import { kvRegistryReader } from "../registry/registry-reader.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
 import { Catalog } from "./aggregate/catalog.ts";
@@ -24,6 +27,10 @@ import { UpstreamPool } from "./upstream-pool.ts";
 /** The concerns a SessionDO is made of, each in its own module. */
 export interface SessionParts {
 	readonly settings: Settings;
+	/** The policies and the session's caller, now (the one decision on tools; see tool-gate.ts). */
+	gate(): Promise<ToolGate>;
+	/** What of a member's shaped list the caller may see now. */
+	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 	/** The binding in storage, and the alarm (counted). */
 	readonly store: SessionStore;
 	/** Activity, idle expiry, rechecks with the registry, maximum age. */
@@ -89,6 +96,29 @@ export function sessionParts(host: PartsHost): SessionParts {
 	const aggregate = () => host.current()?.mode === "aggregate";
 
 	const catalog = new Catalog((server, kind) => fetchList(server, kind));
+	const policyReader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
+	/** The policies and who the session is for, now: one decision for its lists and calls. */
+	const gate = async (): Promise<ToolGate> => {
+		const binding = host.current();
+		const keyId = binding?.keyId ?? "";
+		return {
+			policies: await loadPolicies(policyReader, settings.endpointCacheTtlMs),
+			principal: policyPrincipal(keyId, binding?.caller?.caller.identity ?? null, null),
+			virtualServer: binding?.endpointCheck.kind === "virtual" ? binding.endpointCheck.name : null,
+			now: host.clock().now(),
+		};
+	};
+	/** What of a member's shaped list this caller may see: tools the policies hide are left out. */
+	const visible = async <K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>) => {
+		if (kind !== "tools") return items;
+		const member = members.member(server);
+		const shaping = member.tools ?? undefined;
+		// Tools lists hold tools (parsed with the SDK's schema by `listAll`).
+		const tools = items as Tool[];
+		return visibleTools(await gate(), server, tools, (tool) => realToolName(shaping, tool.name) ?? tool.name) as Array<
+			ListItems[K]
+		>;
+	};
 	const lifecycle = new SessionLifecycle({
 		...state,
 		settings,
@@ -129,10 +159,20 @@ export function sessionParts(host: PartsHost): SessionParts {
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
+		callRefusal: async (member, exposed, real, args) => {
+			const tool = (await catalog.get(member.name, "tools").catch(() => [])).find((listed) => listed.name === exposed);
+			return callRefusal(
+				await gate(),
+				member.name,
+				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
+				args,
+			);
+		},
 	});
 	const router: AggregateRouter = new AggregateRouter({
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
 		catalog,
+		visible,
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
@@ -196,6 +236,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 
 	return {
 		settings,
+		gate,
+		visible,
 		store,
 		lifecycle,
 		pool,

@@ -38,6 +38,13 @@ export interface CallHost {
 	timers(): Timers;
 	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
 	clientCapabilities(): Record<string, unknown> | undefined;
+	/** Whether the policies refuse this call (sent under the upstream's name `real`, called as `exposed`). */
+	callRefusal(
+		member: Member,
+		exposed: string,
+		real: string,
+		args: Record<string, unknown>,
+	): Promise<GatewayError | null>;
 }
 
 /**
@@ -94,11 +101,12 @@ export class UpstreamCalls {
 	/** Forwards a request; `done` is called once its reply has ended. */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
 		const named = toUpstreamName(member, normalizeOutgoing(original) as JSONRPCRequest);
-		if (named instanceof GatewayError) {
+		const refused = named instanceof GatewayError ? named : await this.refusal(member, original, named);
+		if (refused) {
 			done();
-			return named.toRpcResponse(original.id);
+			return refused.toRpcResponse(original.id);
 		}
-		const message = named;
+		const message = named as JSONRPCRequest;
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
 		const settle = once(() => {
@@ -111,6 +119,18 @@ export class UpstreamCalls {
 			settle();
 			throw error;
 		}
+	}
+
+	/** A tools/call the policies refuse, before anything is sent; null for anything else. */
+	private async refusal(member: Member, original: JSONRPCRequest, named: JSONRPCRequest): Promise<GatewayError | null> {
+		if (named.method !== "tools/call") return null;
+		const args = named.params?.arguments;
+		return this.host.callRefusal(
+			member,
+			String(original.params?.name ?? ""),
+			String(named.params?.name ?? ""),
+			typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+		);
 	}
 
 	/** Ends every running request: the session ended (`reason` says why) and their replies are not wanted. */

@@ -21,6 +21,8 @@ export interface ListsHost {
 	/** Member names, in endpoint order. */
 	members(): readonly string[];
 	readonly catalog: Catalog;
+	/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
+	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 }
 
 /**
@@ -156,7 +158,7 @@ export class AggregateLists {
 		const lists = new Map<string, Array<ListItems[K]>>();
 		await forEachBounded(members, async (server) => {
 			try {
-				lists.set(server, await this.host.catalog.get(server, kind, attempts));
+				lists.set(server, await this.host.visible(server, kind, await this.host.catalog.get(server, kind, attempts)));
 			} catch (error) {
 				console.warn(`member ${server} left out of ${kind}: ${describeError(error)}`);
 			}

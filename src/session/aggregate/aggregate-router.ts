@@ -8,7 +8,7 @@ import type {
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import type { Timers } from "../clock.ts";
-import { AggregateLists } from "./aggregate-lists.ts";
+import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
@@ -16,10 +16,7 @@ import { ListRefresh } from "./list-refresh.ts";
 import type { ServerRequests } from "./server-requests.ts";
 
 /** What the router needs from its SessionDO. */
-export interface AggregateHost {
-	/** Member names, in endpoint order. */
-	members(): readonly string[];
-	readonly catalog: Catalog;
+export interface AggregateHost extends ListsHost {
 	/** Forwards a request to a member and streams its reply; calls `done` when the reply has ended. */
 	forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response>;
 	/** Sends a notification, or a response to one of its requests, to a member. */
