@@ -127,7 +127,7 @@ describe("keys verify themselves at the edge", () => {
 		expect(counts).toEqual({ durableObjects: 0, kvReads: 1 });
 	});
 
-	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost two KV reads (key, endpoint) and no Durable Object", async () => {
+	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost three KV reads (key, endpoint, tool policies) and no Durable Object", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey();
 		const app = createApp();
@@ -139,7 +139,7 @@ describe("keys verify themselves at the edge", () => {
 			expect(response.status).toBe(200);
 			await response.body?.cancel();
 		}
-		expect(counts).toEqual({ durableObjects: 0, kvReads: 2 });
+		expect(counts).toEqual({ durableObjects: 0, kvReads: 3 });
 	});
 
 	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {

@@ -3,9 +3,9 @@ import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
-import { callRefusal, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
+import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
 import { exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
@@ -160,9 +160,16 @@ export function sessionParts(host: PartsHost): SessionParts {
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
 		callRefusal: async (member, exposed, real, args) => {
-			const tool = (await catalog.get(member.name, "tools").catch(() => [])).find((listed) => listed.name === exposed);
+			const now = await gate();
+			// Without a policy for this server nothing is asked of it (its list included): calls cost what they did.
+			if (!governs(now.policies, member.name)) return null;
+			const listed = await catalog.get(member.name, "tools").catch((error: unknown) => {
+				console.warn(`member ${member.name}: tool annotations unknown for a policy (${describeError(error)})`);
+				return [];
+			});
+			const tool = listed.find((candidate) => candidate.name === exposed);
 			return callRefusal(
-				await gate(),
+				now,
 				member.name,
 				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
 				args,
