@@ -15,6 +15,7 @@ type Layer =
 	| "edge"
 	| "auth"
 	| "credentials"
+	| "governance"
 	| "session"
 	| "registry"
 	| "upstream"
@@ -29,12 +30,25 @@ type Layer =
  * settings and the Env) sits above mcp. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
-	entry: ["config", "edge", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
-	edge: ["config", "auth", "credentials", "session", "registry", "upstream", "mcp", "primitives"],
+	entry: [
+		"config",
+		"edge",
+		"auth",
+		"credentials",
+		"governance",
+		"session",
+		"registry",
+		"upstream",
+		"mcp",
+		"primitives",
+	],
+	edge: ["config", "auth", "credentials", "governance", "session", "registry", "upstream", "mcp", "primitives"],
 	auth: ["config", "registry", "mcp", "primitives"],
 	// What an upstream request carries for whom: a person's vault, assertions, exchanges.
 	credentials: ["config", "registry", "upstream", "mcp", "primitives"],
-	session: ["config", "credentials", "registry", "upstream", "mcp", "primitives"],
+	session: ["config", "credentials", "governance", "registry", "upstream", "mcp", "primitives"],
+	// Shaping, policies and pinning: one decision for lists and calls, over the registry's records.
+	governance: ["config", "registry", "mcp", "primitives"],
 	registry: ["config", "mcp", "primitives"],
 	config: ["mcp", "primitives"],
 	upstream: ["mcp", "primitives"],

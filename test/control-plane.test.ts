@@ -313,6 +313,7 @@ describe("sessions recheck from KV", () => {
 				endpoint: (name) => fresh.endpoint(name),
 				servers: () => fresh.servers(),
 				rules: () => fresh.rules(),
+				pins: (server) => fresh.pins(server),
 			};
 			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
 		});
@@ -333,6 +334,7 @@ describe("an unreadable KV", () => {
 		endpoint: () => Promise.reject(new Error("KV read failed (test)")),
 		servers: () => Promise.reject(new Error("KV read failed (test)")),
 		rules: () => Promise.reject(new Error("KV read failed (test)")),
+		pins: () => Promise.reject(new Error("KV read failed (test)")),
 	};
 
 	it("initialize fails with a 503 that names nothing internal, and opens nothing", async () => {
@@ -369,6 +371,7 @@ describe("an unreadable KV", () => {
 			endpoint: slow.endpoint,
 			servers: slow.servers,
 			rules: slow.rules,
+			pins: slow.pins,
 		};
 		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
 		expect(response.status).toBe(503);

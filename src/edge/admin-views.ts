@@ -12,6 +12,7 @@ export function maskServer(server: ServerRecord) {
 		protocol: server.protocol,
 		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.
 		auth: server.auth,
+		pinning: server.pinning,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),

@@ -13,12 +13,14 @@ import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
  * - `endpoint/<name>`: what `/mcp/<name>` is: a server, or a virtual server with its existing members.
  * - `servers`: every server, for the aggregate `/mcp`.
  * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
+ * - `pins/<server>`: a server's approved tool definitions (tool-pins.ts); absent until first recorded.
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
 	endpoint: (name: string) => `endpoint/${name}`,
 	servers: "servers",
 	rules: "access-rules",
+	pins: (server: string) => `pins/${server}`,
 } as const;
 
 /**
@@ -40,7 +42,8 @@ export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);
 export function publishedNames(tables: RegistryTables): string[] {
 	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
 	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
-	return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys];
+	const pins = tables.pinnedServerNames().map((server) => KV_NAMES.pins(server));
+	return [KV_NAMES.servers, KV_NAMES.rules, ...endpoints, ...keys, ...pins];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
@@ -51,5 +54,6 @@ export function publishedValue(tables: RegistryTables, name: string): unknown {
 	const id = rest.join("/");
 	if (kind === "key") return tables.storedKey(id);
 	if (kind === "endpoint") return tables.endpoint(id);
+	if (kind === "pins") return tables.serverPins(id);
 	throw new Error(`registry: unknown KV name ${name}`);
 }

@@ -10,6 +10,7 @@ import {
 	type SessionCheckResult,
 } from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
+import { type ServerPins, ServerPinsSchema } from "./tool-pins.ts";
 
 /** The registry's read path: what the edge and the sessions need, from Workers KV. */
 export interface RegistryReader {
@@ -18,6 +19,8 @@ export interface RegistryReader {
 	servers(): Promise<ServerRecord[]>;
 	/** Every access rule, in the order they are tried. */
 	rules(): Promise<AccessRuleRecord[]>;
+	/** A server's approved tool definitions; null until its tools were first recorded. */
+	pins(server: string): Promise<ServerPins | null>;
 }
 
 /** A reader that counts its reads (cost reports). */
@@ -57,6 +60,7 @@ export function kvRegistryReader(
 		endpoint: (name) => read(KV_NAMES.endpoint(name), ResolvedEndpointSchema),
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
 		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
+		pins: (server) => read(KV_NAMES.pins(server), ServerPinsSchema),
 	};
 }
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
+import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -122,6 +123,8 @@ export const ServerInputSchema = z.strictObject({
 	timeoutSeconds: z.number().int().positive().max(3600).optional(),
 	protocol: UpstreamProtocolSchema.default("auto"),
 	auth: ServerAuthSchema.default({ type: "operator" }),
+	/** What a changed or new tool definition does (see tool-pins.ts). */
+	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -174,9 +177,11 @@ export const ServerRecordSchema = z.object({
 	protocol: UpstreamProtocolSchema.default("auto"),
 	/** Whose credentials its requests carry; records published before the field are "operator", which they were. */
 	auth: ServerAuthSchema.default({ type: "operator" }),
+	/** What its changed or new tool definitions do; records published before the field are "warn", the default. */
+	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: z.string(),
-	/** SHA-256 of its URL, headers, timeout, protocol and auth: a replacing PUT that changes them changes it. */
+	/** SHA-256 of its URL, headers, timeout, protocol, auth and pinning: a replacing PUT that changes them changes it. */
 	configDigest: z.string(),
 	createdAt: z.number(),
 	updatedAt: z.number(),

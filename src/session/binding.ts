@@ -9,6 +9,7 @@ import {
 	ServerRecordSchema,
 	UpstreamProtocolSchema,
 } from "../registry/schemas.ts";
+import { PinningModeSchema } from "../registry/tool-pins.ts";
 
 export type { EndpointCheck } from "../registry/schemas.ts";
 
@@ -49,6 +50,8 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	protocol: UpstreamProtocolSchema.optional(),
 	/** Whose credentials its requests carry; absent in bindings older than it, which means "operator". */
 	auth: ServerAuthSchema.optional(),
+	/** What its changed tool definitions do; absent in bindings older than it, which means the default, "warn". */
+	pinning: PinningModeSchema.optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -63,6 +66,7 @@ export function memberOf(server: ServerRecord): Member {
 		configDigest: server.configDigest,
 		protocol: server.protocol,
 		auth: server.auth,
+		pinning: server.pinning,
 	};
 }
 
