@@ -24,9 +24,9 @@ type Layer =
 
 /**
  * What each layer may import besides itself. Arrows point down only:
- * edge → (auth, credentials, session, registry) → upstream → mcp → primitives,
- * with auth → registry, credentials → registry and session → (credentials,
- * registry) among the middle ones; config (the
+ * edge → (auth, credentials, governance, session, registry) → upstream → mcp → primitives,
+ * with auth → registry, credentials → registry, governance → registry and
+ * session → (credentials, governance, registry) among the middle ones; config (the
  * settings and the Env) sits above mcp. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {

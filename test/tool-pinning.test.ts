@@ -1,15 +1,16 @@
 import { env } from "cloudflare:workers";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { CatalogTool } from "../scripts/fixtures/control-shapes.ts";
 import {
 	type FirstSeenRecorder,
+	logPinVerdict,
 	type PinnedServer,
 	pinsFor,
 	recordFirstSeenOnce,
 	registryRecorder,
 } from "../src/governance/pin-records.ts";
-import { heldToolSentence, needsFirstSeen, pinVerdict } from "../src/governance/pinning.ts";
+import { heldToolSentence, needsFirstSeen, type PinVerdict, pinVerdict } from "../src/governance/pinning.ts";
 import { changedFields, toolDigest } from "../src/governance/tool-digest.ts";
 import { kvRegistryReader, type RegistryReader } from "../src/registry/registry-reader.ts";
 import { registryStub } from "../src/registry/registry-stub.ts";
@@ -449,7 +450,47 @@ describe("what the gateway writes, and when", () => {
 	});
 });
 
+describe("what pinning logs", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	it("a flagged tool is logged once per server, tool and state, with what changed; an approved or unflagged one is not", () => {
+		const lines: string[] = [];
+		vi.spyOn(console, "warn").mockImplementation((line: unknown) => {
+			lines.push(String(line));
+		});
+		const server = uniqueName("logged");
+		const changed: PinVerdict = { state: "changed", changedFields: ["description"], served: true, flagged: true };
+		for (let i = 0; i < 5; i++) logPinVerdict(server, "warn", "search", changed);
+		logPinVerdict(server, "warn", "search", { state: "approved", served: true, flagged: false });
+		logPinVerdict(server, "off", "other", { state: "new", served: true, flagged: false });
+		logPinVerdict(server, "block", "added", { state: "new", served: false, flagged: true });
+		expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual([
+			{
+				event: "tool_pin",
+				server,
+				tool: "search",
+				mode: "warn",
+				state: "changed",
+				changedFields: ["description"],
+				served: true,
+			},
+			{ event: "tool_pin", server, tool: "added", mode: "block", state: "new", changedFields: [], served: false },
+		]);
+	});
+});
+
 describe("pinning in the admin API", () => {
+	it("a server that does not answer shows only its pins with the reason; approving its tools fails as the upstream did", async () => {
+		const name = uniqueName("pinned-down");
+		expect((await admin("PUT", `/servers/${name}?check=false`, { url: "http://127.0.0.1:9/mcp" })).status).toBe(201);
+		const view = await toolsView(name);
+		expect(view.tools).toEqual([]);
+		expect(view.unlisted).toContain(`'${name}'`);
+		expect((await admin("POST", `/servers/${name}/tools/approve`, {})).status).toBe(502);
+	});
+
 	it("a server's pinning defaults to warn, is shown, and changes its config digest only when not the default", async () => {
 		const { name, server } = await catalogServer([]);
 		expect(server.pinning).toBe("warn");
