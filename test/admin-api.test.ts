@@ -377,7 +377,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 17 actions (servers, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 18 actions (servers, their tools approved, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -409,6 +409,14 @@ describe("every admin action is one audit line", () => {
 
 		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(201);
 		expect((await act("PUT", `/servers/${server}`, "/servers/:name", withSecrets)).status).toBe(200);
+		expect((await act("GET", `/servers/${server}/tools`, "/servers/:name/tools")).status).toBe(200);
+		expect(
+			(await act("POST", `/servers/${server}/tools/approve`, "/servers/:name/tools/approve", { tools: ["nope"] }))
+				.status,
+		).toBe(400);
+		expect((await act("POST", `/servers/${server}/tools/approve`, "/servers/:name/tools/approve", {})).status).toBe(
+			200,
+		);
 		expect(
 			(await act("PUT", `/virtual-servers/${virtual}`, "/virtual-servers/:name", { servers: [server] })).status,
 		).toBe(201);
@@ -464,6 +472,7 @@ describe("every admin action is one audit line", () => {
 		expect(audit).toEqual([
 			line("server.created", server),
 			line("server.replaced", server),
+			line("server.tools_approved", server),
 			line("virtual_server.created", virtual),
 			line("virtual_server.replaced", virtual),
 			line("key.created", keyId),

@@ -314,6 +314,7 @@ describe("sessions recheck from KV", () => {
 				servers: () => fresh.servers(),
 				rules: () => fresh.rules(),
 				policies: () => fresh.policies(),
+				pins: (server) => fresh.pins(server),
 			};
 			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
 		});
@@ -335,6 +336,7 @@ describe("an unreadable KV", () => {
 		servers: () => Promise.reject(new Error("KV read failed (test)")),
 		rules: () => Promise.reject(new Error("KV read failed (test)")),
 		policies: () => Promise.reject(new Error("KV read failed (test)")),
+		pins: () => Promise.reject(new Error("KV read failed (test)")),
 	};
 
 	it("initialize fails with a 503 that names nothing internal, and opens nothing", async () => {
@@ -372,6 +374,7 @@ describe("an unreadable KV", () => {
 			servers: slow.servers,
 			rules: slow.rules,
 			policies: slow.policies,
+			pins: slow.pins,
 		};
 		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
 		expect(response.status).toBe(503);

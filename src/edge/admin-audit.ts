@@ -3,6 +3,7 @@ export const ADMIN_ACTIONS = [
 	"server.created",
 	"server.replaced",
 	"server.deleted",
+	"server.tools_approved",
 	"virtual_server.created",
 	"virtual_server.replaced",
 	"virtual_server.deleted",

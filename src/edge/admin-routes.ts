@@ -17,11 +17,13 @@ import {
 	ServerNameSchema,
 	VirtualServerInputSchema,
 } from "../registry/schemas.ts";
+import { ToolApprovalInputSchema } from "../registry/tool-pins.ts";
 import { audit } from "./admin-audit.ts";
 import { maskServer, showAccessRule, showPolicy, showVirtualServer } from "./admin-views.ts";
 import { bearerToken } from "./bearer.ts";
 import { disconnected, disconnectedEverywhere, disconnectedUnderRule } from "./connection-events.ts";
 import { checkServer, wantsCheck } from "./server-check.ts";
+import { approveTools, toolsView } from "./server-tools.ts";
 import { sessionStub } from "./session-routing.ts";
 import { isJsonContentType } from "./transport-checks.ts";
 
@@ -145,6 +147,18 @@ export function createAdminRoutes(): Hono<AdminEnv> {
 		const shown = maskServer(result.server);
 		const status = result.created ? 201 : 200;
 		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
+	});
+
+	/** Each tool with its pinning state: approved, changed (with the fields), new, removed. */
+	admin.get("/servers/:name/tools", async (c) => c.json(await toolsView(c.env, parseServerName(c))));
+
+	/** Approves every tool the server lists now, or the named ones (`{ "tools": [...] }`). */
+	admin.post("/servers/:name/tools/approve", async (c) => {
+		const name = parseServerName(c);
+		const input = await parseJsonBody(c, ToolApprovalInputSchema);
+		const approved = await approveTools(c.env, name, input);
+		audit("server.tools_approved", name);
+		return c.json(approved);
 	});
 
 	admin.delete("/servers/:name", async (c) => {

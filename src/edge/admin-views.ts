@@ -14,6 +14,7 @@ export function maskServer(server: ServerRecord) {
 		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.
 		auth: server.auth,
 		tools: server.tools,
+		pinning: server.pinning,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),

@@ -15,6 +15,7 @@ import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
  * - `servers`: every server, for the aggregate `/mcp`.
  * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
  * - `policies`: every tool policy, in the order they are evaluated (governance compiles them).
+ * - `pins/<server>`: a server's approved tool definitions (tool-pins.ts); absent until first recorded.
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
@@ -22,6 +23,7 @@ export const KV_NAMES = {
 	servers: "servers",
 	rules: "access-rules",
 	policies: "policies",
+	pins: (server: string) => `pins/${server}`,
 } as const;
 
 /**
@@ -45,7 +47,8 @@ export const PolicyListSchema = z.array(PolicyRecordSchema);
 export function publishedNames(tables: RegistryTables): string[] {
 	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
 	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
-	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys];
+	const pins = tables.pinnedServerNames().map((server) => KV_NAMES.pins(server));
+	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys, ...pins];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
@@ -57,5 +60,6 @@ export function publishedValue(tables: RegistryTables, name: string): unknown {
 	const id = rest.join("/");
 	if (kind === "key") return tables.storedKey(id);
 	if (kind === "endpoint") return tables.endpoint(id);
+	if (kind === "pins") return tables.serverPins(id);
 	throw new Error(`registry: unknown KV name ${name}`);
 }

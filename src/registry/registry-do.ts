@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { z } from "zod";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
@@ -9,19 +10,25 @@ import { KvPublisher } from "./kv-publisher.ts";
 import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
 import type { PolicyApplies, PolicyInput, PolicyRecord } from "./policy-records.ts";
 import { configDigest, RegistryTables } from "./registry-tables.ts";
-import type {
-	ApiKeyRecord,
-	ConnectionRecord,
-	KeyInput,
-	ResolvedEndpoint,
-	ServerInput,
-	ServerRecord,
-	SessionCheckInput,
-	SessionCheckResult,
-	VirtualServerInput,
-	VirtualServerRecord,
+import {
+	type ApiKeyRecord,
+	type ConnectionRecord,
+	describeIssues,
+	type KeyInput,
+	type ResolvedEndpoint,
+	type ServerInput,
+	type ServerRecord,
+	type SessionCheckInput,
+	type SessionCheckResult,
+	type VirtualServerInput,
+	type VirtualServerRecord,
 } from "./schemas.ts";
 import { checkSessionAgainst, quoteList } from "./session-check.ts";
+import { type PinInput, PinInputSchema, type ServerPins } from "./tool-pins.ts";
+
+/** At most this many tools are pinned per write: a list longer than that is an upstream flooding us. */
+const MAX_PINS_PER_WRITE = 1_000;
+const PinInputsSchema = z.array(PinInputSchema).max(MAX_PINS_PER_WRITE);
 
 /** The registry is one Durable Object instance under this name. */
 export const REGISTRY_NAME = "registry";
@@ -90,6 +97,7 @@ export class RegistryDO extends DurableObject<Env> {
 			protocol: input.protocol,
 			auth: input.auth,
 			tools: input.tools ?? null,
+			pinning: input.pinning,
 		};
 		const digest = await configDigest(config);
 		if (this.tables.virtualServer(name)) {
@@ -119,8 +127,63 @@ export class RegistryDO extends DurableObject<Env> {
 		return this.tables.servers();
 	}
 
+	/** Deletes a server and its pins: a server created again under the name starts with none. */
 	deleteServer(name: string): Promise<boolean> {
-		return this.deleted(this.tables.deleteServer(name), () => this.namesOfServer(name));
+		const deleted = this.tables.deleteServer(name);
+		if (deleted) this.tables.deletePins(name);
+		return this.deleted(deleted, () => [...this.namesOfServer(name), KV_NAMES.pins(name)]);
+	}
+
+	/** A server's pins (`GET /admin/servers/:name/tools`); null until its tools were first recorded. */
+	serverPins(name: string): ServerPins | null {
+		this.reads++;
+		return this.tables.serverPins(name);
+	}
+
+	/**
+	 * Trust on first use, called by the gateway when it first sees a server's
+	 * tools (after a tools/list): stores the digests only when the server has no
+	 * pin at all, so a tool that appears later stays "new". Refused for another
+	 * incarnation than the current one (a list fetched before a delete and
+	 * re-create must not pin the new server). Under pinning "off" nothing is
+	 * recorded. A write only when something is recorded; otherwise one read.
+	 */
+	async recordFirstSeen(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+	): Promise<{ recorded: boolean; pins: ServerPins | null } | { refused: string }> {
+		const parsed = PinInputsSchema.safeParse(pins);
+		if (!parsed.success) return { refused: `pins: ${describeIssues(parsed.error)}` };
+		const current = this.tables.server(server);
+		if (!current) return { refused: `no server named '${server}'` };
+		if (current.generation !== generation) return { refused: `'${server}' is another incarnation now` };
+		if (current.pinning === "off") return { recorded: false, pins: this.tables.serverPins(server) };
+		const recorded = this.tables.recordFirstSeen(server, generation, parsed.data, Date.now());
+		if (recorded) await this.publish([KV_NAMES.pins(server)]);
+		return { recorded, pins: this.tables.serverPins(server) };
+	}
+
+	/**
+	 * The operator approves definitions (`POST /admin/servers/:name/tools/approve`):
+	 * `pins` are stored as approved (replacing those of the same names), the
+	 * pins named in `forget` (tools the server no longer lists) are dropped.
+	 */
+	async approveTools(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+		forget: readonly string[],
+	): Promise<{ pins: ServerPins | null; refused: string | null }> {
+		const refused = (reason: string) => ({ pins: null, refused: reason });
+		const parsed = PinInputsSchema.safeParse(pins);
+		if (!parsed.success) return refused(`pins: ${describeIssues(parsed.error)}`);
+		const current = this.tables.server(server);
+		if (!current) return refused(`no server named '${server}'`);
+		if (current.generation !== generation) return refused(`'${server}' was deleted and created again meanwhile`);
+		this.tables.approvePins(server, generation, parsed.data, forget, Date.now());
+		await this.publish([KV_NAMES.pins(server)]);
+		return { pins: this.tables.serverPins(server), refused: null };
 	}
 
 	/**

@@ -18,6 +18,7 @@ import {
 	type SessionCheckResult,
 } from "./schemas.ts";
 import { checkSessionAgainst } from "./session-check.ts";
+import { type ServerPins, ServerPinsSchema } from "./tool-pins.ts";
 
 /** The registry's read path: what the edge and the sessions need, from Workers KV. */
 export interface RegistryReader {
@@ -28,6 +29,8 @@ export interface RegistryReader {
 	rules(): Promise<AccessRuleRecord[]>;
 	/** Every tool policy, in the order they are evaluated (compiled by governance, per isolate). */
 	policies(): Promise<PolicyRecord[]>;
+	/** A server's approved tool definitions; null until its tools were first recorded. */
+	pins(server: string): Promise<ServerPins | null>;
 }
 
 /** A reader that counts its reads (cost reports). */
@@ -68,6 +71,7 @@ export function kvRegistryReader(
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
 		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
 		policies: async () => (await read(KV_NAMES.policies, PolicyListSchema)) ?? [],
+		pins: (server) => read(KV_NAMES.pins(server), ServerPinsSchema),
 	};
 }
 

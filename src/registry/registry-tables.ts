@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import {
 	type AccessRuleInput,
@@ -20,6 +21,7 @@ import {
 	type VirtualServerRecord,
 	VirtualServerRecordSchema,
 } from "./schemas.ts";
+import { DEFAULT_PINNING, type PinInput, type ServerPins, ToolPinSchema } from "./tool-pins.ts";
 
 /**
  * The registry's SQLite tables: how this version creates them, how older
@@ -65,6 +67,18 @@ const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSche
 
 const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
 
+/** A server's approved tool definitions, one row per tool (written by hand: the key is two columns). */
+const toolPins = new RecordTable("tool_pins", "server", ToolPinSchema.extend({ server: z.string() }), {
+	definition: JSON_TEXT,
+});
+
+/** Servers whose tools were recorded (first seen or approved): from then on, a tool not pinned is new. */
+const pinnedServers = new RecordTable(
+	"pinned_servers",
+	"server",
+	z.object({ server: z.string(), generation: z.string(), recordedAt: z.number() }),
+);
+
 /** What `migrate` needs of a server row to compute its digest. */
 const undigested = new RecordTable(
 	"servers",
@@ -83,6 +97,7 @@ const CREATE_TABLES = `
 		protocol TEXT NOT NULL DEFAULT 'auto',
 		auth TEXT NOT NULL DEFAULT '{"type":"operator"}', -- JSON: whose credentials its requests carry
 		tools TEXT, -- JSON: how its tools look to callers; NULL: as the upstream has them
+		pinning TEXT NOT NULL DEFAULT 'warn', -- block | warn | off: what a changed tool definition does
 		generation TEXT NOT NULL,
 		config_digest TEXT,
 		created_at INTEGER NOT NULL,
@@ -142,6 +157,21 @@ const CREATE_TABLES = `
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
 	);
+	-- Approved tool definitions (pinning): the digest and the definition it covers, per server and tool.
+	CREATE TABLE IF NOT EXISTS tool_pins (
+		server TEXT NOT NULL,
+		tool TEXT NOT NULL,
+		digest TEXT NOT NULL,
+		definition TEXT NOT NULL, -- JSON: name, description, inputSchema, outputSchema, annotations
+		approved_at INTEGER NOT NULL,
+		PRIMARY KEY (server, tool)
+	);
+	-- Servers whose tools have been recorded, and for which incarnation.
+	CREATE TABLE IF NOT EXISTS pinned_servers (
+		server TEXT PRIMARY KEY,
+		generation TEXT NOT NULL,
+		recorded_at INTEGER NOT NULL
+	);
 	CREATE TABLE IF NOT EXISTS virtual_servers (
 		name TEXT PRIMARY KEY,
 		servers TEXT NOT NULL, -- JSON array of member server names, in order
@@ -162,12 +192,14 @@ export function configDigest(
 	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol"> & {
 		auth?: ServerRecord["auth"] | undefined;
 		tools?: ServerRecord["tools"] | undefined;
+		pinning?: ServerRecord["pinning"] | undefined;
 	},
 ): Promise<string> {
 	const parts: unknown[] = [server.url, server.headers, server.timeoutSeconds];
 	if (server.protocol !== "auto") parts.push(server.protocol);
 	if (server.auth !== undefined && server.auth.type !== "operator") parts.push({ auth: server.auth });
 	if (server.tools !== undefined && server.tools !== null) parts.push({ tools: server.tools });
+	if (server.pinning !== undefined && server.pinning !== DEFAULT_PINNING) parts.push({ pinning: server.pinning });
 	return sha256Hex(JSON.stringify(parts));
 }
 
@@ -189,6 +221,8 @@ export class RegistryTables {
 		// Servers registered before auth modes carried the operator's headers, as they still do.
 		this.addColumn("servers", "auth", `TEXT NOT NULL DEFAULT '{"type":"operator"}'`);
 		this.addColumn("servers", "tools", "TEXT");
+		// Servers registered before pinning are under the default mode.
+		this.addColumn("servers", "pinning", `TEXT NOT NULL DEFAULT '${DEFAULT_PINNING}'`);
 		this.addColumn("api_keys", "max_sessions", "INTEGER");
 		// Keys issued before self-verifying keys are of the first format.
 		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");
@@ -427,6 +461,79 @@ export class RegistryTables {
 				.toArray()
 				.map((row) => row.name),
 		);
+	}
+
+	/** A server's pins as published (`pins/<server>`); null until its tools were first recorded. */
+	serverPins(server: string): ServerPins | null {
+		const recorded = pinnedServers.get(this.sql, server);
+		if (!recorded) return null;
+		const pins = toolPins
+			.select(this.sql, "WHERE server = ? ORDER BY tool", server)
+			.map(({ server: _server, ...pin }) => pin);
+		return { server, generation: recorded.generation, recordedAt: recorded.recordedAt, pins };
+	}
+
+	/** Servers with recorded tools. */
+	pinnedServerNames(): string[] {
+		return this.sql
+			.exec<{ server: string }>("SELECT server FROM pinned_servers")
+			.toArray()
+			.map((row) => row.server);
+	}
+
+	/**
+	 * Trust on first use: records `pins` as approved, but only when the server
+	 * has nothing recorded yet (even an empty list counts as recorded); whether it wrote.
+	 */
+	recordFirstSeen(server: string, generation: string, pins: readonly PinInput[], now: number): boolean {
+		if (pinnedServers.get(this.sql, server)) return false;
+		this.writePins(server, generation, pins, now);
+		return true;
+	}
+
+	/**
+	 * Approves `pins` (replacing what was pinned under their names) and drops
+	 * the pins named in `forget`; records the server's tools as seen. Pins of
+	 * another incarnation of the server are dropped first.
+	 */
+	approvePins(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+		forget: readonly string[],
+		now: number,
+	): void {
+		const recorded = pinnedServers.get(this.sql, server);
+		if (recorded && recorded.generation !== generation) this.deletePins(server);
+		for (const tool of forget) this.sql.exec("DELETE FROM tool_pins WHERE server = ? AND tool = ?", server, tool);
+		this.writePins(server, generation, pins, recorded?.generation === generation ? recorded.recordedAt : now, now);
+	}
+
+	/** Forgets a server's pins (the server was deleted); whether there were any. */
+	deletePins(server: string): boolean {
+		this.sql.exec("DELETE FROM tool_pins WHERE server = ?", server);
+		return pinnedServers.delete(this.sql, server);
+	}
+
+	private writePins(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+		recordedAt: number,
+		approvedAt = recordedAt,
+	): void {
+		pinnedServers.put(this.sql, { server, generation, recordedAt });
+		for (const { digest, definition } of pins) {
+			this.sql.exec(
+				`INSERT INTO tool_pins (server, tool, digest, definition, approved_at) VALUES (?, ?, ?, ?, ?)
+				 ON CONFLICT(server, tool) DO UPDATE SET digest = excluded.digest, definition = excluded.definition, approved_at = excluded.approved_at`,
+				server,
+				definition.name,
+				digest,
+				JSON.stringify(definition),
+				approvedAt,
+			);
+		}
 	}
 
 	/** Marks a KV name to publish; marked again, its version bumps. */

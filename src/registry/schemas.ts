@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
+import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
 import { ToolShapingSchema } from "./tool-shaping-schema.ts";
 
 /**
@@ -126,6 +127,8 @@ export const ServerInputSchema = z.strictObject({
 	auth: ServerAuthSchema.default({ type: "operator" }),
 	/** How its tools look to callers (see tool-shaping-schema.ts); absent: as the upstream has them. */
 	tools: ToolShapingSchema.optional(),
+	/** What a changed or new tool definition does (see tool-pins.ts). */
+	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -182,9 +185,11 @@ export const ServerRecordSchema = z.object({
 	auth: ServerAuthSchema.default({ type: "operator" }),
 	/** How its tools look to callers; null: as the upstream has them (and in records older than the field). */
 	tools: ToolShapingSchema.nullable().default(null),
+	/** What its changed or new tool definitions do; records published before the field are "warn", the default. */
+	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: z.string(),
-	/** SHA-256 of its URL, headers, timeout, protocol and auth: a replacing PUT that changes them changes it. */
+	/** SHA-256 of its URL, headers, timeout, protocol, auth and pinning: a replacing PUT that changes them changes it. */
 	configDigest: z.string(),
 	createdAt: z.number(),
 	updatedAt: z.number(),

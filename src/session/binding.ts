@@ -9,6 +9,7 @@ import {
 	ServerRecordSchema,
 	UpstreamProtocolSchema,
 } from "../registry/schemas.ts";
+import { PinningModeSchema } from "../registry/tool-pins.ts";
 import { ToolShapingSchema } from "../registry/tool-shaping-schema.ts";
 
 export type { EndpointCheck } from "../registry/schemas.ts";
@@ -52,6 +53,8 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	auth: ServerAuthSchema.optional(),
 	/** How its tools look to callers; absent in bindings older than it: as the upstream has them. */
 	tools: ToolShapingSchema.nullable().optional(),
+	/** What its changed tool definitions do; absent in bindings older than it, which means the default, "warn". */
+	pinning: PinningModeSchema.optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -67,6 +70,7 @@ export function memberOf(server: ServerRecord): Member {
 		protocol: server.protocol,
 		auth: server.auth,
 		tools: server.tools,
+		pinning: server.pinning,
 	};
 }
 

@@ -1,0 +1,136 @@
+import type { Env } from "../env.ts";
+import { describeError } from "../mcp/gateway-error.ts";
+import { stableJson } from "../mcp/stable-json.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import { ExpiringMap } from "../primitives/expiring-map.ts";
+import type { RegistryReader } from "../registry/registry-reader.ts";
+import { registryStub } from "../registry/registry-stub.ts";
+import type { PinInput, PinningMode, ServerPins } from "../registry/tool-pins.ts";
+import { needsFirstSeen, type PinVerdict } from "./pinning.ts";
+import { pinInputOf, type ToolLike, toolDefinition } from "./tool-digest.ts";
+
+/**
+ * The isolate's side of pinning: pins read through the registry's read path
+ * and kept per isolate, the first-seen write bounded per isolate, and the log
+ * lines of tools not as approved, each said once in a while.
+ */
+
+/** The server a pin belongs to: its name and incarnation. */
+export interface PinnedServer {
+	name: string;
+	generation: string;
+	/** Absent in bindings older than pinning: the default. */
+	pinning?: PinningMode | undefined;
+}
+
+/** Pins records by server, per isolate; a server never recorded is kept as null for as long. */
+const pinRecords = new ExpiringMap<ServerPins | null>({ maxEntries: 1_000 });
+
+/**
+ * The server's pins from KV (`pins/<name>`), from the isolate's memory for
+ * `ttlMs` after a read (the endpoint TTL: a pin approved reaches lists within
+ * it, plus KV's own staleness). Pins of another incarnation count as none.
+ * A KV failure rejects, as every registry read does (the caller's 503).
+ */
+export async function pinsFor(reader: RegistryReader, server: PinnedServer, ttlMs: number): Promise<ServerPins | null> {
+	const pins = await pinRecords.load(
+		server.name,
+		() => reader.pins(server.name),
+		() => ttlMs,
+	);
+	return pins !== null && pins.generation === server.generation ? pins : null;
+}
+
+/** What recording first-seen tools needs of the registry (tests count and gate it). */
+export interface FirstSeenRecorder {
+	recordFirstSeen(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+	): Promise<{ recorded: boolean; pins?: ServerPins | null } | { refused: string }>;
+}
+
+/** How long an isolate waits before asking the registry again for the same list of the same server. */
+const FIRST_SEEN_RETRY_MS = 10 * 60_000;
+/** After a failed attempt, how long before the same list is tried again. */
+const FIRST_SEEN_FAILED_RETRY_MS = 60_000;
+/** Attempts by (server, incarnation, list version), per isolate. */
+const firstSeenAttempts = new ExpiringMap<true>({ maxEntries: 1_000 });
+
+/** A digest of a whole list: its tools' definitions, in name order. */
+async function listVersion(tools: readonly ToolLike[]): Promise<string> {
+	const definitions = tools.map(toolDefinition).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+	return sha256Hex(stableJson(definitions));
+}
+
+/**
+ * Trust on first use, after a tools/list: when the server's tools were never
+ * recorded (and its mode is not "off"), asks the registry to record these as
+ * approved. Bounded: at most one registry call per server, incarnation and
+ * list version per isolate every FIRST_SEEN_RETRY_MS, concurrent lists share
+ * it, and the registry writes only the first time any isolate asks (later
+ * calls find the pins and write nothing). Once recorded, this isolate knows
+ * the pins at once, for `pinsTtlMs` (the TTL given to `pinsFor`). Never
+ * throws: a failure is logged, and asked again after FIRST_SEEN_RETRY_MS.
+ *
+ * @example
+ * if (needsFirstSeen(mode, pins)) waitUntil(recordFirstSeenOnce(registryRecorder(env), member, tools, ttlMs));
+ */
+export async function recordFirstSeenOnce(
+	registry: FirstSeenRecorder,
+	server: PinnedServer,
+	tools: readonly ToolLike[],
+	pinsTtlMs: number,
+): Promise<void> {
+	if (!needsFirstSeen(server.pinning ?? "warn", null)) return;
+	const attempt = `${server.name} ${server.generation} ${await listVersion(tools)}`;
+	try {
+		await firstSeenAttempts.load(
+			attempt,
+			async () => {
+				const pins = await Promise.all(tools.map(pinInputOf));
+				const answer = await registry.recordFirstSeen(server.name, server.generation, pins);
+				if ("refused" in answer) console.warn(`pinning ${server.name}: first seen not recorded: ${answer.refused}`);
+				else if (answer.pins) pinRecords.set(server.name, answer.pins, pinsTtlMs);
+				return true as const;
+			},
+			() => FIRST_SEEN_RETRY_MS,
+		);
+	} catch (error) {
+		// A registry that fails is asked again a while later, not on every list meanwhile.
+		firstSeenAttempts.set(attempt, true, FIRST_SEEN_FAILED_RETRY_MS);
+		console.warn(`pinning ${server.name}: recording its first-seen tools failed: ${describeError(error)}`);
+	}
+}
+
+/** The registry as the first-seen recorder. */
+export function registryRecorder(env: Env): FirstSeenRecorder {
+	return registryStub(env);
+}
+
+/** How long one tool's state is logged once per isolate. */
+const LOG_EVERY_MS = 10 * 60_000;
+const logged = new ExpiringMap<true>({ maxEntries: 5_000 });
+
+/**
+ * One structured line for a tool that is not as approved (a flagged
+ * verdict), said once per isolate per server, tool and state every
+ * LOG_EVERY_MS, so a list served every second does not flood the log.
+ */
+export function logPinVerdict(server: string, mode: PinningMode, tool: string, verdict: PinVerdict): void {
+	if (!verdict.flagged) return;
+	const key = stableJson([server, tool, verdict.state, verdict.changedFields ?? []]);
+	if (logged.get(key)) return;
+	logged.set(key, true, LOG_EVERY_MS);
+	console.warn(
+		JSON.stringify({
+			event: "tool_pin",
+			server,
+			tool,
+			mode,
+			state: verdict.state,
+			changedFields: verdict.changedFields ?? [],
+			served: verdict.served,
+		}),
+	);
+}
