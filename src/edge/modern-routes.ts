@@ -50,7 +50,9 @@ export async function serveModern(
 	const sole = resolved.members[0];
 	// A server whose tools the operator shaped, or that a policy governs, is served from a session, which
 	// applies them to its lists and calls; the policies are read per isolate, as access rules are.
-	if (resolved.mode === "transparent" && sole && !sole.tools && !(await governedServer(env, settings, sole.name))) {
+	const governed = (member: Member) =>
+		member.tools || member.pinning === "block" ? Promise.resolve(true) : governedServer(env, settings, member.name);
+	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
 		const { message, envelope } = classified;
 		try {
 			const calling = scope.calling ?? null;

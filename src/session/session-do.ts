@@ -228,12 +228,12 @@ export class SessionDO extends DurableObject<Env> {
 			const current = this.binding ?? binding;
 			if (current.mode === "transparent") {
 				const member = this.parts.members.sole(current);
-				// A shaped server's list is rewritten (and only it): the session answers it from its catalog,
-				// which holds the tools as the operator shaped them, all in one page.
+				// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
+				// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
 				if (
 					input.kind === "request" &&
 					input.message.method === "tools/list" &&
-					(member.tools || governs((await this.parts.gate()).policies, member.name))
+					(member.tools || member.pinning === "block" || governs((await this.parts.gate()).policies, member.name))
 				) {
 					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
 					this.parts.catalog.invalidate(member.name, ["tools"]);

@@ -2,6 +2,8 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from "../governance/pin-records.ts";
+import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
 import { exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
@@ -97,6 +99,26 @@ export function sessionParts(host: PartsHost): SessionParts {
 
 	const catalog = new Catalog((server, kind) => fetchList(server, kind));
 	const policyReader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
+	/** Each member's tools as its upstream last listed them (before shaping), for pinning. */
+	const rawTools = new Map<string, Tool[]>();
+	/**
+	 * How each of a member's tools stands against its pinned definition, by
+	 * its upstream name. The first list of a server ever seen is recorded as
+	 * approved (trust on first use, in the background); under `block` a new or
+	 * changed definition is held, under `warn` served and logged.
+	 */
+	const pinned = async (member: Member) => {
+		const mode = member.pinning ?? DEFAULT_PINNING;
+		const pins = mode === "off" ? null : await pinsFor(policyReader, member, settings.endpointCacheTtlMs);
+		const raw = rawTools.get(member.name) ?? [];
+		if (needsFirstSeen(mode, pins) && raw.length > 0) {
+			ctx.waitUntil(recordFirstSeenOnce(registryRecorder(env), member, raw, settings.endpointCacheTtlMs));
+		}
+		return (real: string) => {
+			const tool = raw.find((candidate) => candidate.name === real);
+			return tool ? pinVerdict(mode, pins, tool) : null;
+		};
+	};
 	/** The policies and who the session is for, now: one decision for its lists and calls. */
 	const gate = async (): Promise<ToolGate> => {
 		const binding = host.current();
@@ -115,9 +137,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 		const shaping = member.tools ?? undefined;
 		// Tools lists hold tools (parsed with the SDK's schema by `listAll`).
 		const tools = items as Tool[];
-		return visibleTools(await gate(), server, tools, (tool) => realToolName(shaping, tool.name) ?? tool.name) as Array<
-			ListItems[K]
-		>;
+		const realOf = (tool: Tool) => realToolName(shaping, tool.name) ?? tool.name;
+		const verdictOf = await pinned(member);
+		const served = tools.filter((tool) => {
+			const verdict = verdictOf(realOf(tool));
+			if (verdict) logPinVerdict(server, member.pinning ?? DEFAULT_PINNING, realOf(tool), verdict);
+			return verdict === null || verdict.served;
+		});
+		return visibleTools(await gate(), server, served, realOf) as Array<ListItems[K]>;
 	};
 	const lifecycle = new SessionLifecycle({
 		...state,
@@ -160,6 +187,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
 		callRefusal: async (member, exposed, real, args) => {
+			if ((member.pinning ?? DEFAULT_PINNING) === "block") {
+				// A held definition is refused on call as it is left out of lists; the upstream's list is needed to know.
+				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
+				const verdict = (await pinned(member))(real);
+				if (verdict && !verdict.served) {
+					return new GatewayError("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
+				}
+			}
 			const now = await gate();
 			// Without a policy for this server nothing is asked of it (its list included): calls cost what they did.
 			if (!governs(now.policies, member.name)) return null;
@@ -232,8 +267,11 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
 				router.memberNotification(server, notification);
 			});
+			if (kind !== "tools") return items;
+			// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
+			rawTools.set(server, items as Tool[]);
 			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
-			return kind === "tools" ? shapedList(member, items) : items;
+			return shapedList(member, items);
 		} catch (error) {
 			// A member that does not offer this list has an empty one.
 			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
