@@ -138,13 +138,21 @@ export function sessionParts(host: PartsHost): SessionParts {
 		// Tools lists hold tools (parsed with the SDK's schema by `listAll`).
 		const tools = items as Tool[];
 		const realOf = (tool: Tool) => realToolName(shaping, tool.name) ?? tool.name;
-		const verdictOf = await pinned(member);
-		const served = tools.filter((tool) => {
-			const verdict = verdictOf(realOf(tool));
-			if (verdict) logPinVerdict(server, member.pinning ?? DEFAULT_PINNING, realOf(tool), verdict);
-			return verdict === null || verdict.served;
-		});
-		return visibleTools(await gate(), server, served, realOf) as Array<ListItems[K]>;
+		const mode = member.pinning ?? DEFAULT_PINNING;
+		const check = async () => {
+			const verdictOf = await pinned(member);
+			return tools.filter((tool) => {
+				const verdict = verdictOf(realOf(tool));
+				if (verdict) logPinVerdict(server, mode, realOf(tool), verdict);
+				return verdict === null || verdict.served;
+			});
+		};
+		// Under `block` the list waits for the pins; under `warn` nothing is held, so the check (its log
+		// line, the first list's record) runs beside the answer and adds nothing to it.
+		if (mode !== "block")
+			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
+		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
+		return visibleTools(now, server, served, realOf) as Array<ListItems[K]>;
 	};
 	const lifecycle = new SessionLifecycle({
 		...state,
