@@ -98,6 +98,22 @@ describe("policies decide what a caller sees and calls", () => {
 		await client.close();
 	});
 
+	it("a policy sees the key's name: a key named ops lists and calls, another key sees nothing", async () => {
+		const name = await server();
+		await policy({ expression: 'principal.keyName == "ops"', effect: "allow", applies: { servers: [name] } });
+		const ops = await createKey({ servers: [name], name: "ops" });
+		const other = await createKey({ servers: [name], name: "other" });
+		const opsClient = (await connectClient(`/mcp/${name}`, ops.key)).client;
+		expect((await opsClient.listTools()).tools.map((tool) => tool.name)).toContain("echo");
+		expect((await opsClient.callTool({ name: "echo", arguments: { text: "ops" } })).content).toEqual([
+			{ type: "text", text: "ops" },
+		]);
+		await opsClient.close();
+		const otherClient = (await connectClient(`/mcp/${name}`, other.key)).client;
+		expect((await otherClient.listTools()).tools).toEqual([]);
+		await otherClient.close();
+	});
+
 	it("a 2026-07-28 client of a governed server is refused alike (its requests are served from a session)", async () => {
 		const name = await server();
 		await policy({ expression: 'tool.name == "add"', effect: "deny", applies: { servers: [name] } });

@@ -22,11 +22,13 @@ export interface Caller {
 	identity: Identity | null;
 	/** The API key's id; null for a person. */
 	keyId: string | null;
+	/** The API key's name, when it was given one (what a tool policy sees as `principal.keyName`). */
+	keyName?: string | null | undefined;
 }
 
 /** The caller a principal id stands for, with the identity its token carried (people only). */
-export function callerOf(principalId: string, identity: Identity | null): Caller {
+export function callerOf(principalId: string, identity: Identity | null, keyName: string | null = null): Caller {
 	const ref = parsePrincipalId(principalId);
 	if (ref) return { principalId, vault: `person:${ref.userId}`, identity, keyId: null };
-	return { principalId, vault: `key:${principalId}`, identity: null, keyId: principalId };
+	return { principalId, vault: `key:${principalId}`, identity: null, keyId: principalId, keyName };
 }

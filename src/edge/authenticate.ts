@@ -98,7 +98,7 @@ export async function authenticate(
 	if (!record || !(await digestMatches(token, record.digest))) {
 		throw unauthenticated(INVALID_KEY, settings, origin);
 	}
-	return { key: record, caller: callerOf(record.id, null), subjectToken: null };
+	return { key: record, caller: callerOf(record.id, null, record.name), subjectToken: null };
 }
 
 /**

@@ -38,6 +38,7 @@ export const StoredCallerSchema = z.object({
 		vault: z.string(),
 		identity: IdentitySchema.nullable(),
 		keyId: z.string().nullable(),
+		keyName: z.string().nullable().optional(),
 	}),
 	origin: z.string(),
 });

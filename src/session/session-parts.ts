@@ -125,7 +125,11 @@ export function sessionParts(host: PartsHost): SessionParts {
 		const keyId = binding?.keyId ?? "";
 		return {
 			policies: await loadPolicies(policyReader, settings.endpointCacheTtlMs),
-			principal: policyPrincipal(keyId, binding?.caller?.caller.identity ?? null, null),
+			principal: policyPrincipal(
+				keyId,
+				binding?.caller?.caller.identity ?? null,
+				binding?.caller?.caller.keyName ?? null,
+			),
 			virtualServer: binding?.endpointCheck.kind === "virtual" ? binding.endpointCheck.name : null,
 			now: host.clock().now(),
 		};
