@@ -105,4 +105,30 @@ describe("shaping a server's tools", () => {
 		expect(body).toContain("echo");
 		expect(body).toContain("add");
 	});
+
+	it("a virtual server offers what its tools globs choose of its members' tools; what it leaves out is an unknown tool", async () => {
+		const first = await shapedServer();
+		const second = await shapedServer();
+		const virtual = uniqueName("chosen");
+		const created = await admin("PUT", `/virtual-servers/${virtual}`, {
+			servers: [first, second],
+			tools: { exclude: ["*__add"], include: [`${first}__*`, `${second}__say_back`, `${second}__add`] },
+		});
+		expect(created.status).toBe(201);
+		const key = await createKey({ servers: [virtual] });
+		const { client } = await connectClient(`/mcp/${virtual}`, key.key);
+		const names = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(names).toContain(`${first}__say_back`);
+		expect(names).toContain(`${second}__say_back`);
+		expect(names.filter((tool) => tool.endsWith("__add"))).toEqual([]);
+		expect(names.some((tool) => tool.startsWith(`${second}__`) && tool !== `${second}__say_back`)).toBe(false);
+		const refused = await client
+			.callTool({ name: `${second}__whoami`, arguments: {} })
+			.catch((error: unknown) => error);
+		expect(String(refused)).toContain("Unknown tool");
+		expect((await client.callTool({ name: `${second}__say_back`, arguments: { text: "v" } })).content).toEqual([
+			{ type: "text", text: "v" },
+		]);
+		await client.close();
+	});
 });

@@ -36,6 +36,7 @@ export function showVirtualServer(virtualServer: VirtualServerRecord) {
 		name: virtualServer.name,
 		servers: virtualServer.servers,
 		userPaths: virtualServer.userPaths,
+		tools: virtualServer.tools,
 		generation: virtualServer.generation,
 		createdAt: new Date(virtualServer.createdAt).toISOString(),
 		updatedAt: new Date(virtualServer.updatedAt).toISOString(),

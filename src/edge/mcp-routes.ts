@@ -13,6 +13,7 @@ import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
+import type { EndpointTools } from "../registry/tool-shaping-schema.ts";
 import {
 	type EndpointCheck,
 	type Member,
@@ -53,6 +54,8 @@ interface EndpointPlan {
 	mode: OpenSessionInput["mode"];
 	endpointCheck: EndpointCheck;
 	members: Member[];
+	/** A virtual server's choice of its members' tools. */
+	endpointTools?: EndpointTools | null;
 }
 
 /**
@@ -232,6 +235,7 @@ async function planNamedEndpoint(
 			mode: "aggregate",
 			endpointCheck: { kind: "virtual", name, generation: endpoint.virtualServer.generation },
 			members: endpoint.members.map(memberOf),
+			endpointTools: endpoint.virtualServer.tools,
 		};
 	}
 	// Absent and forbidden look the same, so an endpoint's existence is not revealed.

@@ -215,6 +215,7 @@ export class RegistryDO extends DurableObject<Env> {
 			name,
 			servers: input.servers,
 			userPaths: input.userPaths ?? null,
+			tools: input.tools ?? null,
 			generation: existing?.generation ?? randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

@@ -44,6 +44,7 @@ const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 const virtualServers = new RecordTable("virtual_servers", "name", VirtualServerRecordSchema, {
 	servers: JSON_TEXT,
 	userPaths: JSON_TEXT,
+	tools: JSON_TEXT,
 });
 
 /** Keys issued before self-verifying keys are of format 1, the others of 2. */
@@ -176,6 +177,7 @@ const CREATE_TABLES = `
 		name TEXT PRIMARY KEY,
 		servers TEXT NOT NULL, -- JSON array of member server names, in order
 		user_paths TEXT, -- JSON array of allowed user paths; NULL means all
+		tools TEXT, -- JSON: which of its members' tools it offers; NULL: all
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
@@ -221,6 +223,7 @@ export class RegistryTables {
 		// Servers registered before auth modes carried the operator's headers, as they still do.
 		this.addColumn("servers", "auth", `TEXT NOT NULL DEFAULT '{"type":"operator"}'`);
 		this.addColumn("servers", "tools", "TEXT");
+		this.addColumn("virtual_servers", "tools", "TEXT");
 		// Servers registered before pinning are under the default mode.
 		this.addColumn("servers", "pinning", `TEXT NOT NULL DEFAULT '${DEFAULT_PINNING}'`);
 		this.addColumn("api_keys", "max_sessions", "INTEGER");

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
-import { ToolShapingSchema } from "./tool-shaping-schema.ts";
+import { EndpointToolsSchema, ToolShapingSchema } from "./tool-shaping-schema.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -161,6 +161,8 @@ export const VirtualServerInputSchema = z.strictObject({
 	servers: z.array(ServerNameSchema).min(1).max(64).transform(dedupe),
 	/** User paths allowed to use the virtual server (each with everything under it); absent means all. */
 	userPaths: z.array(UserPathSchema).min(1).optional(),
+	/** Which of its members' tools it offers, by the names its callers see (`member__tool` globs). */
+	tools: EndpointToolsSchema.optional(),
 });
 export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 
@@ -243,6 +245,8 @@ export const VirtualServerRecordSchema = z.object({
 	servers: z.array(z.string()),
 	/** User paths allowed to use it (each with everything under it); null means all. */
 	userPaths: z.array(z.string()).nullable(),
+	/** Which of its members' tools it offers; null: all (and in records older than the field). */
+	tools: EndpointToolsSchema.nullable().default(null),
 	/** Random id of this incarnation: deleted and created again, it gets a new one. */
 	generation: z.string(),
 	createdAt: z.number(),

@@ -57,3 +57,14 @@ export const ToolShapingSchema = z
 		}
 	});
 export type ToolShaping = z.infer<typeof ToolShapingSchema>;
+
+/**
+ * What a virtual server offers of its members' tools: globs over the names
+ * its callers see, `<member>__<tool>` (the members' own shaping applied
+ * first). Aliases and descriptions belong to each server's own shaping.
+ */
+export const EndpointToolsSchema = z.strictObject({
+	include: z.array(GlobSchema).min(1).max(256).optional(),
+	exclude: z.array(GlobSchema).max(256).optional(),
+});
+export type EndpointTools = z.infer<typeof EndpointToolsSchema>;

@@ -10,7 +10,7 @@ import {
 	UpstreamProtocolSchema,
 } from "../registry/schemas.ts";
 import { PinningModeSchema } from "../registry/tool-pins.ts";
-import { ToolShapingSchema } from "../registry/tool-shaping-schema.ts";
+import { EndpointToolsSchema, ToolShapingSchema } from "../registry/tool-shaping-schema.ts";
 
 export type { EndpointCheck } from "../registry/schemas.ts";
 
@@ -109,6 +109,8 @@ export const SessionBindingSchema = z.object({
 	clientCapabilities: z.record(z.string(), z.unknown()),
 	clientInfo: z.object({ name: z.string(), version: z.string() }).loose(),
 	members: z.array(MemberSchema),
+	/** A virtual server's choice of its members' tools, as at open; absent: all. */
+	endpointTools: EndpointToolsSchema.optional(),
 	/** Upstream sessions by member name; a member missing here is connected on next use. */
 	upstreams: z.record(z.string(), UpstreamSessionSchema),
 	/**

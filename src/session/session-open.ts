@@ -8,6 +8,7 @@ import {
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
+import type { EndpointTools } from "../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./aggregate/bounded.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
 import type { MemberHello, UpstreamPool } from "./upstream-pool.ts";
@@ -20,6 +21,8 @@ export interface OpenSessionInput {
 	mode: SessionBinding["mode"];
 	endpointCheck: EndpointCheck;
 	members: Member[];
+	/** A virtual server's choice of its members' tools (kept in the binding). */
+	endpointTools?: EndpointTools | null | undefined;
 }
 
 /** A binding before the DO stamps it with its times. */
@@ -128,6 +131,7 @@ function draft(input: OpenSessionInput, protocolVersion: string, upstreams: Sess
 		clientCapabilities: input.params.capabilities,
 		clientInfo: input.params.clientInfo,
 		members: input.members,
+		...(input.endpointTools ? { endpointTools: input.endpointTools } : {}),
 		upstreams,
 	};
 }

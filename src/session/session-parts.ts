@@ -6,7 +6,7 @@ import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from ".
 import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
-import { exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
+import { exposedToolName, realToolName, shapeTools, toolOffered } from "../governance/tool-shaping.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
@@ -227,6 +227,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
 		catalog,
 		visible,
+		endpointOffers: (exposed) => toolOffered(host.current()?.endpointTools ?? undefined, exposed),
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);

@@ -21,6 +21,8 @@ export interface ListsHost {
 	/** Member names, in endpoint order. */
 	members(): readonly string[];
 	readonly catalog: Catalog;
+	/** Whether the endpoint offers a tool under this (namespaced) name: a virtual server's own choice. */
+	endpointOffers(exposed: string): boolean;
 	/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 }
@@ -45,8 +47,10 @@ export class AggregateLists {
 	constructor(private readonly host: ListsHost) {}
 
 	async tools(attempts?: number): Promise<Tool[]> {
-		const { items, routes } = aggregateNamed(await this.collect("tools", attempts));
-		this.toolRoutes = routes;
+		const named = aggregateNamed(await this.collect("tools", attempts));
+		// A virtual server's choice of tools, by the names its callers see: what it leaves out is not routed either.
+		const items = named.items.filter((tool) => this.host.endpointOffers(tool.name));
+		this.toolRoutes = new Map([...named.routes].filter(([exposed]) => this.host.endpointOffers(exposed)));
 		this.published.set("tools", JSON.stringify(items));
 		return items;
 	}
@@ -98,11 +102,12 @@ export class AggregateLists {
 			target = routes().get(exposed);
 		}
 		if (target) return target;
+		if (what === "tool" && !this.host.endpointOffers(exposed)) throw unknown(what, exposed);
 		const split = splitNamespacedName(exposed);
 		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
 		// member that is briefly unreachable for lists can still be called.
 		if (split && this.host.members().includes(split.server) && exposed.length < MAX_TOOL_NAME_LENGTH) return split;
-		throw new GatewayError("invalid_params", `Unknown ${what}: '${exposed}' is not offered by this endpoint.`);
+		throw unknown(what, exposed);
 	}
 
 	/**
@@ -165,6 +170,10 @@ export class AggregateLists {
 		});
 		return new Map(members.filter((server) => lists.has(server)).map((server) => [server, lists.get(server) ?? []]));
 	}
+}
+
+function unknown(what: "tool" | "prompt", exposed: string): GatewayError {
+	return new GatewayError("invalid_params", `Unknown ${what}: '${exposed}' is not offered by this endpoint.`);
 }
 
 function ambiguous(what: string, servers: readonly string[]): GatewayError {
