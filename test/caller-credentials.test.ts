@@ -2,10 +2,11 @@ import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { IdentityWhoami } from "../scripts/fixtures/control-shapes.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { configureIdentity, identityLog, identityTenant, postJwks } from "./support/identity-upstream.ts";
+import { issuerCall, newIssuer } from "./support/jwt-issuer.ts";
 import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts";
 
 /**
@@ -19,22 +20,6 @@ import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts"
 
 const accessRule = testAccessRules();
 const worker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
-
-let tenants = 0;
-/** An issuer with keys and counters of its own (a tenant of the jwt issuer). */
-function newIssuer(label: string): string {
-	tenants += 1;
-	return `http://127.0.0.1:${inject("jwtIssuerPort")}/t/${label}-${tenants}-${Math.random().toString(36).slice(2, 7)}`;
-}
-
-async function issuerCall<T>(issuer: string, route: string, body?: unknown): Promise<T> {
-	const response = await fetch(`${issuer}${route}`, {
-		method: body === undefined ? "GET" : "POST",
-		...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-	});
-	if (!response.ok) throw new Error(`issuer ${route}: ${response.status} ${await response.text()}`);
-	return response.status === 204 ? (undefined as T) : ((await response.json()) as T);
-}
 
 /** A person's access token at `issuer` for the gateway's resource (OAUTH_ISSUER = issuer). */
 async function personToken(issuer: string, sub: string, email: string): Promise<string> {

@@ -1,5 +1,5 @@
 import { decodeJwt, generateKeyPair, SignJWT } from "jose";
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type Caller, callerOf } from "../src/credentials/caller.ts";
 import {
 	ACCESS_TOKEN_TYPE,
@@ -12,6 +12,7 @@ import {
 } from "../src/credentials/token-exchange.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
 import { configureIdentity, identityTenant, whoamiWith } from "./support/identity-upstream.ts";
+import { issuerCall, newIssuer } from "./support/jwt-issuer.ts";
 
 /**
  * RFC 8693 token exchange against a real token endpoint (the jwt issuer,
@@ -31,22 +32,6 @@ const alice: Caller = callerOf("oauth~staff~g1~u-alice", {
 	groups: [],
 });
 const bob: Caller = callerOf("oauth~staff~g1~u-bob", { issuer: "issuer", subject: "bob", email: null, groups: [] });
-
-let tenants = 0;
-/** An issuer with keys, counters and settings of its own. */
-function newIssuer(label: string): string {
-	tenants += 1;
-	return `http://127.0.0.1:${inject("jwtIssuerPort")}/t/${label}-${tenants}-${Math.random().toString(36).slice(2, 7)}`;
-}
-
-async function issuerCall<T>(issuer: string, route: string, body?: unknown): Promise<T> {
-	const response = await fetch(`${issuer}${route}`, {
-		method: body === undefined ? "GET" : "POST",
-		...(body === undefined ? {} : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
-	});
-	if (!response.ok) throw new Error(`issuer ${route}: ${response.status} ${await response.text()}`);
-	return response.status === 204 ? (undefined as T) : ((await response.json()) as T);
-}
 
 interface ExchangeStats {
 	exchanges: number;

@@ -10,7 +10,6 @@ import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "..
 import type { Timers } from "../clock.ts";
 import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
-import type { Catalog } from "./catalog.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
 import { ListRefresh } from "./list-refresh.ts";
 import type { ServerRequests } from "./server-requests.ts";
