@@ -18,6 +18,8 @@ import {
 	BASE,
 	connectClient,
 	createKey,
+	gatewayFetch,
+	mcpHeaders,
 	openSession,
 	postInitialize,
 	type RpcReply,
@@ -279,6 +281,27 @@ describe("Upstreams see the person: oauth servers", () => {
 		} finally {
 			await upstreamControl("/_control/reset");
 		}
+	});
+
+	it("a listening GET stream of a transparent session reaches the upstream with the person's token", async () => {
+		const { server, key } = await connectedKey("alice");
+		const sessionId = await openSession(`/mcp/${server}`, key.key);
+		const before = (await upstreamStats()).mcpRequests.alice ?? 0;
+		const listening = await gatewayFetch(`/mcp/${server}`, {
+			method: "GET",
+			headers: {
+				...mcpHeaders(key.key, sessionId, { "mcp-protocol-version": "2025-11-25" }),
+				accept: "text/event-stream",
+			},
+		});
+		// The upstream took the GET as alice's (an operator's or no credential would have met its 401).
+		expect(listening.status).toBe(200);
+		expect(listening.headers.get("content-type")).toContain("text/event-stream");
+		await eventually(
+			async () => ((await upstreamStats()).mcpRequests.alice ?? 0) > before,
+			"the GET counted as alice's",
+		);
+		await listening.body?.cancel();
 	});
 
 	it("a write whose token is refused mid-call is not sent again with the refreshed one; the next call goes through", async () => {
