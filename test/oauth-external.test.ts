@@ -1,14 +1,12 @@
 import { env, listDurableObjectIds } from "cloudflare:test";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { Browser } from "../scripts/fixtures/browser.ts";
 import { admin, initializeBody, readReply, uniqueName } from "./support/gateway.ts";
 import {
 	CLIENT_REDIRECT,
 	gatewayWith,
-	MemoryOAuthProvider,
 	ORIGIN,
 	oauthClient,
+	signInAs,
 	testAccessRules,
 } from "./support/oauth-client.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
@@ -16,26 +14,16 @@ import { registerServer, upstreamLog } from "./support/upstreams.ts";
 const IDP = inject("idpIssuer");
 /** The gateway as a pure resource server: the test identity provider is the organisation's authorization server. */
 const gateway = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_SCOPES: "mcp" });
-const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
+const _atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
 const JSON_HEADERS = { "content-type": "application/json", accept: "application/json, text/event-stream" };
 
 const accessRule = testAccessRules();
 
 /** The SDK's flow against the external authorization server: discovery through the gateway, registration and sign-in there. */
 async function connectAs(path: string, login: string) {
-	const provider = new MemoryOAuthProvider();
-	const first = oauthClient(path, provider, gateway);
-	await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
-	const authorizationUrl = provider.authorizationUrl;
-	if (!authorizationUrl) throw new Error("the client was not sent to sign in");
-	expect(authorizationUrl.origin).toBe(new URL(IDP).origin);
-	const browser = new Browser();
-	const loginPage = await browser.get(authorizationUrl, { stopAt: atClient });
-	const landed = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
-	const code = landed.url.searchParams.get("code");
-	if (!code) throw new Error(`no code: ${landed.url.href}`);
-	await first.transport.finishAuth(code);
-	return { provider, token: provider.saved?.access_token ?? "" };
+	const signedIn = await signInAs(gateway, path, login);
+	expect(signedIn.authorizationUrl.origin).toBe(new URL(IDP).origin);
+	return signedIn;
 }
 
 function initializeWith(token: string, gatewayFetch = gateway, path = "/mcp"): Promise<Response> {

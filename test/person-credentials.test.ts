@@ -1,6 +1,5 @@
 import { env, listDurableObjectIds } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import { Browser, type Page } from "../scripts/fixtures/browser.ts";
@@ -31,9 +30,10 @@ import { ENVELOPE, modernPost } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
 	gatewayWith,
-	MemoryOAuthProvider,
+	type MemoryOAuthProvider,
 	ORIGIN,
 	oauthClient,
+	signInAs,
 	testAccessRules,
 } from "./support/oauth-client.ts";
 
@@ -41,7 +41,7 @@ const IDP = inject("idpIssuer");
 const UPSTREAM = `http://127.0.0.1:${inject("peopleUpstreamPort")}`;
 /** People sign in at the organisation's authorization server (the test IdP); the gateway is its resource server. */
 const gateway = gatewayWith({ OAUTH_ISSUER: IDP, OAUTH_SCOPES: "mcp" });
-const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
+const _atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
 const accessRule = testAccessRules();
 
 /** The test Worker itself, for the API-key paths (host gateway.test). */
@@ -71,19 +71,8 @@ async function registerOAuthServer(auth: Record<string, unknown> = { type: "oaut
 }
 
 /** A person's access token at the gateway: the SDK's sign-in at the organisation's authorization server. */
-async function signIn(path: string, login: string) {
-	const provider = new MemoryOAuthProvider();
-	const first = oauthClient(path, provider, gateway);
-	await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
-	const authorizationUrl = provider.authorizationUrl;
-	if (!authorizationUrl) throw new Error("the client was not sent to sign in");
-	const browser = new Browser();
-	const loginPage = await browser.get(authorizationUrl, { stopAt: atClient });
-	const landed = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
-	const code = landed.url.searchParams.get("code");
-	if (!code) throw new Error(`no code: ${landed.url.href}`);
-	await first.transport.finishAuth(code);
-	return { provider, token: provider.saved?.access_token ?? "" };
+function signIn(path: string, login: string) {
+	return signInAs(gateway, path, login);
 }
 
 /** The connect link of a -32042 error. */

@@ -1,5 +1,5 @@
 import { createExecutionContext, env } from "cloudflare:test";
-import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
+import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type {
@@ -8,7 +8,8 @@ import type {
 	OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
-import { afterEach } from "vitest";
+import { afterEach, expect } from "vitest";
+import { Browser } from "../../scripts/fixtures/browser.ts";
 import { createApp } from "../../src/edge/app.ts";
 import type { Env } from "../../src/env.ts";
 import { admin, uniqueName } from "./gateway.ts";
@@ -77,6 +78,28 @@ export class MemoryOAuthProvider implements OAuthClientProvider {
 	codeVerifier() {
 		return this.verifier;
 	}
+}
+
+/**
+ * A person's access token through `gateway`, as an SDK client gets it: its
+ * first connect is refused (401), it is sent to sign in, a scripted browser
+ * signs `login` in (password `demo`) where it was sent, and the code comes
+ * back to the client. `authorizationUrl` is where the client was sent.
+ */
+export async function signInAs(gateway: typeof fetch, path: string, login: string) {
+	const provider = new MemoryOAuthProvider();
+	const first = oauthClient(path, provider, gateway);
+	await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
+	const authorizationUrl = provider.authorizationUrl;
+	if (!authorizationUrl) throw new Error("the client was not sent to sign in");
+	const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
+	const browser = new Browser();
+	const loginPage = await browser.get(authorizationUrl, { stopAt: atClient });
+	const landed = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+	const code = landed.url.searchParams.get("code");
+	if (!code) throw new Error(`no code: ${landed.url.href}`);
+	await first.transport.finishAuth(code);
+	return { provider, token: provider.saved?.access_token ?? "", authorizationUrl };
 }
 
 /** The SDK client on `path` with OAuth (and the cfworker validator, since Workers forbid Ajv). */
