@@ -114,6 +114,26 @@ describe("policies decide what a caller sees and calls", () => {
 		await otherClient.close();
 	});
 
+	it("a policy put while a session is open hides the tool at that session's next list and refuses its next call; deleted, the tool is back", async () => {
+		const name = await server();
+		const key = await createKey({ servers: [name] });
+		const { client } = await connectClient(`/mcp/${name}`, key.key);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("add");
+		const denying = await policy({ expression: 'tool.name == "add"', effect: "deny", applies: { servers: [name] } });
+		expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain("add");
+		const before = (await upstreamLog("beta")).length;
+		const refused = await client.callTool({ name: "add", arguments: { a: 1, b: 2 } }).catch((e: unknown) => e);
+		expect(String(refused)).toContain(`policy '${denying}'`);
+		expect((await upstreamLog("beta")).length).toBe(before);
+		await admin("DELETE", `/policies/${denying}`);
+		made.splice(made.indexOf(denying), 1);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("add");
+		expect((await client.callTool({ name: "add", arguments: { a: 1, b: 2 } })).content).toEqual([
+			{ type: "text", text: "3" },
+		]);
+		await client.close();
+	});
+
 	it("a 2026-07-28 client of a governed server is refused alike (its requests are served from a session)", async () => {
 		const name = await server();
 		await policy({ expression: 'tool.name == "add"', effect: "deny", applies: { servers: [name] } });
