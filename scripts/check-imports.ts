@@ -20,6 +20,7 @@ type Layer =
 	| "registry"
 	| "upstream"
 	| "mcp"
+	| "telemetry"
 	| "primitives";
 
 /**
@@ -27,11 +28,13 @@ type Layer =
  * edge → (auth, credentials, governance, session, registry) → upstream → mcp → primitives,
  * with auth → registry, credentials → registry, governance → registry and
  * session → (credentials, governance, registry) among the middle ones; config (the
- * settings and the Env) sits above mcp. Type-only imports count as imports.
+ * settings and the Env) sits above mcp, and telemetry (OpenTelemetry's API and export)
+ * below every layer that records, upstream included. Type-only imports count as imports.
  */
 const ALLOWED: Record<Layer, readonly Layer[]> = {
 	entry: [
 		"config",
+		"telemetry",
 		"edge",
 		"auth",
 		"credentials",
@@ -42,16 +45,29 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"mcp",
 		"primitives",
 	],
-	edge: ["config", "auth", "credentials", "governance", "session", "registry", "upstream", "mcp", "primitives"],
-	auth: ["config", "registry", "mcp", "primitives"],
+	edge: [
+		"config",
+		"auth",
+		"credentials",
+		"governance",
+		"session",
+		"registry",
+		"upstream",
+		"mcp",
+		"primitives",
+		"telemetry",
+	],
+	auth: ["config", "registry", "mcp", "primitives", "telemetry"],
 	// What an upstream request carries for whom: a person's vault, assertions, exchanges.
-	credentials: ["config", "registry", "upstream", "mcp", "primitives"],
+	credentials: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	// What a caller may see and call: shaping, policies, pinned definitions, one decision for lists and calls.
-	governance: ["config", "registry", "mcp", "primitives"],
-	session: ["config", "credentials", "governance", "registry", "upstream", "mcp", "primitives"],
-	registry: ["config", "mcp", "primitives"],
+	governance: ["config", "registry", "mcp", "primitives", "telemetry"],
+	session: ["config", "credentials", "governance", "registry", "upstream", "mcp", "primitives", "telemetry"],
+	registry: ["config", "mcp", "primitives", "telemetry"],
 	config: ["mcp", "primitives"],
-	upstream: ["mcp", "primitives"],
+	upstream: ["telemetry", "mcp", "primitives"],
+	// Traces and metrics in the OpenTelemetry API, and their export: below everything that records them.
+	telemetry: ["config", "mcp", "primitives"],
 	mcp: ["primitives"],
 	primitives: [],
 };
