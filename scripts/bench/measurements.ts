@@ -159,10 +159,22 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 		...("error" in samples.person
 			? []
 			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
+		...policySummary(samples.policy),
 	].join(", ");
 	log(
 		`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
 	);
+}
+
+/** The policy stage's p50s so far, for the round's log line. */
+function policySummary(policy: PolicyResults | { error: string }): string[] {
+	if ("error" in policy) return [];
+	const p50 = (id: "plain" | "policy") =>
+		percentile(
+			policy.rounds.flatMap((round) => round[id]),
+			50,
+		).toFixed(2);
+	return [`no policy p50 ${p50("plain")} ms`, `one policy p50 ${p50("policy")} ms`];
 }
 
 /** tools/call echo at concurrency 1 on each target's long-lived session. */

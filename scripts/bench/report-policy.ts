@@ -42,9 +42,8 @@ export function comparePolicy(results: PolicyResults, q: number): PolicyComparis
 const times = (value: number) => (Number.isFinite(value) ? `${value.toFixed(3)}×` : "n/a");
 const band = (noise: number) => (Number.isFinite(noise) ? `1 ± ${noise.toFixed(3)}` : "n/a");
 
-export function policySection(results: BenchResults): string[] {
+export function policySection(policy: BenchResults["policy"]): string[] {
 	const lines = ["", "## One tool policy per call", ""];
-	const policy = results.policy;
 	if ("error" in policy) return [...lines, `Not measured: ${policy.error}`, ""];
 	const calls = all(policy, "plain").length;
 	lines.push(

@@ -41,7 +41,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...progressSection(results),
 		...modernSection(results.modern, results.meta),
 		...personSection(results),
-		...policySection(results),
+		...policySection(results.policy),
 		...costsSection(results),
 		...idleSection(results),
 		...stagesSection(results),
