@@ -59,7 +59,10 @@ function policyRates(stages: readonly StageResult[]): string[] {
 	const find = (name: string) => stages.find((r) => r.name === name);
 	const [none, one, elsewhere] = [find(POLICY_STAGES.none), find(POLICY_STAGES.one), find(POLICY_STAGES.elsewhere)];
 	if (!none || !one || !elsewhere) return [];
-	const rate = (r: StageResult) => `${Math.round(1e6 / r.meanUs).toLocaleString("en-US")}/s (${formatUs(r.meanUs)} µs)`;
+	const perSecond = (us: number) => Math.round(1e6 / us).toLocaleString("en-US");
+	// The p50 too: on a busy machine preemptions inflate the mean of a few-µs operation.
+	const rate = (r: StageResult) =>
+		`${perSecond(r.meanUs)}/s at the mean (${formatUs(r.meanUs)} µs), ${perSecond(r.p50Us)}/s at the p50 (${formatUs(r.p50Us)} µs)`;
 	return [
 		`A tool policy's verdict on one \`tools/call\` (\`src/governance/policies.ts\` \`policyVerdict\`, the policies compiled once):` +
 			` **one compiled policy that applies: ${rate(one)}**; none: ${rate(none)}; one that applies to another server:` +
