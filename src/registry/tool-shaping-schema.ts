@@ -59,12 +59,15 @@ export const ToolShapingSchema = z
 export type ToolShaping = z.infer<typeof ToolShapingSchema>;
 
 /**
- * What a virtual server offers of its members' tools: globs over the names
- * its callers see, `<member>__<tool>` (the members' own shaping applied
- * first). Aliases and descriptions belong to each server's own shaping.
+ * What a virtual server offers of its members' tools, and how they look
+ * there: globs over the names its callers would otherwise see,
+ * `<member>__<tool>` (the members' own shaping applied first), and overrides
+ * keyed by those same names. An override's `name` here is the whole name the
+ * virtual server's callers see, with no `member__` prefix added: the prefix
+ * exists only to keep members' names apart, and a name the operator writes for
+ * this one endpoint is kept apart by the collision check instead (two names
+ * alike are refused here, and an alias that takes a member's tool's name hides
+ * that tool, logged, as on a server).
  */
-export const EndpointToolsSchema = z.strictObject({
-	include: z.array(GlobSchema).min(1).max(256).optional(),
-	exclude: z.array(GlobSchema).max(256).optional(),
-});
-export type EndpointTools = z.infer<typeof EndpointToolsSchema>;
+export const EndpointToolsSchema = ToolShapingSchema;
+export type EndpointTools = ToolShaping;

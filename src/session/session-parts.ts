@@ -6,7 +6,7 @@ import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from ".
 import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
-import { exposedToolName, realToolName, shapeTools, toolOffered } from "../governance/tool-shaping.ts";
+import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
@@ -134,6 +134,9 @@ export function sessionParts(host: PartsHost): SessionParts {
 			now: host.clock().now(),
 		};
 	};
+	/** A member's (shaped) tool as the session's endpoint presents it: a virtual server's overrides applied. */
+	const onEndpoint = (server: string, name: string, annotations: Tool["annotations"]) =>
+		endpointToolView(host.current()?.endpointTools ?? undefined, server, name, annotations);
 	/** What of a member's shaped list this caller may see: tools the policies hide are left out. */
 	const visible = async <K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>) => {
 		if (kind !== "tools") return items;
@@ -156,7 +159,10 @@ export function sessionParts(host: PartsHost): SessionParts {
 		if (mode !== "block")
 			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
 		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
-		return visibleTools(now, server, served, realOf) as Array<ListItems[K]>;
+		return visibleTools(now, server, served, (tool) => ({
+			...onEndpoint(server, tool.name, tool.annotations),
+			realName: realOf(tool),
+		})) as Array<ListItems[K]>;
 	};
 	const lifecycle = new SessionLifecycle({
 		...state,
@@ -189,10 +195,12 @@ export function sessionParts(host: PartsHost): SessionParts {
 		session: (member) => members.session(member),
 		retire: (member, session) => members.retire(member, session),
 		isReadOnlyTool: async (member, name) => {
-			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included.
+			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included,
+			// and a virtual server's operator may add theirs over them.
 			const exposed = exposedToolName(member.tools ?? undefined, name);
 			return (await catalog.get(member.name, "tools")).some(
-				(tool) => tool.name === exposed && tool.annotations?.readOnlyHint === true,
+				(tool) =>
+					tool.name === exposed && onEndpoint(member.name, exposed, tool.annotations).annotations.readOnlyHint === true,
 			);
 		},
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
@@ -218,7 +226,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			return callRefusal(
 				now,
 				member.name,
-				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
+				{ ...onEndpoint(member.name, exposed, tool?.annotations), realName: real },
 				args,
 			);
 		},
@@ -227,7 +235,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
 		catalog,
 		visible,
-		endpointOffers: (exposed) => toolOffered(host.current()?.endpointTools ?? undefined, exposed),
+		endpointTools: () => host.current()?.endpointTools ?? undefined,
+		memberOffers: (server, name) => realToolName(members.member(server).tools ?? undefined, name) !== null,
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
@@ -314,7 +323,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 /** A member's tool list as its operator shaped it (the catalog holds only this view). */
 function shapedList<K extends ListKind>(member: Member, items: Array<ListItems[K]>): Array<ListItems[K]> {
 	// Tools lists hold tools: `listAll` parsed them with the SDK's Tool schema.
-	return shapeTools(member.name, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
+	return shapeTools(`upstream ${member.name}`, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
 }
 
 /** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */

@@ -1,4 +1,5 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { realToolName, shapeTools } from "../../governance/tool-shaping.ts";
 import {
 	aggregateNamed,
 	aggregateResources,
@@ -10,6 +11,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
+import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 
@@ -21,8 +23,13 @@ export interface ListsHost {
 	/** Member names, in endpoint order. */
 	members(): readonly string[];
 	readonly catalog: Catalog;
-	/** Whether the endpoint offers a tool under this (namespaced) name: a virtual server's own choice. */
-	endpointOffers(exposed: string): boolean;
+	/**
+	 * A virtual server's own shaping of its members' tools, over the names its
+	 * callers would otherwise see (`member__tool`); undefined: all, as they are.
+	 */
+	endpointTools(): EndpointTools | undefined;
+	/** Whether the member offers a tool under its own exposed `name` (its shaping: neither hidden nor renamed away). */
+	memberOffers(server: string, name: string): boolean;
 	/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 }
@@ -48,9 +55,16 @@ export class AggregateLists {
 
 	async tools(attempts?: number): Promise<Tool[]> {
 		const named = aggregateNamed(await this.collect("tools", attempts));
-		// A virtual server's choice of tools, by the names its callers see: what it leaves out is not routed either.
-		const items = named.items.filter((tool) => this.host.endpointOffers(tool.name));
-		this.toolRoutes = new Map([...named.routes].filter(([exposed]) => this.host.endpointOffers(exposed)));
+		// A virtual server's shaping, over the names its callers would see: what it leaves out is not routed
+		// either, and an alias routes where the name it replaces did.
+		const shaping = this.host.endpointTools();
+		const items = shapeTools("virtual server", shaping, named.items);
+		this.toolRoutes = new Map(
+			items.flatMap((tool): Array<[string, RouteTarget]> => {
+				const target = named.routes.get(realToolName(shaping, tool.name) ?? "");
+				return target ? [[tool.name, target]] : [];
+			}),
+		);
 		this.published.set("tools", JSON.stringify(items));
 		return items;
 	}
@@ -102,11 +116,17 @@ export class AggregateLists {
 			target = routes().get(exposed);
 		}
 		if (target) return target;
-		if (what === "tool" && !this.host.endpointOffers(exposed)) throw unknown(what, exposed);
-		const split = splitNamespacedName(exposed);
+		// What the virtual server hides, or the name an alias of its replaced, is an unknown tool.
+		const named = what === "tool" ? realToolName(this.host.endpointTools(), exposed) : exposed;
+		if (named === null) throw unknown(what, exposed);
+		const split = splitNamespacedName(named);
 		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
 		// member that is briefly unreachable for lists can still be called.
-		if (split && this.host.members().includes(split.server) && exposed.length < MAX_TOOL_NAME_LENGTH) return split;
+		if (split && this.host.members().includes(split.server) && named.length < MAX_TOOL_NAME_LENGTH) {
+			// Refused here, under the caller's name, what the member's own shaping would refuse under its own.
+			if (what === "tool" && !this.host.memberOffers(split.server, split.name)) throw unknown(what, exposed);
+			return split;
+		}
 		throw unknown(what, exposed);
 	}
 
