@@ -172,3 +172,138 @@ describe("a virtual server's own overrides of its members' tools", () => {
 		expect(takenBody).toContain(`'${member}__add' would name both '${member}__add' and '${member}__echo'`);
 	});
 });
+
+/** The requests an upstream received of `method` whose params mention `marker` anywhere. */
+function sentWith(log: readonly UpstreamLogEntry[], method: string, marker: string): UpstreamLogEntry[] {
+	return log.filter((entry) => entry.body?.method === method && JSON.stringify(entry.body.params).includes(marker));
+}
+
+/** A 2026-07-28 list request's result. */
+async function modernList(path: string, key: string, method: string): Promise<Record<string, unknown>> {
+	return (await readReply(await modernPost(path, key, { id: 1, method, params: { _meta: ENVELOPE } }))).result ?? {};
+}
+
+/** A beta server that hides its `greet` prompt, its readme, and notes whose id starts with `secret-`. */
+const HIDING = {
+	prompts: { exclude: ["gr*"] },
+	// `*` crosses `/`: one glob covers the readme whatever the URI's authority and path before it.
+	resources: { exclude: ["*/readme", "*/notes/secret-*"] },
+};
+
+describe("a server's prompts and resources chosen by globs", () => {
+	it("on /mcp/<server>: hidden prompts and resources are not listed, and using them is refused as unknown without reaching the upstream", async () => {
+		const name = await server(HIDING);
+		const key = await createKey({ servers: [name] });
+		const { client } = await connectClient(`/mcp/${name}`, key.key);
+		expect((await client.listPrompts()).prompts.map((prompt) => prompt.name)).not.toContain("greet");
+		expect((await client.listResources()).resources.map((resource) => resource.uri)).not.toContain(
+			"demo://beta/readme",
+		);
+		expect((await client.listResourceTemplates()).resourceTemplates.map((template) => template.uriTemplate)).toEqual([
+			"demo://beta/notes/{id}",
+		]);
+		const marker = uniqueName("hidden");
+		const prompt = await client.getPrompt({ name: "greet", arguments: { who: marker } }).catch((e: unknown) => e);
+		expect(String(prompt)).toContain("Unknown prompt: 'greet' is not offered by this endpoint.");
+		const secret = `demo://beta/notes/secret-${marker}`;
+		for (const use of [() => client.readResource({ uri: secret }), () => client.subscribeResource({ uri: secret })]) {
+			expect(String(await use().catch((e: unknown) => e))).toContain(
+				`Resource not found: ${secret} is not offered by this endpoint.`,
+			);
+		}
+		const readme = await client.readResource({ uri: "demo://beta/readme" }).catch((e: unknown) => e);
+		expect(String(readme)).toContain("Resource not found: demo://beta/readme is not offered by this endpoint.");
+		// What the globs keep is served as before.
+		const open = `demo://beta/notes/open-${marker}`;
+		expect((await client.readResource({ uri: open })).contents).toEqual([{ uri: open, text: `note open-${marker}` }]);
+		const log = await upstreamLog("beta");
+		expect(sentWith(log, "prompts/get", marker)).toEqual([]);
+		expect(log.filter((entry) => JSON.stringify(entry.body?.params ?? {}).includes(`secret-${marker}`))).toEqual([]);
+		expect(sentWith(log, "resources/read", `open-${marker}`)).toHaveLength(1);
+		await client.close();
+	});
+
+	it("a 2026-07-28 client of the server sees the chosen lists and is refused the hidden prompt", async () => {
+		const name = await server(HIDING);
+		const key = await createKey({ servers: [name] });
+		const list = (method: string) => modernList(`/mcp/${name}`, key.key, method);
+		const prompts = (await list("prompts/list")).prompts as Array<{ name: string }>;
+		expect(prompts.map((prompt) => prompt.name)).not.toContain("greet");
+		const resources = (await list("resources/list")).resources as Array<{ uri: string }>;
+		expect(resources.map((resource) => resource.uri)).not.toContain("demo://beta/readme");
+		const refused = await readReply(
+			await modernPost(`/mcp/${name}`, key.key, {
+				id: 2,
+				method: "prompts/get",
+				params: { name: "greet", arguments: { who: "x" }, _meta: ENVELOPE },
+			}),
+		);
+		expect(refused.error?.message).toContain("Unknown prompt: 'greet' is not offered by this endpoint.");
+	});
+
+	it("a resources glob that is not a URI glob is refused at PUT", async () => {
+		const response = await admin("PUT", `/servers/${uniqueName("badglob")}`, {
+			url: upstreamUrl("beta"),
+			resources: { exclude: ["demo://has space/*"] },
+		});
+		expect(response.status).toBe(400);
+		expect(await response.text()).toContain("resources");
+	});
+});
+
+describe("a virtual server's choice of its members' prompts and resources", () => {
+	async function choosing(): Promise<{ beta: string; gamma: string; virtual: string }> {
+		const beta = await server();
+		const gammaName = uniqueName("member");
+		const put = await admin("PUT", `/servers/${gammaName}`, { url: upstreamUrl("gamma") });
+		if (put.status !== 201) throw new Error(`server: ${await put.text()}`);
+		const virtual = await virtualServer({
+			servers: [beta, gammaName],
+			prompts: { exclude: [`${beta}__greet`] },
+			// Over URIs, which aggregation leaves as they are: all of gamma's, its template included.
+			resources: { exclude: ["demo://gamma/*"] },
+		});
+		return { beta, gamma: gammaName, virtual };
+	}
+
+	it("hidden prompts and resources of members are not listed on /mcp/<virtual>, and are refused as unknown without reaching the upstream", async () => {
+		const { beta, gamma, virtual } = await choosing();
+		const key = await createKey({ servers: [virtual] });
+		const { client } = await connectClient(`/mcp/${virtual}`, key.key);
+		const prompts = (await client.listPrompts()).prompts.map((prompt) => prompt.name);
+		expect(prompts).toContain(`${gamma}__greet`);
+		expect(prompts).not.toContain(`${beta}__greet`);
+		expect((await client.listResources()).resources.map((resource) => resource.uri)).toEqual(["demo://beta/readme"]);
+		expect((await client.listResourceTemplates()).resourceTemplates.map((template) => template.uriTemplate)).toEqual([
+			"demo://beta/notes/{id}",
+		]);
+		const marker = uniqueName("hidden");
+		const prompt = await client
+			.getPrompt({ name: `${beta}__greet`, arguments: { who: marker } })
+			.catch((e: unknown) => e);
+		expect(String(prompt)).toContain(`Unknown prompt: '${beta}__greet' is not offered by this endpoint.`);
+		const note = `demo://gamma/notes/${marker}`;
+		expect(String(await client.readResource({ uri: note }).catch((e: unknown) => e))).toContain(
+			`Resource not found: ${note} is not offered by this endpoint.`,
+		);
+		expect((await client.getPrompt({ name: `${gamma}__greet`, arguments: { who: marker } })).messages).toHaveLength(1);
+		expect(sentWith(await upstreamLog("beta"), "prompts/get", marker)).toEqual([]);
+		const gammaLog = await upstreamLog("gamma");
+		expect(sentWith(gammaLog, "resources/read", marker)).toEqual([]);
+		expect(sentWith(gammaLog, "prompts/get", marker)).toHaveLength(1);
+		await client.close();
+	});
+
+	it("a 2026-07-28 client of the virtual server sees the chosen lists", async () => {
+		const { beta, gamma, virtual } = await choosing();
+		const key = await createKey({ servers: [virtual] });
+		const list = (method: string) => modernList(`/mcp/${virtual}`, key.key, method);
+		const prompts = ((await list("prompts/list")).prompts as Array<{ name: string }>).map((prompt) => prompt.name);
+		expect(prompts).toContain(`${gamma}__greet`);
+		expect(prompts).not.toContain(`${beta}__greet`);
+		const resources = (await list("resources/list")).resources as Array<{ uri: string }>;
+		expect(resources.map((resource) => resource.uri)).toEqual(["demo://beta/readme"]);
+		const templates = (await list("resources/templates/list")).resourceTemplates as Array<{ uriTemplate: string }>;
+		expect(templates.map((template) => template.uriTemplate)).toEqual(["demo://beta/notes/{id}"]);
+	});
+});

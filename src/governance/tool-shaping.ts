@@ -1,28 +1,11 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { namespacedName } from "../mcp/namespacing.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
-
-const globs = new Map<string, RegExp>();
-
-/** A glob (`*` any run, `?` one character) as an anchored regular expression, compiled once per isolate. */
-function globMatches(glob: string, name: string): boolean {
-	let pattern = globs.get(glob);
-	if (!pattern) {
-		const source = glob
-			.replace(/[.+^${}()|[\]\\]/g, "\\$&")
-			.replace(/\*/g, ".*")
-			.replace(/\?/g, ".");
-		pattern = new RegExp(`^${source}$`);
-		if (globs.size < 1_000) globs.set(glob, pattern);
-	}
-	return pattern.test(name);
-}
+import { chosen } from "./globs.ts";
 
 /** Whether the operator offers the upstream's tool `real` at all. */
 export function toolOffered(shaping: ToolShaping | undefined, real: string): boolean {
-	if (!shaping) return true;
-	if (shaping.include && !shaping.include.some((glob) => globMatches(glob, real))) return false;
-	return !(shaping.exclude ?? []).some((glob) => globMatches(glob, real));
+	return chosen(shaping, real);
 }
 
 /**

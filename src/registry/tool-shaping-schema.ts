@@ -9,7 +9,7 @@ import { z } from "zod";
  * neither listed nor callable, and an aliased one is called only by its alias.
  */
 const GLOB = /^[A-Za-z0-9_.\-*?/]{1,128}$/;
-const GlobSchema = z
+export const GlobSchema = z
 	.string()
 	.regex(GLOB, "must be a glob of a tool name (letters, digits, _ . - /, and * or ?), at most 128 characters");
 /** MCP's tool names: what an alias may be (2025-11-25 "SHOULD" 1-128 of these characters). */

@@ -2,6 +2,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { offeredItems, promptOffered } from "../governance/offer-shaping.ts";
 import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from "../governance/pin-records.ts";
 import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
@@ -236,7 +237,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 		catalog,
 		visible,
 		endpointTools: () => host.current()?.endpointTools ?? undefined,
-		memberOffers: (server, name) => realToolName(members.member(server).tools ?? undefined, name) !== null,
+		endpointOffers: () => {
+			const binding = host.current();
+			return { prompts: binding?.endpointPrompts, resources: binding?.endpointResources };
+		},
+		memberOffers: (server, what, name) => {
+			const member = members.member(server);
+			return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
+		},
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
@@ -289,7 +297,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
 				router.memberNotification(server, notification);
 			});
-			if (kind !== "tools") return items;
+			// The session keeps, routes by and compares what the operator offers of prompts and resources.
+			if (kind !== "tools") return offeredItems(member, kind, items);
 			// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
 			rawTools.set(server, items as Tool[]);
 			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
