@@ -48,10 +48,12 @@ export async function serveModern(
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await plan();
 	const sole = resolved.members[0];
-	// A server whose tools the operator shaped, or that a policy governs, is served from a session, which
-	// applies them to its lists and calls; the policies are read per isolate, as access rules are.
+	// A server whose tools, prompts or resources the operator shaped, or that a policy governs, is served from
+	// a session, which applies them to its lists and uses; the policies are read per isolate, as access rules are.
 	const governed = (member: Member) =>
-		member.tools || member.pinning === "block" ? Promise.resolve(true) : governedServer(env, settings, member.name);
+		member.tools || member.prompts || member.resources || member.pinning === "block"
+			? Promise.resolve(true)
+			: governedServer(env, settings, member.name);
 	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
 		const { message, envelope } = classified;
 		try {

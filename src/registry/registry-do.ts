@@ -97,6 +97,8 @@ export class RegistryDO extends DurableObject<Env> {
 			protocol: input.protocol,
 			auth: input.auth,
 			tools: input.tools ?? null,
+			prompts: input.prompts ?? null,
+			resources: input.resources ?? null,
 			pinning: input.pinning,
 		};
 		const digest = await configDigest(config);
@@ -216,6 +218,8 @@ export class RegistryDO extends DurableObject<Env> {
 			servers: input.servers,
 			userPaths: input.userPaths ?? null,
 			tools: input.tools ?? null,
+			prompts: input.prompts ?? null,
+			resources: input.resources ?? null,
 			generation: existing?.generation ?? randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

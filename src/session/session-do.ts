@@ -2,14 +2,16 @@ import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { shapesList } from "../governance/offer-shaping.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
-import { type Calling, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
@@ -230,20 +232,13 @@ export class SessionDO extends DurableObject<Env> {
 				const member = this.parts.members.sole(current);
 				// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
 				// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
-				if (
-					input.kind === "request" &&
-					input.message.method === "tools/list" &&
-					(member.tools || member.pinning === "block" || governs((await this.parts.gate()).policies, member.name))
-				) {
+				const kind = input.kind === "request" ? await this.answeredHere(member, input.message.method) : null;
+				if (input.kind === "request" && kind) {
 					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
-					this.parts.catalog.invalidate(member.name, ["tools"]);
-					const tools = await this.parts.visible(
-						member.name,
-						"tools",
-						await this.parts.catalog.get(member.name, "tools"),
-					);
+					this.parts.catalog.invalidate(member.name, [kind]);
+					const items = await this.parts.visible(member.name, kind, await this.parts.catalog.get(member.name, kind));
 					done();
-					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { tools } });
+					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
 				}
 				if (input.kind === "request") return await this.parts.calls.request(member, input.message, done);
 				const accepted = await this.parts.calls.notify(member, input.message);
@@ -259,6 +254,20 @@ export class SessionDO extends DurableObject<Env> {
 			done();
 			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
 		}
+	}
+
+	/**
+	 * The list a transparent session answers itself rather than pass on, if
+	 * `method` is one: tools of a server shaped, pinned under `block` or
+	 * governed by a policy; prompts, resources and templates of a server whose
+	 * operator chose which of them callers see.
+	 */
+	private async answeredHere(member: Member, method: string): Promise<ListKind | null> {
+		const kind = LIST_KIND_OF_METHOD.get(method);
+		if (kind === undefined) return null;
+		if (kind !== "tools") return shapesList(member, kind) ? kind : null;
+		if (member.tools || member.pinning === "block") return kind;
+		return governs((await this.parts.gate()).policies, member.name) ? kind : null;
 	}
 
 	/**

@@ -2,11 +2,12 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { offeredItems, promptOffered } from "../governance/offer-shaping.ts";
 import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from "../governance/pin-records.ts";
 import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
-import { exposedToolName, realToolName, shapeTools, toolOffered } from "../governance/tool-shaping.ts";
+import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
@@ -134,6 +135,9 @@ export function sessionParts(host: PartsHost): SessionParts {
 			now: host.clock().now(),
 		};
 	};
+	/** A member's (shaped) tool as the session's endpoint presents it: a virtual server's overrides applied. */
+	const onEndpoint = (server: string, name: string, annotations: Tool["annotations"]) =>
+		endpointToolView(host.current()?.endpointTools ?? undefined, server, name, annotations);
 	/** What of a member's shaped list this caller may see: tools the policies hide are left out. */
 	const visible = async <K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>) => {
 		if (kind !== "tools") return items;
@@ -156,7 +160,10 @@ export function sessionParts(host: PartsHost): SessionParts {
 		if (mode !== "block")
 			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
 		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
-		return visibleTools(now, server, served, realOf) as Array<ListItems[K]>;
+		return visibleTools(now, server, served, (tool) => ({
+			...onEndpoint(server, tool.name, tool.annotations),
+			realName: realOf(tool),
+		})) as Array<ListItems[K]>;
 	};
 	const lifecycle = new SessionLifecycle({
 		...state,
@@ -189,10 +196,12 @@ export function sessionParts(host: PartsHost): SessionParts {
 		session: (member) => members.session(member),
 		retire: (member, session) => members.retire(member, session),
 		isReadOnlyTool: async (member, name) => {
-			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included.
+			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included,
+			// and a virtual server's operator may add theirs over them.
 			const exposed = exposedToolName(member.tools ?? undefined, name);
 			return (await catalog.get(member.name, "tools")).some(
-				(tool) => tool.name === exposed && tool.annotations?.readOnlyHint === true,
+				(tool) =>
+					tool.name === exposed && onEndpoint(member.name, exposed, tool.annotations).annotations.readOnlyHint === true,
 			);
 		},
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
@@ -218,7 +227,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			return callRefusal(
 				now,
 				member.name,
-				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
+				{ ...onEndpoint(member.name, exposed, tool?.annotations), realName: real },
 				args,
 			);
 		},
@@ -227,7 +236,15 @@ export function sessionParts(host: PartsHost): SessionParts {
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
 		catalog,
 		visible,
-		endpointOffers: (exposed) => toolOffered(host.current()?.endpointTools ?? undefined, exposed),
+		endpointTools: () => host.current()?.endpointTools ?? undefined,
+		endpointOffers: () => {
+			const binding = host.current();
+			return { prompts: binding?.endpointPrompts, resources: binding?.endpointResources };
+		},
+		memberOffers: (server, what, name) => {
+			const member = members.member(server);
+			return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
+		},
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
@@ -280,7 +297,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
 				router.memberNotification(server, notification);
 			});
-			if (kind !== "tools") return items;
+			// The session keeps, routes by and compares what the operator offers of prompts and resources.
+			if (kind !== "tools") return offeredItems(member, kind, items);
 			// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
 			rawTools.set(server, items as Tool[]);
 			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
@@ -314,7 +332,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 /** A member's tool list as its operator shaped it (the catalog holds only this view). */
 function shapedList<K extends ListKind>(member: Member, items: Array<ListItems[K]>): Array<ListItems[K]> {
 	// Tools lists hold tools: `listAll` parsed them with the SDK's Tool schema.
-	return shapeTools(member.name, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
+	return shapeTools(`upstream ${member.name}`, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
 }
 
 /** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */
