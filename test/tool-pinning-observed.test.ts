@@ -1,5 +1,8 @@
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/cfworker";
 import { describe, expect, it, vi } from "vitest";
 import type { CatalogTool } from "../scripts/fixtures/control-shapes.ts";
 import { checkListed, type PinContext } from "../src/governance/listed-tools.ts";
@@ -9,9 +12,11 @@ import { kvRegistryReader } from "../src/registry/registry-reader.ts";
 import { registryStub } from "../src/registry/registry-stub.ts";
 import type { ServerRecord } from "../src/registry/schemas.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, connectClient, createKey, initializeBody, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { admin, createKey, initializeBody, openSession, rpc, uniqueName } from "./support/gateway.ts";
 import { configureIdentity, describeWhoami, identityTenant, postJwks } from "./support/identity-upstream.ts";
+import { newIssuer } from "./support/jwt-issuer.ts";
 import { ENVELOPE, modernPost, modernRequest } from "./support/modern.ts";
+import { gatewayWith, ORIGIN, personToken, testAccessRules } from "./support/oauth-client.ts";
 import { putCatalog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -114,6 +119,19 @@ describe("transparent lists under warn, passed on unchanged", () => {
 		expect(statesOf(await toolsView(name)).search).toBe("changed");
 	});
 
+	it("a JSON reply is read the same way: passed on as the upstream wrote it, its first list recorded", async () => {
+		const name = uniqueName("observed-json");
+		expect((await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") })).status).toBe(201);
+		const key = await createKey({ servers: [name] });
+		const sessionId = await openSession(`/mcp/${name}`, key.key);
+		const response = await rpc(`/mcp/${name}`, key.key, sessionId, { jsonrpc: "2.0", id: 4, method: "tools/list" });
+		const direct = await upstreamList(upstreamUrl("beta"), 4);
+		expect(direct.type).toContain("application/json");
+		expect(await response.text()).toBe(direct.text);
+		await eventually(async () => (await toolsView(name)).recorded, "the first JSON list recorded");
+		expect(new Set(Object.values(statesOf(await toolsView(name))))).toEqual(new Set(["approved"]));
+	});
+
 	it("a 2026-07-28 list served statelessly reaches the client as the upstream wrote it, and its first list is recorded", async () => {
 		const name = uniqueName("observed-modern");
 		expect((await admin("PUT", `/servers/${name}`, { url: upstreamUrl("modern") })).status).toBe(201);
@@ -138,13 +156,14 @@ describe("transparent lists under warn, passed on unchanged", () => {
 });
 
 describe("servers that need a caller: what sessions saw is what the admin approves", () => {
-	it("an identity server under block: a changed tool is held from a caller, shown changed from the observed list, approved, then served", async () => {
+	const accessRule = testAccessRules();
+
+	it("an identity server under block: a changed tool is held from a person, shown changed from the observed list, approved, then served", async () => {
+		const issuer = newIssuer("pinned");
+		const gateway = gatewayWith({ OAUTH_ISSUER: issuer, OAUTH_SCOPES: "mcp" });
 		const tenant = identityTenant("pinned");
-		await postJwks(
-			tenant.base,
-			await (await exports.default.fetch("http://gateway.test/.well-known/jwks.json")).json(),
-		);
-		await configureIdentity(tenant.base, { issuer: "http://gateway.test" });
+		await postJwks(tenant.base, await (await gateway(`${ORIGIN}/.well-known/jwks.json`)).json());
+		await configureIdentity(tenant.base, { issuer: ORIGIN });
 		const name = uniqueName("observed-identity");
 		const put = await admin("PUT", `/servers/${name}`, {
 			url: tenant.mcpUrl,
@@ -152,9 +171,24 @@ describe("servers that need a caller: what sessions saw is what the admin approv
 			pinning: "block",
 		});
 		expect(put.status).toBe(201);
-		const key = await createKey({ servers: [name] });
+		await accessRule({ match: { emailDomain: "example.com" }, servers: [name] });
+		const token = await personToken(issuer, "alice", "alice@example.com");
+		/** Alice's SDK client on the server's transparent endpoint. */
+		const connect = async () => {
+			const client = new Client(
+				{ name: "pinned", version: "1" },
+				{ jsonSchemaValidator: new CfWorkerJsonSchemaValidator() },
+			);
+			await client.connect(
+				new StreamableHTTPClientTransport(new URL(`${ORIGIN}/mcp/${name}`), {
+					fetch: gateway,
+					requestInit: { headers: { authorization: `Bearer ${token}` } },
+				}),
+			);
+			return client;
+		};
 		const listed = async () => {
-			const { client } = await connectClient(`/mcp/${name}`, key.key);
+			const client = await connect();
 			try {
 				return (await client.listTools()).tools.map((tool) => tool.name);
 			} finally {
@@ -172,7 +206,7 @@ describe("servers that need a caller: what sessions saw is what the admin approv
 			async () => !(await listed()).includes("whoami"),
 			"the changed tool held out of the caller's list",
 		);
-		const { client } = await connectClient(`/mcp/${name}`, key.key);
+		const client = await connect();
 		const refused = await client.callTool({ name: "whoami", arguments: {} }).catch((error: unknown) => error);
 		expect(String(refused)).toContain("changed since it was approved");
 		await client.close();
