@@ -1,6 +1,8 @@
 import type { Settings } from "../config.ts";
 import { credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { watchedToolsReply } from "../governance/listed-tools.ts";
+import { registryRecorder } from "../governance/pin-records.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
@@ -63,9 +65,18 @@ export async function serveModern(
 				credentials: credentialsFor(sole, () => calling, env, settings) ?? undefined,
 			};
 			if ((await upstreamEra(target, sole)) === "modern") {
-				return await cachedResult(sole, message, envelope, target.maxReplyBytes, () =>
-					forwardModern(target, request, body, message),
-				);
+				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {
+					const reply = await forwardModern(target, request, body, message);
+					if (message.method !== "tools/list") return reply;
+					// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
+					const context = {
+						reader: kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds),
+						registry: registryRecorder(env),
+						ttlMs: settings.endpointCacheTtlMs,
+						waitUntil,
+					};
+					return watchedToolsReply(context, sole, message, reply, target.maxReplyBytes);
+				});
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);

@@ -240,7 +240,11 @@ export class SessionDO extends DurableObject<Env> {
 					done();
 					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
 				}
-				if (input.kind === "request") return await this.parts.calls.request(member, input.message, done);
+				if (input.kind === "request") {
+					const reply = await this.parts.calls.request(member, input.message, done);
+					// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
+					return input.message.method === "tools/list" ? this.parts.watched(member, input.message, reply) : reply;
+				}
 				const accepted = await this.parts.calls.notify(member, input.message);
 				done();
 				return accepted;

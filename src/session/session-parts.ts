@@ -1,10 +1,11 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { checkListed, type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { offeredItems, promptOffered } from "../governance/offer-shaping.ts";
-import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from "../governance/pin-records.ts";
-import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
+import { logPinVerdict, registryRecorder } from "../governance/pin-records.ts";
+import { DEFAULT_PINNING, heldToolSentence } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
 import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
@@ -32,6 +33,8 @@ export interface SessionParts {
 	readonly settings: Settings;
 	/** The policies and the session's caller, now (the one decision on tools; see tool-gate.ts). */
 	gate(): Promise<ToolGate>;
+	/** A transparent tools/list reply passed on as it came, its tools checked against the pins beside the client. */
+	watched(member: Member, request: JSONRPCRequest, reply: Response): Response;
 	/** What of a member's shaped list the caller may see now. */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 	/** The binding in storage, and the alarm (counted). */
@@ -102,24 +105,21 @@ export function sessionParts(host: PartsHost): SessionParts {
 	const policyReader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
 	/** Each member's tools as its upstream last listed them (before shaping), for pinning. */
 	const rawTools = new Map<string, Tool[]>();
+	const pinContext: PinContext = {
+		reader: policyReader,
+		registry: registryRecorder(env),
+		ttlMs: settings.endpointCacheTtlMs,
+		waitUntil: (promise) => ctx.waitUntil(promise),
+	};
 	/**
 	 * How each of a member's tools stands against its pinned definition, by
 	 * its upstream name. The first list of a server ever seen is recorded as
 	 * approved (trust on first use, in the background); under `block` a new or
 	 * changed definition is held, under `warn` served and logged.
+	 * `listed`: a list is being served (the registry hears of it); else a call is checked.
 	 */
-	const pinned = async (member: Member) => {
-		const mode = member.pinning ?? DEFAULT_PINNING;
-		const pins = mode === "off" ? null : await pinsFor(policyReader, member, settings.endpointCacheTtlMs);
-		const raw = rawTools.get(member.name) ?? [];
-		if (needsFirstSeen(mode, pins) && raw.length > 0) {
-			ctx.waitUntil(recordFirstSeenOnce(registryRecorder(env), member, raw, settings.endpointCacheTtlMs));
-		}
-		return (real: string) => {
-			const tool = raw.find((candidate) => candidate.name === real);
-			return tool ? pinVerdict(mode, pins, tool) : null;
-		};
-	};
+	const pinned = (member: Member, listed: boolean) =>
+		checkListed(pinContext, member, { tools: rawTools.get(member.name) ?? [], complete: listed });
 	/** The policies and who the session is for, now: one decision for its lists and calls. */
 	const gate = async (): Promise<ToolGate> => {
 		const binding = host.current();
@@ -148,7 +148,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		const realOf = (tool: Tool) => realToolName(shaping, tool.name) ?? tool.name;
 		const mode = member.pinning ?? DEFAULT_PINNING;
 		const check = async () => {
-			const verdictOf = await pinned(member);
+			const verdictOf = await pinned(member, true);
 			return tools.filter((tool) => {
 				const verdict = verdictOf(realOf(tool));
 				if (verdict) logPinVerdict(server, mode, realOf(tool), verdict);
@@ -165,6 +165,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 			realName: realOf(tool),
 		})) as Array<ListItems[K]>;
 	};
+	const watched = (member: Member, request: JSONRPCRequest, reply: Response) =>
+		watchedToolsReply(pinContext, member, request, reply, pool.connection(member).maxReplyBytes);
 	const lifecycle = new SessionLifecycle({
 		...state,
 		settings,
@@ -211,7 +213,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			if ((member.pinning ?? DEFAULT_PINNING) === "block") {
 				// A held definition is refused on call as it is left out of lists; the upstream's list is needed to know.
 				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
-				const verdict = (await pinned(member))(real);
+				const verdict = (await pinned(member, false))(real);
 				if (verdict && !verdict.served) {
 					return new GatewayError("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
 				}
@@ -313,6 +315,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 	return {
 		settings,
 		gate,
+		watched,
 		visible,
 		store,
 		lifecycle,
