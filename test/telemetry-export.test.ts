@@ -355,3 +355,48 @@ describe("Telemetry off, and wrong settings", () => {
 		expect(String(warnings.mock.calls[0]?.[0])).toContain(variable);
 	});
 });
+
+describe("The test receiver", () => {
+	it("decodes a gzip-compressed export and groups the last traces at GET /traces", async () => {
+		const tenant = newOtlpTenant();
+		const request = {
+			resourceSpans: [
+				{
+					resource: { attributes: [{ key: "service.name", value: { stringValue: "gzip-sender" } }] },
+					scopeSpans: [
+						{
+							spans: [
+								{
+									traceId: "5b8efff798038103d269b633813fc60c",
+									spanId: "eee19b7ec3c1b174",
+									name: "tools/list",
+									kind: 2,
+									startTimeUnixNano: "1544712660000000000",
+									endTimeUnixNano: "1544712661000000000",
+									attributes: [{ key: "mcp.method.name", value: { stringValue: "tools/list" } }],
+								},
+							],
+						},
+					],
+				},
+			],
+		};
+		const gzipped = new Blob([JSON.stringify(request)]).stream().pipeThrough(new CompressionStream("gzip"));
+		const response = await fetch(`${otlpBase(tenant)}/v1/traces`, {
+			method: "POST",
+			headers: { "content-type": "application/json", "content-encoding": "gzip" },
+			body: await new Response(gzipped).arrayBuffer(),
+		});
+		expect(response.status).toBe(200);
+		expect(await otlpSpans(tenant)).toEqual([
+			expect.objectContaining({
+				name: "tools/list",
+				kind: "SERVER",
+				attributes: { "mcp.method.name": "tools/list" },
+				resource: { "service.name": "gzip-sender" },
+			}),
+		]);
+		const traces = (await (await fetch(`${otlpBase(tenant)}/traces`)).json()) as Array<{ traceId: string }>;
+		expect(traces.map((trace) => trace.traceId)).toEqual(["5b8efff798038103d269b633813fc60c"]);
+	});
+});
