@@ -105,6 +105,26 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		});
 	});
 
+	it("a signal's own headers are added to the general ones for that signal alone", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=key",
+				OTEL_EXPORTER_OTLP_METRICS_HEADERS: "x-honeycomb-dataset=gateway-metrics",
+			}),
+		);
+		instrumentsOf(telemetry).rateLimited.add(1);
+		telemetry.tracer.startSpan("ping").end();
+		await Promise.all(flushNow(telemetry));
+
+		const requests = await otlpRequests(tenant);
+		const traces = requests.find((request) => request.path === "/v1/traces");
+		const metrics = requests.find((request) => request.path === "/v1/metrics");
+		expect(traces?.headers["x-honeycomb-team"]).toBe("key");
+		expect(traces?.headers["x-honeycomb-dataset"]).toBeUndefined();
+		expect(metrics?.headers).toMatchObject({ "x-honeycomb-team": "key", "x-honeycomb-dataset": "gateway-metrics" });
+	});
+
 	it("a signal's own endpoint is used as it is, and without a metrics endpoint no metrics are sent", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor({
