@@ -19,6 +19,9 @@ export interface Env extends WranglerEnv {
 	 * OTEL_* variables are plain settings (wrangler.toml, [vars]); src/telemetry/otel-config.ts reads them all.
 	 */
 	OTEL_EXPORTER_OTLP_HEADERS?: string;
+	/** One signal's own export headers, over OTEL_EXPORTER_OTLP_HEADERS (e.g. a metrics dataset). */
+	OTEL_EXPORTER_OTLP_TRACES_HEADERS?: string;
+	OTEL_EXPORTER_OTLP_METRICS_HEADERS?: string;
 	/**
 	 * Signs the identity assertions `identity` servers get: an ES256 (P-256) private JWK as JSON,
 	 * with a `kid`. Its public half is published at /.well-known/jwks.json.
