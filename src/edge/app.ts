@@ -6,6 +6,8 @@ import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
+import { wireInstruments } from "../telemetry/wire-instruments.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
 import { handleJwks } from "./jwks-route.ts";
@@ -86,6 +88,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 						cause: error,
 					});
 		if (!(error instanceof GatewayError)) console.error("unhandled error", error);
+		countRefusal(c.env, failure, waitUntilOf(c));
 		return c.req.path.startsWith("/admin") ? adminError(failure) : failure.toResponse();
 	});
 
@@ -129,4 +132,14 @@ function adminError(error: GatewayError): Response {
 		{ error: { kind: error.kind, message: error.message } },
 		{ status: error.status, headers: error.headers },
 	);
+}
+
+/** Refusals the edge answers itself (401, 404, 429), counted by kind; rate and concurrency limits once more as such. */
+function countRefusal(env: Env, failure: GatewayError, waitUntil: (promise: Promise<unknown>) => void): void {
+	const telemetry = telemetryFor(env);
+	if (!telemetry.enabled || ![401, 404, 429].includes(failure.status)) return;
+	const instruments = wireInstruments(telemetry);
+	instruments.refusals.add(1, { "mcp_gateway.refusal.kind": failure.kind });
+	if (failure.status === 429) instruments.rateLimited.add(1, { "mcp_gateway.refusal.kind": failure.kind });
+	telemetry.flush(waitUntil);
 }

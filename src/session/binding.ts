@@ -56,6 +56,8 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	tools: ToolShapingSchema.nullable().optional(),
 	/** What its changed tool definitions do; absent in bindings older than it, which means the default, "warn". */
 	pinning: PinningModeSchema.optional(),
+	/** Whether tool_call events carry argument values; absent in bindings older than it: they do not. */
+	captureArguments: z.boolean().optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -72,6 +74,7 @@ export function memberOf(server: ServerRecord): Member {
 		auth: server.auth,
 		tools: server.tools,
 		pinning: server.pinning,
+		captureArguments: server.captureArguments,
 	};
 }
 

@@ -7,6 +7,8 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
+import { wireInstruments } from "../telemetry/wire-instruments.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import { type Calling, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
@@ -435,6 +437,17 @@ export class SessionDO extends DurableObject<Env> {
 		return stored ? { ...stored, subjectToken: null } : null;
 	}
 
+	/** The conventions' `mcp.server.session.duration`, from its opening to its end (deleted, expired or revoked). */
+	private recordSessionDuration(binding: SessionBinding): void {
+		const telemetry = telemetryFor(this.env);
+		if (!telemetry.enabled) return;
+		wireInstruments(telemetry).sessionDuration.record((this.clock.now() - binding.createdAt) / 1000, {
+			"network.transport": "tcp",
+			"network.protocol.name": "http",
+		});
+		telemetry.flush((promise) => this.ctx.waitUntil(promise));
+	}
+
 	private load(): Promise<SessionBinding | null> {
 		if (this.binding !== undefined) return Promise.resolve(this.binding);
 		this.loading ??= this.parts.store.readBinding().then((binding) => {
@@ -456,6 +469,7 @@ export class SessionDO extends DurableObject<Env> {
 	private async terminate(binding: SessionBinding, reason: string): Promise<void> {
 		if (this.binding === null) return;
 		console.log(`session ended: ${reason}`);
+		this.recordSessionDuration(binding);
 		this.binding = null;
 		this.parts.lifecycle.stop();
 		this.parts.calls.abortAll(reason);

@@ -10,13 +10,23 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { once } from "../primitives/once.ts";
+import { CALL_NOTE_HEADER, type CallNote, callNoteHeader } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
-import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
+import {
+	callerRefused,
+	cancelledError,
+	HeldToolRefusal,
+	isFinal,
+	mayHaveRun,
+	notSent,
+	paused,
+	SessionEnded,
+} from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 
@@ -63,6 +73,14 @@ function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest
 	return real === exposed ? message : { ...message, params: { ...params, name: real } };
 }
 
+/** A tool call's reply with the object's note on it (other replies unchanged). */
+function noted(response: Response, original: JSONRPCRequest, note: CallNote): Response {
+	if (original.method !== "tools/call") return response;
+	const headers = new Headers(response.headers);
+	headers.set(CALL_NOTE_HEADER, callNoteHeader(note));
+	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
 /** What one try of a request came to. */
 type Tried =
 	/** The upstream answered with a body: its reply is relayed (see reply-relay.ts). */
@@ -98,15 +116,28 @@ export class UpstreamCalls {
 		};
 	}
 
-	/** Forwards a request; `done` is called once its reply has ended. */
+	/**
+	 * Forwards a request; `done` is called once its reply has ended. A tool
+	 * call's reply carries the object's note on it for the edge's accounting
+	 * (see CALL_NOTE_HEADER), which the edge takes off.
+	 */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
 		const named = toUpstreamName(member, normalizeOutgoing(original) as JSONRPCRequest);
 		const refused = named instanceof GatewayError ? named : await this.refusal(member, original, named);
 		if (refused) {
 			done();
-			return refused.toRpcResponse(original.id);
+			const note: CallNote = { server: member.name };
+			if (named instanceof GatewayError) note.refused = "unknown_tool";
+			else if (refused instanceof HeldToolRefusal) note.refused = "refused_pinning";
+			return noted(refused.toRpcResponse(original.id), original, note);
 		}
 		const message = named as JSONRPCRequest;
+		const note: CallNote = { server: member.name, real: String(message.params?.name ?? "") };
+		if (member.captureArguments) note.capture = true;
+		return noted(await this.forward(member, message, done), original, note);
+	}
+
+	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
 		const settle = once(() => {

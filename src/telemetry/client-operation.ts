@@ -1,0 +1,123 @@
+import { type Span, SpanKind } from "@opentelemetry/api";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { watchAnswer } from "./answer-watch.ts";
+import {
+	type AnswerOutcome,
+	type DescribedMessage,
+	describeOperation,
+	endWithOutcome,
+	isDescribable,
+	MCP_ATTRIBUTES,
+	type McpOperation,
+	outcomeAttributes,
+	outcomeOf,
+} from "./mcp-spans.ts";
+import { contextFields, parentFrom } from "./meta-context.ts";
+import type { Telemetry } from "./telemetry.ts";
+import { wireInstruments } from "./wire-instruments.ts";
+
+/** What an upstream request needs to be traced: the telemetry, and the `waitUntil` its export runs in. */
+export interface TracedRequests {
+	telemetry: Telemetry;
+	waitUntil: WaitUntil;
+}
+
+/**
+ * One request or notification the gateway sends an upstream: the
+ * conventions' CLIENT span, child of the server span whose context the
+ * message's `_meta` carries (put there where the client's request arrived),
+ * and the `mcp.client.operation.duration` point. The message goes out with
+ * its `_meta` trace keys (and the HTTP `traceparent`) naming this span; the
+ * span ends when the upstream's answer has been read.
+ */
+export class ClientOperation {
+	private readonly started = Date.now();
+	private ended = false;
+
+	private constructor(
+		private readonly traced: TracedRequests,
+		private readonly span: Span,
+		private readonly operation: McpOperation,
+		private readonly message: DescribedMessage,
+		/** The body to send in place of the original. */
+		readonly body: string,
+		/** Headers to set on the HTTP request. */
+		readonly headers: Record<string, string>,
+		private readonly server: { address: string; port: number },
+	) {}
+
+	/** The operation of a JSON-RPC request or notification body; null when telemetry is off or it is none. */
+	static of(
+		traced: TracedRequests | undefined,
+		url: string,
+		body: string | undefined,
+		protocolVersion: string | null,
+	): ClientOperation | null {
+		if (!traced?.telemetry.enabled || body === undefined) return null;
+		let message: unknown;
+		try {
+			message = JSON.parse(body);
+		} catch (error) {
+			if (error instanceof SyntaxError) return null;
+			throw error;
+		}
+		if (!isDescribable(message)) return null;
+		const params = (message.params ?? {}) as Record<string, unknown>;
+		const meta =
+			typeof params._meta === "object" && params._meta !== null ? (params._meta as Record<string, unknown>) : {};
+		const operation = describeOperation(message, protocolVersion);
+		const target = new URL(url);
+		const server = {
+			address: target.hostname,
+			port: target.port ? Number(target.port) : target.protocol === "https:" ? 443 : 80,
+		};
+		const span = traced.telemetry.tracer.startSpan(
+			operation.name,
+			{
+				kind: SpanKind.CLIENT,
+				attributes: {
+					...operation.attributes,
+					[MCP_ATTRIBUTES.serverAddress]: server.address,
+					[MCP_ATTRIBUTES.serverPort]: server.port,
+				},
+			},
+			parentFrom(meta),
+		);
+		const fields = contextFields(span);
+		const { traceparent: _parent, tracestate: _state, ...kept } = meta;
+		const sent = JSON.stringify({ ...message, params: { ...params, _meta: { ...kept, ...fields } } });
+		return new ClientOperation(traced, span, operation, message, sent, fields, server);
+	}
+
+	/** The upstream's answer, passed on as it comes; the span ends when it has been read. */
+	answered(response: Response): Response {
+		const id = this.message.id ?? null;
+		return watchAnswer(response, id, (answer) => {
+			const outcome = outcomeOf(answer);
+			if (answer === null && !response.ok) {
+				this.end({ code: null, errorType: String(response.status), message: `HTTP ${response.status}`, kind: null });
+			} else this.end(outcome);
+		});
+	}
+
+	/** The request failed before an answer (unreachable, timed out, a redirect). */
+	failed(error: unknown): void {
+		const kind = error instanceof GatewayError ? error.kind : "internal";
+		const errorType = kind === "upstream_timeout" ? "timeout" : kind;
+		this.end({ code: null, errorType, message: error instanceof Error ? error.message : String(error), kind });
+	}
+
+	private end(outcome: AnswerOutcome): void {
+		if (this.ended) return;
+		this.ended = true;
+		endWithOutcome(this.span, outcome);
+		wireInstruments(this.traced.telemetry).clientDuration.record((Date.now() - this.started) / 1000, {
+			...this.operation.metricAttributes,
+			...outcomeAttributes(outcome),
+			[MCP_ATTRIBUTES.serverAddress]: this.server.address,
+			[MCP_ATTRIBUTES.serverPort]: this.server.port,
+		});
+		this.traced.telemetry.flush(this.traced.waitUntil);
+	}
+}
