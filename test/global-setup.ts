@@ -13,6 +13,7 @@ import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
 import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
+import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
@@ -62,6 +63,9 @@ export default async function setup(project: TestProject) {
 	// An upstream that serves only requests whose JWT verifies: the gateway's assertions, or exchanged tokens.
 	const identity = await startIdentityUpstream();
 	project.provide("identityPort", identity.port);
+	// The OTLP/HTTP receiver telemetry tests export to (no other test points the gateway at it).
+	const otlp = await startOtlpReceiver();
+	project.provide("otlpPort", otlp.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -84,6 +88,7 @@ export default async function setup(project: TestProject) {
 			oauthUpstream.close(),
 			peopleUpstream.close(),
 			identity.close(),
+			otlp.close(),
 			fault.stop(),
 		]);
 	};

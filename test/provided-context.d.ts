@@ -34,6 +34,11 @@ declare module "vitest" {
 		 * JWKS a test posts or names, per tenant (`/t/<name>/mcp`); `whoami` answers the verified claims.
 		 */
 		identityPort: number;
+		/**
+		 * The OTLP/HTTP receiver (scripts/fixtures/otlp-receiver.ts): `/v1/traces`, `/v1/metrics`, and
+		 * `/_control/{spans,metrics,requests,reset,mode}`; test/support/otlp.ts reads it.
+		 */
+		otlpPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

@@ -1,5 +1,7 @@
 import type { Meter, Tracer } from "@opentelemetry/api";
 import { createNoopMeter, trace } from "@opentelemetry/api";
+import { ExportingTelemetry } from "./exporting-telemetry.ts";
+import { configWarning, otelValues, parseOtelConfig } from "./otel-config.ts";
 
 /**
  * The gateway's OpenTelemetry: a tracer and a meter in the standard API, and
@@ -22,16 +24,70 @@ export interface Telemetry {
 	 * end of each request (edge Worker or Durable Object) with its `waitUntil`.
 	 */
 	flush(waitUntil: (promise: Promise<unknown>) => void): void;
+	/** What this isolate's export has done so far (for tests and diagnostics). */
+	readonly stats: TelemetryStats;
 }
+
+/** Counts of one Telemetry's export in this isolate, read-only. */
+export interface TelemetryStats {
+	/** Spans a collector accepted. */
+	readonly spansExported: number;
+	/** Spans not exported: the queue was full, or their export failed. */
+	readonly spansDropped: number;
+	/** Exports (of spans or metrics) that failed: an HTTP error, no answer in time, no connection. */
+	readonly exportsFailed: number;
+	/** Metric exports a collector accepted. */
+	readonly metricExports: number;
+	/** Finished spans waiting for the next export. */
+	readonly spansQueued: number;
+}
+
+const NO_STATS: TelemetryStats = Object.freeze({
+	spansExported: 0,
+	spansDropped: 0,
+	exportsFailed: 0,
+	metricExports: 0,
+	spansQueued: 0,
+});
 
 const OFF: Telemetry = Object.freeze({
 	enabled: false,
 	tracer: trace.getTracer("mcp-edge-gateway"),
 	meter: createNoopMeter(),
 	flush: () => {},
+	stats: NO_STATS,
 });
 
-/** The telemetry of this isolate for `env` (made once per configuration). */
-export function telemetryFor(_env: Readonly<Record<string, unknown>>): Telemetry {
-	return OFF;
+/** Telemetry per configuration (the OTEL_* values), for the isolate's life. */
+const byConfiguration = new Map<string, Telemetry>();
+/** The same, by env object: an isolate's requests usually share one, which skips reading the variables. */
+const byEnv = new WeakMap<object, Telemetry>();
+
+/**
+ * The telemetry of this isolate for `env` (made once per configuration). A wrong variable
+ * gives one warning line naming it, and telemetry off: never a failed request.
+ */
+export function telemetryFor(env: Readonly<Record<string, unknown>>): Telemetry {
+	const known = byEnv.get(env);
+	if (known) return known;
+	const values = otelValues(env);
+	const key = JSON.stringify(values);
+	let telemetry = byConfiguration.get(key);
+	if (!telemetry) {
+		telemetry = makeTelemetry(values);
+		byConfiguration.set(key, telemetry);
+	}
+	byEnv.set(env, telemetry);
+	return telemetry;
+}
+
+function makeTelemetry(values: ReturnType<typeof otelValues>): Telemetry {
+	// Unset endpoint: the no-op, and not one SDK object constructed.
+	if (Object.keys(values).length === 0) return OFF;
+	const parsed = parseOtelConfig(values);
+	if (!parsed.ok) {
+		console.warn(configWarning(parsed.variable, parsed.reason));
+		return OFF;
+	}
+	return parsed.config ? new ExportingTelemetry(parsed.config) : OFF;
 }

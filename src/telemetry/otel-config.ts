@@ -1,0 +1,179 @@
+import { z } from "zod";
+
+/**
+ * The standard OpenTelemetry SDK variables the gateway reads (spec: "Environment Variable
+ * Specification" and "OTLP Exporter Configuration"), parsed with zod. Nothing else configures
+ * telemetry: a user's existing collector settings then just work.
+ */
+export const OTEL_VARIABLES = [
+	"OTEL_SDK_DISABLED",
+	"OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_HEADERS",
+	"OTEL_SERVICE_NAME",
+	"OTEL_RESOURCE_ATTRIBUTES",
+	"OTEL_TRACES_SAMPLER",
+	"OTEL_TRACES_SAMPLER_ARG",
+	"OTEL_METRIC_EXPORT_INTERVAL",
+	"OTEL_BSP_MAX_QUEUE_SIZE",
+	"OTEL_BSP_EXPORT_TIMEOUT",
+] as const;
+export type OtelVariable = (typeof OTEL_VARIABLES)[number];
+
+/** Variables whose values are secrets: a warning about them names them, never quotes them. */
+const SECRET_VARIABLES: ReadonlySet<OtelVariable> = new Set(["OTEL_EXPORTER_OTLP_HEADERS"]);
+
+export const DEFAULT_SERVICE_NAME = "mcp-edge-gateway";
+/** The spec's default metric export interval (ms). */
+const DEFAULT_METRIC_INTERVAL_MS = 60_000;
+/** The spec's default batch queue: finished spans an isolate keeps for its next export. */
+const DEFAULT_QUEUE_SIZE = 2048;
+/**
+ * The spec says 30 s; an export runs in `waitUntil`, which a Worker keeps for about 30 s after
+ * the response, so a shorter bound frees the isolate sooner when a collector stalls.
+ */
+const DEFAULT_EXPORT_TIMEOUT_MS = 5_000;
+
+const SAMPLERS = [
+	"always_on",
+	"always_off",
+	"traceidratio",
+	"parentbased_always_on",
+	"parentbased_always_off",
+	"parentbased_traceidratio",
+] as const;
+export type SamplerName = (typeof SAMPLERS)[number];
+
+/** Where to send, with what, and how much to keep: the parsed form of the variables. */
+export interface OtelConfig {
+	/** The traces URL (`undefined`: spans are not recorded at all). */
+	tracesUrl: string | undefined;
+	/** The metrics URL (`undefined`: the meter is the no-op one). */
+	metricsUrl: string | undefined;
+	headers: Readonly<Record<string, string>>;
+	serviceName: string;
+	resourceAttributes: Readonly<Record<string, string>>;
+	sampler: SamplerName;
+	/** The ratio of `traceidratio` samplers, in [0, 1]. */
+	samplerRatio: number;
+	metricIntervalMs: number;
+	maxQueueSize: number;
+	exportTimeoutMs: number;
+}
+
+export type OtelConfigResult =
+	| { ok: true; config: OtelConfig | undefined }
+	| { ok: false; variable: OtelVariable; reason: string };
+
+/** The raw values of the variables, as strings (unset and empty alike are absent). */
+export function otelValues(env: Readonly<Record<string, unknown>>): Partial<Record<OtelVariable, string>> {
+	const values: Partial<Record<OtelVariable, string>> = {};
+	for (const name of OTEL_VARIABLES) {
+		const value = env[name];
+		if (typeof value === "string" && value.trim() !== "") values[name] = value.trim();
+	}
+	return values;
+}
+
+const url = z.url({ protocol: /^https?$/ });
+const positiveInt = z.coerce.number().int().positive();
+const ratio = z.coerce.number().min(0).max(1);
+
+/**
+ * `k=v,k2=v2`, keys and values percent-decoded, blanks around them trimmed: the format of
+ * OTEL_EXPORTER_OTLP_HEADERS and OTEL_RESOURCE_ATTRIBUTES (W3C Baggage without properties).
+ */
+const keyValueList = z.string().transform((text, context) => {
+	const pairs: Record<string, string> = {};
+	for (const entry of text.split(",")) {
+		if (entry.trim() === "") continue;
+		const at = entry.indexOf("=");
+		const key = at > 0 ? decodePercent(entry.slice(0, at).trim()) : undefined;
+		const value = at > 0 ? decodePercent(entry.slice(at + 1).trim()) : undefined;
+		if (!key || value === undefined) {
+			context.addIssue({ code: "custom", message: "expected key=value pairs separated by commas" });
+			return z.NEVER;
+		}
+		pairs[key] = value;
+	}
+	return pairs;
+});
+
+function decodePercent(text: string): string | undefined {
+	try {
+		return decodeURIComponent(text);
+	} catch (error) {
+		if (error instanceof URIError) return undefined;
+		throw error;
+	}
+}
+
+/** The spec's rule for the base endpoint: the signal's path appended, one slash between. */
+function signalUrl(base: string, signal: "traces" | "metrics"): string {
+	return `${base.replace(/\/+$/, "")}/v1/${signal}`;
+}
+
+/**
+ * The telemetry settings of `env`, or which variable is wrong. `config: undefined` means off:
+ * no endpoint, or OTEL_SDK_DISABLED=true.
+ */
+export function parseOtelConfig(values: Partial<Record<OtelVariable, string>>): OtelConfigResult {
+	const fail = (variable: OtelVariable, reason: string): OtelConfigResult => ({ ok: false, variable, reason });
+	const parsed = <T>(variable: OtelVariable, schema: z.ZodType<T>, fallback: T): T | OtelConfigResult => {
+		const value = values[variable];
+		if (value === undefined) return fallback;
+		const result = schema.safeParse(value);
+		return result.success ? result.data : fail(variable, result.error.issues[0]?.message ?? "invalid");
+	};
+	const isFailure = (value: unknown): value is OtelConfigResult =>
+		typeof value === "object" && value !== null && "ok" in value && value.ok === false;
+
+	if (values.OTEL_SDK_DISABLED?.toLowerCase() === "true") return { ok: true, config: undefined };
+	const base = parsed("OTEL_EXPORTER_OTLP_ENDPOINT", url, undefined);
+	if (isFailure(base)) return base;
+	const traces = parsed("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url, undefined);
+	if (isFailure(traces)) return traces;
+	const metrics = parsed("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", url, undefined);
+	if (isFailure(metrics)) return metrics;
+	const tracesUrl = traces ?? (base === undefined ? undefined : signalUrl(base, "traces"));
+	const metricsUrl = metrics ?? (base === undefined ? undefined : signalUrl(base, "metrics"));
+	if (tracesUrl === undefined && metricsUrl === undefined) return { ok: true, config: undefined };
+
+	const headers = parsed("OTEL_EXPORTER_OTLP_HEADERS", keyValueList, {});
+	if (isFailure(headers)) return headers;
+	const resourceAttributes = parsed("OTEL_RESOURCE_ATTRIBUTES", keyValueList, {});
+	if (isFailure(resourceAttributes)) return resourceAttributes;
+	const sampler = parsed("OTEL_TRACES_SAMPLER", z.enum(SAMPLERS), "parentbased_always_on" as SamplerName);
+	if (isFailure(sampler)) return sampler;
+	const samplerRatio = parsed("OTEL_TRACES_SAMPLER_ARG", ratio, 1);
+	if (isFailure(samplerRatio)) return samplerRatio;
+	const metricIntervalMs = parsed("OTEL_METRIC_EXPORT_INTERVAL", positiveInt, DEFAULT_METRIC_INTERVAL_MS);
+	if (isFailure(metricIntervalMs)) return metricIntervalMs;
+	const maxQueueSize = parsed("OTEL_BSP_MAX_QUEUE_SIZE", positiveInt, DEFAULT_QUEUE_SIZE);
+	if (isFailure(maxQueueSize)) return maxQueueSize;
+	const exportTimeoutMs = parsed("OTEL_BSP_EXPORT_TIMEOUT", positiveInt, DEFAULT_EXPORT_TIMEOUT_MS);
+	if (isFailure(exportTimeoutMs)) return exportTimeoutMs;
+	return {
+		ok: true,
+		config: {
+			tracesUrl,
+			metricsUrl,
+			headers,
+			// OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES, as the spec says.
+			serviceName: values.OTEL_SERVICE_NAME ?? resourceAttributes["service.name"] ?? DEFAULT_SERVICE_NAME,
+			resourceAttributes,
+			sampler,
+			samplerRatio,
+			metricIntervalMs,
+			maxQueueSize,
+			exportTimeoutMs,
+		},
+	};
+}
+
+/** The one warning line for a wrong variable: its name and what is wrong, never a secret's value. */
+export function configWarning(variable: OtelVariable, reason: string): string {
+	const detail = SECRET_VARIABLES.has(variable) ? "(value not shown: it is a secret)" : reason;
+	return `telemetry: ${variable} is not valid, so telemetry is off: ${detail}`;
+}

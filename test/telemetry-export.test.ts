@@ -1,0 +1,357 @@
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { instrumentsOf, MCP_DURATION_BUCKETS } from "../src/telemetry/instruments.ts";
+import { type Telemetry, telemetryFor } from "../src/telemetry/telemetry.ts";
+import { parentContext } from "../src/telemetry/trace-context.ts";
+import { eventually } from "./support/eventually.ts";
+import {
+	newOtlpTenant,
+	otlpBase,
+	otlpEnv,
+	otlpMetrics,
+	otlpRequests,
+	otlpSpans,
+	resetOtlp,
+	setOtlpMode,
+} from "./support/otlp.ts";
+
+/** Flushes as a request's end would, and returns the exports it handed to `waitUntil`. */
+function flushNow(telemetry: Telemetry): Promise<unknown>[] {
+	const exports: Promise<unknown>[] = [];
+	telemetry.flush((promise) => exports.push(promise));
+	return exports;
+}
+
+/** A remote parent in `_meta`, sampled: what an instrumented MCP client sends. */
+const SAMPLED_PARENT = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" };
+
+afterEach(() => {
+	vi.restoreAllMocks();
+});
+
+describe("Export of spans over OTLP/HTTP JSON", () => {
+	it("spans made through the tracer and flushed arrive at the collector with the resource and their attributes", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_SERVICE_NAME: "gateway-under-test",
+				OTEL_RESOURCE_ATTRIBUTES: "deployment.environment.name=test,team=mcp%20edge",
+			}),
+		);
+		expect(telemetry.enabled).toBe(true);
+		const server = telemetry.tracer.startSpan("tools/call echo", {
+			kind: SpanKind.SERVER,
+			attributes: { "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "jsonrpc.request.id": "7" },
+		});
+		server.addEvent("tool_call", { outcome: "ok" });
+		const upstream = telemetry.tracer.startSpan(
+			"tools/call echo",
+			{ kind: SpanKind.CLIENT, attributes: { "server.address": "127.0.0.1", "server.port": 9 } },
+			parentContext({ traceparent: `00-${server.spanContext().traceId}-${server.spanContext().spanId}-01` }),
+		);
+		upstream.setStatus({ code: SpanStatusCode.ERROR, message: "upstream timed out" });
+		upstream.end();
+		server.end();
+
+		const exports = flushNow(telemetry);
+		expect(exports).toHaveLength(1);
+		await Promise.all(exports);
+
+		const spans = await otlpSpans(tenant);
+		expect(spans).toHaveLength(2);
+		const received = spans.find((span) => span.kind === "SERVER");
+		expect(received).toMatchObject({
+			name: "tools/call echo",
+			traceId: server.spanContext().traceId,
+			spanId: server.spanContext().spanId,
+			attributes: { "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo", "jsonrpc.request.id": "7" },
+			events: [{ name: "tool_call", attributes: { outcome: "ok" } }],
+			status: { code: "UNSET" },
+			resource: {
+				"service.name": "gateway-under-test",
+				"cloud.provider": "cloudflare",
+				"deployment.environment.name": "test",
+				team: "mcp edge",
+			},
+			scope: "mcp-edge-gateway",
+		});
+		expect(received?.parentSpanId).toBeUndefined();
+		expect(spans.find((span) => span.kind === "CLIENT")).toMatchObject({
+			parentSpanId: server.spanContext().spanId,
+			attributes: { "server.address": "127.0.0.1", "server.port": 9 },
+			status: { code: "ERROR", message: "upstream timed out" },
+		});
+		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansDropped: 0, exportsFailed: 0, spansQueued: 0 });
+	});
+
+	it("the headers variable reaches the collector, percent-decoded, with the JSON content type", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=key%2Fwith%20space , x-scope-orgid=tenant-1" }),
+		);
+		telemetry.tracer.startSpan("ping").end();
+		await Promise.all(flushNow(telemetry));
+
+		const requests = await otlpRequests(tenant);
+		expect(requests).toHaveLength(1);
+		expect(requests[0]).toMatchObject({
+			path: "/v1/traces",
+			items: 1,
+			headers: {
+				"x-honeycomb-team": "key/with space",
+				"x-scope-orgid": "tenant-1",
+				"content-type": "application/json",
+			},
+		});
+	});
+
+	it("a signal's own endpoint is used as it is, and without a metrics endpoint no metrics are sent", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor({
+			OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlpBase(tenant)}/v1/traces`,
+			OTEL_METRIC_EXPORT_INTERVAL: "1",
+		});
+		instrumentsOf(telemetry).refusals.add(1, { "mcp_gateway.refusal.kind": "auth" });
+		telemetry.tracer.startSpan("initialize").end();
+		await Promise.all(flushNow(telemetry));
+
+		expect((await otlpRequests(tenant)).map((request) => request.path)).toEqual(["/v1/traces"]);
+		expect(await otlpSpans(tenant)).toHaveLength(1);
+	});
+
+	it("a flush with nothing recorded sends nothing", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(otlpEnv(tenant));
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(await otlpRequests(tenant)).toHaveLength(0);
+	});
+});
+
+describe("Sampling (OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG)", () => {
+	it("always_off records and sends nothing, whatever the parent", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(otlpEnv(tenant, { OTEL_TRACES_SAMPLER: "always_off" }));
+		const root = telemetry.tracer.startSpan("tools/list");
+		const child = telemetry.tracer.startSpan("tools/call echo", {}, parentContext(SAMPLED_PARENT));
+		expect(root.isRecording()).toBe(false);
+		expect(child.isRecording()).toBe(false);
+		root.end();
+		child.end();
+		await Promise.all(flushNow(telemetry));
+		expect(telemetry.stats.spansQueued).toBe(0);
+		expect(await otlpSpans(tenant)).toHaveLength(0);
+	});
+
+	it("parentbased_traceidratio with ratio 0 drops a new trace but samples a span whose remote parent was sampled", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0" }),
+		);
+		const root = telemetry.tracer.startSpan("tools/list");
+		expect(root.isRecording()).toBe(false);
+		root.end();
+		const child = telemetry.tracer.startSpan(
+			"tools/call echo",
+			{ kind: SpanKind.SERVER },
+			parentContext(SAMPLED_PARENT),
+		);
+		expect(child.isRecording()).toBe(true);
+		child.end();
+		await Promise.all(flushNow(telemetry));
+
+		const spans = await otlpSpans(tenant);
+		expect(spans).toEqual([
+			expect.objectContaining({
+				name: "tools/call echo",
+				traceId: "0af7651916cd43dd8448eb211c80319c",
+				parentSpanId: "b7ad6b7169203331",
+			}),
+		]);
+	});
+
+	it("traceidratio 1 samples every new trace", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1" }),
+		);
+		for (let i = 0; i < 5; i++) telemetry.tracer.startSpan(`span ${i}`).end();
+		await Promise.all(flushNow(telemetry));
+		expect(await otlpSpans(tenant)).toHaveLength(5);
+	});
+});
+
+describe("Export of metrics over OTLP/HTTP JSON", () => {
+	it("the instruments arrive with the conventions' names, unit s, bucket bounds and delta temporality", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(otlpEnv(tenant));
+		const instruments = instrumentsOf(telemetry);
+		expect(instrumentsOf(telemetry)).toBe(instruments);
+		instruments.serverOperationDuration.record(0.03, { "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo" });
+		instruments.serverOperationDuration.record(0.5, { "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo" });
+		instruments.clientOperationDuration.record(0.012, { "mcp.method.name": "tools/call" });
+		instruments.serverSessionDuration.record(42, { "mcp.protocol.version": "2025-11-25" });
+		instruments.refusals.add(1, { "mcp_gateway.refusal.kind": "policy" });
+		instruments.rateLimited.add(2);
+		instruments.toolsHeld.add(1);
+		await Promise.all(flushNow(telemetry));
+
+		const metrics = await otlpMetrics(tenant);
+		const byName = new Map(metrics.map((metric) => [metric.name, metric]));
+		for (const name of [
+			"mcp.server.operation.duration",
+			"mcp.client.operation.duration",
+			"mcp.server.session.duration",
+		]) {
+			expect(byName.get(name)).toMatchObject({
+				type: "histogram",
+				unit: "s",
+				temporality: "DELTA",
+				resource: { "service.name": "mcp-edge-gateway-test" },
+			});
+			expect(byName.get(name)?.points[0]?.explicitBounds).toEqual([...MCP_DURATION_BUCKETS]);
+		}
+		expect(byName.get("mcp.server.operation.duration")?.description).toMatch(/observed on the receiver/);
+		expect(byName.get("mcp.server.operation.duration")?.points).toEqual([
+			expect.objectContaining({
+				attributes: { "mcp.method.name": "tools/call", "gen_ai.tool.name": "echo" },
+				count: 2,
+				sum: 0.53,
+			}),
+		]);
+		expect(byName.get("mcp_gateway.refusals")).toMatchObject({
+			type: "sum",
+			temporality: "DELTA",
+			points: [{ attributes: { "mcp_gateway.refusal.kind": "policy" }, value: 1 }],
+		});
+		expect(byName.get("mcp_gateway.rate_limited")?.points[0]?.value).toBe(2);
+		expect(byName.get("mcp_gateway.tools.held")?.points[0]?.value).toBe(1);
+	});
+
+	it("metrics wait for the export interval; spans do not", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(otlpEnv(tenant, { OTEL_METRIC_EXPORT_INTERVAL: "3600000" }));
+		instrumentsOf(telemetry).refusals.add(1, { "mcp_gateway.refusal.kind": "auth" });
+		telemetry.tracer.startSpan("ping").end();
+		await Promise.all(flushNow(telemetry));
+		expect((await otlpRequests(tenant)).map((request) => request.path)).toEqual(["/v1/traces"]);
+		expect(telemetry.stats.metricExports).toBe(0);
+	});
+});
+
+describe("A collector that stalls or fails costs the gateway nothing", () => {
+	it("with a stalled collector, flush returns at once, one export stays in flight, the queue stays bounded and drops are counted", async () => {
+		const tenant = newOtlpTenant();
+		await setOtlpMode("stall", tenant);
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_BSP_MAX_QUEUE_SIZE: "4",
+				OTEL_BSP_EXPORT_TIMEOUT: "60000",
+				OTEL_METRIC_EXPORT_INTERVAL: "3600000",
+			}),
+		);
+		telemetry.tracer.startSpan("first").end();
+		const held = flushNow(telemetry);
+		expect(held).toHaveLength(1);
+		await eventually(async () => (await otlpRequests(tenant)).length === 1, "the export reached the collector");
+
+		for (let i = 0; i < 10; i++) telemetry.tracer.startSpan(`meanwhile ${i}`).end();
+		const started = performance.now();
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(performance.now() - started).toBeLessThan(50);
+		expect(telemetry.stats).toMatchObject({ spansQueued: 4, spansDropped: 6, spansExported: 0 });
+		expect(await otlpRequests(tenant)).toHaveLength(1);
+
+		// The collector answers again: the held export completes, and the queued spans ride the next flush.
+		await resetOtlp(tenant);
+		await Promise.all(held);
+		expect(telemetry.stats.spansExported).toBe(1);
+		await Promise.all(flushNow(telemetry));
+		expect(telemetry.stats).toMatchObject({ spansExported: 5, spansQueued: 0, spansDropped: 6 });
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual([
+			"meanwhile 0",
+			"meanwhile 1",
+			"meanwhile 2",
+			"meanwhile 3",
+		]);
+	});
+
+	it("a stalled export gives up after OTEL_BSP_EXPORT_TIMEOUT and counts its spans as dropped", async () => {
+		const tenant = newOtlpTenant();
+		await setOtlpMode("stall", tenant);
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_BSP_EXPORT_TIMEOUT: "100", OTEL_METRIC_EXPORT_INTERVAL: "3600000" }),
+		);
+		telemetry.tracer.startSpan("never answered").end();
+		await Promise.all(flushNow(telemetry));
+		expect(telemetry.stats).toMatchObject({ exportsFailed: 1, spansDropped: 1, spansExported: 0 });
+		expect(warnings).toHaveBeenCalledTimes(1);
+		expect(String(warnings.mock.calls[0]?.[0])).toMatch(/no answer within 100 ms/);
+		await resetOtlp(tenant);
+	});
+
+	it("a failing collector throws nothing; failures are counted and logged once in a while, not per export", async () => {
+		const tenant = newOtlpTenant();
+		await setOtlpMode("fail", tenant);
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+		const telemetry = telemetryFor(otlpEnv(tenant, { OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20s3cret" }));
+		instrumentsOf(telemetry).refusals.add(1, { "mcp_gateway.refusal.kind": "auth" });
+		for (let round = 0; round < 3; round++) {
+			telemetry.tracer.startSpan(`round ${round}`).end();
+			await expect(Promise.all(flushNow(telemetry))).resolves.toBeDefined();
+		}
+		// Three span exports and the metrics export (its interval is 1 ms, so it was due at each flush).
+		expect(telemetry.stats.exportsFailed).toBeGreaterThanOrEqual(4);
+		expect(telemetry.stats).toMatchObject({ spansDropped: 3, spansExported: 0 });
+		expect(warnings).toHaveBeenCalledTimes(1);
+		const line = String(warnings.mock.calls[0]?.[0]);
+		expect(line).toMatch(/HTTP 500/);
+		expect(line).not.toMatch(/s3cret/);
+	});
+});
+
+describe("Telemetry off, and wrong settings", () => {
+	it("without an endpoint telemetry is the no-op: the same object each time, and no fetch at all", async () => {
+		const fetches = vi.spyOn(globalThis, "fetch");
+		const env = { OTEL_SERVICE_NAME: "ignored-without-an-endpoint" };
+		const telemetry = telemetryFor(env);
+		expect(telemetry.enabled).toBe(false);
+		expect(telemetryFor({})).toBe(telemetryFor({ OTEL_EXPORTER_OTLP_ENDPOINT: "" }));
+		const span = telemetry.tracer.startSpan("tools/call echo");
+		expect(span.isRecording()).toBe(false);
+		span.end();
+		instrumentsOf(telemetry).serverOperationDuration.record(1, { "mcp.method.name": "tools/call" });
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(fetches).not.toHaveBeenCalled();
+	});
+
+	it("OTEL_SDK_DISABLED=true turns export off even with an endpoint", () => {
+		const telemetry = telemetryFor(otlpEnv(newOtlpTenant(), { OTEL_SDK_DISABLED: "true" }));
+		expect(telemetry.enabled).toBe(false);
+	});
+
+	it("a wrong variable gives one warning line naming it (never a secret's value) and telemetry off", () => {
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+		const env = otlpEnv(newOtlpTenant(), { OTEL_EXPORTER_OTLP_HEADERS: "just-a-secret-without-a-key" });
+		expect(telemetryFor(env).enabled).toBe(false);
+		expect(telemetryFor({ ...env }).enabled).toBe(false);
+		expect(warnings).toHaveBeenCalledTimes(1);
+		const line = String(warnings.mock.calls[0]?.[0]);
+		expect(line).toMatch(/OTEL_EXPORTER_OTLP_HEADERS/);
+		expect(line).not.toMatch(/just-a-secret/);
+	});
+
+	it.each([
+		["OTEL_TRACES_SAMPLER", "sometimes"],
+		["OTEL_TRACES_SAMPLER_ARG", "1.5"],
+		["OTEL_METRIC_EXPORT_INTERVAL", "soon"],
+		["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
+		["OTEL_BSP_MAX_QUEUE_SIZE", "-1"],
+	])("%s=%s is refused with a warning naming the variable", (variable, value) => {
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+		expect(telemetryFor(otlpEnv(newOtlpTenant(), { [variable]: value })).enabled).toBe(false);
+		expect(warnings).toHaveBeenCalledTimes(1);
+		expect(String(warnings.mock.calls[0]?.[0])).toContain(variable);
+	});
+});
