@@ -7,14 +7,16 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
+import { instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
-import { wireInstruments } from "../telemetry/wire-instruments.ts";
+import { withCallNote } from "../telemetry/tool-call.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import { type Calling, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
+import { UnknownToolRefusal } from "./call-failures.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
@@ -259,7 +261,12 @@ export class SessionDO extends DurableObject<Env> {
 			return new Response(null, { status: 202 });
 		} catch (error) {
 			done();
-			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
+			if (input.kind !== "request") return renderHttpFailure(error);
+			const failure = renderRpcFailure(error, input.message.id);
+			// The edge accounts a name the endpoint does not offer as an unknown tool, not as any invalid params.
+			return error instanceof UnknownToolRefusal
+				? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
+				: failure;
 		}
 	}
 
@@ -410,6 +417,8 @@ export class SessionDO extends DurableObject<Env> {
 			return await work();
 		} finally {
 			leave();
+			// What this RPC recorded (spans, counters) goes out after it, in the background.
+			telemetryFor(this.env).flush((promise) => this.ctx.waitUntil(promise));
 		}
 	}
 
@@ -441,11 +450,10 @@ export class SessionDO extends DurableObject<Env> {
 	private recordSessionDuration(binding: SessionBinding): void {
 		const telemetry = telemetryFor(this.env);
 		if (!telemetry.enabled) return;
-		wireInstruments(telemetry).sessionDuration.record((this.clock.now() - binding.createdAt) / 1000, {
+		instrumentsOf(telemetry).serverSessionDuration.record((this.clock.now() - binding.createdAt) / 1000, {
 			"network.transport": "tcp",
 			"network.protocol.name": "http",
 		});
-		telemetry.flush((promise) => this.ctx.waitUntil(promise));
 	}
 
 	private load(): Promise<SessionBinding | null> {

@@ -11,8 +11,8 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
-import { wireInstruments } from "../telemetry/wire-instruments.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
 import { Catalog } from "./aggregate/catalog.ts";
@@ -207,7 +207,9 @@ export function sessionParts(host: PartsHost): SessionParts {
 				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
 				const verdict = (await pinned(member))(real);
 				if (verdict && !verdict.served) {
-					wireInstruments(telemetryFor(env)).pinningHeld.add(1, { server: member.name });
+					const instruments = instrumentsOf(telemetryFor(env));
+					instruments.toolsHeld.add(1);
+					instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "pinning" });
 					return new HeldToolRefusal("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
 				}
 			}
@@ -219,12 +221,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 				return [];
 			});
 			const tool = listed.find((candidate) => candidate.name === exposed);
-			return callRefusal(
+			const refused = callRefusal(
 				now,
 				member.name,
 				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
 				args,
 			);
+			if (refused) instrumentsOf(telemetryFor(env)).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "policy" });
+			return refused;
 		},
 	});
 	const router: AggregateRouter = new AggregateRouter({

@@ -10,7 +10,7 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { once } from "../primitives/once.ts";
-import { CALL_NOTE_HEADER, type CallNote, callNoteHeader } from "../telemetry/tool-call.ts";
+import { type CallNote, withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
@@ -26,6 +26,7 @@ import {
 	notSent,
 	paused,
 	SessionEnded,
+	UnknownToolRefusal,
 } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
@@ -68,17 +69,9 @@ function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest
 	const exposed = String(params.name ?? "");
 	const real = realToolName(member.tools, exposed);
 	if (real === null) {
-		return new GatewayError("invalid_params", `Unknown tool: '${exposed}' is not offered by this endpoint.`);
+		return new UnknownToolRefusal("invalid_params", `Unknown tool: '${exposed}' is not offered by this endpoint.`);
 	}
 	return real === exposed ? message : { ...message, params: { ...params, name: real } };
-}
-
-/** A tool call's reply with the object's note on it (other replies unchanged). */
-function noted(response: Response, original: JSONRPCRequest, note: CallNote): Response {
-	if (original.method !== "tools/call") return response;
-	const headers = new Headers(response.headers);
-	headers.set(CALL_NOTE_HEADER, callNoteHeader(note));
-	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** What one try of a request came to. */
@@ -129,12 +122,12 @@ export class UpstreamCalls {
 			const note: CallNote = { server: member.name };
 			if (named instanceof GatewayError) note.refused = "unknown_tool";
 			else if (refused instanceof HeldToolRefusal) note.refused = "refused_pinning";
-			return noted(refused.toRpcResponse(original.id), original, note);
+			return withCallNote(refused.toRpcResponse(original.id), original.method, note);
 		}
 		const message = named as JSONRPCRequest;
 		const note: CallNote = { server: member.name, real: String(message.params?.name ?? "") };
 		if (member.captureArguments) note.capture = true;
-		return noted(await this.forward(member, message, done), original, note);
+		return withCallNote(await this.forward(member, message, done), original.method, note);
 	}
 
 	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {

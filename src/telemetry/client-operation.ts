@@ -2,6 +2,7 @@ import { type Span, SpanKind } from "@opentelemetry/api";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
+import { instrumentsOf } from "./instruments.ts";
 import {
 	type AnswerOutcome,
 	type DescribedMessage,
@@ -13,9 +14,8 @@ import {
 	outcomeAttributes,
 	outcomeOf,
 } from "./mcp-spans.ts";
-import { contextFields, parentFrom } from "./meta-context.ts";
 import type { Telemetry } from "./telemetry.ts";
-import { wireInstruments } from "./wire-instruments.ts";
+import { injectMeta, parentContext, traceHeaders } from "./trace-context.ts";
 
 /** What an upstream request needs to be traced: the telemetry, and the `waitUntil` its export runs in. */
 export interface TracedRequests {
@@ -82,12 +82,12 @@ export class ClientOperation {
 					[MCP_ATTRIBUTES.serverPort]: server.port,
 				},
 			},
-			parentFrom(meta),
+			parentContext(meta),
 		);
-		const fields = contextFields(span);
+		const fields = injectMeta(span);
 		const { traceparent: _parent, tracestate: _state, ...kept } = meta;
-		const sent = JSON.stringify({ ...message, params: { ...params, _meta: { ...kept, ...fields } } });
-		return new ClientOperation(traced, span, operation, message, sent, fields, server);
+		const sent = fields ? JSON.stringify({ ...message, params: { ...params, _meta: { ...kept, ...fields } } }) : body;
+		return new ClientOperation(traced, span, operation, message, sent, traceHeaders(span), server);
 	}
 
 	/** The upstream's answer, passed on as it comes; the span ends when it has been read. */
@@ -112,7 +112,7 @@ export class ClientOperation {
 		if (this.ended) return;
 		this.ended = true;
 		endWithOutcome(this.span, outcome);
-		wireInstruments(this.traced.telemetry).clientDuration.record((Date.now() - this.started) / 1000, {
+		instrumentsOf(this.traced.telemetry).clientOperationDuration.record((Date.now() - this.started) / 1000, {
 			...this.operation.metricAttributes,
 			...outcomeAttributes(outcome),
 			[MCP_ATTRIBUTES.serverAddress]: this.server.address,

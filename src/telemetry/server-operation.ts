@@ -2,6 +2,7 @@ import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
+import { instrumentsOf } from "./instruments.ts";
 import {
 	type AnswerOutcome,
 	type DescribedMessage,
@@ -13,7 +14,6 @@ import {
 	outcomeAttributes,
 	outcomeOf,
 } from "./mcp-spans.ts";
-import { contextFields, parentFrom } from "./meta-context.ts";
 import type { Telemetry } from "./telemetry.ts";
 import {
 	argumentsDigest,
@@ -25,7 +25,7 @@ import {
 	takeCallNote,
 	toolCallOutcome,
 } from "./tool-call.ts";
-import { wireInstruments } from "./wire-instruments.ts";
+import { injectMeta, parentContext } from "./trace-context.ts";
 
 /** Who calls and where, for the `tool_call` event of a `tools/call`. */
 export interface ToolCallScope {
@@ -76,10 +76,7 @@ export class ServerOperation {
 		const { telemetry } = input;
 		if (telemetry.enabled) {
 			const meta = message.params?._meta;
-			const parent = parentFrom(
-				typeof meta === "object" && meta !== null ? (meta as Record<string, unknown>) : undefined,
-				input.headers,
-			);
+			const parent = parentContext(message.params?._meta, input.headers);
 			this.span = telemetry.tracer.startSpan(
 				this.operation.name,
 				{ kind: SpanKind.SERVER, attributes: this.operation.attributes },
@@ -141,7 +138,7 @@ export class ServerOperation {
 		const { telemetry } = this.input;
 		if (this.span) {
 			endWithOutcome(this.span, outcome);
-			wireInstruments(telemetry).serverDuration.record(seconds, this.metricAttributes(outcome));
+			instrumentsOf(telemetry).serverOperationDuration.record(seconds, this.metricAttributes(outcome));
 		}
 		const digest = this.digest;
 		if (digest === null) {
@@ -199,11 +196,10 @@ export class ServerOperation {
 	private carryContext(span: Span): void {
 		const params = (this.message.params ?? {}) as Record<string, unknown>;
 		const meta = typeof params._meta === "object" && params._meta !== null ? params._meta : {};
+		const fields = injectMeta(span);
+		if (!fields) return;
 		const { traceparent: _parent, tracestate: _state, ...kept } = meta as Record<string, unknown>;
-		(this.message as { params?: Record<string, unknown> }).params = {
-			...params,
-			_meta: { ...kept, ...contextFields(span) },
-		};
+		(this.message as { params?: Record<string, unknown> }).params = { ...params, _meta: { ...kept, ...fields } };
 	}
 
 	private flush(): void {

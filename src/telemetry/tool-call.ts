@@ -20,6 +20,7 @@ export const TOOL_CALL_OUTCOMES = [
 	"refused_limit",
 	"refused_pinning",
 	"unknown_tool",
+	"invalid_params",
 	"upstream_timeout",
 	"upstream_unreachable",
 	"upstream_error",
@@ -50,9 +51,12 @@ export interface CallNote {
 	refused?: "refused_pinning" | "unknown_tool";
 }
 
-/** The note as a header value (JSON), for the object's side. */
-export function callNoteHeader(note: CallNote): string {
-	return JSON.stringify(note);
+/** A tool call's reply with the object's note on it (any other method's reply unchanged). */
+export function withCallNote(response: Response, method: string, note: CallNote): Response {
+	if (method !== "tools/call") return response;
+	const headers = new Headers(response.headers);
+	headers.set(CALL_NOTE_HEADER, JSON.stringify(note));
+	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
 /** The note in a reply's headers, taken off them; null when there is none or it does not parse. */
@@ -91,10 +95,10 @@ const OUTCOME_OF_KIND: Readonly<Record<string, ToolCallOutcome>> = {
 	connection_required: "connection_required",
 	outcome_uncertain: "outcome_uncertain",
 	cancelled: "cancelled",
-	invalid_params: "unknown_tool",
+	invalid_params: "invalid_params",
 };
 
-/** JSON-RPC's invalid params: what an upstream (and the gateway) answer a call of a tool it does not have with. */
+/** JSON-RPC's invalid params: an upstream's answer to arguments (or a tool name) it does not take. */
 const INVALID_PARAMS = -32602;
 
 /** The outcome of a call from its answer, and from what the object noted of it. */
@@ -104,7 +108,7 @@ export function toolCallOutcome(answered: boolean, outcome: AnswerOutcome, note:
 	if (outcome.kind !== null && OUTCOME_OF_KIND[outcome.kind]) return OUTCOME_OF_KIND[outcome.kind] ?? "error";
 	if (outcome.errorType === null) return "ok";
 	if (outcome.code === null) return "tool_error";
-	return outcome.code === INVALID_PARAMS ? "unknown_tool" : "error";
+	return outcome.code === INVALID_PARAMS ? "invalid_params" : "error";
 }
 
 /** Who called: what the edge authenticated, never a credential. */

@@ -10,6 +10,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
+import { UnknownToolRefusal } from "../call-failures.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 
@@ -173,7 +174,10 @@ export class AggregateLists {
 }
 
 function unknown(what: "tool" | "prompt", exposed: string): GatewayError {
-	return new GatewayError("invalid_params", `Unknown ${what}: '${exposed}' is not offered by this endpoint.`);
+	const sentence = `Unknown ${what}: '${exposed}' is not offered by this endpoint.`;
+	return what === "tool"
+		? new UnknownToolRefusal("invalid_params", sentence)
+		: new GatewayError("invalid_params", sentence);
 }
 
 function ambiguous(what: string, servers: readonly string[]): GatewayError {
