@@ -15,6 +15,7 @@ export function maskServer(server: ServerRecord) {
 		auth: server.auth,
 		tools: server.tools,
 		pinning: server.pinning,
+		captureArguments: server.captureArguments,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),

@@ -153,9 +153,9 @@ export function outcomeAttributes(outcome: AnswerOutcome): Attributes {
 	return attributes;
 }
 
-/** Records the outcome on `span` (status ERROR with the message when it is an error) and ends it. */
-export function endWithOutcome(span: Span, outcome: AnswerOutcome): void {
+/** Records the outcome on `span` (status ERROR with the message when it is an error) and ends it (at `endTime`, ms). */
+export function endWithOutcome(span: Span, outcome: AnswerOutcome, endTime?: number): void {
 	span.setAttributes(outcomeAttributes(outcome));
 	if (outcome.errorType !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.message ?? "" });
-	span.end();
+	span.end(endTime);
 }

@@ -134,21 +134,26 @@ export class ServerOperation {
 	private end(outcome: AnswerOutcome, answered: boolean, bytesOut: number, note: CallNote | null): void {
 		if (this.ended) return;
 		this.ended = true;
-		const seconds = (Date.now() - this.started) / 1000;
+		const endTime = Date.now();
+		const seconds = (endTime - this.started) / 1000;
 		const { telemetry } = this.input;
-		if (this.span) {
-			endWithOutcome(this.span, outcome);
-			instrumentsOf(telemetry).serverOperationDuration.record(seconds, this.metricAttributes(outcome));
-		}
+		const close = () => {
+			if (this.span) {
+				endWithOutcome(this.span, outcome, endTime);
+				instrumentsOf(telemetry).serverOperationDuration.record(seconds, this.metricAttributes(outcome));
+			}
+			this.flush();
+		};
 		const digest = this.digest;
 		if (digest === null) {
-			this.flush();
+			close();
 			return;
 		}
+		// The event goes on the span before it ends (the digest is computed meanwhile); the span keeps its end time.
 		this.input.waitUntil(
 			digest
 				.then((argumentsDigest) => this.account(argumentsDigest, outcome, answered, bytesOut, note, seconds))
-				.finally(() => this.flush()),
+				.finally(close),
 		);
 	}
 
