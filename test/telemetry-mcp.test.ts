@@ -163,10 +163,12 @@ describe("server spans per client request, by the MCP conventions", () => {
 					(entry.body.params?._meta as { traceparent?: string } | undefined)?.traceparent?.includes(trace),
 			),
 		);
-		expect(received.body?.params?._meta).toMatchObject({
-			traceparent: `00-${trace}-${span.spanId}-01`,
-			"example.com/keep": "kept",
-		});
+		expect(received.body?.params?._meta).toMatchObject({ "example.com/keep": "kept" });
+		// The SessionDO sends the call: with its env's telemetry off (this project's) the message goes on
+		// with the server span's context; with it on, its own CLIENT span's, a child of the server span.
+		const forwarded = (received.body?.params?._meta as { traceparent: string }).traceparent;
+		if (!telemetryFor(env).enabled) expect(forwarded).toBe(`00-${trace}-${span.spanId}-01`);
+		else expect(forwarded).not.toBe(`00-${trace}-${span.spanId}-01`);
 	});
 
 	it("without a _meta context the HTTP traceparent header is the server span's parent", async () => {
@@ -419,6 +421,28 @@ describe("every tool call accounted (tool_call)", () => {
 		expect(clientSpan.attributes["error.type"]).toBe("upstream_unavailable");
 	});
 
+	it("an operator's alias is accounted under both names, and a name the endpoint does not offer as unknown_tool", async () => {
+		const server = uniqueName("aliased");
+		const put = await admin("PUT", `/servers/${server}`, {
+			url: upstreamUrl("beta"),
+			tools: { overrides: { echo: { name: "say_back" } } },
+		});
+		expect(put.status).toBe(201);
+		const gateway = gatewayWith({});
+		const { key } = await createKey();
+		const path = `/mcp/${server}`;
+		const sessionId = await openTracedSession(gateway, path, key);
+		const log = vi.spyOn(console, "log");
+		await gateway.fetch(legacyPost(path, key, sessionId, callBody(1, "say_back", { text: "hi" })));
+		await gateway.fetch(legacyPost(path, key, sessionId, callBody(2, "echo", { text: "hi" })));
+		const [aliased, unknown] = await eventually(() => {
+			const seen = toolCalls(log);
+			return seen.length >= 2 && seen;
+		});
+		expect(aliased).toMatchObject({ server, tool: "say_back", tool_real: "echo", outcome: "ok" });
+		expect(unknown).toMatchObject({ server, tool: "echo", outcome: "unknown_tool" });
+	});
+
 	it("a server whose record turns argument capture on has the arguments in its events", async () => {
 		const server = uniqueName("captured");
 		const put = await admin("PUT", `/servers/${server}`, { url: upstreamUrl("beta"), captureArguments: true });
@@ -434,6 +458,34 @@ describe("every tool call accounted (tool_call)", () => {
 			outcome: "ok",
 			arguments: { text: "kept on purpose" },
 		});
+	});
+});
+
+describe("refusals before any session", () => {
+	it("an unknown key and an unknown endpoint are counted in mcp_gateway.refusals by kind; the unauthenticated request has no MCP span", async () => {
+		const tenant = newOtlpTenant();
+		const gateway = gatewayWith(otlpEnv(tenant));
+		const { key } = await createKey();
+		const trace = newTraceId();
+		const unknownKey = await gateway.fetch(
+			legacyPost("/mcp", "mcpgw_not-a-key", undefined, initializeBody(), { traceparent: clientParent(trace) }),
+		);
+		expect(unknownKey.response.status).toBe(401);
+		const unknownEndpoint = await gateway.fetch(
+			legacyPost(`/mcp/${uniqueName("nowhere")}`, key, undefined, initializeBody(), {
+				traceparent: clientParent(newTraceId()),
+			}),
+		);
+		expect(unknownEndpoint.response.status).toBe(404);
+		const kinds = async () =>
+			(await otlpMetrics(tenant))
+				.filter((metric) => metric.name === "mcp_gateway.refusals")
+				.flatMap((metric) => metric.points.map((point) => point.attributes["mcp_gateway.refusal.kind"]));
+		await eventually(async () => {
+			const seen = await kinds();
+			return seen.includes("auth") && seen.includes("unknown_endpoint");
+		}, "refusals by kind");
+		expect((await otlpSpans(tenant)).filter((span) => span.traceId === trace)).toEqual([]);
 	});
 });
 

@@ -88,7 +88,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 						cause: error,
 					});
 		if (!(error instanceof GatewayError)) console.error("unhandled error", error);
-		countRefusal(c.env, failure, waitUntilOf(c));
+		// MCP requests only: the admin API's and OAuth's own refusals are not the traffic these count.
+		if (c.req.path === "/mcp" || c.req.path.startsWith("/mcp/")) countRefusal(c.env, failure, waitUntilOf(c));
 		return c.req.path.startsWith("/admin") ? adminError(failure) : failure.toResponse();
 	});
 
