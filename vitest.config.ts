@@ -1,17 +1,20 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
+import { GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
 /** The test project's name; the plugin runs the gateway under test as Worker `vitest-plugin-runner-<name>`. */
 const PROJECT = "gateway";
-/** The Worker whose Durable Object classes the second edge binds to. */
-const GATEWAY = `vitest-plugin-runner-${PROJECT}`;
+/** The project of the tests that need the whole gateway (edge and Durable Objects) exporting telemetry. */
+const TELEMETRY_PROJECT = "telemetry";
+/** Its test files; the gateway project leaves them out. */
+const TELEMETRY_TESTS = "test/telemetry-*.test.ts";
 
 /** Fixture credentials of the test Worker; nothing here is a real secret. */
 const testAdminBearer = "test-admin-token-0123456789abcdefghij";
 
-const bindings = {
+const testBindings = {
 	ADMIN_TOKEN: testAdminBearer,
 	SESSION_SECRET: "test-session-secret-0123456789abcdef",
 	KEY_SECRET: "test-key-secret-0123456789abcdefghijkl",
@@ -73,9 +76,40 @@ const ratelimits = {
 	OAUTH_LIMITER: { namespace_id: "1003", simple: { limit: 400, period: 60 as const } },
 };
 
-export default defineConfig({
-	plugins: [
-		cloudflareTest(({ inject }) => ({
+/**
+ * Telemetry off, whatever a local .dev.vars from `npm start` says: no test but those of the
+ * telemetry project exports anything, and none says anything to a port nobody listens on.
+ */
+const telemetryOff = {
+	OTEL_EXPORTER_OTLP_ENDPOINT: "",
+	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "",
+	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: "",
+};
+
+/**
+ * Telemetry of the whole gateway to the test receiver's tenant GATEWAY_OTLP_TENANT (the project runs
+ * one file at a time, so that tenant holds one file's exports), metrics at every flush.
+ */
+function telemetryTo(otlpPort: number): Record<string, string> {
+	return {
+		OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}/t/${GATEWAY_OTLP_TENANT}`,
+		OTEL_SERVICE_NAME: "mcp-edge-gateway-test",
+		OTEL_METRIC_EXPORT_INTERVAL: "1",
+		// A stalled collector in a test should not hold the test Worker's exports for long.
+		OTEL_BSP_EXPORT_TIMEOUT: "2000",
+	};
+}
+
+/** The gateway under test in workerd, as project `project`, with telemetry on or off. */
+function gatewayWorker(project: string, telemetry: "on" | "off") {
+	/** The Worker whose Durable Object classes the second edge binds to. */
+	const GATEWAY = `vitest-plugin-runner-${project}`;
+	return cloudflareTest(({ inject }) => {
+		const bindings = {
+			...testBindings,
+			...(telemetry === "on" ? telemetryTo(inject<number>("otlpPort")) : telemetryOff),
+		};
+		return {
 			wrangler: { configPath: "./wrangler.toml" },
 			miniflare: {
 				bindings,
@@ -102,21 +136,37 @@ export default defineConfig({
 					},
 				],
 			},
-		})),
-	],
+		};
+	});
+}
+
+export default defineConfig({
 	test: {
 		// Test files mostly wait (on workerd, upstreams, the identity provider): two at a time even on
 		// two cores, where Vitest's default (cores - 1) would run one. About 140 s instead of 190 s there.
 		maxWorkers: Math.max(2, availableParallelism() - 1),
 		projects: [
-			// The gateway in workerd, with the plugin above (inherited); the page tests are the other project's.
+			// The gateway in workerd, telemetry off; the page tests and the telemetry tests are the other projects'.
 			{
 				extends: true,
+				plugins: [gatewayWorker(PROJECT, "off")],
 				test: {
 					name: PROJECT,
 					globalSetup: ["./test/global-setup.ts"],
 					testTimeout: 20_000,
-					exclude: [...configDefaults.exclude, "test/pages/**"],
+					exclude: [...configDefaults.exclude, "test/pages/**", TELEMETRY_TESTS],
+				},
+			},
+			// The gateway in workerd exporting its telemetry to the test OTLP receiver, one file at a time.
+			{
+				extends: true,
+				plugins: [gatewayWorker(TELEMETRY_PROJECT, "on")],
+				test: {
+					name: TELEMETRY_PROJECT,
+					globalSetup: ["./test/global-setup.ts"],
+					testTimeout: 20_000,
+					include: [TELEMETRY_TESTS],
+					fileParallelism: false,
 				},
 			},
 			// The pages in a real browser, in Node, with the gateway under `wrangler dev`.

@@ -5,6 +5,10 @@
  * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
  * creates an API key and prints how to connect. Ctrl-C stops everything.
  *
+ * The gateway's traces go to a local OTLP receiver (scripts/otlp-receiver.ts), which prints
+ * one line per span and keeps the last traces, unless .dev.vars names a collector of its own
+ * (OTEL_EXPORTER_OTLP_ENDPOINT).
+ *
  * Two of the demo servers act as the caller rather than as the operator:
  * `oauth-demo` authorizes each person at its own authorization server (the
  * first call answers with a link to connect an account there), and
@@ -24,6 +28,7 @@ import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
 import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
 import { startUpstream } from "./fixtures/upstream-server.ts";
+import { startLocalReceiver } from "./otlp-receiver.ts";
 
 const HOST = "127.0.0.1";
 const GATEWAY_PORT = 8787;
@@ -36,6 +41,10 @@ const IDP_PORT = 8790;
 const OAUTH_UPSTREAM_PORT = 8791;
 /** The demo upstream that verifies the gateway's identity assertions against its JWKS. */
 const IDENTITY_UPSTREAM_PORT = 8792;
+/** The local OTLP/HTTP receiver the gateway's traces and metrics go to. */
+const OTLP_RECEIVER_PORT = 8793;
+/** Metrics every 10 s rather than the spec's 60 s: a local run is short. */
+const LOCAL_METRIC_INTERVAL_MS = 10_000;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
 /** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
 /** Where the MCP Inspector's web page is served (npx @modelcontextprotocol/inspector). */
@@ -136,6 +145,9 @@ const ports = [
 	OAUTH_UPSTREAM_PORT,
 	IDENTITY_UPSTREAM_PORT,
 ];
+// An operator's own collector in .dev.vars wins; otherwise the local receiver.
+const localTelemetry = !vars.OTEL_EXPORTER_OTLP_ENDPOINT;
+if (localTelemetry) ports.push(OTLP_RECEIVER_PORT);
 await Promise.all(ports.map(assertPortFree)).catch((error: Error) => {
 	console.error(`npm start failed: ${error.message}`);
 	process.exit(1);
@@ -169,6 +181,11 @@ const identityUpstream = await startIdentityUpstream({
 	issuer: GATEWAY,
 });
 console.log(`Demo identity upstream listening at ${identityUpstream.url} (verifies ${GATEWAY}/.well-known/jwks.json)`);
+const otlpReceiver = localTelemetry
+	? await startLocalReceiver({ port: OTLP_RECEIVER_PORT, prefix: "[trace]" })
+	: undefined;
+const otlpUrl = `http://${HOST}:${OTLP_RECEIVER_PORT}`;
+if (otlpReceiver) console.log(`Local OTLP receiver listening at ${otlpUrl} (one [trace] line per span)`);
 
 // stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
 const wrangler = spawn(
@@ -187,6 +204,15 @@ const wrangler = spawn(
 		// The MCP Inspector runs in the browser on this origin; its requests to /mcp need CORS.
 		"--var",
 		`ALLOWED_ORIGINS:${INSPECTOR_ORIGINS}`,
+		// Traces and metrics to the local receiver (OTLP/HTTP JSON), unless .dev.vars names a collector.
+		...(localTelemetry
+			? [
+					"--var",
+					`OTEL_EXPORTER_OTLP_ENDPOINT:${otlpUrl}`,
+					"--var",
+					`OTEL_METRIC_EXPORT_INTERVAL:${LOCAL_METRIC_INTERVAL_MS}`,
+				]
+			: []),
 	],
 	{ stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
@@ -212,6 +238,7 @@ async function stop(code: number): Promise<never> {
 		await idp.close();
 		await oauthUpstream.close();
 		await identityUpstream.close();
+		await otlpReceiver?.close();
 	}
 	process.exit(code);
 }
@@ -325,6 +352,8 @@ try {
    npx @modelcontextprotocol/inspector
    then in the browser: Transport Type "Streamable HTTP", URL ${endpoint},
    header "Authorization: Bearer ${key}", and Connect.
+
+ Traces: ${otlpReceiver ? `one [trace] line per span below; the last traces at ${otlpUrl}/traces` : `sent to ${vars.OTEL_EXPORTER_OTLP_ENDPOINT} (OTEL_EXPORTER_OTLP_ENDPOINT in .dev.vars)`}
 
  Sign in with OAuth instead of an API key:
    connect an OAuth-capable MCP client (e.g. the MCP Inspector, no header) to

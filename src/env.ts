@@ -15,6 +15,14 @@ export interface Env extends WranglerEnv {
 	/** The gateway's client secret at the OpenID Connect provider (OIDC_ISSUER). */
 	OIDC_CLIENT_SECRET?: string;
 	/**
+	 * Headers of every OTLP export (`k=v,k2=v2`, percent-encoded): the collector's key. The other
+	 * OTEL_* variables are plain settings (wrangler.toml, [vars]); src/telemetry/otel-config.ts reads them all.
+	 */
+	OTEL_EXPORTER_OTLP_HEADERS?: string;
+	/** One signal's own export headers, over OTEL_EXPORTER_OTLP_HEADERS (e.g. a metrics dataset). */
+	OTEL_EXPORTER_OTLP_TRACES_HEADERS?: string;
+	OTEL_EXPORTER_OTLP_METRICS_HEADERS?: string;
+	/**
 	 * Signs the identity assertions `identity` servers get: an ES256 (P-256) private JWK as JSON,
 	 * with a `kid`. Its public half is published at /.well-known/jwks.json.
 	 */

@@ -7,10 +7,11 @@ import { build } from "esbuild";
  * Worker (own isolate, own caches) bound to the same Durable Object
  * namespaces, standing in for another edge location.
  */
-export async function buildSecondEdge(root: string): Promise<string> {
+export async function buildSecondEdge(root: string, project: string): Promise<string> {
 	const outdir = resolve(root, ".test-build");
 	await mkdir(outdir, { recursive: true });
-	const outfile = resolve(outdir, "edge-b.js");
+	// One file per test project: projects set up at the same time, and must not write one file at once.
+	const outfile = resolve(outdir, `edge-b-${project}.js`);
 	await build({
 		entryPoints: [resolve(root, "src/index.ts")],
 		outfile,

@@ -19,7 +19,7 @@ import { buildSecondEdge } from "./build-edge.ts";
 
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {
-	project.provide("secondEdgePath", await buildSecondEdge(project.config.root));
+	project.provide("secondEdgePath", await buildSecondEdge(project.config.root, project.name));
 	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret", gates: true });
 	const beta = await startUpstream({ name: "beta", enableJsonResponse: true, gates: true });
 	const gamma = await startUpstream({ name: "gamma", catalog: "long-names", gates: true });

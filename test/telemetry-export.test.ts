@@ -105,6 +105,26 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		});
 	});
 
+	it("a signal's own headers are added to the general ones for that signal alone", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=key",
+				OTEL_EXPORTER_OTLP_METRICS_HEADERS: "x-honeycomb-dataset=gateway-metrics",
+			}),
+		);
+		instrumentsOf(telemetry).rateLimited.add(1);
+		telemetry.tracer.startSpan("ping").end();
+		await Promise.all(flushNow(telemetry));
+
+		const requests = await otlpRequests(tenant);
+		const traces = requests.find((request) => request.path === "/v1/traces");
+		const metrics = requests.find((request) => request.path === "/v1/metrics");
+		expect(traces?.headers["x-honeycomb-team"]).toBe("key");
+		expect(traces?.headers["x-honeycomb-dataset"]).toBeUndefined();
+		expect(metrics?.headers).toMatchObject({ "x-honeycomb-team": "key", "x-honeycomb-dataset": "gateway-metrics" });
+	});
+
 	it("a signal's own endpoint is used as it is, and without a metrics endpoint no metrics are sent", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor({
@@ -353,5 +373,50 @@ describe("Telemetry off, and wrong settings", () => {
 		expect(telemetryFor(otlpEnv(newOtlpTenant(), { [variable]: value })).enabled).toBe(false);
 		expect(warnings).toHaveBeenCalledTimes(1);
 		expect(String(warnings.mock.calls[0]?.[0])).toContain(variable);
+	});
+});
+
+describe("The test receiver", () => {
+	it("decodes a gzip-compressed export and groups the last traces at GET /traces", async () => {
+		const tenant = newOtlpTenant();
+		const request = {
+			resourceSpans: [
+				{
+					resource: { attributes: [{ key: "service.name", value: { stringValue: "gzip-sender" } }] },
+					scopeSpans: [
+						{
+							spans: [
+								{
+									traceId: "5b8efff798038103d269b633813fc60c",
+									spanId: "eee19b7ec3c1b174",
+									name: "tools/list",
+									kind: 2,
+									startTimeUnixNano: "1544712660000000000",
+									endTimeUnixNano: "1544712661000000000",
+									attributes: [{ key: "mcp.method.name", value: { stringValue: "tools/list" } }],
+								},
+							],
+						},
+					],
+				},
+			],
+		};
+		const gzipped = new Blob([JSON.stringify(request)]).stream().pipeThrough(new CompressionStream("gzip"));
+		const response = await fetch(`${otlpBase(tenant)}/v1/traces`, {
+			method: "POST",
+			headers: { "content-type": "application/json", "content-encoding": "gzip" },
+			body: await new Response(gzipped).arrayBuffer(),
+		});
+		expect(response.status).toBe(200);
+		expect(await otlpSpans(tenant)).toEqual([
+			expect.objectContaining({
+				name: "tools/list",
+				kind: "SERVER",
+				attributes: { "mcp.method.name": "tools/list" },
+				resource: { "service.name": "gzip-sender" },
+			}),
+		]);
+		const traces = (await (await fetch(`${otlpBase(tenant)}/traces`)).json()) as Array<{ traceId: string }>;
+		expect(traces.map((trace) => trace.traceId)).toEqual(["5b8efff798038103d269b633813fc60c"]);
 	});
 });

@@ -20,7 +20,7 @@ import { describe, elapsedS, log, notableRuntimeLines, warn } from "./run-log.ts
 import type { Target } from "./sessions.ts";
 
 /** A started server: its process and where it listens. */
-interface Running {
+export interface Running {
 	child: Child;
 	url: string;
 }
@@ -44,7 +44,7 @@ export interface Targets {
 }
 
 /** The run's temporary state and secrets: the user's .dev.vars and .wrangler/state are never touched. */
-interface RunState {
+export interface RunState {
 	tmp: string;
 	/** Wrangler's environment: a private registry of local dev Workers. */
 	env: NodeJS.ProcessEnv;
@@ -138,7 +138,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 	};
 }
 
-function prepareState(procs: Processes): RunState {
+export function prepareState(procs: Processes): RunState {
 	const tmp = procs.tempDir("mcp-edge-bench-");
 	// A private registry of local dev Workers: a gateway the user runs at the same time (`npm start`,
 	// same Worker name) and the benchmark's own never see each other.
@@ -205,7 +205,7 @@ async function registerTargets(
 	return { gateway, targets, modernTargets, modernProtocol };
 }
 
-async function startUpstreamProcess(procs: Processes, name: string, script: string): Promise<Running> {
+export async function startUpstreamProcess(procs: Processes, name: string, script: string): Promise<Running> {
 	const child = procs.spawn(name, process.execPath, [join(ROOT, "scripts", "bench", script)], {
 		cwd: ROOT,
 		keepStdinOpen: true,

@@ -136,7 +136,7 @@ export class ExportingTelemetry implements Telemetry {
 		if (spans.length === 0 || url === undefined) return;
 		const body = JsonTraceSerializer.serializeRequest(spans);
 		const outcome: PostOutcome = body
-			? await postOtlp(url, this.#config.headers, body, this.#config.exportTimeoutMs)
+			? await postOtlp(url, this.#config.tracesHeaders, body, this.#config.exportTimeoutMs)
 			: { ok: false, reason: "the spans could not be serialized" };
 		if (outcome.ok) {
 			this.#counts.spansExported += spans.length;
@@ -153,7 +153,7 @@ export class ExportingTelemetry implements Telemetry {
 		if (resourceMetrics.scopeMetrics.every((scope) => scope.metrics.length === 0)) return;
 		const body = JsonMetricsSerializer.serializeRequest(resourceMetrics);
 		const outcome: PostOutcome = body
-			? await postOtlp(url, this.#config.headers, body, this.#config.exportTimeoutMs)
+			? await postOtlp(url, this.#config.metricsHeaders, body, this.#config.exportTimeoutMs)
 			: { ok: false, reason: "the metrics could not be serialized" };
 		if (outcome.ok) this.#counts.metricExports++;
 		else this.#failed(url, "metrics", outcome.reason);

@@ -11,6 +11,8 @@ export const OTEL_VARIABLES = [
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_HEADERS",
+	"OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	"OTEL_EXPORTER_OTLP_METRICS_HEADERS",
 	"OTEL_SERVICE_NAME",
 	"OTEL_RESOURCE_ATTRIBUTES",
 	"OTEL_TRACES_SAMPLER",
@@ -22,7 +24,11 @@ export const OTEL_VARIABLES = [
 export type OtelVariable = (typeof OTEL_VARIABLES)[number];
 
 /** Variables whose values are secrets: a warning about them names them, never quotes them. */
-const SECRET_VARIABLES: ReadonlySet<OtelVariable> = new Set(["OTEL_EXPORTER_OTLP_HEADERS"]);
+const SECRET_VARIABLES: ReadonlySet<OtelVariable> = new Set([
+	"OTEL_EXPORTER_OTLP_HEADERS",
+	"OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	"OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+]);
 
 export const DEFAULT_SERVICE_NAME = "mcp-edge-gateway";
 /** The spec's default metric export interval (ms). */
@@ -51,7 +57,9 @@ export interface OtelConfig {
 	tracesUrl: string | undefined;
 	/** The metrics URL (`undefined`: the meter is the no-op one). */
 	metricsUrl: string | undefined;
-	headers: Readonly<Record<string, string>>;
+	/** Headers of the traces' and the metrics' exports: the general ones, a signal's own over them. */
+	tracesHeaders: Readonly<Record<string, string>>;
+	metricsHeaders: Readonly<Record<string, string>>;
 	serviceName: string;
 	resourceAttributes: Readonly<Record<string, string>>;
 	sampler: SamplerName;
@@ -114,60 +122,57 @@ function signalUrl(base: string, signal: "traces" | "metrics"): string {
 	return `${base.replace(/\/+$/, "")}/v1/${signal}`;
 }
 
+/** Each variable's schema, with the spec's defaults (a few of the gateway's own, where said above). */
+const variables = z.object({
+	OTEL_SDK_DISABLED: z.string().optional(),
+	OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url.optional(),
+	OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: url.optional(),
+	OTEL_EXPORTER_OTLP_HEADERS: keyValueList.default({}),
+	OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueList.default({}),
+	OTEL_EXPORTER_OTLP_METRICS_HEADERS: keyValueList.default({}),
+	OTEL_SERVICE_NAME: z.string().optional(),
+	OTEL_RESOURCE_ATTRIBUTES: keyValueList.default({}),
+	OTEL_TRACES_SAMPLER: z.enum(SAMPLERS).default("parentbased_always_on"),
+	OTEL_TRACES_SAMPLER_ARG: ratio.default(1),
+	OTEL_METRIC_EXPORT_INTERVAL: positiveInt.default(DEFAULT_METRIC_INTERVAL_MS),
+	OTEL_BSP_MAX_QUEUE_SIZE: positiveInt.default(DEFAULT_QUEUE_SIZE),
+	OTEL_BSP_EXPORT_TIMEOUT: positiveInt.default(DEFAULT_EXPORT_TIMEOUT_MS),
+} satisfies Record<OtelVariable, z.ZodType>);
+
 /**
- * The telemetry settings of `env`, or which variable is wrong. `config: undefined` means off:
- * no endpoint, or OTEL_SDK_DISABLED=true.
+ * The telemetry settings the variables give, or which variable is wrong. `config: undefined`
+ * means off: no endpoint, or OTEL_SDK_DISABLED=true.
  */
 export function parseOtelConfig(values: Partial<Record<OtelVariable, string>>): OtelConfigResult {
-	const fail = (variable: OtelVariable, reason: string): OtelConfigResult => ({ ok: false, variable, reason });
-	const parsed = <T>(variable: OtelVariable, schema: z.ZodType<T>, fallback: T): T | OtelConfigResult => {
-		const value = values[variable];
-		if (value === undefined) return fallback;
-		const result = schema.safeParse(value);
-		return result.success ? result.data : fail(variable, result.error.issues[0]?.message ?? "invalid");
-	};
-	const isFailure = (value: unknown): value is OtelConfigResult =>
-		typeof value === "object" && value !== null && "ok" in value && value.ok === false;
-
-	if (values.OTEL_SDK_DISABLED?.toLowerCase() === "true") return { ok: true, config: undefined };
-	const base = parsed("OTEL_EXPORTER_OTLP_ENDPOINT", url, undefined);
-	if (isFailure(base)) return base;
-	const traces = parsed("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url, undefined);
-	if (isFailure(traces)) return traces;
-	const metrics = parsed("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", url, undefined);
-	if (isFailure(metrics)) return metrics;
-	const tracesUrl = traces ?? (base === undefined ? undefined : signalUrl(base, "traces"));
-	const metricsUrl = metrics ?? (base === undefined ? undefined : signalUrl(base, "metrics"));
+	const parsed = variables.safeParse(values);
+	if (!parsed.success) {
+		const issue = parsed.error.issues[0];
+		return { ok: false, variable: issue?.path[0] as OtelVariable, reason: issue?.message ?? "invalid" };
+	}
+	const v = parsed.data;
+	if (v.OTEL_SDK_DISABLED?.toLowerCase() === "true") return { ok: true, config: undefined };
+	const base = v.OTEL_EXPORTER_OTLP_ENDPOINT;
+	const tracesUrl =
+		v.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (base === undefined ? undefined : signalUrl(base, "traces"));
+	const metricsUrl =
+		v.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT ?? (base === undefined ? undefined : signalUrl(base, "metrics"));
 	if (tracesUrl === undefined && metricsUrl === undefined) return { ok: true, config: undefined };
-
-	const headers = parsed("OTEL_EXPORTER_OTLP_HEADERS", keyValueList, {});
-	if (isFailure(headers)) return headers;
-	const resourceAttributes = parsed("OTEL_RESOURCE_ATTRIBUTES", keyValueList, {});
-	if (isFailure(resourceAttributes)) return resourceAttributes;
-	const sampler = parsed("OTEL_TRACES_SAMPLER", z.enum(SAMPLERS), "parentbased_always_on" as SamplerName);
-	if (isFailure(sampler)) return sampler;
-	const samplerRatio = parsed("OTEL_TRACES_SAMPLER_ARG", ratio, 1);
-	if (isFailure(samplerRatio)) return samplerRatio;
-	const metricIntervalMs = parsed("OTEL_METRIC_EXPORT_INTERVAL", positiveInt, DEFAULT_METRIC_INTERVAL_MS);
-	if (isFailure(metricIntervalMs)) return metricIntervalMs;
-	const maxQueueSize = parsed("OTEL_BSP_MAX_QUEUE_SIZE", positiveInt, DEFAULT_QUEUE_SIZE);
-	if (isFailure(maxQueueSize)) return maxQueueSize;
-	const exportTimeoutMs = parsed("OTEL_BSP_EXPORT_TIMEOUT", positiveInt, DEFAULT_EXPORT_TIMEOUT_MS);
-	if (isFailure(exportTimeoutMs)) return exportTimeoutMs;
 	return {
 		ok: true,
 		config: {
 			tracesUrl,
 			metricsUrl,
-			headers,
+			tracesHeaders: { ...v.OTEL_EXPORTER_OTLP_HEADERS, ...v.OTEL_EXPORTER_OTLP_TRACES_HEADERS },
+			metricsHeaders: { ...v.OTEL_EXPORTER_OTLP_HEADERS, ...v.OTEL_EXPORTER_OTLP_METRICS_HEADERS },
 			// OTEL_SERVICE_NAME wins over a service.name in OTEL_RESOURCE_ATTRIBUTES, as the spec says.
-			serviceName: values.OTEL_SERVICE_NAME ?? resourceAttributes["service.name"] ?? DEFAULT_SERVICE_NAME,
-			resourceAttributes,
-			sampler,
-			samplerRatio,
-			metricIntervalMs,
-			maxQueueSize,
-			exportTimeoutMs,
+			serviceName: v.OTEL_SERVICE_NAME ?? v.OTEL_RESOURCE_ATTRIBUTES["service.name"] ?? DEFAULT_SERVICE_NAME,
+			resourceAttributes: v.OTEL_RESOURCE_ATTRIBUTES,
+			sampler: v.OTEL_TRACES_SAMPLER,
+			samplerRatio: v.OTEL_TRACES_SAMPLER_ARG,
+			metricIntervalMs: v.OTEL_METRIC_EXPORT_INTERVAL,
+			maxQueueSize: v.OTEL_BSP_MAX_QUEUE_SIZE,
+			exportTimeoutMs: v.OTEL_BSP_EXPORT_TIMEOUT,
 		},
 	};
 }

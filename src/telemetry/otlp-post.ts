@@ -1,3 +1,5 @@
+import { startDeadline } from "../primitives/deadline.ts";
+
 /** What one OTLP/HTTP export came to; never an exception. */
 export type PostOutcome = { ok: true } | { ok: false; reason: string };
 
@@ -5,7 +7,8 @@ export type PostOutcome = { ok: true } | { ok: false; reason: string };
  * POSTs one OTLP/HTTP JSON request (the body a JSON serializer of
  * @opentelemetry/otlp-transformer made) and settles within `timeoutMs`, whatever the
  * collector does: a stalled collector costs the isolate one pending fetch until the
- * timeout, never a request's answer.
+ * timeout, never a request's answer. The deadline is disarmed as soon as the export ends
+ * (not `AbortSignal.timeout`, whose timer would keep a Durable Object awake for the whole bound).
  */
 export async function postOtlp(
 	url: string,
@@ -13,12 +16,13 @@ export async function postOtlp(
 	body: Uint8Array,
 	timeoutMs: number,
 ): Promise<PostOutcome> {
+	const deadline = startDeadline(timeoutMs);
 	try {
 		const response = await fetch(url, {
 			method: "POST",
 			headers: { ...headers, "content-type": "application/json" },
 			body,
-			signal: AbortSignal.timeout(timeoutMs),
+			signal: deadline.signal,
 		});
 		// The body (an ExportTraceServiceResponse, maybe a partial success) is not needed; read it off
 		// so the connection is released.
@@ -30,6 +34,8 @@ export async function postOtlp(
 		}
 		if (error instanceof Error) return { ok: false, reason: error.message };
 		return { ok: false, reason: String(error) };
+	} finally {
+		deadline.clear();
 	}
 }
 

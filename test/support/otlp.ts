@@ -11,10 +11,16 @@ import {
 } from "../../scripts/fixtures/otlp-shapes.ts";
 import { uniqueName } from "./gateway.ts";
 
+/**
+ * Where the whole gateway of the vitest project "telemetry" (test/telemetry-*.test.ts) exports:
+ * `otlpSpans(GATEWAY_OTLP_TENANT)`. That project runs one file at a time, so the tenant holds one
+ * file's exports; `resetOtlp(GATEWAY_OTLP_TENANT)` in a `beforeEach` gives each test its own.
+ */
+export { GATEWAY_OTLP_TENANT } from "../../scripts/fixtures/fixture-names.ts";
 export type { ReceivedMetric, ReceivedRequest, ReceivedSpan };
 
 /**
- * The OTLP receiver of the tests (scripts/fixtures/otlp-receiver.ts), one tenant per test:
+ * The OTLP receiver of the tests (scripts/fixtures/otlp-receiver.ts), a tenant per test:
  * tests that run at once (other files, the other project's workers) each read, reset and
  * break only their own tenant. `otlpEnv(tenant)` gives the variables that point a gateway
  * (or `telemetryFor`) at it.
