@@ -166,7 +166,7 @@ describe("server spans per client request, by the MCP conventions", () => {
 		expect(received.body?.params?._meta).toMatchObject({ "example.com/keep": "kept" });
 		// The SessionDO sends the call: with its env's telemetry off (this project's) the message goes on
 		// with the server span's context; with it on, its own CLIENT span's, a child of the server span.
-		const forwarded = (received.body?.params?._meta as { traceparent: string }).traceparent;
+		const forwarded = (received.body?.params?._meta as { traceparent?: string } | undefined)?.traceparent;
 		if (!telemetryFor(env).enabled) expect(forwarded).toBe(`00-${trace}-${span.spanId}-01`);
 		else expect(forwarded).not.toBe(`00-${trace}-${span.spanId}-01`);
 	});

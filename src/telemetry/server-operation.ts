@@ -75,7 +75,6 @@ export class ServerOperation {
 		this.operation = describeOperation(message, null);
 		const { telemetry } = input;
 		if (telemetry.enabled) {
-			const meta = message.params?._meta;
 			const parent = parentContext(message.params?._meta, input.headers);
 			this.span = telemetry.tracer.startSpan(
 				this.operation.name,
