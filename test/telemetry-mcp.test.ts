@@ -18,7 +18,15 @@ import {
 	uniqueName,
 } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
-import { newOtlpTenant, otlpEnv, otlpMetrics, otlpSpans, type ReceivedSpan, setOtlpMode } from "./support/otlp.ts";
+import {
+	GATEWAY_OTLP_TENANT,
+	newOtlpTenant,
+	otlpEnv,
+	otlpMetrics,
+	otlpSpans,
+	type ReceivedSpan,
+	setOtlpMode,
+} from "./support/otlp.ts";
 import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -28,9 +36,9 @@ import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts
  * per client request (its parent the client's context), the client span per
  * upstream request (on the stateless 2026-07-28 path, where the edge sends
  * it), the context the upstream received, the histograms, and the tool_call
- * event. The Durable Objects of this project keep telemetry off (their env is
- * the project's), so on session paths the upstream receives the server
- * span's context. Every other test of the project runs with telemetry off.
+ * event. The Durable Objects export with this project's env (the receiver's
+ * gateway tenant): on session paths the SessionDO's CLIENT span is read
+ * there. Every test outside the telemetry project runs with telemetry off.
  */
 
 /** A client's own trace: what an instrumented MCP client puts in `_meta` (sampled). */
@@ -114,6 +122,26 @@ function spanOf(tenant: string, trace: string, name: string, kind: "SERVER" | "C
 	);
 }
 
+/**
+ * The SessionDO's span named `name` in `trace`, from the project's gateway tenant. A span that ended
+ * while the object's previous export was in flight rides its next flush: `poke` sends the session a
+ * request (a ping) each time the span is not there yet, as the session's next request would.
+ */
+function sessionSpanOf(trace: string, name: string, poke: () => Promise<unknown>): Promise<ReceivedSpan> {
+	return eventually(async () => {
+		const found = (await otlpSpans(GATEWAY_OTLP_TENANT)).find(
+			(span) => span.traceId === trace && span.name === name && span.kind === "CLIENT",
+		);
+		if (!found) await poke();
+		return found;
+	}, `CLIENT span ${name} of the session`);
+}
+
+/** A ping in the session: its end flushes what the object recorded before. */
+function pinger(gateway: Traced, path: string, key: string, sessionId: string): () => Promise<unknown> {
+	return () => gateway.fetch(legacyPost(path, key, sessionId, { jsonrpc: "2.0", id: "flush", method: "ping" }));
+}
+
 /** The tool_call events the edge logged during the test. */
 function toolCalls(log: { mock: { calls: unknown[][] } }): ToolCallEvent[] {
 	return log.mock.calls
@@ -164,11 +192,18 @@ describe("server spans per client request, by the MCP conventions", () => {
 			),
 		);
 		expect(received.body?.params?._meta).toMatchObject({ "example.com/keep": "kept" });
-		// The SessionDO sends the call: with its env's telemetry off (this project's) the message goes on
-		// with the server span's context; with it on, its own CLIENT span's, a child of the server span.
-		const forwarded = (received.body?.params?._meta as { traceparent?: string } | undefined)?.traceparent;
-		if (!telemetryFor(env).enabled) expect(forwarded).toBe(`00-${trace}-${span.spanId}-01`);
-		else expect(forwarded).not.toBe(`00-${trace}-${span.spanId}-01`);
+		// The SessionDO sends the call (its telemetry, this project's env, goes to the gateway tenant): its
+		// CLIENT span is the server span's child, and the upstream got that span's context.
+		const clientSpan = await sessionSpanOf(trace, "tools/call echo", pinger(gateway, path, key, sessionId));
+		expect(clientSpan.parentSpanId).toBe(span.spanId);
+		expect(clientSpan.attributes).toMatchObject({
+			"mcp.method.name": "tools/call",
+			"gen_ai.tool.name": "echo",
+			"server.address": "127.0.0.1",
+			"server.port": Number(new URL(upstreamUrl("alpha")).port),
+			"mcp.protocol.version": LATEST_PROTOCOL_VERSION,
+		});
+		expect(received.body?.params?._meta).toMatchObject({ traceparent: `00-${trace}-${clientSpan.spanId}-01` });
 	});
 
 	it("without a _meta context the HTTP traceparent header is the server span's parent", async () => {
@@ -213,6 +248,9 @@ describe("server spans per client request, by the MCP conventions", () => {
 			tool_real: "whoami",
 			era: "2025",
 		});
+		// The member's upstream is asked under its own name, in a CLIENT span under the server span.
+		const clientSpan = await sessionSpanOf(trace, "tools/call whoami", pinger(gateway, "/mcp", key, sessionId));
+		expect(clientSpan.parentSpanId).toBe(span.spanId);
 	});
 
 	it("a 2026-07-28 tools/call to a 2026-07-28 upstream: SERVER span without mcp.session.id, CLIENT span its child naming the upstream, and the upstream's _meta and header name the client span", async () => {
@@ -278,6 +316,14 @@ describe("server spans per client request, by the MCP conventions", () => {
 		const span = await spanOf(tenant, trace, "tools/call whoami", "SERVER");
 		expect(span.attributes).toMatchObject({ "mcp.protocol.version": "2026-07-28" });
 		expect(span.attributes["mcp.session.id"]).toBeUndefined();
+		// The session the 2026-07-28 request is served from sends it on to the 2025 upstream as its child.
+		const poke = () =>
+			gateway.fetch(
+				modernRequest(`/mcp/${server}`, key, { id: "flush", method: "tools/list", params: { _meta: ENVELOPE } }),
+			);
+		const clientSpan = await sessionSpanOf(trace, "tools/call whoami", poke);
+		expect(clientSpan.parentSpanId).toBe(span.spanId);
+		expect(clientSpan.attributes["mcp.session.id"]).toBeUndefined();
 	});
 });
 
@@ -510,7 +556,7 @@ describe("telemetry never changes an answer", () => {
 			}
 			return results;
 		};
-		const off = await answers(gatewayWith({}));
+		const off = await answers(gatewayWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "" }));
 		expect(await answers(gatewayWith(otlpEnv(tenant)))).toEqual(off);
 		expect(await answers(gatewayWith({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:9" }))).toEqual(off);
 	});
