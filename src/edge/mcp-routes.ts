@@ -137,8 +137,8 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		telemetry,
 		body,
 		headers: request.headers,
-		bytesIn: encoder.encode(text).byteLength,
-		scope: toolCallScope(env, caller, scope.endpoint, name),
+		text,
+		scope: () => toolCallScope(env, caller, scope.endpoint, name),
 		waitUntil,
 	});
 	const traced = operation !== null && telemetry.enabled;
@@ -177,8 +177,6 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		throw error;
 	}
 }
-
-const encoder = new TextEncoder();
 
 /** The MCP version a 2025 request speaks: its header, or at initialize the version it asks for. */
 function legacyVersionOf(request: Request, message: ClientMessage): string | null {

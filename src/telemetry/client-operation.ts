@@ -103,9 +103,11 @@ export class ClientOperation {
 
 	/** The request failed before an answer (unreachable, timed out, a redirect). */
 	failed(error: unknown): void {
-		const kind = error instanceof GatewayError ? error.kind : "internal";
-		const errorType = kind === "upstream_timeout" ? "timeout" : kind;
-		this.end({ code: null, errorType, message: error instanceof Error ? error.message : String(error), kind });
+		const gateway = error instanceof GatewayError ? error : null;
+		const kind = gateway?.kind ?? "internal";
+		// A gateway error's sentence is written for clients; anything else may name internals, so only its kind goes.
+		const message = gateway?.message ?? "The request failed unexpectedly.";
+		this.end({ code: null, errorType: kind === "upstream_timeout" ? "timeout" : kind, message, kind });
 	}
 
 	private end(outcome: AnswerOutcome): void {

@@ -27,6 +27,8 @@ import {
 } from "./tool-call.ts";
 import { injectMeta, parentContext } from "./trace-context.ts";
 
+const encoder = new TextEncoder();
+
 /** Who calls and where, for the `tool_call` event of a `tools/call`. */
 export interface ToolCallScope {
 	principal: ToolCallPrincipal;
@@ -42,8 +44,10 @@ export interface ServerOperationInput {
 	body: unknown;
 	/** The HTTP request's headers: `traceparent` when `_meta` carries none. */
 	headers: Headers;
-	bytesIn: number;
-	scope: ToolCallScope;
+	/** The body as it came (its bytes are `bytes_in`). */
+	text: string;
+	/** Made only for a `tools/call` (most requests are not one). */
+	scope: () => ToolCallScope;
 	waitUntil: WaitUntil;
 }
 
@@ -126,7 +130,8 @@ export class ServerOperation {
 		const rpc =
 			error instanceof GatewayError
 				? { ...error.toJsonRpcError(), kind: error.kind }
-				: { code: -32603, message: error instanceof Error ? error.message : "Internal error", kind: "internal" };
+				: // An unexpected error's own message is the operator's log's (the client gets a plain sentence), not the span's.
+					{ code: -32603, message: "The gateway failed unexpectedly.", kind: "internal" };
 		this.end({ code: rpc.code, errorType: String(rpc.code), message: rpc.message, kind: rpc.kind }, true, 0, null);
 	}
 
@@ -164,7 +169,7 @@ export class ServerOperation {
 		note: CallNote | null,
 		seconds: number,
 	): void {
-		const { scope } = this.input;
+		const scope = this.input.scope();
 		const tool = this.operation.target ?? "";
 		const split = tool.indexOf("__");
 		const prefixed = scope.server === null && split > 0;
@@ -180,7 +185,7 @@ export class ServerOperation {
 			duration_ms: Math.round(seconds * 1000),
 			era: this.era,
 			protocol_version: this.protocolVersion,
-			bytes_in: this.input.bytesIn,
+			bytes_in: encoder.encode(this.input.text).byteLength,
 			bytes_out: bytesOut,
 			arguments_digest: digest,
 		};
