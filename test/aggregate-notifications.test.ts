@@ -2,7 +2,16 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import { createKey, gatewayFetch, mcpHeaders, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
+import {
+	admin,
+	createKey,
+	gatewayFetch,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+	uniqueName,
+} from "./support/gateway.ts";
 import { sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
@@ -15,17 +24,31 @@ interface ClientEvent {
 	params?: { data?: unknown };
 }
 
-async function setup() {
+/**
+ * A session on /mcp over mutable and beta, or, with `virtualTools`, on a
+ * virtual server of the two that shapes their tools so (a function of
+ * mutable's registered name).
+ */
+async function setup(virtualTools?: (mutable: string) => unknown) {
 	const mutable = await registerServer("mutable");
 	const beta = await registerServer("beta");
-	const { key } = await createKey({ servers: [mutable, beta] });
-	const sessionId = await openSession("/mcp", key);
+	let path = "/mcp";
+	let servers = [mutable, beta];
+	if (virtualTools) {
+		const virtual = uniqueName("shaped");
+		const put = await admin("PUT", `/virtual-servers/${virtual}`, { servers, tools: virtualTools(mutable) });
+		expect(put.status).toBe(201);
+		path = `/mcp/${virtual}`;
+		servers = [virtual];
+	}
+	const { key } = await createKey({ servers });
+	const sessionId = await openSession(path, key);
 	const call = async (id: number, method: string, params?: unknown) =>
-		readReply(await rpc("/mcp", key, sessionId, { jsonrpc: "2.0", id, method, params }));
+		readReply(await rpc(path, key, sessionId, { jsonrpc: "2.0", id, method, params }));
 	const stub = await sessionObject(sessionId);
 	const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
 	const memberSession = binding?.upstreams[mutable]?.sessionId;
-	const response = await gatewayFetch("/mcp", {
+	const response = await gatewayFetch(path, {
 		method: "GET",
 		headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
 	});
@@ -104,6 +127,21 @@ describe("aggregate list_changed", () => {
 		const tools = await call(4, "tools/list");
 		expect(((tools.result?.tools ?? []) as unknown[]).length).toBe(INITIAL_TOOLS + 1);
 		await expectNothingBefore();
+		await events.cancel();
+	});
+
+	it("on a virtual server the comparison follows its shaped view: a new tool it hides sends the client nothing", async () => {
+		const { mutable, call, events, listCalls, relisted, expectNothingBefore } = await setup((name) => ({
+			exclude: [`${name}__grown_*`],
+		}));
+		const before = await call(1, "tools/list");
+		expect(((before.result?.tools ?? []) as unknown[]).length).toBe(INITIAL_TOOLS);
+		const lists = await listCalls();
+		await call(2, "tools/call", { name: `${mutable}__grow`, arguments: {} });
+		await relisted(lists);
+		await expectNothingBefore();
+		const after = await call(3, "tools/list");
+		expect(((after.result?.tools ?? []) as unknown[]).length).toBe(INITIAL_TOOLS);
 		await events.cancel();
 	});
 });

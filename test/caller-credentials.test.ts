@@ -7,7 +7,7 @@ import type { IdentityWhoami } from "../scripts/fixtures/control-shapes.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { configureIdentity, identityLog, identityTenant, postJwks } from "./support/identity-upstream.ts";
 import { issuerCall, newIssuer } from "./support/jwt-issuer.ts";
-import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts";
+import { gatewayWith, ORIGIN, personToken, testAccessRules } from "./support/oauth-client.ts";
 
 /**
  * Servers that see the caller without an account of their own: `identity`
@@ -20,22 +20,6 @@ import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts"
 
 const accessRule = testAccessRules();
 const worker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
-
-/** A person's access token at `issuer` for the gateway's resource (OAUTH_ISSUER = issuer). */
-async function personToken(issuer: string, sub: string, email: string): Promise<string> {
-	const now = Math.floor(Date.now() / 1000);
-	const claims = {
-		iss: issuer,
-		sub,
-		aud: `${ORIGIN}/mcp`,
-		scope: "mcp",
-		email,
-		email_verified: true,
-		iat: now,
-		exp: now + 600,
-	};
-	return (await issuerCall<{ token: string }>(issuer, "/sign", { claims })).token;
-}
 
 async function registerServer(url: string, auth: Record<string, unknown>): Promise<string> {
 	const name = uniqueName("callers");

@@ -253,6 +253,33 @@ describe("at most once, by an allowlist of reads", () => {
 	});
 });
 
+describe("at most once, by the operator's annotations", () => {
+	it("a write tool a virtual server's operator marks read-only is repeated once on a fresh session after its session expired", async () => {
+		const { server, received } = await setup();
+		const virtual = uniqueName("readonly");
+		const put = await admin("PUT", `/virtual-servers/${virtual}`, {
+			servers: [server],
+			tools: { overrides: { [`${server}__write_note`]: { annotations: { readOnlyHint: true } } } },
+		});
+		expect(put.status).toBe(201);
+		const { key } = await createKey();
+		const path = `/mcp/${virtual}`;
+		const sessionId = await openSession(path, key);
+		await readReply(await rpc(path, key, sessionId, { jsonrpc: "2.0", id: 1, method: "tools/list" }));
+		await control("/_control/expire");
+		const reply = await readReply(
+			await rpc(path, key, sessionId, {
+				jsonrpc: "2.0",
+				id: 2,
+				method: "tools/call",
+				params: { name: `${server}__write_note`, arguments: { text: "promised" } },
+			}),
+		);
+		expect((reply.result as ToolResult).content[0]?.text).toMatch(/^wrote promised/);
+		expect(toolCalls(await received(), "write_note").map((entry) => entry.status)).toEqual([404, 200]);
+	});
+});
+
 describe("exact expiry detection", () => {
 	it("an isError result triggers no reconnect: the upstream session stays the same", async () => {
 		const { call, received } = await setup();

@@ -22,6 +22,15 @@ function flushNow(telemetry: Telemetry): Promise<unknown>[] {
 	return exports;
 }
 
+/**
+ * Waits until the isolate's clock has moved past now, so that an OTEL_METRIC_EXPORT_INTERVAL of
+ * 1 ms has passed: a Worker's clock stands still while its code runs and moves only with I/O.
+ */
+async function afterAMillisecond(): Promise<void> {
+	const now = Date.now();
+	await eventually(() => Date.now() > now, "the clock to move");
+}
+
 /** A remote parent in `_meta`, sampled: what an instrumented MCP client sends. */
 const SAMPLED_PARENT = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" };
 
@@ -115,6 +124,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		);
 		instrumentsOf(telemetry).rateLimited.add(1);
 		telemetry.tracer.startSpan("ping").end();
+		await afterAMillisecond();
 		await Promise.all(flushNow(telemetry));
 
 		const requests = await otlpRequests(tenant);
@@ -142,8 +152,11 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 	it("a flush with nothing recorded sends nothing", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor(otlpEnv(tenant));
-		expect(flushNow(telemetry)).toHaveLength(0);
+		await afterAMillisecond();
+		// Metrics are due (1 ms interval): the flush collects them, finds none, and posts nothing.
+		await Promise.all(flushNow(telemetry));
 		expect(await otlpRequests(tenant)).toHaveLength(0);
+		expect(telemetry.stats).toMatchObject({ spansExported: 0, metricExports: 0, exportsFailed: 0 });
 	});
 });
 
@@ -213,6 +226,7 @@ describe("Export of metrics over OTLP/HTTP JSON", () => {
 		instruments.refusals.add(1, { "mcp_gateway.refusal.kind": "policy" });
 		instruments.rateLimited.add(2);
 		instruments.toolsHeld.add(1);
+		await afterAMillisecond();
 		await Promise.all(flushNow(telemetry));
 
 		const metrics = await otlpMetrics(tenant);
@@ -319,6 +333,7 @@ describe("A collector that stalls or fails costs the gateway nothing", () => {
 		instrumentsOf(telemetry).refusals.add(1, { "mcp_gateway.refusal.kind": "auth" });
 		for (let round = 0; round < 3; round++) {
 			telemetry.tracer.startSpan(`round ${round}`).end();
+			await afterAMillisecond();
 			await expect(Promise.all(flushNow(telemetry))).resolves.toBeDefined();
 		}
 		// Three span exports and the metrics export (its interval is 1 ms, so it was due at each flush).

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { CatalogTool } from "../scripts/fixtures/control-shapes.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
-import { upstreamUrl } from "./support/upstreams.ts";
+import { putCatalog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * Pinned tool definitions where callers list and call tools: a server's first
@@ -13,15 +13,6 @@ import { upstreamUrl } from "./support/upstreams.ts";
  */
 
 const SEARCH: CatalogTool = { name: "search", description: "Searches the docs.", args: ["query"] };
-
-async function putCatalog(key: string, tools: CatalogTool[]): Promise<void> {
-	const response = await fetch(`${new URL(upstreamUrl("mutable")).origin}/_catalog/${key}`, {
-		method: "PUT",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ tools }),
-	});
-	expect(response.status).toBe(204);
-}
 
 async function pinnedServer(pinning: "block" | "warn") {
 	const name = uniqueName("pinpath");

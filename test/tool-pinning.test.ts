@@ -18,24 +18,13 @@ import { configDigest } from "../src/registry/registry-tables.ts";
 import type { ServerRecord } from "../src/registry/schemas.ts";
 import type { PinningMode, ServerPins } from "../src/registry/tool-pins.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
-import { upstreamUrl } from "./support/upstreams.ts";
+import { putCatalog, upstreamUrl } from "./support/upstreams.ts";
 
 /** The mutable upstream's own tools, listed before a catalog's. */
 const OWN_TOOLS = ["grow", "poke", "say"];
 
 const SEARCH: CatalogTool = { name: "search", description: "Searches the docs.", args: ["query"] };
 const DELETE: CatalogTool = { name: "delete_doc", description: "Deletes a doc.", args: ["id"] };
-
-/** Sets what the mutable upstream lists to sessions of `key` (live ones included). */
-async function putCatalog(key: string, tools: CatalogTool[]): Promise<void> {
-	const url = new URL(upstreamUrl("mutable"));
-	const response = await fetch(`${url.origin}/_catalog/${key}`, {
-		method: "PUT",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ tools }),
-	});
-	expect(response.status).toBe(204);
-}
 
 /** A server on the mutable upstream with a catalog of its own, listing `tools` for now. */
 async function catalogServer(tools: CatalogTool[], body: Record<string, unknown> = {}) {

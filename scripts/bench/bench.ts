@@ -19,16 +19,18 @@
  * Durable Object active; and, on the stateless path, 2026-07-28 calls to an
  * upstream that takes each caller's own OAuth token against the operator's
  * header to the same upstream, its key connected once through the connect
- * link (scripts/bench/person.ts). Reads the gateway's own counters (admin
- * session-stats, registry-stats), its Durable Object requests and the bundle
- * size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
+ * link (scripts/bench/person.ts); and tools/call with one tool policy against
+ * none, the calls alternating between the sessions (scripts/bench/policy.ts).
+ * Reads the gateway's own counters (admin session-stats, registry-stats), its
+ * Durable Object requests and the bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
  * plain code (scripts/bench/stages.ts).
  *
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
- * 2026-07-28 clients, person.ts for the per-person credentials stage), the measured rounds (measurements.ts), what sessions
- * cost (costs.ts, idle-listener.ts, from the gateway's counters in
+ * 2026-07-28 clients, person.ts for the per-person credentials stage,
+ * policy.ts for the policy stage), the measured rounds (measurements.ts), what
+ * sessions cost (costs.ts, idle-listener.ts, from the gateway's counters in
  * gateway-admin.ts), the per-stage microbenchmark (stages.ts), and the
  * report (report.ts and its sections).
  *
@@ -45,6 +47,7 @@ import { busySessions, startLongRun } from "./costs.ts";
 import { idleListeners } from "./idle-listener.ts";
 import { measureRound, newSamples, openLiveSessions, type Samples, warmUp } from "./measurements.ts";
 import { BUSY_CONCURRENCY, MD_NAME, OUT_DIR, PLAN, QUICK, RAW_PATH, SVG_NAME } from "./plan.ts";
+import { closePolicyStage } from "./policy.ts";
 import { renderMarkdown, renderSvg } from "./report.ts";
 import type { BenchResults } from "./results.ts";
 import { countListenerWarnings, describe, log, logWhatTheRunSaw, warn, warnings } from "./run-log.ts";
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
 		throughput: measured.samples.cells,
 		modern: measured.samples.modern,
 		person: measured.samples.person,
+		policy: measured.samples.policy,
 		costs: measured.costs,
 		idle: measured.idle,
 		cpu: groupCpuMs([targets.cpuGroups.upstream]) !== null ? measured.samples.cpu : null,
@@ -143,6 +147,7 @@ async function measure(
 	const busy = await busySessions(gateway, targets.targets);
 	const idle = await idleRun;
 	for (const client of Object.values(live.raw)) await client.close();
+	await closePolicyStage(targets.policy);
 	return { samples, costs: { busy, longRun: longRunCosts }, idle };
 }
 

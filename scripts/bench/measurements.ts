@@ -17,6 +17,7 @@ import {
 } from "./modern.ts";
 import { measurePersonRound, newPersonResults, openPersonClients } from "./person.ts";
 import { CALL_TIMEOUT_MS, CONCURRENCIES, OPEN_PARALLELISM, PLAN, QUICK } from "./plan.ts";
+import { measurePolicyRound, newPolicyResults, warmUpPolicyStage } from "./policy.ts";
 import { percentile, rate } from "./report-format.ts";
 import {
 	type CpuUse,
@@ -26,6 +27,7 @@ import {
 	PERSON_TARGET_IDS,
 	type PersonResults,
 	type PersonTargetId,
+	type PolicyResults,
 	TARGET_IDS,
 	type TargetId,
 	type ThroughputCell,
@@ -52,6 +54,7 @@ export interface Samples {
 	latency: Record<TargetId, number[]>;
 	modern: ModernResults;
 	person: PersonResults | { error: string };
+	policy: PolicyResults | { error: string };
 	setup: Record<TargetId, number[]>;
 	blobs: Record<TargetId, number[]>;
 	progressFirst: Record<TargetId, number[]>;
@@ -77,6 +80,7 @@ export function newSamples(t: Targets): Samples {
 			upstreamRequests: byModernTarget(() => ({})),
 		},
 		person: newPersonResults(t.person),
+		policy: newPolicyResults(t.policy),
 		setup: byTarget(() => []),
 		blobs: byTarget(() => []),
 		progressFirst: byTarget(() => []),
@@ -124,6 +128,7 @@ export async function warmUp(t: Targets, live: LiveSessions): Promise<void> {
 	for (const id of live.person ? PERSON_TARGET_IDS : []) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await live.person?.[id].echo();
 	}
+	await warmUpPolicyStage(t.policy);
 	for (const id of TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(live.mainOf(id));
 		await runThroughput(live.pools[id], 16, QUICK ? 100 : 300);
@@ -141,6 +146,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 	await measureLatency(live, samples, order);
 	await measureModernLatency(t, live, samples, round);
 	await measurePersonRound(t.gateway.url, t.person, live.person, samples.person, round);
+	await measurePolicyRound(t.policy, samples.policy, round);
 	await measureThroughput(t, live, samples, order);
 	await measureSetup(t, samples, order);
 	await measureBlobs(live, samples, order);
@@ -153,10 +159,22 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 		...("error" in samples.person
 			? []
 			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
+		...policySummary(samples.policy),
 	].join(", ");
 	log(
 		`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
 	);
+}
+
+/** The policy stage's p50s so far, for the round's log line. */
+function policySummary(policy: PolicyResults | { error: string }): string[] {
+	if ("error" in policy) return [];
+	const p50 = (id: "plain" | "policy") =>
+		percentile(
+			policy.rounds.flatMap((round) => round[id]),
+			50,
+		).toFixed(2);
+	return [`no policy p50 ${p50("plain")} ms`, `one policy p50 ${p50("policy")} ms`];
 }
 
 /** tools/call echo at concurrency 1 on each target's long-lived session. */

@@ -12,7 +12,7 @@
  * the upstream received (scripts/bench/modern-upstream.ts).
  */
 import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
-import type { ModernTargetId, PersonTargetId } from "./results.ts";
+import type { ModernTargetId, PersonTargetId, PolicyTargetId } from "./results.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
@@ -21,7 +21,7 @@ const CLIENT_INFO = { name: "mcp-edge-bench", version: "1.0.0" };
 const ECHO_TEXT = "bench";
 
 export interface RawTarget {
-	id: ModernTargetId | PersonTargetId;
+	id: ModernTargetId | PersonTargetId | PolicyTargetId;
 	/** The MCP endpoint. */
 	url: string;
 	/** The protocol revision the client speaks to it. */
@@ -32,7 +32,7 @@ export interface RawTarget {
 
 interface JsonRpcReply {
 	id?: unknown;
-	result?: { content?: Array<{ type?: string; text?: string }>; isError?: boolean };
+	result?: { content?: Array<{ type?: string; text?: string }>; isError?: boolean; tools?: Array<{ name?: string }> };
 	error?: { code?: number; message?: string };
 }
 
@@ -97,6 +97,15 @@ export class RawClient {
 		if (result?.isError || content?.type !== "text" || content.text !== ECHO_TEXT) {
 			throw new Error(`${this.target.id}: unexpected result of echo: ${JSON.stringify(result).slice(0, 300)}`);
 		}
+	}
+
+	/** The names a 2025 session's `tools/list` answers (one page). */
+	async toolNames(): Promise<string[]> {
+		const id = this.nextId++;
+		const reply = await this.post({ jsonrpc: "2.0", id, method: "tools/list", params: {} });
+		const { result, error } = await replyTo(reply, id, `${this.target.id}: tools/list`);
+		if (error || !result?.tools) throw new Error(`${this.target.id}: tools/list failed: ${JSON.stringify(error)}`);
+		return result.tools.map((tool) => tool.name ?? "");
 	}
 
 	/** Ends a 2025 session (DELETE); nothing for a 2026-07-28 client, which has none. */

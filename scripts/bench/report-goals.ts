@@ -22,6 +22,7 @@ import {
 } from "./report-format.ts";
 import { countList, pathObjectRequests } from "./report-modern.ts";
 import { PERSON_GOAL_PER_CALL, personObjectsPerCall } from "./report-person.ts";
+import { comparePolicy, POLICY_QUANTILES } from "./report-policy.ts";
 import { type BenchResults, costWindows } from "./results.ts";
 
 export interface TargetStatus {
@@ -70,6 +71,19 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 			target: personGoal,
 			figure: `${objects.total.toFixed(4)} per call (TokenVaultDO ${objects.vault.toFixed(4)}) in ${objects.calls} calls; operator's header: ${pathObjectRequests(results.person.durableObjectRequests.personOperator)} in ${results.person.latency.personOperator.length}`,
 			status: objects.calls > 0 && objects.total <= PERSON_GOAL_PER_CALL ? MET : NOT_MET,
+		});
+	}
+	for (const q of POLICY_QUANTILES) {
+		const goal = `tools/call p${q} with one policy (one compiled expression) within noise of no policy`;
+		if ("error" in results.policy) {
+			out.push({ target: goal, figure: `not measured: ${results.policy.error}`, status: NOT_MET });
+			continue;
+		}
+		const c = comparePolicy(results.policy, q);
+		out.push({
+			target: goal,
+			figure: `${c.ratio.toFixed(3)}× no policy; noise band 1 ± ${c.noise.toFixed(3)} (the baseline against itself ${c.self.toFixed(3)}×)`,
+			status: c.within ? MET : NOT_MET,
 		});
 	}
 	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {

@@ -2,8 +2,9 @@
 
 import { percentile, signedMs } from "./report-format.ts";
 import type { BenchResults } from "./results.ts";
-import { SECTION_LABELS, type StageSection } from "./stage.ts";
+import { SECTION_LABELS, type StageResult, type StageSection } from "./stage.ts";
 import { formatUs, perCallTotalUs, workerdEstimateUs } from "./stages.ts";
+import { POLICY_STAGES } from "./stages-built-in.ts";
 
 /** The per-stage microbenchmark of one request's plain code (scripts/bench/stages.ts). */
 export function stagesSection(results: BenchResults): string[] {
@@ -48,6 +49,24 @@ export function stagesSection(results: BenchResults): string[] {
 		"",
 		"Cheap operations are timed in batches (at least 10 µs per sample): their p50 and p99 are over batches.",
 		"",
+		...policyRates(stages),
 	);
 	return lines;
+}
+
+/** One policy's verdict as evaluations per second, in-process, against none (the policy stages of the reference section). */
+function policyRates(stages: readonly StageResult[]): string[] {
+	const find = (name: string) => stages.find((r) => r.name === name);
+	const [none, one, elsewhere] = [find(POLICY_STAGES.none), find(POLICY_STAGES.one), find(POLICY_STAGES.elsewhere)];
+	if (!none || !one || !elsewhere) return [];
+	const perSecond = (us: number) => Math.round(1e6 / us).toLocaleString("en-US");
+	// The p50 too: on a busy machine preemptions inflate the mean of a few-µs operation.
+	const rate = (r: StageResult) =>
+		`${perSecond(r.meanUs)}/s at the mean (${formatUs(r.meanUs)} µs), ${perSecond(r.p50Us)}/s at the p50 (${formatUs(r.p50Us)} µs)`;
+	return [
+		`A tool policy's verdict on one \`tools/call\` (\`src/governance/policies.ts\` \`policyVerdict\`, the policies compiled once):` +
+			` **one compiled policy that applies: ${rate(one)}**; none: ${rate(none)}; one that applies to another server:` +
+			` ${rate(elsewhere)}. The gateway asks for no verdict at all on a server no policy may apply to.`,
+		"",
+	];
 }

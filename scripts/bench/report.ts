@@ -22,6 +22,7 @@ import {
 import { evaluateTargets } from "./report-goals.ts";
 import { modernSection } from "./report-modern.ts";
 import { personSection } from "./report-person.ts";
+import { policySection } from "./report-policy.ts";
 import { stagesSection } from "./report-stages.ts";
 import { type BenchResults, type CpuUse, TARGET_IDS, TARGET_LABELS, type TargetId } from "./results.ts";
 
@@ -40,6 +41,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...progressSection(results),
 		...modernSection(results.modern, results.meta),
 		...personSection(results),
+		...policySection(results.policy),
 		...costsSection(results),
 		...idleSection(results),
 		...stagesSection(results),

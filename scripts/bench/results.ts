@@ -84,6 +84,23 @@ export interface PersonResults {
 	refreshes: number;
 }
 
+/** The sessions of the policy stage (scripts/bench/policy.ts), all 2025-11-25 through `/mcp/<server>`, one upstream. */
+export type PolicyTargetId = "plain" | "plainAgain" | "policy";
+export const POLICY_TARGET_IDS: readonly PolicyTargetId[] = ["plain", "plainAgain", "policy"];
+export const POLICY_TARGET_LABELS: Record<PolicyTargetId, string> = {
+	plain: "no policy (`bench-plain`)",
+	plainAgain: "no policy, a second session (`bench-plain`): the baseline against itself",
+	policy: "one policy applies (`bench-policy`)",
+};
+
+/** tools/call latency with one policy against none, per round (calls alternate between the sessions). */
+export interface PolicyResults {
+	/** The policy's CEL expression. */
+	expression: string;
+	/** Each round's latencies in ms, per session. */
+	rounds: Array<Record<PolicyTargetId, number[]>>;
+}
+
 export interface Throughput {
 	calls: number;
 	ms: number;
@@ -181,6 +198,8 @@ export interface BenchResults {
 	modern: ModernResults;
 	/** The per-person credentials stage, or why it could not run. */
 	person: PersonResults | { error: string };
+	/** The policy stage, or why it could not run. */
+	policy: PolicyResults | { error: string };
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
 	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;

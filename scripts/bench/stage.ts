@@ -58,6 +58,8 @@ export interface StageDef<T> {
 	check?: (output: unknown) => void | Promise<void>;
 	/** Bound on timed operations (e.g. for stages that grow a cache). */
 	maxIterations?: number;
+	/** The run's warm-up times this, for code the JIT takes long to settle (a CEL program's closures). */
+	warmupScale?: number;
 }
 
 /** A stage with its input type erased, ready to measure. */
@@ -69,6 +71,7 @@ export interface Stage {
 	webCrypto: boolean;
 	syncWebCrypto: boolean;
 	maxIterations: number | undefined;
+	warmupScale: number;
 	prepare: () => unknown;
 	run: (input: unknown) => unknown;
 	check: (output: unknown) => void | Promise<void>;
@@ -84,6 +87,7 @@ export function stage<T>(def: StageDef<T>): Stage {
 		webCrypto: def.webCrypto ?? false,
 		syncWebCrypto: def.syncWebCrypto ?? false,
 		maxIterations: def.maxIterations,
+		warmupScale: def.warmupScale ?? 1,
 		prepare: prepare ? () => prepare() : () => undefined,
 		run: (input) => def.run(input as T),
 		check: def.check ?? (() => undefined),

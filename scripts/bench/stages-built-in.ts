@@ -29,7 +29,7 @@ import {
 	streamOf,
 	URL_TEXT,
 } from "./stage-inputs.ts";
-import type { Gateway, GatewaySettings } from "./stages-gateway.ts";
+import type { Gateway, GatewaySettings, PolicyRecord, PolicyRequest } from "./stages-gateway.ts";
 
 /** What the stages of one run share: the gateway's functions, the request and what the edge made of it. */
 interface Fixture {
@@ -72,6 +72,7 @@ export function builtInStages(g: Gateway, c: Credentials, cSync: Credentials): S
 		...cryptoReferences(f),
 		...parseReferences(f),
 		...runtimeReferences(f),
+		...policyReferences(f),
 	];
 }
 
@@ -493,4 +494,77 @@ function runtimeReferences({ g, request, message }: Fixture): Stage[] {
 			run: () => Promise.resolve(),
 		}),
 	];
+}
+
+/** The stages of one policy's verdict, by what they hold (the report gives them as evaluations per second). */
+export const POLICY_STAGES = {
+	none: "policy verdict, no policies",
+	one: "policy verdict, one policy (applies)",
+	elsewhere: "policy verdict, one policy of another server",
+} as const;
+
+/** A policy of the issue's kind: a name rule and a principal rule. */
+export const ONE_POLICY_EXPRESSION = '!tool.name.startsWith("delete_") && principal.kind == "key"';
+
+/**
+ * A tool policy's verdict on one call, as the SessionDO asks it where a policy
+ * governs the server: one compiled allow policy that applies, against none.
+ * Compiled once, outside the timing, as the gateway compiles a published list
+ * once per isolate.
+ */
+function policyReferences({ g }: Fixture): Stage[] {
+	const record = (name: string, servers: string[]): PolicyRecord => ({
+		name,
+		expression: ONE_POLICY_EXPRESSION,
+		effect: "allow",
+		applies: { servers },
+		priority: 100,
+		createdAt: 0,
+		updatedAt: 0,
+	});
+	const request: PolicyRequest = {
+		principal: {
+			kind: "key",
+			id: "key_AAAAAAAAAAAA",
+			subject: null,
+			email: null,
+			groups: [],
+			rule: null,
+			keyName: "bench",
+		},
+		server: "bench",
+		virtualServer: null,
+		tool: { name: "echo", realName: "echo", annotations: { readOnlyHint: true } },
+		arguments: { text: "bench" },
+		method: "tools/call",
+		now: Date.now(),
+	};
+	const allowed = (output: unknown) =>
+		expect((output as { allowed?: unknown }).allowed === true, "the policy verdict was not an allow");
+	const cases = [
+		{ name: POLICY_STAGES.none, code: "policyVerdict over compilePolicies([])", records: [] },
+		{
+			name: POLICY_STAGES.one,
+			code: `policyVerdict: one allow, \`${ONE_POLICY_EXPRESSION}\``,
+			records: [record("one", ["bench"])],
+		},
+		{
+			name: POLICY_STAGES.elsewhere,
+			code: "policyVerdict: the same policy, its `applies` names another server",
+			records: [record("other", ["elsewhere"])],
+		},
+	];
+	return cases.map(({ name, code, records }) => {
+		const compiled = g.compilePolicies(records);
+		return stage({
+			name,
+			code,
+			section: "reference",
+			perCall: 0,
+			// A CEL program settles after some 100,000 evaluations (about 0.7 s here); a SessionDO's isolate is long warm.
+			warmupScale: 25,
+			run: () => g.policyVerdict(compiled, request),
+			check: allowed,
+		});
+	});
 }

@@ -20,6 +20,7 @@ import type {
 	checkProtocolVersion,
 	readBodyWithin,
 } from "../../src/edge/transport-checks.ts";
+import type { compilePolicies, policyVerdict } from "../../src/governance/policies.ts";
 import type { parseClientMessage, parseJsonRpcMessage } from "../../src/mcp/jsonrpc.ts";
 import type { normalizeOutgoing } from "../../src/mcp/outgoing.ts";
 import type { afterLastEvent, EventSizeLimit } from "../../src/mcp/sse.ts";
@@ -30,7 +31,9 @@ import type { withCompletion } from "../../src/session/streams/stream-completion
 import type { startDeadline } from "../../src/upstream/deadline.ts";
 
 export type { Settings as GatewaySettings } from "../../src/config.ts";
+export type { PolicyRequest } from "../../src/governance/policies.ts";
 export type { SseRelayOptions as RelayOptions } from "../../src/mcp/sse-relay.ts";
+export type { PolicyRecord } from "../../src/registry/policy-records.ts";
 
 /** The functions measured, with src/'s signatures. */
 export interface Gateway {
@@ -56,6 +59,8 @@ export interface Gateway {
 	verifyApiKey: typeof verifyApiKey;
 	withCompletion: typeof withCompletion;
 	startDeadline: typeof startDeadline;
+	compilePolicies: typeof compilePolicies;
+	policyVerdict: typeof policyVerdict;
 }
 
 /** Where each function measured lives. */
@@ -64,6 +69,7 @@ const SOURCES = {
 	"src/primitives/crypto.ts": ["sha256Hex"],
 	"src/edge/bearer.ts": ["bearerToken"],
 	"src/edge/session-id.ts": ["mintSessionId", "verifySessionId", "sessionDigest"],
+	"src/governance/policies.ts": ["compilePolicies", "policyVerdict"],
 	"src/edge/transport-checks.ts": [
 		"checkHost",
 		"checkOrigin",

@@ -94,7 +94,7 @@ async function measureOne(s: Stage, budget: Budget): Promise<StageResult> {
 	// Warm-up, in growing batches, which also sizes the timed batches.
 	let warmOps = 0;
 	let warmNs = 0;
-	const warmEnd = performance.now() + budget.warmupMs;
+	const warmEnd = performance.now() + budget.warmupMs * s.warmupScale;
 	while (performance.now() < warmEnd && warmOps < maxIterations / 4) {
 		const count = Math.min(64, Math.max(1, Math.ceil(warmOps / 4)));
 		warmNs += await runBatch(s, count, async);

@@ -15,6 +15,7 @@ import { installCountingEntry } from "./counting-entry.ts";
 import { admin, type Gateway, MODERN_SERVER, registerModernServer } from "./gateway-admin.ts";
 import { LEGACY_VERSION, MODERN_VERSION, type RawTarget } from "./modern.ts";
 import { type PersonStage, setUpPersonStage } from "./person.ts";
+import { type PolicyStage, setUpPolicyStage } from "./policy.ts";
 import type { BundleResult, ModernTargetId, TargetId } from "./results.ts";
 import { describe, elapsedS, log, notableRuntimeLines, warn } from "./run-log.ts";
 import type { Target } from "./sessions.ts";
@@ -38,6 +39,8 @@ export interface Targets {
 	modernProtocol: string;
 	/** The per-person credentials stage's targets, its key connected (scripts/bench/person.ts). */
 	person: PersonStage;
+	/** The policy stage's sessions: one policy against none (scripts/bench/policy.ts). */
+	policy: PolicyStage;
 	bundle: BundleResult;
 	/** Process groups whose CPU time is counted: the upstream's, and the runtime's in between per target. */
 	cpuGroups: { upstream: number; runtime: Record<TargetId, number | null> };
@@ -111,6 +114,13 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 	log(
 		`ready: upstreams ${upstream.url} (2025) and ${modernUpstream.url} (SDK v2), gateway ${gatewayDev.url}, floor ${floorDev.url}, Worker-only floor ${statelessFloorDev.url}`,
 	);
+	// First of all: no request has loaded the (empty) policy list into an isolate's cache yet.
+	const policy = await setUpPolicyStage({ url: gatewayDev.url, adminToken: state.adminToken }, upstream.url).catch(
+		(error: unknown) => {
+			warn(`the policy stage could not be set up: ${describe(error)}`);
+			return { error: describe(error) };
+		},
+	);
 	const registered = await registerTargets(
 		{ url: gatewayDev.url, adminToken: state.adminToken },
 		{ upstream, modernUpstream, floorDev, statelessFloorDev },
@@ -128,6 +138,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 	return {
 		...registered,
 		person,
+		policy,
 		upstreamUrl: upstream.url,
 		modernUpstreamUrl: modernUpstream.url,
 		bundle,

@@ -8,8 +8,10 @@
  * One build of the gateway (`wrangler deploy --dry-run`) runs twice under `wrangler dev`: with
  * OTEL_EXPORTER_OTLP_ENDPOINT pointing at a local OTLP receiver (scripts/otlp-receiver.ts, its own
  * process) and without. The bench's 2025 upstream is registered at both. Three 2025-11-25 sessions
- * through `/mcp/bench` with the same raw client: export on, export off, and a second session with
- * export off, the baseline measured against itself, which is how noise is judged. Calls alternate one
+ * through `/mcp/bench` with the same raw client: export on, export off, a second session with export
+ * off (the baseline against itself), and a session at a third process of the same build with export
+ * off: the on and off gateways are two processes, so noise is judged both within one process and
+ * between two. Calls alternate one
  * by one between the three, their order rotated each call, so that drift falls on all three alike.
  * Prints p50 and p99 of each and the ratios; writes nothing.
  */
@@ -27,12 +29,13 @@ import { describe, log } from "./run-log.ts";
 import { rotated } from "./sessions.ts";
 import { prepareState, startUpstreamProcess } from "./targets.ts";
 
-const TARGET_IDS = ["exportOn", "exportOff", "exportOffAgain"] as const;
+const TARGET_IDS = ["exportOn", "exportOff", "exportOffAgain", "exportOffElsewhere"] as const;
 type TargetId = (typeof TARGET_IDS)[number];
 const LABELS: Record<TargetId, string> = {
 	exportOn: "export on (OTLP/HTTP to a local receiver)",
 	exportOff: "export off",
 	exportOffAgain: "export off, a second session (noise)",
+	exportOffElsewhere: "export off, a second gateway process (noise between processes)",
 };
 /** Calls per target before the measured rounds: isolates warm, caches filled. */
 const WARM_UP_CALLS = QUICK ? 10 : 50;
@@ -94,13 +97,14 @@ try {
 		waitForLine(receiver, /listening at/, 20_000),
 	]);
 	const receiverUrl = `http://${HOST}:${receiverPort}`;
-	const [on, off] = await Promise.all([
+	const [on, off, offElsewhere] = await Promise.all([
 		gatewayWith(state, build.entry, "gateway, export on", upstream.url, {
 			OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
 			// Metrics at their spec default interval: what a deployment would do.
 			OTEL_METRIC_EXPORT_INTERVAL: "60000",
 		}),
 		gatewayWith(state, build.entry, "gateway, export off", upstream.url, {}),
+		gatewayWith(state, build.entry, "gateway, export off elsewhere", upstream.url, {}),
 	]);
 	const target = (id: TargetId, at: { gateway: Gateway; key: string }): RawTarget => ({
 		// RawTarget's ids name the main run's targets; this stage's label is only for its messages.
@@ -113,9 +117,15 @@ try {
 		exportOn: await RawClient.open(target("exportOn", on), CALL_TIMEOUT_MS),
 		exportOff: await RawClient.open(target("exportOff", off), CALL_TIMEOUT_MS),
 		exportOffAgain: await RawClient.open(target("exportOffAgain", off), CALL_TIMEOUT_MS),
+		exportOffElsewhere: await RawClient.open(target("exportOffElsewhere", offElsewhere), CALL_TIMEOUT_MS),
 	};
 	for (let i = 0; i < WARM_UP_CALLS; i++) for (const id of TARGET_IDS) await clients[id].echo();
-	const samples: Record<TargetId, number[]> = { exportOn: [], exportOff: [], exportOffAgain: [] };
+	const samples: Record<TargetId, number[]> = {
+		exportOn: [],
+		exportOff: [],
+		exportOffAgain: [],
+		exportOffElsewhere: [],
+	};
 	let call = 0;
 	for (let round = 0; round < PLAN.rounds; round++) {
 		for (let i = 0; i < PLAN.latencyCalls; i++, call++) {
@@ -146,7 +156,8 @@ try {
 		"| ratio | p50 | p99 |",
 		"| --- | ---: | ---: |",
 		`| export on / export off | ${ratio("exportOn", "exportOff", 50)} | ${ratio("exportOn", "exportOff", 99)} |`,
-		`| export off again / export off (noise) | ${ratio("exportOffAgain", "exportOff", 50)} | ${ratio("exportOffAgain", "exportOff", 99)} |`,
+		`| export off again / export off (noise in one process) | ${ratio("exportOffAgain", "exportOff", 50)} | ${ratio("exportOffAgain", "exportOff", 99)} |`,
+		`| export off elsewhere / export off (noise between processes) | ${ratio("exportOffElsewhere", "exportOff", 50)} | ${ratio("exportOffElsewhere", "exportOff", 99)} |`,
 	];
 	console.log(lines.join("\n"));
 	log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);

@@ -14,6 +14,8 @@ export function maskServer(server: ServerRecord) {
 		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.
 		auth: server.auth,
 		tools: server.tools,
+		prompts: server.prompts,
+		resources: server.resources,
 		pinning: server.pinning,
 		captureArguments: server.captureArguments,
 		generation: server.generation,
@@ -38,6 +40,8 @@ export function showVirtualServer(virtualServer: VirtualServerRecord) {
 		servers: virtualServer.servers,
 		userPaths: virtualServer.userPaths,
 		tools: virtualServer.tools,
+		prompts: virtualServer.prompts,
+		resources: virtualServer.resources,
 		generation: virtualServer.generation,
 		createdAt: new Date(virtualServer.createdAt).toISOString(),
 		updatedAt: new Date(virtualServer.updatedAt).toISOString(),

@@ -10,6 +10,7 @@ import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
+import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { type ApiKeyRecord, type ResolvedEndpoint, SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
@@ -59,6 +60,9 @@ interface EndpointPlan {
 	members: Member[];
 	/** A virtual server's choice of its members' tools. */
 	endpointTools?: EndpointTools | null;
+	/** A virtual server's choice of its members' prompts and resources. */
+	endpointPrompts?: PromptShaping | null;
+	endpointResources?: ResourceShaping | null;
 }
 
 /**
@@ -270,6 +274,8 @@ async function planNamedEndpoint(
 			endpointCheck: { kind: "virtual", name, generation: endpoint.virtualServer.generation },
 			members: endpoint.members.map(memberOf),
 			endpointTools: endpoint.virtualServer.tools,
+			endpointPrompts: endpoint.virtualServer.prompts,
+			endpointResources: endpoint.virtualServer.resources,
 		};
 	}
 	// Absent and forbidden look the same, so an endpoint's existence is not revealed.

@@ -1,6 +1,8 @@
 import type { Settings } from "../config.ts";
 import { credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { watchedToolsReply } from "../governance/listed-tools.ts";
+import { registryRecorder } from "../governance/pin-records.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
@@ -49,10 +51,12 @@ export async function serveModern(
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await plan();
 	const sole = resolved.members[0];
-	// A server whose tools the operator shaped, or that a policy governs, is served from a session, which
-	// applies them to its lists and calls; the policies are read per isolate, as access rules are.
+	// A server whose tools, prompts or resources the operator shaped, or that a policy governs, is served from
+	// a session, which applies them to its lists and uses; the policies are read per isolate, as access rules are.
 	const governed = (member: Member) =>
-		member.tools || member.pinning === "block" ? Promise.resolve(true) : governedServer(env, settings, member.name);
+		member.tools || member.prompts || member.resources || member.pinning === "block"
+			? Promise.resolve(true)
+			: governedServer(env, settings, member.name);
 	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
 		const { message, envelope } = classified;
 		try {
@@ -63,9 +67,18 @@ export async function serveModern(
 				traced: { telemetry: telemetryFor(env), waitUntil },
 			};
 			if ((await upstreamEra(target, sole)) === "modern") {
-				return await cachedResult(sole, message, envelope, target.maxReplyBytes, () =>
-					forwardModern(target, request, body, message),
-				);
+				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {
+					const reply = await forwardModern(target, request, body, message);
+					if (message.method !== "tools/list") return reply;
+					// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
+					const context = {
+						reader: kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds),
+						registry: registryRecorder(env),
+						ttlMs: settings.endpointCacheTtlMs,
+						waitUntil,
+					};
+					return watchedToolsReply(context, sole, message, reply, target.maxReplyBytes);
+				});
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);

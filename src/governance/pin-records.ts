@@ -1,4 +1,5 @@
 import type { Env } from "../env.ts";
+import { byName } from "../mcp/aggregate.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
@@ -54,12 +55,12 @@ export interface FirstSeenRecorder {
 const FIRST_SEEN_RETRY_MS = 10 * 60_000;
 /** After a failed attempt, how long before the same list is tried again. */
 const FIRST_SEEN_FAILED_RETRY_MS = 60_000;
-/** Attempts by (server, incarnation, list version), per isolate. */
-const firstSeenAttempts = new ExpiringMap<true>({ maxEntries: 1_000 });
+/** Writes tried by (kind, server, incarnation, list version), per isolate. */
+const listAttempts = new ExpiringMap<true>({ maxEntries: 1_000 });
 
 /** A digest of a whole list: its tools' definitions, in name order. */
 async function listVersion(tools: readonly ToolLike[]): Promise<string> {
-	const definitions = tools.map(toolDefinition).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+	const definitions = tools.map(toolDefinition).sort(byName);
 	return sha256Hex(stableJson(definitions));
 }
 
@@ -83,29 +84,79 @@ export async function recordFirstSeenOnce(
 	pinsTtlMs: number,
 ): Promise<void> {
 	if (!needsFirstSeen(server.pinning ?? "warn", null)) return;
-	const attempt = `${server.name} ${server.generation} ${await listVersion(tools)}`;
+	await oncePerList("first seen", server, tools, async (pins) => {
+		const answer = await registry.recordFirstSeen(server.name, server.generation, pins);
+		if ("refused" in answer) console.warn(`pinning ${server.name}: first seen not recorded: ${answer.refused}`);
+		else if (answer.pins) pinRecords.set(server.name, answer.pins, pinsTtlMs);
+	});
+}
+
+/** What reporting an observed list needs of the registry (tests count it). */
+export interface ObservedRecorder {
+	recordObserved(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+	): Promise<{ recorded: boolean } | { refused: string }>;
+}
+
+/**
+ * A list in which some tool is not as approved (new, changed, or a pinned
+ * one missing), reported to the registry as the server's last observed list:
+ * what the admin reviews and approves for a server it cannot list itself.
+ * Bounded as first-seen is: at most one registry call per server,
+ * incarnation and list version per isolate every FIRST_SEEN_RETRY_MS, and
+ * the registry writes only when the list differs from the one it keeps.
+ * Never throws.
+ */
+export async function recordObservedOnce(
+	registry: ObservedRecorder,
+	server: PinnedServer,
+	tools: readonly ToolLike[],
+): Promise<void> {
+	if ((server.pinning ?? "warn") === "off") return;
+	await oncePerList("observed", server, tools, async (pins) => {
+		const answer = await registry.recordObserved(server.name, server.generation, pins);
+		if ("refused" in answer) console.warn(`pinning ${server.name}: observed list not kept: ${answer.refused}`);
+	});
+}
+
+/**
+ * Runs `write` with the list's pin inputs once per (what, server,
+ * incarnation, list version) per isolate every FIRST_SEEN_RETRY_MS
+ * (concurrent lists share one); a failure is logged and tried again after
+ * FIRST_SEEN_FAILED_RETRY_MS.
+ */
+async function oncePerList(
+	what: string,
+	server: PinnedServer,
+	tools: readonly ToolLike[],
+	write: (pins: PinInput[]) => Promise<void>,
+): Promise<void> {
+	const attempt = `${what} ${server.name} ${server.generation} ${await listVersion(tools)}`;
 	try {
-		await firstSeenAttempts.load(
+		await listAttempts.load(
 			attempt,
 			async () => {
-				const pins = await Promise.all(tools.map(pinInputOf));
-				const answer = await registry.recordFirstSeen(server.name, server.generation, pins);
-				if ("refused" in answer) console.warn(`pinning ${server.name}: first seen not recorded: ${answer.refused}`);
-				else if (answer.pins) pinRecords.set(server.name, answer.pins, pinsTtlMs);
+				await write(await Promise.all(tools.map(pinInputOf)));
 				return true as const;
 			},
 			() => FIRST_SEEN_RETRY_MS,
 		);
 	} catch (error) {
 		// A registry that fails is asked again a while later, not on every list meanwhile.
-		firstSeenAttempts.set(attempt, true, FIRST_SEEN_FAILED_RETRY_MS);
-		console.warn(`pinning ${server.name}: recording its first-seen tools failed: ${describeError(error)}`);
+		listAttempts.set(attempt, true, FIRST_SEEN_FAILED_RETRY_MS);
+		console.warn(`pinning ${server.name}: recording its ${what} tools failed: ${describeError(error)}`);
 	}
 }
 
-/** The registry as the first-seen recorder. */
-export function registryRecorder(env: Env): FirstSeenRecorder {
-	return registryStub(env);
+/** The registry as the recorder of first-seen and observed lists. */
+export function registryRecorder(env: Env): FirstSeenRecorder & ObservedRecorder {
+	// The stub is made only when something is written: a list as approved asks nothing of the registry.
+	return {
+		recordFirstSeen: (server, generation, pins) => registryStub(env).recordFirstSeen(server, generation, pins),
+		recordObserved: (server, generation, pins) => registryStub(env).recordObserved(server, generation, pins),
+	};
 }
 
 /** How long one tool's state is logged once per isolate. */

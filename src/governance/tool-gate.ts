@@ -1,7 +1,7 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type Identity, parsePrincipalId } from "../registry/access-rules.ts";
-import { type CompiledPolicies, type PolicyPrincipal, policyVerdict } from "./policies.ts";
+import { type CompiledPolicies, type PolicyPrincipal, type PolicyTool, policyVerdict } from "./policies.ts";
 
 /**
  * The one decision on a caller and a tool, for lists and calls alike
@@ -47,12 +47,12 @@ export function governs(policies: CompiledPolicies, server: string): boolean {
 	);
 }
 
-/** The tools of `server` the caller may see, of its shaped list (`realName` gives each one's upstream name). */
+/** The tools of `server` the caller may see, of its shaped list (`view` gives each one as the caller sees it). */
 export function visibleTools(
 	gate: ToolGate,
 	server: string,
 	tools: readonly Tool[],
-	realName: (tool: Tool) => string,
+	view: (tool: Tool) => PolicyTool,
 ): Tool[] {
 	if (gate.policies.policies.length === 0) return [...tools];
 	return tools.filter(
@@ -61,7 +61,7 @@ export function visibleTools(
 				principal: gate.principal,
 				server,
 				virtualServer: gate.virtualServer,
-				tool: { name: tool.name, realName: realName(tool), annotations: tool.annotations ?? {} },
+				tool: view(tool),
 				method: "tools/list",
 				now: gate.now,
 			}).allowed,

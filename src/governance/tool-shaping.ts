@@ -1,36 +1,21 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { ToolShaping } from "../registry/tool-shaping-schema.ts";
-
-const globs = new Map<string, RegExp>();
-
-/** A glob (`*` any run, `?` one character) as an anchored regular expression, compiled once per isolate. */
-function globMatches(glob: string, name: string): boolean {
-	let pattern = globs.get(glob);
-	if (!pattern) {
-		const source = glob
-			.replace(/[.+^${}()|[\]\\]/g, "\\$&")
-			.replace(/\*/g, ".*")
-			.replace(/\?/g, ".");
-		pattern = new RegExp(`^${source}$`);
-		if (globs.size < 1_000) globs.set(glob, pattern);
-	}
-	return pattern.test(name);
-}
+import { namespacedName } from "../mcp/namespacing.ts";
+import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
+import { chosen } from "./globs.ts";
 
 /** Whether the operator offers the upstream's tool `real` at all. */
 export function toolOffered(shaping: ToolShaping | undefined, real: string): boolean {
-	if (!shaping) return true;
-	if (shaping.include && !shaping.include.some((glob) => globMatches(glob, real))) return false;
-	return !(shaping.exclude ?? []).some((glob) => globMatches(glob, real));
+	return chosen(shaping, real);
 }
 
 /**
- * A server's tool list as callers see it: tools the operator hides left out,
+ * A server's (or a virtual server's) tool list as callers see it (`where`
+ * names it in the log): tools the operator hides left out,
  * aliases, descriptions and annotations applied. A tool whose real name is
  * taken by another's alias is left out too (the PUT refuses such shaping, but
  * an upstream may add a tool of that name later), and the conflict logged.
  */
-export function shapeTools(server: string, shaping: ToolShaping | undefined, tools: readonly Tool[]): Tool[] {
+export function shapeTools(where: string, shaping: ToolShaping | undefined, tools: readonly Tool[]): Tool[] {
 	if (!shaping) return [...tools];
 	const aliases = new Set(
 		Object.entries(shaping.overrides ?? {}).flatMap(([real, override]) =>
@@ -43,7 +28,7 @@ export function shapeTools(server: string, shaping: ToolShaping | undefined, too
 		const override = shaping.overrides?.[tool.name];
 		const exposed = override?.name ?? tool.name;
 		if (exposed === tool.name && aliases.has(tool.name)) {
-			console.warn(`upstream ${server}: its tool '${tool.name}' is hidden: another tool's alias takes that name`);
+			console.warn(`${where}: the tool '${tool.name}' is hidden: another tool's alias takes that name`);
 			continue;
 		}
 		if (!override) {
@@ -78,4 +63,24 @@ export function realToolName(shaping: ToolShaping | undefined, exposed: string):
 /** The name callers see for the upstream's tool `real` (its alias, or itself). */
 export function exposedToolName(shaping: ToolShaping | undefined, real: string): string {
 	return shaping?.overrides?.[real]?.name ?? real;
+}
+
+/**
+ * How a virtual server presents a member's tool `name` (the member's own
+ * shaping already applied): the name its callers call it by there, when the
+ * virtual server aliased it, else `name` itself (policies see names without
+ * the `member__` prefix), and its annotations with the virtual server's over
+ * them. Policies and the at-most-once read-only check see this view.
+ */
+export function endpointToolView(
+	shaping: EndpointTools | undefined,
+	server: string,
+	name: string,
+	annotations: Readonly<Record<string, unknown>> | undefined,
+): { name: string; annotations: Readonly<Record<string, unknown>> } {
+	const override = shaping?.overrides?.[namespacedName(server, name)];
+	return {
+		name: override?.name ?? name,
+		annotations: override?.annotations ? { ...annotations, ...override.annotations } : (annotations ?? {}),
+	};
 }

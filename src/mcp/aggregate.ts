@@ -17,7 +17,8 @@ export interface RouteTarget {
 /** Lists of one member, keyed by member name. Members that failed are simply absent. */
 export type PerServer<T> = ReadonlyMap<string, readonly T[]>;
 
-function byName<T extends { name: string }>(a: T, b: T): number {
+/** Orders by name, code unit by code unit (the same order in every isolate, whatever its locale). */
+export function byName<T extends { name: string }>(a: T, b: T): number {
 	return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 

@@ -21,6 +21,11 @@ export const LIST_KINDS = {
 } as const;
 export type ListKind = keyof typeof LIST_KINDS;
 
+/** The list kind a list method asks for (`tools/list` → `tools`). */
+export const LIST_KIND_OF_METHOD: ReadonlyMap<string, ListKind> = new Map(
+	(Object.keys(LIST_KINDS) as ListKind[]).map((kind) => [LIST_KINDS[kind].method, kind]),
+);
+
 /** The entry type of each list. */
 export interface ListItems {
 	tools: Tool;

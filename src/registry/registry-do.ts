@@ -8,6 +8,7 @@ import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principa
 import { mintApiKey, newKeyId } from "./api-key.ts";
 import { KvPublisher } from "./kv-publisher.ts";
 import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
+import { ObservedToolsTable } from "./observed-tools.ts";
 import type { PolicyApplies, PolicyInput, PolicyRecord } from "./policy-records.ts";
 import { configDigest, RegistryTables } from "./registry-tables.ts";
 import {
@@ -24,7 +25,7 @@ import {
 	type VirtualServerRecord,
 } from "./schemas.ts";
 import { checkSessionAgainst, quoteList } from "./session-check.ts";
-import { type PinInput, PinInputSchema, type ServerPins } from "./tool-pins.ts";
+import { type ObservedTools, type PinInput, PinInputSchema, type ServerPins } from "./tool-pins.ts";
 
 /** At most this many tools are pinned per write: a list longer than that is an upstream flooding us. */
 const MAX_PINS_PER_WRITE = 1_000;
@@ -41,6 +42,7 @@ export const REGISTRY_NAME = "registry";
  */
 export class RegistryDO extends DurableObject<Env> {
 	private readonly tables: RegistryTables;
+	private readonly observed: ObservedToolsTable;
 	/** Requests served, for cost assertions in tests and benchmarks. */
 	reads = 0;
 	readonly publisher: KvPublisher;
@@ -48,6 +50,7 @@ export class RegistryDO extends DurableObject<Env> {
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
 		this.tables = new RegistryTables(ctx.storage.sql);
+		this.observed = new ObservedToolsTable(ctx.storage.sql);
 		this.publisher = new KvPublisher(
 			this.tables,
 			ctx.storage,
@@ -97,6 +100,8 @@ export class RegistryDO extends DurableObject<Env> {
 			protocol: input.protocol,
 			auth: input.auth,
 			tools: input.tools ?? null,
+			prompts: input.prompts ?? null,
+			resources: input.resources ?? null,
 			pinning: input.pinning,
 		};
 		const digest = await configDigest(config);
@@ -132,7 +137,10 @@ export class RegistryDO extends DurableObject<Env> {
 	/** Deletes a server and its pins: a server created again under the name starts with none. */
 	deleteServer(name: string): Promise<boolean> {
 		const deleted = this.tables.deleteServer(name);
-		if (deleted) this.tables.deletePins(name);
+		if (deleted) {
+			this.tables.deletePins(name);
+			this.observed.delete(name);
+		}
 		return this.deleted(deleted, () => [...this.namesOfServer(name), KV_NAMES.pins(name)]);
 	}
 
@@ -161,9 +169,44 @@ export class RegistryDO extends DurableObject<Env> {
 		if (!current) return { refused: `no server named '${server}'` };
 		if (current.generation !== generation) return { refused: `'${server}' is another incarnation now` };
 		if (current.pinning === "off") return { recorded: false, pins: this.tables.serverPins(server) };
-		const recorded = this.tables.recordFirstSeen(server, generation, parsed.data, Date.now());
-		if (recorded) await this.publish([KV_NAMES.pins(server)]);
+		const now = Date.now();
+		const recorded = this.tables.recordFirstSeen(server, generation, parsed.data, now);
+		if (recorded) {
+			// The first list is also the first observed: the admin's view of a server it cannot list starts from it.
+			this.observed.put(server, generation, parsed.data, now);
+			await this.publish([KV_NAMES.pins(server)]);
+		}
 		return { recorded, pins: this.tables.serverPins(server) };
+	}
+
+	/**
+	 * A session saw the server list a tool not as approved (new, changed, or a
+	 * pinned one missing): `pins` are what it listed, kept as the server's last
+	 * observed list for the admin (`GET /admin/servers/:name/tools` of a server
+	 * whose requests need a caller). Written only when it differs from the list
+	 * kept; refused for another incarnation. Published nowhere.
+	 */
+	recordObserved(
+		server: string,
+		generation: string,
+		pins: readonly PinInput[],
+	): { recorded: boolean } | { refused: string } {
+		this.reads++;
+		const parsed = PinInputsSchema.safeParse(pins);
+		if (!parsed.success) return { refused: `pins: ${describeIssues(parsed.error)}` };
+		const current = this.tables.server(server);
+		if (!current) return { refused: `no server named '${server}'` };
+		if (current.generation !== generation) return { refused: `'${server}' is another incarnation now` };
+		if (current.pinning === "off") return { recorded: false };
+		return { recorded: this.observed.put(server, generation, parsed.data, Date.now()) };
+	}
+
+	/** What sessions last saw the server list, of its current incarnation; null when none was reported. */
+	observedTools(name: string): ObservedTools | null {
+		this.reads++;
+		const server = this.tables.server(name);
+		const observed = this.observed.get(name);
+		return server && observed?.generation === server.generation ? observed : null;
 	}
 
 	/**
@@ -218,6 +261,8 @@ export class RegistryDO extends DurableObject<Env> {
 			servers: input.servers,
 			userPaths: input.userPaths ?? null,
 			tools: input.tools ?? null,
+			prompts: input.prompts ?? null,
+			resources: input.resources ?? null,
 			generation: existing?.generation ?? randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

@@ -40,6 +40,8 @@ const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
 	auth: JSON_TEXT,
 	tools: JSON_TEXT,
+	prompts: JSON_TEXT,
+	resources: JSON_TEXT,
 	captureArguments: BOOLEAN_INTEGER,
 	// NULL only in a registry older than digests, until `migrate` fills it in.
 	configDigest: {
@@ -52,6 +54,8 @@ const virtualServers = new RecordTable("virtual_servers", "name", VirtualServerR
 	servers: JSON_TEXT,
 	userPaths: JSON_TEXT,
 	tools: JSON_TEXT,
+	prompts: JSON_TEXT,
+	resources: JSON_TEXT,
 });
 
 /** Keys issued before self-verifying keys are of format 1, the others of 2. */
@@ -105,6 +109,8 @@ const CREATE_TABLES = `
 		protocol TEXT NOT NULL DEFAULT 'auto',
 		auth TEXT NOT NULL DEFAULT '{"type":"operator"}', -- JSON: whose credentials its requests carry
 		tools TEXT, -- JSON: how its tools look to callers; NULL: as the upstream has them
+		prompts TEXT, -- JSON: which of its prompts callers see; NULL: all
+		resources TEXT, -- JSON: which of its resources and templates callers see; NULL: all
 		pinning TEXT NOT NULL DEFAULT 'warn', -- block | warn | off: what a changed tool definition does
 		capture_arguments INTEGER NOT NULL DEFAULT 0, -- 1: tool_call events carry argument values
 		generation TEXT NOT NULL,
@@ -186,6 +192,8 @@ const CREATE_TABLES = `
 		servers TEXT NOT NULL, -- JSON array of member server names, in order
 		user_paths TEXT, -- JSON array of allowed user paths; NULL means all
 		tools TEXT, -- JSON: which of its members' tools it offers; NULL: all
+		prompts TEXT, -- JSON: which of its members' prompts it offers; NULL: all
+		resources TEXT, -- JSON: which of its members' resources and templates it offers; NULL: all
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
@@ -202,6 +210,8 @@ export function configDigest(
 	server: Pick<ServerRecord, "url" | "headers" | "timeoutSeconds" | "protocol"> & {
 		auth?: ServerRecord["auth"] | undefined;
 		tools?: ServerRecord["tools"] | undefined;
+		prompts?: ServerRecord["prompts"] | undefined;
+		resources?: ServerRecord["resources"] | undefined;
 		pinning?: ServerRecord["pinning"] | undefined;
 	},
 ): Promise<string> {
@@ -209,6 +219,8 @@ export function configDigest(
 	if (server.protocol !== "auto") parts.push(server.protocol);
 	if (server.auth !== undefined && server.auth.type !== "operator") parts.push({ auth: server.auth });
 	if (server.tools !== undefined && server.tools !== null) parts.push({ tools: server.tools });
+	if (server.prompts !== undefined && server.prompts !== null) parts.push({ prompts: server.prompts });
+	if (server.resources !== undefined && server.resources !== null) parts.push({ resources: server.resources });
 	if (server.pinning !== undefined && server.pinning !== DEFAULT_PINNING) parts.push({ pinning: server.pinning });
 	return sha256Hex(JSON.stringify(parts));
 }
@@ -232,6 +244,10 @@ export class RegistryTables {
 		this.addColumn("servers", "auth", `TEXT NOT NULL DEFAULT '{"type":"operator"}'`);
 		this.addColumn("servers", "tools", "TEXT");
 		this.addColumn("virtual_servers", "tools", "TEXT");
+		this.addColumn("servers", "prompts", "TEXT");
+		this.addColumn("servers", "resources", "TEXT");
+		this.addColumn("virtual_servers", "prompts", "TEXT");
+		this.addColumn("virtual_servers", "resources", "TEXT");
 		// Servers registered before pinning are under the default mode.
 		this.addColumn("servers", "pinning", `TEXT NOT NULL DEFAULT '${DEFAULT_PINNING}'`);
 		// Servers registered before argument capture never captured.

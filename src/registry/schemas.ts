@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
+import { PromptShapingSchema, ResourceShapingSchema } from "./offer-shaping-schema.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
 import { EndpointToolsSchema, ToolShapingSchema } from "./tool-shaping-schema.ts";
@@ -127,6 +128,10 @@ export const ServerInputSchema = z.strictObject({
 	auth: ServerAuthSchema.default({ type: "operator" }),
 	/** How its tools look to callers (see tool-shaping-schema.ts); absent: as the upstream has them. */
 	tools: ToolShapingSchema.optional(),
+	/** Which of its prompts callers see, by name (see offer-shaping-schema.ts); absent: all. */
+	prompts: PromptShapingSchema.optional(),
+	/** Which of its resources and templates callers see, by URI and uriTemplate; absent: all. */
+	resources: ResourceShapingSchema.optional(),
 	/** What a changed or new tool definition does (see tool-pins.ts). */
 	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 	/**
@@ -168,6 +173,10 @@ export const VirtualServerInputSchema = z.strictObject({
 	userPaths: z.array(UserPathSchema).min(1).optional(),
 	/** Which of its members' tools it offers, by the names its callers see (`member__tool` globs). */
 	tools: EndpointToolsSchema.optional(),
+	/** Which of its members' prompts it offers, by the names its callers see (`member__prompt` globs). */
+	prompts: PromptShapingSchema.optional(),
+	/** Which of its members' resources and templates it offers, by URI and uriTemplate globs. */
+	resources: ResourceShapingSchema.optional(),
 });
 export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 
@@ -192,6 +201,10 @@ export const ServerRecordSchema = z.object({
 	auth: ServerAuthSchema.default({ type: "operator" }),
 	/** How its tools look to callers; null: as the upstream has them (and in records older than the field). */
 	tools: ToolShapingSchema.nullable().default(null),
+	/** Which of its prompts callers see; null: all (and in records older than the field). */
+	prompts: PromptShapingSchema.nullable().default(null),
+	/** Which of its resources and templates callers see; null: all (and in records older than the field). */
+	resources: ResourceShapingSchema.nullable().default(null),
 	/** What its changed or new tool definitions do; records published before the field are "warn", the default. */
 	pinning: PinningModeSchema.default(DEFAULT_PINNING),
 	/** Whether `tool_call` events carry argument values; records published before the field do not. */
@@ -254,6 +267,10 @@ export const VirtualServerRecordSchema = z.object({
 	userPaths: z.array(z.string()).nullable(),
 	/** Which of its members' tools it offers; null: all (and in records older than the field). */
 	tools: EndpointToolsSchema.nullable().default(null),
+	/** Which of its members' prompts it offers; null: all (and in records older than the field). */
+	prompts: PromptShapingSchema.nullable().default(null),
+	/** Which of its members' resources and templates it offers; null: all (and in records older than the field). */
+	resources: ResourceShapingSchema.nullable().default(null),
 	/** Random id of this incarnation: deleted and created again, it gets a new one. */
 	generation: z.string(),
 	createdAt: z.number(),

@@ -67,3 +67,19 @@ export const ToolApprovalInputSchema = z.strictObject({
 	tools: z.array(z.string().min(1).max(256)).min(1).max(1_000).optional(),
 });
 export type ToolApprovalInput = z.output<typeof ToolApprovalInputSchema>;
+
+/**
+ * The definitions a session last saw a server list (reported when one of
+ * them was new or changed, or a pinned one was missing). Kept by the
+ * registry, published nowhere: the admin reads it for servers it cannot list
+ * itself (their requests carry each caller's credentials).
+ */
+export const ObservedToolsSchema = z.object({
+	server: z.string(),
+	/** The incarnation that listed them. */
+	generation: z.string(),
+	/** When the registry first held this list (an unchanged list reported again writes nothing). */
+	observedAt: z.number(),
+	tools: z.array(PinInputSchema),
+});
+export type ObservedTools = z.output<typeof ObservedToolsSchema>;

@@ -9,7 +9,7 @@ import { z } from "zod";
  * neither listed nor callable, and an aliased one is called only by its alias.
  */
 const GLOB = /^[A-Za-z0-9_.\-*?/]{1,128}$/;
-const GlobSchema = z
+export const GlobSchema = z
 	.string()
 	.regex(GLOB, "must be a glob of a tool name (letters, digits, _ . - /, and * or ?), at most 128 characters");
 /** MCP's tool names: what an alias may be (2025-11-25 "SHOULD" 1-128 of these characters). */
@@ -59,12 +59,15 @@ export const ToolShapingSchema = z
 export type ToolShaping = z.infer<typeof ToolShapingSchema>;
 
 /**
- * What a virtual server offers of its members' tools: globs over the names
- * its callers see, `<member>__<tool>` (the members' own shaping applied
- * first). Aliases and descriptions belong to each server's own shaping.
+ * What a virtual server offers of its members' tools, and how they look
+ * there: globs over the names its callers would otherwise see,
+ * `<member>__<tool>` (the members' own shaping applied first), and overrides
+ * keyed by those same names. An override's `name` here is the whole name the
+ * virtual server's callers see, with no `member__` prefix added: the prefix
+ * exists only to keep members' names apart, and a name the operator writes for
+ * this one endpoint is kept apart by the collision check instead (two names
+ * alike are refused here, and an alias that takes a member's tool's name hides
+ * that tool, logged, as on a server).
  */
-export const EndpointToolsSchema = z.strictObject({
-	include: z.array(GlobSchema).min(1).max(256).optional(),
-	exclude: z.array(GlobSchema).max(256).optional(),
-});
-export type EndpointTools = z.infer<typeof EndpointToolsSchema>;
+export const EndpointToolsSchema = ToolShapingSchema;
+export type EndpointTools = ToolShaping;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { IdentitySchema } from "../registry/access-rules.ts";
+import { PromptShapingSchema, ResourceShapingSchema } from "../registry/offer-shaping-schema.ts";
 import {
 	EndpointCheckSchema,
 	ServerAuthSchema,
@@ -54,6 +55,9 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	auth: ServerAuthSchema.optional(),
 	/** How its tools look to callers; absent in bindings older than it: as the upstream has them. */
 	tools: ToolShapingSchema.nullable().optional(),
+	/** Which of its prompts and resources callers see; absent in bindings older than them: all. */
+	prompts: PromptShapingSchema.nullable().optional(),
+	resources: ResourceShapingSchema.nullable().optional(),
 	/** What its changed tool definitions do; absent in bindings older than it, which means the default, "warn". */
 	pinning: PinningModeSchema.optional(),
 	/** Whether tool_call events carry argument values; absent in bindings older than it: they do not. */
@@ -73,6 +77,8 @@ export function memberOf(server: ServerRecord): Member {
 		protocol: server.protocol,
 		auth: server.auth,
 		tools: server.tools,
+		prompts: server.prompts,
+		resources: server.resources,
 		pinning: server.pinning,
 		captureArguments: server.captureArguments,
 	};
@@ -114,6 +120,9 @@ export const SessionBindingSchema = z.object({
 	members: z.array(MemberSchema),
 	/** A virtual server's choice of its members' tools, as at open; absent: all. */
 	endpointTools: EndpointToolsSchema.optional(),
+	/** A virtual server's choice of its members' prompts and resources, as at open; absent: all. */
+	endpointPrompts: PromptShapingSchema.optional(),
+	endpointResources: ResourceShapingSchema.optional(),
 	/** Upstream sessions by member name; a member missing here is connected on next use. */
 	upstreams: z.record(z.string(), UpstreamSessionSchema),
 	/**

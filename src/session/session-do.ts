@@ -2,9 +2,12 @@ import { DurableObject } from "cloudflare:workers";
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { shapesList } from "../governance/offer-shaping.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
+import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
@@ -12,11 +15,10 @@ import { telemetryFor } from "../telemetry/telemetry.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
-import { type Calling, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
-import { UnknownToolRefusal } from "./call-failures.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
@@ -234,22 +236,19 @@ export class SessionDO extends DurableObject<Env> {
 				const member = this.parts.members.sole(current);
 				// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
 				// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
-				if (
-					input.kind === "request" &&
-					input.message.method === "tools/list" &&
-					(member.tools || member.pinning === "block" || governs((await this.parts.gate()).policies, member.name))
-				) {
+				const kind = input.kind === "request" ? await this.answeredHere(member, input.message.method) : null;
+				if (input.kind === "request" && kind) {
 					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
-					this.parts.catalog.invalidate(member.name, ["tools"]);
-					const tools = await this.parts.visible(
-						member.name,
-						"tools",
-						await this.parts.catalog.get(member.name, "tools"),
-					);
+					this.parts.catalog.invalidate(member.name, [kind]);
+					const items = await this.parts.visible(member.name, kind, await this.parts.catalog.get(member.name, kind));
 					done();
-					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { tools } });
+					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
 				}
-				if (input.kind === "request") return await this.parts.calls.request(member, input.message, done);
+				if (input.kind === "request") {
+					const reply = await this.parts.calls.request(member, input.message, done);
+					// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
+					return input.message.method === "tools/list" ? this.parts.watched(member, input.message, reply) : reply;
+				}
 				const accepted = await this.parts.calls.notify(member, input.message);
 				done();
 				return accepted;
@@ -268,6 +267,20 @@ export class SessionDO extends DurableObject<Env> {
 				? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
 				: failure;
 		}
+	}
+
+	/**
+	 * The list a transparent session answers itself rather than pass on, if
+	 * `method` is one: tools of a server shaped, pinned under `block` or
+	 * governed by a policy; prompts, resources and templates of a server whose
+	 * operator chose which of them callers see.
+	 */
+	private async answeredHere(member: Member, method: string): Promise<ListKind | null> {
+		const kind = LIST_KIND_OF_METHOD.get(method);
+		if (kind === undefined) return null;
+		if (kind !== "tools") return shapesList(member, kind) ? kind : null;
+		if (member.tools || member.pinning === "block") return kind;
+		return governs((await this.parts.gate()).policies, member.name) ? kind : null;
 	}
 
 	/**

@@ -8,6 +8,7 @@ import {
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
+import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
 import type { EndpointTools } from "../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./aggregate/bounded.ts";
 import type { EndpointCheck, Member, SessionBinding, SessionScope } from "./binding.ts";
@@ -23,6 +24,9 @@ export interface OpenSessionInput {
 	members: Member[];
 	/** A virtual server's choice of its members' tools (kept in the binding). */
 	endpointTools?: EndpointTools | null | undefined;
+	/** A virtual server's choice of its members' prompts and resources (kept in the binding). */
+	endpointPrompts?: PromptShaping | null | undefined;
+	endpointResources?: ResourceShaping | null | undefined;
 }
 
 /** A binding before the DO stamps it with its times. */
@@ -132,6 +136,8 @@ function draft(input: OpenSessionInput, protocolVersion: string, upstreams: Sess
 		clientInfo: input.params.clientInfo,
 		members: input.members,
 		...(input.endpointTools ? { endpointTools: input.endpointTools } : {}),
+		...(input.endpointPrompts ? { endpointPrompts: input.endpointPrompts } : {}),
+		...(input.endpointResources ? { endpointResources: input.endpointResources } : {}),
 		upstreams,
 	};
 }

@@ -1,12 +1,14 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
-import { logPinVerdict, pinsFor, recordFirstSeenOnce, registryRecorder } from "../governance/pin-records.ts";
-import { DEFAULT_PINNING, heldToolSentence, needsFirstSeen, pinVerdict } from "../governance/pinning.ts";
+import { checkListed, type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
+import { offeredItems, promptOffered } from "../governance/offer-shaping.ts";
+import { logPinVerdict, registryRecorder } from "../governance/pin-records.ts";
+import { DEFAULT_PINNING, heldToolSentence } from "../governance/pinning.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
-import { exposedToolName, realToolName, shapeTools, toolOffered } from "../governance/tool-shaping.ts";
+import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
@@ -34,6 +36,8 @@ export interface SessionParts {
 	readonly settings: Settings;
 	/** The policies and the session's caller, now (the one decision on tools; see tool-gate.ts). */
 	gate(): Promise<ToolGate>;
+	/** A transparent tools/list reply passed on as it came, its tools checked against the pins beside the client. */
+	watched(member: Member, request: JSONRPCRequest, reply: Response): Response;
 	/** What of a member's shaped list the caller may see now. */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 	/** The binding in storage, and the alarm (counted). */
@@ -104,24 +108,21 @@ export function sessionParts(host: PartsHost): SessionParts {
 	const policyReader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
 	/** Each member's tools as its upstream last listed them (before shaping), for pinning. */
 	const rawTools = new Map<string, Tool[]>();
+	const pinContext: PinContext = {
+		reader: policyReader,
+		registry: registryRecorder(env),
+		ttlMs: settings.endpointCacheTtlMs,
+		waitUntil: (promise) => ctx.waitUntil(promise),
+	};
 	/**
 	 * How each of a member's tools stands against its pinned definition, by
 	 * its upstream name. The first list of a server ever seen is recorded as
 	 * approved (trust on first use, in the background); under `block` a new or
 	 * changed definition is held, under `warn` served and logged.
+	 * `listed`: a list is being served (the registry hears of it); else a call is checked.
 	 */
-	const pinned = async (member: Member) => {
-		const mode = member.pinning ?? DEFAULT_PINNING;
-		const pins = mode === "off" ? null : await pinsFor(policyReader, member, settings.endpointCacheTtlMs);
-		const raw = rawTools.get(member.name) ?? [];
-		if (needsFirstSeen(mode, pins) && raw.length > 0) {
-			ctx.waitUntil(recordFirstSeenOnce(registryRecorder(env), member, raw, settings.endpointCacheTtlMs));
-		}
-		return (real: string) => {
-			const tool = raw.find((candidate) => candidate.name === real);
-			return tool ? pinVerdict(mode, pins, tool) : null;
-		};
-	};
+	const pinned = (member: Member, listed: boolean) =>
+		checkListed(pinContext, member, { tools: rawTools.get(member.name) ?? [], complete: listed });
 	/** The policies and who the session is for, now: one decision for its lists and calls. */
 	const gate = async (): Promise<ToolGate> => {
 		const binding = host.current();
@@ -137,6 +138,9 @@ export function sessionParts(host: PartsHost): SessionParts {
 			now: host.clock().now(),
 		};
 	};
+	/** A member's (shaped) tool as the session's endpoint presents it: a virtual server's overrides applied. */
+	const onEndpoint = (server: string, name: string, annotations: Tool["annotations"]) =>
+		endpointToolView(host.current()?.endpointTools ?? undefined, server, name, annotations);
 	/** What of a member's shaped list this caller may see: tools the policies hide are left out. */
 	const visible = async <K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>) => {
 		if (kind !== "tools") return items;
@@ -147,7 +151,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		const realOf = (tool: Tool) => realToolName(shaping, tool.name) ?? tool.name;
 		const mode = member.pinning ?? DEFAULT_PINNING;
 		const check = async () => {
-			const verdictOf = await pinned(member);
+			const verdictOf = await pinned(member, true);
 			return tools.filter((tool) => {
 				const verdict = verdictOf(realOf(tool));
 				if (verdict) logPinVerdict(server, mode, realOf(tool), verdict);
@@ -159,8 +163,13 @@ export function sessionParts(host: PartsHost): SessionParts {
 		if (mode !== "block")
 			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
 		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
-		return visibleTools(now, server, served, realOf) as Array<ListItems[K]>;
+		return visibleTools(now, server, served, (tool) => ({
+			...onEndpoint(server, tool.name, tool.annotations),
+			realName: realOf(tool),
+		})) as Array<ListItems[K]>;
 	};
+	const watched = (member: Member, request: JSONRPCRequest, reply: Response) =>
+		watchedToolsReply(pinContext, member, request, reply, pool.connection(member).maxReplyBytes);
 	const lifecycle = new SessionLifecycle({
 		...state,
 		settings,
@@ -192,10 +201,12 @@ export function sessionParts(host: PartsHost): SessionParts {
 		session: (member) => members.session(member),
 		retire: (member, session) => members.retire(member, session),
 		isReadOnlyTool: async (member, name) => {
-			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included.
+			// `name` is the upstream's; the catalog holds the shaped tools, annotations the operator added included,
+			// and a virtual server's operator may add theirs over them.
 			const exposed = exposedToolName(member.tools ?? undefined, name);
 			return (await catalog.get(member.name, "tools")).some(
-				(tool) => tool.name === exposed && tool.annotations?.readOnlyHint === true,
+				(tool) =>
+					tool.name === exposed && onEndpoint(member.name, exposed, tool.annotations).annotations.readOnlyHint === true,
 			);
 		},
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
@@ -205,7 +216,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			if ((member.pinning ?? DEFAULT_PINNING) === "block") {
 				// A held definition is refused on call as it is left out of lists; the upstream's list is needed to know.
 				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
-				const verdict = (await pinned(member))(real);
+				const verdict = (await pinned(member, false))(real);
 				if (verdict && !verdict.served) {
 					const instruments = instrumentsOf(telemetryFor(env));
 					instruments.toolsHeld.add(1);
@@ -224,7 +235,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const refused = callRefusal(
 				now,
 				member.name,
-				{ name: exposed, realName: real, annotations: tool?.annotations ?? {} },
+				{ ...onEndpoint(member.name, exposed, tool?.annotations), realName: real },
 				args,
 			);
 			if (refused) instrumentsOf(telemetryFor(env)).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "policy" });
@@ -235,7 +246,15 @@ export function sessionParts(host: PartsHost): SessionParts {
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
 		catalog,
 		visible,
-		endpointOffers: (exposed) => toolOffered(host.current()?.endpointTools ?? undefined, exposed),
+		endpointTools: () => host.current()?.endpointTools ?? undefined,
+		endpointOffers: () => {
+			const binding = host.current();
+			return { prompts: binding?.endpointPrompts, resources: binding?.endpointResources };
+		},
+		memberOffers: (server, what, name) => {
+			const member = members.member(server);
+			return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
+		},
 		forward: (server, message, done) => calls.request(members.member(server), message, done),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
@@ -288,7 +307,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
 				router.memberNotification(server, notification);
 			});
-			if (kind !== "tools") return items;
+			// The session keeps, routes by and compares what the operator offers of prompts and resources.
+			if (kind !== "tools") return offeredItems(member, kind, items);
 			// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
 			rawTools.set(server, items as Tool[]);
 			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
@@ -303,6 +323,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 	return {
 		settings,
 		gate,
+		watched,
 		visible,
 		store,
 		lifecycle,
@@ -322,7 +343,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 /** A member's tool list as its operator shaped it (the catalog holds only this view). */
 function shapedList<K extends ListKind>(member: Member, items: Array<ListItems[K]>): Array<ListItems[K]> {
 	// Tools lists hold tools: `listAll` parsed them with the SDK's Tool schema.
-	return shapeTools(member.name, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
+	return shapeTools(`upstream ${member.name}`, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
 }
 
 /** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */

@@ -4,11 +4,13 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { hiddenOfferRefusal } from "../governance/offer-shaping.ts";
 import { realToolName } from "../governance/tool-shaping.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
+import { unknownName } from "../mcp/unknown-offers.ts";
 import { once } from "../primitives/once.ts";
 import { type CallNote, withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
@@ -26,7 +28,6 @@ import {
 	notSent,
 	paused,
 	SessionEnded,
-	UnknownToolRefusal,
 } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
@@ -61,16 +62,16 @@ export interface CallHost {
 /**
  * A tools/call as the upstream knows it: called by the name callers see (the
  * operator's alias), sent under the upstream's own. A tool the operator hides,
- * or the real name of an aliased one, is refused exactly as an unknown tool.
+ * or the real name of an aliased one, is refused exactly as an unknown tool;
+ * a hidden prompt or resource as an unknown prompt or resource.
  */
 function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest | GatewayError {
-	if (message.method !== "tools/call" || !member.tools) return message;
+	if (message.method !== "tools/call") return hiddenOfferRefusal(member, message) ?? message;
+	if (!member.tools) return message;
 	const params = message.params ?? {};
 	const exposed = String(params.name ?? "");
 	const real = realToolName(member.tools, exposed);
-	if (real === null) {
-		return new UnknownToolRefusal("invalid_params", `Unknown tool: '${exposed}' is not offered by this endpoint.`);
-	}
+	if (real === null) return unknownName("tool", exposed);
 	return real === exposed ? message : { ...message, params: { ...params, name: real } };
 }
 

@@ -36,6 +36,11 @@ export function configureIdentity(
 	return control(base, "/_control/configure", settings);
 }
 
+/** `whoami` describes itself so from now on (open sessions are told its list changed). */
+export function describeWhoami(base: string, description: string): Promise<void> {
+	return control(base, "/_control/describe", { description });
+}
+
 export async function identityLog(base: string): Promise<IdentityLogEntry[]> {
 	return (await (await fetch(`${base}/_log`)).json()) as IdentityLogEntry[];
 }

@@ -13,6 +13,7 @@ import { Browser } from "../../scripts/fixtures/browser.ts";
 import { createApp } from "../../src/edge/app.ts";
 import type { Env } from "../../src/env.ts";
 import { admin, uniqueName } from "./gateway.ts";
+import { issuerCall } from "./jwt-issuer.ts";
 
 /** OAuth tests run on a loopback origin: OAuth allows plain http only there. */
 export const ORIGIN = "http://localhost";
@@ -131,4 +132,20 @@ export function testAccessRules(): (body: unknown) => Promise<string> {
 		rules.push(name);
 		return name;
 	};
+}
+
+/** A person's access token at `issuer` for the gateway's resource (OAUTH_ISSUER = issuer). */
+export async function personToken(issuer: string, sub: string, email: string): Promise<string> {
+	const now = Math.floor(Date.now() / 1000);
+	const claims = {
+		iss: issuer,
+		sub,
+		aud: `${ORIGIN}/mcp`,
+		scope: "mcp",
+		email,
+		email_verified: true,
+		iat: now,
+		exp: now + 600,
+	};
+	return (await issuerCall<{ token: string }>(issuer, "/sign", { claims })).token;
 }

@@ -1,4 +1,5 @@
 import { inject } from "vitest";
+import type { CatalogTool } from "../../scripts/fixtures/control-shapes.ts";
 import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
@@ -60,4 +61,14 @@ export async function upstreamSessionLog(
 /** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon and resumable offer it). */
 export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable") {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
+}
+
+/** Sets what the mutable upstream lists to sessions of `?catalog=<key>` (live ones included; scripts/fixtures/pinnable-catalog.ts). */
+export async function putCatalog(key: string, tools: CatalogTool[]): Promise<void> {
+	const response = await fetch(`${new URL(upstreamUrl("mutable")).origin}/_catalog/${key}`, {
+		method: "PUT",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify({ tools }),
+	});
+	if (response.status !== 204) throw new Error(`catalog ${key}: ${response.status} ${await response.text()}`);
 }

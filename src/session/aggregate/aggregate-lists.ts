@@ -1,5 +1,13 @@
 import type { Prompt, Resource, ResourceTemplate, Tool } from "@modelcontextprotocol/sdk/types.js";
 import {
+	type OfferShaping,
+	offeredItems,
+	promptOffered,
+	shapesList,
+	uriOffered,
+} from "../../governance/offer-shaping.ts";
+import { realToolName, shapeTools } from "../../governance/tool-shaping.ts";
+import {
 	aggregateNamed,
 	aggregateResources,
 	aggregateTemplates,
@@ -10,7 +18,8 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
-import { UnknownToolRefusal } from "../call-failures.ts";
+import { unknownName, unknownResource } from "../../mcp/unknown-offers.ts";
+import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 
@@ -22,8 +31,15 @@ export interface ListsHost {
 	/** Member names, in endpoint order. */
 	members(): readonly string[];
 	readonly catalog: Catalog;
-	/** Whether the endpoint offers a tool under this (namespaced) name: a virtual server's own choice. */
-	endpointOffers(exposed: string): boolean;
+	/**
+	 * A virtual server's own shaping of its members' tools, over the names its
+	 * callers would otherwise see (`member__tool`); undefined: all, as they are.
+	 */
+	endpointTools(): EndpointTools | undefined;
+	/** A virtual server's own choice of its members' prompts (by `member__prompt`) and resources (by URI). */
+	endpointOffers(): OfferShaping;
+	/** Whether the member offers a tool or prompt under its own exposed `name` (its shaping: not hidden, not renamed away). */
+	memberOffers(server: string, what: "tool" | "prompt", name: string): boolean;
 	/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 }
@@ -49,16 +65,26 @@ export class AggregateLists {
 
 	async tools(attempts?: number): Promise<Tool[]> {
 		const named = aggregateNamed(await this.collect("tools", attempts));
-		// A virtual server's choice of tools, by the names its callers see: what it leaves out is not routed either.
-		const items = named.items.filter((tool) => this.host.endpointOffers(tool.name));
-		this.toolRoutes = new Map([...named.routes].filter(([exposed]) => this.host.endpointOffers(exposed)));
+		// A virtual server's shaping, over the names its callers would see: what it leaves out is not routed
+		// either, and an alias routes where the name it replaces did.
+		const shaping = this.host.endpointTools();
+		const items = shapeTools("virtual server", shaping, named.items);
+		this.toolRoutes = new Map(
+			items.flatMap((tool): Array<[string, RouteTarget]> => {
+				const target = named.routes.get(realToolName(shaping, tool.name) ?? "");
+				return target ? [[tool.name, target]] : [];
+			}),
+		);
 		this.published.set("tools", JSON.stringify(items));
 		return items;
 	}
 
 	async prompts(attempts?: number): Promise<Prompt[]> {
-		const { items, routes } = aggregateNamed(await this.collect("prompts", attempts));
-		this.promptRoutes = routes;
+		const named = aggregateNamed(await this.collect("prompts", attempts));
+		// A virtual server's choice of prompts, by the names its callers see: what it leaves out is not routed either.
+		const offers = this.host.endpointOffers();
+		const items = named.items.filter((prompt) => promptOffered(offers, prompt.name));
+		this.promptRoutes = new Map([...named.routes].filter(([exposed]) => promptOffered(offers, exposed)));
 		this.published.set("prompts", JSON.stringify(items));
 		return items;
 	}
@@ -66,9 +92,11 @@ export class AggregateLists {
 	/** Resources and templates together: both decide where a URI routes. */
 	async resourceLists(attempts?: number): Promise<{ resources: Resource[]; templates: ResourceTemplate[] }> {
 		const version = this.host.catalog.version;
+		// A virtual server's choice of resources, by URI: what it leaves out neither lists, routes nor conflicts.
+		const offers = this.host.endpointOffers();
 		const [resources, templates] = await Promise.all([
-			this.collect("resources", attempts),
-			this.collect("resourceTemplates", attempts),
+			this.collect("resources", attempts).then((lists) => offeredPerServer(offers, "resources", lists)),
+			this.collect("resourceTemplates", attempts).then((lists) => offeredPerServer(offers, "resourceTemplates", lists)),
 		]);
 		this.resourceRoutes = new ResourceRoutes(resources, templates);
 		this.resourceRoutesVersion = version;
@@ -103,12 +131,23 @@ export class AggregateLists {
 			target = routes().get(exposed);
 		}
 		if (target) return target;
-		if (what === "tool" && !this.host.endpointOffers(exposed)) throw unknown(what, exposed);
-		const split = splitNamespacedName(exposed);
+		// What the virtual server hides, or the name an alias of its replaced, is unknown.
+		const named =
+			what === "tool"
+				? realToolName(this.host.endpointTools(), exposed)
+				: promptOffered(this.host.endpointOffers(), exposed)
+					? exposed
+					: null;
+		if (named === null) throw unknownName(what, exposed);
+		const split = splitNamespacedName(named);
 		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
 		// member that is briefly unreachable for lists can still be called.
-		if (split && this.host.members().includes(split.server) && exposed.length < MAX_TOOL_NAME_LENGTH) return split;
-		throw unknown(what, exposed);
+		if (split && this.host.members().includes(split.server) && named.length < MAX_TOOL_NAME_LENGTH) {
+			// Refused here, under the caller's name, what the member's own shaping would refuse under its own.
+			if (!this.host.memberOffers(split.server, what, split.name)) throw unknownName(what, exposed);
+			return split;
+		}
+		throw unknownName(what, exposed);
 	}
 
 	/**
@@ -117,11 +156,11 @@ export class AggregateLists {
 	 * template: a member's catch-all template never takes a URI another member lists.
 	 */
 	async routeUri(uri: string): Promise<string> {
+		// A URI the virtual server hides is unknown, whichever member's template would match it.
+		if (!uriOffered(this.host.endpointOffers(), uri)) throw unknownResource(uri);
 		await this.currentResourceRoutes();
 		const route = this.resourceRoutes.route(uri);
-		if (route === null) {
-			throw new GatewayError("resource_not_found", `Resource not found: ${uri} is not offered by this endpoint.`);
-		}
+		if (route === null) throw unknownResource(uri);
 		if ("ambiguous" in route) throw ambiguous(`Resource ${uri}`, route.ambiguous);
 		return route.server;
 	}
@@ -173,11 +212,14 @@ export class AggregateLists {
 	}
 }
 
-function unknown(what: "tool" | "prompt", exposed: string): GatewayError {
-	const sentence = `Unknown ${what}: '${exposed}' is not offered by this endpoint.`;
-	return what === "tool"
-		? new UnknownToolRefusal("invalid_params", sentence)
-		: new GatewayError("invalid_params", sentence);
+/** Each member's list, less what the virtual server leaves out. */
+function offeredPerServer<K extends "resources" | "resourceTemplates">(
+	offers: OfferShaping,
+	kind: K,
+	lists: PerServer<ListItems[K]>,
+): PerServer<ListItems[K]> {
+	if (!shapesList(offers, kind)) return lists;
+	return new Map([...lists].map(([server, items]) => [server, offeredItems(offers, kind, [...items])]));
 }
 
 function ambiguous(what: string, servers: readonly string[]): GatewayError {
