@@ -402,7 +402,7 @@ describe("session duration", () => {
 });
 
 describe("every tool call accounted (tool_call)", () => {
-	it("ok, tool error, policy refusal and upstream failure each give one event with the principal, the outcome and the digest, never the arguments", async () => {
+	it("ok, tool error and policy refusal each give one event with the principal, the outcome and the digest, never the arguments", async () => {
 		const tenant = newOtlpTenant();
 		const gateway = gatewayWith(otlpEnv(tenant));
 		const server = await registerServer("alpha");
