@@ -332,6 +332,32 @@ describe("server spans per client request, by the MCP conventions", () => {
 		expect(clientSpan.parentSpanId).toBe(span.spanId);
 		expect(clientSpan.attributes["mcp.session.id"]).toBeUndefined();
 	});
+
+	it("a 2026-07-28 tools/call on /mcp names the span by the namespaced tool, without mcp.session.id, and the member's upstream request is its CLIENT child", async () => {
+		const tenant = newOtlpTenant();
+		const gateway = gatewayWith(otlpEnv(tenant));
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const trace = newTraceId();
+		const name = `${server}__whoami`;
+		const { response, text } = await gateway.fetch(
+			modernRequest("/mcp", key, {
+				id: 3,
+				method: "tools/call",
+				params: { name, arguments: {}, _meta: { ...ENVELOPE, traceparent: clientParent(trace) } },
+			}),
+		);
+		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text" }] });
+		const span = await spanOf(tenant, trace, `tools/call ${name}`, "SERVER");
+		expect(span.parentSpanId).toBe(CLIENT_SPAN);
+		expect(span.attributes).toMatchObject({ "gen_ai.tool.name": name, "mcp.protocol.version": "2026-07-28" });
+		expect(span.attributes["mcp.session.id"]).toBeUndefined();
+		const poke = () =>
+			gateway.fetch(modernRequest("/mcp", key, { id: "flush", method: "tools/list", params: { _meta: ENVELOPE } }));
+		const clientSpan = await sessionSpanOf(trace, "tools/call whoami", poke);
+		expect(clientSpan.parentSpanId).toBe(span.spanId);
+		expect(clientSpan.attributes["mcp.session.id"]).toBeUndefined();
+	});
 });
 
 describe("the conventions' histograms", () => {
