@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
+import { cliProject } from "./test/cli/project.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
 /** The test project's name; the plugin runs the gateway under test as Worker `vitest-plugin-runner-<name>`. */
@@ -116,11 +117,13 @@ export default defineConfig({
 					name: PROJECT,
 					globalSetup: ["./test/global-setup.ts"],
 					testTimeout: 20_000,
-					exclude: [...configDefaults.exclude, "test/pages/**"],
+					exclude: [...configDefaults.exclude, "test/pages/**", "test/cli/**"],
 				},
 			},
 			// The pages in a real browser, in Node, with the gateway under `wrangler dev`.
 			pagesProject,
+			// The mcpgw command line, spawned against a gateway under `wrangler dev`.
+			cliProject,
 		],
 	},
 });
