@@ -4,7 +4,7 @@
 const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
 	console.error(
-		`mcpgw needs Node 22.18 or newer (it runs TypeScript as it is); this is Node ${process.versions.node}. See .nvmrc, or run: nvm install 22`,
+		`mcpgw needs Node 22.18 or newer (it runs TypeScript as it is); this is Node ${process.versions.node}. Install it (nvm install 22, or https://nodejs.org) and run mcpgw again.`,
 	);
 	process.exit(1);
 }
