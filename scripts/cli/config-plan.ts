@@ -53,6 +53,11 @@ const SCHEME_ONLY = /^(?:[A-Za-z][A-Za-z0-9-]* )?$/;
 /** A run that looks like a token: long, without spaces, of base64 or hex characters. */
 const TOKEN_LIKE = /[A-Za-z0-9+/_=.-]{24,}/;
 
+/** A header value the admin API shows as written (src/edge/admin-views.ts): references after at most an auth scheme. */
+function isReferencesOnly(value: string): boolean {
+	return value.includes("${UPSTREAM_") && SCHEME_ONLY.test(value.replace(REFERENCE, ""));
+}
+
 /** Literal secrets in a server's headers: refused for credential headers, warned about for token-like values. */
 function secretFindings(name: string, headers: Record<string, string>, refusals: string[], warnings: string[]): void {
 	for (const [header, value] of Object.entries(headers)) {
@@ -104,11 +109,7 @@ function comparableServer(
 	const headers = { ...((desired.headers ?? {}) as Record<string, string>) };
 	const heldHeaders = (held?.body.headers ?? {}) as Record<string, string>;
 	for (const [header, value] of Object.entries(headers)) {
-		if (
-			heldHeaders[header] === "***" &&
-			value.replace(REFERENCE, "") !== "" &&
-			!SCHEME_ONLY.test(value.replace(REFERENCE, ""))
-		) {
+		if (heldHeaders[header] === "***" && !isReferencesOnly(value)) {
 			warnings.push(`servers.${name}.headers.${header} is a literal the gateway masks: plan cannot see it change.`);
 			headers[header] = "***";
 		}

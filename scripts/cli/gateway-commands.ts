@@ -3,8 +3,6 @@
  * (list and call tools through an endpoint with an API key, as a client
  * would: the smoke test after a deploy).
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Command } from "commander";
 import { CliError } from "./admin-client.ts";
 import { clientFor, parseJsonOption, print, wantsJson } from "./command-context.ts";
@@ -67,6 +65,11 @@ function call(program: Command): void {
 				if (args === null || typeof args !== "object" || Array.isArray(args))
 					throw new CliError("--args: must be a JSON object.");
 				const url = endpointUrl(clientFor(command).connection.url, endpoint);
+				// Loaded here: only `call` needs the SDK, and every other command starts sooner without it.
+				const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+					import("@modelcontextprotocol/sdk/client/index.js"),
+					import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+				]);
 				const transport = new StreamableHTTPClientTransport(url, {
 					requestInit: { headers: { authorization: `Bearer ${key}` } },
 				});

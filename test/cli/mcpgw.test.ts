@@ -243,15 +243,36 @@ describe("configuration as code: plan, apply, export", () => {
 		const config = exampleConfig();
 		(config.servers?.["demo-math"] as Record<string, unknown>).pinning = "warn";
 		(config.accessRules?.["demo-team"] as Record<string, unknown>).priority = 60;
+		// A secret by reference: shown by the admin API as written, so it compares and exports.
+		(config.servers as Record<string, unknown>)["demo-auth"] = {
+			url: upstream(),
+			headers: { Authorization: "Bearer ${UPSTREAM_DEMO_TOKEN}" },
+		};
 		const file = configFile(config);
 		const plan = await mcpgw(["plan", "-f", file]);
 		expect(plan.code).toBe(0);
+		expect(plan.stdout).toContain("+ create server demo-auth\n");
 		expect(plan.stdout).toContain('~ replace server demo-math\n    pinning: "block" → "warn"');
 		expect(plan.stdout).toContain("~ replace access rule demo-team\n    priority: 50 → 60");
-		expect(plan.stdout).toContain("Plan: 0 to create, 2 to replace, 0 to delete, 4 unchanged.");
+		expect(plan.stdout).toContain("Plan: 1 to create, 2 to replace, 0 to delete, 4 unchanged.");
 		await mcpgwJson(["apply", "-f", file]);
 		expect(await mcpgwJson(["servers", "show", "demo-math", "--no-check"])).toMatchObject({ pinning: "warn" });
 		expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+	});
+
+	it("a changed key declaration makes a new key, printed once, and revokes the old one", async () => {
+		const [before] = await mcpgwJson<Array<{ id: string; name: string }>>(["keys", "list"]);
+		const config = exampleConfig();
+		(config.keys?.["ci-smoke"] as Record<string, unknown>).userPath = "/team/demo/ci";
+		const file = configFile(config);
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.stdout).toContain(`~ replace key ci-smoke (a new secret, shown once; revokes ${before?.id})`);
+		expect(plan.stdout).toContain('    userPath: "/team/demo" → "/team/demo/ci"');
+		const applied = await mcpgwJson<{ applied: Array<{ key?: { id: string; key: string } }> }>(["apply", "-f", file]);
+		const made = applied.applied.find((entry) => entry.key)?.key;
+		expect(made?.key.length).toBeGreaterThan(20);
+		const after = await mcpgwJson<Array<{ id: string; userPath: string }>>(["keys", "list"]);
+		expect(after).toEqual([expect.objectContaining({ id: made?.id, userPath: "/team/demo/ci" })]);
 	});
 
 	it("export writes the state in the same format, without secrets, and plan of it is empty", async () => {
@@ -261,7 +282,9 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(run.code, run.stderr).toBe(0);
 		const exported = JSON.parse(readFileSync(output, "utf8"));
 		expect(Object.keys(exported.servers)).toEqual(expect.arrayContaining(["demo", "demo-math"]));
-		expect(exported.keys["ci-smoke"]).toEqual({ servers: ["demo-suite"], userPath: "/team/demo" });
+		expect(exported.keys["ci-smoke"]).toEqual({ servers: ["demo-suite"], userPath: "/team/demo/ci" });
+		expect(exported.servers["demo-auth"].headers).toEqual({ Authorization: "Bearer ${UPSTREAM_DEMO_TOKEN}" });
+		expect(readFileSync(output, "utf8")).not.toMatch(/"key":/);
 		expect(exported.$schema).toMatch(/gateway\.config\.schema\.json$/);
 		expect((await mcpgwJson<PlanJson>(["plan", "-f", output, "--prune"])).changes).toEqual([]);
 	});
@@ -274,9 +297,13 @@ describe("configuration as code: plan, apply, export", () => {
 		delete config.servers?.["demo-math"];
 		const file = configFile(config);
 		const plan = await mcpgw(["plan", "-f", file, "--prune"]);
-		expect(plan.stdout, plan.stdout).toMatch(
-			/- delete key ci-smoke[^\n]*\n- delete virtual server demo-suite\n- delete server demo-math/,
-		);
+		const deletes = plan.stdout.split("\n").filter((line) => line.startsWith("- "));
+		expect(deletes, plan.stdout).toEqual([
+			expect.stringMatching(/^- delete key ci-smoke \(revokes key_/),
+			"- delete virtual server demo-suite",
+			"- delete server demo-math",
+			"- delete server demo-auth",
+		]);
 		const applied = await mcpgw(["apply", "-f", file, "--prune"]);
 		expect(applied.code, applied.stderr).toBe(0);
 		const servers = await mcpgwJson<Array<{ name: string }>>(["servers", "list"]);
