@@ -2,6 +2,7 @@ import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 import { GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
+import { cliProject } from "./test/cli/project.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
 /** The test project's name; the plugin runs the gateway under test as Worker `vitest-plugin-runner-<name>`. */
@@ -154,7 +155,7 @@ export default defineConfig({
 					name: PROJECT,
 					globalSetup: ["./test/global-setup.ts"],
 					testTimeout: 20_000,
-					exclude: [...configDefaults.exclude, "test/pages/**", TELEMETRY_TESTS],
+					exclude: [...configDefaults.exclude, "test/pages/**", "test/cli/**", TELEMETRY_TESTS],
 				},
 			},
 			// The gateway in workerd exporting its telemetry to the test OTLP receiver, one file at a time.
@@ -171,6 +172,8 @@ export default defineConfig({
 			},
 			// The pages in a real browser, in Node, with the gateway under `wrangler dev`.
 			pagesProject,
+			// The mcpgw command line, spawned against a gateway under `wrangler dev`.
+			cliProject,
 		],
 	},
 });

@@ -41,17 +41,27 @@ describe("admin API servers", () => {
 		expect(second).toMatchObject({ url: upstreamUrl("alpha"), timeoutSeconds: 5, generation: first.generation });
 	});
 
-	it("lists servers with header values masked", async () => {
+	it("lists servers with header values masked, except values that are only secret references", async () => {
 		const name = uniqueName("masked");
 		await admin("PUT", `/servers/${name}`, {
 			url: upstreamUrl("alpha"),
-			headers: { Authorization: "Bearer literal-secret-token", "X-Team": "${UPSTREAM_TEAM}" },
+			headers: {
+				Authorization: "Bearer literal-secret-token",
+				"X-Team": "${UPSTREAM_TEAM}",
+				"X-Api-Key": "Bearer ${UPSTREAM_TEAM}",
+				"X-Mixed": "a${UPSTREAM_TEAM}",
+			},
 		});
 		const listed = await admin("GET", "/servers");
 		const text = await listed.text();
 		expect(text).not.toContain("literal-secret-token");
 		const { servers } = JSON.parse(text) as { servers: Array<{ name: string; headers: Record<string, string> }> };
-		expect(servers.find((server) => server.name === name)?.headers).toEqual({ Authorization: "***", "X-Team": "***" });
+		expect(servers.find((server) => server.name === name)?.headers).toEqual({
+			Authorization: "***",
+			"X-Team": "${UPSTREAM_TEAM}",
+			"X-Api-Key": "Bearer ${UPSTREAM_TEAM}",
+			"X-Mixed": "***",
+		});
 		const one = await admin("GET", `/servers/${name}`);
 		expect(await one.text()).not.toContain("literal-secret-token");
 	});

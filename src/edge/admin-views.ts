@@ -3,12 +3,25 @@ import type { PolicyRecord } from "../registry/policy-records.ts";
 import type { ServerRecord, VirtualServerRecord } from "../registry/schemas.ts";
 import { maskedUrl } from "../upstream/upstream-target.ts";
 
-/** What the admin API shows of a server: header values and URL query values masked, since they may hold credentials. */
+/**
+ * A header value that is only secret references, after at most an auth scheme
+ * (`Bearer ${UPSTREAM_TOKEN}`): it names secrets without holding one, so it is
+ * shown as it is, and `mcpgw export` can write back what was configured.
+ */
+const REFERENCES_ONLY = /^(?:[A-Za-z][A-Za-z0-9-]* )?(?:\$\{UPSTREAM_[A-Z0-9_]+\})+$/;
+
+/**
+ * What the admin API shows of a server: URL query values and header values
+ * masked, since they may hold credentials, except header values that are only
+ * `${UPSTREAM_…}` references.
+ */
 export function maskServer(server: ServerRecord) {
 	return {
 		name: server.name,
 		url: maskedUrl(server.url),
-		headers: Object.fromEntries(Object.keys(server.headers).map((name) => [name, "***"])),
+		headers: Object.fromEntries(
+			Object.entries(server.headers).map(([name, value]) => [name, REFERENCES_ONLY.test(value) ? value : "***"]),
+		),
 		timeoutSeconds: server.timeoutSeconds,
 		protocol: server.protocol,
 		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.

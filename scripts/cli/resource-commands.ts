@@ -1,0 +1,419 @@
+/**
+ * The registry's resources, one command each: servers, virtual-servers, keys,
+ * rules (access rules), policies, connections and tools. Each request is the
+ * admin API's (README "Admin API"); what it refuses is reported in its words.
+ */
+import type { Command } from "commander";
+import { CliError } from "./admin-client.ts";
+import { clientFor, collect, integerOption, parseJsonOption, print } from "./command-context.ts";
+import type { ListedKey } from "./config-state.ts";
+import { details, table } from "./output.ts";
+
+type Row = Record<string, unknown>;
+
+/** `--body '{...}'` under the flags: the flags win, so a one-off field needs no JSON. */
+function bodyFrom(options: { body?: string }, fields: Record<string, unknown>): Record<string, unknown> {
+	const base = options.body === undefined ? {} : parseJsonOption("--body", options.body);
+	if (base === null || typeof base !== "object" || Array.isArray(base))
+		throw new CliError("--body: must be a JSON object.");
+	const given = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+	return { ...(base as Record<string, unknown>), ...given };
+}
+
+/** `Name: value` headers into an object. */
+function headersFrom(values: string[] | undefined): Record<string, string> | undefined {
+	if (!values) return undefined;
+	return Object.fromEntries(
+		values.map((value) => {
+			const colon = value.indexOf(":");
+			if (colon <= 0) throw new CliError(`--header: '${value}' is not 'Name: value'.`);
+			return [value.slice(0, colon).trim(), value.slice(colon + 1).trim()];
+		}),
+	);
+}
+
+function removed(command: Command, what: string): void {
+	print(command, { removed: what }, () => `Removed ${what}.`);
+}
+
+function servers(program: Command): void {
+	const group = program.command("servers").description("upstream MCP servers");
+	group
+		.command("list")
+		.description("list servers")
+		.action(async (_options, command: Command) => {
+			const { servers } = await clientFor(command).request<{ servers: Row[] }>("GET", "/servers");
+			print(command, servers, () =>
+				table(servers, [
+					["NAME", "name"],
+					["URL", "url"],
+					["PROTOCOL", "protocol"],
+					["PINNING", "pinning"],
+					["UPDATED", "updatedAt"],
+				]),
+			);
+		});
+	group
+		.command("show <name>")
+		.description("one server, with its check (does it answer, in which era)")
+		.option("--no-check", "skip asking the server")
+		.action(async (name: string, options: { check: boolean }, command: Command) => {
+			const server = await clientFor(command).request<Row>(
+				"GET",
+				`/servers/${encodeURIComponent(name)}?check=${options.check}`,
+			);
+			print(command, server, () => details(server));
+		});
+	group
+		.command("add <name>")
+		.alias("put")
+		.description("create or replace a server (PUT: fields not given take their defaults)")
+		// Not --url, which names the gateway.
+		.option("--upstream <url>", "the upstream's MCP endpoint (the body's url)")
+		.option("--header <header>", "'Name: value', repeatable; secrets as ${UPSTREAM_NAME} references", collect)
+		.option("--timeout <seconds>", "upstream timeout", integerOption("--timeout"))
+		.option("--protocol <protocol>", '"auto" or a version that pins its era')
+		.option("--pinning <mode>", '"block", "warn" or "off"')
+		.option("--auth <type>", '"operator", "oauth", "identity" (others through --body)')
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.option("--no-check", "register without asking the server")
+		.action(async (name: string, options: Record<string, string & string[] & boolean>, command: Command) => {
+			const body = bodyFrom(options, {
+				url: options.upstream,
+				headers: headersFrom(options.header),
+				timeoutSeconds: options.timeout,
+				protocol: options.protocol,
+				pinning: options.pinning,
+				auth: options.auth === undefined ? undefined : { type: options.auth },
+			});
+			const server = await clientFor(command).request<Row>(
+				"PUT",
+				`/servers/${encodeURIComponent(name)}?check=${options.check}`,
+				body,
+			);
+			print(command, server, () => details(server));
+		});
+	group
+		.command("remove <name>")
+		.description("delete a server")
+		.action(async (name: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/servers/${encodeURIComponent(name)}`);
+			removed(command, `server ${name}`);
+		});
+}
+
+function virtualServers(program: Command): void {
+	const group = program.command("virtual-servers").description("one endpoint in front of several servers");
+	group
+		.command("list")
+		.description("list virtual servers")
+		.action(async (_options, command: Command) => {
+			const { virtualServers } = await clientFor(command).request<{ virtualServers: Row[] }>("GET", "/virtual-servers");
+			print(command, virtualServers, () =>
+				table(virtualServers, [
+					["NAME", "name"],
+					["SERVERS", "servers"],
+					["USER PATHS", "userPaths"],
+					["UPDATED", "updatedAt"],
+				]),
+			);
+		});
+	group
+		.command("show <name>")
+		.description("one virtual server")
+		.action(async (name: string, _options, command: Command) => {
+			const virtualServer = await clientFor(command).request<Row>(
+				"GET",
+				`/virtual-servers/${encodeURIComponent(name)}`,
+			);
+			print(command, virtualServer, () => details(virtualServer));
+		});
+	group
+		.command("add <name>")
+		.alias("put")
+		.description("create or replace a virtual server")
+		.option("--server <name>", "a member server, repeatable, in listing order", collect)
+		.option("--user-path <path>", "a user path allowed to use it, repeatable (absent: all)", collect)
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.action(
+			async (name: string, options: { server?: string[]; userPath?: string[]; body?: string }, command: Command) => {
+				const body = bodyFrom(options, { servers: options.server, userPaths: options.userPath });
+				const virtualServer = await clientFor(command).request<Row>(
+					"PUT",
+					`/virtual-servers/${encodeURIComponent(name)}`,
+					body,
+				);
+				print(command, virtualServer, () => details(virtualServer));
+			},
+		);
+	group
+		.command("remove <name>")
+		.description("delete a virtual server")
+		.action(async (name: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/virtual-servers/${encodeURIComponent(name)}`);
+			removed(command, `virtual server ${name}`);
+		});
+}
+
+function keys(program: Command): void {
+	const group = program.command("keys").description("API keys (their secrets are shown once, when made)");
+	const listKeys = async (command: Command) =>
+		(await clientFor(command).request<{ keys: ListedKey[] }>("GET", "/keys")).keys;
+	group
+		.command("list")
+		.description("list keys, without secrets")
+		.action(async (_options, command: Command) => {
+			const listed = await listKeys(command);
+			print(command, listed, () =>
+				table(listed as unknown as Row[], [
+					["ID", "id"],
+					["NAME", "name"],
+					["USER PATH", "userPath"],
+					["SERVERS", "servers"],
+					["RATE CLASS", "rateClass"],
+					["CREATED", "createdAt"],
+				]),
+			);
+		});
+	group
+		.command("show <id>")
+		.description("one key, by id")
+		.action(async (id: string, _options, command: Command) => {
+			const key = (await listKeys(command)).find((listed) => listed.id === id);
+			if (!key) throw new CliError(`Not Found: no API key with id '${id}'.`);
+			print(command, key, () => details(key as unknown as Row));
+		});
+	group
+		.command("add")
+		.description("make a key; its secret is printed this once")
+		.option("--name <name>", "what it is for")
+		.option("--server <name>", "a server or virtual server it may use, repeatable (absent: all)", collect)
+		.option("--user-path <path>", "its user path (default /)")
+		.option("--max-sessions <n>", "live sessions at once", integerOption("--max-sessions"))
+		.option("--rate-class <class>", "which rate limit counts it")
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.action(async (options: Record<string, string & string[] & number>, command: Command) => {
+			const body = bodyFrom(options, {
+				name: options.name,
+				servers: options.server,
+				userPath: options.userPath,
+				maxSessions: options.maxSessions,
+				rateClass: options.rateClass,
+			});
+			const created = await clientFor(command).request<Row & { key: string; id: string }>("POST", "/keys", body);
+			print(command, created, () => `${details(created)}\n\nThe key is shown this once: store it now.`);
+		});
+	group
+		.command("remove <id>")
+		.alias("revoke")
+		.description("revoke a key")
+		.action(async (id: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/keys/${encodeURIComponent(id)}`);
+			removed(command, `key ${id}`);
+		});
+}
+
+function rules(program: Command): void {
+	const group = program.command("rules").description("access rules: what signed-in people may use");
+	const listRules = async (command: Command) =>
+		(await clientFor(command).request<{ accessRules: Row[] }>("GET", "/access-rules")).accessRules;
+	group
+		.command("list")
+		.description("list access rules, in the order they are tried")
+		.action(async (_options, command: Command) => {
+			const listed = await listRules(command);
+			print(command, listed, () =>
+				table(listed, [
+					["NAME", "name"],
+					["PRIORITY", "priority"],
+					["MATCH", "match"],
+					["SERVERS", "servers"],
+					["USER PATH", "userPath"],
+				]),
+			);
+		});
+	group
+		.command("show <name>")
+		.description("one access rule")
+		.action(async (name: string, _options, command: Command) => {
+			const rule = (await listRules(command)).find((listed) => listed.name === name);
+			if (!rule) throw new CliError(`Not Found: no access rule named '${name}'.`);
+			print(command, rule, () => details(rule));
+		});
+	group
+		.command("add <name>")
+		.alias("put")
+		.description("create or replace an access rule")
+		.option("--email <address>", "match a verified email address")
+		.option("--email-domain <domain>", "match a verified address's domain")
+		.option("--subject <sub>", "match the sub claim")
+		.option("--group <group>", "match a member of the groups claim")
+		.option("--issuer <url>", "the issuer (default: the one the gateway trusts)")
+		.option("--server <name>", "a server it grants, repeatable (absent: all)", collect)
+		.option("--user-path <path>", "the user path it grants")
+		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.action(async (name: string, options: Record<string, string & string[] & number>, command: Command) => {
+			const match = Object.fromEntries(
+				Object.entries({
+					email: options.email,
+					emailDomain: options.emailDomain,
+					subject: options.subject,
+					group: options.group,
+					issuer: options.issuer,
+				}).filter(([, value]) => value !== undefined),
+			);
+			const body = bodyFrom(options, {
+				match: Object.keys(match).length > 0 ? match : undefined,
+				servers: options.server,
+				userPath: options.userPath,
+				priority: options.priority,
+			});
+			const rule = await clientFor(command).request<Row>("PUT", `/access-rules/${encodeURIComponent(name)}`, body);
+			print(command, rule, () => details(rule));
+		});
+	group
+		.command("remove <name>")
+		.description("delete an access rule (what people connected under it is disconnected)")
+		.action(async (name: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/access-rules/${encodeURIComponent(name)}`);
+			removed(command, `access rule ${name}`);
+		});
+}
+
+function policies(program: Command): void {
+	const group = program.command("policies").description("tool policies (CEL)");
+	group
+		.command("list")
+		.description("list policies, in the order they are evaluated")
+		.action(async (_options, command: Command) => {
+			const { policies: listed } = await clientFor(command).request<{ policies: Row[] }>("GET", "/policies");
+			print(command, listed, () =>
+				table(listed, [
+					["NAME", "name"],
+					["PRIORITY", "priority"],
+					["EFFECT", "effect"],
+					["EXPRESSION", "expression"],
+					["APPLIES", "applies"],
+				]),
+			);
+		});
+	group
+		.command("show <name>")
+		.description("one policy")
+		.action(async (name: string, _options, command: Command) => {
+			const policy = await clientFor(command).request<Row>("GET", `/policies/${encodeURIComponent(name)}`);
+			print(command, policy, () => details(policy));
+		});
+	group
+		.command("add <name>")
+		.alias("put")
+		.description("create or replace a policy")
+		.option("--expression <cel>", "the CEL expression")
+		.option("--effect <effect>", '"allow" or "deny"')
+		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
+		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules? }")
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.action(async (name: string, options: Record<string, string & number>, command: Command) => {
+			const body = bodyFrom(options, {
+				expression: options.expression,
+				effect: options.effect,
+				priority: options.priority,
+				applies: options.applies === undefined ? undefined : parseJsonOption("--applies", options.applies),
+			});
+			const policy = await clientFor(command).request<Row>("PUT", `/policies/${encodeURIComponent(name)}`, body);
+			print(command, policy, () => details(policy));
+		});
+	group
+		.command("remove <name>")
+		.description("delete a policy")
+		.action(async (name: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/policies/${encodeURIComponent(name)}`);
+			removed(command, `policy ${name}`);
+		});
+}
+
+function connections(program: Command): void {
+	const group = program.command("connections").description("accounts people (or keys) connected at oauth servers");
+	group
+		.command("list")
+		.description("who connected to a server, and since when (never a token)")
+		.requiredOption("--server <name>", "the oauth server")
+		.action(async (options: { server: string }, command: Command) => {
+			const { connections: listed } = await clientFor(command).request<{ connections: Row[] }>(
+				"GET",
+				`/connections?server=${encodeURIComponent(options.server)}`,
+			);
+			print(command, listed, () =>
+				table(listed, [
+					["WHO", "who"],
+					["SUBJECT", "subject"],
+					["KEY", "keyId"],
+					["RULE", "rule"],
+					["CONNECTED", "connectedAt"],
+				]),
+			);
+		});
+	group
+		.command("remove")
+		.description("disconnect a person or a key from a server (tokens deleted and revoked upstream)")
+		.requiredOption("--server <name>", "the oauth server")
+		.option("--subject <sub>", "the person's sub claim")
+		.option("--issuer <url>", "the person's issuer, when not the gateway's")
+		.option("--key <id>", "an API key's id, instead of a person")
+		.action(async (options: Record<string, string | undefined>, command: Command) => {
+			const query = new URLSearchParams(
+				Object.entries(options).filter((entry): entry is [string, string] => entry[1] !== undefined),
+			);
+			const answer = await clientFor(command).request<{ disconnected: number }>("DELETE", `/connections?${query}`);
+			print(command, answer, () => `Disconnected ${answer.disconnected}.`);
+		});
+}
+
+function tools(program: Command): void {
+	const group = program.command("tools").description("a server's tools and their pinning states");
+	group
+		.command("list <server>")
+		.description("each tool: approved, changed (with the fields), new, removed")
+		.action(async (server: string, _options, command: Command) => {
+			const view = await clientFor(command).request<Row & { tools: Row[]; unlisted?: string }>(
+				"GET",
+				`/servers/${encodeURIComponent(server)}/tools`,
+			);
+			print(command, view, () => {
+				const head = `${view.server} (pinning ${view.pinning}${view.recorded ? "" : ", nothing recorded yet"})`;
+				const unlisted = view.unlisted ? `\n${view.unlisted}` : "";
+				return `${head}${unlisted}\n${table(view.tools, [
+					["TOOL", "name"],
+					["STATE", "state"],
+					["CHANGED", "changedFields"],
+					["APPROVED", "approvedAt"],
+				])}`;
+			});
+		});
+	group
+		.command("approve <server> [tools...]")
+		.description("approve every tool the server lists now, or the named ones")
+		.action(async (server: string, names: string[], _options, command: Command) => {
+			const answer = await clientFor(command).request<{ approved: string[]; forgotten: string[] }>(
+				"POST",
+				`/servers/${encodeURIComponent(server)}/tools/approve`,
+				names.length > 0 ? { tools: names } : {},
+			);
+			print(
+				command,
+				answer,
+				() => `Approved: ${answer.approved.join(", ") || "-"}; forgotten: ${answer.forgotten.join(", ") || "-"}.`,
+			);
+		});
+}
+
+export function addResourceCommands(program: Command): void {
+	servers(program);
+	virtualServers(program);
+	keys(program);
+	rules(program);
+	policies(program);
+	connections(program);
+	tools(program);
+}

@@ -1,0 +1,342 @@
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { describe, expect, inject, it } from "vitest";
+import { SCHEMA_FILE, schemaText } from "../../scripts/cli/write-config-schema.ts";
+import { configFile, mcpgw, mcpgwJson, uniqueName } from "./run-cli.ts";
+
+const upstream = () => inject("cliUpstreamUrl");
+
+describe("mcpgw's help and errors", () => {
+	it("prints its commands with --help and exits 0", async () => {
+		const run = await mcpgw(["--help"]);
+		expect(run.code).toBe(0);
+		for (const command of [
+			"servers",
+			"virtual-servers",
+			"keys",
+			"rules",
+			"policies",
+			"connections",
+			"tools",
+			"status",
+			"call",
+			"plan",
+			"apply",
+			"export",
+		]) {
+			expect(run.stdout).toContain(command);
+		}
+	});
+
+	it("a wrong admin token gets the admin API's sentence and exit code 1", async () => {
+		const run = await mcpgw(["servers", "list"], { MCPGW_ADMIN_TOKEN: "not-the-token" });
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain("Unauthorized: send the admin token as 'Authorization: Bearer <token>'.");
+		expect(run.stderr).not.toContain("not-the-token");
+	});
+
+	it("a server the API refuses gets the API's message", async () => {
+		const run = await mcpgw(["servers", "add", "Bad_Name", "--upstream", upstream()]);
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain("Bad Request: server name must be 1-32 characters");
+	});
+});
+
+describe("each resource: add, list, show, remove with --json", () => {
+	it("servers, with a check, and header references shown while literals stay masked", async () => {
+		const [name, withHeaders] = [uniqueName("srv"), uniqueName("hdr")];
+		const added = await mcpgwJson<{ name: string; check: { reachable: boolean } }>([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstream(),
+		]);
+		expect(added).toMatchObject({ name, check: { reachable: true } });
+		const headers = await mcpgwJson<{ headers: Record<string, string> }>([
+			"servers",
+			"add",
+			withHeaders,
+			"--upstream",
+			upstream(),
+			"--no-check",
+			"--header",
+			"X-Team: ${UPSTREAM_TEAM}",
+			"--header",
+			"X-Literal: hush-hush",
+		]);
+		expect(headers.headers).toEqual({ "X-Team": "${UPSTREAM_TEAM}", "X-Literal": "***" });
+		const listed = await mcpgwJson<Array<{ name: string }>>(["servers", "list"]);
+		expect(listed.map((server) => server.name)).toContain(name);
+		const shown = await mcpgwJson<{ check: { speaksMcp: boolean } }>(["servers", "show", name]);
+		expect(shown.check.speaksMcp).toBe(true);
+		const table = await mcpgw(["servers", "list"]);
+		expect(table.stdout).toMatch(/NAME\s+URL\s+PROTOCOL/);
+		expect(table.stdout).not.toContain("hush-hush");
+		await mcpgwJson(["servers", "remove", name]);
+		await mcpgwJson(["servers", "remove", withHeaders]);
+		const gone = await mcpgw(["servers", "show", name]);
+		expect(gone.code).toBe(1);
+		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
+	});
+
+	it("virtual servers", async () => {
+		const [member, name] = [uniqueName("vsm"), uniqueName("vs")];
+		await mcpgwJson(["servers", "add", member, "--upstream", upstream(), "--no-check"]);
+		const added = await mcpgwJson<{ servers: string[] }>(["virtual-servers", "add", name, "--server", member]);
+		expect(added.servers).toEqual([member]);
+		expect((await mcpgwJson<Array<{ name: string }>>(["virtual-servers", "list"])).map((v) => v.name)).toContain(name);
+		expect(await mcpgwJson(["virtual-servers", "show", name])).toMatchObject({ name, servers: [member] });
+		await mcpgwJson(["virtual-servers", "remove", name]);
+		await mcpgwJson(["servers", "remove", member]);
+		expect((await mcpgw(["virtual-servers", "show", name])).code).toBe(1);
+	});
+
+	it("keys: the secret once on add, never on list or show", async () => {
+		const created = await mcpgwJson<{ id: string; key: string }>([
+			"keys",
+			"add",
+			"--name",
+			uniqueName("key"),
+			"--user-path",
+			"/team/a",
+		]);
+		expect(created.key.length).toBeGreaterThan(20);
+		const listed = await mcpgw(["keys", "list", "--json"]);
+		expect(listed.stdout).toContain(created.id);
+		expect(listed.stdout).not.toContain(created.key);
+		expect(await mcpgwJson(["keys", "show", created.id])).toMatchObject({ id: created.id, userPath: "/team/a" });
+		await mcpgwJson(["keys", "remove", created.id]);
+		expect((await mcpgw(["keys", "show", created.id])).code).toBe(1);
+	});
+
+	it("access rules", async () => {
+		const name = uniqueName("rule");
+		const added = await mcpgwJson(["rules", "add", name, "--email-domain", "example.com", "--priority", "7"]);
+		expect(added).toMatchObject({ name, match: { emailDomain: "example.com" }, priority: 7 });
+		expect((await mcpgwJson<Array<{ name: string }>>(["rules", "list"])).map((rule) => rule.name)).toContain(name);
+		expect(await mcpgwJson(["rules", "show", name])).toMatchObject({ name });
+		await mcpgwJson(["rules", "remove", name]);
+		expect((await mcpgw(["rules", "show", name])).code).toBe(1);
+	});
+
+	it("policies, and the compiler's message for one that does not compile", async () => {
+		const name = uniqueName("pol");
+		const added = await mcpgwJson(["policies", "add", name, "--expression", "tool.name == 'fail'", "--effect", "deny"]);
+		expect(added).toMatchObject({ name, effect: "deny" });
+		expect(await mcpgwJson(["policies", "show", name])).toMatchObject({ expression: "tool.name == 'fail'" });
+		expect((await mcpgwJson<Array<{ name: string }>>(["policies", "list"])).map((p) => p.name)).toContain(name);
+		const bad = await mcpgw(["policies", "add", name, "--expression", "tool.name ==", "--effect", "deny"]);
+		expect(bad.code).toBe(1);
+		expect(bad.stderr).toContain("Bad Request: expression:");
+		await mcpgwJson(["policies", "remove", name]);
+		expect((await mcpgw(["policies", "show", name])).code).toBe(1);
+	});
+
+	it("connections: none at a server nobody connected to", async () => {
+		const name = uniqueName("conn");
+		await mcpgwJson(["servers", "add", name, "--upstream", upstream(), "--no-check"]);
+		expect(await mcpgwJson(["connections", "list", "--server", name])).toEqual([]);
+		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("tools: states, and approve", async () => {
+		const name = uniqueName("tls");
+		await mcpgwJson(["servers", "add", name, "--upstream", upstream(), "--no-check"]);
+		const view = await mcpgwJson<{ tools: Array<{ name: string; state: string }> }>(["tools", "list", name]);
+		expect(view.tools.map((tool) => tool.name)).toContain("echo");
+		const approved = await mcpgwJson<{ approved: string[] }>(["tools", "approve", name, "echo"]);
+		expect(approved.approved).toEqual(["echo"]);
+		const after = await mcpgwJson<{ tools: Array<{ name: string; state: string }> }>(["tools", "list", name]);
+		expect(after.tools.find((tool) => tool.name === "echo")?.state).toBe("approved");
+		await mcpgwJson(["servers", "remove", name]);
+	});
+});
+
+describe("status and call", () => {
+	it("status says the gateway is healthy and checks each server", async () => {
+		const name = uniqueName("st");
+		await mcpgwJson(["servers", "add", name, "--upstream", upstream(), "--no-check"]);
+		const status = await mcpgwJson<{ healthy: boolean; servers: Array<{ name: string; reachable: boolean }> }>([
+			"status",
+		]);
+		expect(status.healthy).toBe(true);
+		expect(status.servers.find((server) => server.name === name)?.reachable).toBe(true);
+		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("call lists an endpoint's tools and calls one with JSON arguments, with a key", async () => {
+		const name = uniqueName("call");
+		await mcpgwJson(["servers", "add", name, "--upstream", upstream(), "--no-check"]);
+		const { key, id } = await mcpgwJson<{ key: string; id: string }>(["keys", "add", "--server", name]);
+		const tools = await mcpgwJson<Array<{ name: string }>>(["call", name, "--key", key]);
+		expect(tools.map((tool) => tool.name)).toContain("echo");
+		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello through the gateway"}'], {
+			MCPGW_KEY: key,
+		});
+		expect(run.code).toBe(0);
+		expect(run.stdout).toContain("hello through the gateway");
+		const refused = await mcpgw(["call", name, "--key", "mcpgw-wrong-key"]);
+		expect(refused.code).toBe(1);
+		await mcpgwJson(["keys", "remove", id]);
+		await mcpgwJson(["servers", "remove", name]);
+	});
+});
+
+/** The example config with the run's demo upstream in place of `npm start`'s. */
+function exampleConfig(): Record<string, Record<string, Record<string, unknown>>> {
+	const text = readFileSync(join(import.meta.dirname, "..", "..", "examples", "gateway.config.json"), "utf8");
+	const config = JSON.parse(text.replaceAll("http://127.0.0.1:8788/mcp", upstream()));
+	delete config.$schema;
+	return config;
+}
+
+/** What must not move when nothing changes: each record's generation and updatedAt, and the keys' ids. */
+async function registryMarks(): Promise<unknown> {
+	const [servers, virtualServers, rules, policies, keys] = await Promise.all(
+		["servers", "virtual-servers", "rules", "policies", "keys"].map((group) =>
+			mcpgwJson<Array<Record<string, unknown>>>([group, "list"]),
+		),
+	);
+	const marks = (records: Array<Record<string, unknown>> | undefined) =>
+		(records ?? []).map(({ name, id, generation, updatedAt }) => ({ name, id, generation, updatedAt }));
+	return {
+		servers: marks(servers),
+		virtualServers: marks(virtualServers),
+		rules: marks(rules),
+		policies: marks(policies),
+		keys: marks(keys),
+	};
+}
+
+interface PlanJson {
+	changes: Array<{
+		kind: string;
+		name: string;
+		action: string;
+		diff: Array<{ field: string; from: unknown; to: unknown }>;
+	}>;
+	refusals: string[];
+}
+
+// After the resource tests, which leave nothing behind: these own the whole registry, in order.
+describe("configuration as code: plan, apply, export", () => {
+	it("applies the example config, and a second apply changes nothing: generations, updatedAt and keys unchanged, plan empty", async () => {
+		const file = configFile(exampleConfig());
+		const first = await mcpgw(["apply", "-f", file]);
+		expect(first.code, first.stderr).toBe(0);
+		expect(first.stdout).toContain("created server demo (answers");
+		expect(first.stdout).toContain("created virtual server demo-suite");
+		expect(first.stdout).toMatch(/created key ci-smoke: key_\S+, key \S+ \(shown this once/);
+		const before = await registryMarks();
+		const second = await mcpgwJson<{ applied: unknown[]; unchanged: number }>(["apply", "-f", file]);
+		expect(second).toMatchObject({ applied: [], unchanged: 6 });
+		expect(await registryMarks()).toEqual(before);
+		const plan = await mcpgwJson<PlanJson>(["plan", "-f", file]);
+		expect(plan.changes).toEqual([]);
+		expect((await mcpgw(["plan", "-f", file])).stdout).toContain(
+			"No changes: the gateway matches the file (6 unchanged).",
+		);
+	});
+
+	it("plan shows a change with each changed field, and apply makes it", async () => {
+		const config = exampleConfig();
+		(config.servers?.["demo-math"] as Record<string, unknown>).pinning = "warn";
+		(config.accessRules?.["demo-team"] as Record<string, unknown>).priority = 60;
+		// A secret by reference: shown by the admin API as written, so it compares and exports.
+		(config.servers as Record<string, unknown>)["demo-auth"] = {
+			url: upstream(),
+			headers: { Authorization: "Bearer ${UPSTREAM_DEMO_TOKEN}" },
+		};
+		const file = configFile(config);
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(0);
+		expect(plan.stdout).toContain("+ create server demo-auth\n");
+		expect(plan.stdout).toContain('~ replace server demo-math\n    pinning: "block" → "warn"');
+		expect(plan.stdout).toContain("~ replace access rule demo-team\n    priority: 50 → 60");
+		expect(plan.stdout).toContain("Plan: 1 to create, 2 to replace, 0 to delete, 4 unchanged.");
+		await mcpgwJson(["apply", "-f", file]);
+		expect(await mcpgwJson(["servers", "show", "demo-math", "--no-check"])).toMatchObject({ pinning: "warn" });
+		expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+	});
+
+	it("a changed key declaration makes a new key, printed once, and revokes the old one", async () => {
+		const [before] = await mcpgwJson<Array<{ id: string; name: string }>>(["keys", "list"]);
+		const config = exampleConfig();
+		(config.keys?.["ci-smoke"] as Record<string, unknown>).userPath = "/team/demo/ci";
+		const file = configFile(config);
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.stdout).toContain(`~ replace key ci-smoke (a new secret, shown once; revokes ${before?.id})`);
+		expect(plan.stdout).toContain('    userPath: "/team/demo" → "/team/demo/ci"');
+		const applied = await mcpgwJson<{ applied: Array<{ key?: { id: string; key: string } }> }>(["apply", "-f", file]);
+		const made = applied.applied.find((entry) => entry.key)?.key;
+		expect(made?.key.length).toBeGreaterThan(20);
+		const after = await mcpgwJson<Array<{ id: string; userPath: string }>>(["keys", "list"]);
+		expect(after).toEqual([expect.objectContaining({ id: made?.id, userPath: "/team/demo/ci" })]);
+	});
+
+	it("export writes the state in the same format, without secrets, and plan of it is empty", async () => {
+		const dir = dirname(configFile({}));
+		const output = join(dir, "exported.json");
+		const run = await mcpgw(["export", "-o", output]);
+		expect(run.code, run.stderr).toBe(0);
+		const exported = JSON.parse(readFileSync(output, "utf8"));
+		expect(Object.keys(exported.servers)).toEqual(expect.arrayContaining(["demo", "demo-math"]));
+		expect(exported.keys["ci-smoke"]).toEqual({ servers: ["demo-suite"], userPath: "/team/demo/ci" });
+		expect(exported.servers["demo-auth"].headers).toEqual({ Authorization: "Bearer ${UPSTREAM_DEMO_TOKEN}" });
+		expect(readFileSync(output, "utf8")).not.toMatch(/"key":/);
+		expect(exported.$schema).toMatch(/gateway\.config\.schema\.json$/);
+		expect((await mcpgwJson<PlanJson>(["plan", "-f", output, "--prune"])).changes).toEqual([]);
+	});
+
+	it("--prune deletes what the file drops, keys first and servers last", async () => {
+		const config = exampleConfig();
+		delete config.keys?.["ci-smoke"];
+		delete config.virtualServers?.["demo-suite"];
+		(config.accessRules?.["demo-team"] as Record<string, unknown>).servers = ["demo"];
+		delete config.servers?.["demo-math"];
+		const file = configFile(config);
+		const plan = await mcpgw(["plan", "-f", file, "--prune"]);
+		const deletes = plan.stdout.split("\n").filter((line) => line.startsWith("- "));
+		expect(deletes, plan.stdout).toEqual([
+			expect.stringMatching(/^- delete key ci-smoke \(revokes key_/),
+			"- delete virtual server demo-suite",
+			"- delete server demo-math",
+			"- delete server demo-auth",
+		]);
+		const applied = await mcpgw(["apply", "-f", file, "--prune"]);
+		expect(applied.code, applied.stderr).toBe(0);
+		const servers = await mcpgwJson<Array<{ name: string }>>(["servers", "list"]);
+		expect(servers.map((server) => server.name)).toEqual(["demo"]);
+		expect(await mcpgwJson(["virtual-servers", "list"])).toEqual([]);
+		expect(await mcpgwJson(["keys", "list"])).toEqual([]);
+		expect((await mcpgwJson<PlanJson>(["plan", "-f", file, "--prune"])).changes).toEqual([]);
+	});
+
+	it("an unknown field in the config is refused with zod's message and its path", async () => {
+		const file = configFile({ servers: { demo: { url: upstream(), colour: "blue" } } });
+		const run = await mcpgw(["plan", "-f", file]);
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain('servers.demo: Unrecognized key: "colour"');
+	});
+
+	it("a secret written into a header is refused with a sentence saying what to do, and nothing is applied", async () => {
+		const file = configFile({
+			servers: { leaky: { url: upstream(), headers: { Authorization: "Bearer sk-live-0123456789" } } },
+		});
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		expect(plan.stdout).toContain(
+			"refused: servers.leaky.headers.Authorization holds a literal credential; put the secret in a Worker secret (npx wrangler secret put UPSTREAM_LEAKY_AUTHORIZATION) and write ${UPSTREAM_LEAKY_AUTHORIZATION} in its place.",
+		);
+		const apply = await mcpgw(["apply", "-f", file]);
+		expect(apply.code).toBe(1);
+		expect(apply.stderr).toContain("Refusing to apply:");
+		expect((await mcpgw(["servers", "show", "leaky", "--no-check"])).code).toBe(1);
+	});
+
+	it("gateway.config.schema.json is what npm run config-schema writes now", () => {
+		// Compared as JSON: the formatter may lay the committed file out differently.
+		expect(JSON.parse(readFileSync(SCHEMA_FILE, "utf8"))).toEqual(JSON.parse(schemaText()));
+	});
+});
