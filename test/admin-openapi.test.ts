@@ -103,10 +103,13 @@ describe("the admin API's OpenAPI document", () => {
 				expect.objectContaining({ name: "check", in: "query" }),
 			]),
 		);
-		const pinning = (put?.requestBody?.content["application/json"].schema.properties?.pinning ?? {}) as {
-			enum?: string[];
-		};
-		expect(pinning.enum).toEqual(["block", "warn", "off"]);
+		const fields = (put?.requestBody?.content["application/json"].schema.properties ?? {}) as Record<
+			string,
+			{ enum?: string[]; description?: string }
+		>;
+		expect(fields.pinning?.enum).toEqual(["block", "warn", "off"]);
+		// Each field says what it is, from the schema's own description.
+		for (const field of ["url", "headers", "auth", "tools", "pinning"]) expect(fields[field]?.description).toBeTruthy();
 	});
 
 	it("is what /admin/docs renders: each path with its methods, summaries and body fields, with no script", async () => {
@@ -124,6 +127,7 @@ describe("the admin API's OpenAPI document", () => {
 			}
 		}
 		for (const field of ["url", "pinning", "expression", "rateClass"]) expect(page).toContain(`<code>${field}</code>`);
+		expect(page).toContain("What a changed or new tool definition does.");
 	});
 
 	// A name is checked before the media type, as it always was; `application/json;` (a spelling the old check
