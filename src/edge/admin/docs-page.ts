@@ -52,7 +52,7 @@ export function docsPage(document: ApiDocument): Response {
 	}
 	const groups = [...byTag].map(([tag, sections]) => `<h2>${escapeHtml(tag)}</h2>${sections.join("")}`).join("");
 	const title = escapeHtml(document.info.title);
-	const intro = document.info.description ? `<p>${escapeHtml(document.info.description)}</p>` : "";
+	const intro = document.info.description ? `<p>${prose(document.info.description)}</p>` : "";
 	const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${title}</title><style>${STYLE}</style></head><body><h1>${title} <small>${escapeHtml(document.info.version)}</small></h1>${intro}<p>The same description as JSON: <a href="/admin/openapi.json"><code>/admin/openapi.json</code></a> (OpenAPI 3.1).</p>${groups}</body></html>`;
 	return new Response(body, {
 		headers: {
@@ -64,12 +64,17 @@ export function docsPage(document: ApiDocument): Response {
 	});
 }
 
+/** Escaped text, its `backticked` words set as code (the descriptions are written that way). */
+function prose(text: string | undefined): string {
+	return escapeHtml(text ?? "").replace(/`([^`]+)`/g, "<code>$1</code>");
+}
+
 function operationHtml(method: string, path: string, operation: Operation): string {
 	const id = `${method}-${path}`.replace(/[^A-Za-z0-9-]+/g, "-");
 	const parts = [
 		`<h3><span class="m ${method}">${method.toUpperCase()}</span>${escapeHtml(path)}</h3>`,
 		operation.summary ? `<p><strong>${escapeHtml(operation.summary)}</strong></p>` : "",
-		operation.description ? `<p>${escapeHtml(operation.description)}</p>` : "",
+		operation.description ? `<p>${prose(operation.description)}</p>` : "",
 		parametersHtml(operation.parameters ?? []),
 		bodyHtml(operation.requestBody),
 		responsesHtml(operation.responses ?? {}),
@@ -81,7 +86,7 @@ function parametersHtml(parameters: NonNullable<Operation["parameters"]>): strin
 	if (parameters.length === 0) return "";
 	const rows = parameters.map(
 		(parameter) =>
-			`<tr><td><code>${escapeHtml(parameter.name)}</code></td><td>${escapeHtml(parameter.in)}</td><td>${parameter.required ? "required" : "optional"}</td><td>${typeOf(parameter.schema)}</td><td>${escapeHtml(parameter.description ?? "")}</td></tr>`,
+			`<tr><td><code>${escapeHtml(parameter.name)}</code></td><td>${escapeHtml(parameter.in)}</td><td>${parameter.required ? "required" : "optional"}</td><td>${typeOf(parameter.schema)}</td><td>${prose(parameter.description)}</td></tr>`,
 	);
 	return `<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th></th><th>type</th><th></th></tr>${rows.join("")}</table>`;
 }
@@ -92,18 +97,18 @@ function bodyHtml(body: Operation["requestBody"]): string {
 	const required = new Set(schema.required ?? []);
 	const rows = Object.entries(schema.properties ?? {}).map(
 		([name, field]) =>
-			`<tr><td><code>${escapeHtml(name)}</code></td><td>${required.has(name) ? "required" : "optional"}</td><td>${typeOf(field)}</td><td>${field.default === undefined ? "" : `<code>${escapeHtml(JSON.stringify(field.default))}</code>`}</td><td>${escapeHtml(field.description ?? "")}</td></tr>`,
+			`<tr><td><code>${escapeHtml(name)}</code></td><td>${required.has(name) ? "required" : "optional"}</td><td>${typeOf(field)}</td><td>${field.default === undefined ? "" : `<code>${escapeHtml(JSON.stringify(field.default))}</code>`}</td><td>${prose(field.description)}</td></tr>`,
 	);
 	const fields = rows.length
 		? `<table><tr><th>field</th><th></th><th>type</th><th>default</th><th></th></tr>${rows.join("")}</table>`
 		: "";
-	return `<h4>Request body <code>application/json</code></h4>${body.description ? `<p>${escapeHtml(body.description)}</p>` : ""}${fields}`;
+	return `<h4>Request body <code>application/json</code></h4>${body.description ? `<p>${prose(body.description)}</p>` : ""}${fields}`;
 }
 
 function responsesHtml(responses: NonNullable<Operation["responses"]>): string {
 	const rows = Object.entries(responses).map(
 		([status, response]) =>
-			`<tr><td><code>${escapeHtml(status)}</code></td><td>${escapeHtml(response.description ?? "")}</td></tr>`,
+			`<tr><td><code>${escapeHtml(status)}</code></td><td>${prose(response.description)}</td></tr>`,
 	);
 	return rows.length ? `<h4>Responses</h4><table>${rows.join("")}</table>` : "";
 }
