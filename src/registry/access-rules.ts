@@ -57,16 +57,33 @@ const MatchSchema = z
 	);
 
 export const AccessRuleInputSchema = z.strictObject({
-	match: MatchSchema,
-	/** Servers and virtual servers the identities may use, each existing when written (see access.ts); absent: all. */
-	servers: z.array(ServerNameSchema).max(256).optional(),
-	userPath: UserPathSchema.default("/"),
-	/** Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY. */
-	maxSessions: z.number().int().positive().max(100_000).optional(),
-	/** Which rate-limiting binding counts each identity's requests (rate-classes.ts). */
-	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
-	/** Lower first; equal priorities go by name. */
-	priority: z.number().int().min(0).max(1_000_000).default(100),
+	match: MatchSchema.describe(
+		"Who it admits: every condition given must hold (subject, issuer, email, emailDomain, group).",
+	),
+	servers: z
+		.array(ServerNameSchema)
+		.max(256)
+		.optional()
+		.describe("Servers and virtual servers the identities may use, each existing when written; absent: all."),
+	userPath: UserPathSchema.default("/").describe("The user path the identities sit at, as a key's."),
+	maxSessions: z
+		.number()
+		.int()
+		.positive()
+		.max(100_000)
+		.optional()
+		.describe("Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY."),
+	/** See rate-classes.ts. */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe(
+		"Which rate-limiting binding counts each identity's requests.",
+	),
+	priority: z
+		.number()
+		.int()
+		.min(0)
+		.max(1_000_000)
+		.default(100)
+		.describe("Lower first; equal priorities go by name. The first rule that matches decides."),
 });
 export type AccessRuleInput = z.output<typeof AccessRuleInputSchema>;
 export type RuleMatch = z.output<typeof MatchSchema>;

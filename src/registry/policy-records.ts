@@ -47,11 +47,24 @@ export type PolicyApplies = z.output<typeof PolicyAppliesSchema>;
  * refines this one.
  */
 export const PolicyFieldsSchema = z.strictObject({
-	expression: z.string().min(1).max(MAX_EXPRESSION_CHARS),
-	effect: z.enum(["allow", "deny"], { error: 'must be "allow" or "deny"' }),
-	applies: PolicyAppliesSchema.optional(),
-	/** Lower first; equal priorities go by name. Order decides only which policy a refusal names. */
-	priority: z.number().int().min(0).max(1_000_000).default(100),
+	expression: z
+		.string()
+		.min(1)
+		.max(MAX_EXPRESSION_CHARS)
+		.describe("A CEL expression over principal, server, tool, arguments, method and request.time."),
+	effect: z
+		.enum(["allow", "deny"], { error: 'must be "allow" or "deny"' })
+		.describe("What the policy does to a tool when its expression holds."),
+	applies: PolicyAppliesSchema.optional().describe(
+		"Where it applies: servers, virtualServers, keys, rules (every list given must name the request's); absent: everywhere.",
+	),
+	priority: z
+		.number()
+		.int()
+		.min(0)
+		.max(1_000_000)
+		.default(100)
+		.describe("Lower first; equal priorities go by name. Order decides only which policy a refusal names."),
 });
 export type PolicyInput = z.output<typeof PolicyFieldsSchema>;
 

@@ -121,24 +121,37 @@ export const ServerAuthSchema = z.discriminatedUnion(
 export type ServerAuth = z.output<typeof ServerAuthSchema>;
 
 export const ServerInputSchema = z.strictObject({
-	url: UpstreamUrlSchema,
-	headers: z.record(HeaderNameSchema, HeaderValueSchema).default({}),
-	timeoutSeconds: z.number().int().positive().max(3600).optional(),
-	protocol: UpstreamProtocolSchema.default("auto"),
-	auth: ServerAuthSchema.default({ type: "operator" }),
-	/** How its tools look to callers (see tool-shaping-schema.ts); absent: as the upstream has them. */
-	tools: ToolShapingSchema.optional(),
-	/** Which of its prompts callers see, by name (see offer-shaping-schema.ts); absent: all. */
-	prompts: PromptShapingSchema.optional(),
-	/** Which of its resources and templates callers see, by URI and uriTemplate; absent: all. */
-	resources: ResourceShapingSchema.optional(),
-	/** What a changed or new tool definition does (see tool-pins.ts). */
-	pinning: PinningModeSchema.default(DEFAULT_PINNING),
-	/**
-	 * Whether its tool calls' `tool_call` events carry the arguments' values (personal data:
-	 * docs/observability.md). Absent: only their digest.
-	 */
-	captureArguments: z.boolean().default(false),
+	url: UpstreamUrlSchema.describe("The upstream's streamable-HTTP endpoint, http(s), without user:password@."),
+	headers: z
+		.record(HeaderNameSchema, HeaderValueSchema)
+		.default({})
+		.describe("Headers sent on every upstream request; values may reference secrets as ${UPSTREAM_NAME}."),
+	timeoutSeconds: z
+		.number()
+		.int()
+		.positive()
+		.max(3600)
+		.optional()
+		.describe("How long an upstream request may take; absent: UPSTREAM_TIMEOUT_SECONDS."),
+	protocol: UpstreamProtocolSchema.default("auto").describe(
+		'"auto": the gateway discovers the era; a version pins it.',
+	),
+	auth: ServerAuthSchema.default({ type: "operator" }).describe(
+		"Whose credentials its requests carry: operator, oauth, identity or token-exchange.",
+	),
+	/** See tool-shaping-schema.ts. */
+	tools: ToolShapingSchema.optional().describe("How its tools look to callers; absent: as the upstream has them."),
+	/** See offer-shaping-schema.ts. */
+	prompts: PromptShapingSchema.optional().describe("Which of its prompts callers see, by name; absent: all."),
+	resources: ResourceShapingSchema.optional().describe(
+		"Which of its resources and templates callers see, by URI and uriTemplate; absent: all.",
+	),
+	/** See tool-pins.ts. */
+	pinning: PinningModeSchema.default(DEFAULT_PINNING).describe("What a changed or new tool definition does."),
+	captureArguments: z
+		.boolean()
+		.default(false)
+		.describe("Whether its tool_call events carry the arguments' values (personal data); absent: only their digest."),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -151,13 +164,22 @@ export const UserPathSchema = z
 	});
 
 export const KeyInputSchema = z.strictObject({
-	name: z.string().min(1).max(100).optional(),
-	userPath: UserPathSchema.default("/"),
-	servers: z.array(ServerNameSchema).max(256).optional(),
-	/** Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY. */
-	maxSessions: z.number().int().positive().max(100_000).optional(),
-	/** Which rate-limiting binding counts its requests (rate-classes.ts). */
-	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
+	name: z.string().min(1).max(100).optional().describe("A name for people; need not be unique."),
+	userPath: UserPathSchema.default("/").describe("Where the key sits: a user path like /team/a."),
+	servers: z
+		.array(ServerNameSchema)
+		.max(256)
+		.optional()
+		.describe("Servers and virtual servers the key may use, each existing; absent: all."),
+	maxSessions: z
+		.number()
+		.int()
+		.positive()
+		.max(100_000)
+		.optional()
+		.describe("Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY."),
+	/** See rate-classes.ts. */
+	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe("Which rate-limiting binding counts its requests."),
 });
 export type KeyInput = z.output<typeof KeyInputSchema>;
 
@@ -167,16 +189,26 @@ function dedupe(values: string[]): string[] {
 }
 
 export const VirtualServerInputSchema = z.strictObject({
-	/** Member servers, in the order their tools are listed. */
-	servers: z.array(ServerNameSchema).min(1).max(64).transform(dedupe),
-	/** User paths allowed to use the virtual server (each with everything under it); absent means all. */
-	userPaths: z.array(UserPathSchema).min(1).optional(),
-	/** Which of its members' tools it offers, by the names its callers see (`member__tool` globs). */
-	tools: EndpointToolsSchema.optional(),
-	/** Which of its members' prompts it offers, by the names its callers see (`member__prompt` globs). */
-	prompts: PromptShapingSchema.optional(),
-	/** Which of its members' resources and templates it offers, by URI and uriTemplate globs. */
-	resources: ResourceShapingSchema.optional(),
+	servers: z
+		.array(ServerNameSchema)
+		.min(1)
+		.max(64)
+		.transform(dedupe)
+		.describe("Member servers, in the order their tools are listed."),
+	userPaths: z
+		.array(UserPathSchema)
+		.min(1)
+		.optional()
+		.describe("User paths allowed to use it (each with everything under it); absent: all."),
+	tools: EndpointToolsSchema.optional().describe(
+		"Which of its members' tools it offers, by the names its callers see (member__tool globs).",
+	),
+	prompts: PromptShapingSchema.optional().describe(
+		"Which of its members' prompts it offers, by the names its callers see (member__prompt globs).",
+	),
+	resources: ResourceShapingSchema.optional().describe(
+		"Which of its members' resources and templates it offers, by URI and uriTemplate globs.",
+	),
 });
 export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 

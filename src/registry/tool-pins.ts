@@ -64,7 +64,12 @@ export type ServerPins = z.output<typeof ServerPinsSchema>;
 
 /** `POST /admin/servers/:name/tools/approve`: every current tool, or the named ones. */
 export const ToolApprovalInputSchema = z.strictObject({
-	tools: z.array(z.string().min(1).max(256)).min(1).max(1_000).optional(),
+	tools: z
+		.array(z.string().min(1).max(256))
+		.min(1)
+		.max(1_000)
+		.optional()
+		.describe("The tools to approve, by the upstream's names; absent: every tool it lists now."),
 });
 export type ToolApprovalInput = z.output<typeof ToolApprovalInputSchema>;
 

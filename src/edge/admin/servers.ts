@@ -1,0 +1,165 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { settingsFrom } from "../../config.ts";
+import { CONNECT_CALLBACK_PATH } from "../../credentials/client-registration.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { registryStub } from "../../registry/registry-stub.ts";
+import { ServerInputSchema, ServerNameSchema } from "../../registry/schemas.ts";
+import { ToolApprovalInputSchema } from "../../registry/tool-pins.ts";
+import { audit } from "../admin-audit.ts";
+import { maskServer } from "../admin-views.ts";
+import { checkServer, wantsCheck } from "../server-check.ts";
+import { approveTools, toolsView } from "../server-tools.ts";
+import { type AdminRouter, adminRouter, admitted, answer, jsonBody, queryParam, refusal, withRefusals } from "./kit.ts";
+
+/** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
+const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
+
+const name = { param: "name", schema: ServerNameSchema, what: "server name" };
+const params = z.object({ name: ServerNameSchema });
+const tags = ["servers"];
+const notFound = refusal("No server has that name.");
+const checkQuery = (byDefault: boolean) =>
+	queryParam(
+		"check",
+		`true: also ask the server whether it answers (one bounded probe), in \`check\`; default ${byDefault}.`,
+		{ type: "string", enum: ["true", "false"] },
+	);
+
+const list = createRoute({
+	method: "get",
+	path: "/servers",
+	tags,
+	summary: "List servers",
+	description: "Every registered upstream server; header values and URL query values masked.",
+	responses: withRefusals({ 200: answer("`{ servers: [...] }`.") }),
+});
+
+const show = createRoute({
+	method: "get",
+	path: "/servers/{name}",
+	tags,
+	summary: "Show a server",
+	description: "One server, masked; `?check=true` also asks it whether it answers, as registering it does.",
+	middleware: admitted({ name, query: (c) => wantsCheck(c, false) }),
+	request: { params },
+	parameters: [checkQuery(false)],
+	responses: withRefusals({ 200: answer("The server (with `check` when asked)."), 404: notFound }),
+});
+
+const put = createRoute({
+	method: "put",
+	path: "/servers/{name}",
+	tags,
+	summary: "Register or replace a server",
+	middleware: admitted({ name, query: (c) => wantsCheck(c, true), body: true }),
+	description:
+		"Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation.",
+	request: { params, body: jsonBody(ServerInputSchema, "The upstream: its URL, headers, auth, shaping and pinning.") },
+	parameters: [checkQuery(true)],
+	responses: withRefusals({
+		200: answer("Replaced; the server as shown by GET."),
+		201: answer("Created; the server as shown by GET."),
+		409: refusal("The name belongs to a virtual server."),
+		415: refusal("The body is not application/json."),
+	}),
+});
+
+const tools = createRoute({
+	method: "get",
+	path: "/servers/{name}/tools",
+	tags,
+	summary: "List a server's tools with their pinning state",
+	description: "Each tool: approved, changed (with the fields that changed), new, or removed.",
+	middleware: admitted({ name }),
+	request: { params },
+	responses: withRefusals({ 200: answer("The tools and their states."), 404: notFound }),
+});
+
+const approve = createRoute({
+	method: "post",
+	path: "/servers/{name}/tools/approve",
+	tags,
+	summary: "Approve a server's tools",
+	description: "Approves every tool the server lists now, or the named ones, as they are listed now.",
+	middleware: admitted({ name, body: true }),
+	request: { params, body: jsonBody(ToolApprovalInputSchema, "`{}` for every tool, or `{ tools: [names] }`.") },
+	responses: withRefusals({
+		200: answer("The tools view, with `approved` and `forgotten`."),
+		404: notFound,
+		409: refusal("The server changed while approving."),
+		415: refusal("The body is not application/json."),
+	}),
+});
+
+const remove = createRoute({
+	method: "delete",
+	path: "/servers/{name}",
+	tags,
+	summary: "Delete a server",
+	description: "Its sessions end at their next recheck; a server created again under the name is a new incarnation.",
+	middleware: admitted({ name }),
+	request: { params },
+	responses: withRefusals({ 204: { description: "Deleted." }, 404: notFound }),
+});
+
+/** `/admin/servers`: upstream servers, their tools and approvals. */
+export function serverRoutes(): AdminRouter {
+	const router = adminRouter();
+
+	router.openapi(list, async (c) => {
+		const servers = await registryStub(c.env).listServers();
+		return c.json({ servers: servers.map(maskServer) });
+	});
+
+	router.openapi(show, async (c) => {
+		const { name } = c.req.valid("param");
+		const check = wantsCheck(c, false);
+		const server = await registryStub(c.env).getServer(name);
+		if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		return c.json(check ? { ...maskServer(server), check: await checkServer(c.env, server) } : maskServer(server));
+	});
+
+	router.openapi(put, async (c) => {
+		const { name } = c.req.valid("param");
+		const check = wantsCheck(c, true);
+		const input = c.req.valid("json");
+		if (name === RESERVED_CONNECT_NAME && input.auth.type === "oauth") {
+			throw new GatewayError(
+				"bad_request",
+				`Bad Request: an oauth server cannot be named '${RESERVED_CONNECT_NAME}': /connect/${RESERVED_CONNECT_NAME} is where authorization servers send people back.`,
+			);
+		}
+		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
+			throw new GatewayError(
+				"bad_request",
+				"Bad Request: url: plain http upstreams are refused (credentials and calls would travel unencrypted); use https, or set ALLOW_HTTP_UPSTREAMS=true for local development.",
+			);
+		}
+		const result = await registryStub(c.env).putServer(name, input);
+		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
+		audit(result.created ? "server.created" : "server.replaced", name);
+		const shown = maskServer(result.server);
+		const status = result.created ? 201 : 200;
+		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
+	});
+
+	router.openapi(tools, async (c) => c.json(await toolsView(c.env, c.req.valid("param").name)));
+
+	router.openapi(approve, async (c) => {
+		const { name } = c.req.valid("param");
+		const approved = await approveTools(c.env, name, c.req.valid("json"));
+		audit("server.tools_approved", name);
+		return c.json(approved);
+	});
+
+	router.openapi(remove, async (c) => {
+		const { name } = c.req.valid("param");
+		if (!(await registryStub(c.env).deleteServer(name))) {
+			throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		}
+		audit("server.deleted", name);
+		return c.body(null, 204);
+	});
+
+	return router;
+}
