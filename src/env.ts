@@ -37,6 +37,11 @@ export interface Env extends WranglerEnv {
 	TOKEN_VAULT_KEY?: string;
 	/** The vault's previous key while it rotates: opens what it sealed, never seals; values are sealed again under TOKEN_VAULT_KEY at their next write. */
 	TOKEN_VAULT_KEY_PREVIOUS?: string;
+	/**
+	 * Optional Workers Analytics Engine dataset: one data point per tool call (`tool_call`
+	 * events; columns in docs/observability.md). Unbound, the events are log lines and span events only.
+	 */
+	TOOL_CALLS?: AnalyticsEngineDataset;
 	/** Upstream credentials referenced from server headers as `${UPSTREAM_NAME}`. */
 	[name: string]: unknown;
 }

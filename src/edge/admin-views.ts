@@ -17,6 +17,7 @@ export function maskServer(server: ServerRecord) {
 		prompts: server.prompts,
 		resources: server.resources,
 		pinning: server.pinning,
+		captureArguments: server.captureArguments,
 		generation: server.generation,
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),

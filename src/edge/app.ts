@@ -6,6 +6,8 @@ import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
 import { handleJwks } from "./jwks-route.ts";
@@ -86,6 +88,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 						cause: error,
 					});
 		if (!(error instanceof GatewayError)) console.error("unhandled error", error);
+		// MCP requests only: the admin API's and OAuth's own refusals are not the traffic these count.
+		if (c.req.path === "/mcp" || c.req.path.startsWith("/mcp/")) countRefusal(c.env, failure, waitUntilOf(c));
 		return c.req.path.startsWith("/admin") ? adminError(failure) : failure.toResponse();
 	});
 
@@ -129,4 +133,36 @@ function adminError(error: GatewayError): Response {
 		{ error: { kind: error.kind, message: error.message } },
 		{ status: error.status, headers: error.headers },
 	);
+}
+
+/** The refusal kind (`mcp_gateway.refusal.kind`) of what the edge refuses itself; null: not a refusal. */
+function refusalKindOf(failure: GatewayError): RefusalKind | null {
+	switch (failure.kind) {
+		case "unauthenticated":
+		case "forbidden":
+			return "auth";
+		case "rate_limited":
+			return "rate_limit";
+		case "session_limit":
+		case "too_many_in_flight":
+			return "limit";
+		case "forbidden_origin":
+		case "forbidden_host":
+			return "origin";
+		case "not_found":
+			return "unknown_endpoint";
+		default:
+			return null;
+	}
+}
+
+/** Refusals the edge answers itself (401, 403, 404, 429), counted by kind; rate limits once more as such. */
+function countRefusal(env: Env, failure: GatewayError, waitUntil: (promise: Promise<unknown>) => void): void {
+	const telemetry = telemetryFor(env);
+	const kind = telemetry.enabled ? refusalKindOf(failure) : null;
+	if (kind === null) return;
+	const instruments = instrumentsOf(telemetry);
+	instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: kind });
+	if (kind === "rate_limit") instruments.rateLimited.add(1);
+	telemetry.flush(waitUntil);
 }

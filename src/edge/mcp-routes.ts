@@ -22,11 +22,14 @@ import {
 	type OpenSessionInput,
 	type SessionScope,
 } from "../session/session-do.ts";
+import { ServerOperation } from "../telemetry/server-operation.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { type Authenticated, authenticate } from "./authenticate.ts";
 import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
-import { mintSessionId } from "./session-id.ts";
+import { mintSessionId, sessionDigest } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
+import { toolCallScope } from "./tool-call-scope.ts";
 import {
 	checkGetHeaders,
 	checkOrigin,
@@ -132,15 +135,34 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	const body = withoutNullMeta(parseJsonBody(text));
 	const ttlMs = settings.endpointCacheTtlMs;
 	const plan = () => (name ? planNamedEndpoint(reader, key, name, ttlMs) : planAggregate(reader, key, request, ttlMs));
+	// The request's server span (telemetry on) and tool_call event: from here to the end of its answer.
+	const telemetry = telemetryFor(env);
+	const operation = ServerOperation.of({
+		telemetry,
+		body,
+		headers: request.headers,
+		text,
+		scope: () => toolCallScope(env, caller, scope.endpoint, name),
+		waitUntil,
+	});
+	const traced = operation !== null && telemetry.enabled;
+	const observed = (response: Response) => (operation ? operation.answered(response) : response);
 	try {
 		const classified = classifyPost(request, body);
 		if (classified.era === "modern") {
-			return await serveModern(env, settings, key, scope, request, text, classified, plan, waitUntil, admitAgain);
+			operation?.classified("2026-07-28", "envelope" in classified ? classified.envelope.protocolVersion : null);
+			// The body goes upstream as the client sent it, but for the trace keys of its `_meta` (see ServerOperation).
+			const forwarded = traced ? JSON.stringify(body) : text;
+			return observed(
+				await serveModern(env, settings, key, scope, request, forwarded, classified, plan, waitUntil, admitAgain),
+			);
 		}
 		checkProtocolVersion(request);
 		const message = clientMessageOf(body);
+		operation?.classified("2025", legacyVersionOf(request, message));
 		if (message.kind !== "initialize") {
-			return await (await verifiedSessionStub(env, settings, sessionId)).post(scope, message);
+			if (traced && sessionId !== null) operation.inSession(await sessionDigest(sessionId));
+			return observed(await (await verifiedSessionStub(env, settings, sessionId)).post(scope, message));
 		}
 		if (sessionId !== null) {
 			throw new GatewayError(
@@ -148,12 +170,24 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 				"Bad Request: initialize opens a new session and must not carry an Mcp-Session-Id header.",
 			);
 		}
-		return await openSession(env, settings, key, scope, message, await plan());
+		const opened = await openSession(env, settings, key, scope, message, await plan());
+		const minted = opened.headers.get("mcp-session-id");
+		if (traced && minted !== null) operation.inSession(await sessionDigest(minted));
+		return observed(opened);
 	} catch (error) {
+		operation?.failed(error);
 		// Whatever refused the request, the error answers it by its id when the body had one.
 		if (error instanceof GatewayError) error.answering(requestIdOf(body));
 		throw error;
 	}
+}
+
+/** The MCP version a 2025 request speaks: its header, or at initialize the version it asks for. */
+function legacyVersionOf(request: Request, message: ClientMessage): string | null {
+	const header = request.headers.get("mcp-protocol-version");
+	if (header) return header;
+	const asked = message.kind === "initialize" ? message.params.protocolVersion : undefined;
+	return typeof asked === "string" ? asked : null;
 }
 
 /** The key (or person) the request's credential stands for, counted against its rate limit; else 401 or 429. */

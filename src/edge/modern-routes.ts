@@ -13,6 +13,7 @@ import type { WaitUntil } from "../primitives/wait-until.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
@@ -63,6 +64,7 @@ export async function serveModern(
 			const target = {
 				...resolveTarget(sole, env, targetLimitsOf(settings)),
 				credentials: credentialsFor(sole, () => calling, env, settings) ?? undefined,
+				traced: { telemetry: telemetryFor(env), waitUntil },
 			};
 			if ((await upstreamEra(target, sole)) === "modern") {
 				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {

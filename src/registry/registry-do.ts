@@ -115,6 +115,8 @@ export class RegistryDO extends DurableObject<Env> {
 			...config,
 			generation: existing?.generation ?? randomToken(12),
 			configDigest: digest,
+			// Not part of the config digest: capturing arguments changes no upstream session.
+			captureArguments: input.captureArguments,
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});

@@ -30,12 +30,19 @@ import { DEFAULT_PINNING, type PinInput, type ServerPins, ToolPinSchema } from "
  * (schemas.ts) field by field (record-rows.ts).
  */
 
+/** A flag as SQLite keeps one: 0 or 1. */
+const BOOLEAN_INTEGER: ColumnCodec = {
+	toColumn: (value) => (value === true ? 1 : 0),
+	fromColumn: (value) => value === 1,
+};
+
 const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
 	auth: JSON_TEXT,
 	tools: JSON_TEXT,
 	prompts: JSON_TEXT,
 	resources: JSON_TEXT,
+	captureArguments: BOOLEAN_INTEGER,
 	// NULL only in a registry older than digests, until `migrate` fills it in.
 	configDigest: {
 		toColumn: (value) => (typeof value === "string" ? value : null),
@@ -105,6 +112,7 @@ const CREATE_TABLES = `
 		prompts TEXT, -- JSON: which of its prompts callers see; NULL: all
 		resources TEXT, -- JSON: which of its resources and templates callers see; NULL: all
 		pinning TEXT NOT NULL DEFAULT 'warn', -- block | warn | off: what a changed tool definition does
+		capture_arguments INTEGER NOT NULL DEFAULT 0, -- 1: tool_call events carry argument values
 		generation TEXT NOT NULL,
 		config_digest TEXT,
 		created_at INTEGER NOT NULL,
@@ -242,6 +250,8 @@ export class RegistryTables {
 		this.addColumn("virtual_servers", "resources", "TEXT");
 		// Servers registered before pinning are under the default mode.
 		this.addColumn("servers", "pinning", `TEXT NOT NULL DEFAULT '${DEFAULT_PINNING}'`);
+		// Servers registered before argument capture never captured.
+		this.addColumn("servers", "capture_arguments", "INTEGER NOT NULL DEFAULT 0");
 		this.addColumn("api_keys", "max_sessions", "INTEGER");
 		// Keys issued before self-verifying keys are of the first format.
 		this.addColumn("api_keys", "key_format", "INTEGER NOT NULL DEFAULT 1");

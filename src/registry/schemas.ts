@@ -134,6 +134,11 @@ export const ServerInputSchema = z.strictObject({
 	resources: ResourceShapingSchema.optional(),
 	/** What a changed or new tool definition does (see tool-pins.ts). */
 	pinning: PinningModeSchema.default(DEFAULT_PINNING),
+	/**
+	 * Whether its tool calls' `tool_call` events carry the arguments' values (personal data:
+	 * docs/observability.md). Absent: only their digest.
+	 */
+	captureArguments: z.boolean().default(false),
 });
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
@@ -202,6 +207,8 @@ export const ServerRecordSchema = z.object({
 	resources: ResourceShapingSchema.nullable().default(null),
 	/** What its changed or new tool definitions do; records published before the field are "warn", the default. */
 	pinning: PinningModeSchema.default(DEFAULT_PINNING),
+	/** Whether `tool_call` events carry argument values; records published before the field do not. */
+	captureArguments: z.boolean().default(false),
 	/** Random id of this incarnation: a server deleted and created again gets a new one. */
 	generation: z.string(),
 	/** SHA-256 of its URL, headers, timeout, protocol, auth and pinning: a replacing PUT that changes them changes it. */

@@ -60,6 +60,8 @@ export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt
 	resources: ResourceShapingSchema.nullable().optional(),
 	/** What its changed tool definitions do; absent in bindings older than it, which means the default, "warn". */
 	pinning: PinningModeSchema.optional(),
+	/** Whether tool_call events carry argument values; absent in bindings older than it: they do not. */
+	captureArguments: z.boolean().optional(),
 });
 export type Member = z.infer<typeof MemberSchema>;
 
@@ -78,6 +80,7 @@ export function memberOf(server: ServerRecord): Member {
 		prompts: server.prompts,
 		resources: server.resources,
 		pinning: server.pinning,
+		captureArguments: server.captureArguments,
 	};
 }
 

@@ -9,12 +9,16 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
+import { instrumentsOf } from "../telemetry/instruments.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
+import { withCallNote } from "../telemetry/tool-call.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
+import { UnknownToolRefusal } from "./call-failures.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
@@ -256,7 +260,12 @@ export class SessionDO extends DurableObject<Env> {
 			return new Response(null, { status: 202 });
 		} catch (error) {
 			done();
-			return input.kind === "request" ? renderRpcFailure(error, input.message.id) : renderHttpFailure(error);
+			if (input.kind !== "request") return renderHttpFailure(error);
+			const failure = renderRpcFailure(error, input.message.id);
+			// The edge accounts a name the endpoint does not offer as an unknown tool, not as any invalid params.
+			return error instanceof UnknownToolRefusal
+				? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
+				: failure;
 		}
 	}
 
@@ -421,6 +430,8 @@ export class SessionDO extends DurableObject<Env> {
 			return await work();
 		} finally {
 			leave();
+			// What this RPC recorded (spans, counters) goes out after it, in the background.
+			telemetryFor(this.env).flush((promise) => this.ctx.waitUntil(promise));
 		}
 	}
 
@@ -448,6 +459,16 @@ export class SessionDO extends DurableObject<Env> {
 		return stored ? { ...stored, subjectToken: null } : null;
 	}
 
+	/** The conventions' `mcp.server.session.duration`, from its opening to its end (deleted, expired or revoked). */
+	private recordSessionDuration(binding: SessionBinding): void {
+		const telemetry = telemetryFor(this.env);
+		if (!telemetry.enabled) return;
+		instrumentsOf(telemetry).serverSessionDuration.record((this.clock.now() - binding.createdAt) / 1000, {
+			"network.transport": "tcp",
+			"network.protocol.name": "http",
+		});
+	}
+
 	private load(): Promise<SessionBinding | null> {
 		if (this.binding !== undefined) return Promise.resolve(this.binding);
 		this.loading ??= this.parts.store.readBinding().then((binding) => {
@@ -469,6 +490,7 @@ export class SessionDO extends DurableObject<Env> {
 	private async terminate(binding: SessionBinding, reason: string): Promise<void> {
 		if (this.binding === null) return;
 		console.log(`session ended: ${reason}`);
+		this.recordSessionDuration(binding);
 		this.binding = null;
 		this.parts.lifecycle.stop();
 		this.parts.calls.abortAll(reason);

@@ -13,6 +13,8 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
 import { Catalog } from "./aggregate/catalog.ts";
@@ -20,6 +22,7 @@ import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import { MemberSessions } from "./aggregate/member-sessions.ts";
 import { ServerRequests } from "./aggregate/server-requests.ts";
 import type { Member } from "./binding.ts";
+import { HeldToolRefusal } from "./call-failures.ts";
 import { type LifecycleHost, SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
 import { ClientStreams } from "./streams/client-streams.ts";
@@ -86,7 +89,7 @@ export interface PartsHost
 export function sessionParts(host: PartsHost): SessionParts {
 	const { ctx, env, settings } = host;
 	const store = new SessionStore(ctx.storage);
-	const pool = new UpstreamPool(env, settings, host.calling);
+	const pool = new UpstreamPool(env, settings, host.calling, (promise) => ctx.waitUntil(promise));
 	const breaker = new Breaker(host.clock);
 	const buffer = new EventBuffer(ctx.storage, settings.eventBuffer, host.clock);
 	const streams = new ClientStreams(buffer, {
@@ -215,7 +218,10 @@ export function sessionParts(host: PartsHost): SessionParts {
 				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
 				const verdict = (await pinned(member, false))(real);
 				if (verdict && !verdict.served) {
-					return new GatewayError("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
+					const instruments = instrumentsOf(telemetryFor(env));
+					instruments.toolsHeld.add(1);
+					instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "pinning" });
+					return new HeldToolRefusal("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
 				}
 			}
 			const now = await gate();
@@ -226,12 +232,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 				return [];
 			});
 			const tool = listed.find((candidate) => candidate.name === exposed);
-			return callRefusal(
+			const refused = callRefusal(
 				now,
 				member.name,
 				{ ...onEndpoint(member.name, exposed, tool?.annotations), realName: real },
 				args,
 			);
+			if (refused) instrumentsOf(telemetryFor(env)).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "policy" });
+			return refused;
 		},
 	});
 	const router: AggregateRouter = new AggregateRouter({

@@ -12,13 +12,24 @@ import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
 import { once } from "../primitives/once.ts";
+import { type CallNote, withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
-import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
+import {
+	callerRefused,
+	cancelledError,
+	HeldToolRefusal,
+	isFinal,
+	mayHaveRun,
+	notSent,
+	paused,
+	SessionEnded,
+	UnknownToolRefusal,
+} from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 
@@ -61,7 +72,10 @@ function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest
 	const params = message.params ?? {};
 	const exposed = String(params.name ?? "");
 	const real = realToolName(member.tools, exposed);
-	if (real === null) return unknownName("tool", exposed);
+	if (real === null) {
+		const refusal = unknownName("tool", exposed);
+		return new UnknownToolRefusal(refusal.kind, refusal.message);
+	}
 	return real === exposed ? message : { ...message, params: { ...params, name: real } };
 }
 
@@ -100,15 +114,28 @@ export class UpstreamCalls {
 		};
 	}
 
-	/** Forwards a request; `done` is called once its reply has ended. */
+	/**
+	 * Forwards a request; `done` is called once its reply has ended. A tool
+	 * call's reply carries the object's note on it for the edge's accounting
+	 * (see CALL_NOTE_HEADER), which the edge takes off.
+	 */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
 		const named = toUpstreamName(member, normalizeOutgoing(original) as JSONRPCRequest);
 		const refused = named instanceof GatewayError ? named : await this.refusal(member, original, named);
 		if (refused) {
 			done();
-			return refused.toRpcResponse(original.id);
+			const note: CallNote = { server: member.name };
+			if (named instanceof GatewayError) note.refused = "unknown_tool";
+			else if (refused instanceof HeldToolRefusal) note.refused = "refused_pinning";
+			return withCallNote(refused.toRpcResponse(original.id), original.method, note);
 		}
 		const message = named as JSONRPCRequest;
+		const note: CallNote = { server: member.name, real: String(message.params?.name ?? "") };
+		if (member.captureArguments) note.capture = true;
+		return withCallNote(await this.forward(member, message, done), original.method, note);
+	}
+
+	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
 		const settle = once(() => {

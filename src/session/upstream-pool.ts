@@ -3,6 +3,8 @@ import type { Settings } from "../config.ts";
 import { type CredentialCaller, credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
 import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
 import { forEachBounded } from "./aggregate/bounded.ts";
@@ -30,6 +32,8 @@ export class UpstreamPool {
 		private readonly settings: Settings,
 		/** Who the session's requests are for now: each request's credentials are made for them. */
 		private readonly calling: () => CredentialCaller | null = () => null,
+		/** Where the export of its requests' spans runs (none: they are not traced). */
+		private readonly waitUntil?: WaitUntil,
 	) {}
 
 	connection(member: Member): UpstreamConnection {
@@ -38,6 +42,7 @@ export class UpstreamPool {
 			const target = {
 				...resolveTarget(member, this.env, targetLimitsOf(this.settings)),
 				credentials: credentialsFor(member, this.calling, this.env, this.settings) ?? undefined,
+				traced: this.waitUntil ? { telemetry: telemetryFor(this.env), waitUntil: this.waitUntil } : undefined,
 			};
 			connection = new UpstreamConnection(target, undefined, () => member.protocol ?? "auto");
 			this.connections.set(member.name, connection);

@@ -1,5 +1,6 @@
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { resendableAfterRefusal } from "../mcp/repeatable-methods.ts";
+import { ClientOperation } from "../telemetry/client-operation.ts";
 import type { Deadline } from "./deadline.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
 
@@ -18,6 +19,34 @@ export async function fetchUpstream(
 	fetcher: FetchLike = (input, requestInit) => fetch(input, requestInit),
 	/** The JSON-RPC method sent (none for a GET or DELETE): whether a refusal may be sent again. */
 	rpcMethod?: string,
+): Promise<Response> {
+	// Each MCP message sent is the conventions' CLIENT span (telemetry on), its context in the message's _meta.
+	const operation = ClientOperation.of(target.traced, target.url, init.body, init.headers.get("mcp-protocol-version"));
+	if (!operation) return fetchCredentialed(target, init, deadline, fetcher, rpcMethod);
+	const headers = new Headers(init.headers);
+	for (const [name, value] of Object.entries(operation.headers)) headers.set(name, value);
+	try {
+		const response = await fetchCredentialed(
+			target,
+			{ ...init, headers, body: operation.body },
+			deadline,
+			fetcher,
+			rpcMethod,
+		);
+		return operation.answered(response);
+	} catch (error) {
+		operation.failed(error);
+		throw error;
+	}
+}
+
+/** The request with the caller's credentials, sent once more after a refusal when that is safe. */
+async function fetchCredentialed(
+	target: UpstreamTarget,
+	init: { method: string; headers: Headers; body?: string | undefined },
+	deadline: Deadline,
+	fetcher: FetchLike,
+	rpcMethod: string | undefined,
 ): Promise<Response> {
 	const { credentials } = target;
 	if (!credentials) return fetchOnce(target, init, deadline, fetcher);

@@ -1,4 +1,5 @@
 import { GatewayError } from "../mcp/gateway-error.ts";
+import type { TracedRequests } from "../telemetry/client-operation.ts";
 
 /**
  * What a request carries for the person or key it is made for, on top of the
@@ -27,6 +28,8 @@ export interface UpstreamTarget {
 	timeoutMs: number;
 	/** Cap on one reply or SSE event, and on one list with all its pages. */
 	maxReplyBytes: number;
+	/** Where its requests' CLIENT spans go (telemetry on); absent: untraced. */
+	traced?: TracedRequests | undefined;
 }
 
 /** The parts of a server record the upstream layer needs; header values may hold `${UPSTREAM_NAME}`. */

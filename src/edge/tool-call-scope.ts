@@ -1,0 +1,27 @@
+import type { Caller } from "../credentials/caller.ts";
+import type { Env } from "../env.ts";
+import { parsePrincipalId } from "../registry/access-rules.ts";
+import type { ToolCallScope } from "../telemetry/server-operation.ts";
+
+/**
+ * Who a request's tool calls are accounted to, and where: the principal as
+ * the edge authenticated it (a key, or a person by their verified claims and
+ * the rule they came in by), never the credential itself.
+ */
+export function toolCallScope(env: Env, caller: Caller, endpoint: string, name: string | undefined): ToolCallScope {
+	const identity = caller.identity;
+	return {
+		principal: {
+			kind: identity ? "person" : "key",
+			id: caller.principalId,
+			subject: identity?.subject ?? null,
+			// `email` is set only when the issuer verified it (identityFromClaims).
+			email: identity?.email ?? null,
+			rule: parsePrincipalId(caller.principalId)?.rule ?? null,
+			key_name: caller.keyName ?? null,
+		},
+		endpoint,
+		server: name ?? null,
+		dataset: env.TOOL_CALLS,
+	};
+}

@@ -1,0 +1,217 @@
+import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
+import { watchAnswer } from "./answer-watch.ts";
+import { instrumentsOf } from "./instruments.ts";
+import {
+	type AnswerOutcome,
+	type DescribedMessage,
+	describeOperation,
+	endWithOutcome,
+	isDescribable,
+	MCP_ATTRIBUTES,
+	type McpOperation,
+	outcomeAttributes,
+	outcomeOf,
+} from "./mcp-spans.ts";
+import type { Telemetry } from "./telemetry.ts";
+import {
+	argumentsDigest,
+	type CallNote,
+	emitToolCall,
+	type ToolCallDataset,
+	type ToolCallEvent,
+	type ToolCallPrincipal,
+	takeCallNote,
+	toolCallOutcome,
+} from "./tool-call.ts";
+import { injectMeta, parentContext } from "./trace-context.ts";
+
+const encoder = new TextEncoder();
+
+/** Who calls and where, for the `tool_call` event of a `tools/call`. */
+export interface ToolCallScope {
+	principal: ToolCallPrincipal;
+	endpoint: string;
+	/** The server the endpoint names when the call's own name does not say (`/mcp/<server>`). */
+	server: string | null;
+	dataset: ToolCallDataset | undefined;
+}
+
+export interface ServerOperationInput {
+	telemetry: Telemetry;
+	/** The request body, parsed (a request or notification; anything else is not an MCP operation). */
+	body: unknown;
+	/** The HTTP request's headers: `traceparent` when `_meta` carries none. */
+	headers: Headers;
+	/** The body as it came (its bytes are `bytes_in`). */
+	text: string;
+	/** Made only for a `tools/call` (most requests are not one). */
+	scope: () => ToolCallScope;
+	waitUntil: WaitUntil;
+}
+
+/**
+ * One client request or notification the gateway receives, observed from its
+ * arrival to the end of its answer: the conventions' SERVER span (parent the
+ * client's `_meta` context, else its `traceparent` header), the
+ * `mcp.server.operation.duration` point, and for a `tools/call` the
+ * `tool_call` event. The span's context replaces the two trace keys of the
+ * body's `_meta` (the client's other keys stay), so whatever forwards the
+ * message upstream starts its CLIENT span under it.
+ *
+ * Made only for requests and notifications; with telemetry off it records
+ * nothing but the `tool_call` event, which is always kept.
+ */
+export class ServerOperation {
+	private readonly span: Span | null;
+	private readonly operation: McpOperation;
+	private readonly started = Date.now();
+	private readonly digest: Promise<string> | null;
+	private era: ToolCallEvent["era"] = "2025";
+	private protocolVersion: string | null = null;
+	private ended = false;
+
+	private constructor(
+		private readonly input: ServerOperationInput,
+		private readonly message: DescribedMessage,
+	) {
+		this.operation = describeOperation(message, null);
+		const { telemetry } = input;
+		if (telemetry.enabled) {
+			const parent = parentContext(message.params?._meta, input.headers);
+			this.span = telemetry.tracer.startSpan(
+				this.operation.name,
+				{ kind: SpanKind.SERVER, attributes: this.operation.attributes },
+				parent,
+			);
+			this.carryContext(this.span);
+		} else this.span = null;
+		this.digest = message.method === "tools/call" ? argumentsDigest(message.params?.arguments) : null;
+	}
+
+	/** The operation of a body, when it is a request or notification (null for responses and anything else). */
+	static of(input: ServerOperationInput): ServerOperation | null {
+		const { body } = input;
+		if (!isDescribable(body)) return null;
+		if (!input.telemetry.enabled && body.method !== "tools/call") return null;
+		return new ServerOperation(input, body);
+	}
+
+	/** The era the edge classified and the protocol version the request speaks. */
+	classified(era: ToolCallEvent["era"], protocolVersion: string | null): void {
+		this.era = era;
+		this.protocolVersion = protocolVersion;
+		if (protocolVersion) this.span?.setAttribute(MCP_ATTRIBUTES.protocolVersion, protocolVersion);
+	}
+
+	/** The 2025 session the request belongs to, by its digest (never the raw id; never for 2026-07-28). */
+	inSession(digest: string): void {
+		if (this.era === "2025") this.span?.setAttribute(MCP_ATTRIBUTES.sessionId, digest);
+	}
+
+	/**
+	 * The answer: its body is passed on as it comes, and the operation ends
+	 * once it has been relayed (a streamed reply at its end). A Durable
+	 * Object's note on the call is taken off the headers here.
+	 */
+	answered(response: Response): Response {
+		const headers = new Headers(response.headers);
+		const note = takeCallNote(headers);
+		const passed = new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+		const id = this.message.id ?? null;
+		return watchAnswer(passed, id, (answer, bytes) =>
+			this.end(outcomeOf(answer), answer !== null || id === null, bytes, note),
+		);
+	}
+
+	/** The request failed with `error` before any answer: the edge renders it (its JSON-RPC code is the outcome). */
+	failed(error: unknown): void {
+		const rpc =
+			error instanceof GatewayError
+				? { ...error.toJsonRpcError(), kind: error.kind }
+				: // An unexpected error's own message is the operator's log's (the client gets a plain sentence), not the span's.
+					{ code: -32603, message: "The gateway failed unexpectedly.", kind: "internal" };
+		this.end({ code: rpc.code, errorType: String(rpc.code), message: rpc.message, kind: rpc.kind }, true, 0, null);
+	}
+
+	private end(outcome: AnswerOutcome, answered: boolean, bytesOut: number, note: CallNote | null): void {
+		if (this.ended) return;
+		this.ended = true;
+		const endTime = Date.now();
+		const seconds = (endTime - this.started) / 1000;
+		const { telemetry } = this.input;
+		const close = () => {
+			if (this.span) {
+				endWithOutcome(this.span, outcome, endTime);
+				instrumentsOf(telemetry).serverOperationDuration.record(seconds, this.metricAttributes(outcome));
+			}
+			this.flush();
+		};
+		const digest = this.digest;
+		if (digest === null) {
+			close();
+			return;
+		}
+		// The event goes on the span before it ends (the digest is computed meanwhile); the span keeps its end time.
+		this.input.waitUntil(
+			digest
+				.then((argumentsDigest) => this.account(argumentsDigest, outcome, answered, bytesOut, note, seconds))
+				.finally(close),
+		);
+	}
+
+	private account(
+		digest: string,
+		outcome: AnswerOutcome,
+		answered: boolean,
+		bytesOut: number,
+		note: CallNote | null,
+		seconds: number,
+	): void {
+		const scope = this.input.scope();
+		const tool = this.operation.target ?? "";
+		const split = tool.indexOf("__");
+		const prefixed = scope.server === null && split > 0;
+		const event: ToolCallEvent = {
+			event: "tool_call",
+			time: new Date(this.started).toISOString(),
+			principal: scope.principal,
+			endpoint: scope.endpoint,
+			server: note?.server ?? (prefixed ? tool.slice(0, split) : scope.server),
+			tool,
+			tool_real: note?.real ?? (prefixed ? tool.slice(split + 2) : tool),
+			outcome: toolCallOutcome(answered, outcome, note),
+			duration_ms: Math.round(seconds * 1000),
+			era: this.era,
+			protocol_version: this.protocolVersion,
+			bytes_in: encoder.encode(this.input.text).byteLength,
+			bytes_out: bytesOut,
+			arguments_digest: digest,
+		};
+		if (note?.capture) event.arguments = this.message.params?.arguments ?? {};
+		const traceId = this.span?.spanContext().traceId;
+		if (traceId) event.trace_id = traceId;
+		emitToolCall(event, this.span, scope.dataset);
+	}
+
+	private metricAttributes(outcome: AnswerOutcome): Attributes {
+		const attributes: Attributes = { ...this.operation.metricAttributes, ...outcomeAttributes(outcome) };
+		if (this.protocolVersion) attributes[MCP_ATTRIBUTES.protocolVersion] = this.protocolVersion;
+		return attributes;
+	}
+
+	/** The body's `_meta` names this span (only the two trace keys are replaced). */
+	private carryContext(span: Span): void {
+		const params = (this.message.params ?? {}) as Record<string, unknown>;
+		const meta = typeof params._meta === "object" && params._meta !== null ? params._meta : {};
+		const fields = injectMeta(span);
+		if (!fields) return;
+		const { traceparent: _parent, tracestate: _state, ...kept } = meta as Record<string, unknown>;
+		(this.message as { params?: Record<string, unknown> }).params = { ...params, _meta: { ...kept, ...fields } };
+	}
+
+	private flush(): void {
+		this.input.telemetry.flush(this.input.waitUntil);
+	}
+}

@@ -1,0 +1,234 @@
+import type { Span } from "@opentelemetry/api";
+import { stableJson } from "../mcp/stable-json.ts";
+import { sha256Hex } from "../primitives/crypto.ts";
+import type { AnswerOutcome } from "./mcp-spans.ts";
+
+/**
+ * Every tool call accounted: one `tool_call` event per `tools/call` a client
+ * sends, whatever became of it, as a JSON log line (Workers Logs), as an
+ * event on the call's server span, and as a data point in the operator's
+ * Analytics Engine dataset when one is bound (`TOOL_CALLS`). It names who
+ * called what and how it came out; never an argument's value unless the
+ * server's record turns argument capture on (personal data: docs/observability.md).
+ */
+
+/** How a tool call came out. */
+export const TOOL_CALL_OUTCOMES = [
+	"ok",
+	"tool_error",
+	"refused_policy",
+	"refused_limit",
+	"refused_pinning",
+	"unknown_tool",
+	"invalid_params",
+	"upstream_timeout",
+	"upstream_unreachable",
+	"upstream_error",
+	"upstream_auth_required",
+	"connection_required",
+	"outcome_uncertain",
+	"cancelled",
+	"no_answer",
+	"error",
+] as const;
+export type ToolCallOutcome = (typeof TOOL_CALL_OUTCOMES)[number];
+
+/**
+ * A Durable Object's note to the edge on a call it decided itself (refused
+ * before sending, or sent under the upstream's own name), as a header of its
+ * internal reply: the edge reads it and takes it off, so a client never sees it.
+ */
+export const CALL_NOTE_HEADER = "x-mcp-gateway-call-note";
+
+export interface CallNote {
+	/** The server the call went to. */
+	server?: string;
+	/** The upstream's own name of the tool (an operator's alias called by another). */
+	real?: string;
+	/** The server's record turns argument capture on. */
+	capture?: boolean;
+	/** Set when the object refused the call before sending it. */
+	refused?: "refused_pinning" | "unknown_tool";
+}
+
+/** A tool call's reply with the object's note on it (any other method's reply unchanged). */
+export function withCallNote(response: Response, method: string, note: CallNote): Response {
+	if (method !== "tools/call") return response;
+	const headers = new Headers(response.headers);
+	headers.set(CALL_NOTE_HEADER, JSON.stringify(note));
+	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** The note in a reply's headers, taken off them; null when there is none or it does not parse. */
+export function takeCallNote(headers: Headers): CallNote | null {
+	const text = headers.get(CALL_NOTE_HEADER);
+	if (text === null) return null;
+	headers.delete(CALL_NOTE_HEADER);
+	try {
+		const value: unknown = JSON.parse(text);
+		if (typeof value !== "object" || value === null) return null;
+		const { server, real, capture, refused } = value as Record<string, unknown>;
+		return {
+			...(typeof server === "string" ? { server } : {}),
+			...(typeof real === "string" ? { real } : {}),
+			...(capture === true ? { capture } : {}),
+			...(refused === "refused_pinning" || refused === "unknown_tool" ? { refused } : {}),
+		};
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
+}
+
+/** Gateway failure kinds (`data.kind`) and the outcome each one is. */
+const OUTCOME_OF_KIND: Readonly<Record<string, ToolCallOutcome>> = {
+	forbidden: "refused_policy",
+	rate_limited: "refused_limit",
+	session_limit: "refused_limit",
+	too_many_in_flight: "refused_limit",
+	upstream_timeout: "upstream_timeout",
+	upstream_unavailable: "upstream_unreachable",
+	upstream_error: "upstream_error",
+	reply_too_large: "upstream_error",
+	misconfigured: "upstream_error",
+	upstream_auth_required: "upstream_auth_required",
+	connection_required: "connection_required",
+	outcome_uncertain: "outcome_uncertain",
+	cancelled: "cancelled",
+	invalid_params: "invalid_params",
+};
+
+/** JSON-RPC's invalid params: an upstream's answer to arguments (or a tool name) it does not take. */
+const INVALID_PARAMS = -32602;
+
+/** The outcome of a call from its answer, and from what the object noted of it. */
+export function toolCallOutcome(answered: boolean, outcome: AnswerOutcome, note: CallNote | null): ToolCallOutcome {
+	if (note?.refused) return note.refused;
+	if (!answered) return "no_answer";
+	if (outcome.kind !== null && OUTCOME_OF_KIND[outcome.kind]) return OUTCOME_OF_KIND[outcome.kind] ?? "error";
+	if (outcome.errorType === null) return "ok";
+	if (outcome.code === null) return "tool_error";
+	return outcome.code === INVALID_PARAMS ? "invalid_params" : "error";
+}
+
+/** Who called: what the edge authenticated, never a credential. */
+export interface ToolCallPrincipal {
+	kind: "key" | "person";
+	/** The key id, or the person's principal id (rule, generation, user digest). */
+	id: string;
+	/** The person's subject at their issuer; null for a key. */
+	subject: string | null;
+	/** The person's email, only when their issuer verified it. */
+	email: string | null;
+	/** The access rule a person came in by. */
+	rule: string | null;
+	/** The key's name, when it has one. */
+	key_name: string | null;
+}
+
+/** One accounted tool call: the event's fields, as logged. */
+export interface ToolCallEvent {
+	event: "tool_call";
+	/** When the call arrived (ISO 8601). */
+	time: string;
+	principal: ToolCallPrincipal;
+	/** `/mcp/<name>` or `/mcp`. */
+	endpoint: string;
+	/** The upstream server the call was for; null when the name routed to none. */
+	server: string | null;
+	/** The tool's name as the client called it (on `/mcp`, `server__tool`). */
+	tool: string;
+	/** The upstream's own name of it (differs when the operator aliased it). */
+	tool_real: string;
+	outcome: ToolCallOutcome;
+	duration_ms: number;
+	/** `2025` (sessions) or `2026-07-28`. */
+	era: "2025" | "2026-07-28";
+	protocol_version: string | null;
+	/** The request body's bytes, and the reply's as relayed. */
+	bytes_in: number;
+	bytes_out: number;
+	/** SHA-256 (hex) of the arguments' stable JSON (sorted keys): equal arguments, equal digests. */
+	arguments_digest: string;
+	/** The arguments themselves, only when the server's record has `captureArguments: true`. */
+	arguments?: unknown;
+	/** The server span's trace, when traces are exported. */
+	trace_id?: string;
+}
+
+/** The digest of a call's arguments (absent arguments are `{}`, as the SDK sends them). */
+export function argumentsDigest(args: unknown): Promise<string> {
+	return sha256Hex(stableJson(args ?? {}));
+}
+
+/** The optional Analytics Engine binding's one method the gateway uses. */
+export interface ToolCallDataset {
+	writeDataPoint(point: { indexes?: string[]; blobs?: string[]; doubles?: number[] }): void;
+}
+
+/**
+ * The event as an Analytics Engine data point. Column order (documented in
+ * docs/observability.md, and never reordered: queries name columns by position):
+ * index1 server; blob1 outcome, blob2 server, blob3 tool, blob4 tool_real,
+ * blob5 endpoint, blob6 principal kind, blob7 principal id, blob8 person
+ * (email, else subject), blob9 rule, blob10 key name, blob11 era, blob12
+ * protocol version, blob13 arguments digest, blob14 trace id; double1
+ * duration ms, double2 bytes in, double3 bytes out.
+ */
+export function dataPointOf(event: ToolCallEvent): { indexes: string[]; blobs: string[]; doubles: number[] } {
+	const { principal } = event;
+	return {
+		indexes: [event.server ?? ""],
+		blobs: [
+			event.outcome,
+			event.server ?? "",
+			event.tool,
+			event.tool_real,
+			event.endpoint,
+			principal.kind,
+			principal.id,
+			principal.email ?? principal.subject ?? "",
+			principal.rule ?? "",
+			principal.key_name ?? "",
+			event.era,
+			event.protocol_version ?? "",
+			event.arguments_digest,
+			event.trace_id ?? "",
+		],
+		doubles: [event.duration_ms, event.bytes_in, event.bytes_out],
+	};
+}
+
+/** Emits the event: the log line, the span event (when the call has a recording span), the data point. */
+export function emitToolCall(event: ToolCallEvent, span: Span | null, dataset: ToolCallDataset | undefined): void {
+	console.log(JSON.stringify(event));
+	if (span?.isRecording()) {
+		const { principal } = event;
+		span.addEvent("tool_call", {
+			outcome: event.outcome,
+			"principal.kind": principal.kind,
+			"principal.id": principal.id,
+			...(principal.email ? { "principal.email": principal.email } : {}),
+			...(principal.subject ? { "principal.subject": principal.subject } : {}),
+			...(principal.rule ? { "principal.rule": principal.rule } : {}),
+			...(principal.key_name ? { "principal.key_name": principal.key_name } : {}),
+			endpoint: event.endpoint,
+			...(event.server ? { server: event.server } : {}),
+			tool: event.tool,
+			tool_real: event.tool_real,
+			duration_ms: event.duration_ms,
+			era: event.era,
+			bytes_in: event.bytes_in,
+			bytes_out: event.bytes_out,
+			arguments_digest: event.arguments_digest,
+			...(event.arguments !== undefined ? { arguments: JSON.stringify(event.arguments) } : {}),
+		});
+	}
+	if (!dataset) return;
+	try {
+		dataset.writeDataPoint(dataPointOf(event));
+	} catch (error) {
+		// The dataset refusing a point (over its limits) must not fail the call it accounts.
+		console.warn(`tool_call: data point not written: ${error instanceof Error ? error.message : String(error)}`);
+	}
+}
