@@ -92,8 +92,14 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		}),
 	]);
 	const bundle = bundleSize(gatewayBuild);
-	// Before the counting module is installed: the telemetry stage's gateways run the build as it is.
-	const plainGatewayEntry = gatewayBuild.entry;
+	// Its own gateway processes and sink, started beside the others, on the build as it is (before the
+	// counting module is installed). A failure is reported, not fatal: the other stages still run.
+	const telemetryStage = setUpTelemetryStage(procs, state, gatewayBuild.entry, upstream.url).catch(
+		(error: unknown): TelemetryStage => {
+			warn(`the telemetry stage could not be set up: ${describe(error)}`);
+			return { error: describe(error) };
+		},
+	);
 	// After the size is taken: the built gateway behind the module that counts its Durable Object requests.
 	const gatewayEntry = installCountingEntry(gatewayBuild.outDir, state.gatewayConfig);
 	log("starting the gateway and the floors (wrangler dev)...");
@@ -136,11 +142,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		warn(`the per-person credentials stage could not be set up: ${describe(error)}`);
 		return { error: describe(error) };
 	});
-	// Its own gateway processes and sink; a failure is reported, not fatal, as above.
-	const telemetry = await setUpTelemetryStage(procs, state, plainGatewayEntry, upstream.url).catch((error: unknown) => {
-		warn(`the telemetry stage could not be set up: ${describe(error)}`);
-		return { error: describe(error) };
-	});
+	const telemetry = await telemetryStage;
 	// CPU time of the server side of each target, per throughput call: the upstream's process, and
 	// the process group (wrangler, workerd) of the runtime in between.
 	const floorGroup = floorDev.child.process.pid ?? -1;

@@ -7,11 +7,13 @@
  *
  * Builds the gateway, starts the bench's 2025 upstream and the stage's sink and three gateway
  * processes (nothing else of the whole run), measures only the stage's rounds and prints its
- * section of the report (report-telemetry.ts); writes nothing. BENCH_OTEL_VARS (`NAME=value,…`)
+ * section of the report (report-telemetry.ts); writes only its raw samples, to a temporary file. BENCH_OTEL_VARS (`NAME=value,…`)
  * adds OTEL_* settings to the exporting gateway, e.g. `OTEL_BSP_SCHEDULE_DELAY=0` to export at
  * every request's end.
  */
 
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { installShutdown, Processes } from "../processes.ts";
@@ -27,6 +29,9 @@ import {
 	setUpTelemetryStage,
 	warmUpTelemetryStage,
 } from "./telemetry.ts";
+
+/** The stage's raw samples, for a closer look (never committed). */
+const RAW_PATH = join(tmpdir(), `mcp-edge-gateway-bench-telemetry-${QUICK ? "quick" : "full"}.json`);
 
 const procs = new Processes();
 const { shutdown } = installShutdown(procs, "bench-telemetry");
@@ -67,6 +72,8 @@ try {
 	}
 	await closeTelemetryStage(stage);
 	console.log(telemetrySection(results).join("\n"));
+	writeFileSync(RAW_PATH, JSON.stringify(results));
+	log(`raw samples in ${RAW_PATH}`);
 	log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s`);
 	await shutdown(0);
 } catch (error) {

@@ -16,6 +16,7 @@
  * their order rotated each call, so that drift of the machine falls on all alike.
  */
 
+import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
@@ -51,6 +52,7 @@ const SinkStatsSchema = z.object({
 async function gatewayWith(
 	procs: Processes,
 	state: RunState,
+	config: string,
 	entry: string,
 	name: string,
 	upstreamUrl: string,
@@ -58,7 +60,7 @@ async function gatewayWith(
 ): Promise<{ gateway: Gateway; key: string }> {
 	const started = await startWranglerDev(procs, {
 		name,
-		config: state.gatewayConfig,
+		config,
 		entry,
 		persistTo: join(state.tmp, `${name.replace(/\W+/g, "-")}-state`),
 		env: state.env,
@@ -89,6 +91,9 @@ export async function setUpTelemetryStage(
 	extraVariables: Record<string, string> = {},
 ): Promise<TelemetryStage> {
 	const started = performance.now();
+	// A copy of the run's configuration, taken now: the whole run rewrites its own for the counting module.
+	const config = join(state.tmp, "wrangler-telemetry.toml");
+	copyFileSync(state.gatewayConfig, config);
 	const sinkPort = await freePort();
 	const sink = procs.spawn(
 		"OTLP sink",
@@ -102,9 +107,9 @@ export async function setUpTelemetryStage(
 	const sinkUrl = `http://${HOST}:${sinkPort}`;
 	const variables = { OTEL_EXPORTER_OTLP_ENDPOINT: sinkUrl, ...EXPORT_VARIABLES, ...extraVariables };
 	const [on, off, offElsewhere] = await Promise.all([
-		gatewayWith(procs, state, entry, "gateway, export on", upstreamUrl, variables),
-		gatewayWith(procs, state, entry, "gateway, export off", upstreamUrl, {}),
-		gatewayWith(procs, state, entry, "gateway, export off elsewhere", upstreamUrl, {}),
+		gatewayWith(procs, state, config, entry, "gateway, export on", upstreamUrl, variables),
+		gatewayWith(procs, state, config, entry, "gateway, export off", upstreamUrl, {}),
+		gatewayWith(procs, state, config, entry, "gateway, export off elsewhere", upstreamUrl, {}),
 	]);
 	const target = (id: TelemetryTargetId, at: { gateway: Gateway; key: string }): RawTarget => ({
 		id,
