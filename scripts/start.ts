@@ -17,7 +17,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -92,15 +92,15 @@ async function ensureDevVars(): Promise<Record<string, string>> {
 	return vars;
 }
 
-/** Fails early with a clear message instead of a confusing EADDRINUSE from a child process. */
-function assertPortFree(port: number): Promise<void> {
-	return new Promise((resolve, reject) => {
+/** Whether something already listens on `port` (checked first, so a busy port is named, not a child's EADDRINUSE). */
+function portBusy(port: number): Promise<boolean> {
+	return new Promise((resolve) => {
 		const socket = connect(port, HOST);
 		socket.once("connect", () => {
 			socket.destroy();
-			reject(new Error(`Port ${port} is already in use: is another 'npm start' running?`));
+			resolve(true);
 		});
-		socket.once("error", () => resolve());
+		socket.once("error", () => resolve(false));
 	});
 }
 
@@ -124,15 +124,35 @@ async function waitUntilHealthy(wrangler: ChildProcess): Promise<void> {
 	throw new Error(`The gateway did not answer ${GATEWAY}/healthz within ${READY_TIMEOUT_MS / 1000} s.`);
 }
 
-async function admin(token: string, method: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+async function admin(token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
 	const response = await fetch(`${GATEWAY}/admin${path}`, {
 		method,
 		headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-		body: JSON.stringify(body),
+		...(body === undefined ? {} : { body: JSON.stringify(body) }),
 	});
 	const text = await response.text();
 	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
 	return JSON.parse(text) as Record<string, unknown>;
+}
+
+/** Where the local key's secret is kept between runs (a key's secret is shown only once, at creation). */
+const LOCAL_KEY_FILE = join(".wrangler", "local-dev-key");
+
+/**
+ * The `local-dev` key of earlier runs while the gateway still has it, else a
+ * new one (kept for the next run): one key for every run, not one per run.
+ */
+async function localDevKey(token: string): Promise<string> {
+	if (existsSync(LOCAL_KEY_FILE)) {
+		const [id, secret] = readFileSync(LOCAL_KEY_FILE, "utf8").trim().split(" ");
+		const listed = await admin(token, "GET", "/keys");
+		const keys = Array.isArray(listed.keys) ? (listed.keys as Array<{ id?: unknown }>) : [];
+		if (id && secret && keys.some((entry) => entry.id === id)) return secret;
+	}
+	const created = await admin(token, "POST", "/keys", { name: "local-dev" });
+	mkdirSync(".wrangler", { recursive: true });
+	writeFileSync(LOCAL_KEY_FILE, `${String(created.id)} ${String(created.key)}\n`, { mode: 0o600 });
+	return String(created.key);
 }
 
 const vars = await ensureDevVars();
@@ -148,10 +168,12 @@ const ports = [
 // An operator's own collector in .dev.vars wins; otherwise the local receiver.
 const localTelemetry = !vars.OTEL_EXPORTER_OTLP_ENDPOINT;
 if (localTelemetry) ports.push(OTLP_RECEIVER_PORT);
-await Promise.all(ports.map(assertPortFree)).catch((error: Error) => {
-	console.error(`npm start failed: ${error.message}`);
+const busy = (await Promise.all(ports.map(async (port) => ((await portBusy(port)) ? [port] : [])))).flat();
+if (busy.length > 0) {
+	const which = busy.length === 1 ? `Port ${busy[0]} is` : `Ports ${busy.join(", ")} are`;
+	console.error(`npm start failed: ${which} already in use: is another 'npm start' running?`);
 	process.exit(1);
-});
+}
 
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
@@ -268,9 +290,7 @@ try {
 		match: { emailDomain: "example.com" },
 		servers: ["demo", "modern-demo", "oauth-demo", "whoami-demo"],
 	});
-	// A fresh key per run: keys are shown only once at creation, and the old ones stay valid.
-	const created = await admin(adminToken, "POST", "/keys", { name: "local-dev" });
-	const key = String(created.key);
+	const key = await localDevKey(adminToken);
 	const endpoint = `${GATEWAY}/mcp/demo`;
 	const modernEndpoint = `${GATEWAY}/mcp/modern-demo`;
 	const toolsList = JSON.stringify({

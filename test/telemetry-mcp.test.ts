@@ -137,6 +137,13 @@ function sessionSpanOf(trace: string, name: string, poke: () => Promise<unknown>
 	}, `CLIENT span ${name} of the session`);
 }
 
+/** Flushes the telemetry of this project's env (the Durable Objects' own), as the isolate's next request would. */
+async function flushProject(): Promise<void> {
+	const exports: Promise<unknown>[] = [];
+	telemetryFor(env).flush((promise) => exports.push(promise));
+	await Promise.allSettled(exports);
+}
+
 /** A ping in the session: its end flushes what the object recorded before. */
 function pinger(gateway: Traced, path: string, key: string, sessionId: string): () => Promise<unknown> {
 	return () => gateway.fetch(legacyPost(path, key, sessionId, { jsonrpc: "2.0", id: "flush", method: "ping" }));
@@ -380,18 +387,22 @@ describe("session duration", () => {
 			}),
 		);
 		expect(deleted.response.status).toBe(204);
-		const metric = await eventually(
-			async () =>
-				(await otlpMetrics(GATEWAY_OTLP_TENANT)).find((candidate) => candidate.name === "mcp.server.session.duration"),
-			"mcp.server.session.duration",
-		);
+		// The session is gone, so no request of its own flushes again: the isolate's next flush (the
+		// project's telemetry, which the object shares) exports what its last one could not.
+		const metric = await eventually(async () => {
+			const found = (await otlpMetrics(GATEWAY_OTLP_TENANT)).find(
+				(candidate) => candidate.name === "mcp.server.session.duration",
+			);
+			if (!found) await flushProject();
+			return found;
+		}, "mcp.server.session.duration");
 		expect(metric).toMatchObject({ type: "histogram", unit: "s" });
 		expect(metric.points[0]?.attributes).toMatchObject({ "network.transport": "tcp" });
 	});
 });
 
 describe("every tool call accounted (tool_call)", () => {
-	it("ok, tool error, policy refusal and upstream failure each give one event with the principal, the outcome and the digest, never the arguments", async () => {
+	it("ok, tool error and policy refusal each give one event with the principal, the outcome and the digest, never the arguments", async () => {
 		const tenant = newOtlpTenant();
 		const gateway = gatewayWith(otlpEnv(tenant));
 		const server = await registerServer("alpha");

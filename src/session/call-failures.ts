@@ -10,9 +10,6 @@ import type { Member } from "./binding.ts";
  */
 export class HeldToolRefusal extends GatewayError {}
 
-/** A call of a name the endpoint does not offer: the gateway's own "unknown tool" (also for hidden tools). */
-export class UnknownToolRefusal extends GatewayError {}
-
 /** Why a running request was aborted by the gateway rather than the client. */
 export class SessionEnded extends Error {}
 

@@ -7,6 +7,7 @@ import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
+import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
@@ -18,7 +19,6 @@ import { type Calling, type Member, type SessionBinding, type SessionScope, scop
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
-import { UnknownToolRefusal } from "./call-failures.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";

@@ -28,7 +28,6 @@ import {
 	notSent,
 	paused,
 	SessionEnded,
-	UnknownToolRefusal,
 } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
@@ -72,10 +71,7 @@ function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest
 	const params = message.params ?? {};
 	const exposed = String(params.name ?? "");
 	const real = realToolName(member.tools, exposed);
-	if (real === null) {
-		const refusal = unknownName("tool", exposed);
-		return new UnknownToolRefusal(refusal.kind, refusal.message);
-	}
+	if (real === null) return unknownName("tool", exposed);
 	return real === exposed ? message : { ...message, params: { ...params, name: real } };
 }
 

@@ -20,7 +20,6 @@ import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
 import { unknownName, unknownResource } from "../../mcp/unknown-offers.ts";
 import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
-import { UnknownToolRefusal } from "../call-failures.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 
@@ -139,16 +138,16 @@ export class AggregateLists {
 				: promptOffered(this.host.endpointOffers(), exposed)
 					? exposed
 					: null;
-		if (named === null) throw unknown(what, exposed);
+		if (named === null) throw unknownName(what, exposed);
 		const split = splitNamespacedName(named);
 		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
 		// member that is briefly unreachable for lists can still be called.
 		if (split && this.host.members().includes(split.server) && named.length < MAX_TOOL_NAME_LENGTH) {
 			// Refused here, under the caller's name, what the member's own shaping would refuse under its own.
-			if (!this.host.memberOffers(split.server, what, split.name)) throw unknown(what, exposed);
+			if (!this.host.memberOffers(split.server, what, split.name)) throw unknownName(what, exposed);
 			return split;
 		}
-		throw unknown(what, exposed);
+		throw unknownName(what, exposed);
 	}
 
 	/**
@@ -221,12 +220,6 @@ function offeredPerServer<K extends "resources" | "resourceTemplates">(
 ): PerServer<ListItems[K]> {
 	if (!shapesList(offers, kind)) return lists;
 	return new Map([...lists].map(([server, items]) => [server, offeredItems(offers, kind, [...items])]));
-}
-
-/** The refusal of a name the endpoint does not offer; a tool's is an UnknownToolRefusal, so accounting tells it apart. */
-function unknown(what: "tool" | "prompt", exposed: string): GatewayError {
-	const refusal = unknownName(what, exposed);
-	return what === "tool" ? new UnknownToolRefusal(refusal.kind, refusal.message) : refusal;
 }
 
 function ambiguous(what: string, servers: readonly string[]): GatewayError {
