@@ -89,13 +89,15 @@ const telemetryOff = {
 
 /**
  * Telemetry of the whole gateway to the test receiver's tenant GATEWAY_OTLP_TENANT (the project runs
- * one file at a time, so that tenant holds one file's exports), metrics at every flush.
+ * one file at a time, so that tenant holds one file's exports), metrics and spans at every flush.
  */
 function telemetryTo(otlpPort: number): Record<string, string> {
 	return {
 		OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}/t/${GATEWAY_OTLP_TENANT}`,
 		OTEL_SERVICE_NAME: "mcp-edge-gateway-test",
 		OTEL_METRIC_EXPORT_INTERVAL: "1",
+		// Spans at every flush too, not coalesced: a test sees what one request recorded.
+		OTEL_BSP_SCHEDULE_DELAY: "0",
 		// A stalled collector in a test should not hold the test Worker's exports for long.
 		OTEL_BSP_EXPORT_TIMEOUT: "2000",
 	};

@@ -233,6 +233,9 @@ const wrangler = spawn(
 					`OTEL_EXPORTER_OTLP_ENDPOINT:${otlpUrl}`,
 					"--var",
 					`OTEL_METRIC_EXPORT_INTERVAL:${LOCAL_METRIC_INTERVAL_MS}`,
+					// Each request's spans show at once, not coalesced for up to the spec's 5 s.
+					"--var",
+					"OTEL_BSP_SCHEDULE_DELAY:0",
 				]
 			: []),
 	],

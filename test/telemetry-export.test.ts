@@ -140,6 +140,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		const telemetry = telemetryFor({
 			OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${otlpBase(tenant)}/v1/traces`,
 			OTEL_METRIC_EXPORT_INTERVAL: "1",
+			OTEL_BSP_SCHEDULE_DELAY: "0",
 		});
 		instrumentsOf(telemetry).refusals.add(1, { "mcp_gateway.refusal.kind": "auth" });
 		telemetry.tracer.startSpan("initialize").end();
@@ -157,6 +158,96 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		await Promise.all(flushNow(telemetry));
 		expect(await otlpRequests(tenant)).toHaveLength(0);
 		expect(telemetry.stats).toMatchObject({ spansExported: 0, metricExports: 0, exportsFailed: 0 });
+	});
+});
+
+describe("Coalesced exports (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_SIZE)", () => {
+	it("spans wait for a full batch: flushes before it post nothing, the flush that fills it posts the batch in one request", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_BSP_SCHEDULE_DELAY: "600000",
+				OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "3",
+				OTEL_METRIC_EXPORT_INTERVAL: "600000",
+			}),
+		);
+		for (const name of ["initialize", "tools/list"]) {
+			telemetry.tracer.startSpan(name).end();
+			expect(flushNow(telemetry)).toHaveLength(0);
+		}
+		expect(telemetry.stats.spansQueued).toBe(2);
+		telemetry.tracer.startSpan("tools/call echo").end();
+		await Promise.all(flushNow(telemetry));
+
+		const requests = await otlpRequests(tenant);
+		expect(requests).toHaveLength(1);
+		expect(requests[0]).toMatchObject({ path: "/v1/traces", items: 3 });
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual(["initialize", "tools/list", "tools/call echo"]);
+		expect(telemetry.stats).toMatchObject({ spansExported: 3, spansQueued: 0 });
+	});
+
+	it("an export takes one batch at most, oldest first; the rest stays queued for a later flush", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_BSP_SCHEDULE_DELAY: "600000",
+				OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "2",
+				OTEL_METRIC_EXPORT_INTERVAL: "600000",
+			}),
+		);
+		for (const name of ["a", "b", "c", "d", "e"]) telemetry.tracer.startSpan(name).end();
+		await Promise.all(flushNow(telemetry));
+		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansQueued: 3 });
+		await Promise.all(flushNow(telemetry));
+		// One span left: less than a batch, and younger than the delay.
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual(["a", "b", "c", "d"]);
+		expect(telemetry.stats.spansQueued).toBe(1);
+	});
+
+	it("spans younger than the delay wait; at the first flush after the oldest has waited that long, all go", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "1", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
+		);
+		telemetry.tracer.startSpan("tools/list").end();
+		telemetry.tracer.startSpan("tools/call echo").end();
+		// A Worker's clock stands still while its code runs: the spans are 0 ms old.
+		expect(flushNow(telemetry)).toHaveLength(0);
+		await afterAMillisecond();
+		await Promise.all(flushNow(telemetry));
+
+		expect(await otlpRequests(tenant)).toHaveLength(1);
+		expect(await otlpSpans(tenant)).toHaveLength(2);
+		expect(telemetry.stats.spansQueued).toBe(0);
+	});
+
+	it("queued spans ride a metrics export that is due, even before their own delay", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "600000" }));
+		telemetry.tracer.startSpan("tools/call echo").end();
+		instrumentsOf(telemetry).rateLimited.add(1);
+		await afterAMillisecond();
+		await Promise.all(flushNow(telemetry));
+
+		const paths = (await otlpRequests(tenant)).map((request) => request.path).sort();
+		expect(paths).toEqual(["/v1/metrics", "/v1/traces"]);
+	});
+
+	it("a batch size above the queue's is the queue's: a full queue is exported at once", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, {
+				OTEL_BSP_MAX_QUEUE_SIZE: "2",
+				OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "512",
+				OTEL_BSP_SCHEDULE_DELAY: "600000",
+				OTEL_METRIC_EXPORT_INTERVAL: "600000",
+			}),
+		);
+		telemetry.tracer.startSpan("a").end();
+		telemetry.tracer.startSpan("b").end();
+		await Promise.all(flushNow(telemetry));
+		expect(await otlpSpans(tenant)).toHaveLength(2);
 	});
 });
 
@@ -273,7 +364,7 @@ describe("Export of metrics over OTLP/HTTP JSON", () => {
 });
 
 describe("A collector that stalls or fails costs the gateway nothing", () => {
-	it("with a stalled collector, flush returns at once, one export stays in flight, the queue stays bounded and drops are counted", async () => {
+	it("with a stalled collector, flush returns at once, one export stays in flight, the queue stays bounded and drops are counted; the export, once answered, takes what the flushes meanwhile found", async () => {
 		const tenant = newOtlpTenant();
 		await setOtlpMode("stall", tenant);
 		const telemetry = telemetryFor(
@@ -296,12 +387,14 @@ describe("A collector that stalls or fails costs the gateway nothing", () => {
 		expect(telemetry.stats).toMatchObject({ spansQueued: 4, spansDropped: 6, spansExported: 0 });
 		expect(await otlpRequests(tenant)).toHaveLength(1);
 
-		// The collector answers again: the held export completes, and the queued spans ride the next flush.
+		// The collector answers again: the held export completes and, as flushes came meanwhile, takes
+		// the queued spans itself (in the held request's waitUntil), with no further flush.
 		await resetOtlp(tenant);
 		await Promise.all(held);
-		expect(telemetry.stats.spansExported).toBe(1);
-		await Promise.all(flushNow(telemetry));
 		expect(telemetry.stats).toMatchObject({ spansExported: 5, spansQueued: 0, spansDropped: 6 });
+		// The reset forgot the stalled request: the follow-up is the one recorded since.
+		expect(await otlpRequests(tenant)).toHaveLength(1);
+		expect(flushNow(telemetry)).toHaveLength(0);
 		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual([
 			"meanwhile 0",
 			"meanwhile 1",
@@ -383,6 +476,8 @@ describe("Telemetry off, and wrong settings", () => {
 		["OTEL_METRIC_EXPORT_INTERVAL", "soon"],
 		["OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"],
 		["OTEL_BSP_MAX_QUEUE_SIZE", "-1"],
+		["OTEL_BSP_SCHEDULE_DELAY", "-5"],
+		["OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "0"],
 	])("%s=%s is refused with a warning naming the variable", (variable, value) => {
 		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
 		expect(telemetryFor(otlpEnv(newOtlpTenant(), { [variable]: value })).enabled).toBe(false);

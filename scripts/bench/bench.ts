@@ -20,7 +20,9 @@
  * upstream that takes each caller's own OAuth token against the operator's
  * header to the same upstream, its key connected once through the connect
  * link (scripts/bench/person.ts); and tools/call with one tool policy against
- * none, the calls alternating between the sessions (scripts/bench/policy.ts).
+ * none, the calls alternating between the sessions (scripts/bench/policy.ts);
+ * and tools/call with OTLP export on against off, at gateway processes of their
+ * own exporting to a sink that only drains (scripts/bench/telemetry.ts).
  * Reads the gateway's own counters (admin session-stats, registry-stats), its
  * Durable Object requests and the bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
@@ -29,7 +31,7 @@
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
  * 2026-07-28 clients, person.ts for the per-person credentials stage,
- * policy.ts for the policy stage), the measured rounds (measurements.ts), what
+ * policy.ts for the policy stage, telemetry.ts for the telemetry stage), the measured rounds (measurements.ts), what
  * sessions cost (costs.ts, idle-listener.ts, from the gateway's counters in
  * gateway-admin.ts), the per-stage microbenchmark (stages.ts), and the
  * report (report.ts and its sections).
@@ -55,6 +57,7 @@ import { runMeta } from "./run-meta.ts";
 import { closeAllSessions } from "./sessions.ts";
 import { measureStages } from "./stages.ts";
 import { startTargets, type Targets } from "./targets.ts";
+import { closeTelemetryStage } from "./telemetry.ts";
 
 const procs = new Processes();
 /** Closes the benchmark's clients, then stops the gateway, the floor and the upstream (see installShutdown). */
@@ -85,6 +88,7 @@ async function main(): Promise<void> {
 		modern: measured.samples.modern,
 		person: measured.samples.person,
 		policy: measured.samples.policy,
+		telemetry: measured.samples.telemetry,
 		costs: measured.costs,
 		idle: measured.idle,
 		cpu: groupCpuMs([targets.cpuGroups.upstream]) !== null ? measured.samples.cpu : null,
@@ -148,6 +152,7 @@ async function measure(
 	const idle = await idleRun;
 	for (const client of Object.values(live.raw)) await client.close();
 	await closePolicyStage(targets.policy);
+	await closeTelemetryStage(targets.telemetry);
 	return { samples, costs: { busy, longRun: longRunCosts }, idle };
 }
 

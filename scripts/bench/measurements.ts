@@ -30,6 +30,7 @@ import {
 	type PolicyResults,
 	TARGET_IDS,
 	type TargetId,
+	type TelemetryResults,
 	type ThroughputCell,
 	type UpstreamLog,
 } from "./results.ts";
@@ -48,6 +49,7 @@ import {
 	setupOnce,
 } from "./sessions.ts";
 import type { Targets } from "./targets.ts";
+import { measureTelemetryRound, newTelemetryResults, warmUpTelemetryStage } from "./telemetry.ts";
 
 /** What the rounds collect, per target; durations in ms. */
 export interface Samples {
@@ -55,6 +57,7 @@ export interface Samples {
 	modern: ModernResults;
 	person: PersonResults | { error: string };
 	policy: PolicyResults | { error: string };
+	telemetry: TelemetryResults | { error: string };
 	setup: Record<TargetId, number[]>;
 	blobs: Record<TargetId, number[]>;
 	progressFirst: Record<TargetId, number[]>;
@@ -81,6 +84,7 @@ export function newSamples(t: Targets): Samples {
 		},
 		person: newPersonResults(t.person),
 		policy: newPolicyResults(t.policy),
+		telemetry: newTelemetryResults(t.telemetry),
 		setup: byTarget(() => []),
 		blobs: byTarget(() => []),
 		progressFirst: byTarget(() => []),
@@ -129,6 +133,7 @@ export async function warmUp(t: Targets, live: LiveSessions): Promise<void> {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await live.person?.[id].echo();
 	}
 	await warmUpPolicyStage(t.policy);
+	await warmUpTelemetryStage(t.telemetry);
 	for (const id of TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(live.mainOf(id));
 		await runThroughput(live.pools[id], 16, QUICK ? 100 : 300);
@@ -147,6 +152,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 	await measureModernLatency(t, live, samples, round);
 	await measurePersonRound(t.gateway.url, t.person, live.person, samples.person, round);
 	await measurePolicyRound(t.policy, samples.policy, round);
+	await measureTelemetryRound(t.telemetry, samples.telemetry, round);
 	await measureThroughput(t, live, samples, order);
 	await measureSetup(t, samples, order);
 	await measureBlobs(live, samples, order);
@@ -160,6 +166,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 			? []
 			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
 		...policySummary(samples.policy),
+		...telemetrySummary(samples.telemetry),
 	].join(", ");
 	log(
 		`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
@@ -175,6 +182,17 @@ function policySummary(policy: PolicyResults | { error: string }): string[] {
 			50,
 		).toFixed(2);
 	return [`no policy p50 ${p50("plain")} ms`, `one policy p50 ${p50("policy")} ms`];
+}
+
+/** The telemetry stage's p50s so far, for the round's log line. */
+function telemetrySummary(telemetry: TelemetryResults | { error: string }): string[] {
+	if ("error" in telemetry) return [];
+	const p50 = (id: "exportOn" | "exportOff") =>
+		percentile(
+			telemetry.rounds.flatMap((round) => round[id]),
+			50,
+		).toFixed(2);
+	return [`export off p50 ${p50("exportOff")} ms`, `export on p50 ${p50("exportOn")} ms`];
 }
 
 /** tools/call echo at concurrency 1 on each target's long-lived session. */

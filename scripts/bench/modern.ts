@@ -12,7 +12,7 @@
  * the upstream received (scripts/bench/modern-upstream.ts).
  */
 import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
-import type { ModernTargetId, PersonTargetId, PolicyTargetId } from "./results.ts";
+import type { ModernTargetId, PersonTargetId, PolicyTargetId, TelemetryTargetId } from "./results.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
@@ -21,7 +21,7 @@ const CLIENT_INFO = { name: "mcp-edge-bench", version: "1.0.0" };
 const ECHO_TEXT = "bench";
 
 export interface RawTarget {
-	id: ModernTargetId | PersonTargetId | PolicyTargetId;
+	id: ModernTargetId | PersonTargetId | PolicyTargetId | TelemetryTargetId;
 	/** The MCP endpoint. */
 	url: string;
 	/** The protocol revision the client speaks to it. */

@@ -23,6 +23,7 @@ import {
 import { countList, pathObjectRequests } from "./report-modern.ts";
 import { PERSON_GOAL_PER_CALL, personObjectsPerCall } from "./report-person.ts";
 import { comparePolicy, POLICY_QUANTILES } from "./report-policy.ts";
+import { compareTelemetry, TELEMETRY_QUANTILES } from "./report-telemetry.ts";
 import { type BenchResults, costWindows } from "./results.ts";
 
 export interface TargetStatus {
@@ -83,6 +84,19 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 		out.push({
 			target: goal,
 			figure: `${c.ratio.toFixed(3)}× no policy; noise band 1 ± ${c.noise.toFixed(3)} (the baseline against itself ${c.self.toFixed(3)}×)`,
+			status: c.within ? MET : NOT_MET,
+		});
+	}
+	for (const q of TELEMETRY_QUANTILES) {
+		const goal = `tools/call p${q} with telemetry export on (OTLP/HTTP) within noise of export off`;
+		if ("error" in results.telemetry) {
+			out.push({ target: goal, figure: `not measured: ${results.telemetry.error}`, status: NOT_MET });
+			continue;
+		}
+		const c = compareTelemetry(results.telemetry, q);
+		out.push({
+			target: goal,
+			figure: `${c.ratio.toFixed(3)}× export off; noise band 1 ± ${c.noise.toFixed(3)} (the baseline against itself ${c.self.toFixed(3)}× in one process, ${c.elsewhere.toFixed(3)}× between processes)`,
 			status: c.within ? MET : NOT_MET,
 		});
 	}

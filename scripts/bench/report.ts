@@ -24,6 +24,7 @@ import { modernSection } from "./report-modern.ts";
 import { personSection } from "./report-person.ts";
 import { policySection } from "./report-policy.ts";
 import { stagesSection } from "./report-stages.ts";
+import { telemetrySection } from "./report-telemetry.ts";
 import { type BenchResults, type CpuUse, TARGET_IDS, TARGET_LABELS, type TargetId } from "./results.ts";
 
 export { renderSvg } from "./report-svg.ts";
@@ -42,6 +43,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...modernSection(results.modern, results.meta),
 		...personSection(results),
 		...policySection(results.policy),
+		...telemetrySection(results.telemetry),
 		...costsSection(results),
 		...idleSection(results),
 		...stagesSection(results),

@@ -101,6 +101,34 @@ export interface PolicyResults {
 	rounds: Array<Record<PolicyTargetId, number[]>>;
 }
 
+/**
+ * The sessions of the telemetry stage (scripts/bench/telemetry.ts), all 2025-11-25 through `/mcp/bench`:
+ * export on at one gateway process, export off at a second (twice), and at a third.
+ */
+export type TelemetryTargetId = "exportOn" | "exportOff" | "exportOffAgain" | "exportOffElsewhere";
+export const TELEMETRY_TARGET_IDS: readonly TelemetryTargetId[] = [
+	"exportOn",
+	"exportOff",
+	"exportOffAgain",
+	"exportOffElsewhere",
+];
+export const TELEMETRY_TARGET_LABELS: Record<TelemetryTargetId, string> = {
+	exportOn: "export on (OTLP/HTTP to the bench's sink)",
+	exportOff: "export off",
+	exportOffAgain: "export off, a second session of that process: the baseline against itself",
+	exportOffElsewhere: "export off, another gateway process: the baseline against itself between processes",
+};
+
+/** tools/call latency with telemetry export on against off, per round (calls alternate between the sessions). */
+export interface TelemetryResults {
+	/** The export-on gateway's OTEL_* variables, its endpoint left out. */
+	variables: Record<string, string>;
+	/** Each round's latencies in ms, per session. */
+	rounds: Array<Record<TelemetryTargetId, number[]>>;
+	/** What the sink received from the export-on gateway over the whole stage, warm-up included. */
+	sink: { requests: number; bytes: number; traces: number; metrics: number };
+}
+
 export interface Throughput {
 	calls: number;
 	ms: number;
@@ -200,6 +228,8 @@ export interface BenchResults {
 	person: PersonResults | { error: string };
 	/** The policy stage, or why it could not run. */
 	policy: PolicyResults | { error: string };
+	/** The telemetry stage, or why it could not run. */
+	telemetry: TelemetryResults | { error: string };
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
 	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;

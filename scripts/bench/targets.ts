@@ -19,6 +19,7 @@ import { type PolicyStage, setUpPolicyStage } from "./policy.ts";
 import type { BundleResult, ModernTargetId, TargetId } from "./results.ts";
 import { describe, elapsedS, log, notableRuntimeLines, warn } from "./run-log.ts";
 import type { Target } from "./sessions.ts";
+import { setUpTelemetryStage, type TelemetryStage } from "./telemetry.ts";
 
 /** A started server: its process and where it listens. */
 export interface Running {
@@ -41,6 +42,8 @@ export interface Targets {
 	person: PersonStage;
 	/** The policy stage's sessions: one policy against none (scripts/bench/policy.ts). */
 	policy: PolicyStage;
+	/** The telemetry stage's sessions: export on against off, at gateway processes of their own (scripts/bench/telemetry.ts). */
+	telemetry: TelemetryStage;
 	bundle: BundleResult;
 	/** Process groups whose CPU time is counted: the upstream's, and the runtime's in between per target. */
 	cpuGroups: { upstream: number; runtime: Record<TargetId, number | null> };
@@ -89,6 +92,14 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		}),
 	]);
 	const bundle = bundleSize(gatewayBuild);
+	// Its own gateway processes and sink, started beside the others, on the build as it is (before the
+	// counting module is installed). A failure is reported, not fatal: the other stages still run.
+	const telemetryStage = setUpTelemetryStage(procs, state, gatewayBuild.entry, upstream.url).catch(
+		(error: unknown): TelemetryStage => {
+			warn(`the telemetry stage could not be set up: ${describe(error)}`);
+			return { error: describe(error) };
+		},
+	);
 	// After the size is taken: the built gateway behind the module that counts its Durable Object requests.
 	const gatewayEntry = installCountingEntry(gatewayBuild.outDir, state.gatewayConfig);
 	log("starting the gateway and the floors (wrangler dev)...");
@@ -131,6 +142,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		warn(`the per-person credentials stage could not be set up: ${describe(error)}`);
 		return { error: describe(error) };
 	});
+	const telemetry = await telemetryStage;
 	// CPU time of the server side of each target, per throughput call: the upstream's process, and
 	// the process group (wrangler, workerd) of the runtime in between.
 	const floorGroup = floorDev.child.process.pid ?? -1;
@@ -139,6 +151,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		...registered,
 		person,
 		policy,
+		telemetry,
 		upstreamUrl: upstream.url,
 		modernUpstreamUrl: modernUpstream.url,
 		bundle,

@@ -23,6 +23,12 @@ import type { Telemetry, TelemetryStats } from "./telemetry.ts";
 const SCOPE = "mcp-edge-gateway";
 /** A failing collector is reported at most this often (plus its first failure). */
 const FAILURE_LOG_INTERVAL_MS = 60_000;
+/**
+ * How long an export keeps taking what later flushes found due. Its I/O belongs to the request
+ * that started it, whose waitUntil lasts about 30 s: an export begun within this window and
+ * bounded by OTEL_BSP_EXPORT_TIMEOUT (5 s by default) ends well inside that.
+ */
+const FOLLOW_UP_WINDOW_MS = 10_000;
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
 	switch (name) {
@@ -53,8 +59,10 @@ function resourceOf(config: OtelConfig): Resource {
  * The telemetry of one configuration in one isolate: an SDK tracer provider whose finished
  * spans wait in a bounded queue, a meter provider read on demand, and `flush`, which hands
  * both to the collector in the request's `waitUntil`. At most one export is in flight per
- * isolate: spans finished meanwhile ride the next flush, so a slow collector never piles up
- * fetches (a Worker has six connections at a time) and a dead one costs the queue's bound.
+ * isolate: what flushes find due meanwhile rides that export's follow-up, so a slow collector never
+ * piles up fetches (a Worker has six connections at a time) and a dead one costs the queue's bound.
+ * Spans are coalesced: a flush exports them when a batch is full or the oldest has waited
+ * OTEL_BSP_SCHEDULE_DELAY, read at flushes, as there are no timers (see `#spansDue`).
  */
 export class ExportingTelemetry implements Telemetry {
 	readonly enabled = true;
@@ -64,7 +72,10 @@ export class ExportingTelemetry implements Telemetry {
 	readonly #config: OtelConfig;
 	readonly #queue: SpanQueue;
 	readonly #reader: OnDemandMetricReader | undefined;
-	#inFlight = false;
+	/** The export in flight, if any: at most one per isolate. */
+	#inFlight: Promise<void> | undefined;
+	/** A flush came while an export was in flight: see what is due when it ends. */
+	#followUp = false;
 	#lastMetricsExport = Date.now();
 	#lastFailureLog = Number.NEGATIVE_INFINITY;
 	#counts = { spansExported: 0, spansDropped: 0, exportsFailed: 0, metricExports: 0 };
@@ -112,26 +123,61 @@ export class ExportingTelemetry implements Telemetry {
 
 	flush(waitUntil: WaitUntil): void {
 		this.#countDropped(this.#queue.takeDropped(), "queue_full");
-		if (this.#inFlight) return;
-		const metricsDue =
-			this.#reader !== undefined && Date.now() - this.#lastMetricsExport >= this.#config.metricIntervalMs;
-		if (this.#queue.size === 0 && !metricsDue) return;
-		const spans = this.#queue.take();
-		// Stamped before the export: a failing collector is asked again next interval, not at every flush.
-		if (metricsDue) this.#lastMetricsExport = Date.now();
-		this.#inFlight = true;
-		waitUntil(
-			this.#export(spans, metricsDue).finally(() => {
-				this.#inFlight = false;
-			}),
-		);
+		if (this.#inFlight) {
+			// Never two fetches at once: the export in flight takes what is due when it ends (in the
+			// request that started it, whose waitUntil holds it; a promise is not shared across
+			// requests), so nothing waits for a flush that may never come.
+			this.#followUp = true;
+			return;
+		}
+		const batch = this.#dueBatch();
+		if (batch === undefined) return;
+		this.#followUp = false;
+		this.#inFlight = this.#exportFrom(batch).finally(() => {
+			this.#inFlight = undefined;
+		});
+		waitUntil(this.#inFlight);
 	}
 
-	async #export(spans: ReadableSpan[], metricsDue: boolean): Promise<void> {
+	/** What a flush should export now (spans, and whether metrics go too), or `undefined`: nothing is due. */
+	#dueBatch(): { spans: ReadableSpan[]; metricsDue: boolean } | undefined {
+		const metricsDue =
+			this.#reader !== undefined && Date.now() - this.#lastMetricsExport >= this.#config.metricIntervalMs;
+		if (!this.#spansDue() && !metricsDue) return undefined;
+		// Stamped before the export: a failing collector is asked again next interval, not at every flush.
+		if (metricsDue) this.#lastMetricsExport = Date.now();
+		// Queued spans ride a metrics export whenever one goes: the fetch is paid anyway.
+		return { spans: this.#queue.take(this.#config.maxExportBatchSize), metricsDue };
+	}
+
+	/**
+	 * One export, then the follow-ups flushes asked for meanwhile, for FOLLOW_UP_WINDOW_MS at most
+	 * (after that, the next flush starts afresh in its own request).
+	 */
+	async #exportFrom(first: { spans: ReadableSpan[]; metricsDue: boolean }): Promise<void> {
+		const started = Date.now();
 		// A task of its own: serializing and the fetch begin once the caller has returned its answer
 		// (a flush is called just before), so they never delay the response or the RPC's reply.
 		await new Promise((resolve) => setTimeout(resolve, 0));
-		await Promise.all([this.#exportSpans(spans), metricsDue ? this.#exportMetrics() : undefined]);
+		let batch: { spans: ReadableSpan[]; metricsDue: boolean } | undefined = first;
+		while (batch !== undefined) {
+			await Promise.all([this.#exportSpans(batch.spans), batch.metricsDue ? this.#exportMetrics() : undefined]);
+			if (!this.#followUp || Date.now() - started >= FOLLOW_UP_WINDOW_MS) return;
+			this.#followUp = false;
+			batch = this.#dueBatch();
+		}
+	}
+
+	/**
+	 * Whether queued spans should go now: a full batch, or the oldest has waited the schedule delay.
+	 * Coalesced so, an isolate pays one fetch and one serialization per batch instead of per request,
+	 * and no timer is needed: the clock is read at flushes only. What an isolate still holds when it
+	 * is evicted (the spans of its last moments, younger than the delay at its last flush) is lost.
+	 */
+	#spansDue(): boolean {
+		const queued = this.#queue.size;
+		if (queued === 0) return false;
+		return queued >= this.#config.maxExportBatchSize || this.#queue.oldestAge() >= this.#config.scheduleDelayMs;
 	}
 
 	async #exportSpans(spans: ReadableSpan[]): Promise<void> {

@@ -20,6 +20,8 @@ export const OTEL_VARIABLES = [
 	"OTEL_METRIC_EXPORT_INTERVAL",
 	"OTEL_BSP_MAX_QUEUE_SIZE",
 	"OTEL_BSP_EXPORT_TIMEOUT",
+	"OTEL_BSP_SCHEDULE_DELAY",
+	"OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
 ] as const;
 export type OtelVariable = (typeof OTEL_VARIABLES)[number];
 
@@ -40,6 +42,14 @@ const DEFAULT_QUEUE_SIZE = 2048;
  * the response, so a shorter bound frees the isolate sooner when a collector stalls.
  */
 const DEFAULT_EXPORT_TIMEOUT_MS = 5_000;
+/**
+ * The spec's default delay between two exports of spans (ms). With no timers here (a Worker
+ * does I/O only inside a request, and a timer would keep a Durable Object awake), it is read at
+ * each flush: spans go once the oldest queued one has waited this long, or a batch is full.
+ */
+const DEFAULT_SCHEDULE_DELAY_MS = 5_000;
+/** The spec's default number of spans in one export. */
+const DEFAULT_EXPORT_BATCH_SIZE = 512;
 
 const SAMPLERS = [
 	"always_on",
@@ -68,6 +78,10 @@ export interface OtelConfig {
 	metricIntervalMs: number;
 	maxQueueSize: number;
 	exportTimeoutMs: number;
+	/** A flush exports spans once the oldest queued one is this old (ms); 0: at every flush. */
+	scheduleDelayMs: number;
+	/** Spans in one export at most; a flush exports at once when this many are queued. Never above the queue. */
+	maxExportBatchSize: number;
 }
 
 export type OtelConfigResult =
@@ -86,6 +100,7 @@ export function otelValues(env: Readonly<Record<string, unknown>>): Partial<Reco
 
 const url = z.url({ protocol: /^https?$/ });
 const positiveInt = z.coerce.number().int().positive();
+const nonNegativeInt = z.coerce.number().int().nonnegative();
 const ratio = z.coerce.number().min(0).max(1);
 
 /**
@@ -138,6 +153,8 @@ const variables = z.object({
 	OTEL_METRIC_EXPORT_INTERVAL: positiveInt.default(DEFAULT_METRIC_INTERVAL_MS),
 	OTEL_BSP_MAX_QUEUE_SIZE: positiveInt.default(DEFAULT_QUEUE_SIZE),
 	OTEL_BSP_EXPORT_TIMEOUT: positiveInt.default(DEFAULT_EXPORT_TIMEOUT_MS),
+	OTEL_BSP_SCHEDULE_DELAY: nonNegativeInt.default(DEFAULT_SCHEDULE_DELAY_MS),
+	OTEL_BSP_MAX_EXPORT_BATCH_SIZE: positiveInt.default(DEFAULT_EXPORT_BATCH_SIZE),
 } satisfies Record<OtelVariable, z.ZodType>);
 
 /**
@@ -173,6 +190,9 @@ export function parseOtelConfig(values: Partial<Record<OtelVariable, string>>): 
 			metricIntervalMs: v.OTEL_METRIC_EXPORT_INTERVAL,
 			maxQueueSize: v.OTEL_BSP_MAX_QUEUE_SIZE,
 			exportTimeoutMs: v.OTEL_BSP_EXPORT_TIMEOUT,
+			scheduleDelayMs: v.OTEL_BSP_SCHEDULE_DELAY,
+			// The spec: a batch larger than the queue is the queue's size.
+			maxExportBatchSize: Math.min(v.OTEL_BSP_MAX_EXPORT_BATCH_SIZE, v.OTEL_BSP_MAX_QUEUE_SIZE),
 		},
 	};
 }

@@ -10,9 +10,14 @@ import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace
  */
 export class SpanQueue implements SpanProcessor {
 	#spans: ReadableSpan[] = [];
+	/** When each queued span was queued (ms, the isolate's clock), oldest first. */
+	#queuedAt: number[] = [];
 	#dropped = 0;
 
-	constructor(readonly capacity: number) {}
+	constructor(
+		readonly capacity: number,
+		readonly now: () => number = Date.now,
+	) {}
 
 	onStart(_span: Span): void {}
 
@@ -23,13 +28,25 @@ export class SpanQueue implements SpanProcessor {
 			return;
 		}
 		this.#spans.push(span);
+		this.#queuedAt.push(this.now());
 	}
 
-	/** Everything queued, leaving the queue empty. */
-	take(): ReadableSpan[] {
-		const spans = this.#spans;
-		this.#spans = [];
-		return spans;
+	/** The oldest `max` spans queued (all of them without `max`), leaving the rest queued. */
+	take(max = Number.POSITIVE_INFINITY): ReadableSpan[] {
+		if (this.#spans.length <= max) {
+			const spans = this.#spans;
+			this.#spans = [];
+			this.#queuedAt = [];
+			return spans;
+		}
+		this.#queuedAt.splice(0, max);
+		return this.#spans.splice(0, max);
+	}
+
+	/** How long ago (ms) the oldest queued span was queued; 0 when nothing is queued. */
+	oldestAge(): number {
+		const oldest = this.#queuedAt[0];
+		return oldest === undefined ? 0 : this.now() - oldest;
 	}
 
 	get size(): number {

@@ -43,13 +43,15 @@ export function newOtlpTenant(): string {
 
 /**
  * The OTEL_* variables that send a gateway's telemetry to `tenant`, with a metric interval
- * short enough that every flush exports metrics; `extra` adds or overrides variables.
+ * short enough that every flush exports metrics and spans; `extra` adds or overrides variables.
  */
 export function otlpEnv(tenant?: string, extra: Record<string, string> = {}): Record<string, string> {
 	return {
 		OTEL_EXPORTER_OTLP_ENDPOINT: otlpBase(tenant),
 		OTEL_SERVICE_NAME: "mcp-edge-gateway-test",
 		OTEL_METRIC_EXPORT_INTERVAL: "1",
+		// Spans at every flush too, not coalesced: a test sees what one request recorded.
+		OTEL_BSP_SCHEDULE_DELAY: "0",
 		...extra,
 	};
 }
