@@ -205,21 +205,34 @@ describe("Coalesced exports (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_
 		expect(telemetry.stats.spansQueued).toBe(1);
 	});
 
-	it("spans younger than the delay wait; at the first flush after the oldest has waited that long, all go", async () => {
+	it("spans younger than the delay are held by the flush that found them and sent together once due, with no later request", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor(
-			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "1", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
+			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "200", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
 		);
 		telemetry.tracer.startSpan("tools/list").end();
+		const held = flushNow(telemetry);
+		// A flush meanwhile (another request of the isolate) shares that one wait: it holds nothing more.
 		telemetry.tracer.startSpan("tools/call echo").end();
-		// A Worker's clock stands still while its code runs: the spans are 0 ms old.
 		expect(flushNow(telemetry)).toHaveLength(0);
-		await afterAMillisecond();
-		await Promise.all(flushNow(telemetry));
+		expect(held).toHaveLength(1);
+		expect(await otlpRequests(tenant)).toHaveLength(0);
+		// The isolate gets no request after these: the first flush's waitUntil still sends them.
+		await Promise.all(held);
 
 		expect(await otlpRequests(tenant)).toHaveLength(1);
-		expect(await otlpSpans(tenant)).toHaveLength(2);
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual(["tools/list", "tools/call echo"]);
 		expect(telemetry.stats.spansQueued).toBe(0);
+	});
+
+	it("a delay longer than a waitUntil lasts holds nothing: the spans wait for a later flush", async () => {
+		const tenant = newOtlpTenant();
+		const telemetry = telemetryFor(
+			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "600000", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
+		);
+		telemetry.tracer.startSpan("tools/list").end();
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(telemetry.stats.spansQueued).toBe(1);
 	});
 
 	it("queued spans ride a metrics export that is due, even before their own delay", async () => {

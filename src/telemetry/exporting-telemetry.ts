@@ -29,6 +29,8 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
  * bounded by OTEL_BSP_EXPORT_TIMEOUT (5 s by default) ends well inside that.
  */
 const FOLLOW_UP_WINDOW_MS = 10_000;
+/** The longest schedule delay a request's waitUntil holds spans for (it lasts about 30 s after the response). */
+const MAX_HELD_DELAY_MS = 10_000;
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
 	switch (name) {
@@ -74,6 +76,8 @@ export class ExportingTelemetry implements Telemetry {
 	readonly #reader: OnDemandMetricReader | undefined;
 	/** The export in flight, if any: at most one per isolate. */
 	#inFlight: Promise<void> | undefined;
+	/** Spans are queued that are not yet due, and a request's waitUntil holds the wait for them. */
+	#waiting: Promise<void> | undefined;
 	/** A flush came while an export was in flight: see what is due when it ends. */
 	#followUp = false;
 	#lastMetricsExport = Date.now();
@@ -131,12 +135,44 @@ export class ExportingTelemetry implements Telemetry {
 			return;
 		}
 		const batch = this.#dueBatch();
-		if (batch === undefined) return;
+		if (batch === undefined) {
+			this.#sendWhenDue(waitUntil);
+			return;
+		}
 		this.#followUp = false;
 		this.#inFlight = this.#exportFrom(batch).finally(() => {
 			this.#inFlight = undefined;
 		});
 		waitUntil(this.#inFlight);
+	}
+
+	/**
+	 * Spans not yet due are sent once they are, by the waitUntil of the request that found them, so
+	 * an isolate that gets no request after them (a session's last call) still delivers them. One
+	 * wait per isolate, shared by every flush meanwhile; a flush that finds a batch due exports at
+	 * once regardless. Only for delays a waitUntil outlives (it lasts about 30 s after the response):
+	 * a longer one leaves the spans to a later flush.
+	 */
+	#sendWhenDue(waitUntil: WaitUntil): void {
+		if (this.#waiting || this.#queue.size === 0 || this.#config.scheduleDelayMs > MAX_HELD_DELAY_MS) return;
+		const wait = Math.max(0, this.#config.scheduleDelayMs - this.#queue.oldestAge());
+		this.#waiting = new Promise<void>((resolve) => setTimeout(resolve, wait))
+			.then(() => {
+				if (this.#inFlight) {
+					this.#followUp = true;
+					return;
+				}
+				const due = this.#dueBatch();
+				if (due === undefined) return;
+				this.#inFlight = this.#exportFrom(due).finally(() => {
+					this.#inFlight = undefined;
+				});
+				return this.#inFlight;
+			})
+			.finally(() => {
+				this.#waiting = undefined;
+			});
+		waitUntil(this.#waiting);
 	}
 
 	/** What a flush should export now (spans, and whether metrics go too), or `undefined`: nothing is due. */
@@ -170,9 +206,8 @@ export class ExportingTelemetry implements Telemetry {
 
 	/**
 	 * Whether queued spans should go now: a full batch, or the oldest has waited the schedule delay.
-	 * Coalesced so, an isolate pays one fetch and one serialization per batch instead of per request,
-	 * and no timer is needed: the clock is read at flushes only. What an isolate still holds when it
-	 * is evicted (the spans of its last moments, younger than the delay at its last flush) is lost.
+	 * Coalesced so, an isolate pays one fetch and one serialization per batch instead of per request;
+	 * spans not yet due are sent by the flush that found them, once they are (`#sendWhenDue`).
 	 */
 	#spansDue(): boolean {
 		const queued = this.#queue.size;
