@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, modernPost, textOf } from "./support/modern.ts";
-import { upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * Policies in CEL applied where callers list and call tools: the same
@@ -11,6 +11,11 @@ import { upstreamLog, upstreamUrl } from "./support/upstreams.ts";
  */
 
 const made: string[] = [];
+
+/** A number no other test sends, so this test's call can be found in the shared upstream's log. */
+function uniqueNumber(): number {
+	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+}
 afterEach(async () => {
 	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
 });
@@ -39,11 +44,11 @@ describe("policies decide what a caller sees and calls", () => {
 		const names = (await client.listTools()).tools.map((tool) => tool.name);
 		expect(names).not.toContain("add");
 		expect(names).toContain("echo");
-		const before = (await upstreamLog("beta")).length;
-		const refused = await client.callTool({ name: "add", arguments: { a: 1, b: 2 } }).catch((error: unknown) => error);
+		const args = { a: uniqueNumber(), b: 2 };
+		const refused = await client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
 		expect(String(refused)).toContain(`policy '${denying}'`);
 		expect(String(refused)).not.toContain("tool.name");
-		expect((await upstreamLog("beta")).length).toBe(before);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
 		await client.close();
 	});
 
@@ -121,16 +126,19 @@ describe("policies decide what a caller sees and calls", () => {
 		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("add");
 		const denying = await policy({ expression: 'tool.name == "add"', effect: "deny", applies: { servers: [name] } });
 		expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain("add");
-		const before = (await upstreamLog("beta")).length;
-		const refused = await client.callTool({ name: "add", arguments: { a: 1, b: 2 } }).catch((e: unknown) => e);
+		const args = { a: uniqueNumber(), b: 2 };
+		const refused = await client.callTool({ name: "add", arguments: args }).catch((e: unknown) => e);
 		expect(String(refused)).toContain(`policy '${denying}'`);
-		expect((await upstreamLog("beta")).length).toBe(before);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
 		await admin("DELETE", `/policies/${denying}`);
 		made.splice(made.indexOf(denying), 1);
 		expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("add");
-		expect((await client.callTool({ name: "add", arguments: { a: 1, b: 2 } })).content).toEqual([
-			{ type: "text", text: "3" },
+		const allowed = { a: uniqueNumber(), b: 2 };
+		expect((await client.callTool({ name: "add", arguments: allowed })).content).toEqual([
+			{ type: "text", text: String(allowed.a + 2) },
 		]);
+		// The log is searched as the refusal's was: the allowed call is found there, once.
+		expect(await toolCallsOf("beta", "add", allowed)).toHaveLength(1);
 		await client.close();
 	});
 

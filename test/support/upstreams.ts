@@ -49,6 +49,25 @@ export async function upstreamLog(which: UpstreamName): Promise<UpstreamLogEntry
 	return (await response.json()) as UpstreamLogEntry[];
 }
 
+/**
+ * The `tools/call`s of `tool` anywhere in the upstream's whole log whose arguments are `args` (give
+ * them a value unique to the test): what reached the upstream of this test's call, whatever other
+ * tests sent the shared upstream meanwhile.
+ */
+export async function toolCallsOf(
+	which: UpstreamName,
+	tool: string,
+	args: Record<string, unknown>,
+): Promise<UpstreamLogEntry[]> {
+	const wanted = JSON.stringify(args);
+	return (await upstreamLog(which)).filter(
+		(entry) =>
+			entry.body?.method === "tools/call" &&
+			entry.body.params?.name === tool &&
+			JSON.stringify(entry.body.params.arguments) === wanted,
+	);
+}
+
 /** What the upstream received in one upstream session (the initialize that opened it carries no session id). */
 export async function upstreamSessionLog(
 	which: UpstreamName,
