@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
-import { type ApiKeyRecord, ServerNameSchema, UserPathSchema } from "./schemas.ts";
+import { type ApiKeyRecord, MaxSessionsSchema, ServerNameSchema, UserPathSchema } from "./schemas.ts";
 
 /**
  * Who a token's bearer is, as the issuer that vouches for them says: the
@@ -66,13 +66,9 @@ export const AccessRuleInputSchema = z.strictObject({
 		.optional()
 		.describe("Servers and virtual servers the identities may use, each existing when written; absent: all."),
 	userPath: UserPathSchema.default("/").describe("The user path the identities sit at, as a key's."),
-	maxSessions: z
-		.number()
-		.int()
-		.positive()
-		.max(100_000)
-		.optional()
-		.describe("Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY."),
+	maxSessions: MaxSessionsSchema.optional().describe(
+		"Live sessions one identity may hold at once; absent: MAX_SESSIONS_PER_KEY.",
+	),
 	/** See rate-classes.ts. */
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe(
 		"Which rate-limiting binding counts each identity's requests.",

@@ -120,6 +120,9 @@ export const ServerAuthSchema = z.discriminatedUnion(
 );
 export type ServerAuth = z.output<typeof ServerAuthSchema>;
 
+/** How many live sessions a key, or a person admitted by an access rule, may hold at once. */
+export const MaxSessionsSchema = z.number().int().positive().max(100_000);
+
 export const ServerInputSchema = z.strictObject({
 	url: UpstreamUrlSchema.describe("The upstream's streamable-HTTP endpoint, http(s), without user:password@."),
 	headers: z
@@ -171,13 +174,9 @@ export const KeyInputSchema = z.strictObject({
 		.max(256)
 		.optional()
 		.describe("Servers and virtual servers the key may use, each existing; absent: all."),
-	maxSessions: z
-		.number()
-		.int()
-		.positive()
-		.max(100_000)
-		.optional()
-		.describe("Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY."),
+	maxSessions: MaxSessionsSchema.optional().describe(
+		"Live sessions the key may hold at once; absent: MAX_SESSIONS_PER_KEY.",
+	),
 	/** See rate-classes.ts. */
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe("Which rate-limiting binding counts its requests."),
 });
