@@ -3,6 +3,7 @@ import { unsupportedVersion } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { checkProtocolVersionHeader } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
+import { hostAllowed } from "../primitives/host-allowed.ts";
 
 /**
  * Host validation against DNS rebinding: a page on an attacker's domain that
@@ -26,12 +27,6 @@ function hostName(header: string): string {
 	if (host.startsWith("[")) return host.slice(0, host.indexOf("]") + 1);
 	const colon = host.lastIndexOf(":");
 	return colon === -1 ? host : host.slice(0, colon);
-}
-
-/** `allowed` is a host name, or `*.suffix` for every subdomain of suffix. */
-function hostAllowed(host: string, allowed: string): boolean {
-	if (allowed.startsWith("*.")) return host.endsWith(allowed.slice(1)) && host.length > allowed.length - 1;
-	return host === allowed;
 }
 
 /**

@@ -170,13 +170,28 @@ async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Pr
 		const unaddressed = reply === null && refusal !== null && (await refusalIsJsonRpc(refusal, target.maxReplyBytes));
 		if (reply !== null) await refusal?.body?.cancel();
 		const { era, evidence } = eraOf(reply, unaddressed);
-		console.log(
-			`upstream ${target.name}: speaks the ${era} era (server/discover: HTTP ${response.status}, ${evidence})`,
-		);
-		return { era, evidence, status: response.status, jsonRpc: reply !== null || unaddressed };
+		const jsonRpc = reply !== null || unaddressed;
+		const answer: ProbeAnswer = { era, evidence, status: response.status, jsonRpc };
+		console.log(probeLogLine(target.name, answer, unaddressed || (reply !== null && "error" in reply)));
+		return answer;
 	} finally {
 		deadline.clear();
 	}
+}
+
+/**
+ * The operator's line for one probe: what the gateway learned, in the era's own name. A 2025
+ * server refusing `server/discover` (HTTP 400, -32601, an error answering no request) is how the
+ * probe works, not a failure, so that refusal is told as the evidence it is.
+ */
+function probeLogLine(server: string, answer: ProbeAnswer, refused: boolean): string {
+	const evidence = `HTTP ${answer.status}, ${answer.evidence}`;
+	if (answer.era === "modern")
+		return `upstream ${server}: speaks MCP ${FIRST_MODERN_VERSION} (server/discover: ${evidence})`;
+	const how = "the gateway opens 2025 sessions with it (initialize)";
+	if (!answer.jsonRpc) return `upstream ${server}: no JSON-RPC answer to server/discover (${evidence}); ${how}`;
+	const said = refused ? "refused server/discover, as 2025 servers do" : "answered server/discover";
+	return `upstream ${server}: speaks MCP 2025, ${how}; it ${said} (${evidence})`;
 }
 
 /** The probe's reply, or null when the body holds no JSON-RPC response to it (no era evidence). */
