@@ -1,7 +1,7 @@
 /**
  * The registry's resources, one command each: servers, virtual-servers, keys,
  * rules (access rules), policies, connections and tools. Each request is the
- * admin API's (README "Admin API"); what it refuses is reported in its words.
+ * admin API's (docs/admin-api.md); what it refuses is reported in its words.
  */
 import type { Command } from "commander";
 import { CliError } from "./admin-client.ts";

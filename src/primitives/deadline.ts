@@ -2,7 +2,7 @@
  * An abort signal that fires after `ms`, with a way to disarm it. Unlike
  * `AbortSignal.timeout`, a disarmed deadline leaves no timer behind, so a
  * finished call does not keep its Durable Object busy until the timeout
- * (docs/architecture.md, "Disarmable deadlines instead of `AbortSignal.timeout`"):
+ * (docs/decisions/0008-disarmable-deadlines-instead-of-abortsignal-timeout.md):
  * upstream calls and telemetry exports use it.
  */
 export interface Deadline {

@@ -72,8 +72,8 @@ export interface ListeningHost {
 
 /**
  * A client's listening streams, carried by the edge Worker rather than by the
- * Durable Object (see docs/architecture.md, "Listening is carried by the
- * edge Worker, in windows"): the object plans a listening window, then is called only when a
+ * Durable Object (docs/decisions/0022-listening-is-carried-by-the-edge-worker-in-windows.md):
+ * the object plans a listening window, then is called only when a
  * member has something to say. Each window ends by the next recheck, so a
  * revoked key still loses its stream within one recheck interval; the client
  * resumes with Last-Event-ID and loses nothing. A member's stream that ends
