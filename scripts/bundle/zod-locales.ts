@@ -6,6 +6,6 @@
  * about 357 KiB no one calls. Messages are English by zod's own default (registered from
  * `locales/en.js` when the first schema is built, not through this index), so replacing the index
  * changes no message; `z.locales.en` still answers. `npm run deploy-check` fails if the other
- * locales come back.
+ * locales come back (docs/decisions/0052-zod-s-locales-are-aliased-to-english-in-the-bundle.md).
  */
 export { default as en } from "zod/v4/locales/en.js";
