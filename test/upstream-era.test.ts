@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ModernRecordedRequest } from "../scripts/fixtures/control-shapes.ts";
 import { GatewayError } from "../src/mcp/gateway-error.ts";
 import { sha256Hex } from "../src/primitives/crypto.ts";
@@ -113,6 +113,39 @@ describe("an upstream's era is discovered with one server/discover", () => {
 		const refused = await refusal(upstreamEra(redirect, server(), { cache: new EraCache() }));
 		expect(refused.kind).toBe("upstream_error");
 		expect(refused.message).toMatch(/redirect/);
+	});
+});
+
+describe("the operator's line says what the probe learned", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	/** The lines logged from now on that name `probed` (other tests log beside it). */
+	function linesNaming(probed: UpstreamTarget): string[] {
+		const lines: string[] = [];
+		vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+			if (String(line).includes(`upstream ${probed.name}:`)) lines.push(String(line));
+		});
+		return lines;
+	}
+
+	it("a 2025 server's refusal of server/discover is told as the 2025 answer it is, not as a failure", async () => {
+		const legacy = target(upstreamUrl("beta"));
+		const lines = linesNaming(legacy);
+		await upstreamEra(legacy, server(), { cache: new EraCache() });
+		expect(lines).toHaveLength(1);
+		expect(lines[0]).toContain(
+			`upstream ${legacy.name}: speaks MCP 2025, the gateway opens 2025 sessions with it (initialize); it refused server/discover, as 2025 servers do (HTTP 4`,
+		);
+	});
+
+	it("a 2026-07-28 server's line names the version and the versions it listed", async () => {
+		const modern = target(upstreamUrl("modern"));
+		const lines = linesNaming(modern);
+		await upstreamEra(modern, server(), { cache: new EraCache() });
+		expect(lines).toHaveLength(1);
+		expect(lines[0]).toMatch(/speaks MCP 2026-07-28 \(server\/discover: HTTP 200, supported versions [^)]*2026-07-28/);
 	});
 });
 
