@@ -6,7 +6,7 @@
 import type { Unstable_Config } from "wrangler";
 import { hostAllowed } from "../../src/primitives/host-allowed.ts";
 
-/** The Durable Object bindings src/ reaches, and the class each must name. */
+/** The Durable Object bindings src/ reaches by name, and the class each must name. */
 const DURABLE_OBJECTS = {
 	SESSIONS: "SessionDO",
 	REGISTRY: "RegistryDO",
@@ -40,7 +40,7 @@ export interface Findings {
 	warnings: string[];
 }
 
-type CheckedConfig = Pick<
+export type CheckedConfig = Pick<
 	Unstable_Config,
 	"durable_objects" | "migrations" | "kv_namespaces" | "ratelimits" | "vars" | "routes" | "route" | "workers_dev"
 >;
@@ -56,7 +56,6 @@ export function checkConfig(config: CheckedConfig): Findings {
 }
 
 function checkDurableObjects(config: CheckedConfig, { problems }: Findings): void {
-	const sqliteClasses = new Set(config.migrations.flatMap((migration) => migration.new_sqlite_classes ?? []));
 	for (const [name, className] of Object.entries(DURABLE_OBJECTS)) {
 		const binding = config.durable_objects.bindings.find((candidate) => candidate.name === name);
 		if (binding === undefined) {
@@ -65,11 +64,6 @@ function checkDurableObjects(config: CheckedConfig, { problems }: Findings): voi
 			);
 		} else if (binding.class_name !== className) {
 			problems.push(`Durable Object binding ${name} names class ${binding.class_name}; the gateway's is ${className}.`);
-		}
-		if (!sqliteClasses.has(className)) {
-			problems.push(
-				`${className} is in no migration's new_sqlite_classes: add a [[migrations]] entry with new_sqlite_classes = ["${className}"] (SQLite-backed objects are what the Workers Free plan offers, and what the code uses).`,
-			);
 		}
 	}
 }
@@ -146,4 +140,29 @@ function checkHosts(config: CheckedConfig, { problems, warnings }: Findings): vo
 			"ALLOWED_HOSTS names no *.workers.dev host: the workers.dev address (<name>.<your subdomain>.workers.dev, printed by the first deploy) answers 403 until you add it to [vars] and deploy again.",
 		);
 	}
+}
+
+/**
+ * Every class the built Worker exports (src/index.ts exports the Worker and its Durable Object
+ * classes, nothing else) needs a binding, or nothing reaches it, and a migration that makes it
+ * SQLite-backed, or the upload is refused (and key-value-backed objects need Workers Paid). Asked of
+ * the build, so a Durable Object added to src/ is checked without a list here.
+ */
+export function checkExportedClasses(config: CheckedConfig, exported: readonly string[]): string[] {
+	const sqliteClasses = new Set(config.migrations.flatMap((migration) => migration.new_sqlite_classes ?? []));
+	const bound = new Set(config.durable_objects.bindings.map((binding) => binding.class_name));
+	const problems: string[] = [];
+	for (const className of exported.filter((name) => name !== "default")) {
+		if (!bound.has(className)) {
+			problems.push(
+				`The Worker exports ${className} but no [[durable_objects.bindings]] names it: add one with class_name = "${className}".`,
+			);
+		}
+		if (!sqliteClasses.has(className)) {
+			problems.push(
+				`${className} is in no migration's new_sqlite_classes: add a [[migrations]] entry with a new tag and new_sqlite_classes = ["${className}"].`,
+			);
+		}
+	}
+	return problems;
 }

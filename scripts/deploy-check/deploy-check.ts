@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { unstable_readConfig } from "wrangler";
-import { checkConfig, REQUIRED_SECRETS } from "./config-checks.ts";
+import { checkConfig, checkExportedClasses, REQUIRED_SECRETS } from "./config-checks.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -60,8 +60,17 @@ try {
 	}
 	// What esbuild put into the output, per input file: a locale listed as an input may still be tree-shaken.
 	const meta = JSON.parse(readFileSync(metafile, "utf8")) as {
-		outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
+		outputs: Record<
+			string,
+			{ entryPoint?: string; exports?: string[]; inputs: Record<string, { bytesInOutput: number }> }
+		>;
 	};
+	const entry = Object.values(meta.outputs).find((out) => out.entryPoint !== undefined);
+	const classProblems = checkExportedClasses(config, entry?.exports ?? []);
+	if (classProblems.length > 0) fail(classProblems);
+	console.log(
+		`✓ Durable Object classes: ${(entry?.exports ?? []).filter((name) => name !== "default").join(", ")}, each bound and SQLite-backed`,
+	);
 	const lostLocales = Object.values(meta.outputs).flatMap((out) =>
 		Object.entries(out.inputs)
 			.filter(([input, { bytesInOutput }]) => LOCALE.test(input) && bytesInOutput > 0)

@@ -26,12 +26,11 @@ function deployCheck(args: string[] = []): Promise<CliRun> {
 	});
 }
 
-/** This clone's wrangler.toml, edited, in a temporary directory (its `main` made absolute). */
+/** This clone's wrangler.toml, edited, in a temporary directory (its paths made absolute). */
 function editedConfig(edit: (toml: string) => string): string {
-	const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace(
-		'main = "src/index.ts"',
-		`main = ${JSON.stringify(join(ROOT, "src", "index.ts"))}`,
-	);
+	const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")
+		.replace('main = "src/index.ts"', `main = ${JSON.stringify(join(ROOT, "src", "index.ts"))}`)
+		.replace('"./scripts/bundle/', `"${join(ROOT, "scripts", "bundle")}/`);
 	const edited = edit(toml);
 	expect(edited, "the edit must change the file").not.toBe(toml);
 	const file = join(mkdtempSync(join(tmpdir(), "deploy-check-")), "wrangler.toml");
@@ -46,6 +45,15 @@ describe("npm run deploy-check", () => {
 		expect(run.stdout).toMatch(/✓ bundle: \d+ KiB, \d+ KiB gzipped/);
 		expect(run.stdout).toContain("✓ zod: English only");
 		expect(run.stdout).toContain("openssl rand -base64 32 | npx wrangler secret put ADMIN_TOKEN");
+	});
+
+	it("a Durable Object class the Worker exports without a SQLite migration fails after the build, naming the class", async () => {
+		const config = editedConfig((toml) =>
+			toml.replace('tag = "v3"\nnew_sqlite_classes = ["TokenVaultDO"]', 'tag = "v3"'),
+		);
+		const run = await deployCheck(["--config", config]);
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain("TokenVaultDO is in no migration's new_sqlite_classes");
 	});
 
 	it("a wrangler.toml without the OAUTH_KV namespace fails, naming the binding and how to add it", async () => {
