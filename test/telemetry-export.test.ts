@@ -205,27 +205,28 @@ describe("Coalesced exports (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_
 		expect(telemetry.stats.spansQueued).toBe(1);
 	});
 
-	it("spans younger than the delay are held by the flush that found them and sent together once due, with no later request", async () => {
+	it("spans younger than the delay are not held by any timer: nothing is handed to waitUntil, and the first flush after they are due sends them together", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor(
-			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "200", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
+			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "1", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
 		);
+		const clock = Date.now();
 		telemetry.tracer.startSpan("tools/list").end();
-		const held = flushNow(telemetry);
-		// A flush meanwhile (another request of the isolate) shares that one wait: it holds nothing more.
 		telemetry.tracer.startSpan("tools/call echo").end();
+		// The isolate's clock has not moved: not yet due, and nothing waits in the background for them.
+		expect(Date.now()).toBe(clock);
 		expect(flushNow(telemetry)).toHaveLength(0);
-		expect(held).toHaveLength(1);
-		expect(await otlpRequests(tenant)).toHaveLength(0);
-		// The isolate gets no request after these: the first flush's waitUntil still sends them.
-		await Promise.all(held);
+		expect(telemetry.stats.spansQueued).toBe(2);
+		await afterAMillisecond();
+		await Promise.all(flushNow(telemetry));
 
-		expect(await otlpRequests(tenant)).toHaveLength(1);
+		const requests = await otlpRequests(tenant);
+		expect(requests).toHaveLength(1);
 		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual(["tools/list", "tools/call echo"]);
 		expect(telemetry.stats.spansQueued).toBe(0);
 	});
 
-	it("a delay longer than a waitUntil lasts holds nothing: the spans wait for a later flush", async () => {
+	it("a draining flush (a session's end) sends the queued spans at once, due or not", async () => {
 		const tenant = newOtlpTenant();
 		const telemetry = telemetryFor(
 			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "600000", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
@@ -233,6 +234,12 @@ describe("Coalesced exports (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_
 		telemetry.tracer.startSpan("tools/list").end();
 		expect(flushNow(telemetry)).toHaveLength(0);
 		expect(telemetry.stats.spansQueued).toBe(1);
+		const exports: Promise<unknown>[] = [];
+		telemetry.flush((promise) => exports.push(promise), true);
+		await Promise.all(exports);
+
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual(["tools/list"]);
+		expect(telemetry.stats).toMatchObject({ spansExported: 1, spansQueued: 0 });
 	});
 
 	it("queued spans ride a metrics export that is due, even before their own delay", async () => {

@@ -390,10 +390,11 @@ export class SessionDO extends DurableObject<Env> {
 
 	/** Idle expiry, the unverified limit and the maximum age (see SessionLifecycle.alarm). */
 	override async alarm(): Promise<void> {
+		// A session's end: the isolate's queued spans go now, due or not (no timer holds them).
 		return this.metered(async () => {
 			const binding = await this.load();
 			if (binding) await this.parts.lifecycle.alarm(binding);
-		});
+		}, true);
 	}
 
 	/**
@@ -424,14 +425,14 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/** Runs one RPC's work with the object counted as active meanwhile. */
-	private async metered<T>(work: () => Promise<T>): Promise<T> {
+	private async metered<T>(work: () => Promise<T>, drainTelemetry = false): Promise<T> {
 		const leave = this.activity.enter();
 		try {
 			return await work();
 		} finally {
 			leave();
 			// What this RPC recorded (spans, counters) goes out after it, in the background.
-			telemetryFor(this.env).flush((promise) => this.ctx.waitUntil(promise));
+			telemetryFor(this.env).flush((promise) => this.ctx.waitUntil(promise), drainTelemetry);
 		}
 	}
 

@@ -29,8 +29,6 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
  * bounded by OTEL_BSP_EXPORT_TIMEOUT (5 s by default) ends well inside that.
  */
 const FOLLOW_UP_WINDOW_MS = 10_000;
-/** The longest schedule delay a request's waitUntil holds spans for (it lasts about 30 s after the response). */
-const MAX_HELD_DELAY_MS = 10_000;
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
 	switch (name) {
@@ -64,7 +62,10 @@ function resourceOf(config: OtelConfig): Resource {
  * isolate: what flushes find due meanwhile rides that export's follow-up, so a slow collector never
  * piles up fetches (a Worker has six connections at a time) and a dead one costs the queue's bound.
  * Spans are coalesced: a flush exports them when a batch is full or the oldest has waited
- * OTEL_BSP_SCHEDULE_DELAY, read at flushes, as there are no timers (see `#spansDue`).
+ * OTEL_BSP_SCHEDULE_DELAY, read at flushes (see `#spansDue`). No timer holds spans not yet due:
+ * one held in a request's waitUntil put about 1.3 ms on every call of the isolate at the p50 in
+ * `npm run bench` (docs/observability.md), so they go with a later flush, and a session's end
+ * (its Durable Object's alarm) drains what is queued, due or not (`flush(waitUntil, true)`).
  */
 export class ExportingTelemetry implements Telemetry {
 	readonly enabled = true;
@@ -76,10 +77,10 @@ export class ExportingTelemetry implements Telemetry {
 	readonly #reader: OnDemandMetricReader | undefined;
 	/** The export in flight, if any: at most one per isolate. */
 	#inFlight: Promise<void> | undefined;
-	/** Spans are queued that are not yet due, and a request's waitUntil holds the wait for them. */
-	#waiting: Promise<void> | undefined;
 	/** A flush came while an export was in flight: see what is due when it ends. */
 	#followUp = false;
+	/** A flush that drains came while an export was in flight: the follow-up takes what is queued, due or not. */
+	#drainFollowUp = false;
 	#lastMetricsExport = Date.now();
 	#lastFailureLog = Number.NEGATIVE_INFINITY;
 	#counts = { spansExported: 0, spansDropped: 0, exportsFailed: 0, metricExports: 0 };
@@ -125,20 +126,18 @@ export class ExportingTelemetry implements Telemetry {
 		};
 	}
 
-	flush(waitUntil: WaitUntil): void {
+	flush(waitUntil: WaitUntil, drain = false): void {
 		this.#countDropped(this.#queue.takeDropped(), "queue_full");
 		if (this.#inFlight) {
 			// Never two fetches at once: the export in flight takes what is due when it ends (in the
 			// request that started it, whose waitUntil holds it; a promise is not shared across
 			// requests), so nothing waits for a flush that may never come.
 			this.#followUp = true;
+			if (drain) this.#drainFollowUp = true;
 			return;
 		}
-		const batch = this.#dueBatch();
-		if (batch === undefined) {
-			this.#sendWhenDue(waitUntil);
-			return;
-		}
+		const batch = this.#dueBatch(drain);
+		if (batch === undefined) return;
 		this.#followUp = false;
 		this.#inFlight = this.#exportFrom(batch).finally(() => {
 			this.#inFlight = undefined;
@@ -146,40 +145,12 @@ export class ExportingTelemetry implements Telemetry {
 		waitUntil(this.#inFlight);
 	}
 
-	/**
-	 * Spans not yet due are sent once they are, by the waitUntil of the request that found them, so
-	 * an isolate that gets no request after them (a session's last call) still delivers them. One
-	 * wait per isolate, shared by every flush meanwhile; a flush that finds a batch due exports at
-	 * once regardless. Only for delays a waitUntil outlives (it lasts about 30 s after the response):
-	 * a longer one leaves the spans to a later flush.
-	 */
-	#sendWhenDue(waitUntil: WaitUntil): void {
-		if (this.#waiting || this.#queue.size === 0 || this.#config.scheduleDelayMs > MAX_HELD_DELAY_MS) return;
-		const wait = Math.max(0, this.#config.scheduleDelayMs - this.#queue.oldestAge());
-		this.#waiting = new Promise<void>((resolve) => setTimeout(resolve, wait))
-			.then(() => {
-				if (this.#inFlight) {
-					this.#followUp = true;
-					return;
-				}
-				const due = this.#dueBatch();
-				if (due === undefined) return;
-				this.#inFlight = this.#exportFrom(due).finally(() => {
-					this.#inFlight = undefined;
-				});
-				return this.#inFlight;
-			})
-			.finally(() => {
-				this.#waiting = undefined;
-			});
-		waitUntil(this.#waiting);
-	}
-
 	/** What a flush should export now (spans, and whether metrics go too), or `undefined`: nothing is due. */
-	#dueBatch(): { spans: ReadableSpan[]; metricsDue: boolean } | undefined {
+	#dueBatch(drain = false): { spans: ReadableSpan[]; metricsDue: boolean } | undefined {
 		const metricsDue =
 			this.#reader !== undefined && Date.now() - this.#lastMetricsExport >= this.#config.metricIntervalMs;
-		if (!this.#spansDue() && !metricsDue) return undefined;
+		const spansDue = this.#queue.size > 0 && (drain || this.#spansDue());
+		if (!spansDue && !metricsDue) return undefined;
 		// Stamped before the export: a failing collector is asked again next interval, not at every flush.
 		if (metricsDue) this.#lastMetricsExport = Date.now();
 		// Queued spans ride a metrics export whenever one goes: the fetch is paid anyway.
@@ -200,14 +171,16 @@ export class ExportingTelemetry implements Telemetry {
 			await Promise.all([this.#exportSpans(batch.spans), batch.metricsDue ? this.#exportMetrics() : undefined]);
 			if (!this.#followUp || Date.now() - started >= FOLLOW_UP_WINDOW_MS) return;
 			this.#followUp = false;
-			batch = this.#dueBatch();
+			const drain = this.#drainFollowUp;
+			this.#drainFollowUp = false;
+			batch = this.#dueBatch(drain);
 		}
 	}
 
 	/**
 	 * Whether queued spans should go now: a full batch, or the oldest has waited the schedule delay.
 	 * Coalesced so, an isolate pays one fetch and one serialization per batch instead of per request;
-	 * spans not yet due are sent by the flush that found them, once they are (`#sendWhenDue`).
+	 * spans not yet due wait for the first flush after they are.
 	 */
 	#spansDue(): boolean {
 		const queued = this.#queue.size;

@@ -20,10 +20,11 @@ export interface Telemetry {
 	readonly tracer: Tracer;
 	readonly meter: Meter;
 	/**
-	 * Hands what is queued to the collector in the background. Call once at the
-	 * end of each request (edge Worker or Durable Object) with its `waitUntil`.
+	 * Hands what is due to the collector in the background. Call once at the
+	 * end of each request (edge Worker or Durable Object) with its `waitUntil`;
+	 * `drain` sends every queued span, due or not (a session's end).
 	 */
-	flush(waitUntil: (promise: Promise<unknown>) => void): void;
+	flush(waitUntil: (promise: Promise<unknown>) => void, drain?: boolean): void;
 	/** What this isolate's export has done so far (for tests and diagnostics). */
 	readonly stats: TelemetryStats;
 }
