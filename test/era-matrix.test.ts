@@ -155,6 +155,24 @@ describe("2025 client, 2026-07-28 upstream", () => {
 		await client.close();
 	});
 
+	it("a call whose 2026-07-28 upstream needs elicitation, which the 2025 client did not declare, says so (a tool error naming the capability, with -32021's data), not that the upstream answered HTTP 400", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const { client } = await connectClient(`/mcp/${server}`, key, { capabilities: {} });
+		const result = await client.callTool({ name: "ask_name", arguments: {} });
+		expect(result.isError).toBe(true);
+		const message = textOf(result);
+		expect(message).toContain(`Upstream server '${server}' needs a client that supports elicitation`);
+		expect(message).toContain("this client did not declare it");
+		expect(message).not.toContain("HTTP 400");
+		expect(result._meta?.["mcp-edge-gateway/error"]).toMatchObject({
+			kind: "missing_client_capability",
+			server,
+			requiredCapabilities: { elicitation: {} },
+		});
+		await client.close();
+	});
+
 	it("aggregate endpoint: a 2026-07-28 member and a 2025 member side by side, the member's input round reaching the client", async () => {
 		const modern = await registerServer("modern");
 		const delta = await registerServer("delta");

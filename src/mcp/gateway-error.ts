@@ -4,6 +4,9 @@ import { ErrorCode, JSONRPC_VERSION, type RequestId } from "@modelcontextprotoco
  * Every failure the gateway itself produces has one of these kinds. Callers and
  * tests switch on the kind, never on the message text.
  */
+/** MCP's MissingRequiredClientCapability (2026-07-28): the request lacks a client capability the server needs. */
+export const MISSING_CLIENT_CAPABILITY_CODE = -32021;
+
 export const ERROR_KINDS = {
 	bad_request: { status: 400, code: ErrorCode.InvalidRequest },
 	parse_error: { status: 400, code: ErrorCode.ParseError },
@@ -47,6 +50,8 @@ export const ERROR_KINDS = {
 	upstream_error: { status: 502, code: ErrorCode.InternalError },
 	upstream_timeout: { status: 504, code: ErrorCode.RequestTimeout },
 	upstream_auth_required: { status: 502, code: ErrorCode.InternalError },
+	// An upstream needs a client capability the client did not declare; data.requiredCapabilities names it.
+	missing_client_capability: { status: 400, code: MISSING_CLIENT_CAPABILITY_CODE },
 	// MCP's URLElicitationRequiredError: the person must connect their account at the upstream
 	// first; data.elicitations carries the connect link (a URL-mode elicitation).
 	connection_required: { status: 403, code: ErrorCode.UrlElicitationRequired },

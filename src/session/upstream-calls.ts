@@ -266,8 +266,8 @@ export class UpstreamCalls {
 			return { kind: "may-have-run", error: mayHaveRun(member, message, "its upstream session had expired") };
 		}
 		if (!reply.ok || !body) {
-			await this.discard(call, reply);
-			return { kind: "failed", error: connection.statusError(reply.status, message.method) };
+			call.deadline.clear();
+			return { kind: "failed", error: await connection.failureOf(reply, message.method) };
 		}
 		this.host.breaker.success(member.name);
 		return { kind: "answered", call: { ...call, reply, body } };

@@ -15,7 +15,7 @@ import { type Deadline, startDeadline } from "./deadline.ts";
 import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
-import { upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
+import { upstreamFailureOf, upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
 export type { FetchLike } from "./upstream-fetch.ts";
@@ -284,6 +284,11 @@ export class UpstreamConnection {
 			`Upstream server '${this.target.name}' closed the connection before it answered.`,
 			{ server: this.target.name, cause: error },
 		);
+	}
+
+	/** The failure an upstream's HTTP error answer means, its body read when it may say more (see upstreamFailureOf). */
+	failureOf(response: Response, what: string): Promise<GatewayError> {
+		return upstreamFailureOf(this.target.name, response, what);
 	}
 
 	/** The failure an upstream HTTP status means (see upstreamStatusError); `challenge` is its WWW-Authenticate. */

@@ -5,7 +5,7 @@ import { sseMessage } from "../../mcp/sse.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import type { Deadline } from "../../upstream/deadline.ts";
 import { readUpstreamReply } from "../../upstream/upstream-reply.ts";
-import { upstreamStatusError } from "../../upstream/upstream-status.ts";
+import { upstreamFailureOf } from "../../upstream/upstream-status.ts";
 import type { Timers } from "../clock.ts";
 
 /** A 2026-07-28 result that needs the client's input before the request can finish (MRTR). */
@@ -138,13 +138,7 @@ async function readReply(
 	onNotification: (message: JSONRPCMessage) => void,
 ): Promise<JSONRPCMessage> {
 	if (!response.ok || !response.body) {
-		await response.body?.cancel();
-		throw upstreamStatusError(
-			call.server,
-			response.status,
-			call.message.method,
-			response.headers.get("www-authenticate"),
-		);
+		throw await upstreamFailureOf(call.server, response, call.message.method, response.headers.get("www-authenticate"));
 	}
 	const reading = { server: call.server, maxBytes: call.maxReplyBytes, onNotification };
 	return (await readUpstreamReply(response, id, reading)).message;
