@@ -23,7 +23,7 @@ export const PAGE_STYLE = [
 	"p,li,dd{overflow-wrap:anywhere}ul{padding-left:1.25rem}a{color:var(--accent)}small,.muted{color:var(--muted)}",
 	"code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em;overflow-wrap:anywhere}",
 	".brand{font-size:.9rem;font-weight:600;color:var(--muted);margin:0 0 1.25rem}",
-	".card,section{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem;margin:1rem 0}",
+	".card,section{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem;margin:1rem 0}.card>:first-child{margin-top:0}.card>:last-child{margin-bottom:0}",
 	".warn{background:var(--warn-bg);color:var(--warn-fg);border-radius:6px;padding:.5rem .75rem}.warn strong{color:inherit}",
 	".actions{display:flex;flex-wrap:wrap;gap:.75rem;margin:1.5rem 0 0}",
 	"button,.button{font:inherit;min-height:2.75rem;padding:.5rem 1.25rem;border-radius:6px;border:1px solid var(--line);background:var(--panel);color:var(--fg);cursor:pointer;text-decoration:none;display:inline-block}",

@@ -22,7 +22,8 @@ export function homePage(origin: string, signsPeopleIn: boolean): Response {
 <h1>This is an MCP gateway</h1>
 <p>It gives MCP clients one authenticated endpoint for many MCP servers, and decides which tools each caller may see and call.</p>
 <div class="card"><p>Point your MCP client (streamable HTTP) at</p><p><code>${endpoint}</code></p>
-<p class="muted">or at <code>${endpoint}/&lt;server&gt;</code> for one server alone. ${access}</p></div>
+<p class="muted">That is every server you may use, as one; <code>${endpoint}/&lt;server&gt;</code> is one server alone.</p></div>
+<p>${access}</p>
 <h2>Where to go</h2>
 <ul>
 ${connections}<li><a href="/admin/">Dashboard</a>: for the operators of this gateway.</li>
