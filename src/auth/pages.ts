@@ -30,7 +30,7 @@ export const PAGE_STYLE = [
 	"button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:var(--on-accent);font-weight:600}",
 	"button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid var(--accent);outline-offset:2px}",
 	"label{display:block;margin:.75rem 0}input{font:inherit;display:block;width:100%;margin-top:.25rem;padding:.5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}",
-	"table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.5rem .25rem;border-bottom:1px solid var(--line)}td form{margin:0}",
+	"table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:baseline;padding:.5rem .25rem;border-bottom:1px solid var(--line)}td form{margin:0}",
 	".ok{color:var(--ok)}.off{color:var(--off)}.bad{color:var(--bad)}",
 	// The admin API's reference (/admin/docs): a method label before each path.
 	".m{display:inline-block;min-width:4.2rem;font-weight:700}.get{color:var(--ok)}.put,.post{color:var(--accent)}.delete{color:var(--bad)}",
