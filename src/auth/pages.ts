@@ -20,8 +20,8 @@ export const PAGE_STYLE = [
 	"body{font:16px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;max-width:36rem;margin:0 auto;padding:2rem 1rem 3rem;color:var(--fg);background:var(--bg)}",
 	"body.wide{max-width:60rem}",
 	"h1{font-size:1.5rem;line-height:1.3;margin:0 0 1rem;overflow-wrap:anywhere}h2{font-size:1.15rem;margin:2rem 0 .5rem}h3{font-size:1rem;margin:0}h4{font-size:.9rem;margin:.75rem 0 .25rem}",
-	"p,li,dd{overflow-wrap:anywhere}ul{padding-left:1.25rem}a{color:var(--accent)}small,.muted{color:var(--muted)}",
-	"code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em;overflow-wrap:anywhere}",
+	"p,li,dd,h2,h3,h4{overflow-wrap:anywhere}ul{padding-left:1.25rem}a{color:var(--accent)}small,.muted{color:var(--muted)}",
+	"code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:max(.9em,14px);overflow-wrap:anywhere}",
 	".brand{font-size:.9rem;font-weight:600;color:var(--muted);margin:0 0 1.25rem}",
 	".card,section{background:var(--panel);border:1px solid var(--line);border-radius:8px;padding:.75rem 1rem;margin:1rem 0}.card>:first-child{margin-top:0}.card>:last-child{margin-bottom:0}",
 	".warn{background:var(--warn-bg);color:var(--warn-fg);border-radius:6px;padding:.5rem .75rem}.warn strong{color:inherit}",
@@ -30,9 +30,10 @@ export const PAGE_STYLE = [
 	"button.primary,.button.primary{background:var(--accent);border-color:var(--accent);color:var(--on-accent);font-weight:600}",
 	"button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid var(--accent);outline-offset:2px}",
 	"label{display:block;margin:.75rem 0}input{font:inherit;display:block;width:100%;margin-top:.25rem;padding:.5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}",
-	"table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:baseline;padding:.5rem .25rem;border-bottom:1px solid var(--line)}td form{margin:0}",
+	"table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:baseline;padding:.5rem .25rem;border-bottom:1px solid var(--line)}td form{margin:0}.scroll{overflow-x:auto;max-width:100%}",
 	".ok{color:var(--ok)}.off{color:var(--off)}.bad{color:var(--bad)}",
 	// The admin API's reference (/admin/docs): a method label before each path.
+	"section h3{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}section p{margin:.25rem 0}td code{overflow-wrap:normal}",
 	".m{display:inline-block;min-width:4.2rem;font-weight:700}.get{color:var(--ok)}.put,.post{color:var(--accent)}.delete{color:var(--bad)}",
 ].join("");
 

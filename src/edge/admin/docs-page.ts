@@ -89,7 +89,7 @@ function parametersHtml(parameters: NonNullable<Operation["parameters"]>): strin
 		(parameter) =>
 			`<tr><td><code>${escapeHtml(parameter.name)}</code></td><td>${escapeHtml(parameter.in)}</td><td>${parameter.required ? "required" : "optional"}</td><td>${typeOf(parameter.schema)}</td><td>${prose(parameter.description)}</td></tr>`,
 	);
-	return `<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th></th><th>type</th><th></th></tr>${rows.join("")}</table>`;
+	return `<h4>Parameters</h4><div class="scroll"><table><tr><th>name</th><th>in</th><th></th><th>type</th><th></th></tr>${rows.join("")}</table></div>`;
 }
 
 function bodyHtml(body: Operation["requestBody"]): string {
@@ -101,7 +101,7 @@ function bodyHtml(body: Operation["requestBody"]): string {
 			`<tr><td><code>${escapeHtml(name)}</code></td><td>${required.has(name) ? "required" : "optional"}</td><td>${typeOf(field)}</td><td>${field.default === undefined ? "" : `<code>${escapeHtml(JSON.stringify(field.default))}</code>`}</td><td>${prose(field.description)}</td></tr>`,
 	);
 	const fields = rows.length
-		? `<table><tr><th>field</th><th></th><th>type</th><th>default</th><th></th></tr>${rows.join("")}</table>`
+		? `<div class="scroll"><table><tr><th>field</th><th></th><th>type</th><th>default</th><th></th></tr>${rows.join("")}</table></div>`
 		: "";
 	return `<h4>Request body <code>application/json</code></h4>${body.description ? `<p>${prose(body.description)}</p>` : ""}${fields}`;
 }
@@ -111,7 +111,7 @@ function responsesHtml(responses: NonNullable<Operation["responses"]>): string {
 		([status, response]) =>
 			`<tr><td><code>${escapeHtml(status)}</code></td><td>${prose(response.description)}</td></tr>`,
 	);
-	return rows.length ? `<h4>Responses</h4><table>${rows.join("")}</table>` : "";
+	return rows.length ? `<h4>Responses</h4><div class="scroll"><table>${rows.join("")}</table></div>` : "";
 }
 
 /** A field's type in a few words: `string`, `"a" | "b"`, `array of string`, `one of 4 objects`. */
