@@ -186,6 +186,7 @@ const idp = await startIdp({
 		{
 			client_id: vars.OIDC_CLIENT_ID ?? OIDC_DEFAULTS.OIDC_CLIENT_ID,
 			client_secret: vars.OIDC_CLIENT_SECRET ?? "",
+			client_name: "MCP gateway",
 			redirect_uris: [`${GATEWAY}/oauth/callback`, `http://localhost:${GATEWAY_PORT}/oauth/callback`],
 		},
 	],

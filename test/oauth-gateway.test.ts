@@ -31,13 +31,19 @@ const gateway = gatewayWith(SIGN_IN);
 
 const atClient = (url: URL) => url.href.startsWith(CLIENT_REDIRECT);
 
-/** A person at a browser: consents at the gateway, signs in at the identity provider, lands at the client's redirect. */
+/** A person at a browser: signs in at the identity provider, consents at the gateway, lands at the client's redirect. */
 async function signIn(authorizationUrl: URL, login: string, browser = newBrowser()): Promise<URL> {
-	const consent = await browser.get(authorizationUrl, { stopAt: atClient });
+	const consent = await signInToConsent(browser, authorizationUrl, login);
 	expect(consent.html).toContain("MCP gateway at localhost");
-	const loginPage = await approve(browser, consent);
-	const done = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+	const done = await approve(browser, consent);
 	return done.url;
+}
+
+/** From the client's authorization URL through the provider's login as `login`, to the page the gateway answers. */
+async function signInToConsent(browser: Browser, authorizationUrl: URL, login: string): Promise<Page> {
+	const loginPage = await browser.get(authorizationUrl, { stopAt: atClient });
+	expect(loginPage.url.origin).toBe(new URL(IDP).origin);
+	return browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
 }
 
 function newBrowser(): Browser {
@@ -46,6 +52,10 @@ function newBrowser(): Browser {
 
 function approve(browser: Browser, consent: Page): Promise<Page> {
 	return browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } }, { stopAt: atClient });
+}
+
+function deny(browser: Browser, consent: Page): Promise<Page> {
+	return browser.submit(consent, { fields: {}, button: { name: "decision", value: "deny" } }, { stopAt: atClient });
 }
 
 /** The SDK's whole flow: 401, discovery, registration, sign-in as `login`, code exchange; then a connected client. */
@@ -107,9 +117,7 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 		const first = oauthClient("/mcp", provider, gateway);
 		await expect(first.client.connect(first.transport)).rejects.toBeInstanceOf(UnauthorizedError);
 		const browser = newBrowser();
-		const consent = await browser.get(provider.authorizationUrl as URL, { stopAt: atClient });
-		const loginPage = await approve(browser, consent);
-		const page = await browser.submit(loginPage, { fields: { login, password: "demo" } }, { stopAt: atClient });
+		const page = await signInToConsent(browser, provider.authorizationUrl as URL, login);
 		return { ...page, browser };
 	}
 
@@ -125,6 +133,8 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 				"your account may not use the MCP gateway at localhost: no access rule of this gateway matches it.",
 			);
 			expect(page.html).toContain("Ask the operator of this gateway for access.");
+			// No consent is asked of someone the gateway refuses: no form, no handle.
+			expect(page.html).not.toMatch(/<form\b|name="handle"/);
 
 			const back = page.browser.link(page, "Return to the app");
 			expect(atClient(back)).toBe(true);
@@ -159,6 +169,113 @@ describe("OAuth: the gateway as authorization server, sign-in at an OpenID Conne
 		const back = page.browser.link(page, "Return to the app");
 		expect(back.searchParams.get("error")).toBe("access_denied");
 		expect(back.href).not.toMatch(/carol/);
+	});
+});
+
+describe("OAuth: sign-in before consent, then a consent page that names the person and the servers", () => {
+	/** The handle of a consent page's form. */
+	const handleOf = (consent: Page) => /name="handle" value="([^"]+)"/.exec(consent.html)?.[1] ?? "";
+
+	it("/authorize sends the browser to the identity provider first; the consent page after it names alice and exactly the servers her rule grants", async () => {
+		const granted = await registerServer("beta");
+		const other = await registerServer("gamma");
+		await accessRule({ match: { subject: "alice" }, servers: [granted] });
+		const clientId = await registerClient();
+		const first = await gateway(await authorizeUrl(clientId));
+		expect(first.status).toBe(302);
+		expect(new URL(first.headers.get("location") ?? "").origin).toBe(new URL(IDP).origin);
+		expect(await first.text()).toBe("");
+
+		const consent = await signInToConsent(newBrowser(), await authorizeUrl(clientId), "alice");
+		expect(consent.status).toBe(200);
+		expect(consent.url.pathname).toBe("/oauth/callback");
+		expect(consent.html).toContain("Signed in as <strong>Alice</strong> (alice@example.com).");
+		expect(consent.html).toContain(`It will reach this server as you:</p><ul><li><code>${granted}</code></li></ul>`);
+		expect(consent.html).not.toContain(other);
+		expect(consent.html).toContain("This app registered itself; its name is not verified.");
+		expect(consent.html).toContain("<strong>This sends access to an app on your computer.</strong>");
+		expect(consent.headers.get("x-frame-options")).toBe("DENY");
+		expect(consent.headers.get("cache-control")).toBe("no-store");
+		// One primary button.
+		expect(consent.html.match(/class="primary"/g)).toHaveLength(1);
+		expect(handleOf(consent)).not.toBe("");
+	});
+
+	it("a rule that names no servers is shown as every server of the gateway, listed by name", async () => {
+		const server = await registerServer("beta");
+		await accessRule({ match: { subject: "alice" } });
+		const consent = await signInToConsent(newBrowser(), await authorizeUrl(await registerClient()), "alice");
+		expect(consent.html).toContain("It will reach every server of this gateway as you, today these");
+		expect(consent.html).toContain(`<li><code>${server}</code></li>`);
+	});
+
+	it("Deny sends access_denied back to the client with its state and iss, no code; the page cannot be used again", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const browser = newBrowser();
+		const consent = await signInToConsent(browser, await authorizeUrl(await registerClient()), "alice");
+		const denied = await deny(browser, consent);
+		expect(atClient(denied.url)).toBe(true);
+		expect(denied.url.searchParams.get("error")).toBe("access_denied");
+		expect(denied.url.searchParams.get("state")).toBe("client-state-1");
+		expect(denied.url.searchParams.get("iss")).toBe(ORIGIN);
+		expect(denied.url.searchParams.has("code")).toBe(false);
+		const again = await approve(browser, consent);
+		expect(again.status).toBe(400);
+		expect(atClient(again.url)).toBe(false);
+	});
+
+	it("a consent form posted from another origin, or from another browser, is refused and uses up nothing: Allow from the page still issues the code", async () => {
+		await accessRule({ match: { subject: "alice" } });
+		const browser = newBrowser();
+		const consent = await signInToConsent(browser, await authorizeUrl(await registerClient()), "alice");
+		const form = new URLSearchParams({ handle: handleOf(consent), decision: "approve" }).toString();
+		const post = (origin: string | null) =>
+			gateway(`${ORIGIN}/authorize`, {
+				method: "POST",
+				headers: {
+					"content-type": "application/x-www-form-urlencoded",
+					...(origin === null ? {} : { origin }),
+				},
+				body: form,
+				redirect: "manual",
+			});
+		for (const origin of ["https://evil.example", null]) {
+			const refused = await post(origin);
+			expect(refused.status).toBe(403);
+			expect(refused.headers.get("location")).toBeNull();
+			expect(await refused.text()).toContain("This form may only be sent from the gateway&#39;s own consent page.");
+		}
+		// The right origin but not this browser (no binding cookie): the library refuses the handle.
+		const elsewhere = await post(ORIGIN);
+		expect(elsewhere.status).toBe(400);
+		expect(elsewhere.headers.get("location")).toBeNull();
+		const allowed = await approve(browser, consent);
+		expect(atClient(allowed.url)).toBe(true);
+		expect(allowed.url.searchParams.get("code")).toBeTruthy();
+	});
+
+	it("a consent form that is not Allow or Deny is refused with a sentence", async () => {
+		const refused = await gateway(`${ORIGIN}/authorize`, {
+			method: "POST",
+			headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN },
+			body: new URLSearchParams({ handle: "h", decision: "maybe" }).toString(),
+		});
+		expect(refused.status).toBe(400);
+		expect(await refused.text()).toContain("The consent form did not say Allow or Deny");
+	});
+
+	it("when the rule that admitted her is removed while the consent page is open, Allow shows the refusal page and issues no code", async () => {
+		const rule = await accessRule({ match: { subject: "alice" } });
+		const browser = newBrowser();
+		const consent = await signInToConsent(browser, await authorizeUrl(await registerClient()), "alice");
+		expect(consent.status).toBe(200);
+		expect((await admin("DELETE", `/access-rules/${rule}`)).status).toBe(204);
+		const refused = await approve(browser, consent);
+		expect(refused.status).toBe(403);
+		expect(refused.html).toContain("Your account may not use this gateway");
+		const back = browser.link(refused, "Return to the app");
+		expect(back.searchParams.get("error")).toBe("access_denied");
+		expect(back.searchParams.has("code")).toBe(false);
 	});
 });
 
@@ -405,11 +522,11 @@ describe("OAuth: bad input to the authorization server", () => {
 				expect(response.status).toBe(400);
 				expect(response.headers.get("location")).toBeNull();
 			}
-			const good = await gateway(await authorizeUrl(documentUrl));
+			await accessRule({ match: { subject: "alice" } });
+			const good = await signInToConsent(newBrowser(), await authorizeUrl(documentUrl), "alice");
 			expect(good.status).toBe(200);
-			const html = await good.text();
-			expect(html).toContain("Good Client");
-			expect(html).toContain("Published by <strong>client.example</strong>");
+			expect(good.html).toContain("Good Client");
+			expect(good.html).toContain("Published by <strong>client.example</strong>");
 		} finally {
 			spy.mockRestore();
 		}
@@ -444,15 +561,9 @@ describe("OAuth: bad input to the authorization server", () => {
 		expect(forged.headers.get("location")).toBeNull();
 		// The real state, replayed from another browser (no binding cookie).
 		const clientId = await registerClient();
-		const browser = newBrowser();
-		const consent = await browser.get(await authorizeUrl(clientId));
-		const atProvider = await browser.submit(
-			consent,
-			{ fields: {}, button: { name: "decision", value: "approve" } },
-			{
-				stopAt: (url) => url.origin === new URL(IDP).origin,
-			},
-		);
+		const atProvider = await newBrowser().get(await authorizeUrl(clientId), {
+			stopAt: (url) => url.origin === new URL(IDP).origin,
+		});
 		const state = atProvider.url.searchParams.get("state") ?? "";
 		const elsewhere = await newBrowser().get(
 			`${ORIGIN}/oauth/callback?state=${encodeURIComponent(state)}&code=anything`,
@@ -464,14 +575,7 @@ describe("OAuth: bad input to the authorization server", () => {
 		const unreachable = gatewayWith({ ...SIGN_IN, OIDC_ISSUER: "http://127.0.0.1:1" });
 		const browser = new Browser((url) => (url.origin === ORIGIN ? unreachable : undefined));
 		const clientId = await registerClient();
-		const consent = await browser.get(await authorizeUrl(clientId), { stopAt: atClient });
-		const failed = await browser.submit(
-			consent,
-			{ fields: {}, button: { name: "decision", value: "approve" } },
-			{
-				stopAt: atClient,
-			},
-		);
+		const failed = await browser.get(await authorizeUrl(clientId), { stopAt: atClient });
 		expect(failed.status).toBe(502);
 		expect(atClient(failed.url)).toBe(false);
 		expect(failed.headers.get("content-type")).toContain("text/html");
@@ -482,8 +586,7 @@ describe("OAuth: bad input to the authorization server", () => {
 		await accessRule({ match: { subject: "alice" } });
 		const clientId = await registerClient();
 		const browser = newBrowser();
-		const consent = await browser.get(await authorizeUrl(clientId));
-		const loginPage = await approve(browser, consent);
+		const loginPage = await browser.get(await authorizeUrl(clientId));
 		const atCallback = await browser.submit(
 			loginPage,
 			{ fields: { login: "alice", password: "demo" } },

@@ -11,9 +11,9 @@
  * client by DCR, whose redirect URI is the suite's callback server. The suite
  * prints an authorization URL and waits for a browser to bring the
  * authorization response to that callback: the scripted browser
- * (scripts/fixtures/browser.ts) is that browser here. It approves the consent
- * page, signs alice in at the provider and follows the redirects through the
- * gateway's callback to the suite's.
+ * (scripts/fixtures/browser.ts) is that browser here. It signs alice in at the
+ * provider, approves the gateway's consent page that follows (checking it
+ * names her), and follows the redirects to the suite's callback.
  *
  * Part of `npm run conformance`, after the server requirement sets, or alone:
  *
@@ -108,6 +108,7 @@ export async function runAuthorizationScenarios(options: AuthorizationRunOptions
 			{
 				client_id: GATEWAY_CLIENT_ID,
 				client_secret: clientSecret,
+				client_name: "MCP gateway",
 				redirect_uris: [`http://${HOST}:${gatewayPort}/oauth/callback`],
 			},
 		],
@@ -178,18 +179,22 @@ async function runSuite(
 }
 
 /**
- * The browser's part: consent (approve), alice's login at the provider, and
- * every redirect after it, the last one onto the suite's callback server,
- * which must answer it. Throws, quoting the page, where the flow went elsewhere.
+ * The browser's part: alice's login at the provider, the gateway's consent
+ * page after it (approve), and every redirect after that, the last one onto
+ * the suite's callback server, which must answer it. Throws, quoting the
+ * page, where the flow went elsewhere.
  */
 async function signIn(authorizationUrl: URL, callback: URL): Promise<void> {
 	const browser = new Browser();
-	const consent = expectForm(await browser.get(authorizationUrl), "the consent page");
-	const login = expectForm(
-		await browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } }),
-		"the provider's login page",
+	const login = expectForm(await browser.get(authorizationUrl), "the provider's login page");
+	const consent = expectForm(
+		await browser.submit(login, { fields: { login: SIGN_IN_AS, password: DEMO_PASSWORD } }),
+		"the gateway's consent page",
 	);
-	const landed = await browser.submit(login, { fields: { login: SIGN_IN_AS, password: DEMO_PASSWORD } });
+	if (!consent.html.includes("Signed in as")) {
+		throw new Error(`the consent page does not say who signed in: ${pageText(consent)}`);
+	}
+	const landed = await browser.submit(consent, { fields: {}, button: { name: "decision", value: "approve" } });
 	if (landed.url.origin !== callback.origin || landed.url.pathname !== callback.pathname || landed.status !== 200) {
 		throw new Error(
 			`the sign-in ended at ${landed.url.href} (HTTP ${landed.status}), not at the suite's callback: ${pageText(landed)}`,

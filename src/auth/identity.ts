@@ -6,6 +6,8 @@ const ClaimsSchema = z.looseObject({
 	email: z.string().max(320).optional(),
 	email_verified: z.union([z.boolean(), z.string()]).optional(),
 	groups: z.union([z.array(z.string().max(256)).max(256), z.string().max(256)]).optional(),
+	// Only ever shown (the consent page); a name that is not a short string is left out, not a refusal.
+	name: z.string().min(1).max(200).optional().catch(undefined),
 });
 
 /** An identity, and the address its claims carried that does not count (so a refusal can say why). */
@@ -13,6 +15,8 @@ export interface ClaimedIdentity {
 	identity: Identity;
 	/** Lowercased; null when the claims carried no address or it counts. */
 	unverifiedEmail: string | null;
+	/** The `name` claim, to show the person who they signed in as; never matched on. */
+	displayName?: string;
 }
 
 /**
@@ -32,7 +36,7 @@ export function identityFromClaims(
 ): ClaimedIdentity | null {
 	const parsed = ClaimsSchema.safeParse(claims);
 	if (!parsed.success) return null;
-	const { sub, email, email_verified: flag, groups } = parsed.data;
+	const { sub, email, email_verified: flag, groups, name } = parsed.data;
 	const verified = flag === true || flag === "true" || (flag === undefined && options.emailsVerified);
 	const address = email ? email.toLowerCase() : null;
 	return {
@@ -43,5 +47,6 @@ export function identityFromClaims(
 			groups: groups === undefined ? [] : typeof groups === "string" ? [groups] : groups,
 		},
 		unverifiedEmail: verified ? null : address,
+		...(name === undefined ? {} : { displayName: name }),
 	};
 }

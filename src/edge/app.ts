@@ -10,6 +10,7 @@ import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetr
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
+import { homePage } from "./home-page.ts";
 import { handleJwks } from "./jwks-route.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
 import { checkHost } from "./transport-checks.ts";
@@ -42,6 +43,13 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 		await next();
 	});
 	app.get("/healthz", (c) => c.json({ ok: true }));
+	// A person who opens the gateway's address gets a page saying what it is; anything else
+	// (an MCP client probing `/`, a health checker) gets the 404 it always got.
+	app.get("/", (c) =>
+		acceptsHtml(c.req.header("accept"))
+			? homePage(new URL(c.req.url).origin, settingsFrom(c.env).oauth.mode === "gateway")
+			: c.notFound(),
+	);
 	// Browser clients on an allowed origin (ALLOWED_ORIGINS) need CORS, including
 	// the preflight and a readable Mcp-Session-Id. Other origins get no CORS
 	// headers, and their requests are refused with 403 by the Origin check.
@@ -94,6 +102,11 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	});
 
 	return app;
+}
+
+/** Whether a request's Accept asks for HTML: a browser's navigation does, an MCP client's does not. */
+function acceptsHtml(accept: string | undefined): boolean {
+	return (accept ?? "").split(",").some((part) => part.split(";")[0]?.trim().toLowerCase() === "text/html");
 }
 
 /**

@@ -12,7 +12,7 @@ export function messagePage(status: number, title: string, sentence: string, bac
 	const link = back ? '<p><a href="/connections">Your connections</a></p>' : "";
 	return pageResponse(
 		status,
-		page(title, `<h1>${escapeHtml(title)}</h1><p>${escapeHtml(sentence)}</p>${link}`),
+		page(title, `<p class="brand">MCP gateway</p><h1>${escapeHtml(title)}</h1><p>${escapeHtml(sentence)}</p>${link}`),
 		headers,
 	);
 }
@@ -23,7 +23,7 @@ export function signInFirstPage(signInHref: string, why: string): Response {
 		401,
 		page(
 			"Sign in to continue",
-			`<h1>Sign in to continue</h1><p>${escapeHtml(why)}</p><p><a href="${escapeHtml(signInHref)}">Sign in</a></p>`,
+			`<p class="brand">MCP gateway</p><h1>Sign in to continue</h1><p>${escapeHtml(why)}</p><div class="actions"><a class="button primary" href="${escapeHtml(signInHref)}">Sign in</a></div>`,
 		),
 	);
 }
@@ -42,7 +42,7 @@ export function connectionsPage(who: string, rows: readonly ConnectionRow[]): Re
 		200,
 		page(
 			"Your connections",
-			`<h1>Your connections</h1><p>Signed in as <strong>${escapeHtml(who)}</strong>. These servers act as you with your own account there; connect each once, from here or when a client asks.</p>${list}`,
+			`<p class="brand">MCP gateway</p><h1>Your connections</h1><p>Signed in as <strong>${escapeHtml(who)}</strong>. These servers act as you with your own account there; connect each once, from here or when a client asks.</p>${list}`,
 		),
 	);
 }

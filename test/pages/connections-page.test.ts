@@ -1,11 +1,10 @@
 import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
-import { DEMO_PASSWORD } from "../../scripts/fixtures/oidc-idp.ts";
 import { freePort, HOST } from "../../scripts/processes.ts";
 import { eventually } from "../support/eventually.ts";
 import { useBrowser } from "./support/browser.ts";
-import { admin, GATEWAY, IDP_ISSUER } from "./support/gateway.ts";
+import { admin, GATEWAY, signInAtProvider } from "./support/gateway.ts";
 import { keepScreenshot, readabilityProblems } from "./support/readability.ts";
 
 /** The OAuth upstream fixture's MCP endpoint; empty until scripts/fixtures/oauth-upstream.ts is in the repo. */
@@ -25,14 +24,6 @@ const UpstreamStatsSchema = z.object({ codeExchanges: z.number(), revocations: z
 async function upstreamStats(): Promise<z.output<typeof UpstreamStatsSchema>> {
 	const response = await fetch(new URL("/_stats", OAUTH_UPSTREAM), { signal: AbortSignal.timeout(5_000) });
 	return UpstreamStatsSchema.parse(await response.json());
-}
-
-/** Signs in at the identity provider's own login form, as a person types it. */
-async function signInAtProvider(page: Page, login: string): Promise<void> {
-	await page.waitForURL((url) => url.origin === IDP_ISSUER);
-	await page.getByLabel("User").fill(login);
-	await page.getByLabel("Password").fill(DEMO_PASSWORD);
-	await page.getByRole("button", { name: "Sign in" }).click();
 }
 
 /** The row of the connections table for `server`. */

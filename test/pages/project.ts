@@ -1,8 +1,9 @@
 import type { TestProjectInlineConfiguration } from "vitest/config";
 
 /**
- * The pages project: the gateway's people-facing pages (consent,
- * `/connections` and its sign-in) driven in Debian's Chromium by
+ * The pages project: the gateway's people-facing pages (the sign-in and the
+ * consent after it, the refusal, `/`, `/connections`, `/admin/docs`, the
+ * identity provider's login) driven in Debian's Chromium by
  * playwright-core. It runs in Node: the global setup builds the gateway
  * once and serves it under `wrangler dev` with the local identity provider,
  * as `npm run conformance` does; each test file opens one browser, each test

@@ -1,4 +1,4 @@
-import { escapeHtml } from "../../auth/pages.ts";
+import { escapeHtml, page } from "../../auth/pages.ts";
 
 /** What the page reads of an OpenAPI 3.1 document: only these parts, loosely typed. */
 export interface ApiDocument {
@@ -32,9 +32,6 @@ interface Schema {
 
 export const METHODS = ["get", "put", "post", "delete", "patch"] as const;
 
-const STYLE =
-	"body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}h1{font-size:1.5rem}h2{font-size:1.15rem;margin:2rem 0 .5rem;border-bottom:1px solid #ccc}section{margin:1.25rem 0;padding:.5rem .75rem;border:1px solid #e3e3e3;border-radius:4px}h3{font-size:1rem;margin:0;font-family:ui-monospace,monospace;overflow-wrap:anywhere}.m{display:inline-block;min-width:4.2rem;font-weight:700}.get{color:#176c2b}.put,.post{color:#1f4e99}.delete{color:#9b1c1c}table{border-collapse:collapse;width:100%;margin:.25rem 0}th,td{text-align:left;vertical-align:top;padding:.25rem .4rem;border-bottom:1px solid #eee}code{font-family:ui-monospace,monospace;font-size:.9em}h4{font-size:.9rem;margin:.75rem 0 .25rem}p{margin:.25rem 0}";
-
 /**
  * `/admin/docs`: the admin API's reference, rendered on the server from the
  * OpenAPI document, so the page and the document never disagree. No script,
@@ -53,7 +50,11 @@ export function docsPage(document: ApiDocument): Response {
 	const groups = [...byTag].map(([tag, sections]) => `<h2>${escapeHtml(tag)}</h2>${sections.join("")}`).join("");
 	const title = escapeHtml(document.info.title);
 	const intro = document.info.description ? `<p>${prose(document.info.description)}</p>` : "";
-	const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${title}</title><style>${STYLE}</style></head><body><h1>${title} <small>${escapeHtml(document.info.version)}</small></h1>${intro}<p>The same description as JSON: <a href="/admin/openapi.json"><code>/admin/openapi.json</code></a> (OpenAPI 3.1).</p>${groups}</body></html>`;
+	const body = page(
+		document.info.title,
+		`<h1>${title} <small>${escapeHtml(document.info.version)}</small></h1>${intro}<p>The same description as JSON: <a href="/admin/openapi.json"><code>/admin/openapi.json</code></a> (OpenAPI 3.1).</p>${groups}`,
+		{ wide: true },
+	);
 	return new Response(body, {
 		headers: {
 			"content-type": "text/html; charset=utf-8",
@@ -88,7 +89,7 @@ function parametersHtml(parameters: NonNullable<Operation["parameters"]>): strin
 		(parameter) =>
 			`<tr><td><code>${escapeHtml(parameter.name)}</code></td><td>${escapeHtml(parameter.in)}</td><td>${parameter.required ? "required" : "optional"}</td><td>${typeOf(parameter.schema)}</td><td>${prose(parameter.description)}</td></tr>`,
 	);
-	return `<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th></th><th>type</th><th></th></tr>${rows.join("")}</table>`;
+	return `<h4>Parameters</h4><div class="scroll"><table><tr><th>name</th><th>in</th><th></th><th>type</th><th></th></tr>${rows.join("")}</table></div>`;
 }
 
 function bodyHtml(body: Operation["requestBody"]): string {
@@ -100,7 +101,7 @@ function bodyHtml(body: Operation["requestBody"]): string {
 			`<tr><td><code>${escapeHtml(name)}</code></td><td>${required.has(name) ? "required" : "optional"}</td><td>${typeOf(field)}</td><td>${field.default === undefined ? "" : `<code>${escapeHtml(JSON.stringify(field.default))}</code>`}</td><td>${prose(field.description)}</td></tr>`,
 	);
 	const fields = rows.length
-		? `<table><tr><th>field</th><th></th><th>type</th><th>default</th><th></th></tr>${rows.join("")}</table>`
+		? `<div class="scroll"><table><tr><th>field</th><th></th><th>type</th><th>default</th><th></th></tr>${rows.join("")}</table></div>`
 		: "";
 	return `<h4>Request body <code>application/json</code></h4>${body.description ? `<p>${prose(body.description)}</p>` : ""}${fields}`;
 }
@@ -110,7 +111,7 @@ function responsesHtml(responses: NonNullable<Operation["responses"]>): string {
 		([status, response]) =>
 			`<tr><td><code>${escapeHtml(status)}</code></td><td>${prose(response.description)}</td></tr>`,
 	);
-	return rows.length ? `<h4>Responses</h4><table>${rows.join("")}</table>` : "";
+	return rows.length ? `<h4>Responses</h4><div class="scroll"><table>${rows.join("")}</table></div>` : "";
 }
 
 /** A field's type in a few words: `string`, `"a" | "b"`, `array of string`, `one of 4 objects`. */

@@ -1,6 +1,8 @@
 /** The gateway the global setup started, as the page tests reach it: its URL and its admin API. */
+import type { Page } from "playwright-core";
 import { inject } from "vitest";
 import { z } from "zod";
+import { DEMO_PASSWORD } from "../../../scripts/fixtures/oidc-idp.ts";
 
 export const GATEWAY = inject("pagesGatewayUrl");
 export const IDP_ISSUER = inject("pagesIdpIssuer");
@@ -33,4 +35,12 @@ export async function registerClient(name: string, redirectUri: string): Promise
 	const text = await response.text();
 	if (!response.ok) throw new Error(`client registration failed: ${response.status} ${text}`);
 	return z.object({ client_id: z.string() }).parse(JSON.parse(text)).client_id;
+}
+
+/** Signs in at the identity provider's own login form, as a person types it. */
+export async function signInAtProvider(page: Page, login: string): Promise<void> {
+	await page.waitForURL((url) => url.origin === IDP_ISSUER);
+	await page.getByLabel("User").fill(login);
+	await page.getByLabel("Password").fill(DEMO_PASSWORD);
+	await page.getByRole("button", { name: "Sign in" }).click();
 }

@@ -42,6 +42,7 @@ export default async function setup(project: TestProject) {
 				{
 					client_id: GATEWAY_CLIENT_ID,
 					client_secret: clientSecret,
+					client_name: "MCP gateway",
 					redirect_uris: [`${origin}/oauth/callback`, `${origin}/connections/sign-in-callback`],
 				},
 			],

@@ -4,13 +4,16 @@
  * and at least 14 px, and nothing wider than the window (no sideways
  * scrolling on a phone). `problems` lists each failure in a sentence.
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { ROOT } from "../../../scripts/wrangler-dev.ts";
 
 const MIN_CONTRAST = 4.5;
 const MIN_FONT_PX = 14;
+/** Every run's screenshots, kept as the run's artefacts (gitignored). */
+const ARTIFACTS = join(ROOT, "test", "pages", "artifacts");
+/** The ones the docs show, refreshed on request. */
 const SCREENSHOTS = join(ROOT, "docs", "screenshots");
 
 /** Every readability problem of the page as it is shown now; empty when there is none. */
@@ -65,13 +68,17 @@ export async function readabilityProblems(page: Page): Promise<string[]> {
 }
 
 /**
- * With PAGES_SCREENSHOTS=1, keeps a screenshot of the page as
- * docs/screenshots/<name>.png (the viewport only: small files). Off by
- * default, so a test run leaves the work tree as it was (the consent page
- * names the gateway's port, which changes every run).
+ * Keeps a screenshot of the page (the viewport only: small files) as
+ * test/pages/artifacts/<name>.png, and with PAGES_SCREENSHOTS=1 also as
+ * docs/screenshots/<name>.png. The docs' copies are refreshed only on
+ * request, so a test run leaves the tracked tree as it was (the pages name
+ * the gateway's port, which changes every run).
  */
 export async function keepScreenshot(page: Page, name: string): Promise<void> {
-	if (!process.env.PAGES_SCREENSHOTS) return;
-	mkdirSync(SCREENSHOTS, { recursive: true });
-	await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`) });
+	const shot = await page.screenshot();
+	const places = process.env.PAGES_SCREENSHOTS ? [ARTIFACTS, SCREENSHOTS] : [ARTIFACTS];
+	for (const dir of places) {
+		mkdirSync(dir, { recursive: true });
+		writeFileSync(join(dir, `${name}.png`), shot);
+	}
 }
