@@ -135,6 +135,7 @@ function gatewayWorker(project: string, telemetry: "on" | "off") {
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },
 							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
 							VAULTS: { className: "TokenVaultDO", scriptName: GATEWAY },
+							CALL_COUNTS: { className: "CallCountsDO", scriptName: GATEWAY },
 						},
 					},
 				],

@@ -124,8 +124,18 @@ export function cookieValue(request: Request, name: string): string | null {
 	return null;
 }
 
-/** A cookie only this gateway's pages read: HttpOnly, SameSite=Lax, Secure on https. */
-export function cookie(name: string, value: string, origin: string, ttlMs: number): string {
+/**
+ * A cookie only this gateway's pages read: HttpOnly, Secure on https,
+ * SameSite=Lax on Path=/ unless `scope` narrows it (the dashboard's are Strict, under /admin).
+ */
+export function cookie(
+	name: string,
+	value: string,
+	origin: string,
+	ttlMs: number,
+	scope: { sameSite?: "Lax" | "Strict"; path?: string } = {},
+): string {
 	const secure = origin.startsWith("https:") ? "; Secure" : "";
-	return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(ttlMs / 1000)}${secure}`;
+	const { sameSite = "Lax", path = "/" } = scope;
+	return `${name}=${value}; Path=${path}; HttpOnly; SameSite=${sameSite}; Max-Age=${Math.floor(ttlMs / 1000)}${secure}`;
 }

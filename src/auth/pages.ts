@@ -8,9 +8,12 @@ export function escapeHtml(value: string): string {
 const STYLE =
 	"body{font:16px/1.5 system-ui,sans-serif;max-width:34rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}h1{font-size:1.5rem;line-height:1.3;margin:0 0 1rem;overflow-wrap:anywhere}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}.warn{background:#fff4d6;padding:.5rem .75rem}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.5rem .25rem;border-bottom:1px solid #ddd}td form{margin:0}.ok{color:#176c2b}.off{color:#8a4b00}";
 
-/** A whole page: one small stylesheet, the title escaped; `body` is HTML the caller escaped. */
-export function page(title: string, body: string): string {
-	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title><style>${STYLE}</style></head><body>${body}</body></html>`;
+/**
+ * A whole page: one small stylesheet, the title escaped; `body` is HTML the caller escaped.
+ * `ownStyle`: rules of one page family (the dashboard's), appended after the shared ones.
+ */
+export function page(title: string, body: string, ownStyle = ""): string {
+	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title><style>${STYLE}${ownStyle}</style></head><body>${body}</body></html>`;
 }
 
 /**
