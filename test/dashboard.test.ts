@@ -116,6 +116,14 @@ describe("signing in with the admin token", () => {
 		expect(await response.json()).toMatchObject({ error: { kind: "unauthenticated" } });
 	});
 
+	it("signing out clears the session cookie and the person's sign-in", async () => {
+		const response = await formPost("/admin/ui/sign-out", {}, { cookie: await tokenSession() });
+		expect(response.status).toBe(303);
+		const cleared = response.headers.getSetCookie();
+		expect(cleared).toContainEqual(expect.stringMatching(/^gw_admin=; Path=\/admin; .*Max-Age=0/));
+		expect(cleared).toContainEqual(expect.stringMatching(/^gw_person=; Path=\/; .*Max-Age=0/));
+	});
+
 	it("refuses the token's form posted from another site (login CSRF) with 403 and sets no cookie", async () => {
 		const response = await formPost(
 			"/admin/ui/sign-in",

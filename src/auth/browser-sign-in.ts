@@ -99,6 +99,11 @@ export async function signedInPerson(request: Request, env: Env): Promise<Identi
 	return person && person.expiresAt > Date.now() ? person.identity : null;
 }
 
+/** The Set-Cookie value that signs the browser out of the gateway's pages (the connections page's too). */
+export function signedOutCookie(origin: string): string {
+	return cookie(PERSON_COOKIE, "", origin, 0);
+}
+
 /** Where to send a browser to sign in, coming back to `returnTo` (a path of this gateway). */
 export function signInUrl(returnTo: string): string {
 	return `${SIGN_IN_PATH}?return=${encodeURIComponent(returnTo)}`;

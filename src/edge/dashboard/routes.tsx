@@ -1,6 +1,6 @@
 import { type Context, type ExecutionContext, Hono } from "hono";
 import { z } from "zod";
-import { signInUrl } from "../../auth/browser-sign-in.ts";
+import { signedOutCookie, signInUrl } from "../../auth/browser-sign-in.ts";
 import { settingsFrom } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import type { EdgeContext } from "../mcp-routes.ts";
@@ -87,7 +87,10 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 	routes.post(`${DASHBOARD_UI}/sign-out`, (c) => {
 		if (!fromOwnPages(c)) return crossOrigin();
 		const headers = new Headers({ location: DASHBOARD_HOME });
-		headers.append("set-cookie", endedAdminSessionCookie(new URL(c.req.url).origin));
+		const origin = new URL(c.req.url).origin;
+		// Out of both ways in: the token's session, and the person's sign-in (the connections page's too).
+		headers.append("set-cookie", endedAdminSessionCookie(origin));
+		headers.append("set-cookie", signedOutCookie(origin));
 		return new Response(null, { status: 303, headers });
 	});
 
