@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import { describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "../scripts/fixtures/browser.ts";
 import { eventually } from "./support/eventually.ts";
 import {
@@ -174,6 +174,37 @@ describe("the dashboard's forms refuse other sites (CSRF)", () => {
 		const refused = await formPost("/admin/ui/servers", { name: "Bad Name", url: "nope", pinning: "warn" }, { cookie });
 		expect(refused.status).toBe(400);
 		expect(await refused.text()).toContain("Bad Request: server name must be");
+	});
+});
+
+describe("what the dashboard shows and writes", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	it("shows a name an attacker chose as text, never as markup", async () => {
+		const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>`;
+		await createKey({ name: hostile });
+		const html = await (await gatewayFetch("/admin/", { headers: { cookie: await tokenSession() } })).text();
+		expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;");
+		expect(html).not.toContain("<script");
+		expect(html).not.toContain("<img");
+	});
+
+	it("writes, for each action, a line naming the operator, then the admin API's own audit line", async () => {
+		const { id } = await createKey({ name: uniqueName("audited") });
+		const cookie = await tokenSession();
+		const lines: string[] = [];
+		vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+			lines.push(String(line));
+		});
+		const response = await formPost(`/admin/ui/keys/${id}/revoke`, {}, { cookie });
+		expect(response.status).toBe(303);
+		const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+		expect(events).toEqual([
+			{ event: "dashboard_action", actor: "admin token", method: "DELETE", path: `/admin/keys/${id}` },
+			{ event: "admin_audit", actor: "admin", action: "key.deleted", target: id },
+		]);
 	});
 });
 

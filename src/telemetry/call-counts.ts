@@ -51,8 +51,15 @@ export interface ServerCalls {
 	errors: number;
 }
 
+/**
+ * A flush scheduled longer ago than this never ran (its request's `waitUntil` was cut short): the next
+ * call schedules another, so one lost timer cannot stop an isolate's counting.
+ */
+const FLUSH_LOST_AFTER_MS = 3 * FLUSH_EVERY_MS;
+
 const pending = new Map<string, MinuteCount>();
-let flushScheduled = false;
+/** When the scheduled flush is due; null when none is. */
+let flushDueAt: number | null = null;
 let lastFlushAt = 0;
 
 /** Adds one accounted call to this isolate's batch, and makes sure a flush is on its way. */
@@ -67,14 +74,15 @@ export function tallyCall(env: Env, event: ToolCallEvent, waitUntil: WaitUntil):
 	count.calls++;
 	if (event.outcome !== "ok") count.errors++;
 	pending.set(key, count);
-	if (flushScheduled) return;
-	flushScheduled = true;
-	const wait = Math.max(0, lastFlushAt + FLUSH_EVERY_MS - Date.now());
+	const now = Date.now();
+	if (flushDueAt !== null && now < flushDueAt + FLUSH_LOST_AFTER_MS) return;
+	const wait = Math.max(0, lastFlushAt + FLUSH_EVERY_MS - now);
+	flushDueAt = now + wait;
 	waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => flush(namespace)));
 }
 
 async function flush(namespace: DurableObjectNamespace<CallCountsDO>): Promise<void> {
-	flushScheduled = false;
+	flushDueAt = null;
 	lastFlushAt = Date.now();
 	const batch = [...pending.values()];
 	pending.clear();

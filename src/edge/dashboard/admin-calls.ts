@@ -48,6 +48,8 @@ export class AdminRefused extends Error {
 }
 
 export interface AdminCaller {
+	/** Who acts, for the `dashboard_action` line each change writes before the admin API's own `admin_audit`. */
+	actor: string;
 	env: Env;
 	/** The request's execution context, for what the admin API finishes in the background. */
 	ctx: ExecutionContext | undefined;
@@ -64,6 +66,12 @@ export async function callAdmin(caller: AdminCaller, method: string, path: strin
 		headers,
 		body: body === undefined ? undefined : JSON.stringify(body),
 	});
+	// The admin API's audit line says "admin" (the token); this one says which operator held it.
+	if (method !== "GET") {
+		console.log(
+			JSON.stringify({ event: "dashboard_action", actor: caller.actor, method, path: `${ADMIN_PREFIX}${path}` }),
+		);
+	}
 	const response = await adminApi().fetch(request, caller.env, caller.ctx);
 	const text = await response.text();
 	const json: unknown = text === "" ? null : JSON.parse(text);

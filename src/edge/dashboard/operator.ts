@@ -107,6 +107,11 @@ export function fromOwnPages(c: DashboardContext): boolean {
 	return c.req.header("origin") === new URL(c.req.url).origin;
 }
 
+/** Who acted, for the dashboard's action lines: the token, or the person and the rule that let them in. */
+export function operatorActor(operator: Operator): string {
+	return operator.kind === "token" ? "admin token" : `person ${operatorLabel(operator)} (rule ${operator.rule})`;
+}
+
 /** How the page names who is signed in. */
 export function operatorLabel(operator: Operator): string {
 	return operator.kind === "token" ? "the admin token" : (operator.identity.email ?? operator.identity.subject);

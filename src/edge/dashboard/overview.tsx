@@ -1,3 +1,4 @@
+import type { Child } from "hono/jsx";
 import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
 import { type Check, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
@@ -35,6 +36,33 @@ export function OverviewPage(props: { overview: Overview; figures: CallFigures; 
 	);
 }
 
+/** A table of `rows` under `head`, scrolling inside its box when wider than the page; `empty` when there are none. */
+export function DataTable(props: { head: readonly string[]; rows: readonly Child[][]; empty: string }) {
+	if (props.rows.length === 0) return <p>{props.empty}</p>;
+	return (
+		<div class="scroll">
+			<table>
+				<thead>
+					<tr>
+						{props.head.map((label) => (
+							<th>{label}</th>
+						))}
+					</tr>
+				</thead>
+				<tbody>
+					{props.rows.map((cells) => (
+						<tr>
+							{cells.map((cell) => (
+								<td>{cell}</td>
+							))}
+						</tr>
+					))}
+				</tbody>
+			</table>
+		</div>
+	);
+}
+
 export function CheckState(props: { check: Check | { failed: string } }) {
 	const { check } = props;
 	if ("failed" in check) return <span class="bad">Not checked: {check.failed}</span>;
@@ -60,44 +88,24 @@ function ToolSummary(props: { row: ServerRow }) {
 	);
 }
 
+/** Names a list, or "all" for a grant of everything (null). */
+const allOr = (names: readonly string[] | null | undefined) => names?.join(", ") ?? "all";
+
 function Servers(props: { servers: ServerRow[] }) {
 	return (
 		<section id="servers">
 			<h2>Servers</h2>
-			{props.servers.length === 0 ? (
-				<p>No servers yet.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Server</th>
-								<th>Check</th>
-								<th>Era</th>
-								<th>Tools</th>
-								<th>Auth</th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.servers.map((row) => (
-								<tr>
-									<td>
-										<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(row.name)}`}>{row.name}</a>
-									</td>
-									<td>
-										<CheckState check={row.check} />
-									</td>
-									<td>{"failed" in row.check ? "" : (row.check.era ?? "")}</td>
-									<td>
-										<ToolSummary row={row} />
-									</td>
-									<td>{row.auth}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Server", "Check", "Era", "Tools", "Auth"]}
+				empty="No servers yet."
+				rows={props.servers.map((row) => [
+					<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(row.name)}`}>{row.name}</a>,
+					<CheckState check={row.check} />,
+					"failed" in row.check ? "" : (row.check.era ?? ""),
+					<ToolSummary row={row} />,
+					row.auth,
+				])}
+			/>
 			<form method="post" action={`${DASHBOARD_UI}/servers`}>
 				<fieldset>
 					<legend>Add a server</legend>
@@ -124,40 +132,28 @@ function Servers(props: { servers: ServerRow[] }) {
 
 function Calls(props: { figures: CallFigures }) {
 	const { figures } = props;
-	const most = "rows" in figures ? Math.max(1, ...figures.rows.map((row) => row.calls)) : 1;
+	const rows = "rows" in figures ? figures.rows : [];
+	const most = Math.max(1, ...rows.map((row) => row.calls));
 	return (
 		<section id="calls">
 			<h2>Calls in the last hour</h2>
 			{"unavailable" in figures ? (
 				<p class="muted">{figures.unavailable}</p>
-			) : figures.rows.length === 0 ? (
-				<p>No tool calls in the last hour.</p>
 			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Server</th>
-								<th>Calls</th>
-								<th>Errors</th>
-								<th>Share</th>
-							</tr>
-						</thead>
-						<tbody>
-							{figures.rows.map((row) => (
-								<tr>
-									<td>{row.server}</td>
-									<td>{row.calls}</td>
-									<td class={row.errors > 0 ? "bad" : ""}>{row.errors}</td>
-									<td aria-hidden="true" style="width:40%">
-										<span class="bar" style={`width:${(100 * row.calls) / most}%`}></span>
-										<span class="bar errors" style={`width:${(100 * row.errors) / most}%`}></span>
-									</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
+				<DataTable
+					head={["Server", "Calls", "Errors", "Share"]}
+					empty="No tool calls in the last hour."
+					rows={rows.map((row) => [
+						row.server,
+						`${row.calls}`,
+						<span class={row.errors > 0 ? "bad" : ""}>{row.errors}</span>,
+						// Bars for the eye only: the numbers are in the cells before them.
+						<span aria-hidden="true">
+							<span class="bar" style={`width:${(100 * row.calls) / most}%`}></span>
+							<span class="bar errors" style={`width:${(100 * row.errors) / most}%`}></span>
+						</span>,
+					])}
+				/>
 			)}
 			<p class="muted">{figures.source}</p>
 		</section>
@@ -168,30 +164,11 @@ function VirtualServers(props: { rows: Overview["virtualServers"] }) {
 	return (
 		<section id="virtual-servers">
 			<h2>Virtual servers</h2>
-			{props.rows.length === 0 ? (
-				<p>No virtual servers.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Name</th>
-								<th>Members</th>
-								<th>User paths</th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.rows.map((row) => (
-								<tr>
-									<td>{row.name}</td>
-									<td>{row.servers.join(", ")}</td>
-									<td>{row.userPaths?.join(", ") ?? "all"}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Name", "Members", "User paths"]}
+				empty="No virtual servers."
+				rows={props.rows.map((row) => [row.name, row.servers.join(", "), allOr(row.userPaths)])}
+			/>
 		</section>
 	);
 }
@@ -200,40 +177,21 @@ function Keys(props: { rows: Overview["keys"] }) {
 	return (
 		<section id="keys">
 			<h2>Keys</h2>
-			{props.rows.length === 0 ? (
-				<p>No API keys.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Name</th>
-								<th>Id</th>
-								<th>Servers</th>
-								<th>Created</th>
-								<th></th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.rows.map((key) => (
-								<tr>
-									<td>{key.name ?? ""}</td>
-									<td>{key.id}</td>
-									<td>{key.servers?.join(", ") ?? "all"}</td>
-									<td>{key.createdAt.slice(0, 10)}</td>
-									<td>
-										<form method="post" action={`${DASHBOARD_UI}/keys/${encodeURIComponent(key.id)}/revoke`}>
-											<button type="submit" aria-label={`Revoke ${key.name ?? key.id}`}>
-												Revoke
-											</button>
-										</form>
-									</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Name", "Id", "Servers", "Created", ""]}
+				empty="No API keys."
+				rows={props.rows.map((key) => [
+					key.name ?? "",
+					key.id,
+					allOr(key.servers),
+					key.createdAt.slice(0, 10),
+					<form method="post" action={`${DASHBOARD_UI}/keys/${encodeURIComponent(key.id)}/revoke`}>
+						<button type="submit" aria-label={`Revoke ${key.name ?? key.id}`}>
+							Revoke
+						</button>
+					</form>,
+				])}
+			/>
 			<form method="post" action={`${DASHBOARD_UI}/keys`}>
 				<fieldset>
 					<legend>Create a key</legend>
@@ -257,38 +215,19 @@ function AccessRules(props: { rows: Overview["accessRules"]; peopleSignIn: boole
 			{props.peopleSignIn ? null : (
 				<p class="muted">This gateway does not sign people in (OIDC_ISSUER is not set): rules admit nobody yet.</p>
 			)}
-			{props.rows.length === 0 ? (
-				<p>No access rules.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Name</th>
-								<th>Matches</th>
-								<th>Servers</th>
-								<th>Priority</th>
-								<th>Admin</th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.rows.map((rule) => (
-								<tr>
-									<td>{rule.name}</td>
-									<td>
-										{Object.entries(rule.match)
-											.map(([field, value]) => `${field}: ${value}`)
-											.join(", ")}
-									</td>
-									<td>{rule.servers?.join(", ") ?? "all"}</td>
-									<td>{rule.priority}</td>
-									<td>{rule.admin ? "yes" : "no"}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Name", "Matches", "Servers", "Priority", "Admin"]}
+				empty="No access rules."
+				rows={props.rows.map((rule) => [
+					rule.name,
+					Object.entries(rule.match)
+						.map(([field, value]) => `${field}: ${value}`)
+						.join(", "),
+					allOr(rule.servers),
+					`${rule.priority}`,
+					rule.admin ? "yes" : "no",
+				])}
+			/>
 		</section>
 	);
 }
@@ -297,34 +236,16 @@ function Policies(props: { rows: Overview["policies"] }) {
 	return (
 		<section id="policies">
 			<h2>Policies</h2>
-			{props.rows.length === 0 ? (
-				<p>No policies.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Name</th>
-								<th>Effect</th>
-								<th>Expression</th>
-								<th>Priority</th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.rows.map((policy) => (
-								<tr>
-									<td>{policy.name}</td>
-									<td>{policy.effect}</td>
-									<td>
-										<code>{policy.expression}</code>
-									</td>
-									<td>{policy.priority}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Name", "Effect", "Expression", "Priority"]}
+				empty="No policies."
+				rows={props.rows.map((policy) => [
+					policy.name,
+					policy.effect,
+					<code>{policy.expression}</code>,
+					`${policy.priority}`,
+				])}
+			/>
 		</section>
 	);
 }
@@ -333,30 +254,11 @@ function Connections(props: { rows: Overview["connections"] }) {
 	return (
 		<section id="connections">
 			<h2>Connected accounts</h2>
-			{props.rows.length === 0 ? (
-				<p>Nobody has connected an account of their own at an oauth server.</p>
-			) : (
-				<div class="scroll">
-					<table>
-						<thead>
-							<tr>
-								<th>Server</th>
-								<th>Who</th>
-								<th>Since</th>
-							</tr>
-						</thead>
-						<tbody>
-							{props.rows.map((row) => (
-								<tr>
-									<td>{row.server}</td>
-									<td>{row.who}</td>
-									<td>{row.connectedAt.slice(0, 10)}</td>
-								</tr>
-							))}
-						</tbody>
-					</table>
-				</div>
-			)}
+			<DataTable
+				head={["Server", "Who", "Since"]}
+				empty="Nobody has connected an account of their own at an oauth server."
+				rows={props.rows.map((row) => [row.server, row.who, row.connectedAt.slice(0, 10)])}
+			/>
 		</section>
 	);
 }

@@ -1,6 +1,6 @@
 import { DASHBOARD_HOME, DASHBOARD_UI } from "./layout.tsx";
 import type { NewKey } from "./new-key.ts";
-import { CheckState } from "./overview.tsx";
+import { CheckState, DataTable } from "./overview.tsx";
 import type { Check, ToolsView } from "./overview-data.ts";
 import { needingApproval } from "./overview-data.ts";
 
@@ -65,38 +65,22 @@ export function ServerPage(props: {
 						Pinning: {tools.pinning}.{" "}
 						{tools.unlisted === undefined ? null : <span class="muted">{tools.unlisted}</span>}
 					</p>
-					<div class="scroll">
-						<table>
-							<thead>
-								<tr>
-									<th>Tool</th>
-									<th>State</th>
-									<th></th>
-								</tr>
-							</thead>
-							<tbody>
-								{tools.tools.map((tool) => (
-									<tr>
-										<td>{tool.name}</td>
-										<td>
-											{STATE_WORDS[tool.state]}
-											{tool.changedFields?.length ? `: ${tool.changedFields.join(", ")}` : ""}
-										</td>
-										<td>
-											{waiting.includes(tool.name) ? (
-												<form method="post" action={`${action}/approve`}>
-													<input type="hidden" name="tool" value={tool.name} />
-													<button type="submit" aria-label={`Approve ${tool.name}`}>
-														Approve
-													</button>
-												</form>
-											) : null}
-										</td>
-									</tr>
-								))}
-							</tbody>
-						</table>
-					</div>
+					<DataTable
+						head={["Tool", "State", ""]}
+						empty="It lists no tools."
+						rows={tools.tools.map((tool) => [
+							tool.name,
+							`${STATE_WORDS[tool.state]}${tool.changedFields?.length ? `: ${tool.changedFields.join(", ")}` : ""}`,
+							waiting.includes(tool.name) ? (
+								<form method="post" action={`${action}/approve`}>
+									<input type="hidden" name="tool" value={tool.name} />
+									<button type="submit" aria-label={`Approve ${tool.name}`}>
+										Approve
+									</button>
+								</form>
+							) : null,
+						])}
+					/>
 					{waiting.length > 1 || (!tools.recorded && tools.tools.length > 0) ? (
 						<form method="post" action={`${action}/approve`}>
 							<button type="submit">Approve every tool as listed now</button>

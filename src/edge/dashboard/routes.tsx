@@ -14,6 +14,7 @@ import {
 	fromOwnPages,
 	isAdminToken,
 	type Operator,
+	operatorActor,
 	operatorOf,
 } from "./operator.ts";
 import { OverviewPage } from "./overview.tsx";
@@ -47,7 +48,7 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 	routes.get(DASHBOARD_HOME, async (c) => {
 		const operator = await signedIn(c);
 		if (operator instanceof Response) return operator;
-		const caller = callerOf(c);
+		const caller = callerOf(c, operator);
 		const [overview, figures] = await Promise.all([readOverview(caller), readCallFigures(caller)]);
 		return dashboardPage(
 			200,
@@ -98,7 +99,7 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 		const operator = await signedIn(c);
 		if (operator instanceof Response) return operator;
 		const name = c.req.param("name");
-		const detail = await serverDetail(callerOf(c), name);
+		const detail = await serverDetail(callerOf(c, operator), name);
 		return dashboardPage(
 			200,
 			`Server ${name}`,
@@ -214,7 +215,7 @@ function sessionSecretOf(c: DashboardContext): string {
 	return secret;
 }
 
-function callerOf(c: DashboardContext): AdminCaller {
+function callerOf(c: DashboardContext, operator: Operator): AdminCaller {
 	let ctx: ExecutionContext | undefined;
 	try {
 		ctx = c.executionCtx;
@@ -223,7 +224,7 @@ function callerOf(c: DashboardContext): AdminCaller {
 		if (!(error instanceof Error)) throw error;
 		ctx = undefined;
 	}
-	return { env: c.env, ctx };
+	return { actor: operatorActor(operator), env: c.env, ctx };
 }
 
 /** The operator, or the page that stands in for them: sign-in (401) or refusal (403). */
@@ -256,7 +257,7 @@ async function actionResult<T>(c: DashboardContext, act: (caller: AdminCaller) =
 	const operator = await signedIn(c);
 	if (operator instanceof Response) return operator;
 	try {
-		return await act(callerOf(c));
+		return await act(callerOf(c, operator));
 	} catch (error) {
 		if (error instanceof z.ZodError) {
 			return messageResponse(400, "The form was not filled in as it should be", "Nothing was changed.");
