@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
+import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import type { ToolCallEvent } from "./tool-call.ts";
@@ -12,8 +13,8 @@ import type { ToolCallEvent } from "./tool-call.ts";
  *
  * - each isolate adds its tool calls up in memory, per minute and server, and
  *   sends them after the response (`waitUntil`) to the one `CallCountsDO`, at
- *   most once every FLUSH_EVERY_MS: at most 6 DO requests a minute per busy
- *   isolate, whatever the call rate, and never on the answer's path;
+ *   most once every CALL_COUNTS_FLUSH_SECONDS (10): at most 6 DO requests a
+ *   minute per busy isolate, whatever the call rate, and never on the answer's path;
  * - the object keeps one SQLite row per (minute, server), added to per batch,
  *   and drops rows older than KEEP_MINUTES as it writes: rows written per batch
  *   are the servers it names, plus the few the pruning deletes.
@@ -23,7 +24,6 @@ import type { ToolCallEvent } from "./tool-call.ts";
  * are every outcome but `ok` (tool errors, refusals, upstream failures).
  */
 
-const FLUSH_EVERY_MS = 10_000;
 const MINUTE_MS = 60_000;
 /** The window shown, and how long rows are kept (a little more, for the minute under way). */
 export const WINDOW_MINUTES = 60;
@@ -52,10 +52,10 @@ export interface ServerCalls {
 }
 
 /**
- * A flush scheduled longer ago than this never ran (its request's `waitUntil` was cut short): the next
- * call schedules another, so one lost timer cannot stop an isolate's counting.
+ * A flush due longer ago than this never ran (its request's `waitUntil` was cut short): the next call
+ * schedules another, so one lost timer cannot stop an isolate's counting.
  */
-const FLUSH_LOST_AFTER_MS = 3 * FLUSH_EVERY_MS;
+const FLUSH_LOST_AFTER_MS = 30_000;
 
 const pending = new Map<string, MinuteCount>();
 /** When the scheduled flush is due; null when none is. */
@@ -76,7 +76,7 @@ export function tallyCall(env: Env, event: ToolCallEvent, waitUntil: WaitUntil):
 	pending.set(key, count);
 	const now = Date.now();
 	if (flushDueAt !== null && now < flushDueAt + FLUSH_LOST_AFTER_MS) return;
-	const wait = Math.max(0, lastFlushAt + FLUSH_EVERY_MS - now);
+	const wait = Math.max(0, lastFlushAt + settingsFrom(env).callCountsFlushMs - now);
 	flushDueAt = now + wait;
 	waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => flush(namespace)));
 }
