@@ -110,6 +110,14 @@ describe("signing in with the admin token", () => {
 		expect(response.status).toBe(401);
 	});
 
+	it("ends every session when the admin token is rotated", async () => {
+		const cookie = await tokenSession();
+		const rotated = gatewayWith({ ADMIN_TOKEN: "rotated-admin-token-0123456789abcdefghij" });
+		expect((await rotated(`${ORIGIN}/admin/`, { headers: { cookie } })).status).toBe(401);
+		// The same cookie, the token unchanged: still in.
+		expect((await gatewayWith({})(`${ORIGIN}/admin/`, { headers: { cookie } })).status).toBe(200);
+	});
+
 	it("does not open the bearer-only admin API: the cookie is no admin token there", async () => {
 		const response = await gatewayFetch("/admin/servers", { headers: { cookie: await tokenSession() } });
 		expect(response.status).toBe(401);
@@ -180,6 +188,14 @@ describe("the dashboard's forms refuse other sites (CSRF)", () => {
 describe("what the dashboard shows and writes", () => {
 	afterEach(() => {
 		vi.restoreAllMocks();
+	});
+
+	it("answers a server that does not exist with a 404 page", async () => {
+		const response = await gatewayFetch(`/admin/ui/servers/${uniqueName("absent")}`, {
+			headers: { cookie: await tokenSession() },
+		});
+		expect(response.status).toBe(404);
+		expect(await response.text()).toContain("Not Found: no server named");
 	});
 
 	it("shows a name an attacker chose as text, never as markup", async () => {

@@ -78,8 +78,8 @@ export interface ServerRow {
 	url: string;
 	auth: string;
 	pinning: string;
-	check: Check | { failed: string };
-	tools: ToolsView | { failed: string };
+	check: Check | Failed;
+	tools: ToolsView | Failed;
 }
 
 export interface Overview {
@@ -94,12 +94,18 @@ export interface Overview {
 /** How many servers are checked at once: each check and tool list is an upstream request (six per invocation at most). */
 const SERVERS_AT_ONCE = 3;
 
+/** Why one part could not be read: the admin API's sentence, shown in its place, and its status. */
+export interface Failed {
+	failed: string;
+	status: number;
+}
+
 /** A refusal of one part, as the sentence shown in its place; anything else fails the page. */
-async function orFailed<T>(read: () => Promise<T>): Promise<T | { failed: string }> {
+async function orFailed<T>(read: () => Promise<T>): Promise<T | Failed> {
 	try {
 		return await read();
 	} catch (error) {
-		if (error instanceof AdminRefused) return { failed: error.message };
+		if (error instanceof AdminRefused) return { failed: error.message, status: error.status };
 		throw error;
 	}
 }

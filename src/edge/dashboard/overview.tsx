@@ -1,7 +1,7 @@
 import type { Child } from "hono/jsx";
 import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
-import { type Check, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
+import { type Check, type Failed, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
 
 /** The overview at /admin/: every section on one page, each a table that scrolls in its box on a phone. */
 
@@ -63,7 +63,7 @@ export function DataTable(props: { head: readonly string[]; rows: readonly Child
 	);
 }
 
-export function CheckState(props: { check: Check | { failed: string } }) {
+export function CheckState(props: { check: Check | Failed }) {
 	const { check } = props;
 	if ("failed" in check) return <span class="bad">Not checked: {check.failed}</span>;
 	if (check.speaksMcp) return <span class="ok">Answers</span>;

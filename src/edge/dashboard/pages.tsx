@@ -1,7 +1,7 @@
 import { DASHBOARD_HOME, DASHBOARD_UI } from "./layout.tsx";
 import type { NewKey } from "./new-key.ts";
 import { CheckState, DataTable } from "./overview.tsx";
-import type { Check, ToolsView } from "./overview-data.ts";
+import type { Check, Failed, ToolsView } from "./overview-data.ts";
 import { needingApproval } from "./overview-data.ts";
 
 /** The dashboard's pages other than the overview: sign-in, one server's tools, a new key. */
@@ -40,11 +40,7 @@ const STATE_WORDS: Record<ToolsView["tools"][number]["state"], string> = {
 };
 
 /** One server: its check, and its tools against their pins, with approval for those that wait. */
-export function ServerPage(props: {
-	name: string;
-	check: Check | { failed: string };
-	tools: ToolsView | { failed: string };
-}) {
+export function ServerPage(props: { name: string; check: Check | Failed; tools: ToolsView | Failed }) {
 	const { name, tools } = props;
 	const action = `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
 	const waiting = "failed" in tools ? [] : needingApproval(tools);

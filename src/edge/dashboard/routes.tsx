@@ -100,6 +100,9 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 		if (operator instanceof Response) return operator;
 		const name = c.req.param("name");
 		const detail = await serverDetail(callerOf(c, operator), name);
+		if ("failed" in detail.check && detail.check.status === 404) {
+			return messageResponse(404, "No such server", detail.check.failed);
+		}
 		return dashboardPage(
 			200,
 			`Server ${name}`,
