@@ -25,6 +25,9 @@ const testBindings = {
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",
 	ENDPOINT_CACHE_TTL_SECONDS: "0",
+	// Tool-call counts sent after every call: a test that waits for its request's background work
+	// (waitOnExecutionContext) would otherwise wait out the 10 s batching of the dashboard's counter.
+	CALL_COUNTS_FLUSH_SECONDS: "0",
 	// Small enough for a test to exceed with the demo's blob tool.
 	MAX_REPLY_BYTES: String(2 * 1024 * 1024),
 	ALLOWED_ORIGINS: "https://app.example",
@@ -135,6 +138,7 @@ function gatewayWorker(project: string, telemetry: "on" | "off") {
 							REGISTRY: { className: "RegistryDO", scriptName: GATEWAY },
 							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
 							VAULTS: { className: "TokenVaultDO", scriptName: GATEWAY },
+							CALL_COUNTS: { className: "CallCountsDO", scriptName: GATEWAY },
 						},
 					},
 				],

@@ -183,7 +183,7 @@ function sourceFiles(dir: string): string[] {
 	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
 		const path = join(dir, entry.name);
 		if (entry.isDirectory()) return sourceFiles(path);
-		return entry.name.endsWith(".ts") ? [path] : [];
+		return entry.name.endsWith(".ts") || entry.name.endsWith(".tsx") ? [path] : [];
 	});
 }
 

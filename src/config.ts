@@ -57,6 +57,8 @@ const VarsSchema = z
 		MAX_REPLY_BYTES: bytes(10 * 1024 * 1024),
 		KEY_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 		ENDPOINT_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
+		// At most 20: the delayed send runs in a request's waitUntil, which lasts 30 s after its answer.
+		CALL_COUNTS_FLUSH_SECONDS: z.coerce.number().int().nonnegative().max(20).default(10),
 		UPSTREAM_TIMEOUT_SECONDS: seconds(60),
 		RECHECK_INTERVAL_SECONDS: seconds(30),
 		UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
@@ -170,6 +172,8 @@ const SettingsSchema = VarsSchema.transform((v) => ({
 	keyCacheTtlMs: v.KEY_CACHE_TTL_SECONDS * 1000,
 	/** How long an edge isolate keeps an endpoint's record (and the server list); 0: not at all. */
 	endpointCacheTtlMs: v.ENDPOINT_CACHE_TTL_SECONDS * 1000,
+	/** How often an edge isolate sends its tool-call counts to the dashboard's counter; 0: after every call. */
+	callCountsFlushMs: v.CALL_COUNTS_FLUSH_SECONDS * 1000,
 	upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 	/** A session re-verifies with the registry at most this often. */
 	recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,

@@ -5,6 +5,7 @@ export { TokenVaultDO } from "./credentials/vault-do.ts";
 export { KeySessionsDO } from "./registry/key-sessions-do.ts";
 export { RegistryDO } from "./registry/registry-do.ts";
 export { SessionDO } from "./session/session-do.ts";
+export { CallCountsDO } from "./telemetry/call-counts.ts";
 
 const app = createApp();
 

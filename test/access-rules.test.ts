@@ -28,6 +28,7 @@ function rule(name: string, match: AccessRuleRecord["match"], priority = 100): A
 		maxSessions: null,
 		rateClass: "standard",
 		priority,
+		admin: false,
 		generation: `gen-${name}`,
 		createdAt: 0,
 		updatedAt: 0,

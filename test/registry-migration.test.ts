@@ -53,6 +53,7 @@ describe("registry migration", () => {
 			userPath: "/",
 			priority: 100,
 			rateClass: "high",
+			admin: false,
 		});
 		expect(replaced).toMatchObject({ rule: { rateClass: "high", generation: "gen-rule" }, created: false });
 		const issued = await stub.createKey({ userPath: "/", rateClass: "unlimited" });

@@ -99,6 +99,11 @@ export async function signedInPerson(request: Request, env: Env): Promise<Identi
 	return person && person.expiresAt > Date.now() ? person.identity : null;
 }
 
+/** The Set-Cookie value that signs the browser out of the gateway's pages (the connections page's too). */
+export function signedOutCookie(origin: string): string {
+	return cookie(PERSON_COOKIE, "", origin, 0);
+}
+
 /** Where to send a browser to sign in, coming back to `returnTo` (a path of this gateway). */
 export function signInUrl(returnTo: string): string {
 	return `${SIGN_IN_PATH}?return=${encodeURIComponent(returnTo)}`;
@@ -124,8 +129,18 @@ export function cookieValue(request: Request, name: string): string | null {
 	return null;
 }
 
-/** A cookie only this gateway's pages read: HttpOnly, SameSite=Lax, Secure on https. */
-export function cookie(name: string, value: string, origin: string, ttlMs: number): string {
+/**
+ * A cookie only this gateway's pages read: HttpOnly, Secure on https,
+ * SameSite=Lax on Path=/ unless `scope` narrows it (the dashboard's are Strict, under /admin).
+ */
+export function cookie(
+	name: string,
+	value: string,
+	origin: string,
+	ttlMs: number,
+	scope: { sameSite?: "Lax" | "Strict"; path?: string } = {},
+): string {
 	const secure = origin.startsWith("https:") ? "; Secure" : "";
-	return `${name}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${Math.floor(ttlMs / 1000)}${secure}`;
+	const { sameSite = "Lax", path = "/" } = scope;
+	return `${name}=${value}; Path=${path}; HttpOnly; SameSite=${sameSite}; Max-Age=${Math.floor(ttlMs / 1000)}${secure}`;
 }

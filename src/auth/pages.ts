@@ -40,12 +40,14 @@ export const PAGE_STYLE = [
 /** What a page may ask of its frame: `wide` for reference pages and tables that need the room. */
 export interface PageOptions {
 	wide?: boolean;
+	/** Rules of one page family (the dashboard's), appended after the shared ones. */
+	ownStyle?: string;
 }
 
 /** A whole page: the shared stylesheet, the title escaped; `body` is HTML the caller escaped. */
 export function page(title: string, body: string, options: PageOptions = {}): string {
 	const bodyTag = options.wide ? '<body class="wide">' : "<body>";
-	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>${escapeHtml(title)}</title><style>${PAGE_STYLE}</style></head>${bodyTag}${body}</body></html>`;
+	return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><title>${escapeHtml(title)}</title><style>${PAGE_STYLE}${options.ownStyle ?? ""}</style></head>${bodyTag}${body}</body></html>`;
 }
 
 /** Who signed in, as the consent page names them: a display name when the provider gave one, and the address or subject. */

@@ -83,6 +83,14 @@ export function createAdminRoutes(): AdminRouter {
 	return admin;
 }
 
+/** Admin errors are plain JSON, not JSON-RPC: `{ error: { kind, message } }`. */
+export function adminErrorResponse(error: GatewayError): Response {
+	return Response.json(
+		{ error: { kind: error.kind, message: error.message } },
+		{ status: error.status, headers: error.headers },
+	);
+}
+
 /**
  * The OpenAPI 3.1 document of every route declared on `admin`, its paths
  * under `/admin` as clients call them. Built once per isolate, on first request.

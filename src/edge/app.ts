@@ -8,8 +8,9 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
-import { createAdminRoutes } from "./admin-routes.ts";
+import { adminErrorResponse, createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
+import { createDashboardRoutes } from "./dashboard/routes.tsx";
 import { homePage } from "./home-page.ts";
 import { handleJwks } from "./jwks-route.ts";
 import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
@@ -72,6 +73,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	});
 	// Most MCP clients are not browsers and send no Origin: they skip CORS entirely.
 	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
+	// The dashboard's pages first: /admin/ and /admin/ui/* are signed into with a cookie, not the bearer token.
+	app.route("/", createDashboardRoutes());
 	app.route("/admin", createAdminRoutes());
 	app.get("/.well-known/jwks.json", handleJwks);
 	app.route("/", createOAuthRoutes());
@@ -85,7 +88,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 			"not_found",
 			`Not Found: ${new URL(c.req.url).pathname} is not an endpoint of this gateway.`,
 		);
-		return c.req.path.startsWith("/admin") ? adminError(error) : error.toResponse();
+		return c.req.path.startsWith("/admin") ? adminErrorResponse(error) : error.toResponse();
 	});
 
 	app.onError((error, c) => {
@@ -98,7 +101,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 		if (!(error instanceof GatewayError)) console.error("unhandled error", error);
 		// MCP requests only: the admin API's and OAuth's own refusals are not the traffic these count.
 		if (c.req.path === "/mcp" || c.req.path.startsWith("/mcp/")) countRefusal(c.env, failure, waitUntilOf(c));
-		return c.req.path.startsWith("/admin") ? adminError(failure) : failure.toResponse();
+		return c.req.path.startsWith("/admin") ? adminErrorResponse(failure) : failure.toResponse();
 	});
 
 	return app;
@@ -138,14 +141,6 @@ function withNoSniff(response: Response): Response {
 		headers.set("x-content-type-options", "nosniff");
 		return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 	}
-}
-
-/** Admin errors are plain JSON, not JSON-RPC: `{ error: { kind, message } }`. */
-function adminError(error: GatewayError): Response {
-	return Response.json(
-		{ error: { kind: error.kind, message: error.message } },
-		{ status: error.status, headers: error.headers },
-	);
 }
 
 /** The refusal kind (`mcp_gateway.refusal.kind`) of what the edge refuses itself; null: not a refusal. */

@@ -142,7 +142,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		body,
 		headers: request.headers,
 		text,
-		scope: () => toolCallScope(env, caller, scope.endpoint, name),
+		scope: () => toolCallScope(env, caller, scope.endpoint, name, waitUntil),
 		waitUntil,
 	});
 	const traced = operation !== null && telemetry.enabled;

@@ -1,6 +1,8 @@
 import type { Caller } from "../credentials/caller.ts";
 import type { Env } from "../env.ts";
+import type { WaitUntil } from "../primitives/wait-until.ts";
 import { parsePrincipalId } from "../registry/access-rules.ts";
+import { tallyCall } from "../telemetry/call-counts.ts";
 import type { ToolCallScope } from "../telemetry/server-operation.ts";
 
 /**
@@ -8,7 +10,13 @@ import type { ToolCallScope } from "../telemetry/server-operation.ts";
  * the edge authenticated it (a key, or a person by their verified claims and
  * the rule they came in by), never the credential itself.
  */
-export function toolCallScope(env: Env, caller: Caller, endpoint: string, name: string | undefined): ToolCallScope {
+export function toolCallScope(
+	env: Env,
+	caller: Caller,
+	endpoint: string,
+	name: string | undefined,
+	waitUntil: WaitUntil,
+): ToolCallScope {
 	const identity = caller.identity;
 	return {
 		principal: {
@@ -23,5 +31,6 @@ export function toolCallScope(env: Env, caller: Caller, endpoint: string, name: 
 		endpoint,
 		server: name ?? null,
 		dataset: env.TOOL_CALLS,
+		tally: (event) => tallyCall(env, event, waitUntil),
 	};
 }

@@ -80,6 +80,12 @@ export const AccessRuleInputSchema = z.strictObject({
 		.max(1_000_000)
 		.default(100)
 		.describe("Lower first; equal priorities go by name. The first rule that matches decides."),
+	admin: z
+		.boolean()
+		.default(false)
+		.describe(
+			"Whether the identities it admits may also run the gateway from the operators' dashboard at /admin/ (docs/dashboard.md). Only the rule that decides counts.",
+		),
 });
 export type AccessRuleInput = z.output<typeof AccessRuleInputSchema>;
 export type RuleMatch = z.output<typeof MatchSchema>;
@@ -93,6 +99,8 @@ export const AccessRuleRecordSchema = z.object({
 	/** Rules published before the field are standard, as they were. */
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
 	priority: z.number(),
+	/** Rules published before the admin grant grant no admin, as they did not. */
+	admin: z.boolean().default(false),
 	/**
 	 * Changes when the rule's match changes (or it is deleted and made again):
 	 * sessions opened under the old match end at their next recheck. A change

@@ -75,6 +75,7 @@ const connections = new RecordTable("connections", "id", ConnectionRecordSchema)
 const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSchema, {
 	match: JSON_TEXT,
 	servers: JSON_TEXT,
+	admin: BOOLEAN_INTEGER,
 });
 
 const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
@@ -146,6 +147,7 @@ const CREATE_TABLES = `
 		max_sessions INTEGER,
 		rate_class TEXT NOT NULL DEFAULT 'standard',
 		priority INTEGER NOT NULL,
+		admin INTEGER NOT NULL DEFAULT 0, -- 1: its identities may use the operators' dashboard
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
@@ -258,6 +260,8 @@ export class RegistryTables {
 		// Keys and rules made before rate classes were counted by KEY_RATE_LIMITER, which is standard.
 		this.addColumn("api_keys", "rate_class", "TEXT NOT NULL DEFAULT 'standard'");
 		this.addColumn("access_rules", "rate_class", "TEXT NOT NULL DEFAULT 'standard'");
+		// Rules made before the admin grant grant no admin.
+		this.addColumn("access_rules", "admin", "INTEGER NOT NULL DEFAULT 0");
 		for (const server of undigested.select(this.sql, "WHERE config_digest IS NULL")) {
 			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(server), server.name);
 		}
@@ -427,6 +431,7 @@ export class RegistryTables {
 			maxSessions: input.maxSessions ?? null,
 			rateClass: input.rateClass,
 			priority: input.priority,
+			admin: input.admin,
 			generation: existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

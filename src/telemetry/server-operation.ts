@@ -36,6 +36,8 @@ export interface ToolCallScope {
 	/** The server the endpoint names when the call's own name does not say (`/mcp/<server>`). */
 	server: string | null;
 	dataset: ToolCallDataset | undefined;
+	/** Counts the event where the dashboard reads it back (call-counts.ts), after the answer. */
+	tally?: (event: ToolCallEvent) => void;
 }
 
 export interface ServerOperationInput {
@@ -193,6 +195,7 @@ export class ServerOperation {
 		const traceId = this.span?.spanContext().traceId;
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope.dataset);
+		scope.tally?.(event);
 	}
 
 	private metricAttributes(outcome: AnswerOutcome): Attributes {

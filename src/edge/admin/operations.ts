@@ -1,6 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
+import { lastHourCalls, WINDOW_MINUTES } from "../../telemetry/call-counts.ts";
 import { audit } from "../admin-audit.ts";
 import { sessionStub } from "../session-routing.ts";
 import { type AdminRouter, adminRouter, answer, withRefusals } from "./kit.ts";
@@ -37,6 +38,18 @@ const sync = createRoute({
 	responses: withRefusals({ 200: answer("What was published, and what waits for a retry.") }),
 });
 
+const callCounts = createRoute({
+	method: "get",
+	path: "/call-counts",
+	tags,
+	summary: "Tool calls and errors per server over the last hour",
+	description:
+		"As the gateway counts them for the dashboard: each edge isolate sends its counts at most every 10 s, after the answers, so the last seconds may be missing, and an isolate evicted before sending loses its own. Errors are every outcome but `ok`.",
+	responses: withRefusals({
+		200: answer("`{ windowMinutes, servers: [{ server, calls, errors }] }`, busiest first."),
+	}),
+});
+
 /** Figures and repairs: a session's cost, the registry's reads, publishing the registry again. */
 export function operationRoutes(): AdminRouter {
 	const router = adminRouter();
@@ -49,6 +62,10 @@ export function operationRoutes(): AdminRouter {
 	});
 
 	router.openapi(registryStats, async (c) => c.json({ reads: await registryStub(c.env).readCount() }));
+
+	router.openapi(callCounts, async (c) =>
+		c.json({ windowMinutes: WINDOW_MINUTES, servers: (await lastHourCalls(c.env)) ?? [] }),
+	);
 
 	router.openapi(sync, async (c) => {
 		const result = await registryStub(c.env).sync();

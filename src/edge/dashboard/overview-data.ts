@@ -1,0 +1,173 @@
+import { z } from "zod";
+import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-calls.ts";
+
+/**
+ * What the overview shows, read through the admin API and parsed here: the
+ * fields the pages render, nothing else (the API's answers are not trusted
+ * to be the shape the page expects; a change there fails here, by name).
+ */
+
+const ServersSchema = z.object({
+	servers: z.array(
+		z.object({ name: z.string(), url: z.string(), auth: z.object({ type: z.string() }), pinning: z.string() }),
+	),
+});
+export const CheckSchema = z.object({
+	reachable: z.boolean(),
+	speaksMcp: z.boolean(),
+	era: z.string().nullable(),
+	detail: z.string(),
+});
+const CheckedSchema = z.object({ check: CheckSchema });
+export const ToolsViewSchema = z.object({
+	pinning: z.string(),
+	recorded: z.boolean(),
+	unlisted: z.string().optional(),
+	observedAt: z.string().optional(),
+	tools: z.array(
+		z.object({
+			name: z.string(),
+			state: z.enum(["approved", "changed", "new", "removed", "pinned"]),
+			changedFields: z.array(z.string()).optional(),
+			approvedAt: z.string().optional(),
+		}),
+	),
+});
+export type ToolsView = z.output<typeof ToolsViewSchema>;
+const VirtualServersSchema = z.object({
+	virtualServers: z.array(
+		z.object({ name: z.string(), servers: z.array(z.string()), userPaths: z.array(z.string()).nullish() }),
+	),
+});
+const KeysSchema = z.object({
+	keys: z.array(
+		z.object({
+			id: z.string(),
+			name: z.string().nullish(),
+			userPath: z.string(),
+			servers: z.array(z.string()).nullable(),
+			rateClass: z.string().nullish(),
+			createdAt: z.string(),
+		}),
+	),
+});
+const AccessRulesSchema = z.object({
+	accessRules: z.array(
+		z.object({
+			name: z.string(),
+			match: z.record(z.string(), z.string()),
+			servers: z.array(z.string()).nullable(),
+			userPath: z.string(),
+			priority: z.number(),
+			admin: z.boolean(),
+		}),
+	),
+});
+const PoliciesSchema = z.object({
+	policies: z.array(z.object({ name: z.string(), expression: z.string(), effect: z.string(), priority: z.number() })),
+});
+const ConnectionsSchema = z.object({
+	connections: z.array(z.object({ server: z.string(), who: z.string(), connectedAt: z.string() })),
+});
+
+export type Check = z.output<typeof CheckSchema>;
+
+/** One server as the overview lists it: its check and its tools against their pins (each, or why not). */
+export interface ServerRow {
+	name: string;
+	url: string;
+	auth: string;
+	pinning: string;
+	check: Check | Failed;
+	tools: ToolsView | Failed;
+}
+
+export interface Overview {
+	servers: ServerRow[];
+	virtualServers: z.output<typeof VirtualServersSchema>["virtualServers"];
+	keys: z.output<typeof KeysSchema>["keys"];
+	accessRules: z.output<typeof AccessRulesSchema>["accessRules"];
+	policies: z.output<typeof PoliciesSchema>["policies"];
+	connections: z.output<typeof ConnectionsSchema>["connections"];
+}
+
+/** How many servers are checked at once: each check and tool list is an upstream request (six per invocation at most). */
+const SERVERS_AT_ONCE = 3;
+
+/** Why one part could not be read: the admin API's sentence, shown in its place, and its status. */
+export interface Failed {
+	failed: string;
+	status: number;
+}
+
+/** A refusal of one part, as the sentence shown in its place; anything else fails the page. */
+async function orFailed<T>(read: () => Promise<T>): Promise<T | Failed> {
+	try {
+		return await read();
+	} catch (error) {
+		if (error instanceof AdminRefused) return { failed: error.message, status: error.status };
+		throw error;
+	}
+}
+
+/** Tools that wait for the operator: changed since approved, or new on a server whose tools were recorded. */
+export function needingApproval(view: ToolsView): string[] {
+	if (view.pinning === "off") return [];
+	return view.tools
+		.filter((tool) => tool.state === "changed" || (tool.state === "new" && view.recorded))
+		.map((tool) => tool.name);
+}
+
+/** One server's check and tool states. */
+export async function serverDetail(caller: AdminCaller, name: string) {
+	const [checked, tools] = await Promise.all([
+		orFailed(async () => (await readAdmin(caller, `/servers/${segment(name)}?check=true`, CheckedSchema)).check),
+		orFailed(() => readAdmin(caller, `/servers/${segment(name)}/tools`, ToolsViewSchema)),
+	]);
+	return { check: checked, tools };
+}
+
+/** Everything the overview shows. */
+export async function readOverview(caller: AdminCaller): Promise<Overview> {
+	const [servers, virtualServers, keys, accessRules, policies] = await Promise.all([
+		readAdmin(caller, "/servers", ServersSchema),
+		readAdmin(caller, "/virtual-servers", VirtualServersSchema),
+		readAdmin(caller, "/keys", KeysSchema),
+		readAdmin(caller, "/access-rules", AccessRulesSchema),
+		readAdmin(caller, "/policies", PoliciesSchema),
+	]);
+	const rows: ServerRow[] = [];
+	for (let at = 0; at < servers.servers.length; at += SERVERS_AT_ONCE) {
+		const batch = servers.servers.slice(at, at + SERVERS_AT_ONCE);
+		rows.push(
+			...(await Promise.all(
+				batch.map(async (server) => ({
+					name: server.name,
+					url: server.url,
+					auth: server.auth.type,
+					pinning: server.pinning,
+					...(await serverDetail(caller, server.name)),
+				})),
+			)),
+		);
+	}
+	const oauth = servers.servers.filter((server) => server.auth.type === "oauth");
+	const connections = (
+		await Promise.all(
+			oauth.map(
+				async (server) =>
+					(
+						await readAdmin(caller, `/connections?server=${segment(server.name)}`, ConnectionsSchema)
+					).connections,
+			),
+		)
+	).flat();
+	return {
+		servers: rows,
+		virtualServers: virtualServers.virtualServers,
+		keys: keys.keys,
+		accessRules: accessRules.accessRules,
+		policies: policies.policies,
+		connections,
+	};
+}

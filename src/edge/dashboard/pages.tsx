@@ -1,0 +1,132 @@
+import { DASHBOARD_HOME, DASHBOARD_UI } from "./layout.tsx";
+import type { NewKey } from "./new-key.ts";
+import { CheckState, DataTable } from "./overview.tsx";
+import type { Check, Failed, ToolsView } from "./overview-data.ts";
+import { needingApproval } from "./overview-data.ts";
+
+/** The dashboard's pages other than the overview: sign-in, one server's tools, a new key. */
+
+/** Signing in: the admin token's form, and the organisation's sign-in when the gateway signs people in. */
+export function SignInPage(props: { peopleSignIn: boolean; problem?: string }) {
+	return (
+		<>
+			<h1>Sign in to the gateway dashboard</h1>
+			{props.problem ? <p class="warn">{props.problem}</p> : null}
+			{props.peopleSignIn ? (
+				<p>
+					<a href={`${DASHBOARD_UI}/sign-in/person`}>Sign in with your organisation</a> (your access rule must grant
+					admin).
+				</p>
+			) : null}
+			<form method="post" action={`${DASHBOARD_UI}/sign-in`}>
+				<label>
+					Admin token <input type="password" name="token" required autocomplete="current-password" />
+				</label>
+				<p>
+					<button type="submit">Sign in with the admin token</button>
+				</p>
+			</form>
+			<p class="muted">The token is checked once; the browser keeps only a signed session, never the token.</p>
+		</>
+	);
+}
+
+const STATE_WORDS: Record<ToolsView["tools"][number]["state"], string> = {
+	approved: "Approved",
+	changed: "Changed since approved",
+	new: "New",
+	removed: "No longer listed",
+	pinned: "Approved (not listed now)",
+};
+
+/** One server: its check, and its tools against their pins, with approval for those that wait. */
+export function ServerPage(props: { name: string; check: Check | Failed; tools: ToolsView | Failed }) {
+	const { name, tools } = props;
+	const action = `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
+	const waiting = "failed" in tools ? [] : needingApproval(tools);
+	return (
+		<>
+			<h1>Server {name}</h1>
+			<p>
+				Check: <CheckState check={props.check} />
+				{"failed" in props.check || props.check.era === null ? null : <> (era {props.check.era})</>}
+				{"failed" in props.check ? null : <span class="muted"> {props.check.detail}</span>}
+			</p>
+			<h2>Tools</h2>
+			{"failed" in tools ? (
+				<p class="bad">{tools.failed}</p>
+			) : (
+				<>
+					<p>
+						Pinning: {tools.pinning}.{" "}
+						{tools.unlisted === undefined ? null : <span class="muted">{tools.unlisted}</span>}
+					</p>
+					<DataTable
+						head={["Tool", "State", ""]}
+						empty="It lists no tools."
+						rows={tools.tools.map((tool) => [
+							tool.name,
+							`${STATE_WORDS[tool.state]}${tool.changedFields?.length ? `: ${tool.changedFields.join(", ")}` : ""}`,
+							waiting.includes(tool.name) ? (
+								<form method="post" action={`${action}/approve`}>
+									<input type="hidden" name="tool" value={tool.name} />
+									<button type="submit" aria-label={`Approve ${tool.name}`}>
+										Approve
+									</button>
+								</form>
+							) : null,
+						])}
+					/>
+					{waiting.length > 1 || (!tools.recorded && tools.tools.length > 0) ? (
+						<form method="post" action={`${action}/approve`}>
+							<button type="submit">Approve every tool as listed now</button>
+						</form>
+					) : null}
+				</>
+			)}
+			<h2>Remove</h2>
+			<form method="post" action={`${action}/delete`}>
+				<p>
+					Its sessions end at their next recheck. <button type="submit">Delete server {name}</button>
+				</p>
+			</form>
+			<p>
+				<a href={DASHBOARD_HOME}>Back to the dashboard</a>
+			</p>
+		</>
+	);
+}
+
+/** The new key, this once. */
+export function NewKeyPage(props: { created: NewKey | null }) {
+	const { created } = props;
+	if (!created) {
+		return (
+			<>
+				<h1>The key was shown once</h1>
+				<p>
+					A key's secret is shown only on the page right after it is created; the gateway keeps only its digest. If it
+					was not copied, revoke the key and create another.
+				</p>
+				<p>
+					<a href={`${DASHBOARD_HOME}#keys`}>Back to the keys</a>
+				</p>
+			</>
+		);
+	}
+	return (
+		<>
+			<h1>Key {created.name ?? created.id} created</h1>
+			<p>Copy it now: it is shown this once, and the gateway keeps only its digest.</p>
+			<p class="secret" id="new-key">
+				{created.key}
+			</p>
+			<p class="muted">
+				Id {created.id}. Clients send it as {"Authorization: Bearer <key>"}.
+			</p>
+			<p>
+				<a href={`${DASHBOARD_HOME}#keys`}>Back to the keys</a>
+			</p>
+		</>
+	);
+}

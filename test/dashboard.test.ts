@@ -1,0 +1,300 @@
+import { env } from "cloudflare:test";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { Browser } from "../scripts/fixtures/browser.ts";
+import { eventually } from "./support/eventually.ts";
+import {
+	admin,
+	BASE,
+	createKey,
+	gatewayFetch,
+	openSession,
+	readReply,
+	rpc,
+	TEST_ADMIN_BEARER,
+	uniqueName,
+} from "./support/gateway.ts";
+import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts";
+import { registerServer, upstreamUrl } from "./support/upstreams.ts";
+
+const IDP = inject("idpIssuer");
+
+/** The dashboard's form posts as a browser on the gateway's own pages sends them. */
+function formPost(path: string, fields: Record<string, string>, headers: Record<string, string> = {}) {
+	return gatewayFetch(path, {
+		method: "POST",
+		headers: { "content-type": "application/x-www-form-urlencoded", origin: BASE, ...headers },
+		body: new URLSearchParams(fields).toString(),
+		redirect: "manual",
+	});
+}
+
+/** Signs in with the admin token's form; the cookie header a browser would send back. */
+async function tokenSession(): Promise<string> {
+	const response = await formPost("/admin/ui/sign-in", { token: TEST_ADMIN_BEARER });
+	expect(response.status).toBe(303);
+	const set = response.headers.getSetCookie().find((line) => line.startsWith("gw_admin="));
+	if (!set) throw new Error("no admin session cookie");
+	return set.split(";")[0] ?? "";
+}
+
+async function serverExists(name: string): Promise<boolean> {
+	const response = await admin("GET", `/servers/${name}`);
+	await response.body?.cancel();
+	return response.status === 200;
+}
+
+describe("the dashboard without a sign-in", () => {
+	it("answers /admin/ with the sign-in page (401) and shows nothing of the registry", async () => {
+		const name = await registerServer("beta");
+		const response = await gatewayFetch("/admin/");
+		expect(response.status).toBe(401);
+		expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+		expect(response.headers.get("cache-control")).toBe("no-store");
+		expect(response.headers.get("x-frame-options")).toBe("DENY");
+		const html = await response.text();
+		expect(html).toContain("Sign in with the admin token");
+		expect(html).not.toContain(name);
+	});
+
+	it("answers a server's page with the sign-in page (401), not the server", async () => {
+		const name = await registerServer("beta");
+		const response = await gatewayFetch(`/admin/ui/servers/${name}`);
+		expect(response.status).toBe(401);
+		expect(await response.text()).not.toContain(`Server ${name}`);
+	});
+
+	it("refuses a form post with 401 and registers nothing", async () => {
+		const name = uniqueName("unsigned");
+		const response = await formPost("/admin/ui/servers", { name, url: upstreamUrl("beta"), pinning: "warn" });
+		expect(response.status).toBe(401);
+		expect(await serverExists(name)).toBe(false);
+	});
+
+	it("sends /admin to /admin/", async () => {
+		const response = await gatewayFetch("/admin", { redirect: "manual" });
+		expect(response.status).toBe(308);
+		expect(response.headers.get("location")).toBe("/admin/");
+	});
+});
+
+describe("signing in with the admin token", () => {
+	it("refuses a wrong token with 401 and sets no cookie", async () => {
+		const response = await formPost("/admin/ui/sign-in", { token: "not-the-admin-token" });
+		expect(response.status).toBe(401);
+		expect(await response.text()).toContain("That is not the admin token.");
+		expect(response.headers.getSetCookie()).toEqual([]);
+	});
+
+	it("sets an HttpOnly, SameSite=Strict session cookie under /admin that does not hold the token", async () => {
+		const response = await formPost("/admin/ui/sign-in", { token: TEST_ADMIN_BEARER });
+		expect(response.status).toBe(303);
+		expect(response.headers.get("location")).toBe("/admin/");
+		const [set] = response.headers.getSetCookie();
+		expect(set).toMatch(/^gw_admin=[^;]+; Path=\/admin; HttpOnly; SameSite=Strict; Max-Age=\d+$/);
+		expect(set).not.toContain(TEST_ADMIN_BEARER);
+		expect(set).not.toContain(btoa(TEST_ADMIN_BEARER).slice(0, 12));
+	});
+
+	it("shows the dashboard with the session cookie", async () => {
+		const name = await registerServer("beta");
+		const response = await gatewayFetch("/admin/", { headers: { cookie: await tokenSession() } });
+		expect(response.status).toBe(200);
+		const html = await response.text();
+		expect(html).toContain("<h1>Gateway dashboard</h1>");
+		expect(html).toContain(`>${name}</a>`);
+	});
+
+	it("refuses a session cookie that was not signed by the gateway", async () => {
+		const forged = `gw_admin=${btoa(JSON.stringify({ token: "x", expiresAt: Date.now() + 60_000 }))}.AAAA`;
+		const response = await gatewayFetch("/admin/", { headers: { cookie: forged } });
+		expect(response.status).toBe(401);
+	});
+
+	it("ends every session when the admin token is rotated", async () => {
+		const cookie = await tokenSession();
+		const rotated = gatewayWith({ ADMIN_TOKEN: "rotated-admin-token-0123456789abcdefghij" });
+		expect((await rotated(`${ORIGIN}/admin/`, { headers: { cookie } })).status).toBe(401);
+		// The same cookie, the token unchanged: still in.
+		expect((await gatewayWith({})(`${ORIGIN}/admin/`, { headers: { cookie } })).status).toBe(200);
+	});
+
+	it("does not open the bearer-only admin API: the cookie is no admin token there", async () => {
+		const response = await gatewayFetch("/admin/servers", { headers: { cookie: await tokenSession() } });
+		expect(response.status).toBe(401);
+		expect(await response.json()).toMatchObject({ error: { kind: "unauthenticated" } });
+	});
+
+	it("signing out clears the session cookie and the person's sign-in", async () => {
+		const response = await formPost("/admin/ui/sign-out", {}, { cookie: await tokenSession() });
+		expect(response.status).toBe(303);
+		const cleared = response.headers.getSetCookie();
+		expect(cleared).toContainEqual(expect.stringMatching(/^gw_admin=; Path=\/admin; .*Max-Age=0/));
+		expect(cleared).toContainEqual(expect.stringMatching(/^gw_person=; Path=\/; .*Max-Age=0/));
+	});
+
+	it("refuses the token's form posted from another site (login CSRF) with 403 and sets no cookie", async () => {
+		const response = await formPost(
+			"/admin/ui/sign-in",
+			{ token: TEST_ADMIN_BEARER },
+			{ origin: "https://evil.example" },
+		);
+		expect(response.status).toBe(403);
+		expect(response.headers.getSetCookie()).toEqual([]);
+	});
+});
+
+describe("the dashboard's forms refuse other sites (CSRF)", () => {
+	it("refuses a cross-origin post with 403 and registers nothing, even with the operator's cookie", async () => {
+		const name = uniqueName("csrf");
+		const cookie = await tokenSession();
+		const response = await formPost(
+			"/admin/ui/servers",
+			{ name, url: upstreamUrl("beta"), pinning: "warn" },
+			{ cookie, origin: "https://evil.example" },
+		);
+		expect(response.status).toBe(403);
+		expect(await response.text()).toContain("nothing was changed");
+		expect(await serverExists(name)).toBe(false);
+	});
+
+	it("refuses a post without an Origin with 403 and revokes nothing", async () => {
+		const { id } = await createKey({ name: uniqueName("kept") });
+		const cookie = await tokenSession();
+		const response = await gatewayFetch(`/admin/ui/keys/${id}/revoke`, {
+			method: "POST",
+			headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+			body: "",
+		});
+		expect(response.status).toBe(403);
+		const keys = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ id: string }> };
+		expect(keys.keys.map((key) => key.id)).toContain(id);
+	});
+
+	it("registers a server posted from its own pages, through the admin API (same validation)", async () => {
+		const cookie = await tokenSession();
+		const name = uniqueName("form");
+		const added = await formPost("/admin/ui/servers", { name, url: upstreamUrl("beta"), pinning: "block" }, { cookie });
+		expect(added.status).toBe(303);
+		expect(added.headers.get("location")).toBe(`/admin/ui/servers/${name}`);
+		const registered = (await (await admin("GET", `/servers/${name}`)).json()) as { pinning: string };
+		expect(registered.pinning).toBe("block");
+		// The admin API's own refusal, as a page: a plain http URL is fine here, a malformed one is not.
+		const refused = await formPost("/admin/ui/servers", { name: "Bad Name", url: "nope", pinning: "warn" }, { cookie });
+		expect(refused.status).toBe(400);
+		expect(await refused.text()).toContain("Bad Request: server name must be");
+	});
+});
+
+describe("what the dashboard shows and writes", () => {
+	afterEach(() => {
+		vi.restoreAllMocks();
+	});
+
+	it("answers a server that does not exist with a 404 page", async () => {
+		const response = await gatewayFetch(`/admin/ui/servers/${uniqueName("absent")}`, {
+			headers: { cookie: await tokenSession() },
+		});
+		expect(response.status).toBe(404);
+		expect(await response.text()).toContain("Not Found: no server named");
+	});
+
+	it("shows a name an attacker chose as text, never as markup", async () => {
+		const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>`;
+		await createKey({ name: hostile });
+		const html = await (await gatewayFetch("/admin/", { headers: { cookie: await tokenSession() } })).text();
+		expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;");
+		expect(html).not.toContain("<script");
+		expect(html).not.toContain("<img");
+	});
+
+	it("writes, for each action, a line naming the operator, then the admin API's own audit line", async () => {
+		const { id } = await createKey({ name: uniqueName("audited") });
+		const cookie = await tokenSession();
+		const lines: string[] = [];
+		vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+			lines.push(String(line));
+		});
+		const response = await formPost(`/admin/ui/keys/${id}/revoke`, {}, { cookie });
+		expect(response.status).toBe(303);
+		const events = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+		expect(events).toEqual([
+			{ event: "dashboard_action", actor: "admin token", method: "DELETE", path: `/admin/keys/${id}` },
+			{ event: "admin_audit", actor: "admin", action: "key.deleted", target: id },
+		]);
+	});
+});
+
+describe("people signed in with the gateway's own sign-in", () => {
+	const SIGN_IN = {
+		OIDC_ISSUER: IDP,
+		OIDC_CLIENT_ID: "mcp-edge-gateway",
+		OIDC_CLIENT_SECRET: "test-oidc-client-secret-0123456789",
+	};
+	const signingIn = gatewayWith(SIGN_IN);
+	const rule = testAccessRules();
+
+	/** A browser signed in as `login` at the provider, landed back on /admin/. */
+	async function dashboardAs(login: string) {
+		const browser = new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined));
+		const start = await browser.get(`${ORIGIN}/admin/ui/sign-in/person`);
+		return browser.submit(start, { fields: { login, password: "demo" } });
+	}
+
+	it("a person whose rule does not grant admin gets the 403 page, naming them, and no registry", async () => {
+		const name = await registerServer("beta");
+		await rule({ match: { subject: "bob" }, priority: 0 });
+		const page = await dashboardAs("bob");
+		expect(page.url.pathname).toBe("/admin/");
+		expect(page.status).toBe(403);
+		expect(page.html).toContain("bob@contractor.example");
+		expect(page.html).toContain("does not grant admin");
+		expect(page.html).not.toContain(name);
+	});
+
+	it("a person whose rule grants admin sees the dashboard", async () => {
+		const name = await registerServer("beta");
+		await rule({ match: { subject: "alice" }, admin: true, priority: 0 });
+		const page = await dashboardAs("alice");
+		expect(page.status).toBe(200);
+		expect(page.html).toContain("Signed in with alice@example.com");
+		expect(page.html).toContain(`>${name}</a>`);
+	});
+
+	it("a rule's admin grant is false unless given, and listed by the admin API", async () => {
+		const plain = await rule({ match: { subject: "carol" } });
+		const granting = await rule({ match: { subject: "dave" }, admin: true });
+		const { accessRules } = (await (await admin("GET", "/access-rules")).json()) as {
+			accessRules: Array<{ name: string; admin: boolean }>;
+		};
+		expect(accessRules.find((listed) => listed.name === plain)?.admin).toBe(false);
+		expect(accessRules.find((listed) => listed.name === granting)?.admin).toBe(true);
+	});
+});
+
+describe("the call figures", () => {
+	it("count a server's tool calls and errors over the last hour (GET /admin/call-counts)", async () => {
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server] });
+		const path = `/mcp/${server}`;
+		const sessionId = await openSession(path, key);
+		const call = async (id: number, name: string) =>
+			readReply(
+				await rpc(path, key, sessionId, { jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: {} } }),
+			);
+		await call(2, "whoami");
+		await call(3, "fail");
+		const counted = await eventually(
+			async () => {
+				const { servers } = (await (await admin("GET", "/call-counts")).json()) as {
+					servers: Array<{ server: string; calls: number; errors: number }>;
+				};
+				const row = servers.find((entry) => entry.server === server);
+				return row && row.calls === 2 ? row : null;
+			},
+			"both calls counted",
+			15_000,
+		);
+		expect(counted).toEqual({ server, calls: 2, errors: 1 });
+		expect(env.CALL_COUNTS).toBeDefined();
+	});
+});
