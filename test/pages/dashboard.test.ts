@@ -14,11 +14,11 @@ const PHONE = { width: 390, height: 844 };
 const CATALOG = "dashboard";
 const SERVER = "pinnable";
 /**
- * The person whose rule grants admin. Not alice: the connections page's tests give alice a rule of
- * their own in the same gateway, and the first matching rule decides, so a rule of this file for
- * alice would decide for those tests too.
+ * The person whose rule grants admin: dave, whom no other file's rule names (the connections and
+ * consent pages' tests give alice and bob rules of their own in the same gateway, and the first
+ * matching rule decides).
  */
-const OPERATOR_LOGIN = "bob";
+const OPERATOR_LOGIN = "dave";
 
 const searchTool = (description: string) => ({ name: "search", description, args: ["query"] });
 
@@ -91,7 +91,7 @@ describe("the operators' dashboard", () => {
 		await page.getByRole("button", { name: "Sign in" }).click();
 		await page.waitForURL(`${GATEWAY}/admin/`);
 		await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Gateway dashboard");
-		await expect(page.getByText("Signed in with").textContent()).resolves.toContain("bob@contractor.example");
+		await expect(page.getByText("Signed in with").textContent()).resolves.toContain("dave@example.com");
 		await expect(rowOf(page, "dashboard-operator").getByRole("cell").nth(4).textContent()).resolves.toBe("yes");
 	});
 
