@@ -286,6 +286,13 @@ try {
 	await admin(adminToken, "PUT", "/servers/oauth-demo", { url: oauthUpstream.url, auth: { type: "oauth" } });
 	// Each request carries an assertion of who is calling, signed by the gateway (IDENTITY_SIGNING_KEY).
 	await admin(adminToken, "PUT", "/servers/whoami-demo", { url: identityUpstream.url, auth: { type: "identity" } });
+	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
+	await admin(adminToken, "PUT", "/access-rules/demo-operator", {
+		match: { subject: "dave" },
+		servers: ["demo", "modern-demo", "oauth-demo", "whoami-demo"],
+		admin: true,
+		priority: 0,
+	});
 	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).
 	await admin(adminToken, "PUT", "/access-rules/demo", {
 		match: { emailDomain: "example.com" },
@@ -338,6 +345,7 @@ try {
  MCP endpoint : ${endpoint}
  API key      : ${key}
  Admin token  : ${adminToken}   (from .dev.vars)
+ Dashboard    : ${GATEWAY}/admin/   (the admin token, or sign in as dave / ${DEMO_PASSWORD})
 
  Try it with curl (the Mcp-Session-Id response header opens the session):
    curl -i ${endpoint} \\
@@ -372,10 +380,11 @@ try {
      -d '${whoamiCall}'
    (and the same with ${GATEWAY}/mcp/whoami-demo)
 
- Try it with the MCP Inspector:
-   npx @modelcontextprotocol/inspector
-   then in the browser: Transport Type "Streamable HTTP", URL ${endpoint},
-   header "Authorization: Bearer ${key}", and Connect.
+ Try it with the MCP Inspector's command line:
+   npx @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\
+     --header "Authorization: Bearer ${key}" --method tools/list
+   or its window (npx @modelcontextprotocol/inspector opens on its server list): add a server,
+   transport "Streamable HTTP", URL ${endpoint}, header "Authorization: Bearer ${key}", connect.
 
  Traces: ${otlpReceiver ? `one [trace] line per span below; the last traces at ${otlpUrl}/traces` : `sent to ${vars.OTEL_EXPORTER_OTLP_ENDPOINT} (OTEL_EXPORTER_OTLP_ENDPOINT in .dev.vars)`}
 
