@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { identityFromClaims } from "../src/auth/identity.ts";
 import type { Identity } from "../src/registry/access-rules.ts";
 import {
@@ -111,7 +111,17 @@ describe("access rules: matching", () => {
 });
 
 describe("access rules: the admin API", () => {
-	const put = (name: string, body: unknown) => admin("PUT", `/access-rules/${name}`, body);
+	// Every rule a test writes is removed after it: the first matching rule decides, so a rule left behind
+	// would decide for the next file's people (test files share the registry).
+	const written = new Set<string>();
+	afterEach(async () => {
+		for (const name of written) await admin("DELETE", `/access-rules/${name}`);
+		written.clear();
+	});
+	const put = (name: string, body: unknown) => {
+		written.add(name);
+		return admin("PUT", `/access-rules/${name}`, body);
+	};
 
 	it("creates, replaces, lists and deletes a rule, and publishes the rules to KV", async () => {
 		const name = uniqueName("rule");
