@@ -2,7 +2,7 @@ import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
-import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
 import type { Identity } from "../registry/access-rules.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -24,7 +24,7 @@ import type { LookupGuard } from "./rate-limits.ts";
 import { logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 /** The access rules, per isolate for as long as endpoint records (a rule change reaches new requests within it). */
-const rulesCache = new ExpiringMap<AccessRuleRecord[]>({ maxEntries: 1 });
+const rulesCache = isolateCache<AccessRuleRecord[]>({ maxEntries: 1 });
 
 /**
  * The principal an OAuth access token stands for, in the shape of a key
@@ -134,7 +134,7 @@ interface KnownToken {
  * a revoked token stops within the TTL, and its sessions at their next
  * recheck, as a revoked key's do.
  */
-const tokens = new ExpiringMap<KnownToken | null>({ maxEntries: 1_000 });
+const tokens = isolateCache<KnownToken | null>({ maxEntries: 1_000 });
 
 async function knownToken(
 	token: string,

@@ -1,7 +1,7 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { ExpiringMap } from "../primitives/expiring-map.ts";
+import { isolateCache } from "../primitives/expiring-map.ts";
 import type { ServerAuth } from "../registry/schemas.ts";
 import type { UpstreamCredentials } from "../upstream/upstream-target.ts";
 import type { Caller } from "./caller.ts";
@@ -38,7 +38,7 @@ export interface CredentialCaller {
  * upstream, so a copy still held here is refused there and the next ask of the
  * vault finds it gone.
  */
-const personTokens = new ExpiringMap<{ token: string; keepMs: number }>({ maxEntries: 5_000 });
+const personTokens = isolateCache<{ token: string; keepMs: number }>({ maxEntries: 5_000 });
 /** A token the vault gave without a lifetime is believed for this long. */
 const UNDATED_TOKEN_MS = 5 * 60_000;
 /** A token is not used in its last minute: a call may take that long. */

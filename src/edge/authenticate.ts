@@ -6,7 +6,7 @@ import { type Caller, callerOf } from "../credentials/caller.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
-import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
@@ -21,7 +21,7 @@ import { bearerToken } from "./bearer.ts";
  * the moment its record reaches KV; a revoked key stops within the cache TTL
  * here (plus KV's own staleness) and within one recheck interval in its sessions.
  */
-const cache = new ExpiringMap<StoredKey | null>({ maxEntries: 1_000 });
+const cache = isolateCache<StoredKey | null>({ maxEntries: 1_000 });
 
 /**
  * What a request's credential stands for: the key record (a person's in the

@@ -6,7 +6,7 @@ import { classifyPost, requestIdOf } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
 import { namesModernVersion } from "../mcp/protocol-version.ts";
-import { ExpiringMap, keepFound } from "../primitives/expiring-map.ts";
+import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
@@ -50,8 +50,8 @@ const ALLOWED_METHODS = "GET, POST, DELETE";
  * otherwise pay a KV read each time. A deleted or changed endpoint reaches
  * new requests within this TTL (plus KV's own staleness), as a revoked key does.
  */
-const endpoints = new ExpiringMap<ResolvedEndpoint | null>({ maxEntries: 1_000 });
-const serverLists = new ExpiringMap<ServerRecord[]>({ maxEntries: 1 });
+const endpoints = isolateCache<ResolvedEndpoint | null>({ maxEntries: 1_000 });
+const serverLists = isolateCache<ServerRecord[]>({ maxEntries: 1 });
 
 /** An endpoint as the session will be bound to it. */
 interface EndpointPlan {

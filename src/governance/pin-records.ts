@@ -3,7 +3,7 @@ import { byName } from "../mcp/aggregate.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
-import { ExpiringMap } from "../primitives/expiring-map.ts";
+import { isolateCache } from "../primitives/expiring-map.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import type { PinInput, PinningMode, ServerPins } from "../registry/tool-pins.ts";
@@ -25,7 +25,7 @@ export interface PinnedServer {
 }
 
 /** Pins records by server, per isolate; a server never recorded is kept as null for as long. */
-const pinRecords = new ExpiringMap<ServerPins | null>({ maxEntries: 1_000 });
+const pinRecords = isolateCache<ServerPins | null>({ maxEntries: 1_000 });
 
 /**
  * The server's pins from KV (`pins/<name>`), from the isolate's memory for
@@ -56,7 +56,7 @@ const FIRST_SEEN_RETRY_MS = 10 * 60_000;
 /** After a failed attempt, how long before the same list is tried again. */
 const FIRST_SEEN_FAILED_RETRY_MS = 60_000;
 /** Writes tried by (kind, server, incarnation, list version), per isolate. */
-const listAttempts = new ExpiringMap<true>({ maxEntries: 1_000 });
+const listAttempts = isolateCache<true>({ maxEntries: 1_000 });
 
 /** A digest of a whole list: its tools' definitions, in name order. */
 async function listVersion(tools: readonly ToolLike[]): Promise<string> {
@@ -161,7 +161,7 @@ export function registryRecorder(env: Env): FirstSeenRecorder & ObservedRecorder
 
 /** How long one tool's state is logged once per isolate. */
 const LOG_EVERY_MS = 10 * 60_000;
-const logged = new ExpiringMap<true>({ maxEntries: 5_000 });
+const logged = isolateCache<true>({ maxEntries: 5_000 });
 
 /**
  * One structured line for a tool that is not as approved (a flagged

@@ -1,4 +1,4 @@
-import { ExpiringMap } from "../primitives/expiring-map.ts";
+import { isolateCache } from "../primitives/expiring-map.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type CompiledPolicies, compilePolicies } from "./policies.ts";
 
@@ -8,7 +8,7 @@ import { type CompiledPolicies, compilePolicies } from "./policies.ts";
  * and compiled once per list read. A policy change reaches this isolate's
  * lists and calls within the TTL, never at a registry read per request.
  */
-const compiledPolicies = new ExpiringMap<CompiledPolicies>({ maxEntries: 1 });
+const compiledPolicies = isolateCache<CompiledPolicies>({ maxEntries: 1 });
 
 export function loadPolicies(reader: Pick<RegistryReader, "policies">, ttlMs: number): Promise<CompiledPolicies> {
 	return compiledPolicies.load(

@@ -72,6 +72,12 @@ export class ExpiringMap<V> {
 		return running;
 	}
 
+	/** Forgets every entry; loads in flight still resolve for their callers, and keep nothing. */
+	clear(): void {
+		this.entries.clear();
+		this.loads.clear();
+	}
+
 	/** Entries held now (expired ones included until they are read or pushed out). */
 	get size(): number {
 		return this.entries.size;
@@ -92,4 +98,27 @@ export class ExpiringMap<V> {
 /** A `keepFor` that keeps what was found for `ttlMs` and never keeps an absence (null). */
 export function keepFound(ttlMs: number): (value: unknown) => number {
 	return (value) => (value === null ? 0 : ttlMs);
+}
+
+/** Every isolate-wide cache made by `isolateCache`, for `forgetIsolateCaches`. */
+const isolateCaches = new Set<ExpiringMap<unknown>>();
+
+/**
+ * A cache that lives as long as the isolate (a module's own, made once at load):
+ * what `forgetIsolateCaches` empties. Per-request maps use `new ExpiringMap`.
+ */
+export function isolateCache<V>(options: ExpiringMapOptions): ExpiringMap<V> {
+	const cache = new ExpiringMap<V>(options);
+	isolateCaches.add(cache as ExpiringMap<unknown>);
+	return cache;
+}
+
+/**
+ * Empties every isolate-wide cache, as a fresh isolate would start. The gateway
+ * never calls it; the test suite runs its files one after another in one isolate,
+ * and calls it between files, so that what one file cached with its own settings
+ * (a 60 s TTL, a token's lifetime) never answers for the next.
+ */
+export function forgetIsolateCaches(): void {
+	for (const cache of isolateCaches) cache.clear();
 }
