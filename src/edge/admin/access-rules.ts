@@ -5,7 +5,17 @@ import { registryStub } from "../../registry/registry-stub.ts";
 import { audit } from "../admin-audit.ts";
 import { showAccessRule } from "../admin-views.ts";
 import { disconnectedUnderRule } from "../connection-events.ts";
-import { type AdminRouter, adminRouter, admitted, answer, jsonBody, refusal, withRefusals } from "./kit.ts";
+import {
+	type AdminRouter,
+	adminRouter,
+	admitted,
+	answer,
+	jsonBody,
+	REPLACED_OR_CREATED,
+	refusal,
+	withBodyRefusals,
+	withRefusals,
+} from "./kit.ts";
 
 const tags = ["access rules"];
 
@@ -21,11 +31,7 @@ const put = createRoute({
 		params: z.object({ name: RuleNameSchema }),
 		body: jsonBody(AccessRuleInputSchema, "What it matches (subject, email, emailDomain, group) and what it grants."),
 	},
-	responses: withRefusals({
-		200: answer("Replaced."),
-		201: answer("Created."),
-		415: refusal("The body is not application/json."),
-	}),
+	responses: withBodyRefusals(REPLACED_OR_CREATED),
 });
 
 const list = createRoute({

@@ -3,7 +3,16 @@ import { GatewayError } from "../../mcp/gateway-error.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { KeyInputSchema } from "../../registry/schemas.ts";
 import { audit } from "../admin-audit.ts";
-import { type AdminRouter, adminRouter, admitted, answer, jsonBody, refusal, withRefusals } from "./kit.ts";
+import {
+	type AdminRouter,
+	adminRouter,
+	admitted,
+	answer,
+	jsonBody,
+	refusal,
+	withBodyRefusals,
+	withRefusals,
+} from "./kit.ts";
 
 const tags = ["keys"];
 
@@ -15,9 +24,8 @@ const create = createRoute({
 	description: "The answer carries the key itself, once: the registry keeps only its digest.",
 	middleware: admitted({ body: true }),
 	request: { body: jsonBody(KeyInputSchema, "Its name, user path, servers, session cap and rate class.") },
-	responses: withRefusals({
+	responses: withBodyRefusals({
 		201: answer("The key's record, with `key`: the secret, shown this once."),
-		415: refusal("The body is not application/json."),
 	}),
 });
 

@@ -122,6 +122,14 @@ export function withRefusals(own: Responses): Responses {
 	return { ...shared, ...own };
 }
 
+/** The same, for a route that takes a JSON body: a body of another media type is refused too. */
+export function withBodyRefusals(own: Responses): Responses {
+	return withRefusals({ ...own, 415: refusal("The body is not application/json.") });
+}
+
+/** A create-or-replace PUT's two answers. */
+export const REPLACED_OR_CREATED = { 200: answer("Replaced."), 201: answer("Created.") } as const;
+
 /** A JSON request body, required, validated by zod-openapi against `schema`. */
 export function jsonBody<T extends z.ZodType>(schema: T, description: string) {
 	return { required: true, description, content: { "application/json": { schema } } } as const;

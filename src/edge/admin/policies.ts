@@ -5,7 +5,17 @@ import { PolicyNameSchema } from "../../registry/policy-records.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { audit } from "../admin-audit.ts";
 import { showPolicy } from "../admin-views.ts";
-import { type AdminRouter, adminRouter, admitted, answer, jsonBody, refusal, withRefusals } from "./kit.ts";
+import {
+	type AdminRouter,
+	adminRouter,
+	admitted,
+	answer,
+	jsonBody,
+	REPLACED_OR_CREATED,
+	refusal,
+	withBodyRefusals,
+	withRefusals,
+} from "./kit.ts";
 
 const name = { param: "name", schema: PolicyNameSchema, what: "policy name" };
 const params = z.object({ name: PolicyNameSchema });
@@ -21,11 +31,7 @@ const put = createRoute({
 		"A CEL expression that allows or denies tools to callers, on lists and calls. An expression that does not compile is refused with the compiler's message, and never published.",
 	middleware: admitted({ name, body: true }),
 	request: { params, body: jsonBody(PolicyInputSchema, "Its expression, effect, where it applies and its priority.") },
-	responses: withRefusals({
-		200: answer("Replaced."),
-		201: answer("Created."),
-		415: refusal("The body is not application/json."),
-	}),
+	responses: withBodyRefusals(REPLACED_OR_CREATED),
 });
 
 const list = createRoute({

@@ -9,7 +9,17 @@ import { audit } from "../admin-audit.ts";
 import { maskServer } from "../admin-views.ts";
 import { checkServer, wantsCheck } from "../server-check.ts";
 import { approveTools, toolsView } from "../server-tools.ts";
-import { type AdminRouter, adminRouter, admitted, answer, jsonBody, queryParam, refusal, withRefusals } from "./kit.ts";
+import {
+	type AdminRouter,
+	adminRouter,
+	admitted,
+	answer,
+	jsonBody,
+	queryParam,
+	refusal,
+	withBodyRefusals,
+	withRefusals,
+} from "./kit.ts";
 
 /** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
 const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
@@ -56,11 +66,10 @@ const put = createRoute({
 		"Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation.",
 	request: { params, body: jsonBody(ServerInputSchema, "The upstream: its URL, headers, auth, shaping and pinning.") },
 	parameters: [checkQuery(true)],
-	responses: withRefusals({
+	responses: withBodyRefusals({
 		200: answer("Replaced; the server as shown by GET."),
 		201: answer("Created; the server as shown by GET."),
 		409: refusal("The name belongs to a virtual server."),
-		415: refusal("The body is not application/json."),
 	}),
 });
 
@@ -83,11 +92,10 @@ const approve = createRoute({
 	description: "Approves every tool the server lists now, or the named ones, as they are listed now.",
 	middleware: admitted({ name, body: true }),
 	request: { params, body: jsonBody(ToolApprovalInputSchema, "`{}` for every tool, or `{ tools: [names] }`.") },
-	responses: withRefusals({
+	responses: withBodyRefusals({
 		200: answer("The tools view, with `approved` and `forgotten`."),
 		404: notFound,
 		409: refusal("The server changed while approving."),
-		415: refusal("The body is not application/json."),
 	}),
 });
 

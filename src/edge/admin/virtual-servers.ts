@@ -4,7 +4,17 @@ import { registryStub } from "../../registry/registry-stub.ts";
 import { ServerNameSchema, VirtualServerInputSchema } from "../../registry/schemas.ts";
 import { audit } from "../admin-audit.ts";
 import { showVirtualServer } from "../admin-views.ts";
-import { type AdminRouter, adminRouter, admitted, answer, jsonBody, refusal, withRefusals } from "./kit.ts";
+import {
+	type AdminRouter,
+	adminRouter,
+	admitted,
+	answer,
+	jsonBody,
+	REPLACED_OR_CREATED,
+	refusal,
+	withBodyRefusals,
+	withRefusals,
+} from "./kit.ts";
 
 const name = { param: "name", schema: ServerNameSchema, what: "virtual server name" };
 const params = z.object({ name: ServerNameSchema });
@@ -37,11 +47,9 @@ const put = createRoute({
 	description: "One endpoint, `/mcp/{name}`, in front of several servers; a replacing PUT keeps its generation.",
 	middleware: admitted({ name, body: true }),
 	request: { params, body: jsonBody(VirtualServerInputSchema, "Its members, the user paths it admits, its shaping.") },
-	responses: withRefusals({
-		200: answer("Replaced."),
-		201: answer("Created."),
+	responses: withBodyRefusals({
+		...REPLACED_OR_CREATED,
 		409: refusal("The name belongs to a server."),
-		415: refusal("The body is not application/json."),
 	}),
 });
 
