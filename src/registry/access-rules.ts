@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
-import { type ApiKeyRecord, MaxSessionsSchema, ServerNameSchema, UserPathSchema } from "./schemas.ts";
+import { type ApiKeyRecord, MaxSessionsSchema, PrioritySchema, ServerNameSchema, UserPathSchema } from "./schemas.ts";
 
 /**
  * Who a token's bearer is, as the issuer that vouches for them says: the
@@ -73,13 +73,7 @@ export const AccessRuleInputSchema = z.strictObject({
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe(
 		"Which rate-limiting binding counts each identity's requests.",
 	),
-	priority: z
-		.number()
-		.int()
-		.min(0)
-		.max(1_000_000)
-		.default(100)
-		.describe("Lower first; equal priorities go by name. The first rule that matches decides."),
+	priority: PrioritySchema.describe("Lower first; equal priorities go by name. The first rule that matches decides."),
 	admin: z
 		.boolean()
 		.default(false)

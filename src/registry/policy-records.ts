@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RuleNameSchema } from "./access-rules.ts";
-import { ServerNameSchema } from "./schemas.ts";
+import { PrioritySchema, ServerNameSchema } from "./schemas.ts";
 
 /**
  * Tool policies as the registry keeps and publishes them: a CEL expression,
@@ -58,13 +58,9 @@ export const PolicyFieldsSchema = z.strictObject({
 	applies: PolicyAppliesSchema.optional().describe(
 		"Where it applies: servers, virtualServers, keys, rules (every list given must name the request's); absent: everywhere.",
 	),
-	priority: z
-		.number()
-		.int()
-		.min(0)
-		.max(1_000_000)
-		.default(100)
-		.describe("Lower first; equal priorities go by name. Order decides only which policy a refusal names."),
+	priority: PrioritySchema.describe(
+		"Lower first; equal priorities go by name. Order decides only which policy a refusal names.",
+	),
 });
 export type PolicyInput = z.output<typeof PolicyFieldsSchema>;
 

@@ -123,6 +123,9 @@ export type ServerAuth = z.output<typeof ServerAuthSchema>;
 /** How many live sessions a key, or a person admitted by an access rule, may hold at once. */
 export const MaxSessionsSchema = z.number().int().positive().max(100_000);
 
+/** Where an ordered record (an access rule, a policy) stands: lower first, equal ones by name. */
+export const PrioritySchema = z.number().int().min(0).max(1_000_000).default(100);
+
 export const ServerInputSchema = z.strictObject({
 	url: UpstreamUrlSchema.describe("The upstream's streamable-HTTP endpoint, http(s), without user:password@."),
 	headers: z
