@@ -4,6 +4,7 @@ import { failureReply } from "../mcp/failure-reply.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readCapped } from "../mcp/read-capped.ts";
+import { mediaTypeOf } from "../primitives/media-type.ts";
 import { startDeadline } from "../upstream/deadline.ts";
 import { fetchUpstream } from "../upstream/upstream-fetch.ts";
 import { upstreamProtocolError, upstreamStatusError } from "../upstream/upstream-status.ts";
@@ -122,9 +123,4 @@ async function refusalOf(
 	if (reply === null || !("error" in reply)) return null;
 	if (reply.id !== undefined && reply.id !== null && reply.id !== message.id) return null;
 	return Response.json(reply, { status: upstream.status });
-}
-
-/** A Content-Type header's media type, lower-cased, without parameters; "" when there is none. */
-function mediaTypeOf(header: string | null): string {
-	return (header ?? "").split(";", 1)[0]?.trim().toLowerCase() ?? "";
 }

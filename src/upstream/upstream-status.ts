@@ -2,6 +2,7 @@ import { z } from "zod";
 import { GatewayError, MISSING_CLIENT_CAPABILITY_CODE } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readCapped } from "../mcp/read-capped.ts";
+import { mediaTypeOf } from "../primitives/media-type.ts";
 
 /** How much of an upstream's `WWW-Authenticate` challenge an error keeps for the operator. */
 const MAX_CHALLENGE_CHARS = 512;
@@ -67,7 +68,7 @@ export async function upstreamFailureOf(
 	what: string,
 	challenge: string | null = null,
 ): Promise<GatewayError> {
-	const type = (response.headers.get("content-type") ?? "").split(";", 1)[0]?.trim().toLowerCase();
+	const type = mediaTypeOf(response.headers.get("content-type"));
 	if (response.status !== 400 || type !== "application/json" || !response.body) {
 		await response.body?.cancel();
 		return upstreamStatusError(server, response.status, what, challenge);
