@@ -70,6 +70,11 @@ const VarsSchema = z
 		SSE_RETRY_MS: z.coerce.number().int().positive().default(1000),
 		LISTEN_WINDOW_SECONDS: seconds(25),
 		MAX_PENDING_CLIENT_REQUESTS: z.coerce.number().int().positive().default(32),
+		// Long calls held as tasks (see src/session/tasks/): how long a 2026-07-28 call runs before it becomes one,
+		// how long a task's result is kept at most, and how many tasks one session may hold at once.
+		TASK_PROMOTE_AFTER_MS: z.coerce.number().int().nonnegative().default(5000),
+		TASK_TTL_SECONDS: seconds(60 * 60),
+		MAX_TASKS_PER_SESSION: z.coerce.number().int().positive().default(32),
 		ALLOWED_ORIGINS: list(""),
 		ALLOWED_HOSTS: list(LOCAL_HOSTS).transform((hosts) => hosts.map((host) => host.toLowerCase())),
 		ALLOW_HTTP_UPSTREAMS: z.enum(["true", "false"], "ALLOW_HTTP_UPSTREAMS must be true or false").default("false"),
@@ -195,6 +200,12 @@ const SettingsSchema = VarsSchema.transform((v) => ({
 	listenWindowMs: v.LISTEN_WINDOW_SECONDS * 1000,
 	/** Requests one member may have waiting for the client's answer (sampling, elicitation, roots, ping), per session. */
 	maxPendingClientRequests: v.MAX_PENDING_CLIENT_REQUESTS,
+	/** Long calls held as tasks: a 2026-07-28 call still running after `promoteAfterMs` is answered as a task; results kept at most `ttlMs`. */
+	tasks: {
+		promoteAfterMs: v.TASK_PROMOTE_AFTER_MS,
+		ttlMs: v.TASK_TTL_SECONDS * 1000,
+		maxPerSession: v.MAX_TASKS_PER_SESSION,
+	},
 	allowedOrigins: v.ALLOWED_ORIGINS,
 	/** Host names the gateway answers on (`*.example.com` allows subdomains); others get 403. */
 	allowedHosts: v.ALLOWED_HOSTS,
