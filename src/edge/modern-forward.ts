@@ -36,7 +36,8 @@ const REFUSAL_STATUSES = new Set([400, 404]);
 
 /**
  * A 2026-07-28 request to a 2026-07-28 upstream needs no state: the edge sends
- * the body as it came (the envelope, names and arguments untouched) with the
+ * the body as it came (the envelope, names and arguments untouched; `rewritten`
+ * headers go with a body the gateway rewrote: an upstream's own task id) with the
  * credentials swapped, and streams the answer back. No Durable Object is
  * involved. The deadline covers the upstream's answer starting; the stream
  * itself runs until the upstream ends it or the client goes away (which
@@ -53,11 +54,14 @@ export async function forwardModern(
 	request: Request,
 	body: string,
 	message: JSONRPCRequest,
+	rewritten: Record<string, string> = {},
 ): Promise<Response> {
 	const headers = new Headers();
 	for (const [name, value] of request.headers) {
 		if (FORWARDED.has(name) || (name.startsWith("mcp-") && !NEVER_FORWARDED.has(name))) headers.set(name, value);
 	}
+	// A routing header the gateway rewrote with the body (an upstream's own task id in `Mcp-Name`).
+	for (const [name, value] of Object.entries(rewritten)) headers.set(name, value);
 	for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
 	const deadline = startDeadline(target.timeoutMs);
 	let upstream: Response;

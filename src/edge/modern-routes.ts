@@ -7,6 +7,7 @@ import { loadPolicies } from "../governance/policy-cache.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
+import { declaresTasks, TASK_METHODS } from "../mcp/2026-07-28/tasks-extension.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
@@ -15,10 +16,11 @@ import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { upstreamEra } from "../upstream/upstream-era.ts";
-import { resolveTarget, targetLimitsOf } from "../upstream/upstream-target.ts";
+import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
+import { serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
 export interface ModernPlan {
@@ -57,16 +59,27 @@ export async function serveModern(
 		member.tools || member.prompts || member.resources || member.pinning === "block"
 			? Promise.resolve(true)
 			: governedServer(env, settings, member.name);
+	const targetOf = (member: Member): UpstreamTarget => {
+		const calling = scope.calling ?? null;
+		return {
+			...resolveTarget(member, env, targetLimitsOf(settings)),
+			credentials: credentialsFor(member, () => calling, env, settings) ?? undefined,
+			traced: { telemetry: telemetryFor(env), waitUntil },
+		};
+	};
+	if (TASK_METHODS.has(classified.message.method)) {
+		const tasks = { settings, scope, request, message: classified.message, envelope: classified.envelope };
+		return serveTaskMethod(tasks, resolved, targetOf);
+	}
 	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
 		const { message, envelope } = classified;
 		try {
-			const calling = scope.calling ?? null;
-			const target = {
-				...resolveTarget(sole, env, targetLimitsOf(settings)),
-				credentials: credentialsFor(sole, () => calling, env, settings) ?? undefined,
-				traced: { telemetry: telemetryFor(env), waitUntil },
-			};
+			const target = targetOf(sole);
 			if ((await upstreamEra(target, sole)) === "modern") {
+				if (message.method === "tools/call" && declaresTasks(envelope.clientCapabilities)) {
+					const held = await upstreamHeldCall(settings, scope, sole, target, request, body, message);
+					if (held) return held;
+				}
 				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {
 					const reply = await forwardModern(target, request, body, message);
 					if (message.method !== "tools/list") return reply;

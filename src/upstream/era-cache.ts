@@ -1,6 +1,12 @@
 import type { ProtocolEra } from "../mcp/protocol-version.ts";
 import { ExpiringMap } from "../primitives/expiring-map.ts";
 
+/** What a probe learned of a server: its era, and whether it holds tasks itself (the tasks extension in its `server/discover`). */
+export interface Discovered {
+	era: ProtocolEra;
+	tasks: boolean;
+}
+
 export interface EraCacheOptions {
 	/** Answers kept at most; the oldest goes first. */
 	maxEntries?: number;
@@ -26,7 +32,7 @@ const DEFAULT_TTL_MS = 10 * 60_000;
  * answers are kept: a probe that failed leaves nothing behind, and the next
  * lookup probes again.
  */
-export class EraCache extends ExpiringMap<ProtocolEra> {
+export class EraCache extends ExpiringMap<Discovered> {
 	private readonly ttlMs: number;
 
 	constructor(options: EraCacheOptions = {}) {
@@ -34,8 +40,8 @@ export class EraCache extends ExpiringMap<ProtocolEra> {
 		this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
 	}
 
-	/** The era remembered for `key`, or the answer of the one probe running (or started now) for it. */
-	lookup(key: string, probe: () => Promise<ProtocolEra>): Promise<ProtocolEra> {
+	/** What is remembered for `key`, or the answer of the one probe running (or started now) for it. */
+	lookup(key: string, probe: () => Promise<Discovered>): Promise<Discovered> {
 		return this.load(key, probe, () => this.ttlMs);
 	}
 }

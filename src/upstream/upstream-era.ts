@@ -1,5 +1,6 @@
 import { DiscoverResultSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { declaresTasks } from "../mcp/2026-07-28/tasks-extension.ts";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isUnaddressedError } from "../mcp/jsonrpc.ts";
@@ -7,11 +8,11 @@ import { FIRST_MODERN_VERSION, type ProtocolEra, supportedVersionsOf } from "../
 import { readCapped } from "../mcp/read-capped.ts";
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import { EraCache } from "./era-cache.ts";
+import { type Discovered, EraCache } from "./era-cache.ts";
 import { type FetchLike, UpstreamConnection, type UpstreamSession } from "./upstream-connection.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
 
-export { EraCache, type EraCacheOptions } from "./era-cache.ts";
+export { type Discovered, EraCache, type EraCacheOptions } from "./era-cache.ts";
 
 /** What identifies a server's era: its incarnation and configuration, and the operator's pin. */
 export interface EraServer {
@@ -62,8 +63,30 @@ export async function upstreamEra(
 ): Promise<ProtocolEra> {
 	const pinned = pinnedEra(server.protocol ?? "auto");
 	if (pinned) return pinned;
+	return (await discovered(target, server, options)).era;
+}
+
+/**
+ * Whether `server` holds tasks itself: it speaks 2026-07-28 and its
+ * `server/discover` advertises the tasks extension (SEP-2663). Learned by the
+ * same probe as the era, and kept beside it; a server pinned to 2025 never does.
+ */
+export async function upstreamHoldsTasks(
+	target: UpstreamTarget,
+	server: EraServer,
+	options: UpstreamEraOptions = {},
+): Promise<boolean> {
+	if (pinnedEra(server.protocol ?? "auto") === "legacy") return false;
+	const found = await discovered(target, server, options);
+	return found.era === "modern" && found.tasks;
+}
+
+function discovered(target: UpstreamTarget, server: EraServer, options: UpstreamEraOptions): Promise<Discovered> {
 	const key = JSON.stringify([server.name, server.generation, server.configDigest ?? ""]);
-	return (options.cache ?? isolateEras).lookup(key, async () => (await probe(target, options.fetcher)).era);
+	return (options.cache ?? isolateEras).lookup(key, async () => {
+		const answer = await probe(target, options.fetcher);
+		return { era: answer.era, tasks: answer.tasks };
+	});
 }
 
 /** What one probe of a server showed, for its operator (the admin API's `check`). */
@@ -139,6 +162,8 @@ const PROBE_SESSION: UpstreamSession = {
 /** What one `server/discover` showed: the era, in words why, and whether the answer was JSON-RPC at all. */
 interface ProbeAnswer {
 	era: ProtocolEra;
+	/** Its capabilities name the tasks extension. */
+	tasks: boolean;
 	evidence: string;
 	status: number;
 	jsonRpc: boolean;
@@ -171,7 +196,7 @@ async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Pr
 		if (reply !== null) await refusal?.body?.cancel();
 		const { era, evidence } = eraOf(reply, unaddressed);
 		const jsonRpc = reply !== null || unaddressed;
-		const answer: ProbeAnswer = { era, evidence, status: response.status, jsonRpc };
+		const answer: ProbeAnswer = { era, tasks: holdsTasks(reply), evidence, status: response.status, jsonRpc };
 		console.log(probeLogLine(target.name, answer, unaddressed || (reply !== null && "error" in reply)));
 		return answer;
 	} finally {
@@ -227,6 +252,13 @@ async function refusalIsJsonRpc(refusal: Response, cap: number): Promise<boolean
 		console.warn(`upstream probe: the refusal's copy could not be read: ${describeError(error)}`);
 		return false;
 	}
+}
+
+/** Whether a DiscoverResult advertises the tasks extension. */
+function holdsTasks(reply: JSONRPCMessage | null): boolean {
+	if (reply === null || !("result" in reply)) return false;
+	const discovered = DiscoverResultSchema.safeParse(reply.result);
+	return discovered.success && declaresTasks(discovered.data.capabilities);
 }
 
 function eraOf(reply: JSONRPCMessage | null, unaddressed: boolean): { era: ProtocolEra; evidence: string } {

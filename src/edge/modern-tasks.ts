@@ -1,0 +1,81 @@
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Settings } from "../config.ts";
+import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import { declaresTasks, taskIdOf, tasksCapabilityMissing, unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import type { Member, SessionScope } from "../session/session-do.ts";
+import { upstreamHoldsTasks } from "../upstream/upstream-era.ts";
+import type { UpstreamTarget } from "../upstream/upstream-target.ts";
+import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
+import type { ModernPlan } from "./modern-routes.ts";
+import { requireSessionSecret } from "./session-routing.ts";
+import { mapReplyTaskIds, openUpstreamTaskId, sealUpstreamTaskId, toUpstreamTask } from "./upstream-tasks.ts";
+
+/** A 2026-07-28 `tasks/*` request, as the edge received it. */
+export interface TaskRequest {
+	settings: Settings;
+	scope: SessionScope;
+	request: Request;
+	message: JSONRPCRequest;
+	envelope: Envelope;
+}
+
+/**
+ * `tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663): refused with
+ * -32021 unless the request declares the tasks extension (nothing is read or
+ * woken), then routed by the task's id: a task an upstream holds goes to that
+ * server under the upstream's id; any other id is unknown (-32602) and
+ * changes nothing.
+ */
+export async function serveTaskMethod(
+	task: TaskRequest,
+	plan: ModernPlan,
+	targetOf: (member: Member) => UpstreamTarget,
+): Promise<Response> {
+	const { message, envelope, scope, settings } = task;
+	if (!declaresTasks(envelope.clientCapabilities))
+		return tasksCapabilityMissing(message.method, message.id).toResponse();
+	let taskId: string;
+	try {
+		taskId = taskIdOf(message.method, message.params, message.id);
+	} catch (error) {
+		if (error instanceof GatewayError) return error.toResponse();
+		throw error;
+	}
+	const held = await openUpstreamTaskId(requireSessionSecret(settings), scope, taskId);
+	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.
+	const member = held && plan.mode === "transparent" ? plan.members.find((m) => m.name === held.server) : undefined;
+	if (!held || !member) return unknownTask(taskId, message.id).toResponse();
+	const target = targetOf(member);
+	const upstream = toUpstreamTask(message, held.upstreamTaskId);
+	try {
+		const reply = await forwardModern(target, task.request, upstream.body, upstream.message, upstream.headers);
+		// The client's id goes back wherever the upstream's appears.
+		return await mapReplyTaskIds(reply, target.maxReplyBytes, async () => taskId);
+	} catch (error) {
+		return upstreamFailureAnswer(message, error, envelope.clientCapabilities);
+	}
+}
+
+/**
+ * A `tools/call` from a client that declares the tasks extension, to a
+ * 2026-07-28 server that holds tasks itself: sent as it came (the upstream
+ * decides whether to make a task), and a task it makes reaches the client
+ * under the gateway's id for it. Null when the server does not hold tasks.
+ */
+export async function upstreamHeldCall(
+	settings: Settings,
+	scope: SessionScope,
+	member: Member,
+	target: UpstreamTarget,
+	request: Request,
+	body: string,
+	message: JSONRPCRequest,
+): Promise<Response | null> {
+	if (!(await upstreamHoldsTasks(target, member))) return null;
+	const secret = requireSessionSecret(settings);
+	const reply = await forwardModern(target, request, body, message);
+	return mapReplyTaskIds(reply, target.maxReplyBytes, (upstreamTaskId) =>
+		sealUpstreamTaskId(secret, scope, { server: member.name, upstreamTaskId }),
+	);
+}
