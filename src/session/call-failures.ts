@@ -44,7 +44,11 @@ export function notSent(member: Member, error: unknown): GatewayError {
 }
 
 /** The request may have reached the upstream before `what` happened: says whether it may have taken effect. */
-export function mayHaveRun(member: Member, message: JSONRPCRequest, what: string): GatewayError {
+export function mayHaveRun(
+	member: Pick<Member, "name">,
+	message: Pick<JSONRPCRequest, "method" | "params">,
+	what: string,
+): GatewayError {
 	if (REPEATABLE_METHODS.has(message.method)) {
 		return new GatewayError("upstream_unavailable", `Upstream server '${member.name}' failed: ${what}.`, {
 			server: member.name,

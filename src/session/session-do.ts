@@ -30,6 +30,8 @@ import type { SessionStore } from "./session-store.ts";
 import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
+import type { HeldTasks } from "./tasks/held-tasks.ts";
+import { answerTaskRequest, withoutTask, withTasksCapability } from "./tasks/legacy-task-wire.ts";
 
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
@@ -40,6 +42,8 @@ export type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./se
 export type { SessionStats } from "./session-stats.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
+export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
+export { placeOfTaskId } from "./tasks/task-ids.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
@@ -91,6 +95,11 @@ export class SessionDO extends DurableObject<Env> {
 				this.binding = binding;
 			},
 			end: (binding, reason) => this.terminate(binding, reason),
+			run: (message) => {
+				const binding = this.binding;
+				if (!binding) return Promise.resolve(notFound());
+				return this.posting(scopeOf(binding), { kind: "request", message });
+			},
 			drained: () => {
 				if (!this.closeWhenDrained) return;
 				const ended = this.closeWhenDrained;
@@ -103,8 +112,7 @@ export class SessionDO extends DurableObject<Env> {
 			post: (message) => {
 				const binding = this.binding;
 				if (!binding) return Promise.resolve(notFound());
-				const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
-				return this.posting(scope, message);
+				return this.posting(scopeOf(binding), message);
 			},
 			clock: () => this.clock,
 			timers: () => this.timers,
@@ -138,6 +146,11 @@ export class SessionDO extends DurableObject<Env> {
 		return this.parts.streams;
 	}
 
+	/** The calls this session holds as tasks (the 2026-07-28 side builds on it; tests). */
+	get tasks(): HeldTasks {
+		return this.parts.tasks;
+	}
+
 	/** The session's listening windows and their pacing (tests). */
 	get listening(): Listening {
 		return this.parts.listening;
@@ -164,10 +177,12 @@ export class SessionDO extends DurableObject<Env> {
 					? await openTransparent(this.parts.pool, input)
 					: await openAggregate(this.parts.pool, input);
 			if (!opened.binding) return { opened: false, reply: opened.reply };
+			// The client learns whether the gateway holds tasks for it (never an upstream's own tasks capability).
+			const reply = withTasksCapability(opened.reply, input.params.capabilities);
 			const now = this.clock.now();
 			const binding: SessionBinding = {
 				...opened.binding,
-				server: helloOf(opened.reply),
+				server: helloOf(reply),
 				createdAt: now,
 				lastActivity: now,
 				verifiedAt: now,
@@ -176,7 +191,7 @@ export class SessionDO extends DurableObject<Env> {
 			this.parts.buffer.startEmpty();
 			await this.parts.store.writeBinding(binding);
 			await this.parts.lifecycle.opened(binding);
-			return { opened: true, reply: opened.reply };
+			return { opened: true, reply };
 		} catch (error) {
 			return {
 				opened: false,
@@ -231,6 +246,17 @@ export class SessionDO extends DurableObject<Env> {
 				done();
 				return notFound();
 			}
+			if (input.kind === "request" && this.parts.holdsTasks()) {
+				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
+				const answered = await answerTaskRequest(this.parts.tasks, input.message);
+				if (answered) {
+					done();
+					return answered;
+				}
+			}
+			// No upstream gets task augmentation: the session holds tasks itself, and ignores `params.task`
+			// of a client it does not hold tasks for (the spec's rule for a receiver that did not declare them).
+			if (input.kind === "request") input = { kind: "request", message: withoutTask(input.message) };
 			const current = this.binding ?? binding;
 			if (current.mode === "transparent") {
 				const member = this.parts.members.sole(current);
@@ -279,7 +305,8 @@ export class SessionDO extends DurableObject<Env> {
 		const kind = LIST_KIND_OF_METHOD.get(method);
 		if (kind === undefined) return null;
 		if (kind !== "tools") return shapesList(member, kind) ? kind : null;
-		if (member.tools || member.pinning === "block") return kind;
+		// A client the session holds tasks for sees each tool's task support as the gateway honours it.
+		if (member.tools || member.pinning === "block" || this.parts.holdsTasks()) return kind;
 		return governs((await this.parts.gate()).policies, member.name) ? kind : null;
 	}
 
@@ -393,7 +420,10 @@ export class SessionDO extends DurableObject<Env> {
 		// A session's end: the isolate's queued spans go now, due or not (no timer holds them).
 		return this.metered(async () => {
 			const binding = await this.load();
-			if (binding) await this.parts.lifecycle.alarm(binding);
+			if (!binding) return;
+			// Expired tasks go first; the lifecycle then sets the one alarm for whichever comes next.
+			await this.parts.tasks.sweep();
+			await this.parts.lifecycle.alarm(binding);
 		}, true);
 	}
 
@@ -492,6 +522,8 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.binding === null) return;
 		console.log(`session ended: ${reason}`);
 		this.recordSessionDuration(binding);
+		// Before the binding goes: cancelling running tasks upstream needs their upstream sessions.
+		this.parts.tasks.end(reason);
 		this.binding = null;
 		this.parts.lifecycle.stop();
 		this.parts.calls.abortAll(reason);
@@ -510,4 +542,9 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.parts.lifecycle.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.parts.pool.closeAll(binding.members, binding.upstreams);
 	}
+}
+
+/** The scope of the session's own principal, for requests the session makes of itself. */
+function scopeOf(binding: SessionBinding): SessionScope {
+	return { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
 }

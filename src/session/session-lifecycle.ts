@@ -29,6 +29,8 @@ export interface LifecycleHost {
 	configChanged(changed: readonly ServerRecord[]): Promise<void>;
 	/** The last running request ended. */
 	drained(): void;
+	/** The earliest time another part needs the alarm (a held task's expiry); Infinity when none. */
+	wakeBy(): number;
 }
 
 /**
@@ -70,7 +72,7 @@ export class SessionLifecycle {
 		this.persistedActivity = now;
 		this.verifiedAt = now;
 		this.recheckedAt = now;
-		await this.host.store.scheduleAlarm(Math.min(now + this.host.settings.idleTimeoutMs, this.ageLimitAt(binding)));
+		await this.schedule(Math.min(now + this.host.settings.idleTimeoutMs, this.ageLimitAt(binding)));
 	}
 
 	/** A session loaded from storage after the Durable Object started. */
@@ -88,7 +90,7 @@ export class SessionLifecycle {
 	 * itself while a call runs or activity moved the deadline, and ends an idle session.
 	 */
 	async alarm(binding: SessionBinding): Promise<void> {
-		const { settings, store } = this.host;
+		const { settings } = this.host;
 		const now = this.host.clock().now();
 		if (now >= this.ageLimitAt(binding)) {
 			await this.host.end(binding, "reached its maximum age");
@@ -102,12 +104,12 @@ export class SessionLifecycle {
 			}
 		}
 		if (this.inFlight > 0) {
-			await store.scheduleAlarm(Math.min(now + settings.idleTimeoutMs, this.limitAt(), this.ageLimitAt(binding)));
+			await this.schedule(Math.min(now + settings.idleTimeoutMs, this.limitAt(), this.ageLimitAt(binding)));
 			return;
 		}
 		const deadline = this.deadline();
 		if (now < deadline) {
-			await store.scheduleAlarm(deadline);
+			await this.schedule(deadline);
 			return;
 		}
 		await this.host.end(binding, "idle");
@@ -211,6 +213,19 @@ export class SessionLifecycle {
 		this.cancelBusyRecheck = null;
 	}
 
+	/**
+	 * A held task expires at `at`: the alarm is moved earlier if it would
+	 * fire only after it (one write; it never fires later than the deadline).
+	 */
+	async wakeAt(at: number): Promise<void> {
+		if (this.host.current() && at < this.deadline()) await this.schedule(at);
+	}
+
+	/** The one alarm: at `at`, or earlier when a held task expires first (the alarm sweeps it). */
+	private schedule(at: number): Promise<void> {
+		return this.host.store.scheduleAlarm(Math.min(at, this.host.wakeBy()));
+	}
+
 	private limitAt(): number {
 		return this.unverified ? this.verifiedAt + this.host.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
 	}
@@ -253,7 +268,7 @@ export class SessionLifecycle {
 				if (!this.unverified) {
 					this.unverified = true;
 					// End the session at the limit even if no request comes, or a call keeps running.
-					if (this.host.current()) await this.host.store.scheduleAlarm(this.limitAt());
+					if (this.host.current()) await this.schedule(this.limitAt());
 				}
 				return "unreadable";
 			} finally {

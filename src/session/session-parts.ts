@@ -1,4 +1,4 @@
-import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCRequest, RequestId, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
@@ -11,6 +11,7 @@ import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } fr
 import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { splitNamespacedName } from "../mcp/namespacing.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
@@ -22,12 +23,14 @@ import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import { MemberSessions } from "./aggregate/member-sessions.ts";
 import { ServerRequests } from "./aggregate/server-requests.ts";
 import type { Member } from "./binding.ts";
-import { HeldToolRefusal } from "./call-failures.ts";
+import { HeldToolRefusal, mayHaveRun } from "./call-failures.ts";
 import { type LifecycleHost, SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
 import { ClientStreams } from "./streams/client-streams.ts";
 import { EventBuffer } from "./streams/event-buffer.ts";
 import { Listening } from "./streams/listening.ts";
+import { HeldTasks } from "./tasks/held-tasks.ts";
+import { holdsTasksFor, statusNotification, withTaskSupport } from "./tasks/legacy-task-wire.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
@@ -64,6 +67,10 @@ export interface SessionParts {
 	readonly requests: ServerRequests;
 	/** Listening windows the edge Worker carries. */
 	readonly listening: Listening;
+	/** Calls held as tasks: run past their client, their outcomes kept in storage. */
+	readonly tasks: HeldTasks;
+	/** Whether the session's client declared task support, so the session holds tasks for it (2025-11-25 wire). */
+	holdsTasks(): boolean;
 }
 
 /**
@@ -80,6 +87,8 @@ export interface PartsHost
 	readonly env: Env;
 	/** Who the session's requests are for now (members' credentials). */
 	readonly calling: () => CredentialCaller | null;
+	/** Runs a request the session makes of itself (a held task's call) through its request path. */
+	readonly run: (message: JSONRPCRequest) => Promise<Response>;
 }
 
 /**
@@ -163,11 +172,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 		if (mode !== "block")
 			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
 		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
-		return visibleTools(now, server, served, (tool) => ({
+		const listed = visibleTools(now, server, served, (tool) => ({
 			...onEndpoint(server, tool.name, tool.annotations),
 			realName: realOf(tool),
-		})) as Array<ListItems[K]>;
+		}));
+		// Every list a session serves passes here: a client it holds tasks for sees which tools it may call as tasks.
+		return (holdsTasks() ? listed.map(withTaskSupport) : listed) as Array<ListItems[K]>;
 	};
+	const holdsTasks = () => holdsTasksFor(host.current()?.clientCapabilities);
 	const watched = (member: Member, request: JSONRPCRequest, reply: Response) =>
 		watchedToolsReply(pinContext, member, request, reply, pool.connection(member).maxReplyBytes);
 	const lifecycle = new SessionLifecycle({
@@ -180,6 +192,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		end: host.end,
 		configChanged: (changed) => members.configChanged(changed),
 		drained: host.drained,
+		wakeBy: () => tasks.nextExpiry(),
 	});
 	const members: MemberSessions = new MemberSessions({
 		...state,
@@ -277,6 +290,41 @@ export function sessionParts(host: PartsHost): SessionParts {
 		untilRecheck: (binding) => lifecycle.untilRecheck(binding),
 	});
 
+	const tasks: HeldTasks = new HeldTasks({
+		settings,
+		store,
+		clock: host.clock,
+		timers: host.timers,
+		place: ctx.id.toString(),
+		run: host.run,
+		extendDeadline: (requestId, ms) => calls.extendDeadline(requestId, ms),
+		cancelUpstream: (requestId, reason) => cancelUpstream(requestId, reason),
+		mayHaveRun: (tool, what) => {
+			const binding = host.current();
+			const routed = binding?.mode === "aggregate" ? splitNamespacedName(tool) : null;
+			const server = routed?.server ?? binding?.members[0]?.name ?? "the upstream";
+			return mayHaveRun({ name: server }, { method: "tools/call", params: { name: routed?.name ?? tool } }, what);
+		},
+		changed: (task) => {
+			if (holdsTasks()) streams.listening()?.send(statusNotification(task));
+		},
+		expiresBy: (at) => lifecycle.wakeAt(at),
+		waitUntil: (promise) => ctx.waitUntil(promise),
+	});
+
+	/**
+	 * Tells the upstream running `requestId` to stop, as a client's
+	 * `notifications/cancelled` would (it ends the wait for the reply too).
+	 * Reads the binding synchronously, so it still works as a session ends.
+	 */
+	function cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+		const binding = host.current();
+		if (!binding) return Promise.resolve();
+		const cancelled = { jsonrpc: "2.0" as const, method: "notifications/cancelled", params: { requestId, reason } };
+		if (binding.mode === "aggregate") return router.notify(cancelled);
+		return calls.notify(members.sole(binding), cancelled).then((response) => response.body?.cancel());
+	}
+
 	/**
 	 * How an aggregate member's reply reaches the client: on a resumable
 	 * stream of its own, carrying the response, the member's progress and log
@@ -337,6 +385,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 		streams,
 		requests,
 		listening,
+		tasks,
+		holdsTasks,
 	};
 }
 

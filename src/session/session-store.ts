@@ -1,6 +1,9 @@
 import { type SessionBinding, SessionBindingSchema } from "./binding.ts";
+import { type HeldTask, HeldTaskSchema } from "./tasks/held-task.ts";
 
 const BINDING_KEY = "binding";
+/** One key per held task: `task:<taskId>`. */
+const TASK_PREFIX = "task:";
 
 /**
  * The SessionDO's storage, behind a narrow interface that counts every
@@ -28,6 +31,35 @@ export class SessionStore {
 	async writeBinding(binding: SessionBinding): Promise<void> {
 		this.writes++;
 		await this.storage.put(BINDING_KEY, binding);
+	}
+
+	/** Every task this session holds (one read), each parsed; one this code cannot read is left out and logged. */
+	async readTasks(): Promise<HeldTask[]> {
+		this.reads++;
+		const stored = await this.storage.list({ prefix: TASK_PREFIX });
+		const tasks: HeldTask[] = [];
+		for (const [key, raw] of stored) {
+			const parsed = HeldTaskSchema.safeParse(raw);
+			if (parsed.success) tasks.push(parsed.data);
+			else console.error(`held task ${key} unreadable: ${parsed.error.issues[0]?.message}`);
+		}
+		return tasks;
+	}
+
+	/** One write: a task created, or its state changed. */
+	async writeTask(task: HeldTask): Promise<void> {
+		this.writes++;
+		await this.storage.put(TASK_PREFIX + task.taskId, task);
+	}
+
+	/** One write however many tasks go (expired together, or forgotten). */
+	async deleteTasks(taskIds: readonly string[]): Promise<void> {
+		if (taskIds.length === 0) return;
+		this.writes++;
+		// Storage deletes at most 128 keys per call.
+		for (let i = 0; i < taskIds.length; i += 128) {
+			await this.storage.delete(taskIds.slice(i, i + 128).map((taskId) => TASK_PREFIX + taskId));
+		}
 	}
 
 	async scheduleAlarm(at: number): Promise<void> {

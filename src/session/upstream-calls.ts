@@ -96,6 +96,8 @@ type Tried =
 export class UpstreamCalls {
 	/** Requests being relayed, so a cancellation can end the wait for a reply that will not come. */
 	private readonly running = new Map<RequestId, AbortController>();
+	/** Calls held as tasks, by request id: how long each may run upstream (see `extendDeadline`). */
+	private readonly longer = new Map<RequestId, number>();
 	/** The client's answers to what 2026-07-28 upstreams asked it during calls (see relayModern). */
 	readonly answers: ClientAnswers;
 	private readonly relaying: RelayHost;
@@ -158,6 +160,19 @@ export class UpstreamCalls {
 		);
 	}
 
+	/**
+	 * Lets the request `id` run up to `ms` upstream, reply included, however
+	 * short the server's call timeout: a call held as a task runs as long as
+	 * its task may (its ttl), since no client waits on an open response. The
+	 * returned function ends the extension.
+	 */
+	extendDeadline(id: RequestId, ms: number): () => void {
+		this.longer.set(id, ms);
+		return () => {
+			if (this.longer.get(id) === ms) this.longer.delete(id);
+		};
+	}
+
 	/** Ends every running request: the session ended (`reason` says why) and their replies are not wanted. */
 	abortAll(reason: string): void {
 		for (const running of this.running.values()) running.abort(new SessionEnded(reason));
@@ -207,7 +222,11 @@ export class UpstreamCalls {
 			// Nothing was sent: any request may be tried once more, unless the failure is an answer.
 			return { kind: isFinal(error) ? "failed" : "not-sent", error: notSent(member, error) };
 		}
-		const deadline = connection.startCallDeadline(cancelled);
+		const longer = this.longer.get(message.id);
+		const deadline = connection.startCallDeadline(
+			cancelled,
+			longer === undefined ? undefined : Math.max(longer, connection.timeoutMs),
+		);
 		let reply: Response;
 		try {
 			reply = await connection.post(session, message, deadline);

@@ -226,9 +226,9 @@ export class UpstreamConnection {
 		return this.send("POST", session, message, deadline);
 	}
 
-	/** Starts the deadline a call to this server runs under. */
-	startCallDeadline(parent?: AbortSignal): Deadline {
-		return startDeadline(this.target.timeoutMs, parent);
+	/** Starts the deadline a call to this server runs under (`ms`: a longer one, for a call held as a task). */
+	startCallDeadline(parent?: AbortSignal, ms = this.target.timeoutMs): Deadline {
+		return startDeadline(ms, parent);
 	}
 
 	/**

@@ -1,0 +1,344 @@
+import type { JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { Settings } from "../../config.ts";
+import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { randomToken } from "../../primitives/crypto.ts";
+import type { Clock, Timers } from "../clock.ts";
+import { asGatewayError } from "../session-responses.ts";
+import type { SessionStore } from "../session-store.ts";
+import { expiresAt, type HeldTask, isTerminal, type TaskStatus } from "./held-task.ts";
+import { mintTaskId } from "./task-ids.ts";
+import { answerIn, outcomeOf, resultTooLarge, type TaskOutcome } from "./task-outcome.ts";
+
+export type { HeldTask, TaskStatus };
+
+/** What a client is told to wait between two polls. */
+const POLL_INTERVAL_MS = 2_000;
+/** The shortest ttl a task is given, whatever the client asks: its result must outlive the answer that names it. */
+const MIN_TTL_MS = 1_000;
+/** Tasks per `list` page. */
+const LIST_PAGE_SIZE = 20;
+/** SQLite-backed Durable Object storage takes values up to 2 MB: a task's record stays under it. */
+const MAX_STORED_TASK_BYTES = 1_900_000;
+
+/** What the held tasks need from their session. */
+export interface HeldTasksHost {
+	readonly settings: Pick<Settings, "tasks" | "maxReplyBytes">;
+	readonly store: SessionStore;
+	clock(): Clock;
+	timers(): Timers;
+	/** The Durable Object's id (`ctx.id.toString()`), which task ids carry. */
+	readonly place: string;
+	/**
+	 * Runs a request through the session exactly as a client's request runs
+	 * (policies, shaping, at-most-once, aggregate routing); resolves to the
+	 * reply the client would have been sent.
+	 */
+	run(message: JSONRPCRequest): Promise<Response>;
+	/** Lets the call `requestId` run up to `ms` upstream, past the server's own call timeout. */
+	extendDeadline(requestId: RequestId, ms: number): () => void;
+	/** Tells the upstream running `requestId` to stop (`notifications/cancelled`). */
+	cancelUpstream(requestId: RequestId, reason: string): Promise<void>;
+	/** The sentence a call of `tool` gets when it may have taken effect before `what` happened. */
+	mayHaveRun(tool: string, what: string): GatewayError;
+	/** A task's status changed after it was created (status notifications). */
+	changed(task: HeldTask): void;
+	/** A task expires at `at`: the session's alarm must fire by then. */
+	expiresBy(at: number): Promise<void>;
+	/** Keeps the object alive until `promise` settles. */
+	waitUntil(promise: Promise<unknown>): void;
+}
+
+/** A call being read for a task in this instance. */
+interface Runner {
+	/** The id the call runs under in the session (never the client's: it has gone). */
+	readonly requestId: RequestId;
+	readonly stopDeadline: () => void;
+}
+
+/**
+ * The tasks a session holds (src/session/tasks/README.md): calls it runs on
+ * a client's behalf and keeps reading after the client has gone, their
+ * outcomes kept in the session's storage, one key per task, written once per
+ * state change, until their ttl passes. Era-neutral: each wire renders them.
+ * A task id names a task only in this object; a request reaches it only
+ * through the session's own authorization, so another session's id is unknown.
+ */
+export class HeldTasks {
+	/** Every task held, by id, once loaded from storage (at most `maxPerSession`). */
+	private tasks: Map<string, HeldTask> | null = null;
+	private loading: Promise<Map<string, HeldTask>> | null = null;
+	private readonly runners = new Map<string, Runner>();
+	/** Who waits for a task to change (`settle`). */
+	private readonly waiters = new Map<string, Set<() => void>>();
+
+	constructor(private readonly host: HeldTasksHost) {}
+
+	/**
+	 * Holds a tools/call (`message` without params.task) as a task: runs it
+	 * through the session exactly as a call runs, keeps reading its reply
+	 * after the client has gone, stores the outcome. Resolves once the task
+	 * is stored. Throws a GatewayError over `maxPerSession` (nothing stored).
+	 * `ttlMs`: the client's ask, clamped to settings.tasks.ttlMs.
+	 */
+	async start(message: JSONRPCRequest, ttlMs: number | undefined): Promise<HeldTask> {
+		const tasks = await this.loaded();
+		const { maxPerSession, ttlMs: maxTtlMs } = this.host.settings.tasks;
+		const now = this.host.clock().now();
+		await this.sweep(now);
+		if (tasks.size >= maxPerSession) {
+			throw new GatewayError(
+				"too_many_in_flight",
+				`Too many tasks: this session already holds ${maxPerSession} (MAX_TASKS_PER_SESSION). A task is held until its ttl passes; wait for one to expire, or call without a task.`,
+			);
+		}
+		const tool = String(message.params?.name ?? "");
+		const task: HeldTask = {
+			taskId: mintTaskId(this.host.place),
+			status: "working",
+			createdAt: now,
+			lastUpdatedAt: now,
+			ttlMs: Math.max(MIN_TTL_MS, Math.min(ttlMs ?? maxTtlMs, maxTtlMs)),
+			pollIntervalMs: POLL_INTERVAL_MS,
+			tool,
+		};
+		tasks.set(task.taskId, task);
+		// The call runs under an id of the gateway's: the client's id answered the task's creation.
+		const requestId = `task-${randomToken(12)}`;
+		const runner: Runner = {
+			requestId,
+			stopDeadline: this.host.extendDeadline(requestId, expiresAt(task) - now),
+		};
+		this.runners.set(task.taskId, runner);
+		try {
+			await this.host.store.writeTask(task);
+			await this.host.expiresBy(expiresAt(task));
+		} catch (error) {
+			tasks.delete(task.taskId);
+			this.runners.delete(task.taskId);
+			runner.stopDeadline();
+			throw error;
+		}
+		this.host.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
+		return task;
+	}
+
+	/** The task, or null: unknown here, expired, or another session's. */
+	async get(taskId: string): Promise<HeldTask | null> {
+		const task = (await this.loaded()).get(taskId);
+		if (!task || this.host.clock().now() >= expiresAt(task)) return null;
+		return task;
+	}
+
+	/** The task once terminal, or as it is after `withinMs` (Infinity: until terminal); null as `get`. */
+	async settle(taskId: string, withinMs: number): Promise<HeldTask | null> {
+		const until = this.host.clock().now() + withinMs;
+		for (;;) {
+			const task = await this.get(taskId);
+			const left = until - this.host.clock().now();
+			if (!task || isTerminal(task.status) || left <= 0) return task;
+			await this.changeOf(taskId, left);
+		}
+	}
+
+	/**
+	 * Cancels a running task: its status is cancelled (stored before this
+	 * returns), and the upstream is told with `notifications/cancelled`. A
+	 * terminal task is returned unchanged; null as `get`.
+	 */
+	async cancel(taskId: string): Promise<HeldTask | null> {
+		const task = await this.get(taskId);
+		if (!task || isTerminal(task.status)) return task;
+		const cancelled = await this.update(task, {
+			status: "cancelled",
+			statusMessage: "The task was cancelled by request.",
+		});
+		const runner = this.runners.get(taskId);
+		if (runner) {
+			this.runners.delete(taskId);
+			await this.host
+				.cancelUpstream(runner.requestId, "The task was cancelled.")
+				.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
+		}
+		return cancelled;
+	}
+
+	/** This session's tasks, oldest first, a page at a time (`cursor`: the last page's `nextCursor`). */
+	async list(cursor: string | undefined): Promise<{ tasks: HeldTask[]; nextCursor?: string }> {
+		const now = this.host.clock().now();
+		const all = [...(await this.loaded()).values()]
+			.filter((task) => now < expiresAt(task))
+			.sort((a, b) => a.createdAt - b.createdAt || (a.taskId < b.taskId ? -1 : 1));
+		let from = 0;
+		if (cursor !== undefined) {
+			const after = all.findIndex((task) => task.taskId === cursor);
+			if (after < 0) {
+				throw new GatewayError(
+					"invalid_params",
+					"Invalid params: the cursor is not one this session gave, or the task it marks has expired; list from the start.",
+				);
+			}
+			from = after + 1;
+		}
+		const tasks = all.slice(from, from + LIST_PAGE_SIZE);
+		const last = tasks[tasks.length - 1];
+		return from + LIST_PAGE_SIZE < all.length && last ? { tasks, nextCursor: last.taskId } : { tasks };
+	}
+
+	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion). */
+	async forget(taskId: string): Promise<void> {
+		const tasks = await this.loaded();
+		if (!tasks.delete(taskId)) return;
+		this.runners.get(taskId)?.stopDeadline();
+		this.runners.delete(taskId);
+		this.wake(taskId);
+		await this.host.store.deleteTasks([taskId]);
+	}
+
+	/**
+	 * Deletes the tasks whose ttl has passed (one write for all of them; a
+	 * running one is cancelled upstream first). Returns when the next one
+	 * expires (Infinity: none held).
+	 */
+	async sweep(now = this.host.clock().now()): Promise<number> {
+		const tasks = await this.loaded();
+		const expired = [...tasks.values()].filter((task) => now >= expiresAt(task));
+		for (const task of expired) {
+			tasks.delete(task.taskId);
+			this.stopRunner(task.taskId, "The task's ttl passed.");
+			this.wake(task.taskId);
+		}
+		await this.host.store.deleteTasks(expired.map((task) => task.taskId));
+		return this.nextExpiry();
+	}
+
+	/** When the next held task expires, as known in memory (Infinity: none, or not loaded yet). */
+	nextExpiry(): number {
+		let next = Number.POSITIVE_INFINITY;
+		for (const task of this.tasks?.values() ?? []) next = Math.min(next, expiresAt(task));
+		return next;
+	}
+
+	/**
+	 * The session ended (`reason`): its running tasks are cancelled upstream
+	 * and everything is forgotten (its storage is cleared with the session's).
+	 * Starts the cancellations synchronously, while the session's upstream
+	 * sessions are still known.
+	 */
+	end(reason: string): void {
+		for (const taskId of [...this.runners.keys()]) this.stopRunner(taskId, `The session ended (${reason}).`);
+		this.tasks = new Map();
+		this.loading = null;
+		for (const taskId of [...this.waiters.keys()]) this.wake(taskId);
+	}
+
+	/** Tasks this instance is reading a call for (tests, the edge's promotion). */
+	get running(): number {
+		return this.runners.size;
+	}
+
+	/** The tasks in storage, loaded once per instance. A task found unfinished had its runner in an instance that is gone. */
+	private loaded(): Promise<Map<string, HeldTask>> {
+		if (this.tasks) return Promise.resolve(this.tasks);
+		this.loading ??= this.host.store.readTasks().then(async (stored) => {
+			const tasks = new Map(stored.map((task) => [task.taskId, task]));
+			this.tasks ??= tasks;
+			for (const task of stored) {
+				if (isTerminal(task.status)) continue;
+				// Never replayed: the call may have reached the upstream before the object restarted.
+				await this.finish(task.taskId, {
+					error: this.host.mayHaveRun(task.tool ?? "the tool", "the gateway restarted while it ran").toJsonRpcError(),
+				});
+			}
+			return this.tasks;
+		});
+		// A failed read is tried again by the next request, not kept.
+		this.loading.catch(() => {
+			this.loading = null;
+		});
+		return this.loading;
+	}
+
+	/** Reads the call's reply to its answer and stores the outcome. */
+	private async run(taskId: string, message: JSONRPCRequest, runner: Runner): Promise<void> {
+		const tool = String(message.params?.name ?? "");
+		const limit = Math.min(this.host.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
+		let outcome: TaskOutcome;
+		try {
+			const answer = await answerIn(await this.host.run(message), message.id, this.host.settings.maxReplyBytes);
+			outcome = (answer && outcomeOf(answer)) ?? {
+				error: this.host.mayHaveRun(tool, "its reply ended before it answered").toJsonRpcError(),
+			};
+			if ("result" in outcome && new TextEncoder().encode(JSON.stringify(outcome.result)).byteLength > limit) {
+				outcome = { error: resultTooLarge(tool, limit).toJsonRpcError() };
+			}
+		} catch (error) {
+			outcome = {
+				error: (error instanceof RangeError ? resultTooLarge(tool, limit) : asGatewayError(error)).toJsonRpcError(),
+			};
+		} finally {
+			runner.stopDeadline();
+		}
+		// A task cancelled, forgotten or expired meanwhile has no runner any more, and stays as it is.
+		if (this.runners.get(taskId) !== runner) return;
+		this.runners.delete(taskId);
+		await this.finish(taskId, outcome).catch((error: unknown) =>
+			console.error(`task outcome not stored: ${describeError(error)}`),
+		);
+	}
+
+	/** A call's outcome, once: completed with its result, or failed with its error. */
+	private async finish(taskId: string, outcome: TaskOutcome): Promise<void> {
+		const task = this.tasks?.get(taskId);
+		if (!task || isTerminal(task.status)) return;
+		await this.update(
+			task,
+			"result" in outcome
+				? { status: "completed", result: outcome.result }
+				: { status: "failed", error: outcome.error, statusMessage: outcome.error.message },
+		);
+	}
+
+	/** One state change: kept, written once, told to whoever waits and to the client. */
+	private async update(task: HeldTask, change: Partial<HeldTask> & { status: TaskStatus }): Promise<HeldTask> {
+		const updated: HeldTask = { ...task, ...change, lastUpdatedAt: this.host.clock().now() };
+		this.tasks?.set(task.taskId, updated);
+		this.wake(task.taskId);
+		await this.host.store.writeTask(updated);
+		this.host.changed(updated);
+		return updated;
+	}
+
+	/** Stops reading a task's call and tells the upstream to stop it. */
+	private stopRunner(taskId: string, reason: string): void {
+		const runner = this.runners.get(taskId);
+		if (!runner) return;
+		this.runners.delete(taskId);
+		runner.stopDeadline();
+		this.host
+			.cancelUpstream(runner.requestId, reason)
+			.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
+	}
+
+	/** Resolves when the task changes, or after `ms`. */
+	private changeOf(taskId: string, ms: number): Promise<void> {
+		return new Promise((resolve) => {
+			let waiting = this.waiters.get(taskId);
+			if (!waiting) {
+				waiting = new Set();
+				this.waiters.set(taskId, waiting);
+			}
+			const cancelTimer = Number.isFinite(ms) ? this.host.timers().set(ms, () => done()) : () => {};
+			const done = () => {
+				cancelTimer();
+				waiting.delete(done);
+				if (waiting.size === 0 && this.waiters.get(taskId) === waiting) this.waiters.delete(taskId);
+				resolve();
+			};
+			waiting.add(done);
+		});
+	}
+
+	private wake(taskId: string): void {
+		for (const done of [...(this.waiters.get(taskId) ?? [])]) done();
+	}
+}

@@ -1,0 +1,193 @@
+import {
+	CancelTaskRequestSchema,
+	GetTaskPayloadRequestSchema,
+	GetTaskRequestSchema,
+	type JSONRPCMessage,
+	type JSONRPCNotification,
+	type JSONRPCRequest,
+	ListTasksRequestSchema,
+	type RequestId,
+	type ServerCapabilities,
+	type Task,
+	TaskMetadataSchema,
+	type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { renderRpcFailure } from "../session-responses.ts";
+import type { HeldTask } from "./held-task.ts";
+import type { HeldTasks } from "./held-tasks.ts";
+
+/*
+ * The 2025-11-25 wire of the tasks a session holds (the spec's tasks
+ * utility): task-augmented `tools/call`, `tasks/get`, `tasks/result`,
+ * `tasks/list`, `tasks/cancel`, `notifications/tasks/status`. Only for a
+ * client that declared `capabilities.tasks`: to any other the gateway does
+ * not declare tasks, and a `params.task` it sends is ignored, as the spec
+ * asks of a receiver that did not declare them.
+ */
+
+/** What the gateway honours, as its initialize result declares it. */
+export const GATEWAY_TASKS_CAPABILITY: NonNullable<ServerCapabilities["tasks"]> = {
+	list: {},
+	cancel: {},
+	requests: { tools: { call: {} } },
+};
+
+/** The `_meta` key tying a message to its task. */
+const RELATED_TASK = "io.modelcontextprotocol/related-task";
+
+/** The methods this wire answers itself. */
+const TASK_METHODS = new Set(["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"]);
+
+/** Whether the session holds tasks for this client: it declared `capabilities.tasks` at initialize. */
+export function holdsTasksFor(clientCapabilities: Record<string, unknown> | undefined): boolean {
+	const tasks = clientCapabilities?.tasks;
+	return typeof tasks === "object" && tasks !== null;
+}
+
+/**
+ * An initialize reply as the client sees it: `capabilities.tasks` is what
+ * the gateway honours for a client that holds tasks, and absent for any
+ * other (an upstream's own is never passed on: the gateway does not pass
+ * task augmentation to upstreams).
+ */
+export function withTasksCapability(
+	reply: JSONRPCMessage,
+	clientCapabilities: Record<string, unknown> | undefined,
+): JSONRPCMessage {
+	if (!("result" in reply)) return reply;
+	const capabilities = reply.result.capabilities;
+	if (typeof capabilities !== "object" || capabilities === null) return reply;
+	const { tasks: _upstreams, ...others } = capabilities as Record<string, unknown>;
+	const declared = holdsTasksFor(clientCapabilities) ? { ...others, tasks: GATEWAY_TASKS_CAPABILITY } : others;
+	return { ...reply, result: { ...reply.result, capabilities: declared } };
+}
+
+/**
+ * A listed tool as the gateway honours it for a client that holds tasks: any
+ * tool may be called as a task (the session holds it), so one its upstream
+ * lists without task support is `optional`; `required` stays required.
+ */
+export function withTaskSupport(tool: Tool): Tool {
+	if (tool.execution?.taskSupport === "required" || tool.execution?.taskSupport === "optional") return tool;
+	return { ...tool, execution: { ...tool.execution, taskSupport: "optional" } };
+}
+
+/** `message` without its task augmentation: the call as the upstream gets it. */
+export function withoutTask(message: JSONRPCRequest): JSONRPCRequest {
+	if (message.params === undefined || !("task" in message.params)) return message;
+	const { task: _task, ...params } = message.params;
+	return { ...message, params };
+}
+
+/** A held task as a 2025-11-25 `Task` (a tool result with `isError` is a failed task there). */
+export function wireTask(task: HeldTask): Task {
+	const failedResult = task.status === "completed" && task.result?.isError === true;
+	return {
+		taskId: task.taskId,
+		status: failedResult ? "failed" : task.status,
+		...(task.statusMessage !== undefined
+			? { statusMessage: task.statusMessage }
+			: failedResult
+				? { statusMessage: "The tool reported an error; tasks/result gives its result." }
+				: {}),
+		createdAt: new Date(task.createdAt).toISOString(),
+		lastUpdatedAt: new Date(task.lastUpdatedAt).toISOString(),
+		ttl: task.ttlMs,
+		pollInterval: task.pollIntervalMs,
+	};
+}
+
+/** `notifications/tasks/status`: the task's full state, without related-task metadata (the spec's SHOULD NOT). */
+export function statusNotification(task: HeldTask): JSONRPCNotification {
+	return { jsonrpc: "2.0", method: "notifications/tasks/status", params: wireTask(task) };
+}
+
+/**
+ * Answers a request of the tasks wire: a task-augmented `tools/call` (held,
+ * answered at once with `CreateTaskResult`) or a `tasks/*` request. Null for
+ * any other request, which the session serves as usual.
+ */
+export async function answerTaskRequest(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response | null> {
+	const { id } = message;
+	try {
+		if (message.method === "tools/call" && message.params !== undefined && "task" in message.params) {
+			const asked = TaskMetadataSchema.safeParse(message.params.task);
+			if (!asked.success) throw invalid("params.task must be an object with an optional numeric ttl (milliseconds)");
+			const task = await tasks.start(withoutTask(message), asked.data.ttl);
+			return reply(id, { task: wireTask(task) });
+		}
+		if (!TASK_METHODS.has(message.method)) return null;
+		switch (message.method) {
+			case "tasks/get": {
+				const { taskId } = parsed(GetTaskRequestSchema, message).params;
+				return reply(id, wireTask(known(await tasks.get(taskId), taskId)));
+			}
+			case "tasks/result": {
+				const { taskId } = parsed(GetTaskPayloadRequestSchema, message).params;
+				return resultReply(id, known(await tasks.settle(taskId, Number.POSITIVE_INFINITY), taskId));
+			}
+			case "tasks/list": {
+				const page = await tasks.list(parsed(ListTasksRequestSchema, message).params?.cursor);
+				return reply(id, {
+					tasks: page.tasks.map(wireTask),
+					...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
+				});
+			}
+			default: {
+				const { taskId } = parsed(CancelTaskRequestSchema, message).params;
+				const task = known(await tasks.get(taskId), taskId);
+				if (task.status !== "working" && task.status !== "input_required") {
+					throw invalid(`cannot cancel task '${taskId}': it is already ${wireTask(task).status}`);
+				}
+				return reply(id, wireTask(known(await tasks.cancel(taskId), taskId)));
+			}
+		}
+	} catch (error) {
+		return renderRpcFailure(error, id);
+	}
+}
+
+/**
+ * `tasks/result` of a terminal task: exactly what the call would have been
+ * answered (its result, or its JSON-RPC error), the result carrying the
+ * related-task metadata the spec requires.
+ */
+function resultReply(id: RequestId, task: HeldTask): Response {
+	if (task.result) {
+		const meta = (task.result._meta as Record<string, unknown> | undefined) ?? {};
+		return reply(id, { ...task.result, _meta: { ...meta, [RELATED_TASK]: { taskId: task.taskId } } });
+	}
+	if (task.error) return Response.json({ jsonrpc: "2.0", id, error: task.error });
+	return new GatewayError(
+		"cancelled",
+		`Task '${task.taskId}' was cancelled before it finished, so it has no result.`,
+	).toRpcResponse(id);
+}
+
+function reply(id: RequestId, result: Record<string, unknown>): Response {
+	return Response.json({ jsonrpc: "2.0", id, result });
+}
+
+/** The task, or the spec's -32602 for an id this session does not hold. */
+function known(task: HeldTask | null, taskId: string): HeldTask {
+	if (task) return task;
+	throw invalid(
+		`task '${taskId}' is unknown: this session holds no task by that id (it never existed here, has expired, or belongs to another session)`,
+	);
+}
+
+/** A request parsed with the SDK's schema of its method, or -32602 naming what is wrong. */
+function parsed<S extends z.ZodType>(schema: S, message: JSONRPCRequest): z.infer<S> {
+	const result = schema.safeParse(message);
+	if (result.success) return result.data;
+	const issue = result.error.issues[0];
+	throw invalid(
+		`${message.method} ${issue ? `${issue.path.join(".") || "params"}: ${issue.message}` : "is malformed"}`,
+	);
+}
+
+function invalid(what: string): GatewayError {
+	return new GatewayError("invalid_params", `Invalid params: ${what}.`);
+}
