@@ -1,7 +1,12 @@
+import { env, evictDurableObject, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
+import { eventually } from "./support/eventually.ts";
 import { createKey } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";
-import { registerServer, upstreamLog } from "./support/upstreams.ts";
+import { ManualClock } from "./support/session-object.ts";
+import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * The tasks extension of 2026-07-28 (SEP-2663) at the edge: its methods are
@@ -84,5 +89,162 @@ describe("2026-07-28 task methods at the edge", () => {
 		expect(response.status).toBe(400);
 		const reply = (await response.json()) as { error: { code: number; message: string } };
 		expect(reply.error).toMatchObject({ code: -32602, message: "Invalid params: tasks/get needs a taskId string." });
+	});
+});
+
+/** The gate control of the 2026-07-28 fixture (its `gate` tool waits until the test releases it). */
+function modernGate(name: string) {
+	const base = upstreamUrl("modern").replace(/\/mcp$/, "");
+	return {
+		status: async () =>
+			(await (await fetch(`${base}/_gates/${name}`)).json()) as { waiting: number; passed: number; cancelled: number },
+		release: async () => {
+			await (await fetch(`${base}/_gates/${name}/release`, { method: "POST" })).text();
+		},
+	};
+}
+
+function call(id: string, name: string, args: Record<string, unknown>) {
+	return {
+		body: { id, method: "tools/call", params: { name, arguments: args, _meta: TASKING_ENVELOPE } },
+		headers: { "mcp-name": name },
+	};
+}
+
+async function send(server: string, key: string, request: { body: object; headers: Record<string, string> }) {
+	return (await (
+		await modernPost(`/mcp/${server}`, key, request.body as Record<string, unknown>, request.headers)
+	).json()) as {
+		result?: Record<string, unknown>;
+		error?: { code: number; message: string };
+	};
+}
+
+/**
+ * A 2026-07-28 server without tasks of its own, and a key for it, with the session object that
+ * holds a tasking client's calls made (by a first quick call) and its clock and timers made manual.
+ */
+async function taskingSession() {
+	const server = await registerServer("modern");
+	const { key } = await createKey({ servers: [server] });
+	const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
+	const first = await send(server, key, call("quick", "echo", { text: "before" }));
+	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
+	if (!created) throw new Error("no session object holds the tasking client's calls");
+	const stub = env.SESSIONS.get(created);
+	const clock = new ManualClock();
+	const timers = new ManualTimers(clock);
+	await runInDurableObject(stub, (instance: SessionDO) => {
+		instance.clock = clock;
+		instance.timers = timers;
+	});
+	return { server, key, stub, clock, timers, first };
+}
+
+/** Starts a `gate` call and promotes it: the test moves the clock past the promotion delay once the upstream has it. */
+async function promotedGate(session: Awaited<ReturnType<typeof taskingSession>>, gateName: string) {
+	const gate = modernGate(gateName);
+	const answer = send(session.server, session.key, call(`call-${gateName}`, "gate", { name: gateName }));
+	await eventually(async () => (await gate.status()).waiting === 1);
+	await eventually(() => session.timers.count > 0);
+	session.clock.advance(5_000);
+	// Inside the object: what a timer wakes belongs to it.
+	await runInDurableObject(session.stub, () => session.timers.runDue());
+	return { gate, created: await answer };
+}
+
+function taskGet(server: string, key: string, method: string, taskId: string) {
+	const { body, headers } = taskRequest(method, { taskId, inputResponses: {} });
+	return send(server, key, { body, headers });
+}
+
+describe("2026-07-28 calls the session holds as tasks (a server without tasks of its own)", () => {
+	it("server/discover advertises the tasks extension, never the 2025 tasks capability", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const reply = await send(server, key, {
+			body: { id: "d", method: "server/discover", params: { _meta: TASKING_ENVELOPE } },
+			headers: {},
+		});
+		const capabilities = reply.result?.capabilities as Record<string, unknown>;
+		expect(capabilities.extensions).toMatchObject({ [TASKS]: {} });
+		expect(capabilities.tasks).toBeUndefined();
+	});
+
+	it("a call that finishes within the promotion delay is answered with its own result, and no task is kept", async () => {
+		const session = await taskingSession();
+		expect(session.first.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "before" }] });
+		expect(session.first.result?.taskId).toBeUndefined();
+		const held = await runInDurableObject(
+			session.stub,
+			async (instance: SessionDO) => (await instance.tasks.list(undefined)).tasks,
+		);
+		expect(held).toEqual([]);
+	});
+
+	it("a call still running after the promotion delay becomes a task; the client polls it working, then completed with the result inlined, after an eviction too", async () => {
+		const session = await taskingSession();
+		const gateName = `promote-${crypto.randomUUID()}`;
+		const { gate, created } = await promotedGate(session, gateName);
+		const task = created.result as Record<string, unknown>;
+		expect(task).toMatchObject({
+			resultType: "task",
+			status: "working",
+			pollIntervalMs: expect.any(Number),
+			ttlMs: expect.any(Number),
+		});
+		expect(task.task).toBeUndefined();
+		expect(task.result).toBeUndefined();
+		const taskId = String(task.taskId);
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject({
+			taskId,
+			status: "working",
+		});
+		await gate.release();
+		await eventually(
+			async () => (await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status === "completed",
+		);
+		const expected = {
+			resultType: "complete",
+			taskId,
+			status: "completed",
+			result: { content: [{ type: "text", text: `gate ${gateName} passed` }] },
+		};
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
+		await evictDurableObject(session.stub);
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
+		// Cancelling a finished task is acknowledged, and changes nothing.
+		expect((await taskGet(session.server, session.key, "tasks/cancel", taskId)).result).toEqual({
+			resultType: "complete",
+		});
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("completed");
+	});
+
+	it("tasks/cancel of a running task acknowledges with an empty result, the task is cancelled, and the upstream call is stopped", async () => {
+		const session = await taskingSession();
+		const gateName = `cancel-${crypto.randomUUID()}`;
+		const { gate, created } = await promotedGate(session, gateName);
+		const taskId = String(created.result?.taskId);
+		const ack = await taskGet(session.server, session.key, "tasks/cancel", taskId);
+		expect(ack.result).toEqual({ resultType: "complete" });
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("cancelled");
+		await eventually(async () => (await gate.status()).cancelled === 1);
+		expect((await gate.status()).passed).toBe(0);
+	});
+
+	it("a task id of another key is unknown (-32602), and the task is unchanged for its own key", async () => {
+		const session = await taskingSession();
+		const gateName = `foreign-${crypto.randomUUID()}`;
+		const { gate, created } = await promotedGate(session, gateName);
+		const taskId = String(created.result?.taskId);
+		const other = await createKey({ servers: [session.server] });
+		for (const method of ["tasks/get", "tasks/cancel", "tasks/update"]) {
+			const refused = await taskGet(session.server, other.key, method, taskId);
+			expect(refused.error?.code).toBe(-32602);
+			expect(refused.error?.message).toContain("is unknown");
+		}
+		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("working");
+		expect((await gate.status()).cancelled).toBe(0);
+		await gate.release();
 	});
 });

@@ -15,12 +15,12 @@ import { kvRegistryReader } from "../registry/registry-reader.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
-import { upstreamEra } from "../upstream/upstream-era.ts";
+import { upstreamEra, upstreamHoldsTasks } from "../upstream/upstream-era.ts";
 import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import { modernListenStream } from "./modern-listen.ts";
-import { serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
+import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
 
 /** An endpoint as the edge resolved it for this request (see mcp-routes). */
 export interface ModernPlan {
@@ -68,20 +68,22 @@ export async function serveModern(
 		};
 	};
 	if (TASK_METHODS.has(classified.message.method)) {
-		const tasks = { settings, scope, request, message: classified.message, envelope: classified.envelope };
+		const tasks = { env, settings, scope, request, message: classified.message, envelope: classified.envelope };
 		return serveTaskMethod(tasks, resolved, targetOf);
 	}
 	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
 		const { message, envelope } = classified;
 		try {
 			const target = targetOf(sole);
-			if ((await upstreamEra(target, sole)) === "modern") {
-				if (message.method === "tools/call" && declaresTasks(envelope.clientCapabilities)) {
-					const held = await upstreamHeldCall(settings, scope, sole, target, request, body, message);
-					if (held) return held;
-				}
+			const tasking = message.method === "tools/call" && declaresTasks(envelope.clientCapabilities);
+			// A call the client lets become a task goes to the session unless the upstream holds tasks itself.
+			const holdsTasks = tasking ? await upstreamHoldsTasks(target, sole) : false;
+			if ((await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
+				if (tasking) return await upstreamHeldCall(settings, scope, sole, target, request, body, message);
 				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {
 					const reply = await forwardModern(target, request, body, message);
+					// The gateway holds tasks for a server that does not: its discover says the extension is offered.
+					if (message.method === "server/discover") return offeringTasks(reply, target.maxReplyBytes);
 					if (message.method !== "tools/list") return reply;
 					// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
 					const context = {

@@ -1,18 +1,31 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
+import type { Env } from "../env.ts";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
-import { declaresTasks, taskIdOf, tasksCapabilityMissing, unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
+import {
+	declaresTasks,
+	taskIdOf,
+	tasksCapabilityMissing,
+	unknownTask,
+	withTasksExtension,
+} from "../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import type { Member, SessionScope } from "../session/session-do.ts";
-import { upstreamHoldsTasks } from "../upstream/upstream-era.ts";
+import { type Member, placeOfTaskId, type SessionScope } from "../session/session-do.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import type { ModernPlan } from "./modern-routes.ts";
 import { requireSessionSecret } from "./session-routing.ts";
-import { mapReplyTaskIds, openUpstreamTaskId, sealUpstreamTaskId, toUpstreamTask } from "./upstream-tasks.ts";
+import {
+	mapReplyMessages,
+	mapReplyTaskIds,
+	openUpstreamTaskId,
+	sealUpstreamTaskId,
+	toUpstreamTask,
+} from "./upstream-tasks.ts";
 
 /** A 2026-07-28 `tasks/*` request, as the edge received it. */
 export interface TaskRequest {
+	env: Env;
 	settings: Settings;
 	scope: SessionScope;
 	request: Request;
@@ -23,9 +36,10 @@ export interface TaskRequest {
 /**
  * `tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663): refused with
  * -32021 unless the request declares the tasks extension (nothing is read or
- * woken), then routed by the task's id: a task an upstream holds goes to that
- * server under the upstream's id; any other id is unknown (-32602) and
- * changes nothing.
+ * woken), then routed by the task's id: a task a session holds goes to the
+ * Durable Object its id names (which knows it only for the principal and
+ * endpoint that made it), a task an upstream holds to that server under the
+ * upstream's id; any other id is unknown (-32602) and changes nothing.
  */
 export async function serveTaskMethod(
 	task: TaskRequest,
@@ -41,6 +55,11 @@ export async function serveTaskMethod(
 	} catch (error) {
 		if (error instanceof GatewayError) return error.toResponse();
 		throw error;
+	}
+	const place = placeOfTaskId(taskId);
+	if (place !== null) {
+		const stub = task.env.SESSIONS.get(task.env.SESSIONS.idFromString(place));
+		return stub.modernTask(scope, message);
 	}
 	const held = await openUpstreamTaskId(requireSessionSecret(settings), scope, taskId);
 	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.
@@ -61,7 +80,7 @@ export async function serveTaskMethod(
  * A `tools/call` from a client that declares the tasks extension, to a
  * 2026-07-28 server that holds tasks itself: sent as it came (the upstream
  * decides whether to make a task), and a task it makes reaches the client
- * under the gateway's id for it. Null when the server does not hold tasks.
+ * under the gateway's id for it.
  */
 export async function upstreamHeldCall(
 	settings: Settings,
@@ -71,11 +90,20 @@ export async function upstreamHeldCall(
 	request: Request,
 	body: string,
 	message: JSONRPCRequest,
-): Promise<Response | null> {
-	if (!(await upstreamHoldsTasks(target, member))) return null;
+): Promise<Response> {
 	const secret = requireSessionSecret(settings);
 	const reply = await forwardModern(target, request, body, message);
 	return mapReplyTaskIds(reply, target.maxReplyBytes, (upstreamTaskId) =>
 		sealUpstreamTaskId(secret, scope, { server: member.name, upstreamTaskId }),
 	);
+}
+
+/** A `server/discover` reply with the tasks extension among the capabilities: the gateway holds tasks for this server. */
+export function offeringTasks(reply: Response, maxReplyBytes: number): Promise<Response> {
+	return mapReplyMessages(reply, maxReplyBytes, async (message) => {
+		if (!("result" in message)) return message;
+		const capabilities = message.result.capabilities;
+		if (typeof capabilities !== "object" || capabilities === null) return message;
+		return { ...message, result: { ...message.result, capabilities: withTasksExtension({ ...capabilities }) } };
+	});
 }

@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
+import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { shapesList } from "../governance/offer-shaping.ts";
 import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
+import { unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
@@ -32,6 +34,7 @@ import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
 import { answerTaskRequest, withoutTask, withTasksCapability } from "./tasks/legacy-task-wire.ts";
+import { answerModernTask } from "./tasks/modern-task-wire.ts";
 
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
@@ -128,6 +131,8 @@ export class SessionDO extends DurableObject<Env> {
 			ledger: (keyId) => keySessions(env, keyId),
 			place: ctx.id.toString(),
 			bridge: this.bridge,
+			tasks: () => this.parts.tasks,
+			promoteAfterMs: settings.tasks.promoteAfterMs,
 		});
 	}
 
@@ -214,6 +219,21 @@ export class SessionDO extends DurableObject<Env> {
 	async modernListen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
 		this.heard(input.scope);
 		return this.metered(() => this.modernSession.listen(input));
+	}
+
+	/**
+	 * A 2026-07-28 client's `tasks/get`, `tasks/update` or `tasks/cancel` of a
+	 * task this object holds (the edge routes by the id's place). Never opens
+	 * a session: where none is, or it is another principal's, the task is
+	 * unknown. A poll counts as the session's activity, as any request does.
+	 */
+	async modernTask(scope: SessionScope, message: JSONRPCRequest): Promise<Response> {
+		return this.metered(async () => {
+			const binding = await this.authorize(scope);
+			if (!binding) return renderRpcFailure(unknownTask(String(message.params?.taskId ?? ""), message.id), message.id);
+			this.parts.lifecycle.touch();
+			return answerModernTask(this.parts.tasks, message);
+		});
 	}
 
 	/** Forwards one client message (request, notification or response) into the session. */

@@ -1,5 +1,6 @@
 import { InitializeResultSchema, type JSONRPCMessage, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
+import { withTasksExtension } from "../../mcp/2026-07-28/tasks-extension.ts";
 import { MODERN_PROTOCOL_VERSIONS } from "../../mcp/protocol-version.ts";
 import type { SessionBinding } from "../binding.ts";
 
@@ -22,11 +23,17 @@ export function discoverReply(binding: SessionBinding, id: RequestId): Response 
 	const result: Record<string, unknown> = {
 		resultType: "complete",
 		supportedVersions: MODERN_PROTOCOL_VERSIONS,
-		capabilities: server.capabilities,
+		// Tasks are the extension's in this era (never the 2025 `tasks` capability), and the session holds them.
+		capabilities: withTasksExtension(withoutLegacyTasks(server.capabilities)),
 		_meta: { [SERVER_INFO_META_KEY]: server.serverInfo },
 		ttlMs: 0,
 		cacheScope: "private",
 	};
 	if (server.instructions !== undefined) result.instructions = server.instructions;
 	return Response.json({ jsonrpc: "2.0", id, result });
+}
+
+function withoutLegacyTasks(capabilities: Record<string, unknown>): Record<string, unknown> {
+	const { tasks: _tasks, ...others } = capabilities;
+	return others;
 }

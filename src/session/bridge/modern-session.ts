@@ -1,5 +1,7 @@
 import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
+import { declaresTasks, withoutTasksExtension } from "../../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { openAdmitted, type SessionLedger } from "../../registry/key-sessions-do.ts";
@@ -7,6 +9,8 @@ import { type SessionBinding, type SessionScope, scopeMatches } from "../binding
 import type { OpenSessionInput } from "../session-open.ts";
 import { notFound } from "../session-responses.ts";
 import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-rpc.ts";
+import type { HeldTasks } from "../tasks/held-tasks.ts";
+import { promotedCall } from "../tasks/modern-task-wire.ts";
 import type { ModernBridge } from "./modern-bridge.ts";
 import { discoverReply } from "./modern-discover.ts";
 
@@ -22,6 +26,10 @@ export interface ModernSessionHost {
 	/** This object's place in the ledger. */
 	place: string;
 	bridge: ModernBridge;
+	/** The calls the session holds as tasks. */
+	tasks(): HeldTasks;
+	/** A call from a client that declares the tasks extension becomes a task after this long. */
+	promoteAfterMs: number;
 }
 
 /**
@@ -48,6 +56,11 @@ export class ModernSession {
 		if (envelope.logLevel !== undefined && envelope.logLevel !== this.logLevel) {
 			this.logLevel = envelope.logLevel;
 			await this.send(input.scope, "logging/setLevel", { level: envelope.logLevel });
+		}
+		// The extension lets the server answer any call as a task: the session holds each one, and a call
+		// still running after the promotion delay is answered as a task (the client polls it) (SEP-2663).
+		if (message.method === "tools/call" && declaresTasks(envelope.clientCapabilities)) {
+			return promotedCall(this.host.tasks(), withoutEnvelope(message), this.host.promoteAfterMs);
 		}
 		return this.host.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
 	}
@@ -103,7 +116,8 @@ export class ModernSession {
 			const { envelope } = input;
 			const params = {
 				protocolVersion: LATEST_PROTOCOL_VERSION,
-				capabilities: envelope.clientCapabilities,
+				// The session holds tasks itself: its upstreams are never offered the tasks extension.
+				capabilities: withoutTasksExtension(envelope.clientCapabilities),
 				clientInfo: envelope.clientInfo,
 			};
 			const opened = await this.host.open({

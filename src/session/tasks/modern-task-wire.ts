@@ -1,0 +1,76 @@
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { modernReply, modernResult } from "../../mcp/2026-07-28/modern-results.ts";
+import {
+	createTaskResult,
+	detailedTask,
+	TASK_ACK,
+	type TaskState,
+	taskIdOf,
+	unknownTask,
+} from "../../mcp/2026-07-28/tasks-extension.ts";
+import { renderRpcFailure } from "../session-responses.ts";
+import { type HeldTask, isTerminal } from "./held-task.ts";
+import type { HeldTasks } from "./held-tasks.ts";
+
+/*
+ * The 2026-07-28 wire of the tasks a session holds (the tasks extension,
+ * SEP-2663): server-directed. A `tools/call` from a client that declares the
+ * extension is held from its start; if it has not finished within the
+ * promotion delay it is answered with a CreateTaskResult, otherwise with its
+ * own answer, as if no task had been made. `tasks/get` inlines the outcome,
+ * `tasks/cancel` and `tasks/update` answer an empty acknowledgement.
+ */
+
+/**
+ * A `tools/call` (its envelope taken off) held as a task, answered with its
+ * own outcome when it ends within `promoteAfterMs`, else with the task.
+ */
+export async function promotedCall(
+	tasks: HeldTasks,
+	message: JSONRPCRequest,
+	promoteAfterMs: number,
+): Promise<Response> {
+	try {
+		const started = await tasks.start(message, undefined);
+		const task = (await tasks.settle(started.taskId, promoteAfterMs)) ?? started;
+		if (!isTerminal(task.status)) return reply(message.id, createTaskResult(rendered(task)));
+		// Finished in time: answered as a call is, and the task it never showed is forgotten.
+		await tasks.forget(task.taskId);
+		if (!task.result && !task.error) return reply(message.id, createTaskResult(rendered(task)));
+		const answer: JSONRPCMessage = task.result
+			? { jsonrpc: "2.0", id: message.id, result: task.result }
+			: { jsonrpc: "2.0", id: message.id, error: task.error ?? { code: -32603, message: "The call failed." } };
+		return Response.json(modernReply("tools/call", answer));
+	} catch (error) {
+		return renderRpcFailure(error, message.id);
+	}
+}
+
+/** `tasks/get`, `tasks/update` or `tasks/cancel` of a task this session holds; an id it does not is unknown (-32602). */
+export async function answerModernTask(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response> {
+	try {
+		const taskId = taskIdOf(message.method, message.params, message.id);
+		if (message.method === "tasks/cancel") {
+			// Idempotent: a task already finished is acknowledged as it is (cancellation is cooperative).
+			if (!(await tasks.cancel(taskId))) throw unknownTask(taskId, message.id);
+			return reply(message.id, { ...TASK_ACK });
+		}
+		const task = await tasks.get(taskId);
+		if (!task) throw unknownTask(taskId, message.id);
+		// The gateway's tasks never ask for input, so there is nothing for an update to answer.
+		if (message.method === "tasks/update") return reply(message.id, { ...TASK_ACK });
+		return reply(message.id, detailedTask(rendered(task)));
+	} catch (error) {
+		return renderRpcFailure(error, message.id);
+	}
+}
+
+/** A held task as the extension's wire shows it: its result in this era's shape. */
+function rendered(task: HeldTask): TaskState {
+	const { tool: _tool, ...state } = task;
+	return state.result ? { ...state, result: modernResult("tools/call", state.result) } : state;
+}
+
+function reply(id: JSONRPCRequest["id"], result: Record<string, unknown>): Response {
+	return Response.json({ jsonrpc: "2.0", id, result });
+}
