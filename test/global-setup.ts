@@ -40,6 +40,9 @@ export default async function setup(project: TestProject) {
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
 	project.provide("resumablePort", resumable.port);
+	// Runs calls as tasks (2025-11-25, SDK experimental tasks): task_gate (required), maybe_task_gate (optional), task_fail.
+	const tasking = await startUpstream({ name: "tasking", gates: true, tasks: true });
+	project.provide("taskingPort", tasking.port);
 	// 2026-07-28 servers (SDK v2): one that speaks only the modern era, one that speaks both (its modern replies in SSE).
 	const modern = await startModernUpstream({ name: "modern", legacy: "reject" });
 	const dual = await startModernUpstream({ name: "dual", legacy: "stateless", responseMode: "sse" });
@@ -80,6 +83,7 @@ export default async function setup(project: TestProject) {
 			delta.close(),
 			epsilon.close(),
 			resumable.close(),
+			tasking.close(),
 			modern.close(),
 			dual.close(),
 			hostile.close(),

@@ -13,6 +13,7 @@ export type UpstreamName =
 	| "delta"
 	| "epsilon"
 	| "resumable"
+	| "tasking"
 	| "modern"
 	| "dual";
 
