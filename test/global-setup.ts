@@ -14,6 +14,7 @@ import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
+import { startConformanceReference } from "../scripts/fixtures/reference/conformance-reference.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
@@ -48,6 +49,9 @@ export default async function setup(project: TestProject) {
 	const dual = await startModernUpstream({ name: "dual", legacy: "stateless", responseMode: "sse" });
 	project.provide("modernPort", modern.port);
 	project.provide("dualPort", dual.port);
+	// The conformance reference: a 2026-07-28 server that holds tasks itself (the tasks extension, SEP-2663).
+	const reference = await startConformanceReference();
+	project.provide("referencePort", reference.port);
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
@@ -86,6 +90,7 @@ export default async function setup(project: TestProject) {
 			tasking.close(),
 			modern.close(),
 			dual.close(),
+			reference.close(),
 			hostile.close(),
 			idp.close(),
 			jwtIssuer.close(),

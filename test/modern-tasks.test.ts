@@ -248,3 +248,46 @@ describe("2026-07-28 calls the session holds as tasks (a server without tasks of
 		await gate.release();
 	});
 });
+
+describe("2026-07-28 tasks an upstream holds itself (the conformance reference)", () => {
+	async function referenceCall(server: string, key: string, args: Record<string, unknown>) {
+		return send(server, key, call(`slow-${crypto.randomUUID()}`, "slow_compute", args));
+	}
+
+	it("a task the upstream makes reaches the client under the gateway's id, which tasks/get follows to the upstream's task and its result", async () => {
+		const server = await registerServer("reference");
+		const { key } = await createKey({ servers: [server] });
+		const created = await referenceCall(server, key, { seconds: 0, label: "through" });
+		expect(created.result).toMatchObject({ resultType: "task", status: expect.any(String) });
+		const taskId = String(created.result?.taskId);
+		expect(taskId.startsWith("up.")).toBe(true);
+		await eventually(async () => (await taskGet(server, key, "tasks/get", taskId)).result?.status === "completed");
+		const got = await taskGet(server, key, "tasks/get", taskId);
+		expect(got.result).toMatchObject({ taskId, status: "completed", result: { content: expect.any(Array) } });
+	});
+
+	it("another key's tasks/get or tasks/cancel of an upstream's task is unknown (-32602), and the task goes on for its own key", async () => {
+		const server = await registerServer("reference");
+		const { key } = await createKey({ servers: [server] });
+		const created = await referenceCall(server, key, { seconds: 30, label: "foreign" });
+		const taskId = String(created.result?.taskId);
+		const other = await createKey({ servers: [server] });
+		for (const method of ["tasks/get", "tasks/cancel"]) {
+			const refused = await taskGet(server, other.key, method, taskId);
+			expect(refused.error?.code).toBe(-32602);
+		}
+		expect((await taskGet(server, key, "tasks/get", taskId)).result?.status).toBe("working");
+		expect((await taskGet(server, key, "tasks/cancel", taskId)).result).toMatchObject({ resultType: "complete" });
+		await eventually(async () => (await taskGet(server, key, "tasks/get", taskId)).result?.status === "cancelled");
+	});
+
+	it("the same id on another endpoint of the same key is unknown: it is bound to the endpoint that made it", async () => {
+		const server = await registerServer("reference");
+		const second = await registerServer("reference");
+		const { key } = await createKey({ servers: [server, second] });
+		const created = await referenceCall(server, key, { seconds: 30, label: "endpoint" });
+		const taskId = String(created.result?.taskId);
+		expect((await taskGet(second, key, "tasks/get", taskId)).error?.code).toBe(-32602);
+		expect((await taskGet(server, key, "tasks/cancel", taskId)).result).toMatchObject({ resultType: "complete" });
+	});
+});

@@ -17,6 +17,8 @@ declare module "vitest" {
 		modernPort: number;
 		/** A 2026-07-28 server that also serves 2025-era clients statelessly; its modern replies are SSE. */
 		dualPort: number;
+		/** The conformance reference (scripts/fixtures/reference/): both eras, and tasks of its own on 2026-07-28 (SEP-2663). */
+		referencePort: number;
 		/** The fault-injecting upstream (scripts/fixtures/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (scripts/fixtures/fault-supervisor.ts). */

@@ -15,7 +15,8 @@ export type UpstreamName =
 	| "resumable"
 	| "tasking"
 	| "modern"
-	| "dual";
+	| "dual"
+	| "reference";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
