@@ -2,11 +2,12 @@ import { env, evictDurableObject, listDurableObjectIds, runInDurableObject } fro
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
+import type { Gate } from "./support/gates.ts";
 import { createKey } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";
 import { ManualClock } from "./support/session-object.ts";
-import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { registerServer, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
  * The tasks extension of 2026-07-28 (SEP-2663) at the edge: its methods are
@@ -92,18 +93,6 @@ describe("2026-07-28 task methods at the edge", () => {
 	});
 });
 
-/** The gate control of the 2026-07-28 fixture (its `gate` tool waits until the test releases it). */
-function modernGate(name: string) {
-	const base = upstreamUrl("modern").replace(/\/mcp$/, "");
-	return {
-		status: async () =>
-			(await (await fetch(`${base}/_gates/${name}`)).json()) as { waiting: number; passed: number; cancelled: number },
-		release: async () => {
-			await (await fetch(`${base}/_gates/${name}/release`, { method: "POST" })).text();
-		},
-	};
-}
-
 function call(id: string, name: string, args: Record<string, unknown>) {
 	return {
 		body: { id, method: "tools/call", params: { name, arguments: args, _meta: TASKING_ENVELOPE } },
@@ -111,24 +100,29 @@ function call(id: string, name: string, args: Record<string, unknown>) {
 	};
 }
 
-async function send(server: string, key: string, request: { body: object; headers: Record<string, string> }) {
-	return (await (
-		await modernPost(`/mcp/${server}`, key, request.body as Record<string, unknown>, request.headers)
-	).json()) as {
+/** Sends a raw 2026-07-28 request to the endpoint at `path` and reads its JSON answer. */
+async function send(path: string, key: string, request: { body: object; headers: Record<string, string> }) {
+	return (await (await modernPost(path, key, request.body as Record<string, unknown>, request.headers)).json()) as {
 		result?: Record<string, unknown>;
 		error?: { code: number; message: string };
 	};
 }
 
 /**
- * A 2026-07-28 server without tasks of its own, and a key for it, with the session object that
- * holds a tasking client's calls made (by a first quick call) and its clock and timers made manual.
+ * An endpoint whose servers hold no tasks of their own (the 2026-07-28 `modern` fixture by default), a
+ * key for it, and the session object that holds a tasking client's calls there, made by a first quick
+ * call (`echo`, by its name on the endpoint), its clock and timers made manual.
  */
-async function taskingSession() {
-	const server = await registerServer("modern");
-	const { key } = await createKey({ servers: [server] });
+async function taskingSession(
+	servers: string[] | null = null,
+	endpoint: (servers: string[]) => string = ([server]) => `/mcp/${server}`,
+	echo: (servers: string[]) => string = () => "echo",
+) {
+	const names = servers ?? [await registerServer("modern")];
+	const { key } = await createKey({ servers: names });
+	const path = endpoint(names);
 	const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
-	const first = await send(server, key, call("quick", "echo", { text: "before" }));
+	const first = await send(path, key, call("quick", echo(names), { text: "before" }));
 	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
 	if (!created) throw new Error("no session object holds the tasking client's calls");
 	const stub = env.SESSIONS.get(created);
@@ -138,14 +132,20 @@ async function taskingSession() {
 		instance.clock = clock;
 		instance.timers = timers;
 	});
-	return { server, key, stub, clock, timers, first };
+	return { servers: names, path, key, stub, clock, timers, first };
 }
 
-/** Starts a `gate` call and promotes it: the test moves the clock past the promotion delay once the upstream has it. */
-async function promotedGate(session: Awaited<ReturnType<typeof taskingSession>>, gateName: string) {
-	const gate = modernGate(gateName);
-	const answer = send(session.server, session.key, call(`call-${gateName}`, "gate", { name: gateName }));
-	await eventually(async () => (await gate.status()).waiting === 1);
+/**
+ * Starts a call of the gate tool (`tool`: its name on the endpoint) and promotes it: the test moves the
+ * clock past the promotion delay once the upstream has the call.
+ */
+async function promotedGate(
+	session: Awaited<ReturnType<typeof taskingSession>>,
+	gate: Gate = upstreamGate("modern"),
+	tool = "gate",
+) {
+	const answer = send(session.path, session.key, call(`call-${gate.name}`, tool, { name: gate.name }));
+	await gate.arrived();
 	await eventually(() => session.timers.count > 0);
 	session.clock.advance(5_000);
 	// Inside the object: what a timer wakes belongs to it.
@@ -153,16 +153,16 @@ async function promotedGate(session: Awaited<ReturnType<typeof taskingSession>>,
 	return { gate, created: await answer };
 }
 
-function taskGet(server: string, key: string, method: string, taskId: string) {
+function taskGet(path: string, key: string, method: string, taskId: string) {
 	const { body, headers } = taskRequest(method, { taskId, inputResponses: {} });
-	return send(server, key, { body, headers });
+	return send(path, key, { body, headers });
 }
 
 describe("2026-07-28 calls the session holds as tasks (a server without tasks of its own)", () => {
 	it("server/discover advertises the tasks extension, never the 2025 tasks capability", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey({ servers: [server] });
-		const reply = await send(server, key, {
+		const reply = await send(`/mcp/${server}`, key, {
 			body: { id: "d", method: "server/discover", params: { _meta: TASKING_ENVELOPE } },
 			headers: {},
 		});
@@ -184,8 +184,7 @@ describe("2026-07-28 calls the session holds as tasks (a server without tasks of
 
 	it("a call still running after the promotion delay becomes a task; the client polls it working, then completed with the result inlined, after an eviction too", async () => {
 		const session = await taskingSession();
-		const gateName = `promote-${crypto.randomUUID()}`;
-		const { gate, created } = await promotedGate(session, gateName);
+		const { gate, created } = await promotedGate(session);
 		const task = created.result as Record<string, unknown>;
 		expect(task).toMatchObject({
 			resultType: "task",
@@ -196,62 +195,106 @@ describe("2026-07-28 calls the session holds as tasks (a server without tasks of
 		expect(task.task).toBeUndefined();
 		expect(task.result).toBeUndefined();
 		const taskId = String(task.taskId);
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject({
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result).toMatchObject({
 			taskId,
 			status: "working",
 		});
 		await gate.release();
 		await eventually(
-			async () => (await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status === "completed",
+			async () => (await taskGet(session.path, session.key, "tasks/get", taskId)).result?.status === "completed",
 		);
 		const expected = {
 			resultType: "complete",
 			taskId,
 			status: "completed",
-			result: { content: [{ type: "text", text: `gate ${gateName} passed` }] },
+			result: { content: [{ type: "text", text: `gate ${gate.name} passed` }] },
 		};
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
 		await evictDurableObject(session.stub);
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result).toMatchObject(expected);
 		// Cancelling a finished task is acknowledged, and changes nothing.
-		expect((await taskGet(session.server, session.key, "tasks/cancel", taskId)).result).toEqual({
+		expect((await taskGet(session.path, session.key, "tasks/cancel", taskId)).result).toEqual({
 			resultType: "complete",
 		});
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("completed");
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result?.status).toBe("completed");
 	});
 
 	it("tasks/cancel of a running task acknowledges with an empty result, the task is cancelled, and the upstream call is stopped", async () => {
 		const session = await taskingSession();
-		const gateName = `cancel-${crypto.randomUUID()}`;
-		const { gate, created } = await promotedGate(session, gateName);
+		const { gate, created } = await promotedGate(session);
 		const taskId = String(created.result?.taskId);
-		const ack = await taskGet(session.server, session.key, "tasks/cancel", taskId);
+		const ack = await taskGet(session.path, session.key, "tasks/cancel", taskId);
 		expect(ack.result).toEqual({ resultType: "complete" });
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("cancelled");
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result?.status).toBe("cancelled");
 		await eventually(async () => (await gate.status()).cancelled === 1);
 		expect((await gate.status()).passed).toBe(0);
 	});
 
 	it("a task id of another key is unknown (-32602), and the task is unchanged for its own key", async () => {
 		const session = await taskingSession();
-		const gateName = `foreign-${crypto.randomUUID()}`;
-		const { gate, created } = await promotedGate(session, gateName);
+		const { gate, created } = await promotedGate(session);
 		const taskId = String(created.result?.taskId);
-		const other = await createKey({ servers: [session.server] });
+		const other = await createKey({ servers: session.servers });
 		for (const method of ["tasks/get", "tasks/cancel", "tasks/update"]) {
-			const refused = await taskGet(session.server, other.key, method, taskId);
+			const refused = await taskGet(session.path, other.key, method, taskId);
 			expect(refused.error?.code).toBe(-32602);
 			expect(refused.error?.message).toContain("is unknown");
 		}
-		expect((await taskGet(session.server, session.key, "tasks/get", taskId)).result?.status).toBe("working");
+		expect((await taskGet(session.path, session.key, "tasks/get", taskId)).result?.status).toBe("working");
 		expect((await gate.status()).cancelled).toBe(0);
 		await gate.release();
 	});
 });
 
+describe("2026-07-28 calls held as tasks across endpoint kinds and eras", () => {
+	it("on /mcp, a namespaced call (server__gate) becomes a task after the delay, and tasks/get gives its result", async () => {
+		const modern = await registerServer("modern");
+		const delta = await registerServer("delta");
+		const session = await taskingSession(
+			[modern, delta],
+			() => "/mcp",
+			([first]) => `${first}__echo`,
+		);
+		const gate = upstreamGate("modern");
+		const { created } = await promotedGate(session, gate, `${modern}__gate`);
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		await eventually(
+			async () => (await taskGet("/mcp", session.key, "tasks/get", taskId)).result?.status === "completed",
+		);
+		expect((await taskGet("/mcp", session.key, "tasks/get", taskId)).result?.result).toMatchObject({
+			content: [{ type: "text", text: `gate ${gate.name} passed` }],
+		});
+	});
+
+	it("a 2025 server's call, bridged for a 2026-07-28 client, becomes a task after the delay and completes with its result", async () => {
+		const delta = await registerServer("delta");
+		const session = await taskingSession([delta]);
+		const gate = upstreamGate("delta");
+		const { created } = await promotedGate(session, gate);
+		const taskId = String(created.result?.taskId);
+		expect(created.result).toMatchObject({ resultType: "task", taskId, status: "working" });
+		await gate.release();
+		await eventually(
+			async () => (await taskGet(session.path, session.key, "tasks/get", taskId)).result?.status === "completed",
+		);
+		const got = await taskGet(session.path, session.key, "tasks/get", taskId);
+		expect(JSON.stringify(got.result?.result)).toContain(gate.name);
+	});
+
+	it("the upstream is never offered the tasks extension: the session holds the task, not the upstream", async () => {
+		const session = await taskingSession();
+		const whoami = await send(session.path, session.key, call("who", "whoami", {}));
+		const seen = (whoami.result?.structuredContent as { clientCapabilities?: { extensions?: object } } | undefined)
+			?.clientCapabilities;
+		expect(JSON.stringify(seen ?? {})).not.toContain(TASKS);
+	});
+});
+
 describe("2026-07-28 tasks an upstream holds itself (the conformance reference)", () => {
 	async function referenceCall(server: string, key: string, args: Record<string, unknown>) {
-		return send(server, key, call(`slow-${crypto.randomUUID()}`, "slow_compute", args));
+		return send(`/mcp/${server}`, key, call(`slow-${crypto.randomUUID()}`, "slow_compute", args));
 	}
 
 	it("a task the upstream makes reaches the client under the gateway's id, which tasks/get follows to the upstream's task and its result", async () => {
@@ -261,8 +304,10 @@ describe("2026-07-28 tasks an upstream holds itself (the conformance reference)"
 		expect(created.result).toMatchObject({ resultType: "task", status: expect.any(String) });
 		const taskId = String(created.result?.taskId);
 		expect(taskId.startsWith("up.")).toBe(true);
-		await eventually(async () => (await taskGet(server, key, "tasks/get", taskId)).result?.status === "completed");
-		const got = await taskGet(server, key, "tasks/get", taskId);
+		await eventually(
+			async () => (await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status === "completed",
+		);
+		const got = await taskGet(`/mcp/${server}`, key, "tasks/get", taskId);
 		expect(got.result).toMatchObject({ taskId, status: "completed", result: { content: expect.any(Array) } });
 	});
 
@@ -273,12 +318,16 @@ describe("2026-07-28 tasks an upstream holds itself (the conformance reference)"
 		const taskId = String(created.result?.taskId);
 		const other = await createKey({ servers: [server] });
 		for (const method of ["tasks/get", "tasks/cancel"]) {
-			const refused = await taskGet(server, other.key, method, taskId);
+			const refused = await taskGet(`/mcp/${server}`, other.key, method, taskId);
 			expect(refused.error?.code).toBe(-32602);
 		}
-		expect((await taskGet(server, key, "tasks/get", taskId)).result?.status).toBe("working");
-		expect((await taskGet(server, key, "tasks/cancel", taskId)).result).toMatchObject({ resultType: "complete" });
-		await eventually(async () => (await taskGet(server, key, "tasks/get", taskId)).result?.status === "cancelled");
+		expect((await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status).toBe("working");
+		expect((await taskGet(`/mcp/${server}`, key, "tasks/cancel", taskId)).result).toMatchObject({
+			resultType: "complete",
+		});
+		await eventually(
+			async () => (await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status === "cancelled",
+		);
 	});
 
 	it("the same id on another endpoint of the same key is unknown: it is bound to the endpoint that made it", async () => {
@@ -287,7 +336,9 @@ describe("2026-07-28 tasks an upstream holds itself (the conformance reference)"
 		const { key } = await createKey({ servers: [server, second] });
 		const created = await referenceCall(server, key, { seconds: 30, label: "endpoint" });
 		const taskId = String(created.result?.taskId);
-		expect((await taskGet(second, key, "tasks/get", taskId)).error?.code).toBe(-32602);
-		expect((await taskGet(server, key, "tasks/cancel", taskId)).result).toMatchObject({ resultType: "complete" });
+		expect((await taskGet(`/mcp/${second}`, key, "tasks/get", taskId)).error?.code).toBe(-32602);
+		expect((await taskGet(`/mcp/${server}`, key, "tasks/cancel", taskId)).result).toMatchObject({
+			resultType: "complete",
+		});
 	});
 });

@@ -79,8 +79,8 @@ export async function upstreamSessionLog(
 	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
 }
 
-/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon and resumable offer it). */
-export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable") {
+/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon, resumable and modern offer it). */
+export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable" | "modern") {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
 
