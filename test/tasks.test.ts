@@ -5,7 +5,15 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { placeOfTaskId } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
-import { createKey, gatewayFetch, mcpHeaders, type RpcReply, readReply, rpc } from "./support/gateway.ts";
+import {
+	connectClient,
+	createKey,
+	gatewayFetch,
+	mcpHeaders,
+	type RpcReply,
+	readReply,
+	rpc,
+} from "./support/gateway.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
@@ -300,6 +308,66 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect((await send(result(4, task.taskId))).error?.message).toMatch(/may or may not have taken effect/);
 		expect(await storedTask(sessionId, task.taskId)).toMatchObject({ status: "failed" });
 		expect(await toolCallsOf("alpha", "gate", { name: gate.name })).toHaveLength(1);
+	});
+
+	it("tasks/result answers exactly what the call would have: an isError result (a failed task) on a transparent endpoint, a JSON-RPC error on an aggregate", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey({ servers: [server] });
+		for (const [path, name] of [
+			[`/mcp/${server}`, "no-such-tool"],
+			["/mcp", "no-such-server__tool"],
+		] as const) {
+			const { sessionId } = await openWith(path, key);
+			const send = async (message: unknown) => readReply(await rpc(path, key, sessionId, message));
+			const call = { name, arguments: {} };
+			const direct = await send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: call });
+			const task = createdTask(
+				await send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { ...call, task: {} } }),
+			);
+			const answered = await send(result(3, task.taskId));
+			expect((await send(get(4, task.taskId))).result).toMatchObject({ status: "failed" });
+			if (path === "/mcp") {
+				expect(direct.error?.code).toBe(-32602);
+				expect(answered).toEqual({ jsonrpc: "2.0", id: 3, error: direct.error });
+			} else {
+				expect(direct.result?.isError).toBe(true);
+				const { _meta, ...rest } = answered.result ?? {};
+				expect(rest).toEqual(direct.result);
+				expect(_meta).toEqual({ [RELATED_TASK]: { taskId: task.taskId } });
+			}
+		}
+	});
+
+	it("an SDK client declaring tasks calls a tool as a task, polls it and gets its result (client.experimental.tasks)", async () => {
+		const server = await registerServer("alpha");
+		const { key } = await createKey({ servers: [server] });
+		const { client } = await connectClient(`/mcp/${server}`, key, { capabilities: TASKS_CLIENT });
+		expect(client.getServerCapabilities()?.tasks?.requests?.tools?.call).toEqual({});
+		// The SDK calls a tool as a task once its list says the tool supports it.
+		await client.listTools();
+		const gate = upstreamGate("alpha");
+		const seen: string[] = [];
+		let answer: unknown;
+		let taskId = "";
+		for await (const message of client.experimental.tasks.callToolStream({
+			name: "gate",
+			arguments: { name: gate.name },
+		})) {
+			seen.push(message.type);
+			if (message.type === "taskCreated") {
+				taskId = message.task.taskId;
+				await gate.arrived();
+				await gate.release();
+			}
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(seen[seen.length - 1]).toBe("result");
+		expect(answer).toMatchObject({ content: [{ type: "text", text: `gate ${gate.name} passed` }] });
+		expect((await client.experimental.tasks.getTask(taskId)).status).toBe("completed");
+		expect((await client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId)).toEqual([taskId]);
+		await client.close();
 	});
 
 	it("a params.task from a client that did not declare tasks is ignored: the call is answered as usual", async () => {
