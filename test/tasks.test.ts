@@ -1,5 +1,5 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { LATEST_PROTOCOL_VERSION, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ClientCapabilities, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { placeOfTaskId } from "../src/session/session-do.ts";
@@ -10,6 +10,7 @@ import {
 	createKey,
 	gatewayFetch,
 	mcpHeaders,
+	postInitialize,
 	type RpcReply,
 	readReply,
 	rpc,
@@ -18,25 +19,12 @@ import { instrumentSession, sessionObject } from "./support/session-object.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /** What a 2025-11-25 client that takes part in tasks declares (the spec's client `tasks` capability). */
-const TASKS_CLIENT = { tasks: { list: {}, cancel: {} } };
+const TASKS_CLIENT: ClientCapabilities = { tasks: { list: {}, cancel: {} } };
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
 /** Opens a session declaring `capabilities`; returns its id and the initialize result the client saw. */
-async function openWith(path: string, key: string, capabilities: Record<string, unknown> = TASKS_CLIENT) {
-	const response = await gatewayFetch(path, {
-		method: "POST",
-		headers: mcpHeaders(key),
-		body: JSON.stringify({
-			jsonrpc: "2.0",
-			id: 1,
-			method: "initialize",
-			params: {
-				protocolVersion: LATEST_PROTOCOL_VERSION,
-				capabilities,
-				clientInfo: { name: "tasks-test", version: "1" },
-			},
-		}),
-	});
+async function openWith(path: string, key: string, capabilities: ClientCapabilities = TASKS_CLIENT) {
+	const response = await postInitialize(path, key, 1, {}, capabilities);
 	const sessionId = response.headers.get("mcp-session-id");
 	const reply = await readReply(response);
 	if (!sessionId) throw new Error(`initialize failed: ${JSON.stringify(reply)}`);
