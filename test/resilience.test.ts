@@ -320,6 +320,25 @@ describe("crash and restart", () => {
 		expect(next.content[0]?.text).toMatch(/^note from/);
 	});
 
+	it("a crash mid-task fails the task with the sentence the call gets, and the call is logged exactly once (never replayed)", async () => {
+		const { path, server, received } = await setup();
+		const { key } = await createKey();
+		const sessionId = await openSession(path, key, {}, { tasks: {} });
+		const send = async (message: unknown) => readReply(await rpc(path, key, sessionId, message));
+		const created = await send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "crash", task: {} } });
+		const taskId = String((created.result?.task as { taskId?: unknown } | undefined)?.taskId);
+		const answered = (await send({ jsonrpc: "2.0", id: 2, method: "tasks/result", params: { taskId } }))
+			.result as ToolResult;
+		expect(answered.isError).toBe(true);
+		expect(answered._meta?.[ERROR_META]).toMatchObject({ kind: "outcome_uncertain", server });
+		expect(answered.content[0]?.text).toMatch(/The call to 'crash' .* may or may not have taken effect/);
+		expect((await send({ jsonrpc: "2.0", id: 3, method: "tasks/get", params: { taskId } })).result).toMatchObject({
+			status: "failed",
+		});
+		await startAfterCrash();
+		expect(toolCalls(await received(), "crash")).toHaveLength(1);
+	});
+
 	it("one member crashing leaves the other members of an aggregate, and other sessions, unaffected", async () => {
 		const { server, call } = await setup();
 		const other = await registerServer("beta");

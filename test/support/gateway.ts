@@ -63,14 +63,14 @@ export function mcpHeaders(
 	return headers;
 }
 
-export function initializeBody(id: number | string = 1) {
+export function initializeBody(id: number | string = 1, capabilities: ClientCapabilities = {}) {
 	return {
 		jsonrpc: "2.0",
 		id,
 		method: "initialize",
 		params: {
 			protocolVersion: LATEST_PROTOCOL_VERSION,
-			capabilities: {},
+			capabilities,
 			clientInfo: { name: "raw-test", version: "1" },
 		},
 	};
@@ -82,17 +82,23 @@ export function postInitialize(
 	key: string,
 	id: number | string = 1,
 	extra: Record<string, string> = {},
+	capabilities: ClientCapabilities = {},
 ): Promise<Response> {
 	return gatewayFetch(path, {
 		method: "POST",
 		headers: mcpHeaders(key, undefined, extra),
-		body: JSON.stringify(initializeBody(id)),
+		body: JSON.stringify(initializeBody(id, capabilities)),
 	});
 }
 
-/** Opens a session with raw fetch and returns its ID. */
-export async function openSession(path: string, key: string, extra: Record<string, string> = {}): Promise<string> {
-	const response = await postInitialize(path, key, 1, extra);
+/** Opens a session with raw fetch and returns its ID (`capabilities`: what the client declares). */
+export async function openSession(
+	path: string,
+	key: string,
+	extra: Record<string, string> = {},
+	capabilities: ClientCapabilities = {},
+): Promise<string> {
+	const response = await postInitialize(path, key, 1, extra, capabilities);
 	const sessionId = response.headers.get("mcp-session-id");
 	if (response.status !== 200 || !sessionId) {
 		throw new Error(`initialize failed: ${response.status} ${await response.text()}`);
