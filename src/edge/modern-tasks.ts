@@ -1,6 +1,7 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
+import { headerValue } from "../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import {
 	declaresTasks,
@@ -10,18 +11,18 @@ import {
 	withTasksExtension,
 } from "../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type Member, placeOfTaskId, type SessionScope } from "../session/session-do.ts";
+import { mapReplyMessages, mapReplyTaskIds } from "../mcp/reply-messages.ts";
+import {
+	type Member,
+	openUpstreamTaskId,
+	placeOfTaskId,
+	type SessionScope,
+	sealUpstreamTaskId,
+} from "../session/session-do.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import type { ModernPlan } from "./modern-routes.ts";
 import { requireSessionSecret } from "./session-routing.ts";
-import {
-	mapReplyMessages,
-	mapReplyTaskIds,
-	openUpstreamTaskId,
-	sealUpstreamTaskId,
-	toUpstreamTask,
-} from "./upstream-tasks.ts";
 
 /** A 2026-07-28 `tasks/*` request, as the edge received it. */
 export interface TaskRequest {
@@ -106,4 +107,13 @@ export function offeringTasks(reply: Response, maxReplyBytes: number): Promise<R
 		if (typeof capabilities !== "object" || capabilities === null) return message;
 		return { ...message, result: { ...message.result, capabilities: withTasksExtension({ ...capabilities }) } };
 	});
+}
+
+/** The request as the upstream must see it: its own task id, in the body and in `Mcp-Name`. */
+function toUpstreamTask(
+	message: JSONRPCRequest,
+	upstreamTaskId: string,
+): { message: JSONRPCRequest; body: string; headers: Record<string, string> } {
+	const upstream: JSONRPCRequest = { ...message, params: { ...message.params, taskId: upstreamTaskId } };
+	return { message: upstream, body: JSON.stringify(upstream), headers: { "mcp-name": headerValue(upstreamTaskId) } };
 }

@@ -47,6 +47,7 @@ export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
 export { placeOfTaskId } from "./tasks/task-ids.ts";
+export { openUpstreamTaskId, sealUpstreamTaskId } from "./tasks/upstream-task-ids.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
@@ -266,17 +267,24 @@ export class SessionDO extends DurableObject<Env> {
 				done();
 				return notFound();
 			}
+			// A call its upstream holds as a task (the tool lists task support) goes to it as a task; any other is plain.
+			let holder: Member | null = null;
 			if (input.kind === "request" && this.parts.holdsTasks()) {
+				// A request naming an upstream's task goes to it under the upstream's id.
+				const passed = await this.parts.upstreamTasks.answer(input.message, done);
+				if (passed) return passed;
+				holder = await this.parts.upstreamTasks.holder(input.message);
 				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
-				const answered = await answerTaskRequest(this.parts.tasks, input.message);
+				const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message);
 				if (answered) {
 					done();
 					return answered;
 				}
 			}
-			// No upstream gets task augmentation: the session holds tasks itself, and ignores `params.task`
-			// of a client it does not hold tasks for (the spec's rule for a receiver that did not declare them).
-			if (input.kind === "request") input = { kind: "request", message: withoutTask(input.message) };
+			// The session holds every other task itself, and ignores `params.task` of a client it does not hold
+			// tasks for (the spec's rule for a receiver that did not declare them).
+			if (input.kind === "request" && !holder) input = { kind: "request", message: withoutTask(input.message) };
+			const created = (reply: Response) => (holder ? this.parts.upstreamTasks.created(holder, reply) : reply);
 			const current = this.binding ?? binding;
 			if (current.mode === "transparent") {
 				const member = this.parts.members.sole(current);
@@ -293,13 +301,15 @@ export class SessionDO extends DurableObject<Env> {
 				if (input.kind === "request") {
 					const reply = await this.parts.calls.request(member, input.message, done);
 					// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
-					return input.message.method === "tools/list" ? this.parts.watched(member, input.message, reply) : reply;
+					return input.message.method === "tools/list"
+						? this.parts.watched(member, input.message, reply)
+						: created(reply);
 				}
 				const accepted = await this.parts.calls.notify(member, input.message);
 				done();
 				return accepted;
 			}
-			if (input.kind === "request") return await this.parts.router.handle(input.message, done);
+			if (input.kind === "request") return created(await this.parts.router.handle(input.message, done));
 			if (input.kind === "notification") await this.parts.router.notify(input.message);
 			else await this.parts.router.clientResponse(input.message);
 			done();

@@ -31,6 +31,7 @@ import { EventBuffer } from "./streams/event-buffer.ts";
 import { Listening } from "./streams/listening.ts";
 import { HeldTasks } from "./tasks/held-tasks.ts";
 import { holdsTasksFor, statusNotification, withTaskSupport } from "./tasks/legacy-task-wire.ts";
+import { UpstreamTasks } from "./tasks/upstream-tasks.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
@@ -69,6 +70,8 @@ export interface SessionParts {
 	readonly listening: Listening;
 	/** Calls held as tasks: run past their client, their outcomes kept in storage. */
 	readonly tasks: HeldTasks;
+	/** Tasks upstreams hold themselves (2025-11-25 tools listed with task support), passed through under the gateway's ids. */
+	readonly upstreamTasks: UpstreamTasks;
 	/** Whether the session's client declared task support, so the session holds tasks for it (2025-11-25 wire). */
 	holdsTasks(): boolean;
 }
@@ -368,6 +371,25 @@ export function sessionParts(host: PartsHost): SessionParts {
 		}
 	}
 
+	const upstreamTasks = new UpstreamTasks({
+		secret: settings.sessionSecret,
+		place: ctx.id.toString(),
+		maxReplyBytes: settings.maxReplyBytes,
+		current: host.current,
+		route: async (exposed) => {
+			const binding = host.current();
+			if (!binding) return null;
+			if (binding.mode === "transparent") return { member: members.sole(binding), name: exposed };
+			const target = await router.routeTool(exposed);
+			return { member: members.member(target.server), name: target.name };
+		},
+		tools: (member) => catalog.get(member.name, "tools"),
+		forward: (member, message, done) =>
+			host.current()?.mode === "aggregate"
+				? router.forwardTo(member.name, message, done)
+				: calls.request(member, message, done),
+	});
+
 	return {
 		settings,
 		gate,
@@ -386,6 +408,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		requests,
 		listening,
 		tasks,
+		upstreamTasks,
 		holdsTasks,
 	};
 }

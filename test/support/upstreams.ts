@@ -79,8 +79,10 @@ export async function upstreamSessionLog(
 	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
 }
 
-/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon, resumable and modern offer it). */
-export function upstreamGate(which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable" | "modern") {
+/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon, resumable, modern and tasking offer it). */
+export function upstreamGate(
+	which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable" | "modern" | "tasking",
+) {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
 

@@ -5,6 +5,7 @@ import type {
 	ProgressToken,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { RouteTarget } from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import type { Timers } from "../clock.ts";
@@ -231,6 +232,16 @@ export class AggregateRouter {
 	 * until its reply ends, so cancellations and progress find the right member.
 	 * Entries are removed however the forward ends.
 	 */
+	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there (unknown names throw). */
+	routeTool(exposed: string): Promise<RouteTarget> {
+		return this.lists.routeName("tool", exposed);
+	}
+
+	/** Sends a request to member `server` as it is (a task's request that member's upstream holds). */
+	forwardTo(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
+		return this.forward(server, message, done);
+	}
+
 	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
 		const release = this.forwarded.track(server, message, done);
 		try {

@@ -1,0 +1,101 @@
+import { TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import { describe, expect, it } from "vitest";
+import { eventually } from "./support/eventually.ts";
+import type { Gate } from "./support/gates.ts";
+import { createKey, postInitialize, type RpcReply, readReply, rpc } from "./support/gateway.ts";
+import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
+
+/**
+ * Tasks a 2025-11-25 upstream holds itself (the `tasking` fixture: `task_gate` requires a task,
+ * `maybe_task_gate` takes one), passed through the gateway's sessions under ids of its own.
+ */
+
+const TASKS_CLIENT = { tasks: { list: {}, cancel: {} } };
+
+async function taskSession(path: string, key: string) {
+	const response = await postInitialize(path, key, 1, {}, TASKS_CLIENT);
+	const sessionId = response.headers.get("mcp-session-id");
+	if (!sessionId) throw new Error(`initialize failed: ${JSON.stringify(await readReply(response))}`);
+	await (await rpc(path, key, sessionId, { jsonrpc: "2.0", method: "notifications/initialized" })).body?.cancel();
+	return { sessionId, send: async (message: unknown) => readReply(await rpc(path, key, sessionId, message)) };
+}
+
+function taskCall(gate: Gate, id: number, tool: string) {
+	const call = gate.call(id, tool) as { params: Record<string, unknown> };
+	return { ...call, params: { ...call.params, task: { ttl: 60_000 } } };
+}
+
+const request = (id: number, method: string, taskId: string) => ({ jsonrpc: "2.0", id, method, params: { taskId } });
+
+function createdTask(reply: RpcReply) {
+	const parsed = TaskSchema.safeParse((reply.result as { task?: unknown } | undefined)?.task);
+	if (!parsed.success) throw new Error(`not a CreateTaskResult: ${JSON.stringify(reply)}`);
+	return parsed.data;
+}
+
+describe("tasks a 2025-11-25 upstream holds itself", () => {
+	for (const endpoint of ["transparent", "aggregate"] as const) {
+		it(`${endpoint}: a task-required tool's call goes to the upstream as a task; its task reaches the client under the gateway's id, and tasks/get and tasks/result follow it there`, async () => {
+			const server = await registerServer("tasking");
+			const { key } = await createKey({ servers: [server] });
+			const path = endpoint === "transparent" ? `/mcp/${server}` : "/mcp";
+			const tool = endpoint === "transparent" ? "task_gate" : `${server}__task_gate`;
+			const { send } = await taskSession(path, key);
+			if (endpoint === "aggregate") await send({ jsonrpc: "2.0", id: 0, method: "tools/list" });
+			const gate = upstreamGate("tasking");
+			const task = createdTask(await send(taskCall(gate, 1, tool)));
+			expect(task.taskId.startsWith("up.")).toBe(true);
+			// The upstream got the call as a task, once, and holds it.
+			const calls = await toolCallsOf("tasking", "task_gate", { name: gate.name });
+			expect(calls).toHaveLength(1);
+			expect(calls[0]?.body?.params?.task).toEqual({ ttl: 60_000 });
+			await gate.arrived();
+			expect((await send(request(2, "tasks/get", task.taskId))).result).toMatchObject({
+				taskId: task.taskId,
+				status: "working",
+			});
+			await gate.release();
+			await eventually(async () => (await send(request(3, "tasks/get", task.taskId))).result?.status === "completed");
+			const answered = await send(request(4, "tasks/result", task.taskId));
+			expect(answered.result).toMatchObject({ content: [{ type: "text", text: expect.stringContaining(gate.name) }] });
+			// The upstream was asked under its own id, which the client never sees.
+			const asked = (await upstreamLog("tasking")).filter(
+				(entry) => entry.sessionId === calls[0]?.sessionId && entry.body?.method === "tasks/result",
+			);
+			const upstreamTaskId = String(asked[0]?.body?.params?.taskId);
+			expect(asked).toHaveLength(1);
+			expect(upstreamTaskId).not.toBe(task.taskId);
+			expect(JSON.stringify(answered)).not.toContain(upstreamTaskId);
+			expect(answered.result?._meta).toEqual({ "io.modelcontextprotocol/related-task": { taskId: task.taskId } });
+		});
+	}
+
+	it("tasks/cancel of an upstream's task reaches the upstream, which stops it", async () => {
+		const server = await registerServer("tasking");
+		const { key } = await createKey({ servers: [server] });
+		const { send } = await taskSession(`/mcp/${server}`, key);
+		const gate = upstreamGate("tasking");
+		const task = createdTask(await send(taskCall(gate, 1, "task_gate")));
+		await gate.arrived();
+		const cancelled = await send(request(2, "tasks/cancel", task.taskId));
+		expect(cancelled.result).toMatchObject({ taskId: task.taskId, status: "cancelled" });
+		await eventually(async () => (await gate.status()).cancelled === 1);
+	});
+
+	it("another session of the same key does not know an upstream's task: -32602, and the task goes on", async () => {
+		const server = await registerServer("tasking");
+		const { key } = await createKey({ servers: [server] });
+		const first = await taskSession(`/mcp/${server}`, key);
+		const second = await taskSession(`/mcp/${server}`, key);
+		const gate = upstreamGate("tasking");
+		const task = createdTask(await first.send(taskCall(gate, 1, "task_gate")));
+		await gate.arrived();
+		for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
+			const refused = await second.send(request(2, method, task.taskId));
+			expect(refused.error?.code).toBe(-32602);
+		}
+		expect((await gate.status()).cancelled).toBe(0);
+		expect((await first.send(request(3, "tasks/get", task.taskId))).result?.status).toBe("working");
+		await gate.release();
+	});
+});
