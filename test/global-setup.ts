@@ -40,7 +40,7 @@ export default async function setup(project: TestProject) {
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
 	project.provide("resumablePort", resumable.port);
-	// Runs calls as tasks (2025-11-25, SDK experimental tasks): task_gate (required), maybe_task_gate (optional), task_fail.
+	// Runs calls as tasks (2025-11-25, SDK experimental tasks): task_gate (required), maybe_task_gate (optional), task_fail, task_elicit.
 	const tasking = await startUpstream({ name: "tasking", gates: true, tasks: true });
 	project.provide("taskingPort", tasking.port);
 	// 2026-07-28 servers (SDK v2): one that speaks only the modern era, one that speaks both (its modern replies in SSE).

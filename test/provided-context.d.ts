@@ -11,7 +11,7 @@ declare module "vitest" {
 		epsilonPort: number;
 		/** An upstream with an event store: its SSE replies carry ids and resume with Last-Event-ID. */
 		resumablePort: number;
-		/** An upstream that runs calls as tasks (2025-11-25): `task_gate`, `maybe_task_gate`, `task_fail` (scripts/fixtures/task-tools.ts). */
+		/** An upstream that runs calls as tasks (2025-11-25): `task_gate`, `maybe_task_gate`, `task_fail`, `task_elicit` (scripts/fixtures/task-tools.ts). */
 		taskingPort: number;
 		/** A 2026-07-28 server (scripts/fixtures/modern-upstream.ts) that refuses 2025-era requests. */
 		modernPort: number;
