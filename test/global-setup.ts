@@ -48,6 +48,9 @@ export default async function setup(project: TestProject) {
 	const dual = await startModernUpstream({ name: "dual", legacy: "stateless", responseMode: "sse" });
 	project.provide("modernPort", modern.port);
 	project.provide("dualPort", dual.port);
+	// A 2026-07-28 server with the tasks extension (SEP-2663): task_gate, maybe_task_gate, task_fail, task_ask.
+	const modernTasking = await startModernUpstream({ name: "modern-tasking", legacy: "reject", tasks: true });
+	project.provide("modernTaskingPort", modernTasking.port);
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
@@ -86,6 +89,7 @@ export default async function setup(project: TestProject) {
 			tasking.close(),
 			modern.close(),
 			dual.close(),
+			modernTasking.close(),
 			hostile.close(),
 			idp.close(),
 			jwtIssuer.close(),

@@ -17,6 +17,8 @@ declare module "vitest" {
 		modernPort: number;
 		/** A 2026-07-28 server that also serves 2025-era clients statelessly; its modern replies are SSE. */
 		dualPort: number;
+		/** A 2026-07-28 server with the tasks extension (SEP-2663): `task_gate`, `maybe_task_gate`, `task_fail`, `task_ask`. */
+		modernTaskingPort: number;
 		/** The fault-injecting upstream (scripts/fixtures/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (scripts/fixtures/fault-supervisor.ts). */

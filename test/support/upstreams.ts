@@ -15,7 +15,8 @@ export type UpstreamName =
 	| "resumable"
 	| "tasking"
 	| "modern"
-	| "dual";
+	| "dual"
+	| "modernTasking";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
