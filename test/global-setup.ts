@@ -14,7 +14,6 @@ import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
-import { startConformanceReference } from "../scripts/fixtures/reference/conformance-reference.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
@@ -41,7 +40,7 @@ export default async function setup(project: TestProject) {
 	project.provide("gammaPort", gamma.port);
 	project.provide("shiftingPort", shifting.port);
 	project.provide("resumablePort", resumable.port);
-	// Runs calls as tasks (2025-11-25, SDK experimental tasks): task_gate (required), maybe_task_gate (optional), task_fail.
+	// Runs calls as tasks (2025-11-25, SDK experimental tasks): task_gate (required), maybe_task_gate (optional), task_fail, task_elicit.
 	const tasking = await startUpstream({ name: "tasking", gates: true, tasks: true });
 	project.provide("taskingPort", tasking.port);
 	// 2026-07-28 servers (SDK v2): one that speaks only the modern era, one that speaks both (its modern replies in SSE).
@@ -49,9 +48,9 @@ export default async function setup(project: TestProject) {
 	const dual = await startModernUpstream({ name: "dual", legacy: "stateless", responseMode: "sse" });
 	project.provide("modernPort", modern.port);
 	project.provide("dualPort", dual.port);
-	// The conformance reference: a 2026-07-28 server that holds tasks itself (the tasks extension, SEP-2663).
-	const reference = await startConformanceReference();
-	project.provide("referencePort", reference.port);
+	// A 2026-07-28 server with the tasks extension (SEP-2663): task_gate, maybe_task_gate, task_fail, task_ask.
+	const modernTasking = await startModernUpstream({ name: "modern-tasking", legacy: "reject", tasks: true });
+	project.provide("modernTaskingPort", modernTasking.port);
 	// A misbehaving upstream (redirects, floods, lies about ids) for the security tests.
 	const hostile = await startHostileUpstream();
 	project.provide("hostilePort", hostile.port);
@@ -90,7 +89,7 @@ export default async function setup(project: TestProject) {
 			tasking.close(),
 			modern.close(),
 			dual.close(),
-			reference.close(),
+			modernTasking.close(),
 			hostile.close(),
 			idp.close(),
 			jwtIssuer.close(),

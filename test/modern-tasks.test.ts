@@ -292,53 +292,72 @@ describe("2026-07-28 calls held as tasks across endpoint kinds and eras", () => 
 	});
 });
 
-describe("2026-07-28 tasks an upstream holds itself (the conformance reference)", () => {
-	async function referenceCall(server: string, key: string, args: Record<string, unknown>) {
-		return send(`/mcp/${server}`, key, call(`slow-${crypto.randomUUID()}`, "slow_compute", args));
+describe("2026-07-28 tasks an upstream holds itself (a server with the tasks extension)", () => {
+	/** A `task_gate` call (a task the upstream makes, done once the gate is released) on `/mcp/<server>`. */
+	function gateTask(server: string, key: string, gate: Gate) {
+		return send(`/mcp/${server}`, key, call(`task-${gate.name}`, "task_gate", { name: gate.name }));
 	}
 
 	it("a task the upstream makes reaches the client under the gateway's id, which tasks/get follows to the upstream's task and its result", async () => {
-		const server = await registerServer("reference");
+		const server = await registerServer("modernTasking");
 		const { key } = await createKey({ servers: [server] });
-		const created = await referenceCall(server, key, { seconds: 0, label: "through" });
-		expect(created.result).toMatchObject({ resultType: "task", status: expect.any(String) });
+		const gate = upstreamGate("modernTasking");
+		const created = await gateTask(server, key, gate);
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
 		const taskId = String(created.result?.taskId);
 		expect(taskId.startsWith("up.")).toBe(true);
+		await gate.arrived();
+		expect((await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result).toMatchObject({
+			taskId,
+			status: "working",
+		});
+		await gate.release();
 		await eventually(
 			async () => (await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status === "completed",
 		);
 		const got = await taskGet(`/mcp/${server}`, key, "tasks/get", taskId);
-		expect(got.result).toMatchObject({ taskId, status: "completed", result: { content: expect.any(Array) } });
+		expect(got.result).toMatchObject({
+			taskId,
+			result: { content: [{ type: "text", text: `gate ${gate.name} passed` }] },
+		});
+		// The upstream was asked under its own id, which the client never sees.
+		const asked = (await upstreamLog("modernTasking")).filter(
+			(entry) => entry.body?.method === "tasks/get" && JSON.stringify(entry.body).includes(gate.name) === false,
+		);
+		const upstreamIds = new Set(asked.map((entry) => String(entry.body?.params?.taskId)));
+		expect(upstreamIds.has(taskId)).toBe(false);
 	});
 
-	it("another key's tasks/get or tasks/cancel of an upstream's task is unknown (-32602), and the task goes on for its own key", async () => {
-		const server = await registerServer("reference");
+	it("another key's tasks/get or tasks/cancel of an upstream's task is unknown (-32602) and never reaches it; the task goes on for its own key", async () => {
+		const server = await registerServer("modernTasking");
 		const { key } = await createKey({ servers: [server] });
-		const created = await referenceCall(server, key, { seconds: 30, label: "foreign" });
-		const taskId = String(created.result?.taskId);
+		const gate = upstreamGate("modernTasking");
+		const taskId = String((await gateTask(server, key, gate)).result?.taskId);
+		await gate.arrived();
+		const logged = (await upstreamLog("modernTasking")).length;
 		const other = await createKey({ servers: [server] });
-		for (const method of ["tasks/get", "tasks/cancel"]) {
-			const refused = await taskGet(`/mcp/${server}`, other.key, method, taskId);
-			expect(refused.error?.code).toBe(-32602);
+		for (const method of ["tasks/get", "tasks/cancel", "tasks/update"]) {
+			expect((await taskGet(`/mcp/${server}`, other.key, method, taskId)).error?.code).toBe(-32602);
 		}
+		expect(
+			(await upstreamLog("modernTasking")).slice(logged).filter((entry) => entry.body?.method?.startsWith("tasks/")),
+		).toEqual([]);
+		expect((await gate.status()).cancelled).toBe(0);
 		expect((await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status).toBe("working");
 		expect((await taskGet(`/mcp/${server}`, key, "tasks/cancel", taskId)).result).toMatchObject({
 			resultType: "complete",
 		});
-		await eventually(
-			async () => (await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status === "cancelled",
-		);
+		await eventually(async () => (await gate.status()).cancelled === 1);
 	});
 
 	it("the same id on another endpoint of the same key is unknown: it is bound to the endpoint that made it", async () => {
-		const server = await registerServer("reference");
-		const second = await registerServer("reference");
+		const server = await registerServer("modernTasking");
+		const second = await registerServer("modernTasking");
 		const { key } = await createKey({ servers: [server, second] });
-		const created = await referenceCall(server, key, { seconds: 30, label: "endpoint" });
-		const taskId = String(created.result?.taskId);
+		const gate = upstreamGate("modernTasking");
+		const taskId = String((await gateTask(server, key, gate)).result?.taskId);
 		expect((await taskGet(`/mcp/${second}`, key, "tasks/get", taskId)).error?.code).toBe(-32602);
-		expect((await taskGet(`/mcp/${server}`, key, "tasks/cancel", taskId)).result).toMatchObject({
-			resultType: "complete",
-		});
+		expect((await taskGet(`/mcp/${server}`, key, "tasks/get", taskId)).result?.status).toBe("working");
+		await gate.release();
 	});
 });

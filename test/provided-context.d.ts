@@ -11,14 +11,14 @@ declare module "vitest" {
 		epsilonPort: number;
 		/** An upstream with an event store: its SSE replies carry ids and resume with Last-Event-ID. */
 		resumablePort: number;
-		/** An upstream that runs calls as tasks (2025-11-25): `task_gate`, `maybe_task_gate`, `task_fail` (scripts/fixtures/task-tools.ts). */
+		/** An upstream that runs calls as tasks (2025-11-25): `task_gate`, `maybe_task_gate`, `task_fail`, `task_elicit` (scripts/fixtures/task-tools.ts). */
 		taskingPort: number;
 		/** A 2026-07-28 server (scripts/fixtures/modern-upstream.ts) that refuses 2025-era requests. */
 		modernPort: number;
 		/** A 2026-07-28 server that also serves 2025-era clients statelessly; its modern replies are SSE. */
 		dualPort: number;
-		/** The conformance reference (scripts/fixtures/reference/): both eras, and tasks of its own on 2026-07-28 (SEP-2663). */
-		referencePort: number;
+		/** A 2026-07-28 server with the tasks extension (SEP-2663): `task_gate`, `maybe_task_gate`, `task_fail`, `task_ask`. */
+		modernTaskingPort: number;
 		/** The fault-injecting upstream (scripts/fixtures/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (scripts/fixtures/fault-supervisor.ts). */

@@ -20,8 +20,13 @@
  * pending ones, ones added after the set was frozen) are reported with their
  * reason and do not fail it, except the few this project requires anyway
  * (REQUIRED_HERE: server-sse-polling, http-header-validation,
- * http-custom-header-server-validation). One scenario run by name (--scenario)
- * fails the run whenever it fails.
+ * http-custom-header-server-validation). Through the gateway, a set's
+ * extension scenarios (the tasks extension's tasks-*) run against the
+ * reference alone as well, and are printed side by side: those that pass
+ * there count, and fail the run when they fail through the gateway; those
+ * that fail there too do not (baseline.ts). The gateway runs with
+ * TASK_PROMOTE_AFTER_MS=200. One scenario run by name (--scenario) fails the
+ * run whenever it fails.
  *
  * Then the suite's authorization-server scenarios, against the gateway as its
  * own OAuth authorization server (scripts/conformance/authorization.ts, a
@@ -31,7 +36,8 @@
  *
  * The folder is this program and its parts: the suite's CLI (cli.ts), the
  * gateway under `wrangler dev` (gateway.ts), the key proxy (key-proxy.ts),
- * the results read from the CLI (results.ts) and the authorization scenarios
+ * the results read from the CLI (results.ts), the extension scenarios beside
+ * their direct baseline (baseline.ts) and the authorization scenarios
  * (authorization.ts). The reference and the identity provider are fixtures
  * (scripts/fixtures/).
  *
@@ -49,6 +55,7 @@ import {
 } from "../fixtures/reference/conformance-reference.ts";
 import { installShutdown, Processes } from "../processes.ts";
 import { AUTHORIZATION_LABEL, type AuthorizationRun, runAuthorizationScenarios } from "./authorization.ts";
+import { isExtensionScenario, printSideBySide, withBaseline } from "./baseline.ts";
 import { cliFinished, conformanceVersion, findConformanceBin, startCli } from "./cli.ts";
 import { admin, buildGateway, type GatewayBuild, startGateway } from "./gateway.ts";
 import { type RunningProxy, startKeyProxy } from "./key-proxy.ts";
@@ -86,6 +93,23 @@ const REQUIRED_HERE: Readonly<Partial<Record<RequirementSet, readonly string[]>>
 	"2026-07-28": ["http-header-validation", "http-custom-header-server-validation"],
 };
 
+/**
+ * What the gateway under test is configured with beyond its defaults: a call
+ * of a task-capable client is made a task after 200 ms rather than 5 s, so the
+ * tasks scenarios' slow calls (slow_compute of a second or two) are promoted
+ * well within the suite's 30 s per scenario, whatever the upstream answers.
+ */
+const GATEWAY_VARS = { TASK_PROMOTE_AFTER_MS: "200" };
+
+/**
+ * The wire an extension scenario (tasks-*) named with --scenario runs at. The
+ * CLI puts extension scenarios on no spec timeline, so it skips them at every
+ * --spec-version unless forced; the tasks extension (SEP-2663) is of 2026-07-28.
+ */
+const EXTENSION_WIRE: RequirementSet = "2026-07-28";
+/** How the CLI says it skipped a scenario for being an extension's. */
+const EXTENSION_SKIP = /^SKIPPED: .*\(extension scenario/;
+
 const USAGE = `Usage: node scripts/conformance/conformance.ts [options]
 
 Runs the MCP conformance suite's server scenarios, requirement sets ${REQUIREMENT_SETS.join(" and ")},
@@ -94,7 +118,8 @@ then its authorization-server scenarios against the gateway's own OAuth authoriz
 (alone: node scripts/conformance/authorization.ts).
 
   --requirements <set>  run one requirement set (${REQUIREMENT_SETS.join(" or ")}); default: both
-  --scenario <name>     run one scenario (e.g. dns-rebinding-protection), at the wire of each set run
+  --scenario <name>     run one scenario (e.g. dns-rebinding-protection), at the wire of each set run;
+                        an extension scenario (e.g. tasks-lifecycle) runs at the 2026-07-28 wire
   --expect-fail <name>  a scenario known to fail (repeatable), as <scenario> (any set) or <set>:<scenario>:
                         its failure is reported but does not fail the run
   --direct              run against the conformance reference itself, without the gateway (baseline);
@@ -109,6 +134,8 @@ A set's unscored scenarios (extension, pending, added-after-release) are reporte
 except ${Object.entries(REQUIRED_HERE)
 	.flatMap(([set, names]) => (names ?? []).map((name) => `${set}:${name}`))
 	.join(", ")}, which this project requires.
+Through the gateway, the extension scenarios (tasks-*) also run against the reference alone, shown
+side by side: each one that passes there counts.
 The CLI is node_modules/.bin/conformance (devDependency @modelcontextprotocol/conformance);
 set CONFORMANCE_BIN to use another one.`;
 
@@ -204,9 +231,15 @@ function log(message: string): void {
  * set (it fixes both the scenarios and the wire version), or the one
  * --scenario at that set's wire version.
  */
-async function runSuite(bin: string, url: string, set: RequirementSet, resultsDir: string): Promise<CliRun> {
+async function runSuite(
+	bin: string,
+	url: string,
+	set: RequirementSet,
+	resultsDir: string,
+	force = false,
+): Promise<CliRun> {
 	const selection = options.scenario
-		? ["--scenario", options.scenario, "--spec-version", set]
+		? ["--scenario", options.scenario, "--spec-version", set, ...(force ? ["--force"] : [])]
 		: ["--requirements", set];
 	const cli = startCli(
 		procs,
@@ -215,7 +248,13 @@ async function runSuite(bin: string, url: string, set: RequirementSet, resultsDi
 		["server", "--url", url, ...selection, "--output-dir", resultsDir],
 		options.verbose,
 	);
-	return cliFinished(cli, SUITE_TIMEOUT_MS, `the ${set} conformance run`);
+	const run = await cliFinished(cli, SUITE_TIMEOUT_MS, `the ${set} conformance run`);
+	const skippedAsExtension = run.lines.some((line) => EXTENSION_SKIP.test(withoutColours(line)));
+	if (options.scenario && !force && set === EXTENSION_WIRE && skippedAsExtension) {
+		log(`${options.scenario} is an extension scenario: running it at the ${set} wire all the same (--force)`);
+		return runSuite(bin, url, set, resultsDir, true);
+	}
+	return run;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +301,11 @@ async function main(): Promise<number> {
 	if (!options.direct) {
 		log("building the gateway and starting it (wrangler dev)...");
 		build = await buildGateway(procs, tmp);
-		const gateway = await startGateway(procs, build, { name: "gateway (wrangler dev)", dir: join(tmp, "gateway") });
+		const gateway = await startGateway(procs, build, {
+			name: "gateway (wrangler dev)",
+			dir: join(tmp, "gateway"),
+			vars: GATEWAY_VARS,
+		});
 		await admin(gateway, "PUT", `/servers/${SERVER_NAME}`, { url: reference.url });
 		const { key } = await admin<{ key: string }>(gateway, "POST", "/keys", { name: "conformance" });
 		proxy = await startKeyProxy(new URL(gateway.url), key);
@@ -280,16 +323,26 @@ async function main(): Promise<number> {
 		const run = await runSuite(bin, target, set, resultsDir);
 		// Interrupted: the CLI was stopped midway, so its results are partial; shutdown() owns the exit.
 		if (stopping()) return new Promise<never>(() => {});
-		const results = collectResults(run, resultsDir, options.scenario).map((result) => ({
+		let results: ScenarioResult[] = collectResults(run, resultsDir, options.scenario).map((result) => ({
 			...result,
 			requiredHere: result.notScored !== undefined && (REQUIRED_HERE[set] ?? []).includes(result.name),
 		}));
+		if (reportBrokenRun(run, results, `the ${set} run`)) broken = true;
+		// Through the gateway, the extension scenarios are the gateway's to pass where the reference passes them.
+		if (!options.direct && results.some(isExtensionScenario)) {
+			log(`running the ${set} requirement set against the reference directly, for its extension scenarios...`);
+			const directDir = join(resultsRoot, `${set}-direct`);
+			mkdirSync(directDir, { recursive: true });
+			const directRun = await runSuite(bin, reference.url, set, directDir);
+			if (stopping()) return new Promise<never>(() => {});
+			results = withBaseline(results, collectResults(directRun, directDir, options.scenario));
+		}
 		if (results.length > 0) {
 			const title = `${set} server scenarios (at the ${set} wire), against ${targetName}`;
 			printTable(results, { title, label: set }, options.scenario === undefined);
+			printSideBySide(results, set);
 			runs.set(set, results);
 		}
-		if (reportBrokenRun(run, results, `the ${set} run`)) broken = true;
 	}
 
 	let authorization: AuthorizationRun | undefined;

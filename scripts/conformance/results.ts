@@ -37,6 +37,8 @@ export interface ScenarioResult {
 	notScored?: string;
 	/** Not scored by its set, but this project requires it to pass all the same. */
 	requiredHere?: boolean;
+	/** How an extension scenario fared against the reference alone, in a gateway run (baseline.ts). */
+	direct?: Pick<ScenarioResult, "verdict" | "passed" | "failed" | "warnings">;
 	/** One line per failed or warning check. */
 	problems: string[];
 }
@@ -172,8 +174,9 @@ function evidence(check: Check): string {
 
 /**
  * The counts of one set's run, for its closing line and the overall summary:
- * scored and unscored apart, unless `scoring` is false (a single scenario run
- * by name, for which the CLI does not say whether its set scores it).
+ * scored, unscored but required here (which count as well), and the rest
+ * apart, unless `scoring` is false (a single scenario run by name, for which
+ * the CLI does not say whether its set scores it).
  */
 export function tally(results: ScenarioResult[], scoring = true): string {
 	const count = (list: ScenarioResult[], verdict: ScenarioResult["verdict"]) =>
@@ -183,8 +186,10 @@ export function tally(results: ScenarioResult[], scoring = true): string {
 		return `${count(list, "PASS")} passed, ${count(list, "FAIL")} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`;
 	};
 	if (!scoring) return line(results);
-	const unscored = results.filter((result) => result.notScored);
+	const required = results.filter((result) => result.notScored && result.requiredHere);
+	const unscored = results.filter((result) => result.notScored && !result.requiredHere);
 	const parts = [`scored: ${line(results.filter((result) => !result.notScored))}`];
+	if (required.length > 0) parts.push(`not scored but required here: ${line(required)}`);
 	if (unscored.length > 0) parts.push(`not scored: ${line(unscored)}`);
 	return parts.join("; ");
 }
@@ -201,7 +206,11 @@ export function printTable(results: ScenarioResult[], { title, label }: TableHea
 	console.log(`${"scenario".padEnd(width)}  result  checks (passed/failed/warnings)  note`);
 	for (const result of results) {
 		const counts = `${result.passed}/${result.failed}/${result.warnings}`;
-		const required = result.requiredHere ? " (required here)" : "";
+		const required = result.requiredHere
+			? result.direct?.verdict === "PASS"
+				? " (counted: it passes directly)"
+				: " (required here)"
+			: "";
 		const note = result.notScored ? `not scored for ${label}: ${result.notScored}${required}` : "";
 		console.log(`${result.name.padEnd(width)}  ${result.verdict.padEnd(6)}  ${counts.padEnd(31)}  ${note}`.trimEnd());
 	}

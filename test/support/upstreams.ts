@@ -16,7 +16,7 @@ export type UpstreamName =
 	| "tasking"
 	| "modern"
 	| "dual"
-	| "reference";
+	| "modernTasking";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
@@ -27,7 +27,11 @@ export function upstreamUrl(which: UpstreamName): string {
 }
 
 /** Registers a test upstream under a fresh name (alpha needs UPSTREAM_ALPHA_TOKEN, which the gateway resolves). */
-export async function registerServer(which: UpstreamName, name = uniqueName(which)): Promise<string> {
+export async function registerServer(
+	which: UpstreamName,
+	// Server names are lower-case: `modernTasking` registers as `modern-tasking-…`.
+	name = uniqueName(which.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)),
+): Promise<string> {
 	const headers = which === "alpha" ? { Authorization: "Bearer ${UPSTREAM_ALPHA_TOKEN}" } : {};
 	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which), headers });
 	if (response.status !== 201 && response.status !== 200) {
@@ -79,9 +83,9 @@ export async function upstreamSessionLog(
 	return (await upstreamLog(which)).filter((entry) => entry.sessionId === upstreamSessionId);
 }
 
-/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon, resumable, modern and tasking offer it). */
+/** A new gate of the `gate` tool on a test upstream (alpha, beta, gamma, delta, epsilon, resumable, modern, modernTasking and tasking offer it). */
 export function upstreamGate(
-	which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable" | "modern" | "tasking",
+	which: "alpha" | "beta" | "gamma" | "delta" | "epsilon" | "resumable" | "modern" | "modernTasking" | "tasking",
 ) {
 	return newGate(`http://127.0.0.1:${upstreamPort(which)}`);
 }
