@@ -16,6 +16,7 @@ import {
 	rpc,
 } from "./support/gateway.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /** What a 2025-11-25 client that takes part in tasks declares (the spec's client `tasks` capability). */
@@ -356,6 +357,54 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect((await client.experimental.tasks.getTask(taskId)).status).toBe("completed");
 		expect((await client.experimental.tasks.listTasks()).tasks.map((task) => task.taskId)).toEqual([taskId]);
 		await client.close();
+	});
+
+	it("a call that asks the client during a task puts it in input_required; tasks/result carries the request, the client's answer goes upstream, and the task completes, transparent and aggregate", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		for (const [path, tool] of [
+			[`/mcp/${server}`, "ask_user"],
+			["/mcp", `${server}__ask_user`],
+		] as const) {
+			const { sessionId } = await openWith(path, key, { ...TASKS_CLIENT, elicitation: {} });
+			const send = async (message: unknown) => readReply(await rpc(path, key, sessionId, message));
+			const { writes } = await instrumentSession(sessionId);
+			const before = await writes();
+			const task = createdTask(
+				await send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, task: {} } }),
+			);
+			await eventually(
+				async () => (await send(get(2, task.taskId))).result?.status === "input_required",
+				"the task waiting for input",
+			);
+			const streaming = await rpc(path, key, sessionId, result(3, task.taskId));
+			expect(streaming.headers.get("content-type")).toContain("text/event-stream");
+			const events = eventReader<{ id?: number | string; method?: string; params?: Record<string, unknown> }>(
+				streaming.body as ReadableStream<Uint8Array>,
+			);
+			const question = await events.next();
+			expect(question).toMatchObject({
+				method: "elicitation/create",
+				params: { message: "delta needs an answer", _meta: { [RELATED_TASK]: { taskId: task.taskId } } },
+			});
+			const answer = await rpc(path, key, sessionId, {
+				jsonrpc: "2.0",
+				id: question.id,
+				result: { action: "accept", content: { answer: "forty-two" } },
+			});
+			expect(answer.status).toBe(202);
+			expect(await events.next()).toEqual({
+				jsonrpc: "2.0",
+				id: 3,
+				result: {
+					content: [{ type: "text", text: "delta got accept: forty-two" }],
+					_meta: { [RELATED_TASK]: { taskId: task.taskId } },
+				},
+			});
+			expect((await send(get(4, task.taskId))).result).toMatchObject({ status: "completed" });
+			// One write per state change: created, input_required, working again, completed.
+			expect(await writes()).toBe(before + 4);
+		}
 	});
 
 	it("a params.task from a client that did not declare tasks is ignored: the call is answered as usual", async () => {

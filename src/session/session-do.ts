@@ -248,12 +248,11 @@ export class SessionDO extends DurableObject<Env> {
 			}
 			if (input.kind === "request" && this.parts.holdsTasks()) {
 				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
-				const answered = await answerTaskRequest(this.parts.tasks, input.message);
-				if (answered) {
-					done();
-					return answered;
-				}
+				const answered = await answerTaskRequest(this.parts.tasks, input.message, done);
+				if (answered) return answered;
 			}
+			// An answer to what a held task's call asked settles that question; it goes on as any answer.
+			if (input.kind === "response") await this.parts.tasks.answered(input.message);
 			// No upstream gets task augmentation: the session holds tasks itself, and ignores `params.task`
 			// of a client it does not hold tasks for (the spec's rule for a receiver that did not declare them).
 			if (input.kind === "request") input = { kind: "request", message: withoutTask(input.message) };

@@ -1,4 +1,4 @@
-import type { JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { randomToken } from "../../primitives/crypto.ts";
@@ -53,6 +53,10 @@ interface Runner {
 	/** The id the call runs under in the session (never the client's: it has gone). */
 	readonly requestId: RequestId;
 	readonly stopDeadline: () => void;
+	/** What the call asked the client (elicitation, sampling) and the client has not answered yet. */
+	readonly questions: JSONRPCRequest[];
+	/** Who is told of each new question (an open `tasks/result`). */
+	readonly listeners: Set<(question: JSONRPCRequest) => void>;
 }
 
 /**
@@ -107,6 +111,8 @@ export class HeldTasks {
 		const runner: Runner = {
 			requestId,
 			stopDeadline: this.host.extendDeadline(requestId, expiresAt(task) - now),
+			questions: [],
+			listeners: new Set(),
 		};
 		this.runners.set(task.taskId, runner);
 		try {
@@ -182,6 +188,40 @@ export class HeldTasks {
 		const tasks = all.slice(from, from + LIST_PAGE_SIZE);
 		const last = tasks[tasks.length - 1];
 		return from + LIST_PAGE_SIZE < all.length && last ? { tasks, nextCursor: last.taskId } : { tasks };
+	}
+
+	/**
+	 * What the task's call asks the client and waits for (the spec's
+	 * `input_required`): the requests so far, and each later one as it comes
+	 * to `listener` until the returned function is called.
+	 */
+	questions(
+		taskId: string,
+		listener: (question: JSONRPCRequest) => void,
+	): { asked: JSONRPCRequest[]; stop: () => void } {
+		const runner = this.runners.get(taskId);
+		if (!runner) return { asked: [], stop: () => {} };
+		runner.listeners.add(listener);
+		return { asked: [...runner.questions], stop: () => runner.listeners.delete(listener) };
+	}
+
+	/**
+	 * The client answered a request (`message` is its response): if a task's
+	 * call asked it, that question is settled, and a task with none left is
+	 * working again. The answer itself goes on its way as any answer does.
+	 */
+	async answered(message: JSONRPCMessage): Promise<void> {
+		if (!("id" in message) || "method" in message) return;
+		for (const [taskId, runner] of this.runners) {
+			const at = runner.questions.findIndex((question) => question.id === message.id);
+			if (at < 0) continue;
+			runner.questions.splice(at, 1);
+			const task = this.tasks?.get(taskId);
+			if (runner.questions.length === 0 && task?.status === "input_required") {
+				await this.update(task, { status: "working" });
+			}
+			return;
+		}
 	}
 
 	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion). */
@@ -264,7 +304,12 @@ export class HeldTasks {
 		const limit = Math.min(this.host.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
 		let outcome: TaskOutcome;
 		try {
-			const answer = await answerIn(await this.host.run(message), message.id, this.host.settings.maxReplyBytes);
+			const answer = await answerIn(
+				await this.host.run(message),
+				message.id,
+				this.host.settings.maxReplyBytes,
+				(question) => this.asked(taskId, runner, question),
+			);
 			outcome = (answer && outcomeOf(answer)) ?? {
 				error: this.host.mayHaveRun(tool, "its reply ended before it answered").toJsonRpcError(),
 			};
@@ -286,6 +331,19 @@ export class HeldTasks {
 		);
 	}
 
+	/** The call asked the client something: the task waits for input until it is answered. */
+	private asked(taskId: string, runner: Runner, question: JSONRPCRequest): void {
+		if (this.runners.get(taskId) !== runner) return;
+		runner.questions.push(question);
+		for (const listener of runner.listeners) listener(question);
+		const task = this.tasks?.get(taskId);
+		if (task?.status !== "working") return;
+		this.update(task, {
+			status: "input_required",
+			statusMessage: "The call waits for the client's answer; tasks/result delivers what it asks.",
+		}).catch((error: unknown) => console.error(`task input_required not stored: ${describeError(error)}`));
+	}
+
 	/** A call's outcome, once: completed with its result, or failed with its error. */
 	private async finish(taskId: string, outcome: TaskOutcome): Promise<void> {
 		const task = this.tasks?.get(taskId);
@@ -298,9 +356,10 @@ export class HeldTasks {
 		);
 	}
 
-	/** One state change: kept, written once, told to whoever waits and to the client. */
+	/** One state change: kept, written once, told to whoever waits and to the client. A status message describes its own state only. */
 	private async update(task: HeldTask, change: Partial<HeldTask> & { status: TaskStatus }): Promise<HeldTask> {
-		const updated: HeldTask = { ...task, ...change, lastUpdatedAt: this.host.clock().now() };
+		const { statusMessage: _previous, ...unchanged } = task;
+		const updated: HeldTask = { ...unchanged, ...change, lastUpdatedAt: this.host.clock().now() };
 		this.tasks?.set(task.taskId, updated);
 		this.wake(task.taskId);
 		await this.host.store.writeTask(updated);
