@@ -1,8 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { type ClientCapabilities, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ClientCapabilities, type JSONRPCRequest, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import type { SessionDO } from "../src/session/session-do.ts";
-import { placeOfTaskId } from "../src/session/session-do.ts";
+import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
 import {
@@ -15,6 +14,7 @@ import {
 	readReply,
 	rpc,
 } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
@@ -465,5 +465,61 @@ describe("tasks on aggregate endpoints", () => {
 		await held.arrived();
 		expect((await send(cancel(5, running.taskId))).result).toMatchObject({ status: "cancelled" });
 		await eventually(async () => (await held.status()).cancelled === 1, "the member's call cancelled at the gate");
+	});
+});
+
+describe("the held tasks the 2026-07-28 side builds on", () => {
+	it("a task started unsaved that finishes and is forgotten costs no storage write; settle gives one still running as it is once its time passes; kept, it is written once and outlives its object", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const { stub, clock, writes } = await instrumentSession(sessionId);
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.timers = timers;
+		});
+		const quick = upstreamGate("alpha");
+		await quick.release();
+		const before = await writes();
+		const finished = await runInDurableObject(stub, async (instance: SessionDO) => {
+			const task = await instance.tasks.start(quick.call("quick") as JSONRPCRequest, undefined, { unsaved: true });
+			const settled = await instance.tasks.settle(task.taskId, 5_000);
+			await instance.tasks.forget(task.taskId);
+			return settled;
+		});
+		expect(finished).toMatchObject({
+			status: "completed",
+			result: { content: [{ text: `gate ${quick.name} passed` }] },
+		});
+		expect(await writes()).toBe(before);
+
+		const slow = upstreamGate("alpha");
+		const taskId = await runInDurableObject(
+			stub,
+			async (instance: SessionDO) =>
+				(await instance.tasks.start(slow.call("slow") as JSONRPCRequest, undefined, { unsaved: true })).taskId,
+		);
+		await slow.arrived();
+		let settled: HeldTask | null | undefined;
+		const settling = runInDurableObject(stub, (instance: SessionDO) => instance.tasks.settle(taskId, 1_000)).then(
+			(task) => {
+				settled = task;
+			},
+		);
+		await eventually(async () => {
+			await runInDurableObject(stub, () => {
+				clock.advance(1_000);
+				timers.runDue();
+			});
+			return settled !== undefined;
+		}, "settle's time passing");
+		await settling;
+		expect(settled).toMatchObject({ taskId, status: "working" });
+		expect(await writes()).toBe(before);
+		await runInDurableObject(stub, (instance: SessionDO) => instance.tasks.keep(taskId));
+		expect(await writes()).toBe(before + 1);
+		await slow.release();
+		expect((await send(result(1, taskId))).result).toMatchObject({ content: [{ text: `gate ${slow.name} passed` }] });
+		expect(await writes()).toBe(before + 2);
+		await evictDurableObject(stub);
+		expect((await send(get(2, taskId))).result).toMatchObject({ taskId, status: "completed" });
 	});
 });

@@ -72,6 +72,8 @@ export class HeldTasks {
 	private tasks: Map<string, HeldTask> | null = null;
 	private loading: Promise<Map<string, HeldTask>> | null = null;
 	private readonly runners = new Map<string, Runner>();
+	/** Tasks started with `unsaved` and not kept yet: in memory only, nothing of them written. */
+	private readonly unsaved = new Set<string>();
 	/** Who waits for a task to change (`settle`). */
 	private readonly waiters = new Map<string, Set<() => void>>();
 
@@ -83,8 +85,14 @@ export class HeldTasks {
 	 * after the client has gone, stores the outcome. Resolves once the task
 	 * is stored. Throws a GatewayError over `maxPerSession` (nothing stored).
 	 * `ttlMs`: the client's ask, clamped to settings.tasks.ttlMs.
+	 * `unsaved`: nothing is written until `keep` (a call that may finish
+	 * before anyone learns of its task, then `forget`: it costs no write).
 	 */
-	async start(message: JSONRPCRequest, ttlMs: number | undefined): Promise<HeldTask> {
+	async start(
+		message: JSONRPCRequest,
+		ttlMs: number | undefined,
+		options: { unsaved?: boolean } = {},
+	): Promise<HeldTask> {
 		const tasks = await this.loaded();
 		const { maxPerSession, ttlMs: maxTtlMs } = this.host.settings.tasks;
 		const now = this.host.clock().now();
@@ -115,14 +123,16 @@ export class HeldTasks {
 			listeners: new Set(),
 		};
 		this.runners.set(task.taskId, runner);
-		try {
-			await this.host.store.writeTask(task);
-			await this.host.expiresBy(expiresAt(task));
-		} catch (error) {
-			tasks.delete(task.taskId);
-			this.runners.delete(task.taskId);
-			runner.stopDeadline();
-			throw error;
+		if (options.unsaved) this.unsaved.add(task.taskId);
+		else {
+			try {
+				await this.save(task);
+			} catch (error) {
+				tasks.delete(task.taskId);
+				this.runners.delete(task.taskId);
+				runner.stopDeadline();
+				throw error;
+			}
 		}
 		this.host.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
 		return task;
@@ -137,12 +147,22 @@ export class HeldTasks {
 
 	/** The task once terminal, or as it is after `withinMs` (Infinity: until terminal); null as `get`. */
 	async settle(taskId: string, withinMs: number): Promise<HeldTask | null> {
-		const until = this.host.clock().now() + withinMs;
-		for (;;) {
-			const task = await this.get(taskId);
-			const left = until - this.host.clock().now();
-			if (!task || isTerminal(task.status) || left <= 0) return task;
-			await this.changeOf(taskId, left);
+		let over = false;
+		// The session's timers, so tests decide when `withinMs` has passed.
+		const cancelTimer = Number.isFinite(withinMs)
+			? this.host.timers().set(withinMs, () => {
+					over = true;
+					this.wake(taskId);
+				})
+			: () => {};
+		try {
+			for (;;) {
+				const task = await this.get(taskId);
+				if (!task || isTerminal(task.status) || over) return task;
+				await this.changeOf(taskId);
+			}
+		} finally {
+			cancelTimer();
 		}
 	}
 
@@ -224,14 +244,24 @@ export class HeldTasks {
 		}
 	}
 
-	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion). */
+	/**
+	 * Stores a task started `unsaved`, as it is now (one write): from here on
+	 * it is as durable as any (a 2026-07-28 call promoted to a task). Null as `get`.
+	 */
+	async keep(taskId: string): Promise<HeldTask | null> {
+		const task = await this.get(taskId);
+		if (task && this.unsaved.delete(taskId)) await this.save(task);
+		return task;
+	}
+
+	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion); one never kept costs no write. */
 	async forget(taskId: string): Promise<void> {
 		const tasks = await this.loaded();
 		if (!tasks.delete(taskId)) return;
 		this.runners.get(taskId)?.stopDeadline();
 		this.runners.delete(taskId);
 		this.wake(taskId);
-		await this.host.store.deleteTasks([taskId]);
+		if (!this.unsaved.delete(taskId)) await this.host.store.deleteTasks([taskId]);
 	}
 
 	/**
@@ -247,7 +277,8 @@ export class HeldTasks {
 			this.stopRunner(task.taskId, "The task's ttl passed.");
 			this.wake(task.taskId);
 		}
-		await this.host.store.deleteTasks(expired.map((task) => task.taskId));
+		const stored = expired.filter((task) => !this.unsaved.delete(task.taskId));
+		await this.host.store.deleteTasks(stored.map((task) => task.taskId));
 		return this.nextExpiry();
 	}
 
@@ -268,6 +299,7 @@ export class HeldTasks {
 		for (const taskId of [...this.runners.keys()]) this.stopRunner(taskId, `The session ended (${reason}).`);
 		this.tasks = new Map();
 		this.loading = null;
+		this.unsaved.clear();
 		for (const taskId of [...this.waiters.keys()]) this.wake(taskId);
 	}
 
@@ -362,9 +394,15 @@ export class HeldTasks {
 		const updated: HeldTask = { ...unchanged, ...change, lastUpdatedAt: this.host.clock().now() };
 		this.tasks?.set(task.taskId, updated);
 		this.wake(task.taskId);
-		await this.host.store.writeTask(updated);
+		if (!this.unsaved.has(task.taskId)) await this.host.store.writeTask(updated);
 		this.host.changed(updated);
 		return updated;
+	}
+
+	/** The task's first write, and the alarm by its expiry. */
+	private async save(task: HeldTask): Promise<void> {
+		await this.host.store.writeTask(task);
+		await this.host.expiresBy(expiresAt(task));
 	}
 
 	/** Stops reading a task's call and tells the upstream to stop it. */
@@ -378,17 +416,15 @@ export class HeldTasks {
 			.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
 	}
 
-	/** Resolves when the task changes, or after `ms`. */
-	private changeOf(taskId: string, ms: number): Promise<void> {
+	/** Resolves when the task changes (or a `settle` of it times out). */
+	private changeOf(taskId: string): Promise<void> {
 		return new Promise((resolve) => {
 			let waiting = this.waiters.get(taskId);
 			if (!waiting) {
 				waiting = new Set();
 				this.waiters.set(taskId, waiting);
 			}
-			const cancelTimer = Number.isFinite(ms) ? this.host.timers().set(ms, () => done()) : () => {};
 			const done = () => {
-				cancelTimer();
 				waiting.delete(done);
 				if (waiting.size === 0 && this.waiters.get(taskId) === waiting) this.waiters.delete(taskId);
 				resolve();
