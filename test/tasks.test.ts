@@ -140,6 +140,23 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect(await storedTask(sessionId, task.taskId)).toMatchObject({ status: "completed" });
 	});
 
+	it("a task is kept as long as the client asks, at most TASK_TTL_SECONDS, and polling is paced", async () => {
+		const { send } = await transparentTaskSession();
+		const gate = upstreamGate("alpha");
+		await gate.release();
+		expect(createdTask(await send(taskCall(gate, 1, "gate", 99_999_999)))).toMatchObject({ ttl: 3_600_000 });
+		expect(createdTask(await send(taskCall(gate, 2, "gate", 60_000)))).toMatchObject({
+			ttl: 60_000,
+			pollInterval: 2_000,
+		});
+		const refused = await send({
+			...taskCall(gate, 3),
+			params: { ...taskCall(gate, 3).params, task: { ttl: "soon" } },
+		});
+		expect(refused.error?.code).toBe(-32602);
+		expect(refused.error?.message).toMatch(/params.task must be an object with an optional numeric ttl/);
+	});
+
 	it("tasks/cancel of a running task: cancelled at once, and the upstream gets notifications/cancelled for the call, which ends it there", async () => {
 		const { send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");

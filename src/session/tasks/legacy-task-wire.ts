@@ -75,9 +75,9 @@ export function withTaskSupport(tool: Tool): Tool {
 	return { ...tool, execution: { ...tool.execution, taskSupport: "optional" } };
 }
 
-/** `message` without its task augmentation: the call as the upstream gets it. */
+/** A `tools/call` without its task augmentation: the call as the upstream gets it. */
 export function withoutTask(message: JSONRPCRequest): JSONRPCRequest {
-	if (message.params === undefined || !("task" in message.params)) return message;
+	if (message.method !== "tools/call" || message.params === undefined || !("task" in message.params)) return message;
 	const { task: _task, ...params } = message.params;
 	return { ...message, params };
 }
