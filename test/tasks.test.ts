@@ -274,6 +274,22 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect((await send({ jsonrpc: "2.0", id: 4, method: "ping" })).result).toEqual({});
 	});
 
+	it("a running task holds the session's idle expiry off, as a running call does", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const { stub, clock } = await instrumentSession(sessionId);
+		const gate = upstreamGate("alpha");
+		const task = createdTask(await send(taskCall(gate, 1)));
+		await gate.arrived();
+		// Past the idle timeout (30 min) with nothing from the client: the alarm finds the task's call running.
+		clock.advance(31 * 60_000);
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect((await send(get(2, task.taskId))).result).toMatchObject({ status: "working" });
+		await gate.release();
+		expect((await send(result(3, task.taskId))).result).toMatchObject({
+			content: [{ text: `gate ${gate.name} passed` }],
+		});
+	});
+
 	it("ending the session cancels its running tasks upstream", async () => {
 		const { key, path, sessionId, send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");
