@@ -171,7 +171,7 @@ describe("2026-07-28 calls the session holds as tasks (a server without tasks of
 		expect(capabilities.tasks).toBeUndefined();
 	});
 
-	it("a call that finishes within the promotion delay is answered with its own result, and no task is kept", async () => {
+	it("a call that finishes within the promotion delay is answered with its own result, and no task is kept or written", async () => {
 		const session = await taskingSession();
 		expect(session.first.result).toMatchObject({ resultType: "complete", content: [{ type: "text", text: "before" }] });
 		expect(session.first.result?.taskId).toBeUndefined();
@@ -180,6 +180,12 @@ describe("2026-07-28 calls the session holds as tasks (a server without tasks of
 			async (instance: SessionDO) => (await instance.tasks.list(undefined)).tasks,
 		);
 		expect(held).toEqual([]);
+		// A quick call costs no storage: its task is never written.
+		const writes = () => runInDurableObject(session.stub, (instance: SessionDO) => instance.stats().storageWrites);
+		const before = await writes();
+		const again = await send(session.path, session.key, call("again", "echo", { text: "again" }));
+		expect(again.result).toMatchObject({ content: [{ type: "text", text: "again" }] });
+		expect(await writes()).toBe(before);
 	});
 
 	it("a call still running after the promotion delay becomes a task; the client polls it working, then completed with the result inlined, after an eviction too", async () => {

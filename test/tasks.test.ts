@@ -1,8 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { type ClientCapabilities, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ClientCapabilities, type JSONRPCRequest, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import type { SessionDO } from "../src/session/session-do.ts";
-import { placeOfTaskId } from "../src/session/session-do.ts";
+import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
 import {
@@ -15,7 +14,9 @@ import {
 	readReply,
 	rpc,
 } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /** What a 2025-11-25 client that takes part in tasks declares (the spec's client `tasks` capability). */
@@ -139,6 +140,23 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect(await storedTask(sessionId, task.taskId)).toMatchObject({ status: "completed" });
 	});
 
+	it("a task is kept as long as the client asks, at most TASK_TTL_SECONDS, and polling is paced", async () => {
+		const { send } = await transparentTaskSession();
+		const gate = upstreamGate("alpha");
+		await gate.release();
+		expect(createdTask(await send(taskCall(gate, 1, "gate", 99_999_999)))).toMatchObject({ ttl: 3_600_000 });
+		expect(createdTask(await send(taskCall(gate, 2, "gate", 60_000)))).toMatchObject({
+			ttl: 60_000,
+			pollInterval: 2_000,
+		});
+		const refused = await send({
+			...taskCall(gate, 3),
+			params: { ...taskCall(gate, 3).params, task: { ttl: "soon" } },
+		});
+		expect(refused.error?.code).toBe(-32602);
+		expect(refused.error?.message).toMatch(/params.task must be an object with an optional numeric ttl/);
+	});
+
 	it("tasks/cancel of a running task: cancelled at once, and the upstream gets notifications/cancelled for the call, which ends it there", async () => {
 		const { send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");
@@ -256,6 +274,22 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect((await send({ jsonrpc: "2.0", id: 4, method: "ping" })).result).toEqual({});
 	});
 
+	it("a running task holds the session's idle expiry off, as a running call does", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const { stub, clock } = await instrumentSession(sessionId);
+		const gate = upstreamGate("alpha");
+		const task = createdTask(await send(taskCall(gate, 1)));
+		await gate.arrived();
+		// Past the idle timeout (30 min) with nothing from the client: the alarm finds the task's call running.
+		clock.advance(31 * 60_000);
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect((await send(get(2, task.taskId))).result).toMatchObject({ status: "working" });
+		await gate.release();
+		expect((await send(result(3, task.taskId))).result).toMatchObject({
+			content: [{ text: `gate ${gate.name} passed` }],
+		});
+	});
+
 	it("ending the session cancels its running tasks upstream", async () => {
 		const { key, path, sessionId, send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");
@@ -358,6 +392,54 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		await client.close();
 	});
 
+	it("a call that asks the client during a task puts it in input_required; tasks/result carries the request, the client's answer goes upstream, and the task completes, transparent and aggregate", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		for (const [path, tool] of [
+			[`/mcp/${server}`, "ask_user"],
+			["/mcp", `${server}__ask_user`],
+		] as const) {
+			const { sessionId } = await openWith(path, key, { ...TASKS_CLIENT, elicitation: {} });
+			const send = async (message: unknown) => readReply(await rpc(path, key, sessionId, message));
+			const { writes } = await instrumentSession(sessionId);
+			const before = await writes();
+			const task = createdTask(
+				await send({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, task: {} } }),
+			);
+			await eventually(
+				async () => (await send(get(2, task.taskId))).result?.status === "input_required",
+				"the task waiting for input",
+			);
+			const streaming = await rpc(path, key, sessionId, result(3, task.taskId));
+			expect(streaming.headers.get("content-type")).toContain("text/event-stream");
+			const events = eventReader<{ id?: number | string; method?: string; params?: Record<string, unknown> }>(
+				streaming.body as ReadableStream<Uint8Array>,
+			);
+			const question = await events.next();
+			expect(question).toMatchObject({
+				method: "elicitation/create",
+				params: { message: "delta needs an answer", _meta: { [RELATED_TASK]: { taskId: task.taskId } } },
+			});
+			const answer = await rpc(path, key, sessionId, {
+				jsonrpc: "2.0",
+				id: question.id,
+				result: { action: "accept", content: { answer: "forty-two" } },
+			});
+			expect(answer.status).toBe(202);
+			expect(await events.next()).toEqual({
+				jsonrpc: "2.0",
+				id: 3,
+				result: {
+					content: [{ type: "text", text: "delta got accept: forty-two" }],
+					_meta: { [RELATED_TASK]: { taskId: task.taskId } },
+				},
+			});
+			expect((await send(get(4, task.taskId))).result).toMatchObject({ status: "completed" });
+			// One write per state change: created, input_required, working again, completed.
+			expect(await writes()).toBe(before + 4);
+		}
+	});
+
 	it("a params.task from a client that did not declare tasks is ignored: the call is answered as usual", async () => {
 		const server = await registerServer("alpha");
 		const { key } = await createKey({ servers: [server] });
@@ -416,5 +498,61 @@ describe("tasks on aggregate endpoints", () => {
 		await held.arrived();
 		expect((await send(cancel(5, running.taskId))).result).toMatchObject({ status: "cancelled" });
 		await eventually(async () => (await held.status()).cancelled === 1, "the member's call cancelled at the gate");
+	});
+});
+
+describe("the held tasks the 2026-07-28 side builds on", () => {
+	it("a task started unsaved that finishes and is forgotten costs no storage write; settle gives one still running as it is once its time passes; kept, it is written once and outlives its object", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const { stub, clock, writes } = await instrumentSession(sessionId);
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.timers = timers;
+		});
+		const quick = upstreamGate("alpha");
+		await quick.release();
+		const before = await writes();
+		const finished = await runInDurableObject(stub, async (instance: SessionDO) => {
+			const task = await instance.tasks.start(quick.call("quick") as JSONRPCRequest, undefined, { unsaved: true });
+			const settled = await instance.tasks.settle(task.taskId, 5_000);
+			await instance.tasks.forget(task.taskId);
+			return settled;
+		});
+		expect(finished).toMatchObject({
+			status: "completed",
+			result: { content: [{ text: `gate ${quick.name} passed` }] },
+		});
+		expect(await writes()).toBe(before);
+
+		const slow = upstreamGate("alpha");
+		const taskId = await runInDurableObject(
+			stub,
+			async (instance: SessionDO) =>
+				(await instance.tasks.start(slow.call("slow") as JSONRPCRequest, undefined, { unsaved: true })).taskId,
+		);
+		await slow.arrived();
+		let settled: HeldTask | null | undefined;
+		const settling = runInDurableObject(stub, (instance: SessionDO) => instance.tasks.settle(taskId, 1_000)).then(
+			(task) => {
+				settled = task;
+			},
+		);
+		await eventually(async () => {
+			await runInDurableObject(stub, () => {
+				clock.advance(1_000);
+				timers.runDue();
+			});
+			return settled !== undefined;
+		}, "settle's time passing");
+		await settling;
+		expect(settled).toMatchObject({ taskId, status: "working" });
+		expect(await writes()).toBe(before);
+		await runInDurableObject(stub, (instance: SessionDO) => instance.tasks.keep(taskId));
+		expect(await writes()).toBe(before + 1);
+		await slow.release();
+		expect((await send(result(1, taskId))).result).toMatchObject({ content: [{ text: `gate ${slow.name} passed` }] });
+		expect(await writes()).toBe(before + 2);
+		await evictDurableObject(stub);
+		expect((await send(get(2, taskId))).result).toMatchObject({ taskId, status: "completed" });
 	});
 });

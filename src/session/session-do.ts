@@ -275,12 +275,11 @@ export class SessionDO extends DurableObject<Env> {
 				if (passed) return passed;
 				holder = await this.parts.upstreamTasks.holder(input.message);
 				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
-				const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message);
-				if (answered) {
-					done();
-					return answered;
-				}
+				const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message, done);
+				if (answered) return answered;
 			}
+			// An answer to what a held task's call asked settles that question; it goes on as any answer.
+			if (input.kind === "response") await this.parts.tasks.answered(input.message);
 			// The session holds every other task itself, and ignores `params.task` of a client it does not hold
 			// tasks for (the spec's rule for a receiver that did not declare them).
 			if (input.kind === "request" && !holder) input = { kind: "request", message: withoutTask(input.message) };

@@ -1,4 +1,4 @@
-import type { JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { randomToken } from "../../primitives/crypto.ts";
@@ -53,6 +53,10 @@ interface Runner {
 	/** The id the call runs under in the session (never the client's: it has gone). */
 	readonly requestId: RequestId;
 	readonly stopDeadline: () => void;
+	/** What the call asked the client (elicitation, sampling) and the client has not answered yet. */
+	readonly questions: JSONRPCRequest[];
+	/** Who is told of each new question (an open `tasks/result`). */
+	readonly listeners: Set<(question: JSONRPCRequest) => void>;
 }
 
 /**
@@ -68,6 +72,8 @@ export class HeldTasks {
 	private tasks: Map<string, HeldTask> | null = null;
 	private loading: Promise<Map<string, HeldTask>> | null = null;
 	private readonly runners = new Map<string, Runner>();
+	/** Tasks started with `unsaved` and not kept yet: in memory only, nothing of them written. */
+	private readonly unsaved = new Set<string>();
 	/** Who waits for a task to change (`settle`). */
 	private readonly waiters = new Map<string, Set<() => void>>();
 
@@ -79,8 +85,14 @@ export class HeldTasks {
 	 * after the client has gone, stores the outcome. Resolves once the task
 	 * is stored. Throws a GatewayError over `maxPerSession` (nothing stored).
 	 * `ttlMs`: the client's ask, clamped to settings.tasks.ttlMs.
+	 * `unsaved`: nothing is written until `keep` (a call that may finish
+	 * before anyone learns of its task, then `forget`: it costs no write).
 	 */
-	async start(message: JSONRPCRequest, ttlMs: number | undefined): Promise<HeldTask> {
+	async start(
+		message: JSONRPCRequest,
+		ttlMs: number | undefined,
+		options: { unsaved?: boolean } = {},
+	): Promise<HeldTask> {
 		const tasks = await this.loaded();
 		const { maxPerSession, ttlMs: maxTtlMs } = this.host.settings.tasks;
 		const now = this.host.clock().now();
@@ -107,16 +119,20 @@ export class HeldTasks {
 		const runner: Runner = {
 			requestId,
 			stopDeadline: this.host.extendDeadline(requestId, expiresAt(task) - now),
+			questions: [],
+			listeners: new Set(),
 		};
 		this.runners.set(task.taskId, runner);
-		try {
-			await this.host.store.writeTask(task);
-			await this.host.expiresBy(expiresAt(task));
-		} catch (error) {
-			tasks.delete(task.taskId);
-			this.runners.delete(task.taskId);
-			runner.stopDeadline();
-			throw error;
+		if (options.unsaved) this.unsaved.add(task.taskId);
+		else {
+			try {
+				await this.save(task);
+			} catch (error) {
+				tasks.delete(task.taskId);
+				this.runners.delete(task.taskId);
+				runner.stopDeadline();
+				throw error;
+			}
 		}
 		this.host.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
 		return task;
@@ -131,12 +147,22 @@ export class HeldTasks {
 
 	/** The task once terminal, or as it is after `withinMs` (Infinity: until terminal); null as `get`. */
 	async settle(taskId: string, withinMs: number): Promise<HeldTask | null> {
-		const until = this.host.clock().now() + withinMs;
-		for (;;) {
-			const task = await this.get(taskId);
-			const left = until - this.host.clock().now();
-			if (!task || isTerminal(task.status) || left <= 0) return task;
-			await this.changeOf(taskId, left);
+		let over = false;
+		// The session's timers, so tests decide when `withinMs` has passed.
+		const cancelTimer = Number.isFinite(withinMs)
+			? this.host.timers().set(withinMs, () => {
+					over = true;
+					this.wake(taskId);
+				})
+			: () => {};
+		try {
+			for (;;) {
+				const task = await this.get(taskId);
+				if (!task || isTerminal(task.status) || over) return task;
+				await this.changeOf(taskId);
+			}
+		} finally {
+			cancelTimer();
 		}
 	}
 
@@ -184,14 +210,58 @@ export class HeldTasks {
 		return from + LIST_PAGE_SIZE < all.length && last ? { tasks, nextCursor: last.taskId } : { tasks };
 	}
 
-	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion). */
+	/**
+	 * What the task's call asks the client and waits for (the spec's
+	 * `input_required`): the requests so far, and each later one as it comes
+	 * to `listener` until the returned function is called.
+	 */
+	questions(
+		taskId: string,
+		listener: (question: JSONRPCRequest) => void,
+	): { asked: JSONRPCRequest[]; stop: () => void } {
+		const runner = this.runners.get(taskId);
+		if (!runner) return { asked: [], stop: () => {} };
+		runner.listeners.add(listener);
+		return { asked: [...runner.questions], stop: () => runner.listeners.delete(listener) };
+	}
+
+	/**
+	 * The client answered a request (`message` is its response): if a task's
+	 * call asked it, that question is settled, and a task with none left is
+	 * working again. The answer itself goes on its way as any answer does.
+	 */
+	async answered(message: JSONRPCMessage): Promise<void> {
+		if (!("id" in message) || "method" in message) return;
+		for (const [taskId, runner] of this.runners) {
+			const at = runner.questions.findIndex((question) => question.id === message.id);
+			if (at < 0) continue;
+			runner.questions.splice(at, 1);
+			const task = this.tasks?.get(taskId);
+			if (runner.questions.length === 0 && task?.status === "input_required") {
+				await this.update(task, { status: "working" });
+			}
+			return;
+		}
+	}
+
+	/**
+	 * Stores a task started `unsaved`, as it is now (one write): from here on
+	 * it is as durable as any (a 2026-07-28 call promoted to a task). Null as `get`.
+	 */
+	async keep(taskId: string): Promise<HeldTask | null> {
+		const task = await this.get(taskId);
+		if (task && this.unsaved.delete(taskId)) await this.save(task);
+		return task;
+	}
+
+	/** Forgets a task at once (a 2026-07-28 call that finished before its promotion); one never kept costs no write. */
 	async forget(taskId: string): Promise<void> {
 		const tasks = await this.loaded();
 		if (!tasks.delete(taskId)) return;
 		this.runners.get(taskId)?.stopDeadline();
 		this.runners.delete(taskId);
 		this.wake(taskId);
-		await this.host.store.deleteTasks([taskId]);
+		if (!this.unsaved.delete(taskId)) await this.host.store.deleteTasks([taskId]);
 	}
 
 	/**
@@ -207,7 +277,8 @@ export class HeldTasks {
 			this.stopRunner(task.taskId, "The task's ttl passed.");
 			this.wake(task.taskId);
 		}
-		await this.host.store.deleteTasks(expired.map((task) => task.taskId));
+		const stored = expired.filter((task) => !this.unsaved.delete(task.taskId));
+		await this.host.store.deleteTasks(stored.map((task) => task.taskId));
 		return this.nextExpiry();
 	}
 
@@ -228,6 +299,7 @@ export class HeldTasks {
 		for (const taskId of [...this.runners.keys()]) this.stopRunner(taskId, `The session ended (${reason}).`);
 		this.tasks = new Map();
 		this.loading = null;
+		this.unsaved.clear();
 		for (const taskId of [...this.waiters.keys()]) this.wake(taskId);
 	}
 
@@ -264,7 +336,12 @@ export class HeldTasks {
 		const limit = Math.min(this.host.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
 		let outcome: TaskOutcome;
 		try {
-			const answer = await answerIn(await this.host.run(message), message.id, this.host.settings.maxReplyBytes);
+			const answer = await answerIn(
+				await this.host.run(message),
+				message.id,
+				this.host.settings.maxReplyBytes,
+				(question) => this.asked(taskId, runner, question),
+			);
 			outcome = (answer && outcomeOf(answer)) ?? {
 				error: this.host.mayHaveRun(tool, "its reply ended before it answered").toJsonRpcError(),
 			};
@@ -286,6 +363,19 @@ export class HeldTasks {
 		);
 	}
 
+	/** The call asked the client something: the task waits for input until it is answered. */
+	private asked(taskId: string, runner: Runner, question: JSONRPCRequest): void {
+		if (this.runners.get(taskId) !== runner) return;
+		runner.questions.push(question);
+		for (const listener of runner.listeners) listener(question);
+		const task = this.tasks?.get(taskId);
+		if (task?.status !== "working") return;
+		this.update(task, {
+			status: "input_required",
+			statusMessage: "The call waits for the client's answer; tasks/result delivers what it asks.",
+		}).catch((error: unknown) => console.error(`task input_required not stored: ${describeError(error)}`));
+	}
+
 	/** A call's outcome, once: completed with its result, or failed with its error. */
 	private async finish(taskId: string, outcome: TaskOutcome): Promise<void> {
 		const task = this.tasks?.get(taskId);
@@ -298,14 +388,21 @@ export class HeldTasks {
 		);
 	}
 
-	/** One state change: kept, written once, told to whoever waits and to the client. */
+	/** One state change: kept, written once, told to whoever waits and to the client. A status message describes its own state only. */
 	private async update(task: HeldTask, change: Partial<HeldTask> & { status: TaskStatus }): Promise<HeldTask> {
-		const updated: HeldTask = { ...task, ...change, lastUpdatedAt: this.host.clock().now() };
+		const { statusMessage: _previous, ...unchanged } = task;
+		const updated: HeldTask = { ...unchanged, ...change, lastUpdatedAt: this.host.clock().now() };
 		this.tasks?.set(task.taskId, updated);
 		this.wake(task.taskId);
-		await this.host.store.writeTask(updated);
+		if (!this.unsaved.has(task.taskId)) await this.host.store.writeTask(updated);
 		this.host.changed(updated);
 		return updated;
+	}
+
+	/** The task's first write, and the alarm by its expiry. */
+	private async save(task: HeldTask): Promise<void> {
+		await this.host.store.writeTask(task);
+		await this.host.expiresBy(expiresAt(task));
 	}
 
 	/** Stops reading a task's call and tells the upstream to stop it. */
@@ -319,17 +416,15 @@ export class HeldTasks {
 			.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
 	}
 
-	/** Resolves when the task changes, or after `ms`. */
-	private changeOf(taskId: string, ms: number): Promise<void> {
+	/** Resolves when the task changes (or a `settle` of it times out). */
+	private changeOf(taskId: string): Promise<void> {
 		return new Promise((resolve) => {
 			let waiting = this.waiters.get(taskId);
 			if (!waiting) {
 				waiting = new Set();
 				this.waiters.set(taskId, waiting);
 			}
-			const cancelTimer = Number.isFinite(ms) ? this.host.timers().set(ms, () => done()) : () => {};
 			const done = () => {
-				cancelTimer();
 				waiting.delete(done);
 				if (waiting.size === 0 && this.waiters.get(taskId) === waiting) this.waiters.delete(taskId);
 				resolve();

@@ -13,9 +13,10 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { GatewayError } from "../../mcp/gateway-error.ts";
+import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { SSE_HEADERS, sseMessage } from "../../mcp/sse.ts";
 import { renderRpcFailure } from "../session-responses.ts";
-import type { HeldTask } from "./held-task.ts";
+import { type HeldTask, isTerminal } from "./held-task.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 
 /*
@@ -74,9 +75,9 @@ export function withTaskSupport(tool: Tool): Tool {
 	return { ...tool, execution: { ...tool.execution, taskSupport: "optional" } };
 }
 
-/** `message` without its task augmentation: the call as the upstream gets it. */
+/** A `tools/call` without its task augmentation: the call as the upstream gets it. */
 export function withoutTask(message: JSONRPCRequest): JSONRPCRequest {
-	if (message.params === undefined || !("task" in message.params)) return message;
+	if (message.method !== "tools/call" || message.params === undefined || !("task" in message.params)) return message;
 	const { task: _task, ...params } = message.params;
 	return { ...message, params };
 }
@@ -106,10 +107,35 @@ export function statusNotification(task: HeldTask): JSONRPCNotification {
 
 /**
  * Answers a request of the tasks wire: a task-augmented `tools/call` (held,
- * answered at once with `CreateTaskResult`) or a `tasks/*` request. Null for
- * any other request, which the session serves as usual.
+ * answered at once with `CreateTaskResult`) or a `tasks/*` request; `done`
+ * is called once the answer is complete. Null for any other request, which
+ * the session serves as usual (`done` not called).
  */
-export async function answerTaskRequest(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response | null> {
+export async function answerTaskRequest(
+	tasks: HeldTasks,
+	message: JSONRPCRequest,
+	done: () => void,
+): Promise<Response | null> {
+	const { id } = message;
+	if (message.method === "tasks/result") {
+		try {
+			const { taskId } = parsed(GetTaskPayloadRequestSchema, message).params;
+			const task = known(await tasks.get(taskId), taskId);
+			if (!isTerminal(task.status)) return resultStream(tasks, id, taskId, done);
+			done();
+			return Response.json(resultMessage(id, task));
+		} catch (error) {
+			done();
+			return renderRpcFailure(error, id);
+		}
+	}
+	const answer = await answered(tasks, message);
+	if (answer) done();
+	return answer;
+}
+
+/** A task request answered at once (its answer complete when returned); null when not one. */
+async function answered(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response | null> {
 	const { id } = message;
 	try {
 		if (message.method === "tools/call" && message.params !== undefined && "task" in message.params) {
@@ -124,10 +150,6 @@ export async function answerTaskRequest(tasks: HeldTasks, message: JSONRPCReques
 				const { taskId } = parsed(GetTaskRequestSchema, message).params;
 				return reply(id, wireTask(known(await tasks.get(taskId), taskId)));
 			}
-			case "tasks/result": {
-				const { taskId } = parsed(GetTaskPayloadRequestSchema, message).params;
-				return resultReply(id, known(await tasks.settle(taskId, Number.POSITIVE_INFINITY), taskId));
-			}
 			case "tasks/list": {
 				const page = await tasks.list(parsed(ListTasksRequestSchema, message).params?.cursor);
 				return reply(id, {
@@ -138,7 +160,7 @@ export async function answerTaskRequest(tasks: HeldTasks, message: JSONRPCReques
 			default: {
 				const { taskId } = parsed(CancelTaskRequestSchema, message).params;
 				const task = known(await tasks.get(taskId), taskId);
-				if (task.status !== "working" && task.status !== "input_required") {
+				if (isTerminal(task.status)) {
 					throw invalid(`cannot cancel task '${taskId}': it is already ${wireTask(task).status}`);
 				}
 				return reply(id, wireTask(known(await tasks.cancel(taskId), taskId)));
@@ -150,20 +172,72 @@ export async function answerTaskRequest(tasks: HeldTasks, message: JSONRPCReques
 }
 
 /**
+ * `tasks/result` of a task still running: an SSE stream that carries what
+ * the call asks the client meanwhile (the spec's `input_required` path, each
+ * request tied to the task by its related-task metadata; the client answers
+ * with a POST, as any answer), then the task's result once it is terminal.
+ * A client that leaves changes nothing for the task.
+ */
+function resultStream(tasks: HeldTasks, id: RequestId, taskId: string, done: () => void): Response {
+	let stop = () => {};
+	const body = new ReadableStream<Uint8Array>({
+		start(controller) {
+			const send = (message: JSONRPCMessage) => {
+				try {
+					controller.enqueue(sseMessage(message));
+				} catch {
+					// The client left: the stream is closed, and the task goes on without it.
+				}
+			};
+			const watching = tasks.questions(taskId, (question) => send(relatedTo(question, taskId)));
+			stop = watching.stop;
+			for (const question of watching.asked) send(relatedTo(question, taskId));
+			tasks
+				.settle(taskId, Number.POSITIVE_INFINITY)
+				.then((task) => {
+					send(task ? resultMessage(id, task) : { jsonrpc: "2.0", id, error: unknownTask(taskId).toJsonRpcError() });
+					controller.close();
+				})
+				.catch((error: unknown) => console.warn(`tasks/result stream ended: ${describeError(error)}`))
+				.finally(() => {
+					stop();
+					done();
+				});
+		},
+		cancel() {
+			stop();
+			done();
+		},
+	});
+	return new Response(body, { headers: SSE_HEADERS });
+}
+
+/** A request the task's call makes of the client, tied to the task. */
+function relatedTo(question: JSONRPCRequest, taskId: string): JSONRPCRequest {
+	const params = question.params ?? {};
+	return { ...question, params: { ...params, _meta: { ...params._meta, [RELATED_TASK]: { taskId } } } };
+}
+
+/**
  * `tasks/result` of a terminal task: exactly what the call would have been
  * answered (its result, or its JSON-RPC error), the result carrying the
  * related-task metadata the spec requires.
  */
-function resultReply(id: RequestId, task: HeldTask): Response {
+function resultMessage(id: RequestId, task: HeldTask): JSONRPCMessage {
 	if (task.result) {
 		const meta = (task.result._meta as Record<string, unknown> | undefined) ?? {};
-		return reply(id, { ...task.result, _meta: { ...meta, [RELATED_TASK]: { taskId: task.taskId } } });
+		return {
+			jsonrpc: "2.0",
+			id,
+			result: { ...task.result, _meta: { ...meta, [RELATED_TASK]: { taskId: task.taskId } } },
+		};
 	}
-	if (task.error) return Response.json({ jsonrpc: "2.0", id, error: task.error });
-	return new GatewayError(
+	if (task.error) return { jsonrpc: "2.0", id, error: task.error };
+	const cancelled = new GatewayError(
 		"cancelled",
 		`Task '${task.taskId}' was cancelled before it finished, so it has no result.`,
-	).toRpcResponse(id);
+	);
+	return { jsonrpc: "2.0", id, error: cancelled.toJsonRpcError() };
 }
 
 function reply(id: RequestId, result: Record<string, unknown>): Response {
@@ -173,7 +247,11 @@ function reply(id: RequestId, result: Record<string, unknown>): Response {
 /** The task, or the spec's -32602 for an id this session does not hold. */
 function known(task: HeldTask | null, taskId: string): HeldTask {
 	if (task) return task;
-	throw invalid(
+	throw unknownTask(taskId);
+}
+
+function unknownTask(taskId: string): GatewayError {
+	return invalid(
 		`task '${taskId}' is unknown: this session holds no task by that id (it never existed here, has expired, or belongs to another session)`,
 	);
 }

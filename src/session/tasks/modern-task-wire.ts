@@ -31,9 +31,15 @@ export async function promotedCall(
 	promoteAfterMs: number,
 ): Promise<Response> {
 	try {
-		const started = await tasks.start(message, undefined);
-		const task = (await tasks.settle(started.taskId, promoteAfterMs)) ?? started;
-		if (!isTerminal(task.status)) return reply(message.id, createTaskResult(rendered(task)));
+		// Nothing is written unless the call outlives the delay: a quick call costs no storage.
+		const started = await tasks.start(message, undefined, { unsaved: true });
+		const settled = (await tasks.settle(started.taskId, promoteAfterMs)) ?? started;
+		if (!isTerminal(settled.status)) {
+			// Durable before the client learns its id (the extension's rule for a CreateTaskResult).
+			const task = (await tasks.keep(settled.taskId)) ?? settled;
+			return reply(message.id, createTaskResult(rendered(task)));
+		}
+		const task = settled;
 		// Finished in time: answered as a call is, and the task it never showed is forgotten.
 		await tasks.forget(task.taskId);
 		if (!task.result && !task.error) return reply(message.id, createTaskResult(rendered(task)));

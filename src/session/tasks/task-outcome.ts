@@ -1,4 +1,9 @@
-import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import {
+	isJSONRPCRequest,
+	type JSONRPCMessage,
+	type JSONRPCRequest,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { isResponseTo, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { readCapped } from "../../mcp/read-capped.ts";
@@ -10,12 +15,18 @@ export type TaskOutcome = { result: Record<string, unknown> } | { error: NonNull
 
 /**
  * The answer to request `id` in the session's reply to it, as the client
- * would have read it: a JSON body, or the response event of an SSE one (its
- * progress and other messages are not kept). The body is read to its end, so
- * the reply finishes exactly as a client's would. Null when it holds no
- * answer (it ended first); over `maxBytes` a RangeError.
+ * would have read it: a JSON body, or the response event of an SSE one. A
+ * request to the client on the way (elicitation, sampling) goes to `asked`;
+ * progress and other notifications are not kept. The body is read to its
+ * end, so the reply finishes exactly as a client's would. Null when it holds
+ * no answer (it ended first); over `maxBytes` a RangeError.
  */
-export async function answerIn(response: Response, id: RequestId, maxBytes: number): Promise<JSONRPCMessage | null> {
+export async function answerIn(
+	response: Response,
+	id: RequestId,
+	maxBytes: number,
+	asked: (request: JSONRPCRequest) => void,
+): Promise<JSONRPCMessage | null> {
 	const body = response.body;
 	if (!body) return null;
 	if ((response.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -24,7 +35,9 @@ export async function answerIn(response: Response, id: RequestId, maxBytes: numb
 			body,
 			(event) => {
 				const message = answer === null ? parseJsonRpcMessage(event.data) : null;
-				if (message !== null && isResponseTo(message, id)) answer = message;
+				if (message === null) return false;
+				if (isResponseTo(message, id)) answer = message;
+				else if (isJSONRPCRequest(message)) asked(message);
 				return false;
 			},
 			maxBytes,
