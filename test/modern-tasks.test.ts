@@ -93,9 +93,9 @@ describe("2026-07-28 task methods at the edge", () => {
 	});
 });
 
-function call(id: string, name: string, args: Record<string, unknown>) {
+function call(id: string, name: string, args: Record<string, unknown>, envelope: object = TASKING_ENVELOPE) {
 	return {
-		body: { id, method: "tools/call", params: { name, arguments: args, _meta: TASKING_ENVELOPE } },
+		body: { id, method: "tools/call", params: { name, arguments: args, _meta: envelope } },
 		headers: { "mcp-name": name },
 	};
 }
@@ -117,12 +117,13 @@ async function taskingSession(
 	servers: string[] | null = null,
 	endpoint: (servers: string[]) => string = ([server]) => `/mcp/${server}`,
 	echo: (servers: string[]) => string = () => "echo",
+	envelope: object = TASKING_ENVELOPE,
 ) {
 	const names = servers ?? [await registerServer("modern")];
 	const { key } = await createKey({ servers: names });
 	const path = endpoint(names);
 	const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
-	const first = await send(path, key, call("quick", echo(names), { text: "before" }));
+	const first = await send(path, key, call("quick", echo(names), { text: "before" }, envelope));
 	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
 	if (!created) throw new Error("no session object holds the tasking client's calls");
 	const stub = env.SESSIONS.get(created);
@@ -132,7 +133,7 @@ async function taskingSession(
 		instance.clock = clock;
 		instance.timers = timers;
 	});
-	return { servers: names, path, key, stub, clock, timers, first };
+	return { servers: names, path, key, stub, clock, timers, first, envelope };
 }
 
 /**
@@ -153,8 +154,15 @@ async function promotedGate(
 	return { gate, created: await answer };
 }
 
-function taskGet(path: string, key: string, method: string, taskId: string) {
-	const { body, headers } = taskRequest(method, { taskId, inputResponses: {} });
+function taskGet(
+	path: string,
+	key: string,
+	method: string,
+	taskId: string,
+	inputResponses: Record<string, unknown> = {},
+	envelope: object = TASKING_ENVELOPE,
+) {
+	const { body, headers } = taskRequest(method, { taskId, inputResponses }, envelope);
 	return send(path, key, { body, headers });
 }
 
@@ -287,6 +295,44 @@ describe("2026-07-28 calls held as tasks across endpoint kinds and eras", () => 
 		);
 		const got = await taskGet(session.path, session.key, "tasks/get", taskId);
 		expect(JSON.stringify(got.result?.result)).toContain(gate.name);
+	});
+
+	it("a held call that asks the client (an elicitation) shows it as the task's inputRequests; tasks/update answers it and the task completes", async () => {
+		const delta = await registerServer("delta");
+		const envelope = {
+			...ENVELOPE,
+			"io.modelcontextprotocol/clientCapabilities": { elicitation: { form: {} }, extensions: { [TASKS]: {} } },
+		};
+		const session = await taskingSession([delta], undefined, undefined, envelope);
+		const answer = send(session.path, session.key, call("asking", "ask_user", {}, envelope));
+		await eventually(() => session.timers.count > 0);
+		session.clock.advance(5_000);
+		await runInDurableObject(session.stub, () => session.timers.runDue());
+		const taskId = String((await answer).result?.taskId);
+		const asking = async () => (await taskGet(session.path, session.key, "tasks/get", taskId, {}, envelope)).result;
+		await eventually(async () => (await asking())?.status === "input_required");
+		const requests = (await asking())?.inputRequests as Record<string, { method: string; params: { message: string } }>;
+		const [key, request] = Object.entries(requests)[0] ?? [];
+		expect(request).toMatchObject({ method: "elicitation/create", params: { message: "delta needs an answer" } });
+		// An answer that is not an elicitation result is refused, and changes nothing.
+		const wrong = await taskGet(
+			session.path,
+			session.key,
+			"tasks/update",
+			taskId,
+			{ [String(key)]: { nope: 1 } },
+			envelope,
+		);
+		expect(wrong.error?.code).toBe(-32602);
+		expect((await asking())?.status).toBe("input_required");
+		const update = { [String(key)]: { action: "accept", content: { answer: "yes" } } };
+		expect((await taskGet(session.path, session.key, "tasks/update", taskId, update, envelope)).result).toEqual({
+			resultType: "complete",
+		});
+		await eventually(async () => (await asking())?.status === "completed");
+		expect((await asking())?.result).toMatchObject({
+			content: [{ type: "text", text: "delta got accept: yes" }],
+		});
 	});
 
 	it("the upstream is never offered the tasks extension: the session holds the task, not the upstream", async () => {

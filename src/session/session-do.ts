@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
@@ -233,7 +233,11 @@ export class SessionDO extends DurableObject<Env> {
 			const binding = await this.authorize(scope);
 			if (!binding) return renderRpcFailure(unknownTask(String(message.params?.taskId ?? ""), message.id), message.id);
 			this.parts.lifecycle.touch();
-			return answerModernTask(this.parts.tasks, message);
+			// An answer to what a task's call asked goes into the session as the client's answer would.
+			const respond = async (answer: JSONRPCMessage) => {
+				await (await this.posting(scope, { kind: "response", message: answer })).body?.cancel();
+			};
+			return answerModernTask(this.parts.tasks, message, respond);
 		});
 	}
 

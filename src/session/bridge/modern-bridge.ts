@@ -1,14 +1,11 @@
 import {
-	CreateMessageResultSchema,
-	ElicitResultSchema,
 	isJSONRPCRequest,
 	type JSONRPCMessage,
 	JSONRPCMessageSchema,
 	type JSONRPCRequest,
-	ListRootsResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { modernReply } from "../../mcp/2026-07-28/modern-results.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
@@ -52,13 +49,6 @@ interface CallIds {
 	callId: RequestId;
 	clientId: RequestId;
 }
-
-/** Which result schema answers which input request (2026-07-28 MRTR). */
-const INPUT_RESULT_SCHEMAS: Record<string, z.ZodType> = {
-	"elicitation/create": ElicitResultSchema,
-	"sampling/createMessage": CreateMessageResultSchema,
-	"roots/list": ListRootsResultSchema,
-};
 
 /**
  * Serves a 2026-07-28 client from a 2025 session (its upstream, or an

@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { modernReply, modernResult } from "../../mcp/2026-07-28/modern-results.ts";
 import {
 	createTaskResult,
@@ -8,6 +9,7 @@ import {
 	taskIdOf,
 	unknownTask,
 } from "../../mcp/2026-07-28/tasks-extension.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import { type HeldTask, isTerminal } from "./held-task.ts";
 import type { HeldTasks } from "./held-tasks.ts";
@@ -52,8 +54,18 @@ export async function promotedCall(
 	}
 }
 
-/** `tasks/get`, `tasks/update` or `tasks/cancel` of a task this session holds; an id it does not is unknown (-32602). */
-export async function answerModernTask(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response> {
+/**
+ * `tasks/get`, `tasks/update` or `tasks/cancel` of a task this session holds;
+ * an id it does not is unknown (-32602). What a held call asks the client
+ * (elicitation, sampling, roots) is the task's `inputRequests`, keyed by the
+ * request's id; `tasks/update` answers them through `respond`, as a client's
+ * answer to a request goes (SEP-2663 with SEP-2322's shapes).
+ */
+export async function answerModernTask(
+	tasks: HeldTasks,
+	message: JSONRPCRequest,
+	respond: (answer: JSONRPCMessage) => Promise<void>,
+): Promise<Response> {
 	try {
 		const taskId = taskIdOf(message.method, message.params, message.id);
 		if (message.method === "tasks/cancel") {
@@ -63,12 +75,64 @@ export async function answerModernTask(tasks: HeldTasks, message: JSONRPCRequest
 		}
 		const task = await tasks.get(taskId);
 		if (!task) throw unknownTask(taskId, message.id);
-		// The gateway's tasks never ask for input, so there is nothing for an update to answer.
-		if (message.method === "tasks/update") return reply(message.id, { ...TASK_ACK });
-		return reply(message.id, detailedTask(rendered(task)));
+		const asked = questionsOf(tasks, taskId);
+		if (message.method === "tasks/update") {
+			for (const answer of answersTo(asked, message)) await respond(answer);
+			return reply(message.id, { ...TASK_ACK });
+		}
+		const detailed = detailedTask(rendered(task));
+		if (task.status === "input_required" && asked.size > 0) {
+			detailed.inputRequests = Object.fromEntries(
+				[...asked].map(([key, request]) => [key, { method: request.method, params: request.params ?? {} }]),
+			);
+		}
+		return reply(message.id, detailed);
 	} catch (error) {
 		return renderRpcFailure(error, message.id);
 	}
+}
+
+/** What the task's call asks the client and waits for, by the key its `inputRequests` use. */
+function questionsOf(tasks: HeldTasks, taskId: string): Map<string, JSONRPCRequest> {
+	const watching = tasks.questions(taskId, () => {});
+	watching.stop();
+	return new Map(watching.asked.map((question) => [String(question.id), question]));
+}
+
+/**
+ * The client's answers in a `tasks/update`, as JSON-RPC responses to what was
+ * asked: an answer to a key that is not outstanding is ignored (the
+ * extension's rule); one that is not a result of its request's kind is refused
+ * with -32602 before anything is answered.
+ */
+function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest): JSONRPCMessage[] {
+	const responses = message.params?.inputResponses;
+	if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
+		throw new GatewayError(
+			"invalid_params",
+			"Invalid params: tasks/update needs inputResponses, an object keyed like inputRequests.",
+			{
+				id: message.id,
+			},
+		);
+	}
+	const answers: JSONRPCMessage[] = [];
+	for (const [key, value] of Object.entries(responses)) {
+		const request = asked.get(key);
+		if (!request) continue;
+		const parsed = INPUT_RESULT_SCHEMAS[request.method]?.safeParse(value);
+		if (!parsed?.success) {
+			throw new GatewayError(
+				"invalid_params",
+				`Invalid params: inputResponses.${key} is not a valid ${request.method} result.`,
+				{
+					id: message.id,
+				},
+			);
+		}
+		answers.push({ jsonrpc: "2.0", id: request.id, result: value as Record<string, unknown> });
+	}
+	return answers;
 }
 
 /** A held task as the extension's wire shows it: its result in this era's shape. */
