@@ -277,6 +277,9 @@ export class SessionDO extends DurableObject<Env> {
 				// A request naming an upstream's task goes to it under the upstream's id.
 				const passed = await this.parts.upstreamTasks.answer(input.message, done);
 				if (passed) return passed;
+				// The session's own tasks, then its upstreams' own.
+				if (input.message.method === "tasks/list")
+					return this.parts.upstreamTasks.list(input.message, this.parts.tasks, done);
 				holder = await this.parts.upstreamTasks.holder(input.message);
 				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
 				const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message, done);

@@ -1,7 +1,19 @@
-import type { JSONRPCMessage, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+	type JSONRPCMessage,
+	type JSONRPCRequest,
+	ListTasksResultSchema,
+	type RequestId,
+	type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { GatewayError } from "../../mcp/gateway-error.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
+import { randomToken } from "../../primitives/crypto.ts";
 import type { Member, SessionBinding } from "../binding.ts";
+import { renderRpcFailure } from "../session-responses.ts";
+import type { HeldTasks } from "./held-tasks.ts";
+import { wireTask } from "./legacy-task-wire.ts";
+import { answerIn } from "./task-outcome.ts";
 import { isUpstreamTaskId, openUpstreamTaskId, sealUpstreamTaskId } from "./upstream-task-ids.ts";
 
 /** What passing upstreams' tasks through needs from the session. */
@@ -18,6 +30,9 @@ export interface UpstreamTasksHost {
 	/** Sends a request to a member as a client's request goes (`done` once its reply has ended). */
 	forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response>;
 }
+
+/** A `tasks/list` cursor past the session's own tasks: `up:<member index>:<the member's cursor>`. */
+const UPSTREAM_CURSOR = /^up:(\d+):(.*)$/s;
 
 /** The methods of the 2025-11-25 wire that name one task. */
 const TASK_ID_METHODS = new Set(["tasks/get", "tasks/result", "tasks/cancel"]);
@@ -50,6 +65,90 @@ export class UpstreamTasks {
 		const tool = (await this.host.tools(route.member)).find((listed) => listed.name === route.name);
 		const support = tool?.execution?.taskSupport;
 		return support === "required" || support === "optional" ? route.member : null;
+	}
+
+	/**
+	 * `tasks/list`: the session's own tasks a page at a time, then each
+	 * member's whose upstream holds tasks (it lists a tool with task support),
+	 * one of its pages a time, under the gateway's ids. `done` once answered.
+	 */
+	async list(message: JSONRPCRequest, held: HeldTasks, done: () => void): Promise<Response> {
+		try {
+			const cursor = message.params?.cursor;
+			if (cursor !== undefined && typeof cursor !== "string") {
+				throw new GatewayError("invalid_params", "Invalid params: tasks/list's cursor must be a string.");
+			}
+			const upstream = cursor === undefined ? null : UPSTREAM_CURSOR.exec(cursor);
+			if (upstream) {
+				const page = await this.upstreamPage(Number(upstream[1]), upstream[2] || undefined);
+				return listReply(message.id, page.tasks, page.nextCursor);
+			}
+			const own = await held.list(cursor);
+			const tasks: unknown[] = own.tasks.map(wireTask);
+			if (own.nextCursor !== undefined) return listReply(message.id, tasks, own.nextCursor);
+			const page = await this.upstreamPage(0, undefined);
+			return listReply(message.id, [...tasks, ...page.tasks], page.nextCursor);
+		} catch (error) {
+			return renderRpcFailure(error, message.id);
+		} finally {
+			done();
+		}
+	}
+
+	/** One page of the first member from `from` on whose upstream holds tasks (its own cursor, if any). */
+	private async upstreamPage(
+		from: number,
+		cursor: string | undefined,
+	): Promise<{ tasks: unknown[]; nextCursor?: string }> {
+		const binding = this.host.current();
+		const secret = this.host.secret;
+		if (!binding || !secret) return { tasks: [] };
+		const members = binding.members;
+		for (let index = from; index < members.length; index++) {
+			const member = members[index];
+			if (!member || !(await this.holdsTasks(member))) continue;
+			const request: JSONRPCRequest = {
+				jsonrpc: "2.0",
+				id: `gw-tasks-${randomToken(8)}`,
+				method: "tasks/list",
+				params: cursor === undefined ? {} : { cursor },
+			};
+			const reply = await this.host.forward(member, request, () => {});
+			// A listing asks the client nothing; a request on its stream is left unanswered, as it would be.
+			const answer = await answerIn(reply, request.id, this.host.maxReplyBytes, () => {});
+			const listed = answer && "result" in answer ? ListTasksResultSchema.safeParse(answer.result) : null;
+			cursor = undefined;
+			if (!listed?.success) {
+				console.warn(`member ${member.name}: tasks/list gave no list of tasks; its tasks are left out`);
+				continue;
+			}
+			const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+			const tasks = await Promise.all(
+				listed.data.tasks.map(async (task) => ({
+					...task,
+					taskId: await sealUpstreamTaskId(secret, scope, {
+						server: member.name,
+						upstreamTaskId: task.taskId,
+						place: this.host.place,
+					}),
+				})),
+			);
+			const next = listed.data.nextCursor;
+			return {
+				tasks,
+				nextCursor:
+					next !== undefined ? `up:${index}:${next}` : index + 1 < members.length ? `up:${index + 1}:` : undefined,
+			};
+		}
+		return { tasks: [] };
+	}
+
+	/** Whether the member's upstream lists a tool with task support (so it may hold tasks of this session's). */
+	private async holdsTasks(member: Member): Promise<boolean> {
+		const tools = await this.host.tools(member).catch(() => []);
+		return tools.some(
+			(tool) => tool.execution?.taskSupport === "required" || tool.execution?.taskSupport === "optional",
+		);
 	}
 
 	/** The reply to a call `member`'s upstream made a task of, its task id the gateway's. */
@@ -119,4 +218,8 @@ export async function mapLegacyTaskIds(
 		};
 	}
 	return { ...message, result };
+}
+
+function listReply(id: RequestId, tasks: unknown[], nextCursor: string | undefined): Response {
+	return Response.json({ jsonrpc: "2.0", id, result: nextCursor === undefined ? { tasks } : { tasks, nextCursor } });
 }
