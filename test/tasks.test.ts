@@ -1,5 +1,10 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { type ClientCapabilities, type JSONRPCRequest, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+	type ClientCapabilities,
+	ElicitRequestSchema,
+	type JSONRPCRequest,
+	TaskSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
@@ -438,6 +443,34 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 			// One write per state change: created, input_required, working again, completed.
 			expect(await writes()).toBe(before + 4);
 		}
+	});
+
+	it("an SDK client answers what a task's call asks it (elicitation) on tasks/result's stream, and gets the task's result", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const asked: string[] = [];
+		const { client } = await connectClient(`/mcp/${server}`, key, {
+			capabilities: { ...TASKS_CLIENT, elicitation: {} },
+			setup: (peer) => {
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+					asked.push(request.params.message);
+					return { action: "accept", content: { answer: "from the sdk" } };
+				});
+			},
+		});
+		await client.listTools();
+		const seen: string[] = [];
+		let answer: unknown;
+		for await (const message of client.experimental.tasks.callToolStream({ name: "ask_user", arguments: {} })) {
+			seen.push(message.type === "taskStatus" ? message.task.status : message.type);
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(seen[seen.length - 1]).toBe("result");
+		expect(asked).toEqual(["delta needs an answer"]);
+		expect(answer).toMatchObject({ content: [{ type: "text", text: "delta got accept: from the sdk" }] });
+		await client.close();
 	});
 
 	it("a params.task from a client that did not declare tasks is ignored: the call is answered as usual", async () => {
