@@ -162,6 +162,28 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		expect(refused.error?.message).toMatch(/params.task must be an object with an optional numeric ttl/);
 	});
 
+	it("a result larger than a task keeps fails the task with a sentence naming the limit, and nothing of it is stored", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const blob = (id: number, kib: number) => ({
+			jsonrpc: "2.0",
+			id,
+			method: "tools/call",
+			params: { name: "blob", arguments: { kib }, task: {} },
+		});
+		const small = createdTask(await send(blob(1, 4)));
+		expect((await send(result(2, small.taskId))).result).toMatchObject({ content: [{ text: "x".repeat(4096) }] });
+		// Under the reply cap (2 MiB in tests), over what one task's record may hold (1.9 MB).
+		const large = createdTask(await send(blob(3, 1_900)));
+		const refused = await send(result(4, large.taskId));
+		expect(refused.error?.message).toMatch(
+			/The result of 'blob' is larger than 1900000 bytes, the most the gateway keeps for a task, so it was not kept/,
+		);
+		expect((await send(get(5, large.taskId))).result).toMatchObject({ status: "failed" });
+		const stored = await storedTask(sessionId, large.taskId);
+		expect(stored).toMatchObject({ status: "failed" });
+		expect(stored).not.toHaveProperty("result");
+	});
+
 	it("tasks/cancel of a running task: cancelled at once, and the upstream gets notifications/cancelled for the call, which ends it there", async () => {
 		const { send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");
