@@ -1,5 +1,10 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { type ClientCapabilities, type JSONRPCRequest, TaskSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+	type ClientCapabilities,
+	ElicitRequestSchema,
+	type JSONRPCRequest,
+	TaskSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
@@ -155,6 +160,28 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		});
 		expect(refused.error?.code).toBe(-32602);
 		expect(refused.error?.message).toMatch(/params.task must be an object with an optional numeric ttl/);
+	});
+
+	it("a result larger than a task keeps fails the task with a sentence naming the limit, and nothing of it is stored", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const blob = (id: number, kib: number) => ({
+			jsonrpc: "2.0",
+			id,
+			method: "tools/call",
+			params: { name: "blob", arguments: { kib }, task: {} },
+		});
+		const small = createdTask(await send(blob(1, 4)));
+		expect((await send(result(2, small.taskId))).result).toMatchObject({ content: [{ text: "x".repeat(4096) }] });
+		// Under the reply cap (2 MiB in tests), over what one task's record may hold (1.9 MB).
+		const large = createdTask(await send(blob(3, 1_900)));
+		const refused = await send(result(4, large.taskId));
+		expect(refused.error?.message).toMatch(
+			/The result of 'blob' is larger than 1900000 bytes, the most the gateway keeps for a task, so it was not kept/,
+		);
+		expect((await send(get(5, large.taskId))).result).toMatchObject({ status: "failed" });
+		const stored = await storedTask(sessionId, large.taskId);
+		expect(stored).toMatchObject({ status: "failed" });
+		expect(stored).not.toHaveProperty("result");
 	});
 
 	it("tasks/cancel of a running task: cancelled at once, and the upstream gets notifications/cancelled for the call, which ends it there", async () => {
@@ -438,6 +465,34 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 			// One write per state change: created, input_required, working again, completed.
 			expect(await writes()).toBe(before + 4);
 		}
+	});
+
+	it("an SDK client answers what a task's call asks it (elicitation) on tasks/result's stream, and gets the task's result", async () => {
+		const server = await registerServer("delta");
+		const { key } = await createKey({ servers: [server] });
+		const asked: string[] = [];
+		const { client } = await connectClient(`/mcp/${server}`, key, {
+			capabilities: { ...TASKS_CLIENT, elicitation: {} },
+			setup: (peer) => {
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+					asked.push(request.params.message);
+					return { action: "accept", content: { answer: "from the sdk" } };
+				});
+			},
+		});
+		await client.listTools();
+		const seen: string[] = [];
+		let answer: unknown;
+		for await (const message of client.experimental.tasks.callToolStream({ name: "ask_user", arguments: {} })) {
+			seen.push(message.type === "taskStatus" ? message.task.status : message.type);
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(seen[seen.length - 1]).toBe("result");
+		expect(asked).toEqual(["delta needs an answer"]);
+		expect(answer).toMatchObject({ content: [{ type: "text", text: "delta got accept: from the sdk" }] });
+		await client.close();
 	});
 
 	it("a params.task from a client that did not declare tasks is ignored: the call is answered as usual", async () => {

@@ -61,6 +61,6 @@ export function outcomeOf(answer: JSONRPCMessage): TaskOutcome | null {
 export function resultTooLarge(tool: string, limit: number): GatewayError {
 	return new GatewayError(
 		"reply_too_large",
-		`The result of '${tool}' is larger than ${limit} bytes, which the gateway does not keep for a task. The call ran; call it without a task to receive its result directly.`,
+		`The result of '${tool}' is larger than ${limit} bytes, the most the gateway keeps for a task, so it was not kept. The call ran: check its effect before calling it again, or call it without a task to receive its result directly.`,
 	);
 }
