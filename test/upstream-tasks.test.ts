@@ -70,6 +70,28 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 		});
 	}
 
+	for (const endpoint of ["transparent", "aggregate"] as const) {
+		it(`${endpoint}: tasks/list lists the session's own tasks and then its upstream's, each under the gateway's id`, async () => {
+			const server = await registerServer("tasking");
+			const { key } = await createKey({ servers: [server] });
+			const path = endpoint === "transparent" ? `/mcp/${server}` : "/mcp";
+			const named = (tool: string) => (endpoint === "transparent" ? tool : `${server}__${tool}`);
+			const { send } = await taskSession(path, key);
+			if (endpoint === "aggregate") await send({ jsonrpc: "2.0", id: 0, method: "tools/list" });
+			// `gate` runs synchronously upstream, so the session holds its task; `task_gate` is the upstream's.
+			const heldGate = upstreamGate("tasking");
+			const held = createdTask(await send(taskCall(heldGate, 1, named("gate"))));
+			const theirGate = upstreamGate("tasking");
+			const theirs = createdTask(await send(taskCall(theirGate, 2, named("task_gate"))));
+			expect(held.taskId.startsWith("up.")).toBe(false);
+			expect(theirs.taskId.startsWith("up.")).toBe(true);
+			const listed = await send({ jsonrpc: "2.0", id: 3, method: "tasks/list" });
+			const ids = ((listed.result?.tasks ?? []) as Array<{ taskId: string }>).map((task) => task.taskId);
+			expect(ids).toEqual([held.taskId, theirs.taskId]);
+			expect(listed.result?.nextCursor).toBeUndefined();
+		});
+	}
+
 	it("tasks/cancel of an upstream's task reaches the upstream, which stops it", async () => {
 		const server = await registerServer("tasking");
 		const { key } = await createKey({ servers: [server] });
