@@ -2,7 +2,16 @@ import { TaskSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
-import { createKey, postInitialize, type RpcReply, readReply, rpc } from "./support/gateway.ts";
+import {
+	createKey,
+	gatewayFetch,
+	mcpHeaders,
+	postInitialize,
+	type RpcReply,
+	readReply,
+	rpc,
+} from "./support/gateway.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
@@ -89,6 +98,44 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 			const ids = ((listed.result?.tasks ?? []) as Array<{ taskId: string }>).map((task) => task.taskId);
 			expect(ids).toEqual([held.taskId, theirs.taskId]);
 			expect(listed.result?.nextCursor).toBeUndefined();
+		});
+	}
+
+	for (const endpoint of ["transparent", "aggregate"] as const) {
+		it(`${endpoint}: the upstream's notifications/tasks/status reach the client's listening stream under the gateway's id`, async () => {
+			const server = await registerServer("tasking");
+			const { key } = await createKey({ servers: [server] });
+			const path = endpoint === "transparent" ? `/mcp/${server}` : "/mcp";
+			const tool = endpoint === "transparent" ? "task_gate" : `${server}__task_gate`;
+			const { sessionId, send } = await taskSession(path, key);
+			if (endpoint === "aggregate") await send({ jsonrpc: "2.0", id: 0, method: "tools/list" });
+			const listening = await gatewayFetch(path, {
+				method: "GET",
+				headers: mcpHeaders(key, sessionId, { accept: "text/event-stream" }),
+			});
+			expect(listening.status).toBe(200);
+			const events = eventReader<{ method?: string; params?: { taskId?: string; status?: string } }>(
+				listening.body as ReadableStream<Uint8Array>,
+			);
+			// The gateway listens on the upstream's GET stream before the task changes.
+			await eventually(
+				async () =>
+					(await upstreamLog("tasking")).some(
+						(entry) => entry.method === "GET" && entry.authorization === null && entry.sessionId !== null,
+					),
+				"the upstream's GET stream listened to",
+			);
+			const gate = upstreamGate("tasking");
+			const task = createdTask(await send(taskCall(gate, 1, tool)));
+			await gate.arrived();
+			await gate.release();
+			for (;;) {
+				const event = await events.next();
+				if (event.method !== "notifications/tasks/status") continue;
+				expect(event.params?.taskId).toBe(task.taskId);
+				if (event.params?.status === "completed") break;
+			}
+			await events.cancel();
 		});
 	}
 

@@ -1,12 +1,22 @@
 import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { EventSizeLimit, lastRetry, SSE_HEADERS } from "../mcp/sse.ts";
+import { joinChunks } from "../mcp/read-capped.ts";
+import { EventSizeLimit, lastRetry, rewriteEventData, SSE_HEADERS } from "../mcp/sse.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
-import { type ListenPlan, type SessionScope, UpstreamPool } from "../session/session-do.ts";
+import {
+	type ListenPlan,
+	type SessionScope,
+	sealedStatus,
+	sealUpstreamTaskId,
+	UpstreamPool,
+} from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenMembers } from "./listen-members.ts";
 import { listenTime } from "./listen-time.ts";
+import { requireSessionSecret } from "./session-routing.ts";
+
+const encoder = new TextEncoder();
 
 type UpstreamPlan = Extract<ListenPlan, { kind: "upstream" }>;
 
@@ -107,9 +117,14 @@ async function listenUpstream(
 		await endedEarly(null);
 		throw connection.statusError(upstream.status, "its event stream");
 	}
+	// An upstream's task status names its task by the id the client was given (sealed to this session).
+	const secret = requireSessionSecret(settings);
+	const task = { server, place: stub.id.toString() };
+	const sealed = (data: string) =>
+		sealedStatus(data, (upstreamTaskId) => sealUpstreamTaskId(secret, scope, { ...task, upstreamTaskId }));
 	return passThrough(
 		upstream,
-		forWindow(upstream.body, plan.windowMs, settings.maxReplyBytes, abort, {
+		forWindow(upstream.body, plan.windowMs, settings.maxReplyBytes, abort, sealed, {
 			// At the window's end the object rechecks the session (it was due): a revoked one ends then.
 			timeUp: () => waitUntil(reportEnd(stub, scope, window, { by: "time" })),
 			upstreamEnded: endedEarly,
@@ -137,6 +152,7 @@ function forWindow(
 	windowMs: number,
 	maxEventBytes: number,
 	abort: AbortController,
+	sealed: (data: string) => Promise<string | null>,
 	hooks: WindowHooks,
 ): ReadableStream<Uint8Array> {
 	const reader = body.getReader();
@@ -160,9 +176,12 @@ function forWindow(
 		}
 		controller.close();
 	};
-	const pass = (controller: ReadableStreamDefaultController<Uint8Array>, part: Uint8Array) => {
-		retryMs = lastRetry(decoder.decode(part, { stream: true })) ?? retryMs;
-		controller.enqueue(part);
+	const pass = async (controller: ReadableStreamDefaultController<Uint8Array>, part: Uint8Array) => {
+		const text = decoder.decode(part, { stream: true });
+		retryMs = lastRetry(text) ?? retryMs;
+		// Only whole events pass here; the rare one naming an upstream's task is rewritten, the rest go as they came.
+		if (!text.includes("notifications/tasks/status")) controller.enqueue(part);
+		else controller.enqueue(encoder.encode(await rewriteEventData(text, sealed)));
 	};
 	return new ReadableStream<Uint8Array>({
 		start() {
@@ -182,8 +201,9 @@ function forWindow(
 					held.push(chunk.value);
 					continue;
 				}
-				for (const part of held) pass(controller, part);
-				pass(controller, chunk.value.subarray(0, cut));
+				// Whole events in one piece: an event split across chunks is rewritten whole, if at all.
+				const head = chunk.value.subarray(0, cut);
+				await pass(controller, held.length === 0 ? head : joinChunks([...held, head]));
 				held = cut < chunk.value.length ? [chunk.value.subarray(cut)] : [];
 				return;
 			}

@@ -11,6 +11,34 @@ export function sseMessage(message: JSONRPCMessage): Uint8Array {
 	return encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
 }
 
+/**
+ * `text` (whole SSE events) with the data of each event `rewrite` changes
+ * replaced: its `data:` lines become one line of the new data, its other
+ * fields (id, event, retry) and every event `rewrite` leaves (null) kept as
+ * they were, byte for byte.
+ */
+export async function rewriteEventData(
+	text: string,
+	rewrite: (data: string) => Promise<string | null>,
+): Promise<string> {
+	const parts = text.split(/(\r?\n\r?\n)/);
+	const out: string[] = [];
+	for (const part of parts) {
+		const lines = part.split(/\r?\n/);
+		const data = lines
+			.filter((line) => line.startsWith("data:"))
+			.map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
+		const rewritten = data.length > 0 ? await rewrite(data.join("\n")) : null;
+		if (rewritten === null) {
+			out.push(part);
+			continue;
+		}
+		const others = lines.filter((line) => !line.startsWith("data:"));
+		out.push([...others, `data: ${rewritten}`].join("\n"));
+	}
+	return out.join("");
+}
+
 const LF = 10;
 const CR = 13;
 

@@ -48,6 +48,7 @@ export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.
 export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
 export { placeOfTaskId } from "./tasks/task-ids.ts";
 export { openUpstreamTaskId, sealUpstreamTaskId } from "./tasks/upstream-task-ids.ts";
+export { sealedStatus } from "./tasks/upstream-tasks.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
@@ -376,7 +377,8 @@ export class SessionDO extends DurableObject<Env> {
 	async listenEvents(scope: SessionScope, window: string, events: ListenEvent[]): Promise<ListenFrames> {
 		return this.metered(async () => {
 			if (!(await this.authorize(scope))) return { frames: null, refreshing: false };
-			return this.parts.listening.events(window, events);
+			// An upstream's task status names its task by the id the client was given.
+			return this.parts.listening.events(window, await this.parts.upstreamTasks.sealedEvents(events));
 		});
 	}
 

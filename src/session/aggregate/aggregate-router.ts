@@ -9,6 +9,7 @@ import type { RouteTarget } from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import type { Timers } from "../clock.ts";
+import { isUpstreamTaskId } from "../tasks/upstream-task-ids.ts";
 import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
@@ -200,6 +201,11 @@ export class AggregateRouter {
 			const logger = message.params?.logger;
 			const label = typeof logger === "string" && logger !== "" ? `${server}/${logger}` : server;
 			return { ...message, params: { ...message.params, logger: label } };
+		}
+		if (message.method === "notifications/tasks/status") {
+			// Only under the id the client was given (sealed on the member's GET stream); a raw upstream id means nothing to it.
+			const taskId = message.params?.taskId;
+			return typeof taskId === "string" && isUpstreamTaskId(taskId) ? message : null;
 		}
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}

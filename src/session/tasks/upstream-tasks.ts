@@ -151,6 +151,24 @@ export class UpstreamTasks {
 		);
 	}
 
+	/** Members' events with the task ids of their upstreams' status notifications the gateway's. */
+	async sealedEvents<E extends { server: string; data: string }>(events: readonly E[]): Promise<E[]> {
+		const binding = this.host.current();
+		const secret = this.host.secret;
+		if (!binding || !secret || !events.some((event) => event.data.includes("notifications/tasks/status"))) {
+			return [...events];
+		}
+		const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+		return Promise.all(
+			events.map(async (event) => {
+				const data = await sealedStatus(event.data, (upstreamTaskId) =>
+					sealUpstreamTaskId(secret, scope, { server: event.server, upstreamTaskId, place: this.host.place }),
+				);
+				return data === null ? event : { ...event, data };
+			}),
+		);
+	}
+
 	/** The reply to a call `member`'s upstream made a task of, its task id the gateway's. */
 	async created(member: Member, reply: Response): Promise<Response> {
 		const binding = this.host.current();
@@ -222,4 +240,32 @@ export async function mapLegacyTaskIds(
 
 function listReply(id: RequestId, tasks: unknown[], nextCursor: string | undefined): Response {
 	return Response.json({ jsonrpc: "2.0", id, result: nextCursor === undefined ? { tasks } : { tasks, nextCursor } });
+}
+
+const StatusNotificationSchema = z
+	.object({ method: z.literal("notifications/tasks/status"), params: TaskIdSchema })
+	.loose();
+
+/**
+ * An upstream's `notifications/tasks/status` (an event's data) with its task id
+ * sealed by `seal`, so the client sees the id it knows; null for any other data.
+ */
+export async function sealedStatus(
+	data: string,
+	seal: (upstreamTaskId: string) => Promise<string>,
+): Promise<string | null> {
+	if (!data.includes("notifications/tasks/status")) return null;
+	let parsed: unknown;
+	try {
+		parsed = JSON.parse(data);
+	} catch (error) {
+		if (error instanceof SyntaxError) return null;
+		throw error;
+	}
+	const status = StatusNotificationSchema.safeParse(parsed);
+	if (!status.success) return null;
+	return JSON.stringify({
+		...status.data,
+		params: { ...status.data.params, taskId: await seal(status.data.params.taskId) },
+	});
 }
