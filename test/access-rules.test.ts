@@ -29,6 +29,8 @@ function rule(name: string, match: AccessRuleRecord["match"], priority = 100): A
 		rateClass: "standard",
 		priority,
 		admin: false,
+		disclosure: "full",
+		alwaysList: [],
 		generation: `gen-${name}`,
 		createdAt: 0,
 		updatedAt: 0,

@@ -27,7 +27,7 @@ const PREVIOUS_SCHEMA = `
 `;
 
 describe("registry migration", () => {
-	it("a registry created by an earlier version gains config digests, key session caps, key formats and rate classes (standard, as they were counted) before it serves, and publishes everything to KV", async () => {
+	it("a registry created by an earlier version gains config digests, key session caps, key formats, rate classes (standard, as they were counted) and disclosure modes (full, as they listed) before it serves, and publishes everything to KV", async () => {
 		// A registry instance of its own, so the suite's registry is untouched.
 		const stub = env.REGISTRY.get(env.REGISTRY.idFromName("migration-test"));
 		await runInDurableObject(stub, (_instance: RegistryDO, state) => {
@@ -44,9 +44,13 @@ describe("registry migration", () => {
 			maxSessions: null,
 			format: "legacy",
 			rateClass: "standard",
+			disclosure: "full",
+			alwaysList: [],
 			digest: "digest-old",
 		});
-		expect(await stub.listAccessRules()).toMatchObject([{ name: "old-rule", rateClass: "standard" }]);
+		expect(await stub.listAccessRules()).toMatchObject([
+			{ name: "old-rule", rateClass: "standard", disclosure: "full", alwaysList: [] },
+		]);
 		// The new columns exist: a class is kept for a rule replaced and a key issued on the migrated tables.
 		const replaced = await stub.putAccessRule("old-rule", {
 			match: { subject: "alice" },
@@ -54,11 +58,21 @@ describe("registry migration", () => {
 			priority: 100,
 			rateClass: "high",
 			admin: false,
+			disclosure: "search",
+			alwaysList: ["old__*"],
 		});
-		expect(replaced).toMatchObject({ rule: { rateClass: "high", generation: "gen-rule" }, created: false });
-		const issued = await stub.createKey({ userPath: "/", rateClass: "unlimited" });
+		expect(replaced).toMatchObject({
+			rule: { rateClass: "high", disclosure: "search", alwaysList: ["old__*"], generation: "gen-rule" },
+			created: false,
+		});
+		const issued = await stub.createKey({
+			userPath: "/",
+			rateClass: "unlimited",
+			disclosure: "search",
+			alwaysList: [],
+		});
 		if (!("record" in issued)) throw new Error(`no key: ${issued.invalid}`);
-		expect(await stub.storedKey(issued.record.id)).toMatchObject({ rateClass: "unlimited" });
+		expect(await stub.storedKey(issued.record.id)).toMatchObject({ rateClass: "unlimited", disclosure: "search" });
 		// A session opened before the digests existed is told its server's configuration, once.
 		const check = await stub.checkSession({
 			keyId: "key_old",

@@ -55,6 +55,8 @@ export function showVirtualServer(virtualServer: VirtualServerRecord) {
 		tools: virtualServer.tools,
 		prompts: virtualServer.prompts,
 		resources: virtualServer.resources,
+		disclosure: virtualServer.disclosure,
+		alwaysList: virtualServer.alwaysList,
 		generation: virtualServer.generation,
 		createdAt: new Date(virtualServer.createdAt).toISOString(),
 		updatedAt: new Date(virtualServer.updatedAt).toISOString(),

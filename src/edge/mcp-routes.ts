@@ -9,6 +9,7 @@ import { namesModernVersion } from "../mcp/protocol-version.ts";
 import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { keyMayUseServer, keyMayUseVirtualServer } from "../registry/access.ts";
+import { type Disclosure, disclosureOf } from "../registry/disclosure-schema.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -63,6 +64,8 @@ interface EndpointPlan {
 	/** A virtual server's choice of its members' prompts and resources. */
 	endpointPrompts?: PromptShaping | null;
 	endpointResources?: ResourceShaping | null;
+	/** How the aggregate discloses its tools (the key's or rule's for `/mcp`, the virtual server's). */
+	disclosure?: Disclosure;
 }
 
 /**
@@ -276,6 +279,7 @@ async function planNamedEndpoint(
 			endpointTools: endpoint.virtualServer.tools,
 			endpointPrompts: endpoint.virtualServer.prompts,
 			endpointResources: endpoint.virtualServer.resources,
+			disclosure: disclosureOf(endpoint.virtualServer),
 		};
 	}
 	// Absent and forbidden look the same, so an endpoint's existence is not revealed.
@@ -309,7 +313,12 @@ async function planAggregate(
 	const allowed = all.filter((server) => keyMayUseServer(key, server.name));
 	if (key.servers !== null && allowed.length === 0) throw unknownEndpoint("/mcp");
 	const servers = allowed.filter((server) => wanted.length === 0 || wanted.includes(server.name));
-	return { mode: "aggregate", endpointCheck: { kind: "aggregate" }, members: servers.map(memberOf) };
+	return {
+		mode: "aggregate",
+		endpointCheck: { kind: "aggregate" },
+		members: servers.map(memberOf),
+		disclosure: disclosureOf(key),
+	};
 }
 
 /** A read of the registry's read path; failing, it is a 503 naming nothing internal. */

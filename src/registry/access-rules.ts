@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DISCLOSURE_INPUT_FIELDS, DISCLOSURE_RECORD_FIELDS } from "./disclosure-schema.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { type ApiKeyRecord, MaxSessionsSchema, PrioritySchema, ServerNameSchema, UserPathSchema } from "./schemas.ts";
 
@@ -80,6 +81,8 @@ export const AccessRuleInputSchema = z.strictObject({
 		.describe(
 			"Whether the identities it admits may also run the gateway from the operators' dashboard at /admin/ (docs/dashboard.md). Only the rule that decides counts.",
 		),
+	/** How the identities' `/mcp` discloses tools; see disclosure-schema.ts. */
+	...DISCLOSURE_INPUT_FIELDS,
 });
 export type AccessRuleInput = z.output<typeof AccessRuleInputSchema>;
 export type RuleMatch = z.output<typeof MatchSchema>;
@@ -95,6 +98,8 @@ export const AccessRuleRecordSchema = z.object({
 	priority: z.number(),
 	/** Rules published before the admin grant grant no admin, as they did not. */
 	admin: z.boolean().default(false),
+	/** Rules published before the fields disclose every tool, as they did. */
+	...DISCLOSURE_RECORD_FIELDS,
 	/**
 	 * Changes when the rule's match changes (or it is deleted and made again):
 	 * sessions opened under the old match end at their next recheck. A change
@@ -214,6 +219,8 @@ export function principalRecord(
 		servers: rule.servers,
 		maxSessions: rule.maxSessions,
 		rateClass: rule.rateClass,
+		disclosure: rule.disclosure,
+		alwaysList: rule.alwaysList,
 		format: "self-verifying",
 		createdAt: rule.createdAt,
 	};

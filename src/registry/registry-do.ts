@@ -263,6 +263,8 @@ export class RegistryDO extends DurableObject<Env> {
 			tools: input.tools ?? null,
 			prompts: input.prompts ?? null,
 			resources: input.resources ?? null,
+			disclosure: input.disclosure,
+			alwaysList: input.alwaysList,
 			generation: existing?.generation ?? randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
@@ -337,6 +339,8 @@ export class RegistryDO extends DurableObject<Env> {
 			servers: input.servers ?? null,
 			maxSessions: input.maxSessions ?? null,
 			rateClass: input.rateClass,
+			disclosure: input.disclosure,
+			alwaysList: input.alwaysList,
 			format: "self-verifying",
 			createdAt: Date.now(),
 		};

@@ -56,6 +56,7 @@ const virtualServers = new RecordTable("virtual_servers", "name", VirtualServerR
 	tools: JSON_TEXT,
 	prompts: JSON_TEXT,
 	resources: JSON_TEXT,
+	alwaysList: JSON_TEXT,
 });
 
 /** Keys issued before self-verifying keys are of format 1, the others of 2. */
@@ -66,9 +67,17 @@ const KEY_FORMAT: ColumnCodec = {
 };
 
 /** Keys as read back: never the digest. */
-const keys = new RecordTable("api_keys", "id", ApiKeyRecordSchema, { servers: JSON_TEXT, format: KEY_FORMAT });
+const keys = new RecordTable("api_keys", "id", ApiKeyRecordSchema, {
+	servers: JSON_TEXT,
+	format: KEY_FORMAT,
+	alwaysList: JSON_TEXT,
+});
 /** Keys with the digest of the secret: written once, and read to publish. */
-const storedKeys = new RecordTable("api_keys", "id", StoredKeySchema, { servers: JSON_TEXT, format: KEY_FORMAT });
+const storedKeys = new RecordTable("api_keys", "id", StoredKeySchema, {
+	servers: JSON_TEXT,
+	format: KEY_FORMAT,
+	alwaysList: JSON_TEXT,
+});
 
 const connections = new RecordTable("connections", "id", ConnectionRecordSchema);
 
@@ -76,6 +85,7 @@ const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSche
 	match: JSON_TEXT,
 	servers: JSON_TEXT,
 	admin: BOOLEAN_INTEGER,
+	alwaysList: JSON_TEXT,
 });
 
 const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
@@ -127,6 +137,8 @@ const CREATE_TABLES = `
 		servers TEXT,
 		max_sessions INTEGER,
 		rate_class TEXT NOT NULL DEFAULT 'standard',
+		disclosure TEXT NOT NULL DEFAULT 'full',
+		always_list TEXT NOT NULL DEFAULT '[]', -- JSON array of globs
 		key_format INTEGER NOT NULL DEFAULT 2,
 		created_at INTEGER NOT NULL
 	);
@@ -148,6 +160,8 @@ const CREATE_TABLES = `
 		rate_class TEXT NOT NULL DEFAULT 'standard',
 		priority INTEGER NOT NULL,
 		admin INTEGER NOT NULL DEFAULT 0, -- 1: its identities may use the operators' dashboard
+		disclosure TEXT NOT NULL DEFAULT 'full',
+		always_list TEXT NOT NULL DEFAULT '[]', -- JSON array of globs
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
@@ -196,6 +210,8 @@ const CREATE_TABLES = `
 		tools TEXT, -- JSON: which of its members' tools it offers; NULL: all
 		prompts TEXT, -- JSON: which of its members' prompts it offers; NULL: all
 		resources TEXT, -- JSON: which of its members' resources and templates it offers; NULL: all
+		disclosure TEXT NOT NULL DEFAULT 'full', -- 'full' or 'search' (tool search)
+		always_list TEXT NOT NULL DEFAULT '[]', -- JSON array of globs listed in search mode
 		generation TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
@@ -262,6 +278,11 @@ export class RegistryTables {
 		this.addColumn("access_rules", "rate_class", "TEXT NOT NULL DEFAULT 'standard'");
 		// Rules made before the admin grant grant no admin.
 		this.addColumn("access_rules", "admin", "INTEGER NOT NULL DEFAULT 0");
+		// Aggregates made before tool search list every tool, as they did.
+		for (const table of ["api_keys", "access_rules", "virtual_servers"]) {
+			this.addColumn(table, "disclosure", "TEXT NOT NULL DEFAULT 'full'");
+			this.addColumn(table, "always_list", "TEXT NOT NULL DEFAULT '[]'");
+		}
 		for (const server of undigested.select(this.sql, "WHERE config_digest IS NULL")) {
 			this.sql.exec("UPDATE servers SET config_digest = ? WHERE name = ?", await configDigest(server), server.name);
 		}
@@ -432,6 +453,8 @@ export class RegistryTables {
 			rateClass: input.rateClass,
 			priority: input.priority,
 			admin: input.admin,
+			disclosure: input.disclosure,
+			alwaysList: input.alwaysList,
 			generation: existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12),
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

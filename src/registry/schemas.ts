@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
+import { DISCLOSURE_INPUT_FIELDS, DISCLOSURE_RECORD_FIELDS } from "./disclosure-schema.ts";
 import { PromptShapingSchema, ResourceShapingSchema } from "./offer-shaping-schema.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
@@ -182,6 +183,8 @@ export const KeyInputSchema = z.strictObject({
 	),
 	/** See rate-classes.ts. */
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS).describe("Which rate-limiting binding counts its requests."),
+	/** How its `/mcp` discloses tools; see disclosure-schema.ts. */
+	...DISCLOSURE_INPUT_FIELDS,
 });
 export type KeyInput = z.output<typeof KeyInputSchema>;
 
@@ -211,6 +214,8 @@ export const VirtualServerInputSchema = z.strictObject({
 	resources: ResourceShapingSchema.optional().describe(
 		"Which of its members' resources and templates it offers, by URI and uriTemplate globs.",
 	),
+	/** See disclosure-schema.ts. */
+	...DISCLOSURE_INPUT_FIELDS,
 });
 export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 
@@ -263,6 +268,8 @@ export const ApiKeyRecordSchema = z.object({
 	maxSessions: z.number().nullable(),
 	/** Which rate-limiting binding counts its requests; records published before the field are standard, as they were. */
 	rateClass: RateClassSchema.default(DEFAULT_RATE_CLASS),
+	/** How its `/mcp` discloses tools; records published before the fields are "full", as they were. */
+	...DISCLOSURE_RECORD_FIELDS,
 	/** "legacy": issued before self-verifying keys, no longer accepted; re-issue it. */
 	format: z.enum(["self-verifying", "legacy"]),
 	createdAt: z.number(),
@@ -305,6 +312,8 @@ export const VirtualServerRecordSchema = z.object({
 	prompts: PromptShapingSchema.nullable().default(null),
 	/** Which of its members' resources and templates it offers; null: all (and in records older than the field). */
 	resources: ResourceShapingSchema.nullable().default(null),
+	/** How it discloses tools; records published before the fields are "full", as they were. */
+	...DISCLOSURE_RECORD_FIELDS,
 	/** Random id of this incarnation: deleted and created again, it gets a new one. */
 	generation: z.string(),
 	createdAt: z.number(),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import { ModernClientSchema } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { IdentitySchema } from "../registry/access-rules.ts";
+import { DisclosureSchema } from "../registry/disclosure-schema.ts";
 import { PromptShapingSchema, ResourceShapingSchema } from "../registry/offer-shaping-schema.ts";
 import {
 	EndpointCheckSchema,
@@ -123,6 +124,8 @@ export const SessionBindingSchema = z.object({
 	/** A virtual server's choice of its members' prompts and resources, as at open; absent: all. */
 	endpointPrompts: PromptShapingSchema.optional(),
 	endpointResources: ResourceShapingSchema.optional(),
+	/** How an aggregate discloses its tools, as at open; absent (and in bindings older than it): in full. */
+	disclosure: DisclosureSchema.optional(),
 	/** Upstream sessions by member name; a member missing here is connected on next use. */
 	upstreams: z.record(z.string(), UpstreamSessionSchema),
 	/**

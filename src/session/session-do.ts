@@ -14,7 +14,7 @@ import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
-import { withCallNote } from "../telemetry/tool-call.ts";
+import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
@@ -267,69 +267,89 @@ export class SessionDO extends DurableObject<Env> {
 			this.parts.lifecycle.finish();
 			calling();
 		});
+		/** The tool a `call_tool` named (search mode): the call is that tool's, and the edge accounts it so. */
+		let calledTool: string | null = null;
 		try {
 			if (!(await this.parts.lifecycle.recheckIfDue(binding))) {
 				done();
 				return notFound();
 			}
-			// A call its upstream holds as a task (the tool lists task support) goes to it as a task; any other is plain.
-			let holder: Member | null = null;
-			if (input.kind === "request" && this.parts.holdsTasks()) {
-				// A request naming an upstream's task goes to it under the upstream's id.
-				const passed = await this.parts.upstreamTasks.answer(input.message, done);
-				if (passed) return passed;
-				// The session's own tasks, then its upstreams' own.
-				if (input.message.method === "tasks/list")
-					return this.parts.upstreamTasks.list(input.message, this.parts.tasks, done);
-				holder = await this.parts.upstreamTasks.holder(input.message);
-				// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
-				const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message, done);
-				if (answered) return answered;
+			// In search mode a `call_tool` is, from here on, the call of the tool it names: tasks, shaping,
+			// policies, pinning and at-most-once hold for it as for the direct call it stands for.
+			const inner =
+				input.kind === "request" && (this.binding ?? binding).mode === "aggregate"
+					? this.parts.router.innerCall(input.message)
+					: null;
+			if (inner) {
+				input = { kind: "request", message: inner };
+				calledTool = String(inner.params?.name);
 			}
-			// An answer to what a held task's call asked settles that question; it goes on as any answer.
-			if (input.kind === "response") await this.parts.tasks.answered(input.message);
-			// The session holds every other task itself, and ignores `params.task` of a client it does not hold
-			// tasks for (the spec's rule for a receiver that did not declare them).
-			if (input.kind === "request" && !holder) input = { kind: "request", message: withoutTask(input.message) };
-			const created = (reply: Response) => (holder ? this.parts.upstreamTasks.created(holder, reply) : reply);
-			const current = this.binding ?? binding;
-			if (current.mode === "transparent") {
-				const member = this.parts.members.sole(current);
-				// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
-				// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
-				const kind = input.kind === "request" ? await this.answeredHere(member, input.message.method) : null;
-				if (input.kind === "request" && kind) {
-					// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
-					this.parts.catalog.invalidate(member.name, [kind]);
-					const items = await this.parts.visible(member.name, kind, await this.parts.catalog.get(member.name, kind));
-					done();
-					return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
-				}
-				if (input.kind === "request") {
-					const reply = await this.parts.calls.request(member, input.message, done);
-					// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
-					return input.message.method === "tools/list"
-						? this.parts.watched(member, input.message, reply)
-						: created(reply);
-				}
-				const accepted = await this.parts.calls.notify(member, input.message);
-				done();
-				return accepted;
-			}
-			if (input.kind === "request") return created(await this.parts.router.handle(input.message, done));
-			if (input.kind === "notification") await this.parts.router.notify(input.message);
-			else await this.parts.router.clientResponse(input.message);
-			done();
-			return new Response(null, { status: 202 });
+			const reply = await this.routed(binding, input, done);
+			return calledTool === null ? reply : withCalledTool(reply, calledTool);
 		} catch (error) {
 			done();
 			if (input.kind !== "request") return renderHttpFailure(error);
 			const failure = renderRpcFailure(error, input.message.id);
 			// The edge accounts a name the endpoint does not offer as an unknown tool, not as any invalid params.
-			return error instanceof UnknownToolRefusal
-				? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
-				: failure;
+			const noted =
+				error instanceof UnknownToolRefusal
+					? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
+					: failure;
+			return calledTool === null ? noted : withCalledTool(noted, calledTool);
 		}
+	}
+
+	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
+	private async routed(binding: SessionBinding, input: SessionMessage, done: () => void): Promise<Response> {
+		// A call its upstream holds as a task (the tool lists task support) goes to it as a task; any other is plain.
+		let holder: Member | null = null;
+		if (input.kind === "request" && this.parts.holdsTasks()) {
+			// A request naming an upstream's task goes to it under the upstream's id.
+			const passed = await this.parts.upstreamTasks.answer(input.message, done);
+			if (passed) return passed;
+			// The session's own tasks, then its upstreams' own.
+			if (input.message.method === "tasks/list")
+				return this.parts.upstreamTasks.list(input.message, this.parts.tasks, done);
+			holder = await this.parts.upstreamTasks.holder(input.message);
+			// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
+			const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message, done);
+			if (answered) return answered;
+		}
+		// An answer to what a held task's call asked settles that question; it goes on as any answer.
+		if (input.kind === "response") await this.parts.tasks.answered(input.message);
+		// The session holds every other task itself, and ignores `params.task` of a client it does not hold
+		// tasks for (the spec's rule for a receiver that did not declare them).
+		if (input.kind === "request" && !holder) input = { kind: "request", message: withoutTask(input.message) };
+		const created = (reply: Response) => (holder ? this.parts.upstreamTasks.created(holder, reply) : reply);
+		const current = this.binding ?? binding;
+		if (current.mode === "transparent") {
+			const member = this.parts.members.sole(current);
+			// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
+			// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
+			const kind = input.kind === "request" ? await this.answeredHere(member, input.message.method) : null;
+			if (input.kind === "request" && kind) {
+				// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
+				this.parts.catalog.invalidate(member.name, [kind]);
+				const items = await this.parts.visible(member.name, kind, await this.parts.catalog.get(member.name, kind));
+				done();
+				return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
+			}
+			if (input.kind === "request") {
+				const reply = await this.parts.calls.request(member, input.message, done);
+				// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
+				return input.message.method === "tools/list"
+					? this.parts.watched(member, input.message, reply)
+					: created(reply);
+			}
+			const accepted = await this.parts.calls.notify(member, input.message);
+			done();
+			return accepted;
+		}
+		if (input.kind === "request") return created(await this.parts.router.handle(input.message, done));
+		if (input.kind === "notification") await this.parts.router.notify(input.message);
+		else await this.parts.router.clientResponse(input.message);
+		done();
+		return new Response(null, { status: 202 });
 	}
 
 	/**

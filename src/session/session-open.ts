@@ -8,6 +8,7 @@ import {
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
+import type { Disclosure } from "../registry/disclosure-schema.ts";
 import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
 import type { EndpointTools } from "../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./aggregate/bounded.ts";
@@ -27,6 +28,8 @@ export interface OpenSessionInput {
 	/** A virtual server's choice of its members' prompts and resources (kept in the binding). */
 	endpointPrompts?: PromptShaping | null | undefined;
 	endpointResources?: ResourceShaping | null | undefined;
+	/** How an aggregate discloses its tools (kept in the binding); absent: in full. */
+	disclosure?: Disclosure | undefined;
 }
 
 /** A binding before the DO stamps it with its times. */
@@ -138,6 +141,8 @@ function draft(input: OpenSessionInput, protocolVersion: string, upstreams: Sess
 		...(input.endpointTools ? { endpointTools: input.endpointTools } : {}),
 		...(input.endpointPrompts ? { endpointPrompts: input.endpointPrompts } : {}),
 		...(input.endpointResources ? { endpointResources: input.endpointResources } : {}),
+		// Only an aggregate searches; a binding without the field lists in full, as older ones did.
+		...(input.mode === "aggregate" && input.disclosure?.mode === "search" ? { disclosure: input.disclosure } : {}),
 		upstreams,
 	};
 }

@@ -282,6 +282,8 @@ export function sessionParts(host: PartsHost): SessionParts {
 		},
 		emit: (message) => streams.listening()?.send(message),
 		timers: host.timers,
+		disclosure: () => host.current()?.disclosure,
+		holdsTasks: () => holdsTasks(),
 	});
 	const listening = new Listening({
 		settings,

@@ -67,9 +67,11 @@ export interface ServerOperationInput {
  */
 export class ServerOperation {
 	private readonly span: Span | null;
-	private readonly operation: McpOperation;
+	private operation: McpOperation;
 	private readonly started = Date.now();
-	private readonly digest: Promise<string> | null;
+	private digest: Promise<string> | null;
+	/** The call's arguments (a `call_tool`'s: those of the tool it called). */
+	private callArguments: unknown;
 	private era: ToolCallEvent["era"] = "2025";
 	private protocolVersion: string | null = null;
 	private ended = false;
@@ -89,7 +91,8 @@ export class ServerOperation {
 			);
 			this.carryContext(this.span);
 		} else this.span = null;
-		this.digest = message.method === "tools/call" ? argumentsDigest(message.params?.arguments) : null;
+		this.callArguments = message.params?.arguments;
+		this.digest = message.method === "tools/call" ? argumentsDigest(this.callArguments) : null;
 	}
 
 	/** The operation of a body, when it is a request or notification (null for responses and anything else). */
@@ -120,11 +123,31 @@ export class ServerOperation {
 	answered(response: Response): Response {
 		const headers = new Headers(response.headers);
 		const note = takeCallNote(headers);
+		if (note?.tool !== undefined) this.calledThrough(note.tool);
 		const passed = new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 		const id = this.message.id ?? null;
 		return watchAnswer(passed, id, (answer, bytes) =>
 			this.end(outcomeOf(answer), answer !== null || id === null, bytes, note),
 		);
+	}
+
+	/**
+	 * The object's note says this `call_tool` (search mode) was the call of
+	 * `tool`: the span, its metric and the `tool_call` event are that tool's
+	 * (`gen_ai.tool.name` the real tool), with its arguments' digest.
+	 */
+	private calledThrough(tool: string): void {
+		const outer = this.message.params?.arguments;
+		const inner =
+			typeof outer === "object" && outer !== null ? (outer as Record<string, unknown>).arguments : undefined;
+		this.callArguments = inner;
+		this.digest = argumentsDigest(inner);
+		this.operation = describeOperation(
+			{ ...this.message, params: { ...this.message.params, name: tool, arguments: inner } },
+			null,
+		);
+		this.span?.updateName(this.operation.name);
+		this.span?.setAttributes(this.operation.attributes);
 	}
 
 	/** The request failed with `error` before any answer: the edge renders it (its JSON-RPC code is the outcome). */
@@ -191,7 +214,7 @@ export class ServerOperation {
 			bytes_out: bytesOut,
 			arguments_digest: digest,
 		};
-		if (note?.capture) event.arguments = this.message.params?.arguments ?? {};
+		if (note?.capture) event.arguments = this.callArguments ?? {};
 		const traceId = this.span?.spanContext().traceId;
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope.dataset);

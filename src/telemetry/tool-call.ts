@@ -49,6 +49,11 @@ export interface CallNote {
 	capture?: boolean;
 	/** Set when the object refused the call before sending it. */
 	refused?: "refused_pinning" | "unknown_tool";
+	/**
+	 * The tool the call was for, as the endpoint names it, when the client named
+	 * it through the gateway's `call_tool` (search mode): the call is accounted as that tool's.
+	 */
+	tool?: string;
 }
 
 /** A tool call's reply with the object's note on it (any other method's reply unchanged). */
@@ -56,6 +61,14 @@ export function withCallNote(response: Response, method: string, note: CallNote)
 	if (method !== "tools/call") return response;
 	const headers = new Headers(response.headers);
 	headers.set(CALL_NOTE_HEADER, JSON.stringify(note));
+	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** A reply to a `call_tool` with the tool it called added to its note (whatever else the note says stays). */
+export function withCalledTool(response: Response, tool: string): Response {
+	const headers = new Headers(response.headers);
+	const note = takeCallNote(headers) ?? {};
+	headers.set(CALL_NOTE_HEADER, JSON.stringify({ ...note, tool }));
 	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
@@ -67,8 +80,9 @@ export function takeCallNote(headers: Headers): CallNote | null {
 	try {
 		const value: unknown = JSON.parse(text);
 		if (typeof value !== "object" || value === null) return null;
-		const { server, real, capture, refused } = value as Record<string, unknown>;
+		const { server, real, capture, refused, tool } = value as Record<string, unknown>;
 		return {
+			...(typeof tool === "string" ? { tool } : {}),
 			...(typeof server === "string" ? { server } : {}),
 			...(typeof real === "string" ? { real } : {}),
 			...(capture === true ? { capture } : {}),

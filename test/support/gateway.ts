@@ -41,7 +41,14 @@ export function testAddress(): string {
 }
 
 export async function createKey(
-	input: { servers?: string[]; userPath?: string; name?: string; rateClass?: string } = {},
+	input: {
+		servers?: string[];
+		userPath?: string;
+		name?: string;
+		rateClass?: string;
+		disclosure?: "full" | "search";
+		alwaysList?: string[];
+	} = {},
 ) {
 	const response = await admin("POST", "/keys", input);
 	if (response.status !== 201) throw new Error(`key creation failed: ${await response.text()}`);

@@ -60,6 +60,8 @@ export class AggregateLists {
 	private readonly reportedConflicts = new Set<string>();
 	/** What the client last saw of each list, to tell a real change from a no-op list_changed. */
 	private readonly published = new Map<ListKind, string>();
+	/** Bumped whenever the tools list computed differs from the one before (the search index follows it). */
+	toolsGeneration = 0;
 
 	constructor(private readonly host: ListsHost) {}
 
@@ -75,7 +77,9 @@ export class AggregateLists {
 				return target ? [[tool.name, target]] : [];
 			}),
 		);
-		this.published.set("tools", JSON.stringify(items));
+		const published = JSON.stringify(items);
+		if (published !== this.published.get("tools")) this.toolsGeneration++;
+		this.published.set("tools", published);
 		return items;
 	}
 

@@ -15,9 +15,10 @@ import { forEachBounded } from "./bounded.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
 import { ListRefresh } from "./list-refresh.ts";
 import type { ServerRequests } from "./server-requests.ts";
+import { type DisclosureHost, ToolDisclosure } from "./tool-disclosure.ts";
 
 /** What the router needs from its SessionDO. */
-export interface AggregateHost extends ListsHost {
+export interface AggregateHost extends ListsHost, Pick<DisclosureHost, "disclosure" | "holdsTasks"> {
 	/** Forwards a request to a member and streams its reply; calls `done` when the reply has ended. */
 	forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response>;
 	/** Sends a notification, or a response to one of its requests, to a member. */
@@ -53,9 +54,18 @@ export class AggregateRouter {
 	private readonly lists: AggregateLists;
 	private readonly forwarded = new ForwardedRequests();
 	private readonly refreshes: ListRefresh;
+	private readonly disclosure: ToolDisclosure;
 
 	constructor(private readonly host: AggregateHost) {
 		this.lists = new AggregateLists(host);
+		this.disclosure = new ToolDisclosure({
+			disclosure: () => host.disclosure(),
+			holdsTasks: () => host.holdsTasks(),
+			callable: async () => {
+				const tools = await this.lists.tools();
+				return { tools, generation: this.lists.toolsGeneration };
+			},
+		});
 		this.refreshes = new ListRefresh(
 			() => host.timers(),
 			async (list) => {
@@ -75,7 +85,7 @@ export class AggregateRouter {
 			case "ping":
 				return local({});
 			case "tools/list":
-				return local({ tools: await this.lists.tools() });
+				return local({ tools: this.disclosure.searching ? await this.disclosure.list() : await this.lists.tools() });
 			case "prompts/list":
 				return local({ prompts: await this.lists.prompts() });
 			case "resources/list":
@@ -83,6 +93,7 @@ export class AggregateRouter {
 			case "resources/templates/list":
 				return local({ resourceTemplates: (await this.lists.resourceLists()).templates });
 			case "tools/call": {
+				if (this.disclosure.isSearch(message)) return local({ ...(await this.disclosure.search(message)) });
 				const target = await this.lists.routeName("tool", String(params.name ?? ""));
 				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
 			}
@@ -234,10 +245,14 @@ export class AggregateRouter {
 	}
 
 	/**
-	 * Forwards a request to a member, remembering it (and its progress token)
-	 * until its reply ends, so cancellations and progress find the right member.
-	 * Entries are removed however the forward ends.
+	 * In search mode, the call a client's `call_tool` stands for (see
+	 * ToolDisclosure.inner); null for any other request. The session routes it
+	 * from the start, as if the client had sent it.
 	 */
+	innerCall(message: JSONRPCRequest): JSONRPCRequest | null {
+		return this.disclosure.inner(message);
+	}
+
 	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there (unknown names throw). */
 	routeTool(exposed: string): Promise<RouteTarget> {
 		return this.lists.routeName("tool", exposed);
@@ -248,6 +263,11 @@ export class AggregateRouter {
 		return this.forward(server, message, done);
 	}
 
+	/**
+	 * Forwards a request to a member, remembering it (and its progress token)
+	 * until its reply ends, so cancellations and progress find the right member.
+	 * Entries are removed however the forward ends.
+	 */
 	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
 		const release = this.forwarded.track(server, message, done);
 		try {

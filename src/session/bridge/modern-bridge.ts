@@ -12,6 +12,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import { randomToken } from "../../primitives/crypto.ts";
+import { CALL_NOTE_HEADER } from "../../telemetry/tool-call.ts";
 import type { Clock, Timers } from "../clock.ts";
 import type { SessionMessage } from "../session-rpc.ts";
 import { openRequestState, type RoundOwner, signRequestState } from "./request-state.ts";
@@ -76,7 +77,7 @@ export class ModernBridge {
 		const state = message.params?.requestState;
 		if (state !== undefined) return this.retry(message, state, full);
 		const response = await this.host.post({ kind: "request", message: withoutEnvelope(message) });
-		return this.answer(response, message.id, full);
+		return withNoteOf(response, await this.answer(response, message.id, full));
 	}
 
 	/** Ends every round: the session ended. */
@@ -277,4 +278,13 @@ function failure(id: RequestId, error: unknown): JSONRPCMessage {
 	const gatewayError =
 		error instanceof GatewayError ? error : new GatewayError("upstream_error", "The reply could not be read.");
 	return { jsonrpc: "2.0", id, error: gatewayError.toJsonRpcError() };
+}
+
+/** The session's note on a call (see CALL_NOTE_HEADER) kept on the modern reply made of it, for the edge to read. */
+function withNoteOf(session: Response, modern: Response): Response {
+	const note = session.headers.get(CALL_NOTE_HEADER);
+	if (note === null || modern.headers.get(CALL_NOTE_HEADER) === note) return modern;
+	const headers = new Headers(modern.headers);
+	headers.set(CALL_NOTE_HEADER, note);
+	return new Response(modern.body, { status: modern.status, statusText: modern.statusText, headers });
 }

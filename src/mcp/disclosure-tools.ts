@@ -1,0 +1,142 @@
+import type { CallToolResult, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { GatewayError } from "./gateway-error.ts";
+
+/**
+ * The gateway's own tools on an aggregate in search mode (docs/tool-search.md):
+ * `search_tools` finds the endpoint's tools by words, `call_tool` calls one by
+ * the name the search gave. Their definitions, their arguments' schemas and
+ * their answers' shapes; the session decides what they search and call.
+ */
+
+export const SEARCH_TOOLS = "search_tools";
+export const CALL_TOOL = "call_tool";
+
+/** How many tools a search answers: by default, and at most. */
+export const DEFAULT_SEARCH_LIMIT = 10;
+export const MAX_SEARCH_LIMIT = 50;
+
+/** What one found tool is told as: all a client needs to call it, nothing it would not list. */
+const FOUND_TOOL_JSON_SCHEMA = {
+	type: "object",
+	properties: {
+		name: { type: "string" },
+		title: { type: "string" },
+		description: { type: "string" },
+		inputSchema: { type: "object" },
+		annotations: { type: "object" },
+	},
+	required: ["name", "inputSchema"],
+} as const;
+
+export const SEARCH_TOOLS_TOOL: Tool = {
+	name: SEARCH_TOOLS,
+	title: "Search tools",
+	description:
+		"Finds the tools of this endpoint that match a query, best first: say in a few words what you want to do. Each tool found comes with its name, description and input schema; call it with call_tool.",
+	inputSchema: {
+		type: "object",
+		properties: {
+			query: { type: "string", description: "What the tool should do, in words (e.g. 'create an issue')." },
+			limit: {
+				type: "integer",
+				minimum: 1,
+				maximum: MAX_SEARCH_LIMIT,
+				default: DEFAULT_SEARCH_LIMIT,
+				description: `How many tools to answer at most (1-${MAX_SEARCH_LIMIT}, default ${DEFAULT_SEARCH_LIMIT}).`,
+			},
+		},
+		required: ["query"],
+	},
+	outputSchema: {
+		type: "object",
+		properties: { tools: { type: "array", items: FOUND_TOOL_JSON_SCHEMA } },
+		required: ["tools"],
+	},
+	annotations: { title: "Search tools", readOnlyHint: true, openWorldHint: false },
+};
+
+export const CALL_TOOL_TOOL: Tool = {
+	name: CALL_TOOL,
+	title: "Call a tool",
+	description:
+		"Calls a tool of this endpoint by the name search_tools gave, with its arguments; answers exactly what the tool answers.",
+	inputSchema: {
+		type: "object",
+		properties: {
+			name: { type: "string", description: "The tool's name, as search_tools gave it." },
+			arguments: { type: "object", description: "The tool's arguments, as its input schema describes them." },
+		},
+		required: ["name"],
+	},
+	annotations: { title: "Call a tool" },
+};
+
+const SearchArgumentsSchema = z.object({
+	query: z.string({ error: "query must be a string of words" }).refine((query) => query.trim() !== "", {
+		message: "query must name what the tool should do; it is empty",
+	}),
+	limit: z
+		.number({ error: "limit must be a number" })
+		.int("limit must be a whole number")
+		.min(1, `limit must be between 1 and ${MAX_SEARCH_LIMIT}`)
+		.max(MAX_SEARCH_LIMIT, `limit must be between 1 and ${MAX_SEARCH_LIMIT}`)
+		.default(DEFAULT_SEARCH_LIMIT),
+});
+export type SearchArguments = z.infer<typeof SearchArgumentsSchema>;
+
+const CallArgumentsSchema = z.object({
+	name: z
+		.string({ error: "name must be the tool's name, a string" })
+		.min(1, "name must be the tool's name; it is empty"),
+	arguments: z.record(z.string(), z.unknown(), { error: "arguments must be an object" }).optional(),
+});
+export type CallArguments = z.infer<typeof CallArgumentsSchema>;
+
+/** `search_tools`' arguments from a `tools/call`'s params; bad ones are invalid params, said plainly. */
+export function searchArgumentsOf(params: Readonly<Record<string, unknown>>): SearchArguments {
+	return parsed(SEARCH_TOOLS, SearchArgumentsSchema, params.arguments ?? {});
+}
+
+/** `call_tool`'s arguments from a `tools/call`'s params; bad ones are invalid params, said plainly. */
+export function callArgumentsOf(params: Readonly<Record<string, unknown>>): CallArguments {
+	return parsed(CALL_TOOL, CallArgumentsSchema, params.arguments ?? {});
+}
+
+function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
+	const result = schema.safeParse(value);
+	if (result.success) return result.data;
+	const said = result.error.issues.map((issue) => issue.message).join("; ");
+	throw new GatewayError("invalid_params", `Invalid params: ${tool}: ${said}.`);
+}
+
+/**
+ * The call `call_tool` stands for: a `tools/call` of the named tool with its
+ * arguments, under the same id, with the same `_meta` (progress token, trace
+ * context) and task augmentation, so it goes wherever a direct call would.
+ */
+export function innerCall(message: JSONRPCRequest, call: CallArguments): JSONRPCRequest {
+	const { _meta, task } = (message.params ?? {}) as { _meta?: unknown; task?: unknown };
+	return {
+		...message,
+		params: {
+			name: call.name,
+			...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
+			...(_meta !== undefined ? { _meta } : {}),
+			...(task !== undefined ? { task } : {}),
+		} as JSONRPCRequest["params"],
+	};
+}
+
+/** `search_tools`' answer: the tools found, best first, as structured content and the same JSON as text. */
+export function searchResult(found: readonly Tool[]): CallToolResult {
+	const tools = found.map((tool) => ({
+		name: tool.name,
+		...(tool.title !== undefined ? { title: tool.title } : {}),
+		...(tool.description !== undefined ? { description: tool.description } : {}),
+		inputSchema: tool.inputSchema,
+		...(tool.annotations !== undefined ? { annotations: tool.annotations } : {}),
+	}));
+	const structuredContent = { tools };
+	return { content: [{ type: "text", text: JSON.stringify(structuredContent) }], structuredContent };
+}

@@ -1,0 +1,92 @@
+import type { CallToolResult, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { globMatches } from "../../governance/globs.ts";
+import {
+	CALL_TOOL,
+	CALL_TOOL_TOOL,
+	callArgumentsOf,
+	innerCall,
+	SEARCH_TOOLS,
+	SEARCH_TOOLS_TOOL,
+	searchArgumentsOf,
+	searchResult,
+} from "../../mcp/disclosure-tools.ts";
+import { buildToolIndex, searchTools, type ToolIndex } from "../../mcp/tool-search.ts";
+import type { Disclosure } from "../../registry/disclosure-schema.ts";
+import { withTaskSupport } from "../tasks/legacy-task-wire.ts";
+
+/** The aggregate's tools as the caller may call them now, and the generation of that list. */
+export interface CallableTools {
+	tools: Tool[];
+	/** Changes whenever the list the caller may call changed (see AggregateLists.toolsGeneration). */
+	generation: number;
+}
+
+/** What the disclosure needs from its session. */
+export interface DisclosureHost {
+	/** The endpoint's disclosure as at open; undefined: in full. */
+	disclosure(): Disclosure | undefined;
+	/** Every tool the caller may call, as the endpoint names them: shaping, policies and pinning applied. */
+	callable(): Promise<CallableTools>;
+	/** Whether the session holds tasks for its client: `call_tool` then takes a task, as the tool it calls would. */
+	holdsTasks(): boolean;
+}
+
+/**
+ * An aggregate's tools in search mode (docs/tool-search.md): `tools/list`
+ * answers the gateway's `search_tools` and `call_tool` and the tools the
+ * operator always lists; `search_tools` ranks what the caller may call (the
+ * same list `tools/list` would give in full, so a hidden tool is never found);
+ * `call_tool` becomes the call of the tool it names, which then goes the way
+ * a direct call goes. One index per session object, built from the list of
+ * one generation and rebuilt once that list changes (a list_changed refresh,
+ * a policy that now decides otherwise), never per request.
+ */
+export class ToolDisclosure {
+	private built: { generation: number; index: ToolIndex } | null = null;
+
+	constructor(private readonly host: DisclosureHost) {}
+
+	/** Whether the endpoint is in search mode. */
+	get searching(): boolean {
+		return this.host.disclosure()?.mode === "search";
+	}
+
+	/** `tools/list` in search mode: the gateway's two tools, then those `alwaysList` names, in endpoint order. */
+	async list(): Promise<Tool[]> {
+		const globs = this.host.disclosure()?.alwaysList ?? [];
+		const always =
+			globs.length === 0
+				? []
+				: (await this.host.callable()).tools.filter((tool) => globs.some((glob) => globMatches(glob, tool.name)));
+		const call = this.host.holdsTasks() ? withTaskSupport(CALL_TOOL_TOOL) : CALL_TOOL_TOOL;
+		return [SEARCH_TOOLS_TOOL, call, ...always];
+	}
+
+	/** Whether a request is the gateway's own `search_tools`, answered here. */
+	isSearch(message: JSONRPCRequest): boolean {
+		return this.searching && message.method === "tools/call" && message.params?.name === SEARCH_TOOLS;
+	}
+
+	/** `search_tools`: the best matches among the tools the caller may call. Bad arguments throw invalid params. */
+	async search(message: JSONRPCRequest): Promise<CallToolResult> {
+		const { query, limit } = searchArgumentsOf(message.params ?? {});
+		return searchResult(searchTools(await this.index(), query, limit));
+	}
+
+	/**
+	 * The call a `call_tool` stands for (the named tool, its arguments, the same
+	 * id, `_meta` and task), or null for any other request. Bad arguments throw
+	 * invalid params; an unknown or hidden name is refused later, where a direct
+	 * call of it is, exactly as one.
+	 */
+	inner(message: JSONRPCRequest): JSONRPCRequest | null {
+		if (!this.searching || message.method !== "tools/call" || message.params?.name !== CALL_TOOL) return null;
+		return innerCall(message, callArgumentsOf(message.params));
+	}
+
+	private async index(): Promise<ToolIndex> {
+		const { tools, generation } = await this.host.callable();
+		if (this.built?.generation !== generation) this.built = { generation, index: buildToolIndex(tools) };
+		return this.built.index;
+	}
+}

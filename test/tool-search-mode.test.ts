@@ -1,0 +1,329 @@
+import { exports } from "cloudflare:workers";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { eventually } from "./support/eventually.ts";
+import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { MODERN } from "./support/modern.ts";
+import { putCatalog, registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
+
+/**
+ * An aggregate in search mode (docs/tool-search.md): its list is the gateway's
+ * search_tools and call_tool (and what alwaysList names); search ranks what
+ * the caller may call, call_tool calls it as a direct call would. Both eras,
+ * on /mcp of a key and on a virtual server. Policies here name their test's
+ * own server and are deleted after it.
+ */
+
+const policies: string[] = [];
+afterEach(async () => {
+	for (const name of policies.splice(0)) await admin("DELETE", `/policies/${name}`);
+	vi.restoreAllMocks();
+});
+
+async function denyPolicy(server: string, tool: string): Promise<string> {
+	const name = uniqueName("policy");
+	const response = await admin("PUT", `/policies/${name}`, {
+		expression: `tool.name == "${tool}"`,
+		effect: "deny",
+		applies: { servers: [server] },
+	});
+	if (response.status !== 201) throw new Error(`policy: ${await response.text()}`);
+	policies.push(name);
+	return name;
+}
+
+async function virtualServer(body: Record<string, unknown>): Promise<string> {
+	const name = uniqueName("searching");
+	const response = await admin("PUT", `/virtual-servers/${name}`, body);
+	if (response.status !== 201) throw new Error(`virtual server: ${await response.text()}`);
+	return name;
+}
+
+/** A number no other test sends, so this test's call can be found in the shared upstream's log. */
+function uniqueNumber(): number {
+	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+}
+
+interface Found {
+	name: string;
+	title?: string;
+	description?: string;
+	inputSchema: Record<string, unknown>;
+	annotations?: Record<string, unknown>;
+}
+
+/** What search_tools found, checked to say the same in its text as in its structured content. */
+function foundIn(result: object): Found[] {
+	const { structuredContent, content } = result as { structuredContent?: unknown; content?: unknown };
+	const structured = structuredContent as { tools: Found[] };
+	const [text] = content as Array<{ type: string; text: string }>;
+	expect(JSON.parse(text?.text ?? "null")).toEqual(structured);
+	return structured.tools;
+}
+
+/** Anything with an SDK client's callTool (SDK 1.32 or v2), as this file calls it. */
+interface Caller {
+	callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<object>;
+}
+
+async function search(client: Caller, query: string, limit?: number): Promise<Found[]> {
+	return foundIn(await client.callTool({ name: "search_tools", arguments: { query, ...(limit ? { limit } : {}) } }));
+}
+
+/** An SDK v2 client pinned to 2026-07-28, connected through the gateway. */
+async function modernClient(path: string, key: string): Promise<ModernClient> {
+	const transport = new ModernTransport(new URL(`${BASE}${path}`), {
+		fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+		requestInit: { headers: { authorization: `Bearer ${key}` } },
+	});
+	const client = new ModernClient(
+		{ name: "search-mode-test", version: "1.0.0" },
+		{ versionNegotiation: { mode: { pin: MODERN } } },
+	);
+	await client.connect(transport);
+	return client;
+}
+
+describe("search mode on /mcp (2025-11-25, SDK 1.32)", () => {
+	it("tools/list answers search_tools and call_tool, then only the tools alwaysList names", async () => {
+		const beta = await registerServer("beta");
+		const gamma = await registerServer("gamma");
+		const { key } = await createKey({ servers: [beta, gamma], disclosure: "search", alwaysList: [`${gamma}__e*`] });
+		const { client } = await connectClient("/mcp", key);
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name)).toEqual(["search_tools", "call_tool", `${gamma}__echo`]);
+		expect(tools[0]?.inputSchema).toMatchObject({ required: ["query"] });
+		await client.close();
+	});
+
+	it("search_tools finds a tool by words of its description, with its schema and annotations; call_tool reaches it and answers its result", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const [best] = await search(client, "sum of two numbers");
+		expect(best).toMatchObject({
+			name: `${beta}__add`,
+			description: "Adds two numbers.",
+			inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } },
+			annotations: { readOnlyHint: true },
+		});
+		const args = { a: uniqueNumber(), b: 2 };
+		const result = await client.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: args } });
+		expect(result).toMatchObject({
+			content: [{ type: "text", text: String(args.a + 2) }],
+			structuredContent: { sum: args.a + 2 },
+		});
+		// It reached the upstream once, under the upstream's own name and with the arguments unchanged.
+		expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+		await client.close();
+	});
+
+	it("a tool a policy hides is never found, and call_tool refuses it exactly as a direct call is refused; it never reaches the upstream", async () => {
+		const beta = await registerServer("beta");
+		const denying = await denyPolicy(beta, "add");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const found = (await search(client, "adds two numbers or echoes the text", 50)).map((tool) => tool.name);
+		expect(found).not.toContain(`${beta}__add`);
+		expect(found).toContain(`${beta}__echo`);
+		const args = { a: uniqueNumber(), b: 3 };
+		const through = await client
+			.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: args } })
+			.catch((error: unknown) => error);
+		const direct = await client.callTool({ name: `${beta}__add`, arguments: args }).catch((error: unknown) => error);
+		expect(String(through)).toContain(`policy '${denying}'`);
+		expect(String(through)).toBe(String(direct));
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+		await client.close();
+	});
+
+	it("progress of the tool call_tool calls reaches the client under its own token", async () => {
+		// delta answers on an SSE stream, where progress can travel (beta answers plain JSON).
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const seen: number[] = [];
+		const result = await client.callTool(
+			{ name: "call_tool", arguments: { name: `${delta}__progress`, arguments: { steps: 3 } } },
+			CallToolResultSchema,
+			{ onprogress: (progress) => seen.push(progress.progress) },
+		);
+		expect(result.content).toEqual([{ type: "text", text: "done in 3 steps" }]);
+		expect(seen).toEqual([1, 2, 3]);
+		await client.close();
+	});
+
+	it("a tool added upstream while the session lives is found once the list refresh has run", async () => {
+		const catalog = uniqueName("catalog");
+		await putCatalog(catalog, [
+			{ name: "lookup_order", description: "Looks up an order by its number.", args: ["id"] },
+		]);
+		const mutable = uniqueName("mutable");
+		expect(
+			(await admin("PUT", `/servers/${mutable}?check=false`, { url: `${upstreamUrl("mutable")}?catalog=${catalog}` }))
+				.status,
+		).toBe(201);
+		const { key } = await createKey({ servers: [mutable], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		expect((await search(client, "order number")).map((tool) => tool.name)).toEqual([`${mutable}__lookup_order`]);
+		expect(await search(client, "support ticket")).toEqual([]);
+		await putCatalog(catalog, [
+			{ name: "lookup_order", description: "Looks up an order by its number.", args: ["id"] },
+			{ name: "summarize_ticket", description: "Summarizes a support ticket for the agent.", args: ["ticket"] },
+		]);
+		const found = await eventually(async () => {
+			const names = (await search(client, "support ticket")).map((tool) => tool.name);
+			return names.length > 0 ? names : null;
+		}, "the new tool found");
+		expect(found).toEqual([`${mutable}__summarize_ticket`]);
+		const called = await client.callTool({
+			name: "call_tool",
+			arguments: { name: `${mutable}__summarize_ticket`, arguments: { ticket: "T-1" } },
+		});
+		expect(called.content).toEqual([{ type: "text", text: "called summarize_ticket" }]);
+		await client.close();
+	});
+
+	it("a tool called directly by its name still works in search mode", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const result = await client.callTool({ name: `${beta}__echo`, arguments: { text: "remembered" } });
+		expect(result.content).toEqual([{ type: "text", text: "remembered" }]);
+		await client.close();
+	});
+
+	it("bad input gets a clear invalid-params error: no query, a limit of 0, no name, an unknown name", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const refusal = (args: Record<string, unknown>, name = "search_tools") =>
+			client.callTool({ name, arguments: args }).then(
+				() => "answered",
+				(error: unknown) => String(error),
+			);
+		expect(await refusal({})).toContain("Invalid params: search_tools: query must be a string of words");
+		expect(await refusal({ query: "  " })).toContain("query must name what the tool should do");
+		expect(await refusal({ query: "echo", limit: 0 })).toContain("limit must be between 1 and 50");
+		expect(await refusal({ query: "echo", limit: 2.5 })).toContain("limit must be a whole number");
+		expect(await refusal({}, "call_tool")).toContain("Invalid params: call_tool: name must be the tool's name");
+		expect(await refusal({ name: "nosuch__tool" }, "call_tool")).toContain(
+			"Unknown tool: 'nosuch__tool' is not offered by this endpoint.",
+		);
+		await client.close();
+	});
+
+	it("the tool_call event accounts a call_tool as the call of the tool it named", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const log = vi.spyOn(console, "log");
+		const text = `accounted-${uniqueNumber()}`;
+		await client.callTool({ name: "call_tool", arguments: { name: `${beta}__echo`, arguments: { text } } });
+		const event = await eventually(() =>
+			log.mock.calls
+				.map(([line]) =>
+					typeof line === "string" && line.startsWith('{"event":"tool_call"') ? JSON.parse(line) : null,
+				)
+				.find((entry) => entry?.tool === `${beta}__echo`),
+		);
+		expect(event).toMatchObject({ server: beta, tool: `${beta}__echo`, tool_real: "echo", outcome: "ok" });
+		await client.close();
+	});
+
+	it("in full mode (the default) nothing changes: every tool is listed and there is no search_tools", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta] });
+		const { client } = await connectClient("/mcp", key);
+		const names = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(names).toContain(`${beta}__add`);
+		expect(names).not.toContain("search_tools");
+		const refused = await client.callTool({ name: "search_tools", arguments: { query: "add" } }).catch(String);
+		expect(refused).toContain("Unknown tool: 'search_tools' is not offered by this endpoint.");
+		await client.close();
+	});
+});
+
+describe("search mode on a virtual server (2025-11-25, SDK 1.32)", () => {
+	it("lists the gateway's two tools; search finds only what the virtual server offers; call_tool reaches it", async () => {
+		const beta = await registerServer("beta");
+		const name = await virtualServer({
+			servers: [beta],
+			tools: { exclude: [`${beta}__add`] },
+			disclosure: "search",
+		});
+		const { key } = await createKey({ servers: [name] });
+		const { client } = await connectClient(`/mcp/${name}`, key);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["search_tools", "call_tool"]);
+		expect((await search(client, "echoes the text")).at(0)?.name).toBe(`${beta}__echo`);
+		expect((await search(client, "adds two numbers", 50)).map((tool) => tool.name)).not.toContain(`${beta}__add`);
+		const result = await client.callTool({
+			name: "call_tool",
+			arguments: { name: `${beta}__echo`, arguments: { text: "vs" } },
+		});
+		expect(result.content).toEqual([{ type: "text", text: "vs" }]);
+		const hidden = await client
+			.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: { a: 1, b: 2 } } })
+			.catch(String);
+		expect(hidden).toContain(`Unknown tool: '${beta}__add' is not offered by this endpoint.`);
+		await client.close();
+	});
+
+	it("the admin API keeps and shows disclosure and alwaysList, and refuses a mode it does not know with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const name = await virtualServer({ servers: [beta], disclosure: "search", alwaysList: [`${beta}__echo`] });
+		expect(await (await admin("GET", `/virtual-servers/${name}`)).json()).toMatchObject({
+			disclosure: "search",
+			alwaysList: [`${beta}__echo`],
+		});
+		const plain = await virtualServer({ servers: [beta] });
+		expect(await (await admin("GET", `/virtual-servers/${plain}`)).json()).toMatchObject({
+			disclosure: "full",
+			alwaysList: [],
+		});
+		const refused = await admin("PUT", `/virtual-servers/${plain}`, { servers: [beta], disclosure: "hidden" });
+		expect(refused.status).toBe(400);
+		expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+			'disclosure: must be "full" or "search"',
+		);
+		expect(await (await admin("GET", `/virtual-servers/${plain}`)).json()).toMatchObject({ disclosure: "full" });
+	});
+});
+
+describe("search mode for 2026-07-28 clients (SDK v2 pinned)", () => {
+	it("on /mcp: the list is the gateway's two tools, search finds by description, call_tool answers the tool's result", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const client = await modernClient("/mcp", key);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["search_tools", "call_tool"]);
+		expect((await search(client, "sum of two numbers")).at(0)?.name).toBe(`${beta}__add`);
+		const args = { a: uniqueNumber(), b: 5 };
+		const result = await client.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: args } });
+		expect(result).toMatchObject({ structuredContent: { sum: args.a + 5 } });
+		expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+		await client.close();
+	});
+
+	it("on a virtual server: a policy-hidden tool is not found and not callable through call_tool", async () => {
+		const beta = await registerServer("beta");
+		await denyPolicy(beta, "add");
+		const name = await virtualServer({ servers: [beta], disclosure: "search" });
+		const { key } = await createKey({ servers: [name] });
+		const client = await modernClient(`/mcp/${name}`, key);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["search_tools", "call_tool"]);
+		expect((await search(client, "adds two numbers", 50)).map((tool) => tool.name)).not.toContain(`${beta}__add`);
+		const args = { a: uniqueNumber(), b: 1 };
+		const refused = await client
+			.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: args } })
+			.catch(String);
+		expect(refused).toContain("does not allow");
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+		const echoed = await client.callTool({
+			name: "call_tool",
+			arguments: { name: `${beta}__echo`, arguments: { text: "modern" } },
+		});
+		expect(echoed.content).toEqual([{ type: "text", text: "modern" }]);
+		await client.close();
+	});
+});
