@@ -333,6 +333,47 @@ describe("server spans per client request, by the MCP conventions", () => {
 		expect(clientSpan.attributes["mcp.session.id"]).toBeUndefined();
 	});
 
+	it("in search mode a call_tool is the span and the tool_call event of the tool it calls (gen_ai.tool.name the real tool), in both eras", async () => {
+		const tenant = newOtlpTenant();
+		const gateway = gatewayWith(otlpEnv(tenant));
+		const server = await registerServer("beta");
+		const { key } = await createKey({ servers: [server], disclosure: "search" });
+		const name = `${server}__whoami`;
+		const log = vi.spyOn(console, "log");
+		const sessionId = await openTracedSession(gateway, "/mcp", key);
+		const legacyTrace = newTraceId();
+		await gateway.fetch(
+			legacyPost(
+				"/mcp",
+				key,
+				sessionId,
+				callBody(5, "call_tool", { name, arguments: {} }, { traceparent: clientParent(legacyTrace) }),
+			),
+		);
+		const legacySpan = await spanOf(tenant, legacyTrace, `tools/call ${name}`, "SERVER");
+		expect(legacySpan.attributes).toMatchObject({ "gen_ai.tool.name": name, "gen_ai.operation.name": "execute_tool" });
+		const modernTrace = newTraceId();
+		const { response, text } = await gateway.fetch(
+			modernRequest("/mcp", key, {
+				id: 6,
+				method: "tools/call",
+				params: {
+					name: "call_tool",
+					arguments: { name, arguments: {} },
+					_meta: { ...ENVELOPE, traceparent: clientParent(modernTrace) },
+				},
+			}),
+		);
+		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text" }] });
+		const modernSpan = await spanOf(tenant, modernTrace, `tools/call ${name}`, "SERVER");
+		expect(modernSpan.attributes).toMatchObject({ "gen_ai.tool.name": name, "mcp.protocol.version": "2026-07-28" });
+		const events = toolCalls(log).filter((event) => event.tool === name);
+		expect(events.map(({ era, server, tool_real, outcome }) => ({ era, server, tool_real, outcome }))).toEqual([
+			{ era: "2025", server, tool_real: "whoami", outcome: "ok" },
+			{ era: "2026-07-28", server, tool_real: "whoami", outcome: "ok" },
+		]);
+	});
+
 	it("a 2026-07-28 tools/call on /mcp names the span by the namespaced tool, without mcp.session.id, and the member's upstream request is its CLIENT child", async () => {
 		const tenant = newOtlpTenant();
 		const gateway = gatewayWith(otlpEnv(tenant));

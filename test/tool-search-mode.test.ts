@@ -1,11 +1,12 @@
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { MODERN } from "./support/modern.ts";
-import { putCatalog, registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
+import { gatewayWith, oauthClient, signInAs, testAccessRules } from "./support/oauth-client.ts";
+import { putCatalog, registerServer, toolCallsOf, upstreamGate, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * An aggregate in search mode (docs/tool-search.md): its list is the gateway's
@@ -185,6 +186,33 @@ describe("search mode on /mcp (2025-11-25, SDK 1.32)", () => {
 		await client.close();
 	});
 
+	it("a call_tool with params.task is held as a task of the tool it calls; its result is that tool's", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key, { capabilities: { tasks: { list: {}, cancel: {} } } });
+		const listed = (await client.listTools()).tools.find((tool) => tool.name === "call_tool");
+		expect(listed?.execution?.taskSupport).toBe("optional");
+		const gate = upstreamGate("alpha");
+		const seen: string[] = [];
+		let answer: unknown;
+		for await (const message of client.experimental.tasks.callToolStream({
+			name: "call_tool",
+			arguments: { name: `${alpha}__gate`, arguments: { name: gate.name } },
+		})) {
+			seen.push(message.type);
+			if (message.type === "taskCreated") {
+				await gate.arrived();
+				await gate.release();
+			}
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(answer).toMatchObject({ content: [{ type: "text", text: `gate ${gate.name} passed` }] });
+		expect(await toolCallsOf("alpha", "gate", { name: gate.name })).toHaveLength(1);
+		await client.close();
+	});
+
 	it("a tool called directly by its name still works in search mode", async () => {
 		const beta = await registerServer("beta");
 		const { key } = await createKey({ servers: [beta], disclosure: "search" });
@@ -324,6 +352,27 @@ describe("search mode for 2026-07-28 clients (SDK v2 pinned)", () => {
 			arguments: { name: `${beta}__echo`, arguments: { text: "modern" } },
 		});
 		expect(echoed.content).toEqual([{ type: "text", text: "modern" }]);
+		await client.close();
+	});
+});
+
+describe("search mode for people (an access rule's /mcp)", () => {
+	const accessRule = testAccessRules();
+	const gateway = gatewayWith({ OAUTH_ISSUER: inject("idpIssuer"), OAUTH_SCOPES: "mcp" });
+
+	it("a rule in search mode gives its people's /mcp the gateway's two tools, and call_tool reaches the granted server", async () => {
+		const beta = await registerServer("beta");
+		await accessRule({ match: { group: "engineering" }, servers: [beta], disclosure: "search" });
+		const { provider } = await signInAs(gateway, "/mcp", "alice");
+		const { client, transport } = oauthClient("/mcp", provider, gateway);
+		await client.connect(transport);
+		expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(["search_tools", "call_tool"]);
+		expect((await search(client, "echoes the text")).at(0)?.name).toBe(`${beta}__echo`);
+		const result = await client.callTool({
+			name: "call_tool",
+			arguments: { name: `${beta}__echo`, arguments: { text: "person" } },
+		});
+		expect(result.content).toEqual([{ type: "text", text: "person" }]);
 		await client.close();
 	});
 });
