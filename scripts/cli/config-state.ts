@@ -32,6 +32,8 @@ export interface ListedKey {
 	servers: string[] | null;
 	maxSessions: number | null;
 	rateClass: string | null;
+	disclosure?: string;
+	alwaysList?: string[];
 	format: string;
 	createdAt: string;
 }

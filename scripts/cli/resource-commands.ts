@@ -20,6 +20,13 @@ function bodyFrom(options: { body?: string }, fields: Record<string, unknown>): 
 	return { ...(base as Record<string, unknown>), ...given };
 }
 
+/** The tool disclosure options of an aggregate's definition (a key's `/mcp`, an access rule's, a virtual server). */
+function disclosureOptions(command: Command): Command {
+	return command
+		.option("--disclosure <mode>", '"full" (every tool listed) or "search" (search_tools and call_tool)')
+		.option("--always-list <glob>", "in search mode, tools still listed (e.g. github__*), repeatable", collect);
+}
+
 /** `Name: value` headers into an object. */
 function headersFrom(values: string[] | undefined): Record<string, string> | undefined {
 	if (!values) return undefined;
@@ -128,16 +135,22 @@ function virtualServers(program: Command): void {
 			);
 			print(command, virtualServer, () => details(virtualServer));
 		});
-	group
-		.command("add <name>")
-		.alias("put")
-		.description("create or replace a virtual server")
+	disclosureOptions(group.command("add <name>").alias("put").description("create or replace a virtual server"))
 		.option("--server <name>", "a member server, repeatable, in listing order", collect)
 		.option("--user-path <path>", "a user path allowed to use it, repeatable (absent: all)", collect)
 		.option("--body <json>", "the whole admin body; the options above override its fields")
 		.action(
-			async (name: string, options: { server?: string[]; userPath?: string[]; body?: string }, command: Command) => {
-				const body = bodyFrom(options, { servers: options.server, userPaths: options.userPath });
+			async (
+				name: string,
+				options: { server?: string[]; userPath?: string[]; disclosure?: string; alwaysList?: string[]; body?: string },
+				command: Command,
+			) => {
+				const body = bodyFrom(options, {
+					servers: options.server,
+					userPaths: options.userPath,
+					disclosure: options.disclosure,
+					alwaysList: options.alwaysList,
+				});
 				const virtualServer = await clientFor(command).request<Row>(
 					"PUT",
 					`/virtual-servers/${encodeURIComponent(name)}`,
@@ -183,9 +196,7 @@ function keys(program: Command): void {
 			if (!key) throw new CliError(`Not Found: no API key with id '${id}'.`);
 			print(command, key, () => details(key as unknown as Row));
 		});
-	group
-		.command("add")
-		.description("make a key; its secret is printed this once")
+	disclosureOptions(group.command("add").description("make a key; its secret is printed this once"))
 		.option("--name <name>", "what it is for")
 		.option("--server <name>", "a server or virtual server it may use, repeatable (absent: all)", collect)
 		.option("--user-path <path>", "its user path (default /)")
@@ -199,6 +210,8 @@ function keys(program: Command): void {
 				userPath: options.userPath,
 				maxSessions: options.maxSessions,
 				rateClass: options.rateClass,
+				disclosure: options.disclosure,
+				alwaysList: options.alwaysList,
 			});
 			const created = await clientFor(command).request<Row & { key: string; id: string }>("POST", "/keys", body);
 			print(command, created, () => `${details(created)}\n\nThe key is shown this once: store it now.`);
@@ -240,10 +253,7 @@ function rules(program: Command): void {
 			if (!rule) throw new CliError(`Not Found: no access rule named '${name}'.`);
 			print(command, rule, () => details(rule));
 		});
-	group
-		.command("add <name>")
-		.alias("put")
-		.description("create or replace an access rule")
+	disclosureOptions(group.command("add <name>").alias("put").description("create or replace an access rule"))
 		.option("--email <address>", "match a verified email address")
 		.option("--email-domain <domain>", "match a verified address's domain")
 		.option("--subject <sub>", "match the sub claim")
@@ -268,6 +278,8 @@ function rules(program: Command): void {
 				servers: options.server,
 				userPath: options.userPath,
 				priority: options.priority,
+				disclosure: options.disclosure,
+				alwaysList: options.alwaysList,
 			});
 			const rule = await clientFor(command).request<Row>("PUT", `/access-rules/${encodeURIComponent(name)}`, body);
 			print(command, rule, () => details(rule));
