@@ -80,13 +80,23 @@ describe("each resource: add, list, show, remove with --json", () => {
 		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
 	});
 
-	it("virtual servers", async () => {
+	it("virtual servers, their disclosure mode included", async () => {
 		const [member, name] = [uniqueName("vsm"), uniqueName("vs")];
 		await mcpgwJson(["servers", "add", member, "--upstream", upstream(), "--no-check"]);
 		const added = await mcpgwJson<{ servers: string[] }>(["virtual-servers", "add", name, "--server", member]);
 		expect(added.servers).toEqual([member]);
 		expect((await mcpgwJson<Array<{ name: string }>>(["virtual-servers", "list"])).map((v) => v.name)).toContain(name);
-		expect(await mcpgwJson(["virtual-servers", "show", name])).toMatchObject({ name, servers: [member] });
+		expect(await mcpgwJson(["virtual-servers", "show", name])).toMatchObject({
+			name,
+			servers: [member],
+			disclosure: "full",
+		});
+		const searching = ["--disclosure", "search", "--always-list", `${member}__echo`];
+		await mcpgwJson(["virtual-servers", "put", name, "--server", member, ...searching]);
+		expect(await mcpgwJson(["virtual-servers", "show", name])).toMatchObject({
+			disclosure: "search",
+			alwaysList: [`${member}__echo`],
+		});
 		await mcpgwJson(["virtual-servers", "remove", name]);
 		await mcpgwJson(["servers", "remove", member]);
 		expect((await mcpgw(["virtual-servers", "show", name])).code).toBe(1);
