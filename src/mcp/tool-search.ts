@@ -49,11 +49,12 @@ const ParameterSchema = z.object({ description: z.string().optional() });
 /** The index `buildToolIndex` makes: the tools in catalog order and MiniSearch over their documents. */
 class MiniSearchToolIndex implements ToolIndex {
 	readonly size: number;
-	constructor(
-		readonly tools: readonly Tool[],
-		readonly search: MiniSearch<ToolDocument>,
-	) {
+	readonly tools: readonly Tool[];
+	readonly search: MiniSearch<ToolDocument>;
+	constructor(tools: readonly Tool[], search: MiniSearch<ToolDocument>) {
 		this.size = tools.length;
+		this.tools = tools;
+		this.search = search;
 	}
 }
 
