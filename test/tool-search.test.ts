@@ -1,6 +1,6 @@
 import { type Tool, ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { buildToolIndex, searchTools } from "../src/mcp/tool-search.ts";
+import { buildToolIndex, MAX_QUERY_WORDS, searchTools } from "../src/mcp/tool-search.ts";
 import { stem, tokenize } from "../src/mcp/tool-search-terms.ts";
 
 /** A tool as an upstream lists it, parsed by the SDK's schema as the gateway's catalog parses it. */
@@ -94,6 +94,12 @@ describe("tool search ranks an aggregate's tools", () => {
 
 	it("forgives a typo in a longer word", () => {
 		expect(names(searchTools(index, "asign isue", 1))).toEqual(["tracker__assign_issue"]);
+	});
+
+	it("reads no more than the first MAX_QUERY_WORDS words of a query", () => {
+		const filler = (count: number) => Array.from({ length: count }, () => "qqq").join(" ");
+		expect(names(searchTools(index, `${filler(MAX_QUERY_WORDS - 1)} echo`, 5))).toEqual(["alpha__echo"]);
+		expect(searchTools(index, `${filler(MAX_QUERY_WORDS)} echo`, 5)).toEqual([]);
 	});
 
 	it("answers nothing from an empty catalog", () => {
