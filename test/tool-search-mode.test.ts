@@ -1,7 +1,9 @@
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ElicitRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
+import { buildToolIndex } from "../src/mcp/tool-search.ts";
+import { type CallableTools, ToolDisclosure } from "../src/session/aggregate/tool-disclosure.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { MODERN } from "./support/modern.ts";
@@ -73,15 +75,21 @@ async function search(client: Caller, query: string, limit?: number): Promise<Fo
 }
 
 /** An SDK v2 client pinned to 2026-07-28, connected through the gateway. */
-async function modernClient(path: string, key: string): Promise<ModernClient> {
+async function modernClient(
+	path: string,
+	key: string,
+	capabilities: Record<string, unknown> = {},
+	setup: (client: ModernClient) => void = () => {},
+): Promise<ModernClient> {
 	const transport = new ModernTransport(new URL(`${BASE}${path}`), {
 		fetch: (url, init) => exports.default.fetch(new Request(url, init)),
 		requestInit: { headers: { authorization: `Bearer ${key}` } },
 	});
 	const client = new ModernClient(
 		{ name: "search-mode-test", version: "1.0.0" },
-		{ versionNegotiation: { mode: { pin: MODERN } } },
+		{ capabilities, versionNegotiation: { mode: { pin: MODERN } } },
 	);
+	setup(client);
 	await client.connect(transport);
 	return client;
 }
@@ -183,6 +191,22 @@ describe("search mode on /mcp (2025-11-25, SDK 1.32)", () => {
 			arguments: { name: `${mutable}__summarize_ticket`, arguments: { ticket: "T-1" } },
 		});
 		expect(called.content).toEqual([{ type: "text", text: "called summarize_ticket" }]);
+		await client.close();
+	});
+
+	it("an upstream's elicitation during a call_tool reaches the client, and its answer reaches the upstream", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key, {
+			capabilities: { elicitation: { form: {} } },
+			setup: (peer) =>
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => ({
+					action: "accept",
+					content: { answer: `yes to ${request.params.message}` },
+				})),
+		});
+		const result = await client.callTool({ name: "call_tool", arguments: { name: `${delta}__ask_user` } });
+		expect(result.content).toEqual([{ type: "text", text: "delta got accept: yes to delta needs an answer" }]);
 		await client.close();
 	});
 
@@ -333,6 +357,20 @@ describe("search mode for 2026-07-28 clients (SDK v2 pinned)", () => {
 		await client.close();
 	});
 
+	it("an upstream's elicitation during a call_tool comes back as input_required, and the retry's answer reaches the upstream", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "search" });
+		const client = await modernClient("/mcp", key, { elicitation: { form: {} } }, (peer) =>
+			peer.setRequestHandler("elicitation/create", async (request) => ({
+				action: "accept",
+				content: { answer: `yes to ${request.params.message}` },
+			})),
+		);
+		const result = await client.callTool({ name: "call_tool", arguments: { name: `${delta}__ask_user` } });
+		expect(result.content).toEqual([{ type: "text", text: "delta got accept: yes to delta needs an answer" }]);
+		await client.close();
+	});
+
 	it("on a virtual server: a policy-hidden tool is not found and not callable through call_tool", async () => {
 		const beta = await registerServer("beta");
 		await denyPolicy(beta, "add");
@@ -374,5 +412,40 @@ describe("search mode for people (an access rule's /mcp)", () => {
 		});
 		expect(result.content).toEqual([{ type: "text", text: "person" }]);
 		await client.close();
+	});
+});
+
+describe("the session's search index", () => {
+	const tool = (name: string, description: string): Tool => ({ name, description, inputSchema: { type: "object" } });
+	const search = (query: string) =>
+		({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_tools", arguments: { query } } }) as const;
+
+	it("is built once per generation of the caller's list, whatever the number of searches, and rebuilt when the list changes", async () => {
+		let callable: CallableTools = { tools: [tool("a__lookup_order", "Looks up an order.")], generation: 1 };
+		const built: number[] = [];
+		const disclosure = new ToolDisclosure(
+			{
+				disclosure: () => ({ mode: "search", alwaysList: [] }),
+				holdsTasks: () => false,
+				callable: async () => callable,
+			},
+			(tools) => {
+				built.push(tools.length);
+				return buildToolIndex(tools);
+			},
+		);
+		const names = async (query: string) =>
+			((await disclosure.search(search(query))).structuredContent as { tools: Tool[] }).tools.map((t) => t.name);
+		expect(await names("order")).toEqual(["a__lookup_order"]);
+		expect(await names("lookup")).toEqual(["a__lookup_order"]);
+		expect(await names("ticket")).toEqual([]);
+		expect(built).toEqual([1]);
+		callable = {
+			tools: [...callable.tools, tool("a__summarize_ticket", "Summarizes a support ticket.")],
+			generation: 2,
+		};
+		expect(await names("ticket")).toEqual(["a__summarize_ticket"]);
+		expect(await names("order")).toEqual(["a__lookup_order"]);
+		expect(built).toEqual([1, 2]);
 	});
 });

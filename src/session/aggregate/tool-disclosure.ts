@@ -44,7 +44,11 @@ export interface DisclosureHost {
 export class ToolDisclosure {
 	private built: { generation: number; index: ToolIndex } | null = null;
 
-	constructor(private readonly host: DisclosureHost) {}
+	constructor(
+		private readonly host: DisclosureHost,
+		/** Swapped for a counting builder in tests. */
+		private readonly build: (tools: readonly Tool[]) => ToolIndex = buildToolIndex,
+	) {}
 
 	/** Whether the endpoint is in search mode. */
 	get searching(): boolean {
@@ -86,7 +90,7 @@ export class ToolDisclosure {
 
 	private async index(): Promise<ToolIndex> {
 		const { tools, generation } = await this.host.callable();
-		if (this.built?.generation !== generation) this.built = { generation, index: buildToolIndex(tools) };
+		if (this.built?.generation !== generation) this.built = { generation, index: this.build(tools) };
 		return this.built.index;
 	}
 }
