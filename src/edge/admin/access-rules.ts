@@ -29,7 +29,10 @@ const put = createRoute({
 	middleware: admitted({ name: { param: "name", schema: RuleNameSchema, what: "access rule name" }, body: true }),
 	request: {
 		params: z.object({ name: RuleNameSchema }),
-		body: jsonBody(AccessRuleInputSchema, "What it matches (subject, email, emailDomain, group) and what it grants."),
+		body: jsonBody(
+			AccessRuleInputSchema,
+			"What it matches (subject, email, emailDomain, group) and what it grants (tool disclosure included).",
+		),
 	},
 	responses: withBodyRefusals(REPLACED_OR_CREATED),
 });

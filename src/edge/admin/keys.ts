@@ -23,7 +23,9 @@ const create = createRoute({
 	summary: "Create an API key",
 	description: "The answer carries the key itself, once: the registry keeps only its digest.",
 	middleware: admitted({ body: true }),
-	request: { body: jsonBody(KeyInputSchema, "Its name, user path, servers, session cap and rate class.") },
+	request: {
+		body: jsonBody(KeyInputSchema, "Its name, user path, servers, session cap, rate class and tool disclosure."),
+	},
 	responses: withBodyRefusals({
 		201: answer("The key's record, with `key`: the secret, shown this once."),
 	}),

@@ -46,7 +46,10 @@ const put = createRoute({
 	summary: "Create or replace a virtual server",
 	description: "One endpoint, `/mcp/{name}`, in front of several servers; a replacing PUT keeps its generation.",
 	middleware: admitted({ name, body: true }),
-	request: { params, body: jsonBody(VirtualServerInputSchema, "Its members, the user paths it admits, its shaping.") },
+	request: {
+		params,
+		body: jsonBody(VirtualServerInputSchema, "Its members, the user paths it admits, its shaping and tool disclosure."),
+	},
 	responses: withBodyRefusals({
 		...REPLACED_OR_CREATED,
 		409: refusal("The name belongs to a server."),
