@@ -26,7 +26,8 @@
  * Reads the gateway's own counters (admin session-stats, registry-stats), its
  * Durable Object requests and the bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
- * plain code (scripts/bench/stages.ts).
+ * plain code (scripts/bench/stages.ts), then the tool-search figures over their own
+ * catalog's servers (scripts/bench/tool-search.ts, written to docs/tool-search.md).
  *
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
@@ -51,6 +52,7 @@ import { measureRound, newSamples, openLiveSessions, type Samples, warmUp } from
 import { BUSY_CONCURRENCY, MD_NAME, OUT_DIR, PLAN, QUICK, RAW_PATH, SVG_NAME } from "./plan.ts";
 import { closePolicyStage } from "./policy.ts";
 import { renderMarkdown, renderSvg } from "./report.ts";
+import { TOOL_SEARCH_DOC, toolSearchRunLine, writeMeasuredSection } from "./report-tool-search.ts";
 import type { BenchResults } from "./results.ts";
 import { countListenerWarnings, describe, log, logWhatTheRunSaw, warn, warnings } from "./run-log.ts";
 import { runMeta } from "./run-meta.ts";
@@ -58,6 +60,7 @@ import { closeAllSessions } from "./sessions.ts";
 import { measureStages } from "./stages.ts";
 import { startTargets, type Targets } from "./targets.ts";
 import { closeTelemetryStage } from "./telemetry.ts";
+import { measureToolSearch } from "./tool-search-measure.ts";
 
 const procs = new Processes();
 /** Closes the benchmark's clients, then stops the gateway, the floor and the upstream (see installShutdown). */
@@ -73,6 +76,7 @@ async function main(): Promise<void> {
 	log(`${QUICK ? "quick" : "full"} run; ${cpus().length} cores, Node ${process.version}`);
 	const watchdog = startWatchdog();
 	const stages = await measureStagesFirst();
+	await measureToolSearchFirst();
 	const targets = await startTargets(procs);
 	const measured = await measure(targets);
 	logWhatTheRunSaw();
@@ -126,6 +130,26 @@ async function measureStagesFirst(): Promise<BenchResults["stages"]> {
 	});
 	log(`per-stage microbenchmark done in ${((performance.now() - stagesStart) / 1000).toFixed(1)} s`);
 	return stages;
+}
+
+/**
+ * The tool-search figures (scripts/bench/tool-search.ts), before the gateway starts: they need only
+ * the catalog's own servers. Written to docs/tool-search.md (a quick run: next to its report), not to
+ * benchmarks.md; a failure is reported, not fatal.
+ */
+async function measureToolSearchFirst(): Promise<void> {
+	log("tool search: tools/list bytes, full and search mode, and retrieval quality (scripts/bench/tool-search.ts)...");
+	try {
+		const figures = await measureToolSearch({ quick: QUICK });
+		const path = QUICK ? join(OUT_DIR, "tool-search.md") : TOOL_SEARCH_DOC;
+		mkdirSync(OUT_DIR, { recursive: true });
+		writeMeasuredSection(figures, toolSearchRunLine(), path);
+		log(
+			`tool search: ${figures.tools} tools, tools/list ${figures.listBytes.full} → ${figures.listBytes.search} bytes; recall@5 ${(figures.recallAt5 * 100).toFixed(1)} %, MRR ${figures.mrr.toFixed(3)}; wrote ${path}`,
+		);
+	} catch (error) {
+		warn(`the tool-search measurement failed: ${describe(error)}`);
+	}
 }
 
 /** Everything measured against the running targets: the rounds, then what sessions cost. */
