@@ -317,6 +317,27 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		});
 	});
 
+	it("a session keeps a finished task for its ttl: idle past the idle timeout it lives on until the task expires, then ends", async () => {
+		const { sessionId, send } = await transparentTaskSession();
+		const { stub, clock } = await instrumentSession(sessionId);
+		const gate = upstreamGate("alpha");
+		await gate.release();
+		// A ttl of 50 minutes, longer than the 30-minute idle timeout.
+		const task = createdTask(await send(taskCall(gate, 1, "gate", 50 * 60_000)));
+		await send(result(2, task.taskId));
+		clock.advance(31 * 60_000);
+		await runDurableObjectAlarm(stub);
+		// Still there, with its result, though nothing was asked for 31 minutes.
+		expect((await runInDurableObject(stub, (instance: SessionDO) => instance.deadline())) > clock.now()).toBe(true);
+		const kept = await runInDurableObject(stub, async (instance: SessionDO) => instance.tasks.get(task.taskId));
+		expect(kept?.status).toBe("completed");
+		// Past the task's ttl and an idle timeout after the last activity: the task goes, and the session with it.
+		clock.advance(50 * 60_000);
+		await runDurableObjectAlarm(stub);
+		expect(await storedTask(sessionId, task.taskId)).toBeUndefined();
+		expect(await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding())).toBeNull();
+	});
+
 	it("ending the session cancels its running tasks upstream", async () => {
 		const { key, path, sessionId, send } = await transparentTaskSession();
 		const gate = upstreamGate("alpha");

@@ -102,6 +102,15 @@ describe("tool search ranks an aggregate's tools", () => {
 		expect(searchTools(index, `${filler(MAX_QUERY_WORDS)} echo`, 5)).toEqual([]);
 	});
 
+	it("searches a parameter whose schema has no usable description by its name", () => {
+		const odd = tool("geo__lookup", "Answers where a place is.", {
+			region: { description: 42 },
+			zone: { type: "string" },
+		});
+		expect(names(searchTools(buildToolIndex([odd]), "region", 5))).toEqual(["geo__lookup"]);
+		expect(names(searchTools(buildToolIndex([odd]), "zone", 5))).toEqual(["geo__lookup"]);
+	});
+
 	it("answers nothing from an empty catalog", () => {
 		expect(searchTools(buildToolIndex([]), "issue", 5)).toEqual([]);
 	});

@@ -31,6 +31,8 @@ export interface LifecycleHost {
 	drained(): void;
 	/** The earliest time another part needs the alarm (a held task's expiry); Infinity when none. */
 	wakeBy(): number;
+	/** Until when the session keeps what it was asked to (its held tasks' last expiry); 0 when nothing. */
+	holdsUntil(): number;
 }
 
 /**
@@ -117,11 +119,15 @@ export class SessionLifecycle {
 
 	/**
 	 * When the session ends if nothing else happens: one idle timeout after the
-	 * last activity; while the registry cannot be read, no later than the
+	 * last activity, or when its last held task expires if that is later; while the registry cannot be read, no later than the
 	 * unverified limit after the last successful recheck; never after its maximum age.
 	 */
 	deadline(): number {
-		const idle = Math.max(this.lastActivity, this.restoredActivityBound) + this.host.settings.idleTimeoutMs;
+		// A task's result is kept for its ttl: the session does not idle out before its last task expires.
+		const idle = Math.max(
+			Math.max(this.lastActivity, this.restoredActivityBound) + this.host.settings.idleTimeoutMs,
+			this.host.holdsUntil(),
+		);
 		const binding = this.host.current();
 		return Math.min(idle, this.limitAt(), binding ? this.ageLimitAt(binding) : Number.POSITIVE_INFINITY);
 	}

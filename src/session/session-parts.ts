@@ -196,6 +196,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		configChanged: (changed) => members.configChanged(changed),
 		drained: host.drained,
 		wakeBy: () => tasks.nextExpiry(),
+		holdsUntil: () => tasks.lastExpiry(),
 	});
 	const members: MemberSessions = new MemberSessions({
 		...state,

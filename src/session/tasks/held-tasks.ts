@@ -289,6 +289,13 @@ export class HeldTasks {
 		return next;
 	}
 
+	/** When the last held task expires, as known in memory (0: none, or not loaded yet): the session keeps them until then. */
+	lastExpiry(): number {
+		let last = 0;
+		for (const task of this.tasks?.values() ?? []) last = Math.max(last, expiresAt(task));
+		return last;
+	}
+
 	/**
 	 * The session ended (`reason`): its running tasks are cancelled upstream
 	 * and everything is forgotten (its storage is cleared with the session's).
