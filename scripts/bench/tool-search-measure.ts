@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { CALL_TOOL_TOOL, SEARCH_TOOLS_TOOL, searchResult } from "../../src/mcp/disclosure-tools.ts";
 import { buildToolIndex, searchTools } from "../../src/mcp/tool-search.ts";
 import { aggregateCatalog } from "./tool-search-catalog.ts";
-import { CALL_TOOL_TOOL, SEARCH_TOOLS_TOOL, searchResult } from "./tool-search-disclosure.ts";
 
 const QueriesSchema = z.object({
 	queries: z
