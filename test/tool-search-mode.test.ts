@@ -5,10 +5,17 @@ import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { buildToolIndex } from "../src/mcp/tool-search.ts";
 import { type CallableTools, ToolDisclosure } from "../src/session/aggregate/tool-disclosure.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
 import { MODERN } from "./support/modern.ts";
 import { gatewayWith, oauthClient, signInAs, testAccessRules } from "./support/oauth-client.ts";
-import { putCatalog, registerServer, toolCallsOf, upstreamGate, upstreamUrl } from "./support/upstreams.ts";
+import {
+	putCatalog,
+	registerServer,
+	toolCallsOf,
+	upstreamGate,
+	upstreamLog,
+	upstreamUrl,
+} from "./support/upstreams.ts";
 
 /**
  * An aggregate in search mode (docs/tool-search.md): its list is the gateway's
@@ -208,6 +215,33 @@ describe("search mode on /mcp (2025-11-25, SDK 1.32)", () => {
 		const result = await client.callTool({ name: "call_tool", arguments: { name: `${delta}__ask_user` } });
 		expect(result.content).toEqual([{ type: "text", text: "delta got accept: yes to delta needs an answer" }]);
 		await client.close();
+	});
+
+	it("a client's notifications/cancelled of a call_tool reaches the upstream running the tool it called, which ends it there", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const sessionId = await openSession("/mcp", key);
+		const gate = upstreamGate("beta");
+		const id = `cancel-${uniqueNumber()}`;
+		const pending = rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			id,
+			method: "tools/call",
+			params: { name: "call_tool", arguments: { name: `${beta}__gate`, arguments: { name: gate.name } } },
+		});
+		await gate.arrived();
+		const cancel = await rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: id, reason: "user" },
+		});
+		expect(cancel.status).toBe(202);
+		await (await pending).text();
+		await eventually(async () => (await gate.status()).cancelled === 1, "the call cancelled at the gate");
+		const heard = (await upstreamLog("beta")).filter(
+			(entry) => entry.body?.method === "notifications/cancelled" && entry.body.params?.requestId === id,
+		);
+		expect(heard).toHaveLength(1);
 	});
 
 	it("a call_tool with params.task is held as a task of the tool it calls; its result is that tool's", async () => {
