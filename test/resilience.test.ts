@@ -278,6 +278,32 @@ describe("at most once, by the operator's annotations", () => {
 		expect((reply.result as ToolResult).content[0]?.text).toMatch(/^wrote promised/);
 		expect(toolCalls(await received(), "write_note").map((entry) => entry.status)).toEqual([404, 200]);
 	});
+
+	it("through call_tool (search mode) a write on an expired session is sent once and fails as outcome_uncertain, and a read is repeated once", async () => {
+		const { server, received } = await setup();
+		const { key } = await createKey({ servers: [server], disclosure: "search" });
+		const sessionId = await openSession("/mcp", key);
+		const send = async (id: number, name: string, args: Record<string, unknown>) =>
+			readReply(
+				await rpc("/mcp", key, sessionId, {
+					jsonrpc: "2.0",
+					id,
+					method: "tools/call",
+					params: { name, arguments: args },
+				}),
+			);
+		// The search lists the member's tools (and opens its upstream session), as a direct tools/list would.
+		expect((await send(1, "search_tools", { query: "note" })).result).toBeDefined();
+		await control("/_control/expire");
+		const write = (await send(2, "call_tool", { name: `${server}__write_note`, arguments: { text: "once" } }))
+			.result as ToolResult;
+		expect(write._meta?.[ERROR_META]?.kind).toBe("outcome_uncertain");
+		expect(toolCalls(await received(), "write_note").map((entry) => entry.status)).toEqual([404]);
+		await control("/_control/expire");
+		const read = (await send(3, "call_tool", { name: `${server}__read_note` })).result as ToolResult;
+		expect(read.content[0]?.text).toMatch(/^note from/);
+		expect(toolCalls(await received(), "read_note").map((entry) => entry.status)).toEqual([404, 200]);
+	});
 });
 
 describe("exact expiry detection", () => {
