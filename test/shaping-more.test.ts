@@ -306,4 +306,18 @@ describe("a virtual server's choice of its members' prompts and resources", () =
 		const templates = (await list("resources/templates/list")).resourceTemplates as Array<{ uriTemplate: string }>;
 		expect(templates.map((template) => template.uriTemplate)).toEqual(["demo://beta/notes/{id}"]);
 	});
+
+	it("a virtual server's alias named search_tools or call_tool (the gateway's own tools in search mode) is refused at PUT", async () => {
+		const member = await server();
+		for (const name of ["search_tools", "call_tool"]) {
+			const virtual = uniqueName("taken");
+			const refused = await admin("PUT", `/virtual-servers/${virtual}`, {
+				servers: [member],
+				tools: { overrides: { [`${member}__echo`]: { name } } },
+			});
+			expect(refused.status).toBe(400);
+			expect(await refused.text()).toContain(`'${name}' is the name of the gateway's own tool in search mode`);
+			expect((await admin("GET", `/virtual-servers/${virtual}`)).status).toBe(404);
+		}
+	});
 });

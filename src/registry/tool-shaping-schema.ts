@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CALL_TOOL, SEARCH_TOOLS } from "../mcp/disclosure-tools.ts";
 
 /**
  * How an operator shapes what a server's tools look like to callers: which
@@ -69,5 +70,16 @@ export type ToolShaping = z.infer<typeof ToolShapingSchema>;
  * alike are refused here, and an alias that takes a member's tool's name hides
  * that tool, logged, as on a server).
  */
-export const EndpointToolsSchema = ToolShapingSchema;
+export const EndpointToolsSchema = ToolShapingSchema.superRefine((shaping, context) => {
+	// In search mode these names are the gateway's own tools: an alias taking one would be unreachable.
+	for (const [real, override] of Object.entries(shaping.overrides ?? {})) {
+		if (override.name === SEARCH_TOOLS || override.name === CALL_TOOL) {
+			context.addIssue({
+				code: "custom",
+				path: ["overrides", real, "name"],
+				message: `'${override.name}' is the name of the gateway's own tool in search mode; choose another`,
+			});
+		}
+	}
+});
 export type EndpointTools = ToolShaping;
