@@ -5,9 +5,8 @@ import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
-import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, MODERN, modernPost, modernRequest, textOf } from "./support/modern.ts";
-import { ManualClock } from "./support/session-object.ts";
+import { objectMadeBy } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { registerServer, toolCallsOf, upstreamLog } from "./support/upstreams.ts";
 
@@ -475,20 +474,10 @@ describe("input rounds bridged from 2025 upstreams", () => {
 	it("a round the client never answers is abandoned when its time is up: the upstream is told, and a late retry is refused", async () => {
 		const server = await registerServer("delta");
 		const { key } = await createKey({ servers: [server] });
-		const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
 		// The first request opens the session's object; its timers are then swapped for manual ones.
-		await (
-			await modernPost(`/mcp/${server}`, key, { id: 1, method: "server/discover", params: { _meta: ASKING } })
-		).text();
-		const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
-		if (!created) throw new Error("no session object was created");
-		const stub = env.SESSIONS.get(created);
-		const clock = new ManualClock();
-		const timers = new ManualTimers(clock);
-		await runInDurableObject(stub, (instance: SessionDO) => {
-			instance.clock = clock;
-			instance.timers = timers;
-		});
+		const { stub, clock, timers } = await objectMadeBy(async () =>
+			(await modernPost(`/mcp/${server}`, key, { id: 1, method: "server/discover", params: { _meta: ASKING } })).text(),
+		);
 		const logged = (await upstreamLog("delta")).length;
 		const first = await readReply(await modernPost(`/mcp/${server}`, key, call(2)));
 		const state = (first.result as { requestState: string }).requestState;

@@ -1,12 +1,11 @@
-import { env, evictDurableObject, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
 import { createKey } from "./support/gateway.ts";
-import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";
-import { ManualClock } from "./support/session-object.ts";
+import { objectMadeBy } from "./support/session-object.ts";
 import { registerServer, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
@@ -122,18 +121,9 @@ async function taskingSession(
 	const names = servers ?? [await registerServer("modern")];
 	const { key } = await createKey({ servers: names });
 	const path = endpoint(names);
-	const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
-	const first = await send(path, key, call("quick", echo(names), { text: "before" }, envelope));
-	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
-	if (!created) throw new Error("no session object holds the tasking client's calls");
-	const stub = env.SESSIONS.get(created);
-	const clock = new ManualClock();
-	const timers = new ManualTimers(clock);
-	await runInDurableObject(stub, (instance: SessionDO) => {
-		instance.clock = clock;
-		instance.timers = timers;
-	});
-	return { servers: names, path, key, stub, clock, timers, first, envelope };
+	const made = await objectMadeBy(() => send(path, key, call("quick", echo(names), { text: "before" }, envelope)));
+	const { stub, clock, timers } = made;
+	return { servers: names, path, key, stub, clock, timers, first: made.made, envelope };
 }
 
 /**

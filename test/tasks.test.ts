@@ -1,42 +1,16 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import {
-	type ClientCapabilities,
-	ElicitRequestSchema,
-	type JSONRPCRequest,
-	TaskSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import type { Gate } from "./support/gates.ts";
-import {
-	connectClient,
-	createKey,
-	gatewayFetch,
-	mcpHeaders,
-	postInitialize,
-	type RpcReply,
-	readReply,
-	rpc,
-} from "./support/gateway.ts";
+import { connectClient, createKey, gatewayFetch, mcpHeaders, readReply, rpc } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
+import { createdTask, openWith, TASKS_CLIENT, taskCall, taskRequest } from "./support/tasks.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
-/** What a 2025-11-25 client that takes part in tasks declares (the spec's client `tasks` capability). */
-const TASKS_CLIENT: ClientCapabilities = { tasks: { list: {}, cancel: {} } };
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
-
-/** Opens a session declaring `capabilities`; returns its id and the initialize result the client saw. */
-async function openWith(path: string, key: string, capabilities: ClientCapabilities = TASKS_CLIENT) {
-	const response = await postInitialize(path, key, 1, {}, capabilities);
-	const sessionId = response.headers.get("mcp-session-id");
-	const reply = await readReply(response);
-	if (!sessionId) throw new Error(`initialize failed: ${JSON.stringify(reply)}`);
-	await (await rpc(path, key, sessionId, { jsonrpc: "2.0", method: "notifications/initialized" })).body?.cancel();
-	return { sessionId, result: reply.result ?? {} };
-}
 
 /** A transparent endpoint on alpha and a task client's session on it. */
 async function transparentTaskSession() {
@@ -48,22 +22,9 @@ async function transparentTaskSession() {
 	return { server, key, path, sessionId, send };
 }
 
-/** A `gate` call as a task (`ttl` asked, if given). */
-function taskCall(gate: Gate, id: number | string, tool = "gate", ttl?: number) {
-	const call = gate.call(id, tool) as { params: Record<string, unknown> };
-	return { ...call, params: { ...call.params, task: ttl === undefined ? {} : { ttl } } };
-}
-
-const get = (id: number, taskId: string) => ({ jsonrpc: "2.0", id, method: "tasks/get", params: { taskId } });
-const result = (id: number, taskId: string) => ({ jsonrpc: "2.0", id, method: "tasks/result", params: { taskId } });
-const cancel = (id: number, taskId: string) => ({ jsonrpc: "2.0", id, method: "tasks/cancel", params: { taskId } });
-
-/** The task of a CreateTaskResult, checked against the SDK's Task schema. */
-function createdTask(reply: RpcReply) {
-	const parsed = TaskSchema.safeParse((reply.result as { task?: unknown } | undefined)?.task);
-	if (!parsed.success) throw new Error(`not a CreateTaskResult: ${JSON.stringify(reply)}`);
-	return parsed.data;
-}
+const get = (id: number, taskId: string) => taskRequest(id, "tasks/get", taskId);
+const result = (id: number, taskId: string) => taskRequest(id, "tasks/result", taskId);
+const cancel = (id: number, taskId: string) => taskRequest(id, "tasks/cancel", taskId);
 
 /** The task's record in the session's storage (undefined: none). */
 async function storedTask(sessionId: string, taskId: string) {

@@ -1,17 +1,9 @@
-import { TaskSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import type { Gate } from "./support/gates.ts";
-import {
-	createKey,
-	gatewayFetch,
-	mcpHeaders,
-	postInitialize,
-	type RpcReply,
-	readReply,
-	rpc,
-} from "./support/gateway.ts";
+import { createKey, gatewayFetch, mcpHeaders } from "./support/gateway.ts";
 import { eventReader } from "./support/sse-events.ts";
+import { createdTask, openWith, taskCall, taskRequest } from "./support/tasks.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
@@ -19,28 +11,12 @@ import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./suppor
  * `maybe_task_gate` takes one), passed through the gateway's sessions under ids of its own.
  */
 
-const TASKS_CLIENT = { tasks: { list: {}, cancel: {} } };
+/** A task client's session on `path`. */
+const taskSession = (path: string, key: string) => openWith(path, key);
+const request = taskRequest;
 
-async function taskSession(path: string, key: string) {
-	const response = await postInitialize(path, key, 1, {}, TASKS_CLIENT);
-	const sessionId = response.headers.get("mcp-session-id");
-	if (!sessionId) throw new Error(`initialize failed: ${JSON.stringify(await readReply(response))}`);
-	await (await rpc(path, key, sessionId, { jsonrpc: "2.0", method: "notifications/initialized" })).body?.cancel();
-	return { sessionId, send: async (message: unknown) => readReply(await rpc(path, key, sessionId, message)) };
-}
-
-function taskCall(gate: Gate, id: number, tool: string) {
-	const call = gate.call(id, tool) as { params: Record<string, unknown> };
-	return { ...call, params: { ...call.params, task: { ttl: 60_000 } } };
-}
-
-const request = (id: number, method: string, taskId: string) => ({ jsonrpc: "2.0", id, method, params: { taskId } });
-
-function createdTask(reply: RpcReply) {
-	const parsed = TaskSchema.safeParse((reply.result as { task?: unknown } | undefined)?.task);
-	if (!parsed.success) throw new Error(`not a CreateTaskResult: ${JSON.stringify(reply)}`);
-	return parsed.data;
-}
+/** A gate tool's call as a task with a one-minute ttl. */
+const upstreamTaskCall = (gate: Gate, id: number, tool: string) => taskCall(gate, id, tool, 60_000);
 
 describe("tasks a 2025-11-25 upstream holds itself", () => {
 	for (const endpoint of ["transparent", "aggregate"] as const) {
@@ -52,7 +28,7 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 			const { send } = await taskSession(path, key);
 			if (endpoint === "aggregate") await send({ jsonrpc: "2.0", id: 0, method: "tools/list" });
 			const gate = upstreamGate("tasking");
-			const task = createdTask(await send(taskCall(gate, 1, tool)));
+			const task = createdTask(await send(upstreamTaskCall(gate, 1, tool)));
 			expect(task.taskId.startsWith("up.")).toBe(true);
 			// The upstream got the call as a task, once, and holds it.
 			const calls = await toolCallsOf("tasking", "task_gate", { name: gate.name });
@@ -89,9 +65,9 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 			if (endpoint === "aggregate") await send({ jsonrpc: "2.0", id: 0, method: "tools/list" });
 			// `gate` runs synchronously upstream, so the session holds its task; `task_gate` is the upstream's.
 			const heldGate = upstreamGate("tasking");
-			const held = createdTask(await send(taskCall(heldGate, 1, named("gate"))));
+			const held = createdTask(await send(upstreamTaskCall(heldGate, 1, named("gate"))));
 			const theirGate = upstreamGate("tasking");
-			const theirs = createdTask(await send(taskCall(theirGate, 2, named("task_gate"))));
+			const theirs = createdTask(await send(upstreamTaskCall(theirGate, 2, named("task_gate"))));
 			expect(held.taskId.startsWith("up.")).toBe(false);
 			expect(theirs.taskId.startsWith("up.")).toBe(true);
 			const listed = await send({ jsonrpc: "2.0", id: 3, method: "tasks/list" });
@@ -126,7 +102,7 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 				"the upstream's GET stream listened to",
 			);
 			const gate = upstreamGate("tasking");
-			const task = createdTask(await send(taskCall(gate, 1, tool)));
+			const task = createdTask(await send(upstreamTaskCall(gate, 1, tool)));
 			await gate.arrived();
 			await gate.release();
 			for (;;) {
@@ -144,7 +120,7 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 		const { key } = await createKey({ servers: [server] });
 		const { send } = await taskSession(`/mcp/${server}`, key);
 		const gate = upstreamGate("tasking");
-		const task = createdTask(await send(taskCall(gate, 1, "task_gate")));
+		const task = createdTask(await send(upstreamTaskCall(gate, 1, "task_gate")));
 		await gate.arrived();
 		const cancelled = await send(request(2, "tasks/cancel", task.taskId));
 		expect(cancelled.result).toMatchObject({ taskId: task.taskId, status: "cancelled" });
@@ -157,7 +133,7 @@ describe("tasks a 2025-11-25 upstream holds itself", () => {
 		const first = await taskSession(`/mcp/${server}`, key);
 		const second = await taskSession(`/mcp/${server}`, key);
 		const gate = upstreamGate("tasking");
-		const task = createdTask(await first.send(taskCall(gate, 1, "task_gate")));
+		const task = createdTask(await first.send(upstreamTaskCall(gate, 1, "task_gate")));
 		await gate.arrived();
 		for (const method of ["tasks/get", "tasks/result", "tasks/cancel"]) {
 			const refused = await second.send(request(2, method, task.taskId));

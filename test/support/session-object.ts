@@ -1,7 +1,8 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { sha256Hex } from "../../src/primitives/crypto.ts";
 import type { RegistryClient } from "../../src/session/registry-client.ts";
 import type { SessionDO } from "../../src/session/session-do.ts";
+import { ManualTimers } from "./manual-timers.ts";
 
 /** The SessionDO stub of a session ID, for runInDurableObject and alarms. */
 export async function sessionObject(sessionId: string): Promise<DurableObjectStub<SessionDO>> {
@@ -17,6 +18,26 @@ export class ManualClock {
 	advance(ms: number): void {
 		this.time += ms;
 	}
+}
+
+/**
+ * The session object `request` makes (a 2026-07-28 request opens one the edge names from a digest
+ * no test can know), with its clock and timers made manual; `made` is what the request gave.
+ * Throws when the request made no new object.
+ */
+export async function objectMadeBy<T>(request: () => Promise<T>) {
+	const known = new Set((await listDurableObjectIds(env.SESSIONS)).map((id) => id.toString()));
+	const made = await request();
+	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
+	if (!created) throw new Error("the request made no session object");
+	const stub = env.SESSIONS.get(created);
+	const clock = new ManualClock();
+	const timers = new ManualTimers(clock);
+	await runInDurableObject(stub, (instance: SessionDO) => {
+		instance.clock = clock;
+		instance.timers = timers;
+	});
+	return { made, stub, clock, timers };
 }
 
 /** A registry for SessionDOs that counts reads, can fail, and can hold reads open until released. */
