@@ -150,6 +150,11 @@ export const SessionBindingSchema = z.object({
 });
 export type SessionBinding = z.infer<typeof SessionBindingSchema>;
 
+/** The scope of the session's own principal: for requests the session makes of itself, and the ids it seals for it. */
+export function scopeOf(binding: SessionBinding): SessionScope {
+	return { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+}
+
 /** A request may use the session only with the exact scope it was opened with (invariant "A session belongs to a key, a user path and an endpoint"). */
 export function scopeMatches(binding: SessionBinding, scope: SessionScope): boolean {
 	return binding.keyId === scope.keyId && binding.userPath === scope.userPath && binding.endpoint === scope.endpoint;

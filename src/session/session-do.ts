@@ -17,7 +17,7 @@ import { telemetryFor } from "../telemetry/telemetry.ts";
 import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
-import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches } from "./binding.ts";
+import { type Calling, type Member, type SessionBinding, type SessionScope, scopeMatches, scopeOf } from "./binding.ts";
 import { ModernBridge } from "./bridge/modern-bridge.ts";
 import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
@@ -33,8 +33,9 @@ import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
-import { answerTaskRequest, withoutTask, withTasksCapability } from "./tasks/legacy-task-wire.ts";
+import { withTasksCapability } from "./tasks/legacy-task-wire.ts";
 import { answerModernTask } from "./tasks/modern-task-wire.ts";
+import { routeTaskRequest } from "./tasks/task-requests.ts";
 
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
@@ -301,25 +302,21 @@ export class SessionDO extends DurableObject<Env> {
 
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
 	private async routed(binding: SessionBinding, input: SessionMessage, done: () => void): Promise<Response> {
-		// A call its upstream holds as a task (the tool lists task support) goes to it as a task; any other is plain.
 		let holder: Member | null = null;
-		if (input.kind === "request" && this.parts.holdsTasks()) {
-			// A request naming an upstream's task goes to it under the upstream's id.
-			const passed = await this.parts.upstreamTasks.answer(input.message, done);
-			if (passed) return passed;
-			// The session's own tasks, then its upstreams' own.
-			if (input.message.method === "tasks/list")
-				return this.parts.upstreamTasks.list(input.message, this.parts.tasks, done);
-			holder = await this.parts.upstreamTasks.holder(input.message);
-			// A task-augmented call is held and answered at once; tasks/* are answered from what the session holds.
-			const answered = holder ? null : await answerTaskRequest(this.parts.tasks, input.message, done);
-			if (answered) return answered;
+		if (input.kind === "request") {
+			const route = await routeTaskRequest(
+				this.parts.holdsTasks(),
+				this.parts.tasks,
+				this.parts.upstreamTasks,
+				input.message,
+				done,
+			);
+			if ("answered" in route) return route.answered;
+			input = { kind: "request", message: route.message };
+			holder = route.holder;
 		}
 		// An answer to what a held task's call asked settles that question; it goes on as any answer.
 		if (input.kind === "response") await this.parts.tasks.answered(input.message);
-		// The session holds every other task itself, and ignores `params.task` of a client it does not hold
-		// tasks for (the spec's rule for a receiver that did not declare them).
-		if (input.kind === "request" && !holder) input = { kind: "request", message: withoutTask(input.message) };
 		const created = (reply: Response) => (holder ? this.parts.upstreamTasks.created(holder, reply) : reply);
 		const current = this.binding ?? binding;
 		if (current.mode === "transparent") {
@@ -600,9 +597,4 @@ export class SessionDO extends DurableObject<Env> {
 		if (this.parts.lifecycle.inFlight > 0) this.closeWhenDrained = binding;
 		else await this.parts.pool.closeAll(binding.members, binding.upstreams);
 	}
-}
-
-/** The scope of the session's own principal, for requests the session makes of itself. */
-function scopeOf(binding: SessionBinding): SessionScope {
-	return { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
 }

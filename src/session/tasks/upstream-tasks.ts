@@ -9,7 +9,7 @@ import { z } from "zod";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
-import type { Member, SessionBinding } from "../binding.ts";
+import { type Member, type SessionBinding, scopeOf } from "../binding.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { wireTask } from "./legacy-task-wire.ts";
@@ -122,7 +122,7 @@ export class UpstreamTasks {
 				console.warn(`member ${member.name}: tasks/list gave no list of tasks; its tasks are left out`);
 				continue;
 			}
-			const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+			const scope = scopeOf(binding);
 			const tasks = await Promise.all(
 				listed.data.tasks.map(async (task) => ({
 					...task,
@@ -158,7 +158,7 @@ export class UpstreamTasks {
 		if (!binding || !secret || !events.some((event) => event.data.includes("notifications/tasks/status"))) {
 			return [...events];
 		}
-		const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+		const scope = scopeOf(binding);
 		return Promise.all(
 			events.map(async (event) => {
 				const data = await sealedStatus(event.data, (upstreamTaskId) =>
@@ -174,7 +174,7 @@ export class UpstreamTasks {
 		const binding = this.host.current();
 		const secret = this.host.secret;
 		if (!binding || !secret) return reply;
-		const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+		const scope = scopeOf(binding);
 		const task = { server: member.name, place: this.host.place };
 		return mapReplyMessages(reply, this.host.maxReplyBytes, (message) =>
 			mapLegacyTaskIds(message, (upstreamTaskId) => sealUpstreamTaskId(secret, scope, { ...task, upstreamTaskId })),
@@ -193,7 +193,7 @@ export class UpstreamTasks {
 		const binding = this.host.current();
 		const secret = this.host.secret;
 		if (typeof taskId !== "string" || !isUpstreamTaskId(taskId) || !binding || !secret) return null;
-		const scope = { keyId: binding.keyId, userPath: binding.userPath, endpoint: binding.endpoint };
+		const scope = scopeOf(binding);
 		const task = await openUpstreamTaskId(secret, scope, taskId, this.host.place);
 		const member = task ? binding.members.find((candidate) => candidate.name === task.server) : undefined;
 		if (!task || !member) return null;
