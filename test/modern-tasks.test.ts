@@ -81,6 +81,22 @@ describe("2026-07-28 task methods at the edge", () => {
 		expect(await upstreamMentions("stolen")).toBe(0);
 	});
 
+	it("a forged task id in the gateway's own shape (64 hex digits naming no object, a dot, 22 characters) is unknown (-32602), not a 500, and never reaches the upstream", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey({ servers: [server] });
+		const forged = `${"ab".repeat(32)}.${"A".repeat(22)}`;
+		for (const method of ["tasks/get", "tasks/update", "tasks/cancel"]) {
+			const { body, headers } = taskRequest(method, { taskId: forged, inputResponses: {} });
+			const response = await modernPost(`/mcp/${server}`, key, body, headers);
+			expect(response.status).toBe(400);
+			const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+			expect(reply.id).toBe(body.id);
+			expect(reply.error.code).toBe(-32602);
+			expect(reply.error.message).toContain(`task '${forged}' is unknown`);
+		}
+		expect(await upstreamMentions(forged)).toBe(0);
+	});
+
 	it("a task method without a taskId is refused with -32602 saying it needs one", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey({ servers: [server] });

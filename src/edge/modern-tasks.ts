@@ -22,7 +22,7 @@ import {
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
 import type { ModernPlan } from "./modern-routes.ts";
-import { requireSessionSecret } from "./session-routing.ts";
+import { requireSessionSecret, sessionObjectAt } from "./session-routing.ts";
 
 /** A 2026-07-28 `tasks/*` request, as the edge received it. */
 export interface TaskRequest {
@@ -59,8 +59,9 @@ export async function serveTaskMethod(
 	}
 	const place = placeOfTaskId(taskId);
 	if (place !== null) {
-		const stub = task.env.SESSIONS.get(task.env.SESSIONS.idFromString(place));
-		return stub.modernTask(scope, message);
+		// An id whose place names no object of ours is as unknown as any other (and wakes nothing).
+		const stub = sessionObjectAt(task.env, place);
+		return stub === null ? unknownTask(taskId, message.id).toResponse() : stub.modernTask(scope, message);
 	}
 	const held = await openUpstreamTaskId(requireSessionSecret(settings), scope, taskId);
 	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.

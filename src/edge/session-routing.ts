@@ -9,6 +9,23 @@ export async function sessionStub(env: Env, sessionId: string): Promise<DurableO
 	return env.SESSIONS.get(env.SESSIONS.idFromName(await sessionDigest(sessionId)));
 }
 
+/**
+ * The SessionDO at `place`, a Durable Object id as `ctx.id.toString()` wrote it (a task id's
+ * prefix, a key's ledger of live sessions), or null when the namespace does not know the id: 64
+ * hex digits that no object of this namespace was given (a forged task id) are refused by
+ * `idFromString` with a TypeError, which would otherwise be an HTTP 500.
+ */
+export function sessionObjectAt(env: Pick<Env, "SESSIONS">, place: string): DurableObjectStub<SessionDO> | null {
+	let id: DurableObjectId;
+	try {
+		id = env.SESSIONS.idFromString(place);
+	} catch (error) {
+		if (error instanceof TypeError) return null;
+		throw error;
+	}
+	return env.SESSIONS.get(id);
+}
+
 /** The gateway's session secret, or a clear configuration error. */
 export function requireSessionSecret(settings: Pick<Settings, "sessionSecret">): string {
 	if (!settings.sessionSecret) {
