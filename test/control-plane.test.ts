@@ -6,6 +6,7 @@ import type { StoredKey } from "../src/registry/kv-records.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { checkSessionWith, kvRegistryReader, type RegistryReader } from "../src/registry/registry-reader.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
+import { countingEnv } from "./support/counting-env.ts";
 import { eventually } from "./support/eventually.ts";
 import {
 	admin,
@@ -27,33 +28,6 @@ const PING = { jsonrpc: "2.0", id: 1, method: "ping" };
 const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revoked.";
 
 const registry = () => env.REGISTRY.get(env.REGISTRY.idFromName(REGISTRY_NAME));
-
-/** Counts what a request touches: Durable Object stubs of every namespace, and KV reads. */
-function countingEnv() {
-	const counts = { durableObjects: 0, kvReads: 0 };
-	const countGets = <T extends object>(target: T, counter: "durableObjects" | "kvReads"): T =>
-		new Proxy(target, {
-			get(object, property) {
-				const value = Reflect.get(object, property) as unknown;
-				if (typeof value !== "function") return value;
-				if (property === "get") {
-					return (...args: unknown[]) => {
-						counts[counter]++;
-						return (value as (...a: unknown[]) => unknown).apply(object, args);
-					};
-				}
-				return (value as (...a: unknown[]) => unknown).bind(object);
-			},
-		});
-	const counted = {
-		...env,
-		SESSIONS: countGets(env.SESSIONS, "durableObjects"),
-		REGISTRY: countGets(env.REGISTRY, "durableObjects"),
-		KEY_SESSIONS: countGets(env.KEY_SESSIONS, "durableObjects"),
-		REGISTRY_KV: countGets(env.REGISTRY_KV, "kvReads"),
-	};
-	return { counts, env: counted };
-}
 
 /** A raw initialize POST with this bearer, as a Request for `createApp().fetch`. */
 function initializeRequest(path: string, bearer: string): Request {
@@ -89,7 +63,7 @@ describe("keys verify themselves at the edge", () => {
 			expect(response.status).toBe(401);
 			expect((await readReply(response)).error?.message).toBe(INVALID_KEY);
 		}
-		expect(counts).toEqual({ durableObjects: 0, kvReads: 0 });
+		expect(counts).toEqual({ durableObjects: 0, durableObjectCalls: 0, kvReads: 0 });
 	});
 
 	it("an initialize with a valid key reads KV twice (key, endpoint) and sends no request to the registry Durable Object", async () => {
@@ -124,7 +98,7 @@ describe("keys verify themselves at the edge", () => {
 		expect(forged.status).toBe(401);
 		expect((await readReply(forged)).error?.message).toBe(INVALID_KEY);
 		expect((await send(key)).status).toBe(400);
-		expect(counts).toEqual({ durableObjects: 0, kvReads: 1 });
+		expect(counts).toEqual({ durableObjects: 0, durableObjectCalls: 0, kvReads: 1 });
 	});
 
 	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost four KV reads (key, endpoint, tool policies, pins), no session, and one registry call (its first list recorded)", async () => {
@@ -140,8 +114,8 @@ describe("keys verify themselves at the edge", () => {
 			await response.body?.cancel();
 		}
 		// The first list is recorded in the background, once; the lists after it find the pins in the isolate.
-		await eventually(() => counts.durableObjects > 0, "the first list recorded");
-		expect(counts).toEqual({ durableObjects: 1, kvReads: 4 });
+		await eventually(() => counts.durableObjectCalls > 0, "the first list recorded");
+		expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 4 });
 	});
 
 	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {

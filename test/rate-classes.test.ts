@@ -68,10 +68,35 @@ describe("rate classes: which binding counts a key's requests", () => {
 	}, 90_000);
 
 	it("an unlimited key is never limited: 900 requests pass, where a standard key is refused after 400", async () => {
+		// One binding for both keys that allows 400 requests per key, as KEY_RATE_LIMITER does in a window.
+		const counted = new Map<string, number>();
+		const limiter = recordingLimiter({
+			limit: async ({ key }) => {
+				counted.set(key, (counted.get(key) ?? 0) + 1);
+				return { success: (counted.get(key) ?? 0) <= 400 };
+			},
+		});
+		const fetcher = gatewayUnder({ KEY_RATE_LIMITER: limiter });
+		const standard = await createKey();
 		const unlimited = await createKey({ rateClass: "unlimited" });
-		for (let i = 0; i < 900; i++) {
-			expect((await deleteWithout(unlimited.key, throughTestWorker)).status).toBe(400);
+		let standardPassed = 0;
+		let refused: Response | undefined;
+		for (let i = 0; i < 900 && !refused; i++) {
+			const response = await deleteWithout(standard.key, fetcher);
+			if (response.status === 429) refused = response;
+			else {
+				expect(response.status).toBe(400);
+				standardPassed++;
+			}
 		}
+		// The binding is asked without waiting: its first "no" (the 401st request) refuses the request after it.
+		expect(refused?.status).toBe(429);
+		expect(standardPassed).toBeGreaterThanOrEqual(400);
+		expect(standardPassed).toBeLessThanOrEqual(402);
+		for (let i = 0; i < 900; i++) {
+			expect((await deleteWithout(unlimited.key, fetcher)).status).toBe(400);
+		}
+		expect(limiter.asked.filter((key) => key === `key:${unlimited.id}`)).toEqual([]);
 	}, 90_000);
 
 	it("each class asks only its own binding, and an unlimited key asks none", async () => {

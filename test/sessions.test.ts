@@ -1,7 +1,9 @@
-import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../src/edge/app.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
-import { createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import { countingEnv } from "./support/counting-env.ts";
+import { BASE, createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
 import { sessionObject, upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
 
@@ -52,17 +54,25 @@ describe("session IDs", () => {
 
 	it("a forged or malformed ID gets 404 from the Worker without waking a Durable Object", async () => {
 		const { path, owner, sessionId } = await setup();
-		const before = (await listDurableObjectIds(env.SESSIONS)).length;
 		const forgedRandom = tamper(sessionId, 1);
 		const forgedMac = tamper(sessionId, 2);
 		expect(forgedRandom).not.toBe(sessionId);
 		expect(forgedMac).not.toBe(sessionId);
+		// The edge as it runs, its bindings counted: any call on a Durable Object stub wakes that object.
+		const app = createApp();
+		const { counts, env: counted } = countingEnv();
 		for (const bad of [forgedRandom, forgedMac, "not-a-session", `${sessionId}x`, "gw1.short.mac"]) {
-			const response = await rpc(path, owner.key, bad, TOOLS_LIST);
+			const request = new Request(`${BASE}${path}`, {
+				method: "POST",
+				headers: mcpHeaders(owner.key, bad),
+				body: JSON.stringify(TOOLS_LIST),
+			});
+			const response = await app.fetch(request, counted, createExecutionContext());
 			expect(response.status).toBe(404);
 			expect((await readReply(response)).error?.data?.kind).toBe("session_not_found");
 		}
-		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
+		expect(counts.durableObjectCalls).toBe(0);
+		expect(counts.durableObjects).toBe(0);
 	});
 
 	it("a non-initialize request without a session ID gets 400", async () => {
@@ -79,13 +89,17 @@ describe("session IDs", () => {
 	it("an initialize that carries a session ID gets 400 and opens nothing", async () => {
 		const { path, owner, sessionId } = await setup();
 		const before = (await listDurableObjectIds(env.SESSIONS)).length;
-		const response = await gatewayFetch(path, {
+		const { counts, env: counted } = countingEnv();
+		const request = new Request(`${BASE}${path}`, {
 			method: "POST",
 			headers: mcpHeaders(owner.key, sessionId),
 			body: JSON.stringify(initializeBody()),
 		});
+		const response = await createApp().fetch(request, counted, createExecutionContext());
 		expect(response.status).toBe(400);
 		expect(response.headers.get("mcp-session-id")).toBeNull();
+		// Nothing woken (no call on any object's stub), and so nothing persisted either.
+		expect(counts.durableObjectCalls).toBe(0);
 		expect((await listDurableObjectIds(env.SESSIONS)).length).toBe(before);
 	});
 });
