@@ -21,6 +21,9 @@ import {
 	whoamiWith,
 } from "./support/identity-upstream.ts";
 
+/** One request asking: its concurrent assertions share one signing. */
+const FLIGHT = {};
+
 /**
  * The `identity` mode's assertions: JWTs the gateway signs with
  * IDENTITY_SIGNING_KEY (test bindings in vitest.config.ts), verified by a real
@@ -80,7 +83,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 describe("an identity assertion names the caller", () => {
 	it("a person's assertion is an ES256 JWT of the current key: iss the gateway, aud the server, sub, verified email, groups, 60 s", async () => {
 		const asserter = new IdentityAsserter({ now: () => NOW });
-		const token = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env);
+		const token = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		expect(decodeProtectedHeader(token)).toEqual({ alg: "ES256", kid: CURRENT_KID, typ: "JWT" });
 		const claims = decodeJwt(token);
 		const iat = Math.floor(NOW / 1000);
@@ -98,7 +101,9 @@ describe("an identity assertion names the caller", () => {
 	});
 
 	it("a person whose address is not verified gets no email claim at all", async () => {
-		const claims = decodeJwt(await new IdentityAsserter().assertion(bob, "https://tools.internal/mcp", BASE, env));
+		const claims = decodeJwt(
+			await new IdentityAsserter().assertion(bob, "https://tools.internal/mcp", BASE, env, FLIGHT),
+		);
 		expect(claims.sub).toBe("bob-sub");
 		expect(claims).not.toHaveProperty("email");
 		expect(claims.groups).toEqual([]);
@@ -107,7 +112,7 @@ describe("an identity assertion names the caller", () => {
 
 	it("an API key's assertion names the key: sub key:<id>, key_id, no email, no groups", async () => {
 		const claims = decodeJwt(
-			await new IdentityAsserter().assertion(keyCaller, "https://tools.internal/mcp", BASE, env),
+			await new IdentityAsserter().assertion(keyCaller, "https://tools.internal/mcp", BASE, env, FLIGHT),
 		);
 		expect(claims).toMatchObject({ sub: "key:k_ci-robot", key_id: "k_ci-robot", groups: [] });
 		expect(claims).not.toHaveProperty("email");
@@ -164,7 +169,7 @@ describe("the gateway's JWKS", () => {
 			],
 		];
 		for (const [settings, setting] of cases) {
-			const error = await rejection(identityAssertion(alice, "https://tools.internal/mcp", BASE, settings));
+			const error = await rejection(identityAssertion(alice, "https://tools.internal/mcp", BASE, settings, FLIGHT));
 			expect(error).toBeInstanceOf(SigningKeyMisconfigured);
 			expect((error as SigningKeyMisconfigured).setting).toBe(setting);
 		}
@@ -186,7 +191,7 @@ describe("an upstream verifies the gateway's assertions against its JWKS", () =>
 		await postJwks(tenant.base, await gatewayJwks());
 		await configureIdentity(tenant.base, { issuer: BASE });
 		// Each request of the session (initialize, notifications/initialized, tools/call) carries its own check.
-		const token = await identityAssertion(alice, tenant.mcpUrl, BASE, env);
+		const token = await identityAssertion(alice, tenant.mcpUrl, BASE, env, FLIGHT);
 		const whoami = await whoamiWith(tenant.mcpUrl, token);
 		expect(whoami.text).toBe("alice-sub");
 		expect(whoami.claims).toEqual({
@@ -205,7 +210,10 @@ describe("an upstream verifies the gateway's assertions against its JWKS", () =>
 		const tenant = identityTenant("key");
 		await postJwks(tenant.base, await gatewayJwks());
 		await configureIdentity(tenant.base, { issuer: BASE });
-		const whoami = await whoamiWith(tenant.mcpUrl, await identityAssertion(keyCaller, tenant.mcpUrl, BASE, env));
+		const whoami = await whoamiWith(
+			tenant.mcpUrl,
+			await identityAssertion(keyCaller, tenant.mcpUrl, BASE, env, FLIGHT),
+		);
 		expect(whoami.claims).toEqual({ sub: "key:k_ci-robot", email: null, groups: [], key_id: "k_ci-robot", iss: BASE });
 	});
 
@@ -224,7 +232,7 @@ describe("an upstream verifies the gateway's assertions against its JWKS", () =>
 			.sign(privateKey);
 		expect(await initializeStatus(tenant.mcpUrl, forged)).toBe(401);
 		// A genuine assertion, but for another server: an upstream never accepts what was meant for a neighbour.
-		const elsewhere = await identityAssertion(alice, "https://other.internal/mcp", BASE, env);
+		const elsewhere = await identityAssertion(alice, "https://other.internal/mcp", BASE, env, FLIGHT);
 		expect(await initializeStatus(tenant.mcpUrl, elsewhere)).toBe(401);
 		const log = await identityLog(tenant.base);
 		expect(log.map((entry) => entry.outcome)).toEqual(["refused", "refused"]);
@@ -237,12 +245,12 @@ describe("an upstream verifies the gateway's assertions against its JWKS", () =>
 		await configureIdentity(tenant.base, { issuer: BASE });
 		// Signed before the rotation, when today's previous key was the current one.
 		const beforeRotation = { IDENTITY_SIGNING_KEY: env.IDENTITY_SIGNING_KEY_PREVIOUS };
-		const old = await new IdentityAsserter().assertion(alice, tenant.mcpUrl, BASE, beforeRotation);
+		const old = await new IdentityAsserter().assertion(alice, tenant.mcpUrl, BASE, beforeRotation, FLIGHT);
 		expect(decodeProtectedHeader(old).kid).toBe(PREVIOUS_KID);
 		await postJwks(tenant.base, await gatewayJwks());
 		expect((await whoamiWith(tenant.mcpUrl, old)).text).toBe("alice-sub");
 		// And what the gateway signs now verifies against the same JWKS.
-		const fresh = await identityAssertion(alice, tenant.mcpUrl, BASE, env);
+		const fresh = await identityAssertion(alice, tenant.mcpUrl, BASE, env, FLIGHT);
 		expect(decodeProtectedHeader(fresh).kid).toBe(CURRENT_KID);
 		expect((await whoamiWith(tenant.mcpUrl, fresh)).text).toBe("alice-sub");
 		// The rotation finished: the previous key is no longer published, so its assertions stop verifying.
@@ -256,19 +264,19 @@ describe("assertions are cached per isolate", () => {
 	it("a burst of 8 concurrent calls for one principal and server signs once", async () => {
 		const asserter = new IdentityAsserter({ now: () => NOW });
 		const tokens = await Promise.all(
-			Array.from({ length: 8 }, () => asserter.assertion(alice, "https://tools.internal/mcp", BASE, env)),
+			Array.from({ length: 8 }, () => asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT)),
 		);
 		expect(new Set(tokens).size).toBe(1);
 	});
 
 	it("another server, another principal or another issuing origin gets an assertion of its own", async () => {
 		const asserter = new IdentityAsserter({ now: () => NOW });
-		const first = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env);
+		const first = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		const others = await Promise.all([
-			asserter.assertion(alice, "https://other.internal/mcp", BASE, env),
-			asserter.assertion(bob, "https://tools.internal/mcp", BASE, env),
-			asserter.assertion(keyCaller, "https://tools.internal/mcp", BASE, env),
-			asserter.assertion(alice, "https://tools.internal/mcp", "https://gateway.example", env),
+			asserter.assertion(alice, "https://other.internal/mcp", BASE, env, FLIGHT),
+			asserter.assertion(bob, "https://tools.internal/mcp", BASE, env, FLIGHT),
+			asserter.assertion(keyCaller, "https://tools.internal/mcp", BASE, env, FLIGHT),
+			asserter.assertion(alice, "https://tools.internal/mcp", "https://gateway.example", env, FLIGHT),
 		]);
 		expect(new Set([first, ...others]).size).toBe(5);
 		expect(decodeJwt(others[1] ?? "").sub).toBe("bob-sub");
@@ -276,9 +284,9 @@ describe("assertions are cached per isolate", () => {
 
 	it("a person whose groups changed at a new sign-in gets a new assertion at once", async () => {
 		const asserter = new IdentityAsserter({ now: () => NOW });
-		const before = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env);
+		const before = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		const promoted = callerOf(alice.principalId, { ...aliceIdentity, groups: ["staff"] });
-		const after = await asserter.assertion(promoted, "https://tools.internal/mcp", BASE, env);
+		const after = await asserter.assertion(promoted, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		expect(after).not.toBe(before);
 		expect(decodeJwt(after).groups).toEqual(["staff"]);
 	});
@@ -286,11 +294,11 @@ describe("assertions are cached per isolate", () => {
 	it("an assertion is reused while more than 30 s of its life is left, and signed anew after", async () => {
 		const clock = manualClock();
 		const asserter = new IdentityAsserter({ now: clock.now });
-		const first = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env);
+		const first = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		clock.advance(29_000);
-		expect(await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env)).toBe(first);
+		expect(await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT)).toBe(first);
 		clock.advance(1_500);
-		const second = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env);
+		const second = await asserter.assertion(alice, "https://tools.internal/mcp", BASE, env, FLIGHT);
 		expect(second).not.toBe(first);
 		expect(decodeJwt(second).iat).toBe(Math.floor((NOW + 30_500) / 1000));
 	});

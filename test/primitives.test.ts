@@ -68,34 +68,63 @@ describe("signed tokens keep their wire format", () => {
 });
 
 describe("the expiring map", () => {
-	it("concurrent loads of one key share one call; a value is kept for its time, then loaded again", async () => {
+	it("concurrent loads of one key in one flight share one call; a value is kept for its time, then loaded again", async () => {
 		let now = 1_000;
 		const map = new ExpiringMap<string>({ maxEntries: 4, now: () => now });
+		const flight = {};
 		let calls = 0;
 		const loader = async () => `value-${++calls}`;
-		const values = await Promise.all(Array.from({ length: 8 }, () => map.load("a", loader, () => 100)));
+		const values = await Promise.all(Array.from({ length: 8 }, () => map.load("a", loader, () => 100, flight)));
 		expect(values).toEqual(Array(8).fill("value-1"));
 		now += 99;
-		expect(await map.load("a", loader, () => 100)).toBe("value-1");
+		expect(await map.load("a", loader, () => 100, flight)).toBe("value-1");
 		now += 1;
 		expect(map.get("a")).toBeUndefined();
-		expect(await map.load("a", loader, () => 100)).toBe("value-2");
+		expect(await map.load("a", loader, () => 100, flight)).toBe("value-2");
+		expect(calls).toBe(2);
+	});
+
+	it("a load under way is never awaited by another flight: each loads for itself, and what settles is shared by all", async () => {
+		const map = new ExpiringMap<string>({ maxEntries: 4 });
+		const [first, second] = [{}, {}];
+		const releases: Array<() => void> = [];
+		let calls = 0;
+		const gated = () =>
+			new Promise<string>((resolve) => {
+				const call = ++calls;
+				releases.push(() => resolve(`value-${call}`));
+			});
+		const a = map.load("a", gated, () => 60_000, first);
+		const alsoA = map.load("a", gated, () => 60_000, first);
+		const b = map.load("a", gated, () => 60_000, second);
+		// One load per flight, not one per isolate: the second flight does not wait on the first's I/O.
+		expect(calls).toBe(2);
+		releases[1]?.();
+		expect(await b).toBe("value-2");
+		releases[0]?.();
+		expect(await a).toBe("value-1");
+		expect(await alsoA).toBe("value-1");
+		// Settled, the value is anyone's: a third flight reads it from memory.
+		expect(await map.load("a", gated, () => 60_000, {})).toBe("value-1");
 		expect(calls).toBe(2);
 	});
 
 	it("an absence (keepFound) and a rejection leave nothing behind", async () => {
 		const map = new ExpiringMap<string | null>({ maxEntries: 4 });
+		const flight = {};
 		let calls = 0;
 		const counted = (value: string | null) => async () => {
 			calls++;
 			return value;
 		};
-		expect(await map.load("gone", counted(null), keepFound(60_000))).toBeNull();
-		expect(await map.load("gone", counted("here"), keepFound(60_000))).toBe("here");
+		expect(await map.load("gone", counted(null), keepFound(60_000), flight)).toBeNull();
+		expect(await map.load("gone", counted("here"), keepFound(60_000), flight)).toBe("here");
 		expect(calls).toBe(2);
-		await expect(map.load("failing", () => Promise.reject(new Error("no")), keepFound(60_000))).rejects.toThrow("no");
+		await expect(map.load("failing", () => Promise.reject(new Error("no")), keepFound(60_000), flight)).rejects.toThrow(
+			"no",
+		);
 		expect(map.size).toBe(1);
-		expect(await map.load("failing", async () => "now", keepFound(0))).toBe("now");
+		expect(await map.load("failing", async () => "now", keepFound(0), flight)).toBe("now");
 		expect(map.size).toBe(1);
 	});
 

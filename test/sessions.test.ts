@@ -3,7 +3,16 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../src/edge/app.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { countingEnv } from "./support/counting-env.ts";
-import { BASE, createKey, gatewayFetch, initializeBody, mcpHeaders, openSession, readReply, rpc } from "./support/gateway.ts";
+import {
+	BASE,
+	createKey,
+	gatewayFetch,
+	initializeBody,
+	mcpHeaders,
+	openSession,
+	readReply,
+	rpc,
+} from "./support/gateway.ts";
 import { sessionObject, upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, upstreamSessionLog } from "./support/upstreams.ts";
 

@@ -14,6 +14,9 @@ import { GatewayError } from "../src/mcp/gateway-error.ts";
 import { configureIdentity, identityTenant, whoamiWith } from "./support/identity-upstream.ts";
 import { issuerCall, newIssuer } from "./support/jwt-issuer.ts";
 
+/** One request asking: its concurrent calls share one exchange. */
+const FLIGHT = {};
+
 /**
  * RFC 8693 token exchange against a real token endpoint (the jwt issuer,
  * scripts/fixtures/jwt-issuer.ts, a tenant per test): the person's access
@@ -86,6 +89,7 @@ describe("the exchange asks for what the server's auth says", () => {
 			server(issuer),
 			{},
 			SETTINGS,
+			FLIGHT,
 		);
 		expect(decodeJwt(token)).toMatchObject({ iss: issuer, sub: "alice", aud: AUDIENCE, scope: "read write" });
 		const { exchanges, lastExchange } = await stats(issuer);
@@ -112,6 +116,7 @@ describe("the exchange asks for what the server's auth says", () => {
 			server(issuer, auth),
 			{ UPSTREAM_TOOLS_SECRET: "s3cret" },
 			SETTINGS,
+			FLIGHT,
 		);
 		const { lastExchange } = await stats(issuer);
 		expect(lastExchange?.clientAuthentication).toBe("basic:gateway-at-idp");
@@ -127,6 +132,7 @@ describe("the exchange asks for what the server's auth says", () => {
 			server(issuer, { clientId: "gw" }),
 			{},
 			SETTINGS,
+			FLIGHT,
 		);
 		const { lastExchange } = await stats(issuer);
 		expect(lastExchange?.params.client_id).toBe("gw");
@@ -144,6 +150,7 @@ describe("the exchange asks for what the server's auth says", () => {
 					server(issuer, { clientId: "gw", clientSecret }),
 					{ KEY_SECRET: "x" },
 					SETTINGS,
+					FLIGHT,
 				),
 			);
 			expect(error.code).toBe("misconfigured");
@@ -159,11 +166,11 @@ describe("the exchange asks for what the server's auth says", () => {
 		const issuer = newIssuer("http");
 		const subject = await subjectToken(issuer, "alice");
 		const strict = { ...SETTINGS, allowHttpUpstreams: false };
-		expect((await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, strict))).message).toMatch(
-			/ALLOW_HTTP_UPSTREAMS/,
-		);
+		expect(
+			(await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, strict, FLIGHT))).message,
+		).toMatch(/ALLOW_HTTP_UPSTREAMS/);
 		const remote = server(issuer, { tokenEndpoint: "http://idp.example/token" });
-		expect((await failure(new TokenExchanger().token(alice, subject, remote, {}, SETTINGS))).code).toBe(
+		expect((await failure(new TokenExchanger().token(alice, subject, remote, {}, SETTINGS, FLIGHT))).code).toBe(
 			"misconfigured",
 		);
 		expect((await stats(issuer)).exchanges).toBe(0);
@@ -176,7 +183,7 @@ describe("exchanged tokens are cached per principal and server", () => {
 		const exchanger = new TokenExchanger();
 		const subject = await subjectToken(issuer, "alice");
 		const tokens = await Promise.all(
-			Array.from({ length: 8 }, () => exchanger.token(alice, subject, server(issuer), {}, SETTINGS)),
+			Array.from({ length: 8 }, () => exchanger.token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT)),
 		);
 		expect(new Set(tokens).size).toBe(1);
 		expect((await stats(issuer)).exchanges).toBe(1);
@@ -188,12 +195,12 @@ describe("exchanged tokens are cached per principal and server", () => {
 		const clock = manualClock();
 		const exchanger = new TokenExchanger({ now: clock.now });
 		const subject = await subjectToken(issuer, "alice");
-		const first = await exchanger.token(alice, subject, server(issuer), {}, SETTINGS);
+		const first = await exchanger.token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT);
 		clock.advance(89_000);
-		expect(await exchanger.token(alice, subject, server(issuer), {}, SETTINGS)).toBe(first);
+		expect(await exchanger.token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT)).toBe(first);
 		expect((await stats(issuer)).exchanges).toBe(1);
 		clock.advance(2_000);
-		await exchanger.token(alice, subject, server(issuer), {}, SETTINGS);
+		await exchanger.token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT);
 		expect((await stats(issuer)).exchanges).toBe(2);
 	});
 
@@ -201,15 +208,22 @@ describe("exchanged tokens are cached per principal and server", () => {
 		const issuer = newIssuer("keys");
 		const exchanger = new TokenExchanger();
 		const first = await subjectToken(issuer, "alice");
-		const aliceToken = await exchanger.token(alice, first, server(issuer), {}, SETTINGS);
+		const aliceToken = await exchanger.token(alice, first, server(issuer), {}, SETTINGS, FLIGHT);
 		// Alice signed in again: a new access token of hers.
 		const renewed = await subjectToken(issuer, "alice", 900);
-		expect(await exchanger.token(alice, renewed, server(issuer), {}, SETTINGS)).not.toBe(aliceToken);
+		expect(await exchanger.token(alice, renewed, server(issuer), {}, SETTINGS, FLIGHT)).not.toBe(aliceToken);
 		expect((await stats(issuer)).exchanges).toBe(2);
-		const bobToken = await exchanger.token(bob, await subjectToken(issuer, "bob"), server(issuer), {}, SETTINGS);
+		const bobToken = await exchanger.token(
+			bob,
+			await subjectToken(issuer, "bob"),
+			server(issuer),
+			{},
+			SETTINGS,
+			FLIGHT,
+		);
 		expect(decodeJwt(bobToken).sub).toBe("bob");
 		// The server deleted and created again: its tokens are not the old incarnation's.
-		await exchanger.token(alice, renewed, server(issuer, {}, "gen-2"), {}, SETTINGS);
+		await exchanger.token(alice, renewed, server(issuer, {}, "gen-2"), {}, SETTINGS, FLIGHT);
 		expect((await stats(issuer)).exchanges).toBe(4);
 	});
 
@@ -218,8 +232,8 @@ describe("exchanged tokens are cached per principal and server", () => {
 		const exchanger = new TokenExchanger();
 		const [one, two] = await Promise.all([subjectToken(issuer, "alice"), subjectToken(issuer, "alice", 700)]);
 		const [forOne, forTwo] = await Promise.all([
-			exchanger.token(alice, one, server(issuer), {}, SETTINGS),
-			exchanger.token(alice, two, server(issuer), {}, SETTINGS),
+			exchanger.token(alice, one, server(issuer), {}, SETTINGS, FLIGHT),
+			exchanger.token(alice, two, server(issuer), {}, SETTINGS, FLIGHT),
 		]);
 		expect(forOne).not.toBe(forTwo);
 		expect((await stats(issuer)).exchanges).toBe(2);
@@ -237,7 +251,7 @@ describe("a failed exchange says why", () => {
 			.setExpirationTime(now + 600)
 			.sign(privateKey);
 		const exchanger = new TokenExchanger();
-		const error = await failure(exchanger.token(alice, foreign, server(issuer), {}, SETTINGS));
+		const error = await failure(exchanger.token(alice, foreign, server(issuer), {}, SETTINGS, FLIGHT));
 		expect(error.code).toBe("refused");
 		expect(error.message).toMatch(
 			/^The token endpoint of server 'tools' refused to exchange your access token \(invalid_grant/,
@@ -247,14 +261,14 @@ describe("a failed exchange says why", () => {
 		expect(client.kind).toBe("upstream_auth_required");
 		expect(client.server).toBe("tools");
 		// A refusal is not remembered: the next call asks again.
-		await failure(exchanger.token(alice, foreign, server(issuer), {}, SETTINGS));
+		await failure(exchanger.token(alice, foreign, server(issuer), {}, SETTINGS, FLIGHT));
 		expect((await stats(issuer)).exchanges).toBe(2);
 	});
 
 	it("an expired subject token is refused too", async () => {
 		const issuer = newIssuer("expired");
 		const expired = await subjectToken(issuer, "alice", -60);
-		expect((await failure(new TokenExchanger().token(alice, expired, server(issuer), {}, SETTINGS))).code).toBe(
+		expect((await failure(new TokenExchanger().token(alice, expired, server(issuer), {}, SETTINGS, FLIGHT))).code).toBe(
 			"refused",
 		);
 	});
@@ -263,18 +277,18 @@ describe("a failed exchange says why", () => {
 		const issuer = newIssuer("hostile");
 		const subject = await subjectToken(issuer, "alice");
 		await issuerCall(issuer, "/configure", { exchangeMisbehaviour: "redirect" });
-		const redirected = await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, SETTINGS));
+		const redirected = await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT));
 		expect(redirected.code).toBe("invalid_reply");
 		expect(redirected.message).toMatch(/redirect \(HTTP 302\)/);
 		await issuerCall(issuer, "/configure", { exchangeMisbehaviour: "oversized" });
-		const oversized = await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, SETTINGS));
+		const oversized = await failure(new TokenExchanger().token(alice, subject, server(issuer), {}, SETTINGS, FLIGHT));
 		expect(oversized.code).toBe("invalid_reply");
 		expect(oversized.message).toMatch(/more than 64 KiB/);
 	});
 
 	it("a token endpoint that cannot be reached is unreachable", async () => {
 		const unreachable = server("http://127.0.0.1:1");
-		const error = await failure(new TokenExchanger().token(alice, "any", unreachable, {}, SETTINGS));
+		const error = await failure(new TokenExchanger().token(alice, "any", unreachable, {}, SETTINGS, FLIGHT));
 		expect(error.code).toBe("unreachable");
 		expect(error.toGatewayError().kind).toBe("upstream_unavailable");
 	});
@@ -285,7 +299,14 @@ describe("the upstream accepts the exchanged token", () => {
 		const issuer = newIssuer("upstream");
 		const tenant = identityTenant("exchanged");
 		await configureIdentity(tenant.base, { jwksUrl: `${issuer}/jwks`, issuer, audience: AUDIENCE });
-		const token = await exchangedToken(alice, await subjectToken(issuer, "alice"), server(issuer), {}, SETTINGS);
+		const token = await exchangedToken(
+			alice,
+			await subjectToken(issuer, "alice"),
+			server(issuer),
+			{},
+			SETTINGS,
+			FLIGHT,
+		);
 		const whoami = await whoamiWith(tenant.mcpUrl, token);
 		expect(whoami.text).toBe("alice");
 		expect(whoami.claims).toMatchObject({ sub: "alice", iss: issuer });

@@ -54,7 +54,7 @@ export async function principalOfToken(
 	let grantId: string | null = null;
 	let trustedIssuer: string;
 	if (oauth.mode === "gateway") {
-		const known = await knownToken(token, origin, env, settings, guard);
+		const known = await knownToken(token, request, env, settings, guard);
 		if (!known) {
 			throw invalidToken(settings, origin, "The access token is unknown, expired, revoked or for another resource.");
 		}
@@ -96,6 +96,7 @@ export async function principalOfToken(
 			"rules",
 			() => reader.rules(),
 			() => settings.endpointCacheTtlMs,
+			reader,
 		);
 	} catch (error) {
 		throw registryUnavailable(error);
@@ -138,13 +139,14 @@ const tokens = isolateCache<KnownToken | null>({ maxEntries: 1_000 });
 
 async function knownToken(
 	token: string,
-	origin: string,
+	request: Request,
 	env: Env,
 	settings: Settings,
 	guard: LookupGuard,
 ): Promise<KnownToken | null> {
 	// Not one of ours by its shape: refused without a read, so it neither meets nor counts against the lockout.
 	if (!hasGatewayTokenShape(token)) return null;
+	const origin = new URL(request.url).origin;
 	const resource = resourceOf(origin);
 	const name = `${resource} ${await sha256Hex(token)}`;
 	const known = await tokens.load(
@@ -176,6 +178,7 @@ async function knownToken(
 			};
 		},
 		keepFound(settings.keyCacheTtlMs),
+		request,
 	);
 	// A cached token still expires on time (the library's `expiresAt` is in seconds).
 	return known && known.expiresAt * 1000 > Date.now() ? known : null;

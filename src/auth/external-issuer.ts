@@ -10,15 +10,9 @@ import {
 import { z } from "zod";
 import { describeError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
-import { withTimeout } from "../primitives/timing.ts";
+import { ExpiringMap, isolateCache } from "../primitives/expiring-map.ts";
 import { type ClaimedIdentity, identityFromClaims } from "./identity.ts";
-import {
-	discoverJwksUrl,
-	FETCH_TIMEOUT_MS,
-	IssuerUnavailable,
-	MAX_DOCUMENT_BYTES,
-	metadataUrls,
-} from "./issuer-metadata.ts";
+import { discoverJwksUrl, FETCH_TIMEOUT_MS, IssuerUnavailable, MAX_DOCUMENT_BYTES } from "./issuer-metadata.ts";
 
 /**
  * The organisation's authorization server, when the gateway is a pure OAuth
@@ -98,23 +92,28 @@ function scopesOf(payload: unknown): string[] {
 }
 
 /**
- * What one isolate remembers about issuers: discovered JWKS URLs (a failed
- * lookup is forgotten, so the next request retries it) and jose's key sets,
- * which cache keys across requests. Keyed by issuer and by JWKS URL; an
- * isolate serves one configured issuer, so these stay tiny.
+ * What one isolate remembers about issuers: discovered JWKS URLs (only a
+ * lookup that succeeded, so the next request retries a failed one; a lookup
+ * under way is its own request's, never awaited by another) and jose's key
+ * sets, which cache keys across requests (and, on Workers, let each request
+ * load a cold set itself). Keyed by issuer and by JWKS URL; an isolate serves
+ * one configured issuer, so these stay tiny.
  */
 interface IssuerCaches {
-	jwksUrls: Map<string, Promise<string>>;
+	jwksUrls: ExpiringMap<string>;
 	keySets: Map<string, RemoteJWKSet>;
 	fetch: typeof fetch;
 }
 
-function newCaches(fetchImpl: typeof fetch): IssuerCaches {
-	return { jwksUrls: new Map(), keySets: new Map(), fetch: fetchImpl };
+/** How long a discovered JWKS URL is believed before the metadata is read again. */
+const JWKS_URL_TTL_MS = 60 * 60_000;
+
+function newCaches(fetchImpl: typeof fetch, jwksUrls: ExpiringMap<string>): IssuerCaches {
+	return { jwksUrls, keySets: new Map(), fetch: fetchImpl };
 }
 
 // Looked up when called, not captured, so the runtime's fetch is whatever it is at that moment.
-const platformCaches = newCaches((input, init) => fetch(input, init));
+const platformCaches = newCaches((input, init) => fetch(input, init), isolateCache({ maxEntries: 16 }));
 /** An injected fetch gets caches of its own: what one fetch found must not answer for another. */
 const injectedCaches = new WeakMap<typeof fetch, IssuerCaches>();
 
@@ -122,7 +121,7 @@ function cachesFor(fetchImpl: typeof fetch | undefined): IssuerCaches {
 	if (fetchImpl === undefined) return platformCaches;
 	let caches = injectedCaches.get(fetchImpl);
 	if (!caches) {
-		caches = newCaches(fetchImpl);
+		caches = newCaches(fetchImpl, new ExpiringMap({ maxEntries: 16 }));
 		injectedCaches.set(fetchImpl, caches);
 	}
 	return caches;
@@ -275,27 +274,18 @@ function cappedFetch(fetchImpl: typeof fetch): FetchImplementation {
 	};
 }
 
-/** The issuer's JWKS URL: configured, or discovered once per isolate (concurrent lookups share one). */
+/** The issuer's JWKS URL: configured, or discovered and then kept per isolate for JWKS_URL_TTL_MS. */
 async function jwksUrlFor(caches: IssuerCaches, issuer: ExternalIssuer): Promise<string> {
 	if (issuer.jwksUrl !== null) return issuer.jwksUrl;
-	let lookup = caches.jwksUrls.get(issuer.issuer);
-	if (!lookup) {
-		const started = discoverJwksUrl(caches.fetch, issuer.issuer);
-		caches.jwksUrls.set(issuer.issuer, started);
-		// Only success is kept: a failed lookup is forgotten so the next request tries again (its waiters see the failure).
-		started.catch(() => forgetLookup(caches, issuer.issuer, started));
-		lookup = started;
-	}
-	// Each waiter bounds its own wait: a lookup started by another request may never settle in this one
-	// (Workers cancels a request's I/O when that request ends), and is then forgotten.
-	const shared = lookup;
-	const bound = FETCH_TIMEOUT_MS * metadataUrls(issuer.issuer).length + 1_000;
-	return withTimeout(shared, bound, `metadata of ${issuer.issuer}`).catch((error: unknown) => {
-		forgetLookup(caches, issuer.issuer, shared);
+	try {
+		// Its own flight: one verification looks the metadata up once, and waits on no other request's lookup.
+		return await caches.jwksUrls.load(
+			issuer.issuer,
+			() => discoverJwksUrl(caches.fetch, issuer.issuer),
+			() => JWKS_URL_TTL_MS,
+			{},
+		);
+	} catch (error) {
 		throw error instanceof IssuerUnavailable ? error : new IssuerUnavailable(describeError(error), { cause: error });
-	});
-}
-
-function forgetLookup(caches: IssuerCaches, issuer: string, lookup: Promise<string>): void {
-	if (caches.jwksUrls.get(issuer) === lookup) caches.jwksUrls.delete(issuer);
+	}
 }

@@ -2,13 +2,15 @@ import * as oauth from "oauth4webapi";
 import { z } from "zod";
 import { isLoopbackHost, type OAuthSettings } from "../config.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { isolateCache } from "../primitives/expiring-map.ts";
 import { type ClaimedIdentity, identityFromClaims } from "./identity.ts";
 
 type Oidc = Extract<OAuthSettings, { mode: "gateway" }>["oidc"];
 
 /** How long an isolate trusts the provider's discovery document before reading it again. */
 const DISCOVERY_TTL_MS = 60 * 60 * 1000;
-const discovered = new Map<string, { value: Promise<oauth.AuthorizationServer>; expiresAt: number }>();
+/** The providers' metadata, settled: a discovery under way belongs to the sign-in that started it. */
+const discovered = isolateCache<oauth.AuthorizationServer>({ maxEntries: 4 });
 
 /** Plain http is tolerated only for a provider on this machine (npm start, tests). */
 function insecureAllowed(issuer: string): boolean {
@@ -17,20 +19,23 @@ function insecureAllowed(issuer: string): boolean {
 }
 
 /** The provider's metadata (OpenID discovery), per isolate; a failure is not kept, so the next sign-in retries. */
-function provider(oidc: Oidc, now = Date.now()): Promise<oauth.AuthorizationServer> {
-	const cached = discovered.get(oidc.issuer);
-	if (cached && cached.expiresAt > now) return cached.value;
+function provider(oidc: Oidc): Promise<oauth.AuthorizationServer> {
 	const issuer = new URL(oidc.issuer);
-	const value = oauth
-		.discoveryRequest(issuer, {
-			algorithm: "oidc",
-			signal: AbortSignal.timeout(10_000),
-			[oauth.allowInsecureRequests]: insecureAllowed(oidc.issuer),
-		})
-		.then((response) => oauth.processDiscoveryResponse(issuer, response));
-	discovered.set(oidc.issuer, { value, expiresAt: now + DISCOVERY_TTL_MS });
-	value.catch(() => discovered.delete(oidc.issuer));
-	return value;
+	return discovered.load(
+		oidc.issuer,
+		async () =>
+			oauth.processDiscoveryResponse(
+				issuer,
+				await oauth.discoveryRequest(issuer, {
+					algorithm: "oidc",
+					signal: AbortSignal.timeout(10_000),
+					[oauth.allowInsecureRequests]: insecureAllowed(oidc.issuer),
+				}),
+			),
+		() => DISCOVERY_TTL_MS,
+		// One sign-in step discovers at most once; it never waits on another request's discovery.
+		{},
+	);
 }
 
 /** What the gateway keeps between sending someone to the provider and their return (encrypted by the library). */

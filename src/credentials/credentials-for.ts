@@ -61,6 +61,9 @@ export function credentialsFor(
 	settings: Settings,
 ): UpstreamCredentials | null {
 	const auth = server.auth ?? { type: "operator" };
+	// What these credentials serve (one request at the edge, one session object's member): concurrent
+	// requests for a token share its one fetch within it, and only a settled token beyond it.
+	const flight = {};
 	switch (auth.type) {
 		case "operator":
 			return null;
@@ -68,9 +71,11 @@ export function credentialsFor(
 			return {
 				headers: async () => {
 					const who = required(server, calling());
-					const assertion = await identityAssertion(who.caller, server.url, who.origin, env).catch((error: unknown) => {
-						throw asGatewayError(server, error);
-					});
+					const assertion = await identityAssertion(who.caller, server.url, who.origin, env, flight).catch(
+						(error: unknown) => {
+							throw asGatewayError(server, error);
+						},
+					);
 					return auth.header ? { [auth.header]: assertion } : { authorization: `Bearer ${assertion}` };
 				},
 				// An assertion is fresh every minute; one the server refuses, it refuses for who it names.
@@ -82,7 +87,7 @@ export function credentialsFor(
 					const who = required(server, calling());
 					if (who.subjectToken === null) throw notExchangeable(server, who.caller);
 					const exchange = { name: server.name, generation: server.generation, auth };
-					const token = await exchangedToken(who.caller, who.subjectToken, exchange, env, settings).catch(
+					const token = await exchangedToken(who.caller, who.subjectToken, exchange, env, settings, flight).catch(
 						(error: unknown) => {
 							throw asGatewayError(server, error);
 						},
@@ -96,7 +101,7 @@ export function credentialsFor(
 				},
 			};
 		case "oauth":
-			return personCredentials(server, calling, env, settings);
+			return personCredentials(server, calling, env, settings, flight);
 	}
 }
 
@@ -105,6 +110,7 @@ function personCredentials(
 	calling: () => CredentialCaller | null,
 	env: Env,
 	settings: Settings,
+	flight: object,
 ): UpstreamCredentials {
 	const cacheKey = (caller: Caller) => `${caller.vault}\n${server.name}\n${server.generation}`;
 	const ask = async (who: CredentialCaller, refusedToken?: string): Promise<{ token: string; keepMs: number }> => {
@@ -133,6 +139,7 @@ function personCredentials(
 				cacheKey(who.caller),
 				() => ask(who),
 				(found) => found.keepMs,
+				flight,
 			);
 			return { authorization: `Bearer ${token}` };
 		},

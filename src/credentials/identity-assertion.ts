@@ -55,7 +55,13 @@ export class IdentityAsserter {
 	 * the gateway at `origin`. Rejects with `SigningKeyMisconfigured` when
 	 * `IDENTITY_SIGNING_KEY` is missing or unusable.
 	 */
-	async assertion(caller: Caller, audience: string, origin: string, env: SigningKeyEnv): Promise<string> {
+	async assertion(
+		caller: Caller,
+		audience: string,
+		origin: string,
+		env: SigningKeyEnv,
+		flight: object,
+	): Promise<string> {
 		const keys = await signingKeys(env);
 		const subject = subjectOf(caller);
 		// Everything the token says is in the key, so a person whose groups changed at a new sign-in gets a new one.
@@ -77,6 +83,7 @@ export class IdentityAsserter {
 					.sign(keys.current.privateKey);
 			},
 			() => ASSERTION_LIFETIME_SECONDS * 1000 - ASSERTION_REUSE_MARGIN_MS,
+			flight,
 		);
 	}
 }
@@ -100,7 +107,7 @@ const shared = new IdentityAsserter();
  * 60 s, cached in this isolate while more than 30 s of it is left.
  *
  * @example
- * const jwt = await identityAssertion(caller, server.url, new URL(request.url).origin, env);
+ * const jwt = await identityAssertion(caller, server.url, new URL(request.url).origin, env, request);
  * headers.set("authorization", `Bearer ${jwt}`);
  */
 export function identityAssertion(
@@ -108,8 +115,9 @@ export function identityAssertion(
 	audience: string,
 	origin: string,
 	env: SigningKeyEnv,
+	flight: object,
 ): Promise<string> {
-	return shared.assertion(caller, audience, origin, env);
+	return shared.assertion(caller, audience, origin, env, flight);
 }
 
 /** The JWKS the gateway publishes: its current key and, across a rotation, the previous one. */

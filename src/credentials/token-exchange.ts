@@ -118,18 +118,22 @@ export class TokenExchanger {
 		this.cache = new ExpiringMap({ maxEntries: options.maxEntries ?? MAX_CACHED_EXCHANGES, now: this.now });
 	}
 
-	/** The access token for `caller` at `server`; rejects with `TokenExchangeFailed`. */
+	/**
+	 * The access token for `caller` at `server`; rejects with `TokenExchangeFailed`.
+	 * Concurrent calls of one `flight` (the request or session object asking) share one exchange.
+	 */
 	async token(
 		caller: Caller,
 		subjectToken: string,
 		server: TokenExchangeServer,
 		vars: Record<string, unknown>,
 		settings: TokenExchangeSettings,
+		flight: object,
 	): Promise<string> {
 		const subjectDigest = await sha256Hex(subjectToken);
 		const key = JSON.stringify([caller.principalId, server.name, server.generation]);
 		const exchange = () => this.exchange(subjectToken, subjectDigest, server, vars, settings);
-		const shared = await this.cache.load(key, exchange, (token) => this.keepFor(token));
+		const shared = await this.cache.load(key, exchange, (token) => this.keepFor(token), flight);
 		if (shared.subjectDigest === subjectDigest) return shared.accessToken;
 		// What is kept (or under way) was exchanged for another token of this principal (before a refresh or a new
 		// sign-in): this token is not trusted to that one's result. It is exchanged itself, and replaces it.
@@ -315,7 +319,8 @@ const shared = new TokenExchanger();
 /**
  * The access token `server` accepts for `caller`, exchanged (RFC 8693) for
  * `subjectToken`, the person's access token from OAUTH_ISSUER; cached in
- * this isolate until 30 s before it expires. Rejects with `TokenExchangeFailed`.
+ * this isolate until 30 s before it expires; concurrent calls of one `flight`
+ * share one exchange. Rejects with `TokenExchangeFailed`.
  */
 export function exchangedToken(
 	caller: Caller,
@@ -323,8 +328,9 @@ export function exchangedToken(
 	server: TokenExchangeServer,
 	vars: Record<string, unknown>,
 	settings: TokenExchangeSettings,
+	flight: object,
 ): Promise<string> {
-	return shared.token(caller, subjectToken, server, vars, settings);
+	return shared.token(caller, subjectToken, server, vars, settings, flight);
 }
 
 /** Forgets the token `caller` was given for `server` in this isolate (the upstream refused it). */

@@ -118,8 +118,8 @@ async function knownKey(
 	if (cached !== undefined) return cached;
 	if ((await verifyApiKey(secret, token)) !== id) return null;
 	try {
-		// One read per key however many requests find the cache empty at once.
-		return await cache.load(id, () => reader.key(id), keepFound(settings.keyCacheTtlMs));
+		// One read per key and reader (a request's own): what another request reads is not waited on here.
+		return await cache.load(id, () => reader.key(id), keepFound(settings.keyCacheTtlMs), reader);
 	} catch (error) {
 		throw registryUnavailable(error);
 	}

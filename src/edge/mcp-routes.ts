@@ -263,7 +263,9 @@ async function planNamedEndpoint(
 	name: string,
 	ttlMs: number,
 ): Promise<EndpointPlan> {
-	const endpoint = await readRegistry(() => endpoints.load(name, () => reader.endpoint(name), keepFound(ttlMs)));
+	const endpoint = await readRegistry(() =>
+		endpoints.load(name, () => reader.endpoint(name), keepFound(ttlMs), reader),
+	);
 	if (endpoint?.kind === "server" && keyMayUseServer(key, name)) {
 		return {
 			mode: "transparent",
@@ -308,6 +310,7 @@ async function planAggregate(
 			"servers",
 			() => reader.servers(),
 			() => ttlMs,
+			reader,
 		),
 	);
 	const allowed = all.filter((server) => keyMayUseServer(key, server.name));

@@ -61,7 +61,8 @@ export async function serveTaskMethod(
 	if (place !== null) {
 		// An id whose place names no object of ours is as unknown as any other (and wakes nothing).
 		const stub = sessionObjectAt(task.env, place);
-		return stub === null ? unknownTask(taskId, message.id).toResponse() : stub.modernTask(scope, message);
+		if (stub === null) return unknownTask(taskId, message.id).toResponse();
+		return stub.modernTask(scope, message);
 	}
 	const held = await openUpstreamTaskId(requireSessionSecret(settings), scope, taskId);
 	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.

@@ -38,6 +38,7 @@ export async function pinsFor(reader: RegistryReader, server: PinnedServer, ttlM
 		server.name,
 		() => reader.pins(server.name),
 		() => ttlMs,
+		reader,
 	);
 	return pins !== null && pins.generation === server.generation ? pins : null;
 }
@@ -123,9 +124,11 @@ export async function recordObservedOnce(
 
 /**
  * Runs `write` with the list's pin inputs once per (what, server,
- * incarnation, list version) per isolate every FIRST_SEEN_RETRY_MS
- * (concurrent lists share one); a failure is logged and tried again after
- * FIRST_SEEN_FAILED_RETRY_MS.
+ * incarnation, list version) per isolate every FIRST_SEEN_RETRY_MS; a failure
+ * is logged and tried again after FIRST_SEEN_FAILED_RETRY_MS. The attempt is
+ * claimed before it starts, as a plain value: a concurrent list in another
+ * request or object finds the claim and skips, rather than waiting on I/O
+ * that is not its own.
  */
 async function oncePerList(
 	what: string,
@@ -134,15 +137,10 @@ async function oncePerList(
 	write: (pins: PinInput[]) => Promise<void>,
 ): Promise<void> {
 	const attempt = `${what} ${server.name} ${server.generation} ${await listVersion(tools)}`;
+	if (listAttempts.get(attempt) !== undefined) return;
+	listAttempts.set(attempt, true, FIRST_SEEN_RETRY_MS);
 	try {
-		await listAttempts.load(
-			attempt,
-			async () => {
-				await write(await Promise.all(tools.map(pinInputOf)));
-				return true as const;
-			},
-			() => FIRST_SEEN_RETRY_MS,
-		);
+		await write(await Promise.all(tools.map(pinInputOf)));
 	} catch (error) {
 		// A registry that fails is asked again a while later, not on every list meanwhile.
 		listAttempts.set(attempt, true, FIRST_SEEN_FAILED_RETRY_MS);

@@ -15,5 +15,6 @@ export function loadPolicies(reader: Pick<RegistryReader, "policies">, ttlMs: nu
 		"policies",
 		async () => compilePolicies(await reader.policies()),
 		() => ttlMs,
+		reader,
 	);
 }

@@ -10,17 +10,27 @@ export interface ExpiringMapOptions {
  * edge, upstreams' eras, who is over a rate limit. Bounded, so a flood of
  * names cannot grow memory: past `maxEntries` the entry written longest ago
  * goes first. An entry is believed until its time is up, then dropped when
- * next read. `load` is single-flight: concurrent loads of one key share one
- * call, and only what it resolves to is kept (a rejection leaves nothing).
+ * next read.
+ *
+ * `load` is single-flight within a flight: concurrent loads of one key that
+ * name the same flight share one call, and only what it resolves to is kept
+ * (a rejection leaves nothing). A flight is the request or the Durable Object
+ * the load runs for (its registry reader, its upstream target, the object
+ * itself). Settled values are shared by everyone in the isolate; a pending load
+ * never is: its I/O belongs to the request or object that started it, which
+ * the runtime may end (and cancel it with) or whose context another object must
+ * not continue in ("Cannot perform I/O on behalf of a different Durable Object").
+ * Many objects share an isolate, in production as under `wrangler dev`.
  *
  * @example
  * const records = new ExpiringMap<StoredKey | null>({ maxEntries: 1_000 });
  * // Absent records are not kept: something created works the moment KV has it.
- * const key = await records.load(id, () => reader.key(id), (found) => (found ? ttlMs : 0));
+ * const key = await records.load(id, () => reader.key(id), (found) => (found ? ttlMs : 0), reader);
  */
 export class ExpiringMap<V> {
 	private readonly entries = new Map<string, { value: V; expiresAt: number }>();
-	private readonly loads = new Map<string, Promise<V>>();
+	/** Loads under way, per flight: what one request or object started is awaited by it alone. */
+	private loads = new WeakMap<object, Map<string, Promise<V>>>();
 	private readonly maxEntries: number;
 	private readonly now: () => number;
 
@@ -50,24 +60,31 @@ export class ExpiringMap<V> {
 
 	/**
 	 * The value of `key`: from memory while fresh, else what `loader` resolves
-	 * to, shared with every load of `key` meanwhile. It is kept for
+	 * to, shared with every load of `key` in the same `flight` meanwhile (the
+	 * request or object the load runs for; see the class). It is kept for
 	 * `keepFor(value)` milliseconds (0: not kept), counted from when the load
 	 * began, so a value is never believed longer than that after it was asked for.
 	 */
-	load(key: string, loader: () => Promise<V>, keepFor: (value: V) => number): Promise<V> {
+	load(key: string, loader: () => Promise<V>, keepFor: (value: V) => number, flight: object): Promise<V> {
 		const known = this.get(key);
 		if (known !== undefined) return Promise.resolve(known);
-		let running = this.loads.get(key);
+		let loads = this.loads.get(flight);
+		if (!loads) {
+			loads = new Map();
+			this.loads.set(flight, loads);
+		}
+		let running = loads.get(key);
 		if (!running) {
 			const began = this.now();
+			const own = loads;
 			running = loader()
 				.then((value) => {
 					const ttlMs = keepFor(value);
 					this.write(key, value, began + ttlMs, ttlMs);
 					return value;
 				})
-				.finally(() => this.loads.delete(key));
-			this.loads.set(key, running);
+				.finally(() => own.delete(key));
+			loads.set(key, running);
 		}
 		return running;
 	}
@@ -75,7 +92,7 @@ export class ExpiringMap<V> {
 	/** Forgets every entry; loads in flight still resolve for their callers, and keep nothing. */
 	clear(): void {
 		this.entries.clear();
-		this.loads.clear();
+		this.loads = new WeakMap();
 	}
 
 	/** Entries held now (expired ones included until they are read or pushed out). */

@@ -28,7 +28,8 @@ const DEFAULT_TTL_MS = 10 * 60_000;
 
 /**
  * Eras found by probing, per isolate: bounded, each believed for a while,
- * and single-flight, so concurrent lookups of one key share one probe. Only
+ * and single-flight per flight (the request or object looking it up), so its
+ * concurrent lookups of one key share one probe. Only
  * answers are kept: a probe that failed leaves nothing behind, and the next
  * lookup probes again.
  */
@@ -40,8 +41,8 @@ export class EraCache extends ExpiringMap<Discovered> {
 		this.ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
 	}
 
-	/** What is remembered for `key`, or the answer of the one probe running (or started now) for it. */
-	lookup(key: string, probe: () => Promise<Discovered>): Promise<Discovered> {
-		return this.load(key, probe, () => this.ttlMs);
+	/** What is remembered for `key`, or the answer of the one probe `flight` runs (or starts now) for it. */
+	lookup(key: string, probe: () => Promise<Discovered>, flight: object): Promise<Discovered> {
+		return this.load(key, probe, () => this.ttlMs, flight);
 	}
 }

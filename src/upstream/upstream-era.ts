@@ -83,10 +83,15 @@ export async function upstreamHoldsTasks(
 
 function discovered(target: UpstreamTarget, server: EraServer, options: UpstreamEraOptions): Promise<Discovered> {
 	const key = JSON.stringify([server.name, server.generation, server.configDigest ?? ""]);
-	return (options.cache ?? isolateEras).lookup(key, async () => {
-		const answer = await probe(target, options.fetcher);
-		return { era: answer.era, tasks: answer.tasks };
-	});
+	// The target is built for one request (or one session object's member): its lookups share one probe.
+	return (options.cache ?? isolateEras).lookup(
+		key,
+		async () => {
+			const answer = await probe(target, options.fetcher);
+			return { era: answer.era, tasks: answer.tasks };
+		},
+		target,
+	);
 }
 
 /** What one probe of a server showed, for its operator (the admin API's `check`). */

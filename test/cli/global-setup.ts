@@ -3,6 +3,8 @@
  * built once and served by `wrangler dev` with temporary state (as `npm run
  * conformance` serves it), and the demo upstream `npm start` runs.
  */
+import { appendFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildGateway, startGateway } from "../../scripts/conformance/gateway.ts";
 import { startUpstream } from "../../scripts/fixtures/upstream-server.ts";
@@ -17,7 +19,12 @@ export default async function setup(project: TestProject) {
 	try {
 		const build = await buildGateway(procs, dir);
 		const gateway = await startGateway(procs, build, { name: "gateway for the CLI tests (wrangler dev)", dir });
+		// Everything the runtime prints, for tests that must show it never failed unexpectedly.
+		const log = join(dir, "gateway.log");
+		writeFileSync(log, "");
+		gateway.child.onLine((line) => appendFileSync(log, `${line}\n`));
 		project.provide("cliGatewayUrl", gateway.url);
+		project.provide("cliGatewayLog", log);
 		project.provide("cliAdminToken", gateway.adminToken);
 		project.provide("cliUpstreamUrl", upstream.url);
 	} catch (error) {

@@ -1,4 +1,5 @@
 import { env } from "cloudflare:test";
+import type { Env } from "../../src/env.ts";
 
 /** What requests through a counting env touched. */
 export interface TouchCounts {
