@@ -1,6 +1,7 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { instrumentsOf, MCP_DURATION_BUCKETS } from "../src/telemetry/instruments.ts";
+import { failureStatusMessage } from "../src/telemetry/redaction.ts";
 import { type Telemetry, telemetryFor } from "../src/telemetry/telemetry.ts";
 import { parentContext } from "../src/telemetry/trace-context.ts";
 import { eventually } from "./support/eventually.ts";
@@ -58,7 +59,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 			{ kind: SpanKind.CLIENT, attributes: { "server.address": "127.0.0.1", "server.port": 9 } },
 			parentContext({ traceparent: `00-${server.spanContext().traceId}-${server.spanContext().spanId}-01` }),
 		);
-		upstream.setStatus({ code: SpanStatusCode.ERROR, message: "upstream timed out" });
+		upstream.setStatus({ code: SpanStatusCode.ERROR, message: failureStatusMessage("upstream_timeout") });
 		upstream.end();
 		server.end();
 
@@ -88,7 +89,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		expect(spans.find((span) => span.kind === "CLIENT")).toMatchObject({
 			parentSpanId: server.spanContext().spanId,
 			attributes: { "server.address": "127.0.0.1", "server.port": 9 },
-			status: { code: "ERROR", message: "upstream timed out" },
+			status: { code: "ERROR", message: failureStatusMessage("upstream_timeout") },
 		});
 		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansDropped: 0, exportsFailed: 0, spansQueued: 0 });
 	});
