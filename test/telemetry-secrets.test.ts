@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { spanLine } from "../scripts/fixtures/otlp-shapes.ts";
 import { ERROR_META_KEY } from "../src/mcp/failure-reply.ts";
-import { FAILURE_KINDS, failureStatusMessage } from "../src/telemetry/redaction.ts";
+import { FAILURE_KINDS, failureStatusMessage, redactedUri } from "../src/telemetry/redaction.ts";
 import { admin, createKey, initializeBody, uniqueName } from "./support/gateway.ts";
 import { registerHostile } from "./support/hostile.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
@@ -217,5 +217,14 @@ describe("telemetry carries no link, token or tool output", () => {
 			printed: consoleText.includes(secret),
 		}));
 		expect(found).toEqual(Object.keys(secrets).map((what) => ({ what, exported: false, printed: false })));
+	});
+
+	it("a resource URI keeps its scheme, host and path; user info and fragment go, and every query value, a bare word too, is REDACTED", () => {
+		expect(redactedUri("demo://alpha/notes/7")).toBe("demo://alpha/notes/7");
+		expect(redactedUri("https://ada:s3cret@drive.example/doc?sig=abc&download#page=2")).toBe(
+			"https://drive.example/doc?sig=REDACTED&REDACTED",
+		);
+		expect(redactedUri("file:///home/ada/notes.txt?token=abc")).toBe("file:///home/ada/notes.txt?token=REDACTED");
+		expect(redactedUri("urn:isbn:0451450523")).toBe("urn:isbn:0451450523");
 	});
 });
