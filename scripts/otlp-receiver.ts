@@ -9,18 +9,10 @@
  * Point a gateway at it with OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:<port>.
  */
 import { startOtlpReceiver } from "./fixtures/otlp-receiver.ts";
-import type { ReceivedSpan } from "./fixtures/otlp-shapes.ts";
+import { spanLine } from "./fixtures/otlp-shapes.ts";
 
 /** What a receiver running for hours keeps: the oldest spans go first. */
 const KEPT_SPANS = 10_000;
-
-/** One span as one line: `12:03:04.567 4bf92f35 SERVER tools/call echo 12.4 ms OK`. */
-export function spanLine(span: ReceivedSpan): string {
-	const time = new Date(span.endTimeUnixNano / 1e6).toISOString().slice(11, 23);
-	const ms = (span.endTimeUnixNano - span.startTimeUnixNano) / 1e6;
-	const status = span.status.code === "ERROR" ? `ERROR ${span.status.message ?? ""}`.trim() : span.status.code;
-	return `${time} ${span.traceId.slice(0, 8)} ${span.kind.padEnd(6)} ${span.name} ${ms.toFixed(1)} ms ${status}`;
-}
 
 /** Starts the receiver and prints what arrives with `prefix`; resolves once it listens. */
 export async function startLocalReceiver(options: { port: number; prefix?: string }) {

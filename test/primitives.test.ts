@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { verifySessionId } from "../src/edge/session-id.ts";
 import { ExpiringMap, keepFound } from "../src/primitives/expiring-map.ts";
+import { LapsingSlot } from "../src/primitives/lapsing-slot.ts";
 import { once } from "../src/primitives/once.ts";
 import { openToken, signToken } from "../src/primitives/signed-token.ts";
 import { verifyApiKey } from "../src/registry/api-key.ts";
@@ -148,5 +149,41 @@ describe("once", () => {
 		run();
 		run();
 		expect(runs).toBe(1);
+	});
+});
+
+describe("the lapsing slot", () => {
+	it("holds one holder until it lets go or its deadline passes; then another takes it, and the lapsed holder holds nothing", () => {
+		let now = 1_000;
+		const slot = new LapsingSlot(() => now);
+		const first = slot.take(100);
+		expect(first?.current).toBe(true);
+		expect(slot.take(100)).toBeNull();
+		now += 99;
+		expect(first?.renew(100)).toBe(true);
+		now += 99;
+		expect(slot.take(100)).toBeNull();
+		now += 1;
+		// Past its deadline, and nothing settled it: a new holder takes the slot over.
+		const second = slot.take(100);
+		expect(second?.current).toBe(true);
+		expect(first?.current).toBe(false);
+		expect(first?.renew(1_000)).toBe(false);
+		first?.release();
+		expect(second?.current).toBe(true);
+		expect(slot.take(100)).toBeNull();
+		second?.release();
+		expect(second?.current).toBe(false);
+		expect(slot.take(100)?.current).toBe(true);
+	});
+
+	it("a holder past its deadline that nobody took over is still the holder", () => {
+		let now = 0;
+		const slot = new LapsingSlot(() => now);
+		const hold = slot.take(10);
+		now += 50;
+		expect(hold?.current).toBe(true);
+		expect(hold?.renew(10)).toBe(true);
+		expect(slot.take(10)).toBeNull();
 	});
 });

@@ -1,6 +1,10 @@
+import { createExecutionContext } from "cloudflare:test";
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ExportingTelemetry } from "../src/telemetry/exporting-telemetry.ts";
 import { instrumentsOf, MCP_DURATION_BUCKETS } from "../src/telemetry/instruments.ts";
+import { otelValues, parseOtelConfig } from "../src/telemetry/otel-config.ts";
+import { failureStatusMessage } from "../src/telemetry/redaction.ts";
 import { type Telemetry, telemetryFor } from "../src/telemetry/telemetry.ts";
 import { parentContext } from "../src/telemetry/trace-context.ts";
 import { eventually } from "./support/eventually.ts";
@@ -14,6 +18,7 @@ import {
 	resetOtlp,
 	setOtlpMode,
 } from "./support/otlp.ts";
+import { ManualClock } from "./support/session-object.ts";
 
 /** Flushes as a request's end would, and returns the exports it handed to `waitUntil`. */
 function flushNow(telemetry: Telemetry): Promise<unknown>[] {
@@ -29,6 +34,13 @@ function flushNow(telemetry: Telemetry): Promise<unknown>[] {
 async function afterAMillisecond(): Promise<void> {
 	const now = Date.now();
 	await eventually(() => Date.now() > now, "the clock to move");
+}
+
+/** The telemetry `telemetryFor(env)` makes, on a clock the test moves by hand. */
+function exportingOn(clock: ManualClock, env: Record<string, string>): ExportingTelemetry {
+	const parsed = parseOtelConfig(otelValues(env));
+	if (!parsed.ok || parsed.config === undefined) throw new Error("these OTEL_* variables turn telemetry off");
+	return new ExportingTelemetry(parsed.config, () => clock.now());
 }
 
 /** A remote parent in `_meta`, sampled: what an instrumented MCP client sends. */
@@ -58,7 +70,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 			{ kind: SpanKind.CLIENT, attributes: { "server.address": "127.0.0.1", "server.port": 9 } },
 			parentContext({ traceparent: `00-${server.spanContext().traceId}-${server.spanContext().spanId}-01` }),
 		);
-		upstream.setStatus({ code: SpanStatusCode.ERROR, message: "upstream timed out" });
+		upstream.setStatus({ code: SpanStatusCode.ERROR, message: failureStatusMessage("upstream_timeout") });
 		upstream.end();
 		server.end();
 
@@ -88,7 +100,7 @@ describe("Export of spans over OTLP/HTTP JSON", () => {
 		expect(spans.find((span) => span.kind === "CLIENT")).toMatchObject({
 			parentSpanId: server.spanContext().spanId,
 			attributes: { "server.address": "127.0.0.1", "server.port": 9 },
-			status: { code: "ERROR", message: "upstream timed out" },
+			status: { code: "ERROR", message: failureStatusMessage("upstream_timeout") },
 		});
 		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansDropped: 0, exportsFailed: 0, spansQueued: 0 });
 	});
@@ -207,17 +219,18 @@ describe("Coalesced exports (OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_EXPORT_BATCH_
 
 	it("spans younger than the delay are not held by any timer: nothing is handed to waitUntil, and the first flush after they are due sends them together", async () => {
 		const tenant = newOtlpTenant();
-		const telemetry = telemetryFor(
-			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "1", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
+		const clock = new ManualClock();
+		const telemetry = exportingOn(
+			clock,
+			otlpEnv(tenant, { OTEL_BSP_SCHEDULE_DELAY: "1000", OTEL_METRIC_EXPORT_INTERVAL: "600000" }),
 		);
-		const clock = Date.now();
 		telemetry.tracer.startSpan("tools/list").end();
 		telemetry.tracer.startSpan("tools/call echo").end();
-		// The isolate's clock has not moved: not yet due, and nothing waits in the background for them.
-		expect(Date.now()).toBe(clock);
+		clock.advance(999);
+		// Not yet due, and nothing waits in the background for them.
 		expect(flushNow(telemetry)).toHaveLength(0);
 		expect(telemetry.stats.spansQueued).toBe(2);
-		await afterAMillisecond();
+		clock.advance(1);
 		await Promise.all(flushNow(telemetry));
 
 		const requests = await otlpRequests(tenant);
@@ -456,6 +469,67 @@ describe("A collector that stalls or fails costs the gateway nothing", () => {
 		const line = String(warnings.mock.calls[0]?.[0]);
 		expect(line).toMatch(/HTTP 500/);
 		expect(line).not.toMatch(/s3cret/);
+	});
+});
+
+describe("An export that never settles does not stop telemetry", () => {
+	it("an export whose request ended and whose fetch never settles counts as lost once OTEL_BSP_EXPORT_TIMEOUT plus a margin has passed: its spans are dropped, the next flush exports to the collector, and the lost export, settling at last, counts nothing", async () => {
+		const tenant = newOtlpTenant();
+		await setOtlpMode("stall", tenant);
+		const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
+		const clock = new ManualClock();
+		// A timeout no test reaches: the held fetch stays pending, as one whose request's context ended
+		// (and took its timers along) would; only the injected clock passes the deadline.
+		const telemetry = exportingOn(
+			clock,
+			otlpEnv(tenant, { OTEL_BSP_EXPORT_TIMEOUT: "60000", OTEL_METRIC_EXPORT_INTERVAL: "3600000" }),
+		);
+		telemetry.tracer.startSpan("lost").end();
+		// The request that flushes ends with its response: its waitUntil is handed the export, and
+		// nothing waits for that context any more.
+		const request = createExecutionContext();
+		const lost: Promise<unknown>[] = [];
+		telemetry.flush((promise) => {
+			lost.push(promise);
+			request.waitUntil(promise);
+		});
+		expect(lost).toHaveLength(1);
+		let lostSettled = false;
+		void lost[0]?.finally(() => {
+			lostSettled = true;
+		});
+		await eventually(async () => (await otlpRequests(tenant)).length === 1, "the export reached the collector");
+		// The collector takes exports again; the one it holds stays unanswered.
+		await setOtlpMode("ok", tenant);
+
+		telemetry.tracer.startSpan("before the deadline").end();
+		clock.advance(60_000 + 999);
+		expect(flushNow(telemetry)).toHaveLength(0);
+		expect(telemetry.stats).toMatchObject({ spansQueued: 1, spansDropped: 0, exportsFailed: 0 });
+
+		clock.advance(1);
+		telemetry.tracer.startSpan("after the deadline").end();
+		const next = flushNow(telemetry);
+		expect(next).toHaveLength(1);
+		await Promise.all(next);
+		expect(lostSettled).toBe(false);
+		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansDropped: 1, exportsFailed: 1, spansQueued: 0 });
+		expect((await otlpRequests(tenant)).map((received) => received.items)).toEqual([1, 2]);
+		expect((await otlpSpans(tenant)).map((span) => span.name)).toEqual([
+			"lost",
+			"before the deadline",
+			"after the deadline",
+		]);
+		expect(warnings).toHaveBeenCalledTimes(1);
+		expect(String(warnings.mock.calls[0]?.[0])).toMatch(/export of 1 spans .*\(not settled within 61000 ms/);
+
+		// Answered at last, the lost export changes no count, and the slot stays free for the next flush.
+		await resetOtlp(tenant);
+		await lost[0];
+		expect(telemetry.stats).toMatchObject({ spansExported: 2, spansDropped: 1, exportsFailed: 1 });
+		telemetry.tracer.startSpan("later").end();
+		await Promise.all(flushNow(telemetry));
+		expect(telemetry.stats.spansExported).toBe(3);
 	});
 });
 

@@ -1,32 +1,26 @@
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/edge/app.ts";
-import type { Env } from "../src/env.ts";
 import { sha256Hex } from "../src/primitives/crypto.ts";
-import { telemetryFor } from "../src/telemetry/telemetry.ts";
 import type { ToolCallEvent } from "../src/telemetry/tool-call.ts";
 import { eventually } from "./support/eventually.ts";
-import {
-	admin,
-	BASE,
-	createKey,
-	initializeBody,
-	mcpHeaders,
-	messagesOf,
-	type RpcReply,
-	uniqueName,
-} from "./support/gateway.ts";
+import { admin, BASE, createKey, initializeBody, mcpHeaders, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
+import { GATEWAY_OTLP_TENANT, newOtlpTenant, otlpEnv, otlpMetrics, otlpSpans, setOtlpMode } from "./support/otlp.ts";
 import {
-	GATEWAY_OTLP_TENANT,
-	newOtlpTenant,
-	otlpEnv,
-	otlpMetrics,
-	otlpSpans,
-	type ReceivedSpan,
-	setOtlpMode,
-} from "./support/otlp.ts";
+	CLIENT_SPAN,
+	callBody,
+	clientParent,
+	flushProject,
+	gatewayWith,
+	legacyPost,
+	newTraceId,
+	openTracedSession,
+	pinger,
+	replyOf,
+	sessionSpanOf,
+	spanOf,
+	type Traced,
+} from "./support/traced-gateway.ts";
 import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -40,114 +34,6 @@ import { registerServer, upstreamLog, upstreamUrl } from "./support/upstreams.ts
  * gateway tenant): on session paths the SessionDO's CLIENT span is read
  * there. Every test outside the telemetry project runs with telemetry off.
  */
-
-/** A client's own trace: what an instrumented MCP client puts in `_meta` (sampled). */
-const CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
-const CLIENT_SPAN = "00f067aa0ba902b7";
-
-function clientParent(trace = CLIENT_TRACE, span = CLIENT_SPAN): string {
-	return `00-${trace}-${span}-01`;
-}
-
-/** A fresh trace id per test, so one tenant's spans are told apart by trace. */
-function newTraceId(): string {
-	return Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-interface Traced {
-	fetch(request: Request): Promise<{ response: Response; text: string }>;
-}
-
-/**
- * The gateway's edge with `vars` over the test env. Each request's background
- * work is awaited, then the isolate's telemetry flushed once more, as the next
- * request would: spans that ended while an export was in flight ride the next flush.
- */
-function gatewayWith(vars: Record<string, string>): Traced {
-	const app = createApp();
-	const tracedEnv = { ...env, ...vars } as Env;
-	return {
-		async fetch(request) {
-			const ctx = createExecutionContext();
-			const response = await app.fetch(request, tracedEnv, ctx);
-			const text = await response.text();
-			await waitOnExecutionContext(ctx);
-			const exports: Promise<unknown>[] = [];
-			telemetryFor(tracedEnv).flush((promise) => exports.push(promise));
-			await Promise.allSettled(exports);
-			return { response, text };
-		},
-	};
-}
-
-function legacyPost(path: string, key: string, sessionId: string | undefined, body: unknown, extra = {}): Request {
-	return new Request(`${BASE}${path}`, {
-		method: "POST",
-		headers: mcpHeaders(key, sessionId, { "mcp-protocol-version": LATEST_PROTOCOL_VERSION, ...extra }),
-		body: JSON.stringify(body),
-	});
-}
-
-/** Opens a 2025 session through `gateway` and returns its id. */
-async function openTracedSession(gateway: Traced, path: string, key: string): Promise<string> {
-	const { response } = await gateway.fetch(
-		new Request(`${BASE}${path}`, { method: "POST", headers: mcpHeaders(key), body: JSON.stringify(initializeBody()) }),
-	);
-	const sessionId = response.headers.get("mcp-session-id");
-	if (!sessionId) throw new Error(`initialize failed: ${response.status}`);
-	await gateway.fetch(legacyPost(path, key, sessionId, { jsonrpc: "2.0", method: "notifications/initialized" }));
-	return sessionId;
-}
-
-function replyOf(response: Response, text: string): RpcReply {
-	const messages = messagesOf(text, response.headers.get("content-type") ?? "");
-	return messages.filter((message) => message.id !== undefined && message.method === undefined).at(-1) as RpcReply;
-}
-
-function callBody(id: number, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) {
-	return {
-		jsonrpc: "2.0",
-		id,
-		method: "tools/call",
-		params: { name, arguments: args, ...(meta ? { _meta: meta } : {}) },
-	};
-}
-
-/** The tenant's span named `name` in `trace` of `kind`, once it has arrived. */
-function spanOf(tenant: string, trace: string, name: string, kind: "SERVER" | "CLIENT"): Promise<ReceivedSpan> {
-	return eventually(
-		async () =>
-			(await otlpSpans(tenant)).find((span) => span.traceId === trace && span.name === name && span.kind === kind),
-		`${kind} span ${name}`,
-	);
-}
-
-/**
- * The SessionDO's span named `name` in `trace`, from the project's gateway tenant. A span that ended
- * while the object's previous export was in flight rides its next flush: `poke` sends the session a
- * request (a ping) each time the span is not there yet, as the session's next request would.
- */
-function sessionSpanOf(trace: string, name: string, poke: () => Promise<unknown>): Promise<ReceivedSpan> {
-	return eventually(async () => {
-		const found = (await otlpSpans(GATEWAY_OTLP_TENANT)).find(
-			(span) => span.traceId === trace && span.name === name && span.kind === "CLIENT",
-		);
-		if (!found) await poke();
-		return found;
-	}, `CLIENT span ${name} of the session`);
-}
-
-/** Flushes the telemetry of this project's env (the Durable Objects' own), as the isolate's next request would. */
-async function flushProject(): Promise<void> {
-	const exports: Promise<unknown>[] = [];
-	telemetryFor(env).flush((promise) => exports.push(promise));
-	await Promise.allSettled(exports);
-}
-
-/** A ping in the session: its end flushes what the object recorded before. */
-function pinger(gateway: Traced, path: string, key: string, sessionId: string): () => Promise<unknown> {
-	return () => gateway.fetch(legacyPost(path, key, sessionId, { jsonrpc: "2.0", id: "flush", method: "ping" }));
-}
 
 /** The tool_call events the edge logged during the test. */
 function toolCalls(log: { mock: { calls: unknown[][] } }): ToolCallEvent[] {

@@ -64,6 +64,11 @@ export const ERROR_KINDS = {
 
 export type ErrorKind = keyof typeof ERROR_KINDS;
 
+/** Whether `value` names one of the gateway's failure kinds (an upstream may write anything in `data.kind`). */
+export function isErrorKind(value: unknown): value is ErrorKind {
+	return typeof value === "string" && Object.hasOwn(ERROR_KINDS, value);
+}
+
 export interface ErrorData {
 	kind: ErrorKind;
 	server?: string;

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { z } from "zod";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
+import { LapsingSlot, type SlotHold } from "../primitives/lapsing-slot.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import type { ToolCallEvent } from "./tool-call.ts";
 
@@ -58,8 +59,8 @@ export interface ServerCalls {
 const FLUSH_LOST_AFTER_MS = 30_000;
 
 const pending = new Map<string, MinuteCount>();
-/** When the scheduled flush is due; null when none is. */
-let flushDueAt: number | null = null;
+/** Held by the scheduled flush from when it is scheduled until it starts; lost FLUSH_LOST_AFTER_MS after it was due. */
+const scheduled = new LapsingSlot();
 let lastFlushAt = 0;
 
 /** Adds one accounted call to this isolate's batch, and makes sure a flush is on its way. */
@@ -74,15 +75,14 @@ export function tallyCall(env: Env, event: ToolCallEvent, waitUntil: WaitUntil):
 	count.calls++;
 	if (event.outcome !== "ok") count.errors++;
 	pending.set(key, count);
-	const now = Date.now();
-	if (flushDueAt !== null && now < flushDueAt + FLUSH_LOST_AFTER_MS) return;
-	const wait = Math.max(0, lastFlushAt + settingsFrom(env).callCountsFlushMs - now);
-	flushDueAt = now + wait;
-	waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => flush(namespace)));
+	const wait = Math.max(0, lastFlushAt + settingsFrom(env).callCountsFlushMs - Date.now());
+	const hold = scheduled.take(wait + FLUSH_LOST_AFTER_MS);
+	if (hold === null) return;
+	waitUntil(new Promise((resolve) => setTimeout(resolve, wait)).then(() => flush(namespace, hold)));
 }
 
-async function flush(namespace: DurableObjectNamespace<CallCountsDO>): Promise<void> {
-	flushDueAt = null;
+async function flush(namespace: DurableObjectNamespace<CallCountsDO>, hold: SlotHold): Promise<void> {
+	hold.release();
 	lastFlushAt = Date.now();
 	const batch = [...pending.values()];
 	pending.clear();

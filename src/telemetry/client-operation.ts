@@ -96,18 +96,18 @@ export class ClientOperation {
 		return watchAnswer(response, id, (answer) => {
 			const outcome = outcomeOf(answer);
 			if (answer === null && !response.ok) {
-				this.end({ code: null, errorType: String(response.status), message: `HTTP ${response.status}`, kind: null });
+				this.end({ code: null, errorType: String(response.status), kind: null });
 			} else this.end(outcome);
 		});
 	}
 
-	/** The request failed before an answer (unreachable, timed out, a redirect). */
+	/**
+	 * The request failed before an answer (unreachable, timed out, a redirect): only its kind is
+	 * recorded, as every failure's is; the error's sentence may quote the upstream.
+	 */
 	failed(error: unknown): void {
-		const gateway = error instanceof GatewayError ? error : null;
-		const kind = gateway?.kind ?? "internal";
-		// A gateway error's sentence is written for clients; anything else may name internals, so only its kind goes.
-		const message = gateway?.message ?? "The request failed unexpectedly.";
-		this.end({ code: null, errorType: kind === "upstream_timeout" ? "timeout" : kind, message, kind });
+		const kind = error instanceof GatewayError ? error.kind : "internal";
+		this.end({ code: null, errorType: kind === "upstream_timeout" ? "timeout" : kind, kind });
 	}
 
 	private end(outcome: AnswerOutcome): void {

@@ -11,6 +11,7 @@ import {
 	TraceIdRatioBasedSampler,
 	TracerProvider,
 } from "@opentelemetry/sdk-trace";
+import { LapsingSlot, type SlotHold } from "../primitives/lapsing-slot.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "./instruments.ts";
 import { OnDemandMetricReader } from "./metric-reader.ts";
@@ -29,6 +30,14 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
  * bounded by OTEL_BSP_EXPORT_TIMEOUT (5 s by default) ends well inside that.
  */
 const FOLLOW_UP_WINDOW_MS = 10_000;
+/**
+ * How long past OTEL_BSP_EXPORT_TIMEOUT an export may still be under way before it counts as lost.
+ * `postOtlp` settles within the timeout while its request's timers run; past this margin (which
+ * covers serializing a batch, about 7 ms for 512 spans, on a busy isolate) its request's context
+ * has ended and took the fetch and the timer with it, so it may never settle (issue 33: an isolate
+ * exported nothing for 7 minutes while its collector was fine).
+ */
+const EXPORT_LOST_MARGIN_MS = 1_000;
 
 function samplerOf(name: SamplerName, ratio: number): Sampler {
 	switch (name) {
@@ -55,12 +64,20 @@ function resourceOf(config: OtelConfig): Resource {
 	});
 }
 
+/** One export under way: its hold on the isolate's export slot, and the spans it is sending now. */
+interface ExportRun {
+	hold: SlotHold;
+	spans: number;
+}
+
 /**
  * The telemetry of one configuration in one isolate: an SDK tracer provider whose finished
  * spans wait in a bounded queue, a meter provider read on demand, and `flush`, which hands
  * both to the collector in the request's `waitUntil`. At most one export is in flight per
  * isolate: what flushes find due meanwhile rides that export's follow-up, so a slow collector never
  * piles up fetches (a Worker has six connections at a time) and a dead one costs the queue's bound.
+ * An export still under way OTEL_BSP_EXPORT_TIMEOUT plus a margin after it began is lost (its
+ * request ended and took it along): its spans count as dropped and the next flush exports afresh.
  * Spans are coalesced: a flush exports them when a batch is full or the oldest has waited
  * OTEL_BSP_SCHEDULE_DELAY, read at flushes (see `#spansDue`). No timer holds spans not yet due:
  * one held in a request's waitUntil put about 1.3 ms on every call of the isolate at the p50 in
@@ -75,19 +92,26 @@ export class ExportingTelemetry implements Telemetry {
 	readonly #config: OtelConfig;
 	readonly #queue: SpanQueue;
 	readonly #reader: OnDemandMetricReader | undefined;
-	/** The export in flight, if any: at most one per isolate. */
-	#inFlight: Promise<void> | undefined;
+	readonly #now: () => number;
+	/** Held by the export in flight: at most one per isolate, and lost at its deadline. */
+	readonly #exportSlot: LapsingSlot;
+	/** The export in flight, if any; one past its deadline stays here until the next flush counts it lost. */
+	#run: ExportRun | undefined;
 	/** A flush came while an export was in flight: see what is due when it ends. */
 	#followUp = false;
 	/** A flush that drains came while an export was in flight: the follow-up takes what is queued, due or not. */
 	#drainFollowUp = false;
-	#lastMetricsExport = Date.now();
+	#lastMetricsExport: number;
 	#lastFailureLog = Number.NEGATIVE_INFINITY;
 	#counts = { spansExported: 0, spansDropped: 0, exportsFailed: 0, metricExports: 0 };
 
-	constructor(config: OtelConfig) {
+	/** `now`: the isolate's clock, which tests replace with one they move by hand. */
+	constructor(config: OtelConfig, now: () => number = Date.now) {
 		this.#config = config;
-		this.#queue = new SpanQueue(config.maxQueueSize);
+		this.#now = now;
+		this.#lastMetricsExport = now();
+		this.#exportSlot = new LapsingSlot(now);
+		this.#queue = new SpanQueue(config.maxQueueSize, now);
 		const resource = resourceOf(config);
 		if (config.tracesUrl === undefined) {
 			this.tracer = trace.getTracer(SCOPE);
@@ -128,7 +152,8 @@ export class ExportingTelemetry implements Telemetry {
 
 	flush(waitUntil: WaitUntil, drain = false): void {
 		this.#countDropped(this.#queue.takeDropped(), "queue_full");
-		if (this.#inFlight) {
+		const hold = this.#exportSlot.take(this.#exportDeadlineMs());
+		if (hold === null) {
 			// Never two fetches at once: the export in flight takes what is due when it ends (in the
 			// request that started it, whose waitUntil holds it; a promise is not shared across
 			// requests), so nothing waits for a flush that may never come.
@@ -136,44 +161,83 @@ export class ExportingTelemetry implements Telemetry {
 			if (drain) this.#drainFollowUp = true;
 			return;
 		}
-		const batch = this.#dueBatch(drain);
-		if (batch === undefined) return;
+		if (this.#run !== undefined) this.#lost(this.#run);
+		// A drain asked of an export that ended (or was lost) before it took it is this flush's to do.
+		const batch = this.#dueBatch(drain || this.#drainFollowUp);
+		this.#drainFollowUp = false;
+		if (batch === undefined) {
+			hold.release();
+			return;
+		}
 		this.#followUp = false;
-		this.#inFlight = this.#exportFrom(batch).finally(() => {
-			this.#inFlight = undefined;
-		});
-		waitUntil(this.#inFlight);
+		const run: ExportRun = { hold, spans: batch.spans.length };
+		this.#run = run;
+		waitUntil(
+			this.#exportFrom(run, batch).finally(() => {
+				if (this.#run === run) this.#run = undefined;
+				hold.release();
+			}),
+		);
+	}
+
+	/** How long one export may take before it counts as lost. */
+	#exportDeadlineMs(): number {
+		return this.#config.exportTimeoutMs + EXPORT_LOST_MARGIN_MS;
+	}
+
+	/**
+	 * The export in flight passed its deadline without settling: its request ended and took the fetch
+	 * along. Its spans are dropped (and the export failed); if it ever settles, it counts nothing more.
+	 */
+	#lost(run: ExportRun): void {
+		this.#run = undefined;
+		this.#countDropped(run.spans, "export_failed");
+		this.#failed(
+			run.spans > 0 ? this.#config.tracesUrl : this.#config.metricsUrl,
+			run.spans > 0 ? `${run.spans} spans` : "metrics",
+			`not settled within ${this.#exportDeadlineMs()} ms, so counted as lost`,
+		);
 	}
 
 	/** What a flush should export now (spans, and whether metrics go too), or `undefined`: nothing is due. */
 	#dueBatch(drain = false): { spans: ReadableSpan[]; metricsDue: boolean } | undefined {
 		const metricsDue =
-			this.#reader !== undefined && Date.now() - this.#lastMetricsExport >= this.#config.metricIntervalMs;
+			this.#reader !== undefined && this.#now() - this.#lastMetricsExport >= this.#config.metricIntervalMs;
 		const spansDue = this.#queue.size > 0 && (drain || this.#spansDue());
 		if (!spansDue && !metricsDue) return undefined;
 		// Stamped before the export: a failing collector is asked again next interval, not at every flush.
-		if (metricsDue) this.#lastMetricsExport = Date.now();
+		if (metricsDue) this.#lastMetricsExport = this.#now();
 		// Queued spans ride a metrics export whenever one goes: the fetch is paid anyway.
 		return { spans: this.#queue.take(this.#config.maxExportBatchSize), metricsDue };
 	}
 
 	/**
 	 * One export, then the follow-ups flushes asked for meanwhile, for FOLLOW_UP_WINDOW_MS at most
-	 * (after that, the next flush starts afresh in its own request).
+	 * (after that, the next flush starts afresh in its own request). Each batch has its own deadline.
+	 * A run that was counted lost stops where it wakes, and what it learns then is not counted.
 	 */
-	async #exportFrom(first: { spans: ReadableSpan[]; metricsDue: boolean }): Promise<void> {
-		const started = Date.now();
+	async #exportFrom(run: ExportRun, first: { spans: ReadableSpan[]; metricsDue: boolean }): Promise<void> {
+		const started = this.#now();
 		// A task of its own: serializing and the fetch begin once the caller has returned its answer
 		// (a flush is called just before), so they never delay the response or the RPC's reply.
 		await new Promise((resolve) => setTimeout(resolve, 0));
 		let batch: { spans: ReadableSpan[]; metricsDue: boolean } | undefined = first;
 		while (batch !== undefined) {
-			await Promise.all([this.#exportSpans(batch.spans), batch.metricsDue ? this.#exportMetrics() : undefined]);
-			if (!this.#followUp || Date.now() - started >= FOLLOW_UP_WINDOW_MS) return;
+			run.spans = batch.spans.length;
+			const [spans, metrics] = await Promise.all([
+				this.#postSpans(batch.spans),
+				batch.metricsDue ? this.#postMetrics() : undefined,
+			]);
+			if (!run.hold.current) return;
+			if (spans !== undefined) this.#spansSent(batch.spans.length, spans);
+			if (metrics !== undefined) this.#metricsSent(metrics);
+			run.spans = 0;
+			if (!this.#followUp || this.#now() - started >= FOLLOW_UP_WINDOW_MS) return;
 			this.#followUp = false;
 			const drain = this.#drainFollowUp;
 			this.#drainFollowUp = false;
 			batch = this.#dueBatch(drain);
+			run.hold.renew(this.#exportDeadlineMs());
 		}
 	}
 
@@ -188,32 +252,40 @@ export class ExportingTelemetry implements Telemetry {
 		return queued >= this.#config.maxExportBatchSize || this.#queue.oldestAge() >= this.#config.scheduleDelayMs;
 	}
 
-	async #exportSpans(spans: ReadableSpan[]): Promise<void> {
+	/** Posts the spans; undefined when there was nothing to post. */
+	async #postSpans(spans: ReadableSpan[]): Promise<PostOutcome | undefined> {
 		const url = this.#config.tracesUrl;
-		if (spans.length === 0 || url === undefined) return;
+		if (spans.length === 0 || url === undefined) return undefined;
 		const body = JsonTraceSerializer.serializeRequest(spans);
-		const outcome: PostOutcome = body
+		return body
 			? await postOtlp(url, this.#config.tracesHeaders, body, this.#config.exportTimeoutMs)
 			: { ok: false, reason: "the spans could not be serialized" };
-		if (outcome.ok) {
-			this.#counts.spansExported += spans.length;
-			return;
-		}
-		this.#countDropped(spans.length, "export_failed");
-		this.#failed(url, `${spans.length} spans`, outcome.reason);
 	}
 
-	async #exportMetrics(): Promise<void> {
+	#spansSent(count: number, outcome: PostOutcome): void {
+		if (outcome.ok) {
+			this.#counts.spansExported += count;
+			return;
+		}
+		this.#countDropped(count, "export_failed");
+		this.#failed(this.#config.tracesUrl, `${count} spans`, outcome.reason);
+	}
+
+	/** Collects and posts the metrics; undefined when there was nothing to post. */
+	async #postMetrics(): Promise<PostOutcome | undefined> {
 		const url = this.#config.metricsUrl;
-		if (this.#reader === undefined || url === undefined) return;
+		if (this.#reader === undefined || url === undefined) return undefined;
 		const { resourceMetrics } = await this.#reader.collect();
-		if (resourceMetrics.scopeMetrics.every((scope) => scope.metrics.length === 0)) return;
+		if (resourceMetrics.scopeMetrics.every((scope) => scope.metrics.length === 0)) return undefined;
 		const body = JsonMetricsSerializer.serializeRequest(resourceMetrics);
-		const outcome: PostOutcome = body
+		return body
 			? await postOtlp(url, this.#config.metricsHeaders, body, this.#config.exportTimeoutMs)
 			: { ok: false, reason: "the metrics could not be serialized" };
+	}
+
+	#metricsSent(outcome: PostOutcome): void {
 		if (outcome.ok) this.#counts.metricExports++;
-		else this.#failed(url, "metrics", outcome.reason);
+		else this.#failed(this.#config.metricsUrl, "metrics", outcome.reason);
 	}
 
 	#countDropped(count: number, reason: "queue_full" | "export_failed"): void {
@@ -222,13 +294,15 @@ export class ExportingTelemetry implements Telemetry {
 		instrumentsOf(this).telemetryDropped.add(count, { [GATEWAY_ATTRIBUTES.dropReason]: reason });
 	}
 
-	#failed(url: string, what: string, reason: string): void {
+	/** Counts a failed export, and logs it now and then. `url`: where it went (a lost run's may have had none). */
+	#failed(url: string | undefined, what: string, reason: string): void {
 		this.#counts.exportsFailed++;
-		const now = Date.now();
+		const now = this.#now();
 		if (now - this.#lastFailureLog < FAILURE_LOG_INTERVAL_MS) return;
 		this.#lastFailureLog = now;
+		const where = url === undefined ? "the collector" : displayEndpoint(url);
 		console.warn(
-			`telemetry: export of ${what} to ${displayEndpoint(url)} failed (${reason}); ${this.#counts.exportsFailed} failed exports in this isolate so far`,
+			`telemetry: export of ${what} to ${where} failed (${reason}); ${this.#counts.exportsFailed} failed exports in this isolate so far`,
 		);
 	}
 }

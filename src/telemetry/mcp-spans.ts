@@ -1,6 +1,8 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type Attributes, type Span, SpanStatusCode } from "@opentelemetry/api";
 import { ERROR_META_KEY } from "../mcp/failure-reply.ts";
+import { type ErrorKind, isErrorKind } from "../mcp/gateway-error.ts";
+import { type FailureKind, failureStatusMessage, redactedUri } from "./redaction.ts";
 
 /**
  * Span names and attributes of the OpenTelemetry semantic conventions for MCP
@@ -85,7 +87,7 @@ export function describeOperation(message: DescribedMessage, protocolVersion: st
 	}
 	const attributes: Attributes = { ...metric };
 	if (RESOURCE_METHODS.has(method) && typeof params.uri === "string") {
-		attributes[MCP_ATTRIBUTES.resourceUri] = params.uri;
+		attributes[MCP_ATTRIBUTES.resourceUri] = redactedUri(params.uri);
 	}
 	if (message.id !== undefined && message.id !== null) attributes[MCP_ATTRIBUTES.requestId] = String(message.id);
 	return {
@@ -97,40 +99,36 @@ export function describeOperation(message: DescribedMessage, protocolVersion: st
 	};
 }
 
-/** How a JSON-RPC answer came out, as the conventions record it. */
+/**
+ * How a JSON-RPC answer came out, as the conventions record it. No text of the answer: its
+ * error message or tool output may hold a link, a token or what a tool echoed (redaction.ts).
+ */
 export interface AnswerOutcome {
 	/** `rpc.response.status_code`: the JSON-RPC error code, when the answer is an error. */
 	code: number | null;
 	/** `error.type`: the code as a string, `tool_error` for an `isError` result; null on success. */
 	errorType: string | null;
-	/** The error's message (the span's status description). */
-	message: string | null;
-	/** The gateway's own failure kind (`data.kind`, or the kind in an error result's `_meta`). */
-	kind: string | null;
+	/**
+	 * The gateway's own failure kind (`data.kind`, or the kind in an error result's `_meta`);
+	 * null when the answer names none, or a kind that is not the gateway's.
+	 */
+	kind: ErrorKind | null;
 }
 
-const OK: AnswerOutcome = Object.freeze({ code: null, errorType: null, message: null, kind: null });
+const OK: AnswerOutcome = Object.freeze({ code: null, errorType: null, kind: null });
 
 /** The outcome of an answer; null (no answer seen) counts as no error known. */
 export function outcomeOf(answer: JSONRPCMessage | null): AnswerOutcome {
 	if (answer === null) return OK;
 	if ("error" in answer) {
 		const data = answer.error.data;
-		return {
-			code: answer.error.code,
-			errorType: String(answer.error.code),
-			message: answer.error.message,
-			kind: kindOf(data),
-		};
+		return { code: answer.error.code, errorType: String(answer.error.code), kind: kindOf(data) };
 	}
 	if ("result" in answer && answer.result.isError === true) {
 		const meta = answer.result._meta;
-		const content = answer.result.content;
-		const first = Array.isArray(content) ? (content[0] as { text?: unknown } | undefined) : undefined;
 		return {
 			code: null,
 			errorType: TOOL_ERROR,
-			message: typeof first?.text === "string" ? first.text : "The tool reported an error.",
 			kind: kindOf(
 				typeof meta === "object" && meta !== null ? (meta as Record<string, unknown>)[ERROR_META_KEY] : null,
 			),
@@ -139,10 +137,19 @@ export function outcomeOf(answer: JSONRPCMessage | null): AnswerOutcome {
 	return OK;
 }
 
-function kindOf(data: unknown): string | null {
+/** The gateway's kind in `data`; an upstream may write anything there, so only the gateway's own kinds count. */
+function kindOf(data: unknown): ErrorKind | null {
 	if (typeof data !== "object" || data === null) return null;
 	const kind = (data as { kind?: unknown }).kind;
-	return typeof kind === "string" ? kind : null;
+	return isErrorKind(kind) ? kind : null;
+}
+
+/** What failed, as the span's status names it; null when the outcome is no failure. */
+export function failureKindOf(outcome: AnswerOutcome): FailureKind | null {
+	if (outcome.errorType === null) return null;
+	if (outcome.kind !== null) return outcome.kind;
+	if (outcome.errorType === TOOL_ERROR) return "tool_error";
+	return outcome.code === null ? "http_error" : "rpc_error";
 }
 
 /** The attributes an outcome adds to a span and to its metric point. */
@@ -153,9 +160,13 @@ export function outcomeAttributes(outcome: AnswerOutcome): Attributes {
 	return attributes;
 }
 
-/** Records the outcome on `span` (status ERROR with the message when it is an error) and ends it (at `endTime`, ms). */
+/**
+ * Records the outcome on `span` and ends it (at `endTime`, ms): a failure is status ERROR with
+ * its kind and that kind's fixed sentence, never the answer's own words.
+ */
 export function endWithOutcome(span: Span, outcome: AnswerOutcome, endTime?: number): void {
 	span.setAttributes(outcomeAttributes(outcome));
-	if (outcome.errorType !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.message ?? "" });
+	const failure = failureKindOf(outcome);
+	if (failure !== null) span.setStatus({ code: SpanStatusCode.ERROR, message: failureStatusMessage(failure) });
 	span.end(endTime);
 }

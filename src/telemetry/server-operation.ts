@@ -1,5 +1,5 @@
 import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
-import { GatewayError } from "../mcp/gateway-error.ts";
+import { ERROR_KINDS, GatewayError } from "../mcp/gateway-error.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
 import { instrumentsOf } from "./instruments.ts";
@@ -150,14 +150,14 @@ export class ServerOperation {
 		this.span?.setAttributes(this.operation.attributes);
 	}
 
-	/** The request failed with `error` before any answer: the edge renders it (its JSON-RPC code is the outcome). */
+	/**
+	 * The request failed with `error` before any answer: the edge renders it (its JSON-RPC code is
+	 * the outcome). Its kind is recorded, not its message, which may hold an upstream's words or a link.
+	 */
 	failed(error: unknown): void {
-		const rpc =
-			error instanceof GatewayError
-				? { ...error.toJsonRpcError(), kind: error.kind }
-				: // An unexpected error's own message is the operator's log's (the client gets a plain sentence), not the span's.
-					{ code: -32603, message: "The gateway failed unexpectedly.", kind: "internal" };
-		this.end({ code: rpc.code, errorType: String(rpc.code), message: rpc.message, kind: rpc.kind }, true, 0, null);
+		const kind = error instanceof GatewayError ? error.kind : "internal";
+		const code = error instanceof GatewayError ? error.code : ERROR_KINDS.internal.code;
+		this.end({ code, errorType: String(code), kind }, true, 0, null);
 	}
 
 	private end(outcome: AnswerOutcome, answered: boolean, bytesOut: number, note: CallNote | null): void {
