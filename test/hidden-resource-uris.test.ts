@@ -226,3 +226,30 @@ describe("the aggregate /mcp still routes resource URIs by what its members list
 		for (const uri of spellings("delta")) expect(mentioning(log, uri)).toEqual([]);
 	});
 });
+
+describe("the operator's resource globs", () => {
+	it("a glob the gateway cannot normalise is refused at PUT, saying why, and nothing is made", async () => {
+		for (const [glob, reason] of [
+			["demo://delta/%zz/*", 'has a "%" that is not followed by two hexadecimal digits'],
+			["file:///pub\\*", 'contains a backslash, which some servers read as "/"'],
+		] as const) {
+			const name = uniqueName("badglob");
+			const response = await admin("PUT", `/servers/${name}`, {
+				url: upstreamUrl("delta"),
+				resources: { exclude: [glob] },
+			});
+			expect(response.status).toBe(400);
+			const { error } = (await response.json()) as { error: { message: string } };
+			expect(error.message).toBe(
+				`Bad Request: resources.exclude.0: must be a glob of a resource URI, but it ${reason}.`,
+			);
+			expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+		}
+	});
+
+	it("a glob is kept as the operator wrote it: GET answers it unchanged", async () => {
+		const name = await server("delta", { resources: { exclude: ["DEMO://Delta/a/../%6Eotes/*"] } });
+		const record = (await (await admin("GET", `/servers/${name}`)).json()) as { resources?: unknown };
+		expect(record.resources).toEqual({ exclude: ["DEMO://Delta/a/../%6Eotes/*"] });
+	});
+});
