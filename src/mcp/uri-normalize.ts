@@ -46,6 +46,7 @@ type Token =
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 const SCHEME_CHAR = /^[A-Za-z0-9+.-]$/;
 const HEX_PAIR = /^[0-9A-Fa-f]{2}$/;
+const UTF8 = new TextEncoder();
 /** ASCII outside RFC 3986 that URL parsers percent-encode rather than refuse. */
 const ENCODED_WHEN_WRITTEN = new Set([" ", '"', "<", ">", "^", "`", "{", "|", "}"]);
 /** Ports that are the scheme's own, dropped as URL parsers drop them. */
@@ -138,7 +139,7 @@ function tokenize(value: string, form: UriForm): Token[] | { refused: string } {
 			const point = value.codePointAt(i) ?? code;
 			// An unpaired surrogate has no UTF-8 encoding; codePointAt returns it as it is.
 			if (point >= 0xd800 && point <= 0xdfff) return { refused: "contains a lone UTF-16 surrogate" };
-			for (const byte of new TextEncoder().encode(String.fromCodePoint(point))) {
+			for (const byte of UTF8.encode(String.fromCodePoint(point))) {
 				tokens.push({ kind: "encoded", text: percent(byte), wide: true });
 			}
 			i += point > 0xffff ? 2 : 1;
