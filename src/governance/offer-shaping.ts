@@ -2,8 +2,10 @@ import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { unknownName, unknownResource } from "../mcp/unknown-offers.ts";
+import { type UriForm, unnormalizableUri } from "../mcp/uri-normalize.ts";
 import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
 import { chosen } from "./globs.ts";
+import { chooseResource } from "./resource-globs.ts";
 
 /** An operator's choice of a server's (or a virtual server's) prompts and resources; absent: all. */
 export interface OfferShaping {
@@ -25,9 +27,12 @@ export function offeredItems<K extends ListKind>(
 	items: Array<ListItems[K]>,
 ): Array<ListItems[K]> {
 	if (!shapesList(shaping, kind)) return items;
+	const { resources } = shaping;
 	return items.filter((item) => {
-		if ("uriTemplate" in item) return chosen(shaping.resources, item.uriTemplate);
-		if ("uri" in item) return chosen(shaping.resources, item.uri);
+		// An entry the gateway cannot normalise is left out: a read of it would be refused.
+		if ("uriTemplate" in item)
+			return !resources || chooseResource(resources, item.uriTemplate, "template") === "chosen";
+		if ("uri" in item) return !resources || chooseResource(resources, item.uri, "uri") === "chosen";
 		return chosen(shaping.prompts, item.name);
 	});
 }
@@ -37,15 +42,26 @@ export function promptOffered(shaping: OfferShaping, name: string): boolean {
 	return chosen(shaping.prompts, name);
 }
 
-/** Whether a resource of this URI is offered (for reads and subscriptions). */
-export function uriOffered(shaping: OfferShaping, uri: string): boolean {
-	return chosen(shaping.resources, uri);
+/**
+ * The refusal of a request for the resource at `uri` (a template's text for
+ * a completion: `form` "template"): none where the operator chose no
+ * resources (nothing is normalised, the URI passes as it is); -32602 when the
+ * URI cannot be normalised; the unknown resource's when the globs hide its
+ * normal form; else none, and the client's URI is what is sent.
+ */
+export function resourceRefusal(shaping: OfferShaping, uri: string, form: UriForm = "uri"): GatewayError | null {
+	if (!shaping.resources) return null;
+	const choice = chooseResource(shaping.resources, uri, form);
+	if (choice === "chosen") return null;
+	return choice === "hidden" ? unknownResource(uri) : unnormalizableUri(uri, choice.refused);
 }
 
 /**
  * A prompts/get or resources/read, subscribe or unsubscribe of something the
  * operator hides (or a completion of its arguments), refused as an unknown
  * prompt or resource is, before anything is sent; null for anything else.
+ * URIs are judged in normal form, however the client spelled them (see
+ * `resourceRefusal`).
  */
 export function hiddenOfferRefusal(shaping: OfferShaping, message: JSONRPCRequest): GatewayError | null {
 	const params = message.params ?? {};
@@ -58,8 +74,7 @@ export function hiddenOfferRefusal(shaping: OfferShaping, message: JSONRPCReques
 		message.method === "resources/subscribe" ||
 		message.method === "resources/unsubscribe"
 	) {
-		const uri = String(params.uri ?? "");
-		return uriOffered(shaping, uri) ? null : unknownResource(uri);
+		return resourceRefusal(shaping, String(params.uri ?? ""));
 	}
 	if (message.method === "completion/complete") {
 		const ref = (params.ref ?? {}) as { type?: unknown; name?: unknown; uri?: unknown };
@@ -67,9 +82,7 @@ export function hiddenOfferRefusal(shaping: OfferShaping, message: JSONRPCReques
 			return unknownName("prompt", String(ref.name ?? ""));
 		}
 		// A template's completion names it by its uriTemplate, which the same globs choose.
-		if (ref.type === "ref/resource" && !uriOffered(shaping, String(ref.uri ?? ""))) {
-			return unknownResource(String(ref.uri ?? ""));
-		}
+		if (ref.type === "ref/resource") return resourceRefusal(shaping, String(ref.uri ?? ""), "template");
 	}
 	return null;
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { UPSTREAM_PROTOCOLS } from "../mcp/upstream-protocol.ts";
 import { DISCLOSURE_INPUT_FIELDS, DISCLOSURE_RECORD_FIELDS } from "./disclosure-schema.ts";
-import { PromptShapingSchema, ResourceShapingSchema } from "./offer-shaping-schema.ts";
+import { PromptShapingSchema, ResourceShapingInputSchema, ResourceShapingSchema } from "./offer-shaping-schema.ts";
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
 import { EndpointToolsSchema, ToolShapingSchema } from "./tool-shaping-schema.ts";
@@ -150,7 +150,7 @@ export const ServerInputSchema = z.strictObject({
 	tools: ToolShapingSchema.optional().describe("How its tools look to callers; absent: as the upstream has them."),
 	/** See offer-shaping-schema.ts. */
 	prompts: PromptShapingSchema.optional().describe("Which of its prompts callers see, by name; absent: all."),
-	resources: ResourceShapingSchema.optional().describe(
+	resources: ResourceShapingInputSchema.optional().describe(
 		"Which of its resources and templates callers see, by URI and uriTemplate; absent: all.",
 	),
 	/** See tool-pins.ts. */
@@ -211,7 +211,7 @@ export const VirtualServerInputSchema = z.strictObject({
 	prompts: PromptShapingSchema.optional().describe(
 		"Which of its members' prompts it offers, by the names its callers see (member__prompt globs).",
 	),
-	resources: ResourceShapingSchema.optional().describe(
+	resources: ResourceShapingInputSchema.optional().describe(
 		"Which of its members' resources and templates it offers, by URI and uriTemplate globs.",
 	),
 	/** See disclosure-schema.ts. */

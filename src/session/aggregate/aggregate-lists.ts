@@ -3,8 +3,8 @@ import {
 	type OfferShaping,
 	offeredItems,
 	promptOffered,
+	resourceRefusal,
 	shapesList,
-	uriOffered,
 } from "../../governance/offer-shaping.ts";
 import { realToolName, shapeTools } from "../../governance/tool-shaping.ts";
 import {
@@ -19,6 +19,7 @@ import { type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "..
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
 import { unknownName, unknownResource } from "../../mcp/unknown-offers.ts";
+import type { UriForm } from "../../mcp/uri-normalize.ts";
 import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
@@ -159,9 +160,11 @@ export class AggregateLists {
 	 * the catalog changed, so an exact listing is always consulted before any
 	 * template: a member's catch-all template never takes a URI another member lists.
 	 */
-	async routeUri(uri: string): Promise<string> {
-		// A URI the virtual server hides is unknown, whichever member's template would match it.
-		if (!uriOffered(this.host.endpointOffers(), uri)) throw unknownResource(uri);
+	async routeUri(uri: string, form: UriForm = "uri"): Promise<string> {
+		// A URI the virtual server hides (in normal form, however it is spelled) is unknown, whichever member's
+		// template would match it; the routes themselves stay exact, as listed.
+		const refused = resourceRefusal(this.host.endpointOffers(), uri, form);
+		if (refused) throw refused;
 		await this.currentResourceRoutes();
 		const route = this.resourceRoutes.route(uri);
 		if (route === null) throw unknownResource(uri);
@@ -174,7 +177,7 @@ export class AggregateLists {
 		await this.currentResourceRoutes();
 		const route = this.resourceRoutes.routeTemplate(uri);
 		if (route !== null && "ambiguous" in route) throw ambiguous(`Resource template ${uri}`, route.ambiguous);
-		return route?.server ?? (await this.routeUri(uri));
+		return route?.server ?? (await this.routeUri(uri, "template"));
 	}
 
 	private async currentResourceRoutes(): Promise<void> {
