@@ -15,6 +15,7 @@ import { buildGateway, startGateway } from "../../../scripts/conformance/gateway
 import { startIdp } from "../../../scripts/fixtures/oidc-idp.ts";
 import { freePort, HOST, Processes } from "../../../scripts/processes.ts";
 import { ROOT } from "../../../scripts/wrangler-dev.ts";
+import { gatewayCallbackUrls } from "../../../src/auth/provider-callbacks.ts";
 
 /** The gateway's client at the identity provider. A fixture, not a secret. */
 const GATEWAY_CLIENT_ID = "mcp-edge-gateway";
@@ -43,7 +44,8 @@ export default async function setup(project: TestProject) {
 					client_id: GATEWAY_CLIENT_ID,
 					client_secret: clientSecret,
 					client_name: "MCP gateway",
-					redirect_uris: [`${origin}/oauth/callback`, `${origin}/connections/sign-in-callback`],
+					// As npm start registers it: every callback the gateway uses.
+					redirect_uris: gatewayCallbackUrls(origin),
 				},
 			],
 		});
