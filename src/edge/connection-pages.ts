@@ -49,10 +49,8 @@ export function connectionsPage(who: string, rows: readonly ConnectionRow[]): Re
 
 function row(connection: ConnectionRow): string {
 	const server = escapeHtml(connection.server);
-	const since =
-		connection.connectedAt === null
-			? ""
-			: ` since ${escapeHtml(new Date(connection.connectedAt).toISOString().slice(0, 10))}`;
+	const at = connection.connectedAt === null ? null : new Date(connection.connectedAt).toISOString();
+	const since = at === null ? "" : ` since <time datetime="${escapeHtml(at)}">${escapeHtml(at.slice(0, 10))}</time>`;
 	const status =
 		connection.state === "connected"
 			? `<span class="ok">Connected${since}</span>`

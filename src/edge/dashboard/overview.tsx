@@ -3,7 +3,7 @@ import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
 import { type Check, type Failed, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
 
-/** The overview at /admin/: every section on one page, each a table that scrolls in its box on a phone. */
+/** The overview at /admin/: every section on one page, each a table whose rows stack on a phone. */
 
 const SECTIONS = [
 	["servers", "Servers"],
@@ -36,11 +36,15 @@ export function OverviewPage(props: { overview: Overview; figures: CallFigures; 
 	);
 }
 
-/** A table of `rows` under `head`, scrolling inside its box when wider than the page; `empty` when there are none. */
+/**
+ * A table of `rows` under `head`; `empty` when there are none. On a phone its
+ * rows stack, each cell labelled with its column's name (`data-label`, style.ts);
+ * wider than the page, it scrolls inside its box.
+ */
 export function DataTable(props: { head: readonly string[]; rows: readonly Child[][]; empty: string }) {
 	if (props.rows.length === 0) return <p>{props.empty}</p>;
 	return (
-		<div class="scroll">
+		<div class="scroll rows">
 			<table>
 				<thead>
 					<tr>
@@ -52,8 +56,8 @@ export function DataTable(props: { head: readonly string[]; rows: readonly Child
 				<tbody>
 					{props.rows.map((cells) => (
 						<tr>
-							{cells.map((cell) => (
-								<td>{cell}</td>
+							{cells.map((cell, column) => (
+								<td data-label={props.head[column] ?? ""}>{cell}</td>
 							))}
 						</tr>
 					))}
@@ -184,7 +188,7 @@ function Keys(props: { rows: Overview["keys"] }) {
 					key.name ?? "",
 					key.id,
 					allOr(key.servers),
-					key.createdAt.slice(0, 10),
+					<time datetime={key.createdAt}>{key.createdAt.slice(0, 10)}</time>,
 					<form method="post" action={`${DASHBOARD_UI}/keys/${encodeURIComponent(key.id)}/revoke`}>
 						<button type="submit" aria-label={`Revoke ${key.name ?? key.id}`}>
 							Revoke
@@ -257,7 +261,11 @@ function Connections(props: { rows: Overview["connections"] }) {
 			<DataTable
 				head={["Server", "Who", "Since"]}
 				empty="Nobody has connected an account of their own at an oauth server."
-				rows={props.rows.map((row) => [row.server, row.who, row.connectedAt.slice(0, 10)])}
+				rows={props.rows.map((row) => [
+					row.server,
+					row.who,
+					<time datetime={row.connectedAt}>{row.connectedAt.slice(0, 10)}</time>,
+				])}
 			/>
 		</section>
 	);
