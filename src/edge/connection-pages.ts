@@ -59,5 +59,5 @@ function row(connection: ConnectionRow): string {
 				: "Not connected";
 	const action = connection.state === "connected" ? "disconnect" : "connect";
 	const label = connection.state === "connected" ? "Disconnect" : "Connect";
-	return `<tr><td>${server}</td><td>${status}</td><td><form method="post" action="/connections/${action}"><input type="hidden" name="server" value="${server}"><button>${label}</button></form></td></tr>`;
+	return `<tr><td class="nowrap">${server}</td><td>${status}</td><td><form method="post" action="/connections/${action}"><input type="hidden" name="server" value="${server}"><button>${label}</button></form></td></tr>`;
 }

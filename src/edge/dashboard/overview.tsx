@@ -57,7 +57,10 @@ export function DataTable(props: { head: readonly string[]; rows: readonly Child
 					{props.rows.map((cells) => (
 						<tr>
 							{cells.map((cell, column) => (
-								<td data-label={props.head[column] ?? ""}>{cell}</td>
+								// The first column names the row (a server, a key, a rule): kept whole.
+								<td data-label={props.head[column] ?? ""} class={column === 0 ? "nowrap" : undefined}>
+									{cell}
+								</td>
 							))}
 						</tr>
 					))}
@@ -92,8 +95,22 @@ function ToolSummary(props: { row: ServerRow }) {
 	);
 }
 
+/** Names, comma-separated, each kept whole on its line (a name breaks at no hyphen). */
+function Names(props: { names: readonly string[] }) {
+	return (
+		<>
+			{props.names.map((name, at) => (
+				<>
+					{at > 0 ? ", " : null}
+					<span class="nowrap">{name}</span>
+				</>
+			))}
+		</>
+	);
+}
+
 /** Names a list, or "all" for a grant of everything (null). */
-const allOr = (names: readonly string[] | null | undefined) => names?.join(", ") ?? "all";
+const allOr = (names: readonly string[] | null | undefined) => (names ? <Names names={names} /> : "all");
 
 function Servers(props: { servers: ServerRow[] }) {
 	return (
@@ -171,7 +188,7 @@ function VirtualServers(props: { rows: Overview["virtualServers"] }) {
 			<DataTable
 				head={["Name", "Members", "User paths"]}
 				empty="No virtual servers."
-				rows={props.rows.map((row) => [row.name, row.servers.join(", "), allOr(row.userPaths)])}
+				rows={props.rows.map((row) => [row.name, <Names names={row.servers} />, allOr(row.userPaths)])}
 			/>
 		</section>
 	);
