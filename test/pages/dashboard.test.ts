@@ -158,6 +158,7 @@ describe("the operators' dashboard", () => {
 					.evaluate((row) => getComputedStyle(row).display),
 			).resolves.toBe("block");
 			await artifactScreenshot(page, "dashboard-phone-tables");
+			await keepScreenshot(page, "dashboard-phone");
 		} finally {
 			await admin("DELETE", "/policies/phone-policy");
 			await admin("DELETE", "/virtual-servers/phone-mix");
