@@ -5,6 +5,7 @@ import { eventually } from "./support/eventually.ts";
 import {
 	admin,
 	BASE,
+	BROWSER_ACCEPT,
 	createKey,
 	gatewayFetch,
 	openSession,
@@ -142,9 +143,6 @@ describe("signing in with the admin token", () => {
 		expect(response.headers.getSetCookie()).toEqual([]);
 	});
 });
-
-/** What a browser's navigation sends. */
-const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
 describe("the admin API's reference for the dashboard's operators", () => {
 	it("opens /admin/docs and /admin/openapi.json to the admin token's dashboard session, exactly as the token gets them", async () => {

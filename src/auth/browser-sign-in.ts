@@ -77,7 +77,7 @@ export function createBrowserSignInRoutes(): Hono<SignInEnv> {
 			throw error;
 		}
 		const person = { identity, expiresAt: Date.now() + PERSON_TTL_MS };
-		// Checked again on the way out: the cookie is the gateway's own, but the rule is cheap to keep in one place.
+		// Resolved again where the Location is written: a sign-in begun under an older rule obeys today's.
 		const location = safeReturnPath(pending.returnTo, origin, DEFAULT_RETURN);
 		const headers = new Headers({ location, "cache-control": "no-store" });
 		headers.append(

@@ -248,7 +248,8 @@ async function signedIn(c: DashboardContext): Promise<Operator | Response> {
 	if (!("refused" in operator)) return operator;
 	if (operator.refused === "not-admin") return notAdminResponse(operator.identity);
 	// A page asked for comes back after the sign-in; a form post goes back to the overview.
-	const here = c.req.method === "GET" ? `${new URL(c.req.url).pathname}${new URL(c.req.url).search}` : DASHBOARD_HOME;
+	const url = new URL(c.req.url);
+	const here = c.req.method === "GET" ? `${url.pathname}${url.search}` : DASHBOARD_HOME;
 	return dashboardPage(
 		401,
 		"Sign in to the gateway dashboard",
