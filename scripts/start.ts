@@ -23,6 +23,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { exportJWK, generateKeyPair } from "jose";
+import { gatewayCallbackUrls } from "../src/auth/provider-callbacks.ts";
 import { startIdentityUpstream } from "./fixtures/identity-upstream.ts";
 import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
@@ -187,7 +188,8 @@ const idp = await startIdp({
 			client_id: vars.OIDC_CLIENT_ID ?? OIDC_DEFAULTS.OIDC_CLIENT_ID,
 			client_secret: vars.OIDC_CLIENT_SECRET ?? "",
 			client_name: "MCP gateway",
-			redirect_uris: [`${GATEWAY}/oauth/callback`, `http://localhost:${GATEWAY_PORT}/oauth/callback`],
+			// Every callback of the gateway, under both names a browser may give it.
+			redirect_uris: [GATEWAY, `http://localhost:${GATEWAY_PORT}`].flatMap(gatewayCallbackUrls),
 		},
 	],
 });

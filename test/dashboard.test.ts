@@ -5,6 +5,7 @@ import { eventually } from "./support/eventually.ts";
 import {
 	admin,
 	BASE,
+	BROWSER_ACCEPT,
 	createKey,
 	gatewayFetch,
 	openSession,
@@ -143,6 +144,69 @@ describe("signing in with the admin token", () => {
 	});
 });
 
+describe("the admin API's reference for the dashboard's operators", () => {
+	it("opens /admin/docs and /admin/openapi.json to the admin token's dashboard session, exactly as the token gets them", async () => {
+		const cookie = await tokenSession();
+		const page = await gatewayFetch("/admin/docs", { headers: { cookie, accept: BROWSER_ACCEPT } });
+		expect(page.status).toBe(200);
+		expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+		expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
+		expect(await page.text()).toContain("<h1>mcp-edge-gateway admin API");
+		const document = await gatewayFetch("/admin/openapi.json", { headers: { cookie } });
+		expect(document.status).toBe(200);
+		expect(await document.json()).toEqual(await (await admin("GET", "/openapi.json")).json());
+	});
+
+	it("opens nothing else of /admin to the cookie: other reads and every write are 401, and nothing changes", async () => {
+		const cookie = await tokenSession();
+		const name = uniqueName("cookie");
+		const headers = { cookie, origin: BASE, accept: BROWSER_ACCEPT, "content-type": "application/json" };
+		const attempts: Array<[string, string, unknown]> = [
+			["GET", "/admin/keys", undefined],
+			["PUT", `/admin/servers/${name}`, { url: "https://example.com/mcp" }],
+			["POST", "/admin/keys", { name }],
+			["POST", "/admin/docs", {}],
+			["DELETE", "/admin/openapi.json", undefined],
+		];
+		for (const [method, path, body] of attempts) {
+			const response = await gatewayFetch(path, {
+				method,
+				headers,
+				body: body === undefined ? undefined : JSON.stringify(body),
+				redirect: "manual",
+			});
+			expect(response.status, `${method} ${path}`).toBe(401);
+			expect(await response.json()).toMatchObject({ error: { kind: "unauthenticated" } });
+		}
+		expect(await serverExists(name)).toBe(false);
+		const { keys } = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name?: string }> };
+		expect(keys.some((key) => key.name === name)).toBe(false);
+	});
+
+	it("sends a browser without a sign-in to the dashboard's sign-in, naming the page to come back to", async () => {
+		for (const path of ["/admin/docs", "/admin/openapi.json"]) {
+			const response = await gatewayFetch(path, { headers: { accept: BROWSER_ACCEPT }, redirect: "manual" });
+			expect(response.status).toBe(303);
+			expect(response.headers.get("location")).toBe(`/admin/ui/sign-in?return=${encodeURIComponent(path)}`);
+		}
+	});
+
+	it("answers an API client without Authorization, and a wrong token from anyone, with the 401 JSON as before", async () => {
+		const requests: RequestInit[] = [
+			{ headers: { accept: "application/json" } },
+			{ headers: { accept: BROWSER_ACCEPT, authorization: "Bearer not-the-admin-token" } },
+		];
+		for (const init of requests) {
+			for (const path of ["/admin/docs", "/admin/openapi.json"]) {
+				const response = await gatewayFetch(path, { ...init, redirect: "manual" });
+				expect(response.status).toBe(401);
+				expect(response.headers.get("www-authenticate")).toContain("Bearer");
+				expect(await response.json()).toMatchObject({ error: { kind: "unauthenticated" } });
+			}
+		}
+	});
+});
+
 describe("the dashboard's forms refuse other sites (CSRF)", () => {
 	it("refuses a cross-origin post with 403 and registers nothing, even with the operator's cookie", async () => {
 		const name = uniqueName("csrf");
@@ -258,6 +322,44 @@ describe("people signed in with the gateway's own sign-in", () => {
 		expect(page.status).toBe(200);
 		expect(page.html).toContain("Signed in with alice@example.com");
 		expect(page.html).toContain(`>${name}</a>`);
+	});
+
+	it("a person whose rule grants admin, sent from /admin/docs to sign in, comes back to the reference and reads it", async () => {
+		await rule({ match: { subject: "alice" }, admin: true, priority: 0 });
+		const browser = new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined));
+		const signIn = await browser.get(`${ORIGIN}/admin/docs`);
+		expect(signIn.url.href).toBe(`${ORIGIN}/admin/ui/sign-in?return=%2Fadmin%2Fdocs`);
+		const form = await browser.get(browser.link(signIn, "Sign in with your organisation"));
+		const page = await browser.submit(form, { fields: { login: "alice", password: "demo" } });
+		expect(page.url.href).toBe(`${ORIGIN}/admin/docs`);
+		expect(page.status).toBe(200);
+		expect(page.html).toContain("<h1>mcp-edge-gateway admin API");
+	});
+
+	it("a person whose rule does not grant admin gets the 403 page at /admin/docs in a browser, and the 401 JSON as an API client", async () => {
+		await rule({ match: { subject: "bob" }, priority: 0 });
+		const browser = new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined));
+		const form = await browser.get(`${ORIGIN}/connections/sign-in?return=%2Fadmin%2Fdocs`);
+		// Stopped on the way back: the callback's answer holds bob's sign-in cookie.
+		const back = await browser.submit(
+			form,
+			{ fields: { login: "bob", password: "demo" } },
+			{ stopAt: (url) => url.pathname === "/admin/docs" },
+		);
+		const person = back.headers
+			.getSetCookie()
+			.find((line) => line.startsWith("gw_person="))
+			?.split(";")[0];
+		if (!person) throw new Error("no sign-in cookie");
+		const page = await signingIn(`${ORIGIN}/admin/docs`, { headers: { cookie: person, accept: BROWSER_ACCEPT } });
+		expect(page.status).toBe(403);
+		const html = await page.text();
+		expect(html).toContain("bob@contractor.example");
+		expect(html).toContain("does not grant admin");
+		expect(html).not.toContain("admin API");
+		const api = await signingIn(`${ORIGIN}/admin/openapi.json`, { headers: { cookie: person } });
+		expect(api.status).toBe(401);
+		expect(await api.json()).toMatchObject({ error: { kind: "unauthenticated" } });
 	});
 
 	it("a rule's admin grant is false unless given, and listed by the admin API", async () => {

@@ -1,9 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BASE, gatewayFetch, readReply } from "./support/gateway.ts";
+import { BASE, BROWSER_ACCEPT, gatewayFetch, readReply } from "./support/gateway.ts";
 import { gatewayWith, ORIGIN } from "./support/oauth-client.ts";
-
-/** What a browser's navigation sends. */
-const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
 describe("the gateway's address, /", () => {
 	it("answers a browser with a short page: what this is, the /mcp endpoint to give a client, and where to go", async () => {

@@ -444,9 +444,9 @@ describe("a person's connect link asks the browser who it is", () => {
 	/** A browser signed in to the gateway's own pages as `login`, at the organisation's provider. */
 	async function signedInBrowser(login: string): Promise<Browser> {
 		const browser = new Browser((url) => (url.origin === ORIGIN ? signingIn : undefined));
-		const form = await browser.get(`${ORIGIN}/connections/sign-in?return=/healthz`);
+		const form = await browser.get(`${ORIGIN}/connections/sign-in?return=/`);
 		const landed = await browser.submit(form, { fields: { login, password: "demo" } });
-		expect(landed.url.pathname).toBe("/healthz");
+		expect(landed.url.pathname).toBe("/");
 		return browser;
 	}
 	/** A link for `login` as the gateway makes one (the person is alice or bob of the provider). */

@@ -22,6 +22,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { gatewayCallbackUrls } from "../../src/auth/provider-callbacks.ts";
 import { Browser, type Page } from "../fixtures/browser.ts";
 import { DEMO_PASSWORD, startIdp } from "../fixtures/oidc-idp.ts";
 import { freePort, HOST, installShutdown, Processes, waitForLine } from "../processes.ts";
@@ -109,7 +110,7 @@ export async function runAuthorizationScenarios(options: AuthorizationRunOptions
 				client_id: GATEWAY_CLIENT_ID,
 				client_secret: clientSecret,
 				client_name: "MCP gateway",
-				redirect_uris: [`http://${HOST}:${gatewayPort}/oauth/callback`],
+				redirect_uris: gatewayCallbackUrls(`http://${HOST}:${gatewayPort}`),
 			},
 		],
 	});

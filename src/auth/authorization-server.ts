@@ -10,8 +10,6 @@ import { type Identity, IdentitySchema } from "../registry/access-rules.ts";
 export const AUTHORIZE_PATH = "/authorize";
 export const TOKEN_PATH = "/oauth/token";
 export const REGISTER_PATH = "/oauth/register";
-/** Where the OpenID Connect provider sends people back after signing in. */
-export const CALLBACK_PATH = "/oauth/callback";
 /** The one scope the gateway grants: what a token may use is decided by access rules, not scopes. */
 export const GATEWAY_SCOPE = "mcp";
 

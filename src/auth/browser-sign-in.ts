@@ -8,6 +8,8 @@ import { openJson, signJson } from "../primitives/signed-json.ts";
 import { type Identity, IdentitySchema } from "../registry/access-rules.ts";
 import { identityFromCallback, newSignInData, providerSignInUrl, SignInRefused } from "./oidc-client.ts";
 import { errorPage } from "./pages.ts";
+import { SIGN_IN_CALLBACK_PATH } from "./provider-callbacks.ts";
+import { safeReturnPath } from "./return-path.ts";
 
 /**
  * The gateway's own sign-in for its pages (`/connections`, the confirmation
@@ -18,7 +20,8 @@ import { errorPage } from "./pages.ts";
  * with the gateway's session secret under a label of its own.
  */
 export const SIGN_IN_PATH = "/connections/sign-in";
-export const SIGN_IN_CALLBACK_PATH = "/connections/sign-in-callback";
+/** Where a sign-in returns when it names no page of this gateway to return to. */
+const DEFAULT_RETURN = "/connections";
 
 const PERSON_COOKIE = "gw_person";
 const SIGN_IN_COOKIE = "gw_sign_in";
@@ -32,8 +35,8 @@ const PendingSignInSchema = z.object({
 	state: z.string(),
 	verifier: z.string(),
 	nonce: z.string(),
-	/** A path of this gateway to return to (never another origin). */
-	returnTo: z.string().regex(/^\/(?!\/)/),
+	/** A page of this gateway to return to, as `safeReturnPath` resolved it (never another origin). */
+	returnTo: z.string(),
 	expiresAt: z.number(),
 });
 
@@ -45,8 +48,7 @@ export function createBrowserSignInRoutes(): Hono<SignInEnv> {
 
 	routes.get(SIGN_IN_PATH, async (c) => {
 		const { oidc, secret, origin } = signInSettings(c.env, c.req.url);
-		const wanted = c.req.query("return") ?? "/connections";
-		const returnTo = /^\/(?!\/)/.test(wanted) ? wanted : "/connections";
+		const returnTo = safeReturnPath(c.req.query("return"), origin, DEFAULT_RETURN);
 		const data = newSignInData();
 		const pending = { state: randomToken(18), ...data, returnTo, expiresAt: Date.now() + SIGN_IN_TTL_MS };
 		const url = await providerSignInUrl(oidc, `${origin}${SIGN_IN_CALLBACK_PATH}`, pending.state, data);
@@ -75,7 +77,9 @@ export function createBrowserSignInRoutes(): Hono<SignInEnv> {
 			throw error;
 		}
 		const person = { identity, expiresAt: Date.now() + PERSON_TTL_MS };
-		const headers = new Headers({ location: pending.returnTo, "cache-control": "no-store" });
+		// Resolved again where the Location is written: a sign-in begun under an older rule obeys today's.
+		const location = safeReturnPath(pending.returnTo, origin, DEFAULT_RETURN);
+		const headers = new Headers({ location, "cache-control": "no-store" });
 		headers.append(
 			"set-cookie",
 			cookie(PERSON_COOKIE, await signJson(secret, PERSON_LABEL, person), origin, PERSON_TTL_MS),
@@ -104,7 +108,7 @@ export function signedOutCookie(origin: string): string {
 	return cookie(PERSON_COOKIE, "", origin, 0);
 }
 
-/** Where to send a browser to sign in, coming back to `returnTo` (a path of this gateway). */
+/** Where to send a browser to sign in, coming back to `returnTo` (a page of this gateway; anything else returns to /connections). */
 export function signInUrl(returnTo: string): string {
 	return `${SIGN_IN_PATH}?return=${encodeURIComponent(returnTo)}`;
 }

@@ -31,6 +31,8 @@ export const PAGE_STYLE = [
 	"button:focus-visible,a:focus-visible,input:focus-visible{outline:3px solid var(--accent);outline-offset:2px}",
 	"label{display:block;margin:.75rem 0}input{font:inherit;display:block;width:100%;margin-top:.25rem;padding:.5rem;border:1px solid var(--line);border-radius:6px;background:var(--bg);color:var(--fg)}",
 	"table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:baseline;padding:.5rem .25rem;border-bottom:1px solid var(--line)}td form{margin:0}.scroll{overflow-x:auto;max-width:100%}",
+	// A button's word, a date and a name in a table stay on one line, however narrow the column.
+	"td button,td time,.nowrap{white-space:nowrap}",
 	".ok{color:var(--ok)}.off{color:var(--off)}.bad{color:var(--bad)}",
 	// The admin API's reference (/admin/docs): a method label before each path.
 	"section h3{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}section p{margin:.25rem 0}td code{overflow-wrap:normal}",

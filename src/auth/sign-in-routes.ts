@@ -16,7 +16,6 @@ import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import {
 	AUTHORIZE_PATH,
 	authorizationServer,
-	CALLBACK_PATH,
 	GATEWAY_SCOPE,
 	type GrantProps,
 	oauthKv,
@@ -32,6 +31,7 @@ import {
 	SignInRefused,
 } from "./oidc-client.ts";
 import { type ConsentServers, consentPage, errorPage, pageResponse, refusalPage } from "./pages.ts";
+import { CALLBACK_PATH } from "./provider-callbacks.ts";
 import { ACCESS_DENIED_DESCRIPTION, logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
 type SignInEnv = { Bindings: Env; Variables: { reader: RegistryReader } };

@@ -38,8 +38,9 @@ const docsRoute = createRoute({
 
 /**
  * `/admin/*`: registry management, allowed only with `Authorization: Bearer <ADMIN_TOKEN>`.
- * The description (`/admin/openapi.json`, `/admin/docs`) is behind the same token: it
- * holds no secret, but `/admin` stays one door with one lock.
+ * The description (`/admin/openapi.json`, `/admin/docs`) is behind the same token, and
+ * opens also to an operator signed in to the dashboard, for reading only
+ * (dashboard/reference-access.ts, which answers before this router sees the request).
  */
 export function createAdminRoutes(): AdminRouter {
 	const admin = new OpenAPIHono<AdminEnv>();
@@ -107,7 +108,7 @@ export function adminDocument(admin: AdminRouter): ApiDocument {
 			title: "mcp-edge-gateway admin API",
 			version: "1",
 			description:
-				"Registry management: servers, virtual servers, API keys, access rules, tool policies, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>`; every refusal is `{ error: { kind, message } }`.",
+				"Registry management: servers, virtual servers, API keys, access rules, tool policies, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>` (this description also opens to the dashboard's sign-in); every refusal is `{ error: { kind, message } }`.",
 		},
 		security: [{ adminToken: [] }],
 	});

@@ -5,11 +5,13 @@ import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { type Settings, settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { acceptsHtml } from "../primitives/media-type.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { adminErrorResponse, createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
+import { referenceForOperators } from "./dashboard/reference-access.ts";
 import { createDashboardRoutes } from "./dashboard/routes.tsx";
 import { homePage } from "./home-page.ts";
 import { handleJwks } from "./jwks-route.ts";
@@ -75,6 +77,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	app.use("/mcp/*", (c, next) => (c.req.header("origin") === undefined ? next() : corsForAllowedOrigins(c, next)));
 	// The dashboard's pages first: /admin/ and /admin/ui/* are signed into with a cookie, not the bearer token.
 	app.route("/", createDashboardRoutes());
+	// The admin API's reference opens to the dashboard's sign-in too (reads only); the rest of /admin is the token's.
+	app.use("/admin/*", referenceForOperators);
 	app.route("/admin", createAdminRoutes());
 	app.get("/.well-known/jwks.json", handleJwks);
 	app.route("/", createOAuthRoutes());
@@ -105,11 +109,6 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	});
 
 	return app;
-}
-
-/** Whether a request's Accept asks for HTML: a browser's navigation does, an MCP client's does not. */
-function acceptsHtml(accept: string | undefined): boolean {
-	return (accept ?? "").split(",").some((part) => part.split(";")[0]?.trim().toLowerCase() === "text/html");
 }
 
 /**

@@ -49,10 +49,8 @@ export function connectionsPage(who: string, rows: readonly ConnectionRow[]): Re
 
 function row(connection: ConnectionRow): string {
 	const server = escapeHtml(connection.server);
-	const since =
-		connection.connectedAt === null
-			? ""
-			: ` since ${escapeHtml(new Date(connection.connectedAt).toISOString().slice(0, 10))}`;
+	const at = connection.connectedAt === null ? null : new Date(connection.connectedAt).toISOString();
+	const since = at === null ? "" : ` since <time datetime="${escapeHtml(at)}">${escapeHtml(at.slice(0, 10))}</time>`;
 	const status =
 		connection.state === "connected"
 			? `<span class="ok">Connected${since}</span>`
@@ -61,5 +59,5 @@ function row(connection: ConnectionRow): string {
 				: "Not connected";
 	const action = connection.state === "connected" ? "disconnect" : "connect";
 	const label = connection.state === "connected" ? "Disconnect" : "Connect";
-	return `<tr><td>${server}</td><td>${status}</td><td><form method="post" action="/connections/${action}"><input type="hidden" name="server" value="${server}"><button>${label}</button></form></td></tr>`;
+	return `<tr><td class="nowrap">${server}</td><td>${status}</td><td><form method="post" action="/connections/${action}"><input type="hidden" name="server" value="${server}"><button>${label}</button></form></td></tr>`;
 }

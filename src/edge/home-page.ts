@@ -27,7 +27,7 @@ export function homePage(origin: string, signsPeopleIn: boolean): Response {
 <h2>Where to go</h2>
 <ul>
 ${connections}<li><a href="/admin/">Dashboard</a>: for the operators of this gateway.</li>
-<li><a href="/admin/docs">Admin API reference</a> and its <a href="/admin/openapi.json">OpenAPI document</a> (the admin token is needed for both).</li>
+<li><a href="/admin/docs">Admin API reference</a> and its <a href="/admin/openapi.json">OpenAPI document</a> (open to the dashboard's operators once signed in there, or with the admin token).</li>
 </ul>`,
 		),
 	);

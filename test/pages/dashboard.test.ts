@@ -1,24 +1,24 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { z } from "zod";
 import { DEMO_PASSWORD } from "../../scripts/fixtures/oidc-idp.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
+import { eventually } from "../support/eventually.ts";
 import { artifactScreenshot } from "./support/artifacts.ts";
-import { useBrowser } from "./support/browser.ts";
+import { PHONE, useBrowser, WIDE } from "./support/browser.ts";
 import { admin, GATEWAY, IDP_ISSUER } from "./support/gateway.ts";
 import { keepScreenshot, readabilityProblems } from "./support/readability.ts";
+import { tableProblems } from "./support/table-layout.ts";
 
 const ADMIN_TOKEN = inject("pagesAdminToken");
-/** A phone's width, besides the laptop's the browser opens with. */
-const PHONE = { width: 390, height: 844 };
 /** The catalog key of this file's pinnable upstream (scripts/fixtures/pinnable-catalog.ts). */
 const CATALOG = "dashboard";
 const SERVER = "pinnable";
-/**
- * The person whose rule grants admin: dave, whom no other file's rule names (the connections and
- * consent pages' tests give alice and bob rules of their own in the same gateway, and the first
- * matching rule decides).
- */
+/** The person whose rule grants admin, as npm start sets it up: dave, by the rule `demo-operator` (scripts/demo-registry.ts). */
 const OPERATOR_LOGIN = "dave";
+const OPERATOR_RULE = "demo-operator";
 
 const searchTool = (description: string) => ({ name: "search", description, args: ["query"] });
 
@@ -42,6 +42,23 @@ async function signInWithToken(page: Page): Promise<void> {
 	await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Gateway dashboard");
 }
 
+/** What `GET /admin/call-counts` answers, as far as this file reads it. */
+const CallCountsSchema = z.object({ servers: z.array(z.object({ server: z.string(), calls: z.number() })) });
+
+/** One tool call through the gateway with an API key, as an MCP client makes it: the call figures then have a row. */
+async function callThroughGateway(key: string): Promise<void> {
+	const client = new Client({ name: "dashboard-page-test", version: "1" });
+	const transport = new StreamableHTTPClientTransport(new URL(`${GATEWAY}/mcp/demo`), {
+		requestInit: { headers: { authorization: `Bearer ${key}` } },
+	});
+	await client.connect(transport);
+	try {
+		await client.callTool({ name: "echo", arguments: { text: "phone" } });
+	} finally {
+		await client.close();
+	}
+}
+
 /** The row of the table whose first cell is `name`. */
 function rowOf(page: Page, name: string) {
 	return page.getByRole("row").filter({ has: page.getByRole("cell", { name, exact: true }) });
@@ -53,11 +70,6 @@ describe("the operators' dashboard", () => {
 	beforeAll(async () => {
 		upstream = await startUpstream({ name: "pinnable", catalog: "mutable" });
 		await putCatalog([searchTool("Searches the notes."), { name: "lookup", args: ["id"] }]);
-		await admin("PUT", "/access-rules/dashboard-operator", {
-			match: { subject: OPERATOR_LOGIN },
-			admin: true,
-			priority: 0,
-		});
 	});
 	afterAll(async () => {
 		await upstream?.close();
@@ -81,7 +93,7 @@ describe("the operators' dashboard", () => {
 		await artifactScreenshot(page, "dashboard-phone");
 	});
 
-	it(`signs a person in at the identity provider (${OPERATOR_LOGIN}/demo) whose rule grants admin`, async () => {
+	it(`as npm start sets it up: signs ${OPERATOR_LOGIN} in at the identity provider, whose rule ${OPERATOR_RULE} grants admin`, async () => {
 		const { page } = tab();
 		await page.goto(`${GATEWAY}/admin/`);
 		await page.getByRole("link", { name: "Sign in with your organisation" }).click();
@@ -92,7 +104,66 @@ describe("the operators' dashboard", () => {
 		await page.waitForURL(`${GATEWAY}/admin/`);
 		await expect(page.getByRole("heading", { level: 1 }).textContent()).resolves.toBe("Gateway dashboard");
 		await expect(page.getByText("Signed in with").textContent()).resolves.toContain("dave@example.com");
-		await expect(rowOf(page, "dashboard-operator").getByRole("cell").nth(4).textContent()).resolves.toBe("yes");
+		await expect(rowOf(page, OPERATOR_RULE).getByRole("cell").nth(4).textContent()).resolves.toBe("yes");
+	});
+
+	it("every dashboard page with a table reads on a laptop and on a 390 px phone, where its rows stack: no cell splits a word, no table or last column reaches past the window", async () => {
+		const { page } = tab();
+		// Something in every table of the overview: npm start's servers and rules, and a key, a
+		// virtual server, a policy and a call of this test's own.
+		const created = z
+			.object({ id: z.string(), key: z.string() })
+			.parse(await admin("POST", "/keys", { name: "phone" }));
+		await admin("PUT", "/virtual-servers/phone-mix", { servers: ["demo", "modern-demo"] });
+		await admin("PUT", "/policies/phone-policy", {
+			expression: 'tool == "never-called"',
+			effect: "deny",
+			applies: { servers: ["demo"] },
+		});
+		try {
+			await callThroughGateway(created.key);
+			await eventually(async () => {
+				const figures = CallCountsSchema.parse(await admin("GET", "/call-counts"));
+				return figures.servers.some((row) => row.server === "demo" && row.calls > 0);
+			}, "the call in the call figures");
+			await signInWithToken(page);
+			for (const viewport of [WIDE, PHONE]) {
+				await page.setViewportSize(viewport);
+				await page.goto(`${GATEWAY}/admin/`);
+				for (const section of ["servers", "calls", "virtual-servers", "keys", "access-rules", "policies"]) {
+					expect(await page.locator(`#${section} table`).count(), section).toBe(1);
+				}
+				expect(await tableProblems(page), `${viewport.width} px`).toEqual([]);
+				expect(await readabilityProblems(page), `${viewport.width} px`).toEqual([]);
+				// The last columns in view, not cut off: "Revoke" and the access rules' "Admin".
+				const lastColumns = [
+					page.getByRole("button", { name: "Revoke phone" }),
+					page.locator('#access-rules td[data-label="Admin"]').first(),
+				];
+				for (const cell of lastColumns) {
+					const box = await cell.boundingBox();
+					expect(box && box.x + box.width <= viewport.width, `${viewport.width} px`).toBe(true);
+				}
+				await page.goto(`${GATEWAY}/admin/ui/servers/demo`);
+				expect(await page.locator("table").count()).toBe(1);
+				expect(await tableProblems(page), `${viewport.width} px`).toEqual([]);
+				expect(await readabilityProblems(page), `${viewport.width} px`).toEqual([]);
+			}
+			// On the phone each row is a block of its own, its cells one under another.
+			await page.goto(`${GATEWAY}/admin/`);
+			await expect(
+				page
+					.locator("#keys tr")
+					.last()
+					.evaluate((row) => getComputedStyle(row).display),
+			).resolves.toBe("block");
+			await artifactScreenshot(page, "dashboard-phone-tables");
+			await keepScreenshot(page, "dashboard-phone");
+		} finally {
+			await admin("DELETE", "/policies/phone-policy");
+			await admin("DELETE", "/virtual-servers/phone-mix");
+			await admin("DELETE", `/keys/${created.id}`);
+		}
 	});
 
 	it("adds a server from its form, approves its tools, then approves a tool whose definition changed", async () => {

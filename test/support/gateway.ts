@@ -8,6 +8,8 @@ import { CfWorkerJsonSchemaValidator } from "@modelcontextprotocol/sdk/validatio
 export const TEST_ADMIN_BEARER = "test-admin-token-0123456789abcdefghij";
 /** The gateway's host in tests; it is listed in the test Worker's ALLOWED_HOSTS. */
 export const BASE = "http://gateway.test";
+/** What a browser's navigation sends as Accept: the gateway answers it with a page. */
+export const BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
 
 /** A request through the gateway Worker's fetch handler. */
 export function gatewayFetch(path: string, init: RequestInit = {}): Promise<Response> {

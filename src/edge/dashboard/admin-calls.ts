@@ -57,15 +57,7 @@ export interface AdminCaller {
 
 /** One admin API call, `/admin<path>`; an answer outside 2xx throws `AdminRefused` with the API's sentence. */
 export async function callAdmin(caller: AdminCaller, method: string, path: string, body?: unknown): Promise<unknown> {
-	const token = settingsFrom(caller.env).adminToken;
-	if (!token) throw new AdminRefused(503, "The admin API is disabled: the ADMIN_TOKEN secret is not set.");
-	const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-	if (body !== undefined) headers["content-type"] = "application/json";
-	const request = new Request(`https://admin.internal${ADMIN_PREFIX}${path}`, {
-		method,
-		headers,
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
+	const request = adminRequest(caller, method, path, body);
 	// The admin API's audit line says "admin" (the token); this one says which operator held it.
 	if (method !== "GET") {
 		console.log(
@@ -83,6 +75,27 @@ export async function callAdmin(caller: AdminCaller, method: string, path: strin
 		);
 	}
 	return json;
+}
+
+/**
+ * The admin API's own answer to a read, passed on as it is: its status,
+ * headers and body (the reference page is HTML, its document JSON).
+ */
+export async function readAdminAnswer(caller: AdminCaller, path: string): Promise<Response> {
+	return await adminApi().fetch(adminRequest(caller, "GET", path), caller.env, caller.ctx);
+}
+
+/** A request to the admin API carrying the admin token; refused when there is no token to carry. */
+function adminRequest(caller: AdminCaller, method: string, path: string, body?: unknown): Request {
+	const token = settingsFrom(caller.env).adminToken;
+	if (!token) throw new AdminRefused(503, "The admin API is disabled: the ADMIN_TOKEN secret is not set.");
+	const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+	if (body !== undefined) headers["content-type"] = "application/json";
+	return new Request(`https://admin.internal${ADMIN_PREFIX}${path}`, {
+		method,
+		headers,
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
 }
 
 /** A call whose answer is parsed with `schema`: what the dashboard shows, and nothing it does not. */

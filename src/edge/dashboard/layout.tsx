@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { page, pageResponse } from "../../auth/pages.ts";
+import type { Identity } from "../../registry/access-rules.ts";
 import { type Operator, operatorLabel } from "./operator.ts";
 import { DASHBOARD_STYLE } from "./style.ts";
 
@@ -58,4 +59,15 @@ export function messageResponse(
 	headers?: Headers,
 ): Promise<Response> {
 	return dashboardPage(status, title, <Message title={title} sentence={sentence} back={back} />, headers);
+}
+
+/** The page for a person signed in whose access rule does not grant admin (403), naming who they are. */
+export function notAdminResponse(identity: Identity): Promise<Response> {
+	const who = identity.email ?? identity.subject;
+	return messageResponse(
+		403,
+		"Your account may not run this gateway",
+		`You are signed in as ${who}, and your access rule does not grant admin. Ask the gateway's operator, or sign in with the admin token.`,
+		{ href: `${DASHBOARD_UI}/sign-in`, label: "Sign in with the admin token" },
+	);
 }

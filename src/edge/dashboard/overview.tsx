@@ -3,7 +3,7 @@ import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
 import { type Check, type Failed, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
 
-/** The overview at /admin/: every section on one page, each a table that scrolls in its box on a phone. */
+/** The overview at /admin/: every section on one page, each a table whose rows stack on a phone. */
 
 const SECTIONS = [
 	["servers", "Servers"],
@@ -36,11 +36,15 @@ export function OverviewPage(props: { overview: Overview; figures: CallFigures; 
 	);
 }
 
-/** A table of `rows` under `head`, scrolling inside its box when wider than the page; `empty` when there are none. */
+/**
+ * A table of `rows` under `head`; `empty` when there are none. On a phone its
+ * rows stack, each cell labelled with its column's name (`data-label`, style.ts);
+ * wider than the page, it scrolls inside its box.
+ */
 export function DataTable(props: { head: readonly string[]; rows: readonly Child[][]; empty: string }) {
 	if (props.rows.length === 0) return <p>{props.empty}</p>;
 	return (
-		<div class="scroll">
+		<div class="scroll rows">
 			<table>
 				<thead>
 					<tr>
@@ -52,8 +56,11 @@ export function DataTable(props: { head: readonly string[]; rows: readonly Child
 				<tbody>
 					{props.rows.map((cells) => (
 						<tr>
-							{cells.map((cell) => (
-								<td>{cell}</td>
+							{cells.map((cell, column) => (
+								// The first column names the row (a server, a key, a rule): kept whole.
+								<td data-label={props.head[column] ?? ""} class={column === 0 ? "nowrap" : undefined}>
+									{cell}
+								</td>
 							))}
 						</tr>
 					))}
@@ -88,8 +95,22 @@ function ToolSummary(props: { row: ServerRow }) {
 	);
 }
 
+/** Names, comma-separated, each kept whole on its line (a name breaks at no hyphen). */
+function Names(props: { names: readonly string[] }) {
+	return (
+		<>
+			{props.names.map((name, at) => (
+				<>
+					{at > 0 ? ", " : null}
+					<span class="nowrap">{name}</span>
+				</>
+			))}
+		</>
+	);
+}
+
 /** Names a list, or "all" for a grant of everything (null). */
-const allOr = (names: readonly string[] | null | undefined) => names?.join(", ") ?? "all";
+const allOr = (names: readonly string[] | null | undefined) => (names ? <Names names={names} /> : "all");
 
 function Servers(props: { servers: ServerRow[] }) {
 	return (
@@ -167,7 +188,7 @@ function VirtualServers(props: { rows: Overview["virtualServers"] }) {
 			<DataTable
 				head={["Name", "Members", "User paths"]}
 				empty="No virtual servers."
-				rows={props.rows.map((row) => [row.name, row.servers.join(", "), allOr(row.userPaths)])}
+				rows={props.rows.map((row) => [row.name, <Names names={row.servers} />, allOr(row.userPaths)])}
 			/>
 		</section>
 	);
@@ -184,7 +205,7 @@ function Keys(props: { rows: Overview["keys"] }) {
 					key.name ?? "",
 					key.id,
 					allOr(key.servers),
-					key.createdAt.slice(0, 10),
+					<time datetime={key.createdAt}>{key.createdAt.slice(0, 10)}</time>,
 					<form method="post" action={`${DASHBOARD_UI}/keys/${encodeURIComponent(key.id)}/revoke`}>
 						<button type="submit" aria-label={`Revoke ${key.name ?? key.id}`}>
 							Revoke
@@ -257,7 +278,11 @@ function Connections(props: { rows: Overview["connections"] }) {
 			<DataTable
 				head={["Server", "Who", "Since"]}
 				empty="Nobody has connected an account of their own at an oauth server."
-				rows={props.rows.map((row) => [row.server, row.who, row.connectedAt.slice(0, 10)])}
+				rows={props.rows.map((row) => [
+					row.server,
+					row.who,
+					<time datetime={row.connectedAt}>{row.connectedAt.slice(0, 10)}</time>,
+				])}
 			/>
 		</section>
 	);

@@ -6,19 +6,25 @@ import { needingApproval } from "./overview-data.ts";
 
 /** The dashboard's pages other than the overview: sign-in, one server's tools, a new key. */
 
-/** Signing in: the admin token's form, and the organisation's sign-in when the gateway signs people in. */
-export function SignInPage(props: { peopleSignIn: boolean; problem?: string }) {
+/**
+ * Signing in: the admin token's form, and the organisation's sign-in when the
+ * gateway signs people in; both come back to `returnTo`, a page of the
+ * gateway the routes already checked (the overview unless another was asked for).
+ */
+export function SignInPage(props: { peopleSignIn: boolean; returnTo: string; problem?: string }) {
+	const back = props.returnTo === DASHBOARD_HOME ? "" : `?return=${encodeURIComponent(props.returnTo)}`;
 	return (
 		<>
 			<h1>Sign in to the gateway dashboard</h1>
 			{props.problem ? <p class="warn">{props.problem}</p> : null}
 			{props.peopleSignIn ? (
 				<p>
-					<a href={`${DASHBOARD_UI}/sign-in/person`}>Sign in with your organisation</a> (your access rule must grant
-					admin).
+					<a href={`${DASHBOARD_UI}/sign-in/person${back}`}>Sign in with your organisation</a> (your access rule must
+					grant admin).
 				</p>
 			) : null}
 			<form method="post" action={`${DASHBOARD_UI}/sign-in`}>
+				<input type="hidden" name="return" value={props.returnTo} />
 				<label>
 					Admin token <input type="password" name="token" required autocomplete="current-password" />
 				</label>

@@ -1,12 +1,13 @@
 import { type Context, type ExecutionContext, Hono } from "hono";
 import { z } from "zod";
 import { signedOutCookie, signInUrl } from "../../auth/browser-sign-in.ts";
+import { safeReturnPath } from "../../auth/return-path.ts";
 import { settingsFrom } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import type { EdgeContext } from "../mcp-routes.ts";
 import { type AdminCaller, AdminRefused, callAdmin, segment } from "./admin-calls.ts";
 import { readCallFigures } from "./call-figures.ts";
-import { DASHBOARD_HOME, DASHBOARD_UI, dashboardPage, messageResponse, Shell } from "./layout.tsx";
+import { DASHBOARD_HOME, DASHBOARD_UI, dashboardPage, messageResponse, notAdminResponse, Shell } from "./layout.tsx";
 import { clearedNewKeyCookie, NEW_KEY_PATH, newKeyCookie, openedNewKey } from "./new-key.ts";
 import {
 	adminSessionCookie,
@@ -63,24 +64,30 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 		if (!peopleSignIn(c)) {
 			return messageResponse(404, "No sign-in here", "This gateway does not sign people in (OIDC_ISSUER is not set).");
 		}
-		return c.redirect(signInUrl(DASHBOARD_HOME), 303);
+		return c.redirect(signInUrl(returnOf(c, c.req.query("return"))), 303);
 	});
 
 	routes.get(`${DASHBOARD_UI}/sign-in`, (c) =>
-		dashboardPage(200, "Sign in to the gateway dashboard", <SignInPage peopleSignIn={peopleSignIn(c)} />),
+		dashboardPage(
+			200,
+			"Sign in to the gateway dashboard",
+			<SignInPage peopleSignIn={peopleSignIn(c)} returnTo={returnOf(c, c.req.query("return"))} />,
+		),
 	);
 
 	routes.post(`${DASHBOARD_UI}/sign-in`, async (c) => {
 		if (!fromOwnPages(c)) return crossOrigin();
-		const form = SignInFormSchema.safeParse(await formOf(c));
+		const fields = await formOf(c);
+		const returnTo = returnOf(c, fields.return);
+		const form = SignInFormSchema.safeParse(fields);
 		if (!form.success || !(await isAdminToken(c.env, form.data.token))) {
 			return dashboardPage(
 				401,
 				"Sign in to the gateway dashboard",
-				<SignInPage peopleSignIn={peopleSignIn(c)} problem="That is not the admin token." />,
+				<SignInPage peopleSignIn={peopleSignIn(c)} returnTo={returnTo} problem="That is not the admin token." />,
 			);
 		}
-		const headers = new Headers({ location: DASHBOARD_HOME });
+		const headers = new Headers({ location: returnTo });
 		headers.append("set-cookie", await adminSessionCookie(c.env, new URL(c.req.url).origin));
 		return new Response(null, { status: 303, headers });
 	});
@@ -208,6 +215,11 @@ function serverPage(name: string): string {
 	return `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
 }
 
+/** Where a sign-in goes back to: the page asked for when it is one of the gateway's own, else the overview. */
+function returnOf(c: DashboardContext, requested: string | undefined): string {
+	return safeReturnPath(requested, new URL(c.req.url).origin, DASHBOARD_HOME);
+}
+
 function peopleSignIn(c: DashboardContext): boolean {
 	return settingsFrom(c.env).oauth.mode === "gateway";
 }
@@ -234,16 +246,15 @@ function callerOf(c: DashboardContext, operator: Operator): AdminCaller {
 async function signedIn(c: DashboardContext): Promise<Operator | Response> {
 	const operator = await operatorOf(c);
 	if (!("refused" in operator)) return operator;
-	if (operator.refused === "not-admin") {
-		const who = operator.identity.email ?? operator.identity.subject;
-		return messageResponse(
-			403,
-			"Your account may not run this gateway",
-			`You are signed in as ${who}, and your access rule does not grant admin. Ask the gateway's operator, or sign in with the admin token.`,
-			{ href: `${DASHBOARD_UI}/sign-in`, label: "Sign in with the admin token" },
-		);
-	}
-	return dashboardPage(401, "Sign in to the gateway dashboard", <SignInPage peopleSignIn={peopleSignIn(c)} />);
+	if (operator.refused === "not-admin") return notAdminResponse(operator.identity);
+	// A page asked for comes back after the sign-in; a form post goes back to the overview.
+	const url = new URL(c.req.url);
+	const here = c.req.method === "GET" ? `${url.pathname}${url.search}` : DASHBOARD_HOME;
+	return dashboardPage(
+		401,
+		"Sign in to the gateway dashboard",
+		<SignInPage peopleSignIn={peopleSignIn(c)} returnTo={returnOf(c, here)} />,
+	);
 }
 
 function crossOrigin(): Promise<Response> {

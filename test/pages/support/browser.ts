@@ -30,6 +30,8 @@ const PAGE_TEXT_CHARS = 600;
 /** A narrow phone's width and a laptop's: the pages must read at both. */
 export const NARROW = { width: 375, height: 740 };
 export const WIDE = { width: 800, height: 560 };
+/** A common phone's width (390 px), where the tables must still read without splitting a word. */
+export const PHONE = { width: 390, height: 844 };
 
 export interface BrowserTab {
 	page: Page;

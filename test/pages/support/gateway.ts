@@ -7,8 +7,8 @@ import { DEMO_PASSWORD } from "../../../scripts/fixtures/oidc-idp.ts";
 export const GATEWAY = inject("pagesGatewayUrl");
 export const IDP_ISSUER = inject("pagesIdpIssuer");
 
-/** An admin API call, `/admin<path>`; fails on any status but 2xx, quoting the reply. */
-export async function admin(method: string, path: string, body?: unknown): Promise<void> {
+/** An admin API call, `/admin<path>`: its JSON (null when it has none); fails on any status but 2xx, quoting the reply. */
+export async function admin(method: string, path: string, body?: unknown): Promise<unknown> {
 	const response = await fetch(`${GATEWAY}/admin${path}`, {
 		method,
 		headers: { authorization: `Bearer ${inject("pagesAdminToken")}`, "content-type": "application/json" },
@@ -17,6 +17,7 @@ export async function admin(method: string, path: string, body?: unknown): Promi
 	});
 	const text = await response.text();
 	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
+	return text === "" ? null : (JSON.parse(text) as unknown);
 }
 
 /** Registers a public client (PKCE) with the gateway's authorization server, as an MCP client does (RFC 7591). */

@@ -3,27 +3,27 @@
  * gateway built once and served by `wrangler dev` on a free loopback port
  * with temporary state (scripts/conformance/gateway.ts, as `npm run
  * conformance` serves it), signing people in at the local OpenID Connect
- * provider (scripts/fixtures/oidc-idp.ts); and, once it is part of the repo,
- * the OAuth upstream (scripts/fixtures/oauth-upstream.ts) whose accounts
- * people connect. What the tests need reaches them with `inject()`.
+ * provider (scripts/fixtures/oidc-idp.ts), with `npm start`'s demo behind it:
+ * its four servers and its access rules (scripts/demo-registry.ts), the
+ * provider's client registered with every callback the gateway uses
+ * (`gatewayCallbackUrls`), as `npm start` registers it. What the tests need
+ * reaches them with `inject()`.
  */
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildGateway, startGateway } from "../../../scripts/conformance/gateway.ts";
+import { registerDemo } from "../../../scripts/demo-registry.ts";
+import { startIdentityUpstream } from "../../../scripts/fixtures/identity-upstream.ts";
+import { startModernUpstream } from "../../../scripts/fixtures/modern-upstream.ts";
+import { startOAuthUpstream } from "../../../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../../../scripts/fixtures/oidc-idp.ts";
+import { startUpstream } from "../../../scripts/fixtures/upstream-server.ts";
 import { freePort, HOST, Processes } from "../../../scripts/processes.ts";
-import { ROOT } from "../../../scripts/wrangler-dev.ts";
+import { gatewayCallbackUrls } from "../../../src/auth/provider-callbacks.ts";
 
 /** The gateway's client at the identity provider. A fixture, not a secret. */
 const GATEWAY_CLIENT_ID = "mcp-edge-gateway";
-/** The OAuth upstream fixture, written on another branch: used once it is here. */
-const OAUTH_UPSTREAM_MODULE = join(ROOT, "scripts", "fixtures", "oauth-upstream.ts");
-
-interface OAuthUpstreamModule {
-	startOAuthUpstream(options?: { port?: number }): Promise<{ url: string; close(): Promise<void> }>;
-}
 
 export default async function setup(project: TestProject) {
 	const procs = new Processes();
@@ -43,13 +43,21 @@ export default async function setup(project: TestProject) {
 					client_id: GATEWAY_CLIENT_ID,
 					client_secret: clientSecret,
 					client_name: "MCP gateway",
-					redirect_uris: [`${origin}/oauth/callback`, `${origin}/connections/sign-in-callback`],
+					// As npm start registers it: every callback the gateway uses.
+					redirect_uris: gatewayCallbackUrls(origin),
 				},
 			],
 		});
 		closers.push(() => idp.close());
-		const upstream = await startOAuthUpstreamIfPresent();
-		if (upstream) closers.push(() => upstream.close());
+		// npm start's demo servers, each a fixture on a free port.
+		const demo = await startUpstream({ name: "demo" });
+		closers.push(() => demo.close());
+		const modernDemo = await startModernUpstream({ name: "modern-demo", legacy: "reject" });
+		closers.push(() => modernDemo.close());
+		const oauthDemo = await startOAuthUpstream({ port: 0 });
+		closers.push(() => oauthDemo.close());
+		const whoamiDemo = await startIdentityUpstream({ jwksUrl: `${origin}/.well-known/jwks.json`, issuer: origin });
+		closers.push(() => whoamiDemo.close());
 		const gateway = await startGateway(procs, build, {
 			name: "gateway for the page tests (wrangler dev)",
 			dir: join(dir, "gateway"),
@@ -60,6 +68,8 @@ export default async function setup(project: TestProject) {
 				OIDC_SCOPES: "openid email profile",
 				ALLOWED_HOSTS: `${HOST},localhost`,
 				ALLOW_HTTP_UPSTREAMS: "true",
+				// The call figures after every call, so the dashboard's page tests see a call at once.
+				CALL_COUNTS_FLUSH_SECONDS: "0",
 			},
 			secrets: {
 				OIDC_CLIENT_SECRET: clientSecret,
@@ -69,10 +79,25 @@ export default async function setup(project: TestProject) {
 		});
 		// PAGES_VERBOSE=1: the gateway's own log on stderr, to see why a page failed.
 		if (process.env.PAGES_VERBOSE) gateway.child.onLine((line) => console.error(`gateway: ${line}`));
+		const admin = async (method: string, path: string, body: unknown) => {
+			const response = await fetch(`${gateway.url}/admin${path}`, {
+				method,
+				headers: { authorization: `Bearer ${gateway.adminToken}`, "content-type": "application/json" },
+				body: JSON.stringify(body),
+				signal: AbortSignal.timeout(10_000),
+			});
+			if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${await response.text()}`);
+		};
+		await registerDemo(admin, {
+			demo: demo.url,
+			modernDemo: modernDemo.url,
+			oauthDemo: oauthDemo.url,
+			whoamiDemo: whoamiDemo.url,
+		});
 		project.provide("pagesGatewayUrl", gateway.url);
 		project.provide("pagesAdminToken", gateway.adminToken);
 		project.provide("pagesIdpIssuer", idp.issuer);
-		project.provide("pagesOAuthUpstreamUrl", upstream?.url ?? "");
+		project.provide("pagesOAuthUpstreamUrl", oauthDemo.url);
 	} catch (error) {
 		await stop(procs, closers);
 		throw error;
@@ -88,12 +113,4 @@ async function stop(procs: Processes, closers: Array<() => Promise<void>>): Prom
 function signingKey(): Record<string, unknown> {
 	const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
 	return { ...privateKey.export({ format: "jwk" }), kid: `pages-${randomBytes(4).toString("hex")}`, alg: "ES256" };
-}
-
-/** The OAuth upstream on a free port, when its fixture is in the repo; null until then. */
-async function startOAuthUpstreamIfPresent(): Promise<{ url: string; close(): Promise<void> } | null> {
-	if (!existsSync(OAUTH_UPSTREAM_MODULE)) return null;
-	// A path the compiler does not resolve: this branch builds without the fixture.
-	const fixture = (await import(OAUTH_UPSTREAM_MODULE)) as OAuthUpstreamModule;
-	return fixture.startOAuthUpstream({ port: 0 });
 }

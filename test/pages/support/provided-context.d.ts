@@ -7,7 +7,7 @@ declare module "vitest" {
 		pagesAdminToken: string;
 		/** The local OpenID Connect provider (scripts/fixtures/oidc-idp.ts). */
 		pagesIdpIssuer: string;
-		/** The OAuth upstream's MCP endpoint (scripts/fixtures/oauth-upstream.ts); empty while that fixture is not in the repo. */
+		/** `oauth-demo`'s MCP endpoint (scripts/fixtures/oauth-upstream.ts), registered as npm start registers it. */
 		pagesOAuthUpstreamUrl: string;
 	}
 }
