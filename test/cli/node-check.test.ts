@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { CliRun } from "./run-cli.ts";
+import { type CliRun, envWithoutNpm } from "./run-cli.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const CHECK = "node scripts/node-check.mjs && ";
@@ -39,8 +39,7 @@ function olderNode(): { path: string; version: string } | null {
 
 /** The environment with `node` (and the npm beside it) resolved to the older Node, and no npm settings of ours. */
 function envWithNode(nodePath: string): NodeJS.ProcessEnv {
-	const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("npm_")));
-	return { ...env, PATH: `${dirname(nodePath)}:${process.env.PATH ?? ""}`, NO_COLOR: "1" };
+	return { ...envWithoutNpm(), PATH: `${dirname(nodePath)}:${process.env.PATH ?? ""}`, NO_COLOR: "1" };
 }
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
