@@ -244,9 +244,9 @@ const wrangler = procs.spawn(
 );
 wrangler.onLine((line) => console.log(`[wrangler] ${line}`));
 void wrangler.exited.then(() => {
-	const code = wrangler.process.exitCode;
-	if (!stopping())
-		void shutdown(code || 1, `npm start: wrangler dev exited unexpectedly (${code ?? wrangler.process.signalCode}).`);
+	const { exitCode, signalCode } = wrangler.process;
+	const how = exitCode === null ? `killed by ${signalCode}` : `exit code ${exitCode}`;
+	if (!stopping()) void shutdown(exitCode || 1, `npm start: wrangler dev exited unexpectedly (${how}).`);
 });
 
 try {
