@@ -1,8 +1,9 @@
 /**
- * Child processes and temporary files of the scripts (`npm run bench`,
- * `npm run conformance`), kept tidy: every
+ * Child processes and temporary files of the scripts (`npm start`, `npm run
+ * bench`, `npm run conformance`), kept tidy: every
  * child runs in its own process group (wrangler starts workerd and esbuild
- * under it) and the whole group is stopped on exit, on errors and on SIGINT.
+ * under it) and the whole group is stopped on exit, on errors, on SIGINT,
+ * SIGTERM and SIGHUP, and when the process that started the script goes away.
  * Every wait has a timeout and names what it waited for.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -18,6 +19,13 @@ export const HOST = "127.0.0.1";
 const KEPT_LINES = 80;
 /** How long a child gets to stop after SIGTERM before its group is killed. */
 const STOP_GRACE_MS = 5_000;
+/** How often a script looks whether the process that started it is still there. */
+const PARENT_POLL_MS = 1_000;
+/**
+ * A second signal this soon after the first, and the same one, is the first delivered twice: a
+ * terminal's Ctrl-C reaches both npm and the script, and npm passes its own on to the script.
+ */
+const SAME_SIGNAL_MS = 1_000;
 
 export interface Child {
 	name: string;
@@ -132,9 +140,28 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 }
 
 /**
- * Stops a script cleanly however it ends: signals, an uncaught error, or its
- * own end. `shutdown` runs `beforeStop` (closing clients), stops every child
- * process group and removes temporary dirs, then exits; a second signal kills at once.
+ * Calls `onGone` once when the process that started this one has exited: this
+ * one is then re-parented, so its parent's pid changes. That is how a script
+ * learns that npm was killed outright (SIGKILL) or died of a signal it does not
+ * pass on (SIGHUP); the signals npm does pass on reach the script itself.
+ */
+export function whenParentExits(onGone: () => void): void {
+	const parent = process.ppid;
+	const timer = setInterval(() => {
+		if (process.ppid === parent) return;
+		clearInterval(timer);
+		onGone();
+	}, PARENT_POLL_MS);
+	// Watching must not keep a script alive that has nothing else to do.
+	timer.unref();
+}
+
+/**
+ * Stops a script cleanly however it ends: signals, its parent going away, an
+ * uncaught error, or its own end. `shutdown` runs `beforeStop` (closing
+ * clients and in-process servers), stops every child process group and removes
+ * temporary dirs, then exits; a second signal kills at once (but the same
+ * signal again within SAME_SIGNAL_MS is taken for the first, delivered twice).
  */
 export function installShutdown(
 	procs: Processes,
@@ -142,6 +169,7 @@ export function installShutdown(
 	beforeStop: () => Promise<unknown> | undefined = () => undefined,
 ): { shutdown(code: number, message?: string): Promise<never>; stopping(): boolean } {
 	let stopping = false;
+	let firstSignal: { signal: NodeJS.Signals; at: number } | undefined;
 	const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 	const shutdown = async (code: number, message?: string): Promise<never> => {
 		if (stopping) {
@@ -163,9 +191,20 @@ export function installShutdown(
 		}
 		process.exit(code);
 	};
-	process.on("SIGINT", () => void shutdown(130, `\n${name}: interrupted; stopping everything it started.`));
-	process.on("SIGTERM", () => void shutdown(143, `${name}: terminated; stopping everything it started.`));
-	process.on("SIGHUP", () => void shutdown(129, `${name}: hung up; stopping everything it started.`));
+	const onSignal = (signal: NodeJS.Signals, code: number, message: string) => {
+		process.on(signal, () => {
+			const now = Date.now();
+			if (firstSignal?.signal === signal && now - firstSignal.at < SAME_SIGNAL_MS) return;
+			firstSignal ??= { signal, at: now };
+			void shutdown(code, message);
+		});
+	};
+	onSignal("SIGINT", 130, `\n${name}: interrupted; stopping everything it started.`);
+	onSignal("SIGTERM", 143, `${name}: terminated; stopping everything it started.`);
+	onSignal("SIGHUP", 129, `${name}: hung up; stopping everything it started.`);
+	whenParentExits(
+		() => void shutdown(129, `${name}: the process that started it is gone; stopping everything it started.`),
+	);
 	process.on("exit", () => procs.killAllSync());
 	process.on(
 		"unhandledRejection",

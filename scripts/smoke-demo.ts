@@ -6,16 +6,23 @@
  * sign-in form and lands on the gateway's "Connected" page; a new session's
  * `whoami` then answers alice. On `whoami-demo`, `whoami` answers `key:<id>`.
  *
- *   node scripts/smoke-demo.ts <api key>   (exits 0 when every step held)
+ *   node scripts/smoke-demo.ts <api key> [--port <base>]   (exits 0 when every step held)
+ *
+ * The base port is npm start's (8787, or the `--port` / `PORT` it was started with).
  */
 import { Browser } from "./fixtures/browser.ts";
+import { basePortFrom, localPorts } from "./local-ports.ts";
+import { HOST } from "./processes.ts";
 
-const GATEWAY = "http://127.0.0.1:8787";
-const key = process.argv[2];
-if (!key) {
-	console.error("Usage: node scripts/smoke-demo.ts <api key printed by npm start>");
+const options = basePortFrom(process.argv.slice(2), process.env, { positionals: true });
+const key = "problem" in options ? undefined : options.positionals[0];
+if ("problem" in options || !key) {
+	if ("problem" in options) console.error(options.problem);
+	console.error("Usage: node scripts/smoke-demo.ts <api key printed by npm start> [--port <npm start's base port>]");
 	process.exit(2);
 }
+const PORTS = localPorts(options.base);
+const GATEWAY = `http://${HOST}:${PORTS.gateway}`;
 
 interface Reply {
 	result?: { content?: Array<{ text?: string }>; structuredContent?: Record<string, unknown> };
@@ -78,7 +85,7 @@ check(link.startsWith(`${GATEWAY}/connect/oauth-demo?link=`), "the error carries
 const browser = new Browser();
 const form = await browser.get(link);
 check(
-	form.url.origin === "http://127.0.0.1:8791" && form.html.includes('value="alice"'),
+	form.url.origin === `http://${HOST}:${PORTS.oauthUpstream}` && form.html.includes('value="alice"'),
 	"the link leads to the upstream's sign-in form",
 	form.url.href,
 );

@@ -3,7 +3,13 @@
  * ready to use. It creates `.dev.vars` with random secrets on first run, starts
  * the demo MCP servers, a local OpenID Connect provider for OAuth sign-in
  * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
- * creates an API key and prints how to connect. Ctrl-C stops everything.
+ * creates an API key and prints how to connect.
+ *
+ * Ports: the gateway on a base port (8787, or `--port N`, or `PORT`), the rest
+ * at fixed offsets above it (scripts/local-ports.ts). Stopping: Ctrl-C, SIGTERM
+ * or SIGHUP, to this script or to the npm that runs it (package.json execs it,
+ * so npm's signals reach it), or npm going away, stops wrangler's whole process
+ * group (workerd, esbuild) and the servers it runs in-process (scripts/processes.ts).
  *
  * The gateway's traces go to a local OTLP receiver (scripts/otlp-receiver.ts), which prints
  * one line per span and keeps the last traces, unless .dev.vars names a collector of its own
@@ -15,12 +21,9 @@
  * `whoami-demo` verifies the gateway's signed identity assertion against the
  * gateway's JWKS and answers who it names.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { exportJWK, generateKeyPair } from "jose";
 import { gatewayCallbackUrls } from "../src/auth/provider-callbacks.ts";
@@ -29,28 +32,39 @@ import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
 import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
 import { startUpstream } from "./fixtures/upstream-server.ts";
+import { basePortFrom, busyPortsMessage, busyServices, type LocalService, localPorts } from "./local-ports.ts";
 import { startLocalReceiver } from "./otlp-receiver.ts";
+import { HOST, installShutdown, Processes, waitHealthy } from "./processes.ts";
 
-const HOST = "127.0.0.1";
-const GATEWAY_PORT = 8787;
-const UPSTREAM_PORT = 8788;
-/** The demo upstream that speaks MCP 2026-07-28 only (stateless, no initialize). */
-const MODERN_UPSTREAM_PORT = 8789;
-/** The local OpenID Connect provider the gateway federates OAuth sign-in to. */
-const IDP_PORT = 8790;
-/** The demo upstream that takes each person's own OAuth token, with its own authorization server. */
-const OAUTH_UPSTREAM_PORT = 8791;
-/** The demo upstream that verifies the gateway's identity assertions against its JWKS. */
-const IDENTITY_UPSTREAM_PORT = 8792;
-/** The local OTLP/HTTP receiver the gateway's traces and metrics go to. */
-const OTLP_RECEIVER_PORT = 8793;
+const options = basePortFrom(process.argv.slice(2), process.env);
+if ("problem" in options) {
+	console.error(`npm start failed: ${options.problem}`);
+	process.exit(2);
+}
+const PORTS = localPorts(options.base);
+const {
+	gateway: GATEWAY_PORT,
+	upstream: UPSTREAM_PORT,
+	modernUpstream: MODERN_UPSTREAM_PORT,
+	idp: IDP_PORT,
+	oauthUpstream: OAUTH_UPSTREAM_PORT,
+	identityUpstream: IDENTITY_UPSTREAM_PORT,
+	otlpReceiver: OTLP_RECEIVER_PORT,
+} = PORTS;
 /** Metrics every 10 s rather than the spec's 60 s: a local run is short. */
 const LOCAL_METRIC_INTERVAL_MS = 10_000;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
-/** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
 /** Where the MCP Inspector's web page is served (npx @modelcontextprotocol/inspector). */
 const INSPECTOR_ORIGINS = "http://localhost:6274,http://127.0.0.1:6274";
-const OIDC_DEFAULTS = { OIDC_ISSUER: `http://${HOST}:${IDP_PORT}`, OIDC_CLIENT_ID: "mcp-edge-gateway" };
+/** The local provider's issuer on this run's port. */
+const LOCAL_ISSUER = `http://${HOST}:${IDP_PORT}`;
+/** The gateway's client at the local identity provider; its secret is generated into `.dev.vars`. */
+const OIDC_DEFAULTS = { OIDC_ISSUER: LOCAL_ISSUER, OIDC_CLIENT_ID: "mcp-edge-gateway" };
+/**
+ * An OIDC_ISSUER that is a loopback origin and nothing else is the local provider's, as an earlier
+ * run wrote it, perhaps on another base port: it follows this run's.
+ */
+const LOCAL_ISSUER_LINE = /^(\s*OIDC_ISSUER\s*=\s*)(["']?)http:\/\/127\.0\.0\.1:\d+\/?\2\s*$/m;
 const READY_TIMEOUT_MS = 60_000;
 
 // Wrangler resolves wrangler.toml, .dev.vars and .wrangler/ from the working directory.
@@ -63,15 +77,28 @@ async function newSigningKey(): Promise<string> {
 	return JSON.stringify({ ...jwk, kid: randomBytes(8).toString("hex"), alg: "ES256", use: "sig" });
 }
 
-/** `.dev.vars` holds the local secrets; reused across runs so existing sessions and keys keep working. */
-async function ensureDevVars(): Promise<Record<string, string>> {
-	const path = ".dev.vars";
-	const text = existsSync(path) ? readFileSync(path, "utf8") : "";
+const DEV_VARS = ".dev.vars";
+
+/** `.dev.vars` as dotenv reads it: double-quoted, single-quoted (a JSON value such as the signing key) or bare values. */
+function readDevVars(): { text: string; vars: Record<string, string> } {
+	const text = existsSync(DEV_VARS) ? readFileSync(DEV_VARS, "utf8") : "";
 	const vars: Record<string, string> = {};
-	// Double-quoted, single-quoted (a JSON value such as the signing key) or bare, as dotenv reads them.
 	for (const match of text.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?:"([^"\n]*)"|'([^'\n]*)'|([^\n]*?))\s*$/gm)) {
 		const value = match[2] ?? match[3] ?? match[4];
 		if (match[1] && value !== undefined) vars[match[1]] = value;
+	}
+	return { text, vars };
+}
+
+/** `.dev.vars` holds the local secrets; reused across runs so existing sessions and keys keep working. */
+async function ensureDevVars(): Promise<Record<string, string>> {
+	const { text: original, vars } = readDevVars();
+	let text = original;
+	// The local provider of an earlier run on other ports: its issuer follows this run's port.
+	if (vars.OIDC_ISSUER !== LOCAL_ISSUER && LOCAL_ISSUER_LINE.test(text)) {
+		text = text.replace(LOCAL_ISSUER_LINE, `$1"${LOCAL_ISSUER}"`);
+		vars.OIDC_ISSUER = LOCAL_ISSUER;
+		console.log(`Set OIDC_ISSUER in ${DEV_VARS} to ${LOCAL_ISSUER}, the local provider on this run's ports.`);
 	}
 	// Only fill in what is missing: an operator's own values stay untouched.
 	const secrets = ["ADMIN_TOKEN", "SESSION_SECRET", "KEY_SECRET", "OIDC_CLIENT_SECRET", "TOKEN_VAULT_KEY"].filter(
@@ -87,42 +114,11 @@ async function ensureDevVars(): Promise<Record<string, string>> {
 		// JSON holds double quotes: single quotes keep it literal.
 		const quoted = (name: string) => (jsonSecrets.includes(name) ? `'${vars[name]}'` : `"${vars[name]}"`);
 		const lines = added.map((name) => `${name}=${quoted(name)}`).join("\n");
-		writeFileSync(path, `${text}${text && !text.endsWith("\n") ? "\n" : ""}${lines}\n`, { mode: 0o600 });
-		console.log(`Wrote ${added.join(", ")} to ${path}.`);
+		text = `${text}${text && !text.endsWith("\n") ? "\n" : ""}${lines}\n`;
+		console.log(`Wrote ${added.join(", ")} to ${DEV_VARS}.`);
 	}
+	if (text !== original) writeFileSync(DEV_VARS, text, { mode: 0o600 });
 	return vars;
-}
-
-/** Whether something already listens on `port` (checked first, so a busy port is named, not a child's EADDRINUSE). */
-function portBusy(port: number): Promise<boolean> {
-	return new Promise((resolve) => {
-		const socket = connect(port, HOST);
-		socket.once("connect", () => {
-			socket.destroy();
-			resolve(true);
-		});
-		socket.once("error", () => resolve(false));
-	});
-}
-
-/** Streams a child's output line by line with a prefix, so gateway logs stand apart from ours. */
-function prefixLines(stream: NodeJS.ReadableStream | null, prefix: string): void {
-	if (stream) createInterface({ input: stream }).on("line", (line) => console.log(`${prefix} ${line}`));
-}
-
-async function waitUntilHealthy(wrangler: ChildProcess): Promise<void> {
-	const deadline = Date.now() + READY_TIMEOUT_MS;
-	while (Date.now() < deadline) {
-		if (wrangler.exitCode !== null) throw new Error(`wrangler dev exited with code ${wrangler.exitCode}.`);
-		try {
-			const response = await fetch(`${GATEWAY}/healthz`, { signal: AbortSignal.timeout(3_000) });
-			if (response.status === 200) return;
-		} catch {
-			// Not listening yet.
-		}
-		await new Promise((resolve) => setTimeout(resolve, 250));
-	}
-	throw new Error(`The gateway did not answer ${GATEWAY}/healthz within ${READY_TIMEOUT_MS / 1000} s.`);
 }
 
 async function admin(token: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
@@ -156,25 +152,26 @@ async function localDevKey(token: string): Promise<string> {
 	return String(created.key);
 }
 
-const vars = await ensureDevVars();
-const adminToken = vars.ADMIN_TOKEN ?? "";
-const ports = [
-	GATEWAY_PORT,
-	UPSTREAM_PORT,
-	MODERN_UPSTREAM_PORT,
-	IDP_PORT,
-	OAUTH_UPSTREAM_PORT,
-	IDENTITY_UPSTREAM_PORT,
-];
 // An operator's own collector in .dev.vars wins; otherwise the local receiver.
-const localTelemetry = !vars.OTEL_EXPORTER_OTLP_ENDPOINT;
-if (localTelemetry) ports.push(OTLP_RECEIVER_PORT);
-const busy = (await Promise.all(ports.map(async (port) => ((await portBusy(port)) ? [port] : [])))).flat();
+const localTelemetry = !readDevVars().vars.OTEL_EXPORTER_OTLP_ENDPOINT;
+const needed: LocalService[] = ["gateway", "upstream", "modernUpstream", "idp", "oauthUpstream", "identityUpstream"];
+if (localTelemetry) needed.push("otlpReceiver");
+// Checked before anything is written or started: a run that cannot start changes nothing.
+const busy = await busyServices(PORTS, needed);
 if (busy.length > 0) {
-	const which = busy.length === 1 ? `Port ${busy[0]} is` : `Ports ${busy.join(", ")} are`;
-	console.error(`npm start failed: ${which} already in use: is another 'npm start' running?`);
+	console.error(`npm start failed: ${await busyPortsMessage(options.base, PORTS, busy)}`);
 	process.exit(1);
 }
+
+const procs = new Processes();
+/** What runs in this process, closed on the way out (wrangler's group is stopped by `procs`). */
+const servers: Array<{ close(): Promise<void> }> = [];
+const { shutdown, stopping } = installShutdown(procs, "npm start", () =>
+	Promise.all(servers.map((server) => server.close())),
+);
+
+const vars = await ensureDevVars();
+const adminToken = vars.ADMIN_TOKEN ?? "";
 
 // In-process, so it stops with this script and its output needs no extra plumbing.
 const upstream = await startUpstream({ name: "demo", port: UPSTREAM_PORT });
@@ -211,9 +208,12 @@ const otlpReceiver = localTelemetry
 	: undefined;
 const otlpUrl = `http://${HOST}:${OTLP_RECEIVER_PORT}`;
 if (otlpReceiver) console.log(`Local OTLP receiver listening at ${otlpUrl} (one [trace] line per span)`);
+servers.push(upstream, modernUpstream, idp, oauthUpstream, identityUpstream, ...(otlpReceiver ? [otlpReceiver] : []));
 
-// stdin "ignore" turns off wrangler's interactive hotkeys, which would fight us for the terminal.
-const wrangler = spawn(
+// In a process group of its own (workerd and esbuild with it), stopped as one; its stdin ignored,
+// which turns off wrangler's interactive hotkeys, and Ctrl-C in the terminal reaches only us.
+const wrangler = procs.spawn(
+	"wrangler dev",
 	join("node_modules", ".bin", "wrangler"),
 	[
 		"dev",
@@ -242,45 +242,17 @@ const wrangler = spawn(
 				]
 			: []),
 	],
-	{ stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+	{ cwd: process.cwd(), env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
 );
-prefixLines(wrangler.stdout, "[wrangler]");
-prefixLines(wrangler.stderr, "[wrangler]");
-
-let stopping = false;
-/** Stops wrangler (which stops workerd) and the upstream, then exits. */
-async function stop(code: number): Promise<never> {
-	if (!stopping) {
-		stopping = true;
-		console.log("Stopping the gateway, the demo upstreams and the identity provider...");
-		if (wrangler.exitCode === null && wrangler.signalCode === null) {
-			const exited = new Promise((resolve) => wrangler.once("exit", resolve));
-			wrangler.kill("SIGTERM");
-			// A wrangler that ignores SIGTERM must not keep the ports busy forever.
-			const force = setTimeout(() => wrangler.kill("SIGKILL"), 5_000);
-			await exited;
-			clearTimeout(force);
-		}
-		await upstream.close();
-		await modernUpstream.close();
-		await idp.close();
-		await oauthUpstream.close();
-		await identityUpstream.close();
-		await otlpReceiver?.close();
-	}
-	process.exit(code);
-}
-process.on("SIGINT", () => void stop(0));
-process.on("SIGTERM", () => void stop(0));
-wrangler.on("exit", (code) => {
-	if (!stopping) {
-		console.error(`wrangler dev exited unexpectedly (code ${code}).`);
-		void stop(code ?? 1);
-	}
+wrangler.onLine((line) => console.log(`[wrangler] ${line}`));
+void wrangler.exited.then(() => {
+	const { exitCode, signalCode } = wrangler.process;
+	const how = exitCode === null ? `killed by ${signalCode}` : `exit code ${exitCode}`;
+	if (!stopping()) void shutdown(exitCode || 1, `npm start: wrangler dev exited unexpectedly (${how}).`);
 });
 
 try {
-	await waitUntilHealthy(wrangler);
+	await waitHealthy(wrangler, `${GATEWAY}/healthz`, READY_TIMEOUT_MS);
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
 	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
 	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
@@ -395,9 +367,8 @@ try {
    ${GATEWAY}/mcp; it sends you to ${signInAt} to sign in,
    ${signInHint}
 
- Press Ctrl-C to stop.
+ Ports ${GATEWAY_PORT} to ${OTLP_RECEIVER_PORT} (npm start -- --port <base> moves them). Press Ctrl-C to stop.
 ================================================================================`);
 } catch (error) {
-	console.error(`npm start failed: ${error instanceof Error ? error.message : String(error)}`);
-	await stop(1);
+	await shutdown(1, `npm start failed: ${error instanceof Error ? error.message : String(error)}`);
 }

@@ -6,6 +6,7 @@ import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
 import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";
+import { identityLog, identityTenant } from "./support/identity-upstream.ts";
 import { gatewayWith, ORIGIN } from "./support/oauth-client.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
@@ -122,6 +123,7 @@ describe("registering a server says whether it answers", () => {
 		speaksMcp: boolean;
 		era: string | null;
 		detail: string;
+		needsCaller?: string;
 	}
 	async function put(body: unknown, query = "", name = uniqueName("checked")) {
 		const response = await admin("PUT", `/servers/${name}${query}`, body);
@@ -184,6 +186,7 @@ describe("registering a server says whether it answers", () => {
 	it("credentials the upstream refuses: reachable, and the check says they were rejected", async () => {
 		const { body } = await put({ url: upstreamUrl("alpha") });
 		expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+		expect(body.check).not.toHaveProperty("needsCaller");
 		expect(body.check?.detail).toMatch(/rejected the gateway's credentials \(HTTP 401\)/);
 	});
 
@@ -242,6 +245,59 @@ describe("registering a server says whether it answers", () => {
 		expect(status).toBe(400);
 		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
 		expect((await admin("GET", `/servers/${name}?check=1`)).status).toBe(400);
+	});
+
+	describe("a server that takes each caller's own credentials answers the check's request for nobody with 401", () => {
+		const oauthUpstream = () => `http://127.0.0.1:${inject("oauthUpstreamPort")}/mcp`;
+
+		it("oauth: reachable, not a fault: needsCaller is oauth and the detail says each caller connects an account", async () => {
+			const { body } = await put({ url: oauthUpstream(), auth: { type: "oauth" } });
+			expect(body.check).toEqual({
+				reachable: true,
+				speaksMcp: false,
+				era: null,
+				needsCaller: "oauth",
+				detail: expect.stringMatching(
+					/^It refused the check's server\/discover with HTTP 401, as expected: its auth is oauth, so each caller connects their own account/,
+				),
+			});
+		});
+
+		it("identity: needsCaller is identity, and the check's request carried no assertion (the upstream refused it)", async () => {
+			const tenant = identityTenant("check");
+			const { body } = await put({ url: tenant.mcpUrl, auth: { type: "identity" } });
+			expect(body.check).toEqual({
+				reachable: true,
+				speaksMcp: false,
+				era: null,
+				needsCaller: "identity",
+				detail: expect.stringMatching(
+					/HTTP 401, as expected: its auth is identity, so each call carries the gateway's signed assertion/,
+				),
+			});
+			expect(await identityLog(tenant.base)).toMatchObject([{ rpcMethod: "server/discover", outcome: "refused" }]);
+		});
+
+		it("token-exchange: needsCaller is token-exchange, and nothing was exchanged for the check", async () => {
+			const tenant = identityTenant("check-exchange");
+			const { body } = await put({
+				url: tenant.mcpUrl,
+				auth: {
+					type: "token-exchange",
+					tokenEndpoint: `http://127.0.0.1:${inject("jwtIssuerPort")}/token`,
+					audience: tenant.mcpUrl,
+				},
+			});
+			expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null, needsCaller: "token-exchange" });
+			expect(body.check?.detail).toMatch(/its auth is token-exchange, so each call carries the caller's own token/);
+		});
+
+		it("the same refusal from the same upstream registered with the operator's credentials is still the operator's fault", async () => {
+			const { body } = await put({ url: oauthUpstream() });
+			expect(body.check).toMatchObject({ reachable: true, speaksMcp: false, era: null });
+			expect(body.check).not.toHaveProperty("needsCaller");
+			expect(body.check?.detail).toMatch(/rejected the gateway's credentials \(HTTP 401\)/);
+		});
 	});
 });
 

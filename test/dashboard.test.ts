@@ -14,6 +14,7 @@ import {
 	TEST_ADMIN_BEARER,
 	uniqueName,
 } from "./support/gateway.ts";
+import { identityTenant } from "./support/identity-upstream.ts";
 import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts";
 import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
@@ -260,6 +261,27 @@ describe("what the dashboard shows and writes", () => {
 		});
 		expect(response.status).toBe(404);
 		expect(await response.text()).toContain("Not Found: no server named");
+	});
+
+	it("shows a server that takes each caller's own credentials as answering, in the neutral colour, not as broken", async () => {
+		const cases = [
+			{
+				auth: "oauth",
+				url: `http://127.0.0.1:${inject("oauthUpstreamPort")}/mcp`,
+				words: "Answers; each caller signs in",
+			},
+			{ auth: "identity", url: identityTenant("dashboard").mcpUrl, words: "Answers; needs the caller's identity" },
+		];
+		const cookie = await tokenSession();
+		for (const { auth, url, words } of cases) {
+			const name = uniqueName(`per-caller-${auth}`);
+			expect((await admin("PUT", `/servers/${name}?check=false`, { url, auth: { type: auth } })).status).toBe(201);
+			const html = await (await gatewayFetch(`/admin/ui/servers/${name}`, { headers: { cookie } })).text();
+			const check = /<p>Check: (.*?)<\/p>/s.exec(html)?.[1] ?? "";
+			expect(check).toContain(`<span class="muted">${words.replace("'", "&#39;")}</span>`);
+			expect(check).not.toContain('class="bad"');
+			expect(check).not.toContain("Answers, but not as MCP");
+		}
 	});
 
 	it("shows a name an attacker chose as text, never as markup", async () => {

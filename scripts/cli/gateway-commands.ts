@@ -8,7 +8,11 @@ import { CliError } from "./admin-client.ts";
 import { clientFor, parseJsonOption, print, wantsJson } from "./command-context.ts";
 import { table } from "./output.ts";
 
-type Check = { reachable: boolean; speaksMcp: boolean; era: string | null; detail: string };
+/** `needsCaller`: it refused the check as a server that takes each caller's own credential does (its auth mode). */
+type Check = { reachable: boolean; speaksMcp: boolean; era: string | null; detail: string; needsCaller?: string };
+
+/** The MCP column: a server that needs each caller's credential is not shown as failing for refusing the check. */
+const mcpCell = (check: Check) => (check.needsCaller ? `needs a caller (${check.needsCaller})` : check.speaksMcp);
 
 function status(program: Command): void {
 	program
@@ -33,13 +37,16 @@ function status(program: Command): void {
 			print(command, answer, () =>
 				[
 					`Gateway ${client.connection.url}: healthy (/healthz).`,
-					table(checks, [
-						["SERVER", "name"],
-						["REACHABLE", "reachable"],
-						["MCP", "speaksMcp"],
-						["ERA", "era"],
-						["DETAIL", "detail"],
-					]),
+					table(
+						checks.map((check) => ({ ...check, mcp: mcpCell(check) })),
+						[
+							["SERVER", "name"],
+							["REACHABLE", "reachable"],
+							["MCP", "mcp"],
+							["ERA", "era"],
+							["DETAIL", "detail"],
+						],
+					),
 				].join("\n"),
 			);
 		});

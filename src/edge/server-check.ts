@@ -3,7 +3,7 @@ import { z } from "zod";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import type { ServerRecord } from "../registry/schemas.ts";
+import type { ServerAuth, ServerRecord } from "../registry/schemas.ts";
 import { checkUpstream, type UpstreamCheck } from "../upstream/upstream-era.ts";
 import { targetLimitsOf, targetOrProblem } from "../upstream/upstream-target.ts";
 
@@ -16,20 +16,49 @@ export function wantsCheck(c: Context<{ Bindings: Env }>, byDefault: boolean): b
 	return parsed.data === undefined ? byDefault : parsed.data === "true";
 }
 
+/** The auth modes whose requests carry each caller's own credential, which a check (no caller) has none of. */
+export type CallerAuth = Exclude<ServerAuth["type"], "operator">;
+
+/**
+ * A check as the admin API answers it. `needsCaller` is there only when the
+ * server refused the check (401/403) and its `auth` says every request carries
+ * the caller's own credential: then the refusal is the expected answer to a
+ * request made for nobody, not a fault of the operator's configuration.
+ */
+export interface ServerCheck extends UpstreamCheck {
+	needsCaller?: CallerAuth;
+}
+
+/** What each per-caller mode puts on a request, for the check's sentence. */
+const WHAT_CALLS_CARRY: Record<CallerAuth, string> = {
+	oauth: "each caller connects their own account at its authorization server and their calls carry their own token",
+	identity: "each call carries the gateway's signed assertion of who is calling",
+	"token-exchange": "each call carries the caller's own token, exchanged for one it accepts",
+};
+
 /**
  * Whether a registered server answers, for its operator: one bounded probe
  * with its headers resolved as a client's request would have them, or, when
  * they cannot be (an unset `${UPSTREAM_...}`), why no probe was sent. Names
  * a header or variable at most, never a value.
  */
-export async function checkServer(env: Env, server: ServerRecord): Promise<UpstreamCheck> {
+export async function checkServer(env: Env, server: ServerRecord): Promise<ServerCheck> {
 	const settings = settingsFrom(env);
 	const resolved = targetOrProblem(server, env, targetLimitsOf(settings));
 	if ("problem" in resolved) {
 		return { reachable: false, speaksMcp: false, era: null, detail: `Not asked: ${resolved.problem}.` };
 	}
 	try {
-		return await checkUpstream(resolved.target, server.protocol);
+		const answer = await checkUpstream(resolved.target, server.protocol);
+		if (!("refused" in answer)) return answer;
+		const checked = { reachable: true, speaksMcp: false, era: null };
+		const mode = server.auth.type;
+		if (mode === "operator") return { ...checked, detail: answer.detail };
+		return {
+			...checked,
+			needsCaller: mode,
+			detail: `It refused the check's server/discover with HTTP ${answer.refused}, as expected: its auth is ${mode}, so ${WHAT_CALLS_CARRY[mode]}, and the check is made for no caller. A caller's own call shows what it serves.`,
+		};
 	} catch (error) {
 		// The registration has committed by now: a failing check must not turn it into a 500.
 		console.error(`upstream ${server.name}: the admin check failed unexpectedly: ${describeError(error)}`);

@@ -88,6 +88,7 @@ function discovered(target: UpstreamTarget, server: EraServer, options: Upstream
 		key,
 		async () => {
 			const answer = await probe(target, options.fetcher);
+			if ("refused" in answer) throw answer.error;
 			return { era: answer.era, tasks: answer.tasks };
 		},
 		target,
@@ -106,6 +107,18 @@ export interface UpstreamCheck {
 	detail: string;
 }
 
+/**
+ * The check's request was refused with 401 or 403: the credentials it carried
+ * (the server's configured headers, nobody's own) were not enough. Whether
+ * that is a fault depends on whose credentials the server takes, which the
+ * caller of `checkUpstream` knows.
+ */
+export interface CheckRefused {
+	refused: 401 | 403;
+	/** The refusal as the gateway's error says it. */
+	detail: string;
+}
+
 /** How the admin API's check names an era (its published field predates the SDK's words). */
 const ERA_IN_CHECKS = { modern: FIRST_MODERN_VERSION, legacy: "2025" } as const satisfies Record<ProtocolEra, string>;
 
@@ -117,15 +130,16 @@ const CHECK_TIMEOUT_MS = 5_000;
  * redirect followed, the reply capped), under a short timeout, and says what
  * it found. The answer is not remembered: clients' requests still discover
  * the era for themselves. A pinned protocol is reported as the era the
- * gateway uses, with what the server said beside it.
+ * gateway uses, with what the server said beside it. A 401 or 403 comes back
+ * as `CheckRefused`, for the caller to judge by whose credentials the server takes.
  */
 export async function checkUpstream(
 	target: UpstreamTarget,
 	protocol: UpstreamProtocol = "auto",
 	fetcher?: FetchLike,
-): Promise<UpstreamCheck> {
+): Promise<UpstreamCheck | CheckRefused> {
 	const bounded = { ...target, timeoutMs: Math.min(target.timeoutMs, CHECK_TIMEOUT_MS) };
-	let answer: ProbeAnswer;
+	let answer: ProbeAnswer | AuthWall;
 	try {
 		answer = await probe(bounded, fetcher);
 	} catch (error) {
@@ -133,6 +147,7 @@ export async function checkUpstream(
 		const reachable = error.kind !== "upstream_unavailable" && error.kind !== "upstream_timeout";
 		return { reachable, speaksMcp: false, era: null, detail: error.message };
 	}
+	if ("refused" in answer) return { refused: answer.refused, detail: answer.error.message };
 	const said = `It answered server/discover with HTTP ${answer.status}: ${answer.evidence}`;
 	if (!answer.jsonRpc) {
 		return {
@@ -174,8 +189,14 @@ interface ProbeAnswer {
 	jsonRpc: boolean;
 }
 
+/** The probe met a 401 or 403: no evidence of the era, and the error that says so. */
+interface AuthWall {
+	refused: 401 | 403;
+	error: GatewayError;
+}
+
 /** One probe, under the target's timeout. */
-async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Promise<ProbeAnswer> {
+async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Promise<ProbeAnswer | AuthWall> {
 	const connection = new UpstreamConnection(target, fetcher);
 	const deadline = startDeadline(target.timeoutMs);
 	try {
@@ -185,7 +206,12 @@ async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Pr
 			deadline,
 		);
 		// An auth wall or a failing server is not the discover handler speaking; ask again later.
-		if (response.status === 401 || response.status === 403 || response.status >= 500) {
+		const { status } = response;
+		if (status === 401 || status === 403) {
+			await response.body?.cancel();
+			return { refused: status, error: connection.statusError(status, "server/discover") };
+		}
+		if (response.status >= 500) {
 			await response.body?.cancel();
 			throw connection.statusError(response.status, "server/discover");
 		}

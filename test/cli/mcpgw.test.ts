@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 import { SCHEMA_FILE, schemaText } from "../../scripts/cli/write-config-schema.ts";
+import { startOAuthUpstream } from "../../scripts/fixtures/oauth-upstream.ts";
 import { configFile, mcpgw, mcpgwJson, uniqueName } from "./run-cli.ts";
 
 const upstream = () => inject("cliUpstreamUrl");
@@ -173,6 +174,28 @@ describe("status and call", () => {
 		expect(status.healthy).toBe(true);
 		expect(status.servers.find((server) => server.name === name)?.reachable).toBe(true);
 		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("status shows a server that takes each caller's own OAuth token as needing a caller, not as failing", async () => {
+		const oauthUpstream = await startOAuthUpstream();
+		const name = uniqueName("per-caller");
+		try {
+			await mcpgwJson(["servers", "add", name, "--upstream", oauthUpstream.url, "--auth", "oauth", "--no-check"]);
+			const status = await mcpgwJson<{ servers: Array<{ name: string; needsCaller?: string; reachable: boolean }> }>([
+				"status",
+			]);
+			expect(status.servers.find((server) => server.name === name)).toMatchObject({
+				reachable: true,
+				needsCaller: "oauth",
+			});
+			const run = await mcpgw(["status"]);
+			expect(run.code).toBe(0);
+			const line = run.stdout.split("\n").find((text) => text.startsWith(`${name} `)) ?? "";
+			expect(line).toMatch(new RegExp(`^${name} +true +needs a caller \\(oauth\\) +- +It refused the check's`));
+		} finally {
+			await mcpgwJson(["servers", "remove", name]);
+			await oauthUpstream.close();
+		}
 	});
 
 	it("call lists an endpoint's tools and calls one with JSON arguments, with a key", async () => {

@@ -53,6 +53,13 @@ export function configFile(config: unknown): string {
 	return path;
 }
 
+/** This process's environment without npm's own settings (`npm_*`), for an npm the test runs itself. */
+export function envWithoutNpm(): NodeJS.ProcessEnv {
+	const env = { ...process.env };
+	for (const name of Object.keys(env)) if (name.startsWith("npm_")) delete env[name];
+	return env;
+}
+
 /** Names unique within the run, so test files sharing one gateway never collide. */
 let counter = 0;
 export function uniqueName(prefix: string): string {

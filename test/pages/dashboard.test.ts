@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { z } from "zod";
+import { startIdentityUpstream } from "../../scripts/fixtures/identity-upstream.ts";
 import { DEMO_PASSWORD } from "../../scripts/fixtures/oidc-idp.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
 import { eventually } from "../support/eventually.ts";
@@ -229,5 +230,30 @@ describe("the operators' dashboard", () => {
 		await page.goto(`${GATEWAY}/admin/#keys`);
 		await expect(rowOf(page, "dashboard-ci").count()).resolves.toBe(1);
 		expect(await page.content()).not.toContain(secret);
+	});
+
+	it("lists servers that take each caller's own credentials as answering, in the neutral colour, not as broken", async () => {
+		const identity = await startIdentityUpstream();
+		try {
+			await admin("PUT", "/servers/per-caller-oauth?check=false", {
+				url: inject("pagesOAuthUpstreamUrl"),
+				auth: { type: "oauth" },
+			});
+			await admin("PUT", "/servers/per-caller-identity?check=false", { url: identity.url, auth: { type: "identity" } });
+			const { page } = tab();
+			await signInWithToken(page);
+			for (const [name, words] of [
+				["per-caller-oauth", "Answers; each caller signs in"],
+				["per-caller-identity", "Answers; needs the caller's identity"],
+			] as const) {
+				const check = rowOf(page, name).getByRole("cell").nth(1);
+				await expect(check.textContent()).resolves.toBe(words);
+				await expect(check.locator("span").getAttribute("class")).resolves.toBe("muted");
+			}
+		} finally {
+			await admin("DELETE", "/servers/per-caller-oauth");
+			await admin("DELETE", "/servers/per-caller-identity");
+			await identity.close();
+		}
 	});
 });

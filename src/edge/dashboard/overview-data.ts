@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { CallerAuth } from "../server-check.ts";
 import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-calls.ts";
 
 /**
@@ -17,6 +18,7 @@ export const CheckSchema = z.object({
 	speaksMcp: z.boolean(),
 	era: z.string().nullable(),
 	detail: z.string(),
+	needsCaller: z.enum(["oauth", "identity", "token-exchange"] satisfies CallerAuth[]).optional(),
 });
 const CheckedSchema = z.object({ check: CheckSchema });
 export const ToolsViewSchema = z.object({

@@ -1,4 +1,5 @@
 import type { Child } from "hono/jsx";
+import type { CallerAuth } from "../server-check.ts";
 import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
 import { type Check, type Failed, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
@@ -70,10 +71,18 @@ export function DataTable(props: { head: readonly string[]; rows: readonly Child
 	);
 }
 
+/** A server that refused the check because it takes each caller's own credential: no fault, so no alarm colour. */
+const NEEDS_CALLER_WORDS: Record<CallerAuth, string> = {
+	oauth: "Answers; each caller signs in",
+	identity: "Answers; needs the caller's identity",
+	"token-exchange": "Answers; needs the caller's own token",
+};
+
 export function CheckState(props: { check: Check | Failed }) {
 	const { check } = props;
 	if ("failed" in check) return <span class="bad">Not checked: {check.failed}</span>;
 	if (check.speaksMcp) return <span class="ok">Answers</span>;
+	if (check.needsCaller) return <span class="muted">{NEEDS_CALLER_WORDS[check.needsCaller]}</span>;
 	return <span class="bad">{check.reachable ? "Answers, but not as MCP" : "Does not answer"}</span>;
 }
 
