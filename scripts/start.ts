@@ -21,12 +21,14 @@
  * `whoami-demo` verifies the gateway's signed identity assertion against the
  * gateway's JWKS and answers who it names.
  */
+
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { exportJWK, generateKeyPair } from "jose";
 import { gatewayCallbackUrls } from "../src/auth/provider-callbacks.ts";
+import { registerDemo } from "./demo-registry.ts";
 import { startIdentityUpstream } from "./fixtures/identity-upstream.ts";
 import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
@@ -254,23 +256,12 @@ void wrangler.exited.then(() => {
 try {
 	await waitHealthy(wrangler, `${GATEWAY}/healthz`, READY_TIMEOUT_MS);
 	// PUT is idempotent: on later runs the registration persisted in .wrangler/state is simply updated.
-	await admin(adminToken, "PUT", "/servers/demo", { url: upstream.url });
-	await admin(adminToken, "PUT", "/servers/modern-demo", { url: modernUpstream.url });
-	// Each caller's own account at the upstream's authorization server, connected once through a link.
-	await admin(adminToken, "PUT", "/servers/oauth-demo", { url: oauthUpstream.url, auth: { type: "oauth" } });
-	// Each request carries an assertion of who is calling, signed by the gateway (IDENTITY_SIGNING_KEY).
-	await admin(adminToken, "PUT", "/servers/whoami-demo", { url: identityUpstream.url, auth: { type: "identity" } });
-	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
-	await admin(adminToken, "PUT", "/access-rules/demo-operator", {
-		match: { subject: "dave" },
-		servers: ["demo", "modern-demo", "oauth-demo", "whoami-demo"],
-		admin: true,
-		priority: 0,
-	});
-	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).
-	await admin(adminToken, "PUT", "/access-rules/demo", {
-		match: { emailDomain: "example.com" },
-		servers: ["demo", "modern-demo", "oauth-demo", "whoami-demo"],
+	// The same servers and rules the page tests register, so the flows they drive are the ones people meet here.
+	await registerDemo((method, path, body) => admin(adminToken, method, path, body), {
+		demo: upstream.url,
+		modernDemo: modernUpstream.url,
+		oauthDemo: oauthUpstream.url,
+		whoamiDemo: identityUpstream.url,
 	});
 	const key = await localDevKey(adminToken);
 	const endpoint = `${GATEWAY}/mcp/demo`;
