@@ -3,8 +3,6 @@
  * built once and served by `wrangler dev` with temporary state (as `npm run
  * conformance` serves it), and the demo upstream `npm start` runs.
  */
-import { appendFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildGateway, startGateway } from "../../scripts/conformance/gateway.ts";
 import { startUpstream } from "../../scripts/fixtures/upstream-server.ts";
@@ -19,12 +17,9 @@ export default async function setup(project: TestProject) {
 	try {
 		const build = await buildGateway(procs, dir);
 		const gateway = await startGateway(procs, build, { name: "gateway for the CLI tests (wrangler dev)", dir });
-		// Everything the runtime prints, for tests that must show it never failed unexpectedly.
-		const log = join(dir, "gateway.log");
-		writeFileSync(log, "");
-		gateway.child.onLine((line) => appendFileSync(log, `${line}\n`));
 		project.provide("cliGatewayUrl", gateway.url);
-		project.provide("cliGatewayLog", log);
+		// The same build, for a test that serves a gateway of its own (its registry and runtime apart from the others').
+		project.provide("cliGatewayEntry", build.entry);
 		project.provide("cliAdminToken", gateway.adminToken);
 		project.provide("cliUpstreamUrl", upstream.url);
 	} catch (error) {

@@ -3,8 +3,8 @@ declare module "vitest" {
 	export interface ProvidedContext {
 		/** The gateway under `wrangler dev`, `http://127.0.0.1:<port>`. */
 		cliGatewayUrl: string;
-		/** A file holding every line the gateway's runtime printed since it started. */
-		cliGatewayLog: string;
+		/** The built gateway's entry module, for a test that serves a gateway of its own. */
+		cliGatewayEntry: string;
 		/** Its ADMIN_TOKEN, generated for the run. */
 		cliAdminToken: string;
 		/** The demo upstream's MCP endpoint (scripts/fixtures/upstream-server.ts). */
