@@ -39,10 +39,12 @@ function editedConfig(edit: (toml: string) => string): string {
 }
 
 describe("npm run deploy-check", () => {
-	it("passes on this clone's wrangler.toml, printing the bundle's size with zod's locales left out", async () => {
+	it("passes on this clone's wrangler.toml, printing the bundle's measured size in MiB against both plans' limits, with zod's locales left out", async () => {
 		const run = await deployCheck();
 		expect(run.code, run.stderr).toBe(0);
-		expect(run.stdout).toMatch(/✓ bundle: \d+ KiB, \d+ KiB gzipped/);
+		expect(run.stdout).toMatch(
+			/^✓ bundle: \d+\.\d\d MiB, \d+\.\d\d MiB gzipped \(the limit: 3 MiB gzipped on Workers Free, 10 MiB on Workers Paid; measured by wrangler deploy --dry-run\)$/m,
+		);
 		expect(run.stdout).toContain("✓ zod: English only");
 		expect(run.stdout).toContain("openssl rand -base64 32 | npx wrangler secret put ADMIN_TOKEN");
 	});

@@ -1,8 +1,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SCHEMA_FILE, schemaText } from "../../scripts/cli/write-config-schema.ts";
+import { Processes } from "../../scripts/processes.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../../scripts/wrangler-dev.ts";
 import { configFile, mcpgw, mcpgwJson, uniqueName } from "./run-cli.ts";
 
 const upstream = () => inject("cliUpstreamUrl");
@@ -274,6 +276,55 @@ describe("status and call", () => {
 		expect(run.stdout).toContain("hello through the gateway");
 		const refused = await mcpgw(["call", name, "--key", "mcpgw-wrong-key"]);
 		expect(refused.code).toBe(1);
+		await mcpgwJson(["keys", "remove", id]);
+		await mcpgwJson(["servers", "remove", name]);
+	});
+});
+
+/** The demo upstream's Worker (examples/demo-upstream): what docs/deploy.md registers in its smoke test. */
+const DEMO_UPSTREAM_CONFIG = join(ROOT, "examples", "demo-upstream", "wrangler.toml");
+/** A build and a `wrangler dev` start, on two shared cores. */
+const WORKER_STARTUP_TIMEOUT_MS = 240_000;
+
+describe("the deploy smoke test of docs/deploy.md", () => {
+	const procs = new Processes();
+	let upstreamUrl = "";
+
+	// Built as `wrangler deploy` would upload it, and served by `wrangler dev`.
+	beforeAll(async () => {
+		const dir = procs.tempDir("mcp-demo-upstream-");
+		const env = { ...wranglerEnv(dir), NO_COLOR: "1" };
+		const [name, config] = ["demo upstream Worker", DEMO_UPSTREAM_CONFIG];
+		const { entry } = await buildWorker(procs, { name, config, outDir: join(dir, "bundle"), env });
+		const { url } = await startWranglerDev(procs, { name, config, entry, persistTo: join(dir, "state"), env });
+		upstreamUrl = `${url}/mcp`;
+	}, WORKER_STARTUP_TIMEOUT_MS);
+
+	afterAll(() => procs.stopAll());
+
+	it("the demo upstream, deployed as its own Worker, registers at the gateway and answers a call through it with a key", async () => {
+		const name = uniqueName("demo-worker");
+		const added = await mcpgwJson<{ check: { reachable: boolean; speaksMcp: boolean } }>([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstreamUrl,
+		]);
+		expect(added.check).toMatchObject({ reachable: true, speaksMcp: true });
+		const { key, id } = await mcpgwJson<{ key: string; id: string }>([
+			"keys",
+			"add",
+			"--name",
+			"smoke",
+			"--server",
+			name,
+		]);
+		const tools = await mcpgwJson<Array<{ name: string }>>(["call", name, "--key", key]);
+		expect(tools.map((tool) => tool.name).sort()).toEqual(["add", "echo"]);
+		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello"}'], { MCPGW_KEY: key });
+		expect(run.code, run.stderr).toBe(0);
+		expect(run.stdout).toBe("hello\n");
 		await mcpgwJson(["keys", "remove", id]);
 		await mcpgwJson(["servers", "remove", name]);
 	});
