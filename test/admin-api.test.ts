@@ -409,6 +409,98 @@ describe("admin API keys", () => {
 	});
 });
 
+/** The error message of an admin refusal. */
+async function refusalMessage(response: Response): Promise<string> {
+	return ((await response.json()) as { error: { message: string } }).error.message;
+}
+
+/** A slip of the keyboard: the name's last character typed twice (`demo` → `demoo`). */
+const mistyped = (name: string) => `${name}${name.at(-1)}`;
+
+describe("refusals say how to fix them", () => {
+	it("an unknown field in a server body gets 400 naming the field it most likely meant, and nothing is registered", async () => {
+		const name = uniqueName("notes");
+		const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta"), timeout: 5 });
+		expect(response.status).toBe(400);
+		expect(await refusalMessage(response)).toBe(
+			'Bad Request: body: unknown field "timeout" (did you mean "timeoutSeconds"?).',
+		);
+		expect((await admin("GET", `/servers/${name}`)).status).toBe(404);
+	});
+
+	it("an unknown field nested in a body is named by its path, and one with nothing close lists the fields there are", async () => {
+		const nested = await admin("PUT", `/servers/${uniqueName("oauth")}`, {
+			url: upstreamUrl("beta"),
+			auth: { type: "oauth", clientid: "gateway" },
+		});
+		expect(nested.status).toBe(400);
+		expect(await refusalMessage(nested)).toBe(
+			'Bad Request: auth: unknown field "clientid" (did you mean "clientId"?).',
+		);
+		const key = await admin("POST", "/keys", { user_path: "/team/a" });
+		expect(key.status).toBe(400);
+		expect(await refusalMessage(key)).toBe('Bad Request: body: unknown field "user_path" (did you mean "userPath"?).');
+		const far = await admin("PUT", `/servers/${uniqueName("far")}`, { url: upstreamUrl("beta"), colour: "blue" });
+		expect(far.status).toBe(400);
+		expect(await refusalMessage(far)).toBe(
+			'Bad Request: body: unknown field "colour"; the fields are url, headers, timeoutSeconds, protocol, auth, tools, prompts, resources, pinning, captureArguments.',
+		);
+	});
+
+	it("a mistyped server in a key's servers, a virtual server's members or a rule's servers gets 400 with the server most likely meant, and nothing is written", async () => {
+		const server = await registerServer("beta");
+		const typo = mistyped(server);
+		const key = await admin("POST", "/keys", { name: uniqueName("typo-key"), servers: [typo] });
+		expect(key.status).toBe(400);
+		expect(await refusalMessage(key)).toBe(
+			`Bad Request: servers: no server or virtual server named '${typo}' (did you mean '${server}'?).`,
+		);
+		const virtual = uniqueName("vs");
+		const members = await admin("PUT", `/virtual-servers/${virtual}`, { servers: [typo] });
+		expect(members.status).toBe(400);
+		expect(await refusalMessage(members)).toBe(
+			`Bad Request: servers: no server named '${typo}' (did you mean '${server}'?).`,
+		);
+		expect((await admin("GET", `/virtual-servers/${virtual}`)).status).toBe(404);
+		const rule = uniqueName("rule");
+		const granted = await admin("PUT", `/access-rules/${rule}`, { match: { subject: "alice" }, servers: [typo] });
+		expect(granted.status).toBe(400);
+		expect(await refusalMessage(granted)).toBe(
+			`Bad Request: servers: no server or virtual server named '${typo}' (did you mean '${server}'?).`,
+		);
+		const policy = await admin("PUT", `/policies/${uniqueName("policy")}`, {
+			expression: "true",
+			effect: "deny",
+			applies: { servers: [typo] },
+		});
+		expect(policy.status).toBe(400);
+		expect(await refusalMessage(policy)).toBe(
+			`Bad Request: applies.servers: no server named '${typo}' (did you mean '${server}'?).`,
+		);
+	});
+
+	it("a server, virtual server or policy that is not there gets 404 with the name most likely meant, and none when nothing is close", async () => {
+		const server = await registerServer("beta");
+		const shown = await admin("GET", `/servers/${mistyped(server)}`);
+		expect(shown.status).toBe(404);
+		expect(await refusalMessage(shown)).toBe(
+			`Not Found: no server named '${mistyped(server)}' (did you mean '${server}'?).`,
+		);
+		const deleted = await admin("DELETE", `/servers/${mistyped(server)}`);
+		expect(await refusalMessage(deleted)).toContain(`(did you mean '${server}'?)`);
+		expect((await admin("GET", `/servers/${server}`)).status).toBe(200);
+		const virtual = uniqueName("vs");
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, { servers: [server] })).status).toBe(201);
+		expect(await refusalMessage(await admin("GET", `/virtual-servers/${mistyped(virtual)}`))).toBe(
+			`Not Found: no virtual server named '${mistyped(virtual)}' (did you mean '${virtual}'?).`,
+		);
+		const nothingLike = "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq";
+		expect(await refusalMessage(await admin("GET", `/policies/${nothingLike}`))).toBe(
+			`Not Found: no policy named '${nothingLike}'.`,
+		);
+	});
+});
+
 describe("admin cost reports", () => {
 	it("reports a session's storage writes, registry reads and upstream requests, and the registry's reads", async () => {
 		const server = await registerServer("beta");

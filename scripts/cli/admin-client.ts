@@ -25,7 +25,12 @@ export interface Connection {
 	url: string;
 	/** Absent: only routes that need no admin token can be used. */
 	adminToken: string | undefined;
+	/** Where the token came from (`MCPGW_ADMIN_TOKEN`, or a .dev.vars file), for the sentence when it is refused. */
+	tokenSource?: string;
 }
+
+/** The environment variable the admin token is read from. */
+const TOKEN_VARIABLE = "MCPGW_ADMIN_TOKEN";
 
 /** The `ADMIN_TOKEN` of `.dev.vars` in `dir`, as `npm start` writes it (`NAME="value"`). */
 export function devVarsAdminToken(dir: string): string | undefined {
@@ -51,8 +56,21 @@ export function resolveConnection(
 ): Connection {
 	const url = (options.url ?? env.MCPGW_URL ?? DEFAULT_URL).replace(/\/+$/, "");
 	if (!URL.canParse(url)) throw new CliError(`--url: '${url}' is not a URL (like ${DEFAULT_URL}).`);
-	const adminToken = env.MCPGW_ADMIN_TOKEN || (isLoopback(url) ? devVarsAdminToken(cwd) : undefined);
-	return { url, adminToken };
+	if (env[TOKEN_VARIABLE]) return { url, adminToken: env[TOKEN_VARIABLE], tokenSource: TOKEN_VARIABLE };
+	const adminToken = isLoopback(url) ? devVarsAdminToken(cwd) : undefined;
+	return adminToken ? { url, adminToken, tokenSource: join(cwd, ".dev.vars") } : { url, adminToken };
+}
+
+/**
+ * What to do when the gateway refuses the admin token (401): which token was
+ * sent, from where, and where the right one is.
+ */
+function refusedToken({ url, tokenSource }: Connection): string {
+	const refused = `The gateway at ${url} refused the admin token`;
+	if (tokenSource === TOKEN_VARIABLE) {
+		return `${refused} in ${TOKEN_VARIABLE} (HTTP 401): set ${TOKEN_VARIABLE} to the gateway's ADMIN_TOKEN (the secret given to \`npx wrangler secret put ADMIN_TOKEN\`; for a gateway on this machine, ADMIN_TOKEN in the .dev.vars of the clone that runs it).`;
+	}
+	return `${refused} from ${tokenSource} (HTTP 401): it is not the ADMIN_TOKEN this gateway runs with. Run mcpgw in the clone that runs the gateway (npm start writes its .dev.vars), or set ${TOKEN_VARIABLE} to the gateway's ADMIN_TOKEN.`;
 }
 
 /** The `error.message` of an admin API error body, or a sentence for a reply that is not one. */
@@ -77,7 +95,7 @@ export class AdminClient {
 		const { url, adminToken } = this.connection;
 		if (!adminToken) {
 			throw new CliError(
-				"No admin token: set MCPGW_ADMIN_TOKEN (or, for a gateway on this machine, run from the clone whose .dev.vars holds ADMIN_TOKEN).",
+				`No admin token: set ${TOKEN_VARIABLE} to the gateway's ADMIN_TOKEN (or, for a gateway on this machine, run from the clone whose .dev.vars holds ADMIN_TOKEN).`,
 			);
 		}
 		const headers: Record<string, string> = { authorization: `Bearer ${adminToken}` };
@@ -88,6 +106,7 @@ export class AdminClient {
 			body: body === undefined ? undefined : JSON.stringify(body),
 		});
 		const text = await response.text();
+		if (response.status === 401) throw new CliError(refusedToken(this.connection), { status: 401 });
 		if (!response.ok) throw new CliError(errorMessage(response.status, text), { status: response.status });
 		return (text ? JSON.parse(text) : undefined) as T;
 	}

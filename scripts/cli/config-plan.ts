@@ -1,9 +1,11 @@
 /**
  * `mcpgw plan`: what applying a config would change, entry by entry (create,
  * replace, delete under --prune) with each changed field, and what it refuses
- * to apply (a secret written into the file instead of referenced).
+ * to apply (a secret written into the file instead of referenced, a name
+ * referred to that neither the file nor the gateway has: config-references.ts).
  */
 import { CliError } from "./admin-client.ts";
+import { referenceProblems } from "./config-references.ts";
 import { canonical, comparableUrl, type HeldEntry, type HeldState, sameValue } from "./config-state.ts";
 import { type GatewayConfig, KINDS, type Kind } from "./gateway-config.ts";
 
@@ -123,6 +125,7 @@ export function makePlan(config: GatewayConfig, held: HeldState, options: { prun
 	for (const [name, server] of Object.entries(config.servers)) {
 		secretFindings(name, server.headers, plan.refusals, plan.warnings);
 	}
+	plan.refusals.push(...referenceProblems(config, held, options.prune));
 	const deletes: Change[] = [];
 	for (const kind of KINDS) {
 		const declared = config[kind] as Record<string, Record<string, unknown>>;

@@ -63,7 +63,9 @@ export function readConfig(path: string): GatewayConfig {
 		throw new CliError(`${path} is not valid JSON: ${(error as Error).message}.`, { cause: error });
 	}
 	const parsed = GatewayConfigSchema.safeParse(value);
-	if (!parsed.success) throw new CliError(`${path} is not a valid gateway config: ${describeIssues(parsed.error)}.`);
+	if (!parsed.success) {
+		throw new CliError(`${path} is not a valid gateway config: ${describeIssues(parsed.error, "the file")}.`);
+	}
 	return parsed.data;
 }
 

@@ -3,7 +3,9 @@
  * rules (access rules), policies, connections and tools. Each request is the
  * admin API's (docs/admin-api.md); what it refuses is reported in its words.
  */
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
+import { closestName } from "../../src/primitives/closest-name.ts";
+import { quotedName } from "../../src/registry/quoted-names.ts";
 import { CliError } from "./admin-client.ts";
 import { clientFor, collect, integerOption, parseJsonOption, print } from "./command-context.ts";
 import type { ListedKey } from "./config-state.ts";
@@ -37,6 +39,11 @@ function headersFrom(values: string[] | undefined): Record<string, string> | und
 			return [value.slice(0, colon).trim(), value.slice(colon + 1).trim()];
 		}),
 	);
+}
+
+/** `'demoo' (did you mean 'demo'?)`: a name the listed ones lack, with the one most likely meant. */
+function nameLike(name: string, listed: readonly string[]): string {
+	return quotedName(name, closestName(name, listed));
 }
 
 function removed(command: Command, what: string): void {
@@ -78,7 +85,9 @@ function servers(program: Command): void {
 		// Not --url, which names the gateway.
 		.option("--upstream <url>", "the upstream's MCP endpoint (the body's url)")
 		.option("--header <header>", "'Name: value', repeatable; secrets as ${UPSTREAM_NAME} references", collect)
-		.option("--timeout <seconds>", "upstream timeout", integerOption("--timeout"))
+		.option("--timeout-seconds <seconds>", "how long an upstream request may take", integerOption("--timeout-seconds"))
+		// The flag's name before it took the field's; kept so that scripts written with it still run.
+		.addOption(new Option("--timeout <seconds>").argParser(integerOption("--timeout")).hideHelp())
 		.option("--protocol <protocol>", '"auto" or a version that pins its era')
 		.option("--pinning <mode>", '"block", "warn" or "off"')
 		.option("--auth <type>", '"operator", "oauth", "identity" (others through --body)')
@@ -88,7 +97,7 @@ function servers(program: Command): void {
 			const body = bodyFrom(options, {
 				url: options.upstream,
 				headers: headersFrom(options.header),
-				timeoutSeconds: options.timeout,
+				timeoutSeconds: options.timeoutSeconds ?? options.timeout,
 				protocol: options.protocol,
 				pinning: options.pinning,
 				auth: options.auth === undefined ? undefined : { type: options.auth },
@@ -192,8 +201,15 @@ function keys(program: Command): void {
 		.command("show <id>")
 		.description("one key, by id")
 		.action(async (id: string, _options, command: Command) => {
-			const key = (await listKeys(command)).find((listed) => listed.id === id);
-			if (!key) throw new CliError(`Not Found: no API key with id '${id}'.`);
+			const listed = await listKeys(command);
+			const key = listed.find((entry) => entry.id === id);
+			if (!key)
+				throw new CliError(
+					`Not Found: no API key with id ${nameLike(
+						id,
+						listed.map((entry) => entry.id),
+					)}.`,
+				);
 			print(command, key, () => details(key as unknown as Row));
 		});
 	disclosureOptions(group.command("add").description("make a key; its secret is printed this once"))
@@ -249,8 +265,15 @@ function rules(program: Command): void {
 		.command("show <name>")
 		.description("one access rule")
 		.action(async (name: string, _options, command: Command) => {
-			const rule = (await listRules(command)).find((listed) => listed.name === name);
-			if (!rule) throw new CliError(`Not Found: no access rule named '${name}'.`);
+			const listed = await listRules(command);
+			const rule = listed.find((entry) => entry.name === name);
+			if (!rule)
+				throw new CliError(
+					`Not Found: no access rule named ${nameLike(
+						name,
+						listed.map((entry) => String(entry.name)),
+					)}.`,
+				);
 			print(command, rule, () => details(rule));
 		});
 	disclosureOptions(group.command("add <name>").alias("put").description("create or replace an access rule"))
@@ -261,9 +284,12 @@ function rules(program: Command): void {
 		.option("--issuer <url>", "the issuer (default: the one the gateway trusts)")
 		.option("--server <name>", "a server it grants, repeatable (absent: all)", collect)
 		.option("--user-path <path>", "the user path it grants")
+		.option("--max-sessions <n>", "live sessions one identity may hold at once", integerOption("--max-sessions"))
+		.option("--rate-class <class>", "which rate limit counts each identity")
+		.option("--admin", "may also run the gateway from the dashboard at /admin/")
 		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
 		.option("--body <json>", "the whole admin body; the options above override its fields")
-		.action(async (name: string, options: Record<string, string & string[] & number>, command: Command) => {
+		.action(async (name: string, options: Record<string, string & string[] & number & boolean>, command: Command) => {
 			const match = Object.fromEntries(
 				Object.entries({
 					email: options.email,
@@ -277,6 +303,9 @@ function rules(program: Command): void {
 				match: Object.keys(match).length > 0 ? match : undefined,
 				servers: options.server,
 				userPath: options.userPath,
+				maxSessions: options.maxSessions,
+				rateClass: options.rateClass,
+				admin: options.admin,
 				priority: options.priority,
 				disclosure: options.disclosure,
 				alwaysList: options.alwaysList,

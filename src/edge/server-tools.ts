@@ -8,6 +8,7 @@ import type { ServerRecord } from "../registry/schemas.ts";
 import { ObservedToolsSchema, type ServerPins, type ToolApprovalInput } from "../registry/tool-pins.ts";
 import { targetLimitsOf, targetOrProblem } from "../upstream/upstream-target.ts";
 import { listUpstreamTools } from "../upstream/upstream-tools.ts";
+import { noneNamed } from "./admin/none-named.ts";
 
 /**
  * The admin API's view of a server's tools against its pins, and approvals
@@ -50,7 +51,7 @@ async function currentTools(env: Env, server: ServerRecord): Promise<{ tools: To
 
 async function serverNamed(env: Env, name: string): Promise<ServerRecord> {
 	const server = await registryStub(env).getServer(name);
-	if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+	if (!server) throw await noneNamed(env, "servers", name);
 	return server;
 }
 

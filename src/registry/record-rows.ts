@@ -69,6 +69,14 @@ export class RecordTable<S extends z.ZodObject> {
 			.map((row) => this.read(row));
 	}
 
+	/** Every row's key, in order: the names a mistyped one is compared with. */
+	keys(sql: SqlStorage): string[] {
+		return sql
+			.exec(`SELECT ${this.key} AS key FROM ${this.table} ORDER BY ${this.key}`)
+			.toArray()
+			.map((row) => String(row.key));
+	}
+
 	/** The record whose key is `key`, or null. */
 	get(sql: SqlStorage, key: SqlStorageValue): z.output<S> | null {
 		return this.select(sql, `WHERE ${this.key} = ?`, key)[0] ?? null;

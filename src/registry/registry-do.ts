@@ -3,6 +3,7 @@ import { z } from "zod";
 import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { closestName } from "../primitives/closest-name.ts";
 import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
 import { mintApiKey, newKeyId } from "./api-key.ts";
@@ -10,7 +11,8 @@ import { KvPublisher } from "./kv-publisher.ts";
 import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
 import { ObservedToolsTable } from "./observed-tools.ts";
 import type { PolicyApplies, PolicyInput, PolicyRecord } from "./policy-records.ts";
-import { configDigest, RegistryTables } from "./registry-tables.ts";
+import { quoteList } from "./quoted-names.ts";
+import { configDigest, type NamedKind, RegistryTables } from "./registry-tables.ts";
 import {
 	type ApiKeyRecord,
 	type ConnectionRecord,
@@ -24,7 +26,7 @@ import {
 	type VirtualServerInput,
 	type VirtualServerRecord,
 } from "./schemas.ts";
-import { checkSessionAgainst, quoteList } from "./session-check.ts";
+import { checkSessionAgainst } from "./session-check.ts";
 import { type ObservedTools, type PinInput, PinInputSchema, type ServerPins } from "./tool-pins.ts";
 
 /** At most this many tools are pinned per write: a list longer than that is an upstream flooding us. */
@@ -250,7 +252,7 @@ export class RegistryDO extends DurableObject<Env> {
 			const virtual = unknown.filter((member) => this.tables.virtualServer(member) !== null);
 			const missing = unknown.filter((member) => !virtual.includes(member));
 			const problems: string[] = [];
-			if (missing.length > 0) problems.push(`no server named ${quoteList(missing)}`);
+			if (missing.length > 0) problems.push(`no server named ${quoteList(missing, this.tables.names("servers"))}`);
 			if (virtual.length > 0) problems.push(`members must be servers, not virtual servers: ${quoteList(virtual)}`);
 			return { invalid: `servers: ${problems.join("; ")}` };
 		}
@@ -271,6 +273,12 @@ export class RegistryDO extends DurableObject<Env> {
 		});
 		await this.publish([KV_NAMES.endpoint(name)]);
 		return { virtualServer, created: existing === null };
+	}
+
+	/** The existing name of `kind` closest to `name`, for a "did you mean" when nothing is named so. */
+	nameLike(kind: NamedKind, name: string): string | null {
+		this.reads++;
+		return closestName(name, this.tables.names(kind)) ?? null;
 	}
 
 	getVirtualServer(name: string): VirtualServerRecord | null {
@@ -466,27 +474,38 @@ export class RegistryDO extends DurableObject<Env> {
 	/** Why a policy's `applies` names what is not there, in a sentence; null when everything it names exists. */
 	private unknownApplies(applies: PolicyApplies | undefined): string | null {
 		if (!applies) return null;
-		const checks: Array<[string, string, readonly string[] | undefined, (names: string[]) => Set<string>]> = [
+		// Each: the field, its words, the names it gives, which of them exist, and every name it could have meant.
+		const checks: Array<
+			[string, string, readonly string[] | undefined, (names: string[]) => Set<string>, () => string[]]
+		> = [
 			[
 				"servers",
 				"no server named",
 				applies.servers,
 				(names) => new Set(this.tables.serversNamed(names).map((server) => server.name)),
+				() => this.tables.names("servers"),
 			],
 			[
 				"virtualServers",
 				"no virtual server named",
 				applies.virtualServers,
 				(names) => new Set(names.filter((name) => this.tables.virtualServer(name) !== null)),
+				() => this.tables.names("virtualServers"),
 			],
-			["keys", "no API key with id", applies.keys, (ids) => this.tables.existingKeys(ids)],
-			["rules", "no access rule named", applies.rules, (names) => this.tables.existingRules(names)],
+			["keys", "no API key with id", applies.keys, (ids) => this.tables.existingKeys(ids), () => this.tables.keyIds()],
+			[
+				"rules",
+				"no access rule named",
+				applies.rules,
+				(names) => this.tables.existingRules(names),
+				() => this.tables.names("accessRules"),
+			],
 		];
-		const problems = checks.flatMap(([field, words, names, known]) => {
+		const problems = checks.flatMap(([field, words, names, known, candidates]) => {
 			if (!names) return [];
 			const present = known([...names]);
 			const unknown = [...new Set(names.filter((name) => !present.has(name)))];
-			return unknown.length === 0 ? [] : [`applies.${field}: ${words} ${quoteList(unknown)}`];
+			return unknown.length === 0 ? [] : [`applies.${field}: ${words} ${quoteList(unknown, candidates())}`];
 		});
 		return problems.length === 0 ? null : problems.join("; ");
 	}
@@ -499,6 +518,7 @@ export class RegistryDO extends DurableObject<Env> {
 		if (!names || names.length === 0) return null;
 		const known = this.tables.existingEndpoints(names);
 		const unknown = [...new Set(names.filter((name) => !known.has(name)))];
-		return unknown.length === 0 ? null : `servers: no server or virtual server named ${quoteList(unknown)}`;
+		if (unknown.length === 0) return null;
+		return `servers: no server or virtual server named ${quoteList(unknown, this.tables.endpointNames())}`;
 	}
 }

@@ -90,6 +90,10 @@ const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSche
 
 const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
 
+/** The records named by their operators, by the words the admin API uses for them. */
+const NAMED_TABLES = { servers, virtualServers, accessRules, policies } as const;
+export type NamedKind = keyof typeof NAMED_TABLES;
+
 /** A server's approved tool definitions, one row per tool (written by hand: the key is two columns). */
 const toolPins = new RecordTable("tool_pins", "server", ToolPinSchema.extend({ server: z.string() }), {
 	definition: JSON_TEXT,
@@ -379,6 +383,11 @@ export class RegistryTables {
 		const virtualServer = this.virtualServer(name);
 		if (!virtualServer) return null;
 		return { kind: "virtual", virtualServer, members: this.serversNamed(virtualServer.servers) };
+	}
+
+	/** The names of one kind of named record, in order (for "did you mean" in refusals). */
+	names(kind: NamedKind): string[] {
+		return NAMED_TABLES[kind].keys(this.sql);
 	}
 
 	/** Every name a server or a virtual server holds. */

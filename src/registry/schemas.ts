@@ -5,6 +5,8 @@ import { PromptShapingSchema, ResourceShapingInputSchema, ResourceShapingSchema 
 import { DEFAULT_RATE_CLASS, RateClassSchema } from "./rate-classes.ts";
 import { DEFAULT_PINNING, PinningModeSchema } from "./tool-pins.ts";
 import { EndpointToolsSchema, ToolShapingSchema } from "./tool-shaping-schema.ts";
+// Words zod's unknown-field refusals of every body schema with the field most likely meant.
+import "./unknown-fields.ts";
 
 /**
  * Server and virtual server names: short, lowercase, and free of `__`-ambiguity.
@@ -366,9 +368,12 @@ export interface SessionCheckInput {
  */
 export type SessionCheckResult = { ok: true; changed: ServerRecord[] } | { ok: false; reason: string };
 
-/** Words for a zod failure, for a 400 body: "url: must be an http(s) URL". */
-export function describeIssues(error: z.ZodError): string {
+/**
+ * Words for a zod failure, for a 400 body: "url: must be an http(s) URL". An issue
+ * of the whole value is named by `whole` ("body: …").
+ */
+export function describeIssues(error: z.ZodError, whole = "body"): string {
 	return error.issues
-		.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "body"}: ${issue.message}`)
+		.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : whole}: ${issue.message}`)
 		.join("; ");
 }

@@ -1,5 +1,6 @@
 import { keyMayUseServer, membersDeniedTo, userPathAllowed } from "./access.ts";
 import { parsePrincipalId } from "./access-rules.ts";
+import { quoteList } from "./quoted-names.ts";
 import type { ApiKeyRecord, ResolvedEndpoint, ServerRecord, SessionCheckInput, SessionCheckResult } from "./schemas.ts";
 
 /** What the registry holds now that a session's check needs, however it was read (SQLite or KV). */
@@ -75,9 +76,4 @@ export function checkSessionAgainst(snapshot: CheckSnapshot, input: SessionCheck
 		};
 	}
 	return ok;
-}
-
-/** `'a', 'b'`: names quoted for a sentence. */
-export function quoteList(names: readonly string[]): string {
-	return names.map((name) => `'${name}'`).join(", ");
 }

@@ -1,11 +1,16 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SCHEMA_FILE, schemaText } from "../../scripts/cli/write-config-schema.ts";
 import { startOAuthUpstream } from "../../scripts/fixtures/oauth-upstream.ts";
+import { Processes } from "../../scripts/processes.ts";
+import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../../scripts/wrangler-dev.ts";
 import { configFile, mcpgw, mcpgwJson, uniqueName } from "./run-cli.ts";
 
 const upstream = () => inject("cliUpstreamUrl");
+/** A slip of the keyboard: the name's first letter typed twice (`demo` → `ddemo`). */
+const mistyped = (name: string) => `${name[0]}${name}`;
 
 describe("mcpgw's help and errors", () => {
 	it("prints its commands with --help and exits 0", async () => {
@@ -29,11 +34,25 @@ describe("mcpgw's help and errors", () => {
 		}
 	});
 
-	it("a wrong admin token gets the admin API's sentence and exit code 1", async () => {
+	it("a wrong admin token in MCPGW_ADMIN_TOKEN is refused with a sentence naming the variable and where the right token is, exit code 1", async () => {
 		const run = await mcpgw(["servers", "list"], { MCPGW_ADMIN_TOKEN: "not-the-token" });
 		expect(run.code).toBe(1);
-		expect(run.stderr).toContain("Unauthorized: send the admin token as 'Authorization: Bearer <token>'.");
+		expect(run.stderr).toBe(
+			`mcpgw: The gateway at ${inject("cliGatewayUrl")} refused the admin token in MCPGW_ADMIN_TOKEN (HTTP 401): set MCPGW_ADMIN_TOKEN to the gateway's ADMIN_TOKEN (the secret given to \`npx wrangler secret put ADMIN_TOKEN\`; for a gateway on this machine, ADMIN_TOKEN in the .dev.vars of the clone that runs it).\n`,
+		);
 		expect(run.stderr).not.toContain("not-the-token");
+	});
+
+	it("a wrong admin token read from .dev.vars is refused naming that file, the clone that runs the gateway and MCPGW_ADMIN_TOKEN", async () => {
+		const clone = mkdtempSync(join(tmpdir(), "mcpgw-clone-"));
+		writeFileSync(join(clone, ".dev.vars"), 'ADMIN_TOKEN="a-token-of-another-clone"\n');
+		const run = await mcpgw(["servers", "list"], { MCPGW_ADMIN_TOKEN: "" }, clone);
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain(`refused the admin token from ${join(clone, ".dev.vars")} (HTTP 401)`);
+		expect(run.stderr).toContain(
+			"Run mcpgw in the clone that runs the gateway (npm start writes its .dev.vars), or set MCPGW_ADMIN_TOKEN to the gateway's ADMIN_TOKEN.",
+		);
+		expect(run.stderr).not.toContain("a-token-of-another-clone");
 	});
 
 	it("a server the API refuses gets the API's message", async () => {
@@ -79,6 +98,75 @@ describe("each resource: add, list, show, remove with --json", () => {
 		const gone = await mcpgw(["servers", "show", name]);
 		expect(gone.code).toBe(1);
 		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
+	});
+
+	it("a mistyped server or rule name is refused with the name most likely meant", async () => {
+		const [server, rule] = [uniqueName("typo-srv"), uniqueName("typo-rule")];
+		await mcpgwJson(["servers", "add", server, "--upstream", upstream(), "--no-check"]);
+		await mcpgwJson(["rules", "add", rule, "--subject", "alice"]);
+		const shown = await mcpgw(["servers", "show", mistyped(server)]);
+		expect(shown.code).toBe(1);
+		expect(shown.stderr).toBe(`mcpgw: Not Found: no server named '${mistyped(server)}' (did you mean '${server}'?).\n`);
+		const tools = await mcpgw(["tools", "list", mistyped(server)]);
+		expect(tools.stderr).toContain(`(did you mean '${server}'?)`);
+		const ruleShown = await mcpgw(["rules", "show", mistyped(rule)]);
+		expect(ruleShown.code).toBe(1);
+		expect(ruleShown.stderr).toBe(
+			`mcpgw: Not Found: no access rule named '${mistyped(rule)}' (did you mean '${rule}'?).\n`,
+		);
+		const keysBefore = await mcpgwJson(["keys", "list"]);
+		const key = await mcpgw(["keys", "add", "--server", mistyped(server)]);
+		expect(key.code).toBe(1);
+		expect(key.stderr).toContain(
+			`Bad Request: servers: no server or virtual server named '${mistyped(server)}' (did you mean '${server}'?).`,
+		);
+		expect(await mcpgwJson(["keys", "list"])).toEqual(keysBefore);
+		await mcpgwJson(["rules", "remove", rule]);
+		await mcpgwJson(["servers", "remove", server]);
+	});
+
+	it("an unknown field in a --body is refused with the field most likely meant", async () => {
+		const name = uniqueName("body");
+		const run = await mcpgw(["servers", "add", name, "--upstream", upstream(), "--body", '{"timeout":5}']);
+		expect(run.code).toBe(1);
+		expect(run.stderr).toContain('Bad Request: body: unknown field "timeout" (did you mean "timeoutSeconds"?).');
+		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
+	});
+
+	it("each setting has the config file's name: --timeout-seconds sets timeoutSeconds (--timeout still works, unlisted), rules take --max-sessions, --rate-class and --admin", async () => {
+		const name = uniqueName("flags");
+		const help = await mcpgw(["servers", "add", "--help"]);
+		expect(help.stdout).toContain("--timeout-seconds <seconds>");
+		expect(help.stdout).not.toMatch(/--timeout </);
+		const added = await mcpgwJson([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstream(),
+			"--no-check",
+			"--timeout-seconds",
+			"7",
+		]);
+		expect(added).toMatchObject({ timeoutSeconds: 7 });
+		const old = await mcpgwJson(["servers", "put", name, "--upstream", upstream(), "--no-check", "--timeout", "9"]);
+		expect(old).toMatchObject({ timeoutSeconds: 9 });
+		await mcpgwJson(["servers", "remove", name]);
+		const rule = uniqueName("flags-rule");
+		const ruleAdded = await mcpgwJson([
+			"rules",
+			"add",
+			rule,
+			"--subject",
+			"alice",
+			"--max-sessions",
+			"3",
+			"--rate-class",
+			"high",
+			"--admin",
+		]);
+		expect(ruleAdded).toMatchObject({ maxSessions: 3, rateClass: "high", admin: true });
+		await mcpgwJson(["rules", "remove", rule]);
 	});
 
 	it("virtual servers, their disclosure mode included", async () => {
@@ -216,6 +304,55 @@ describe("status and call", () => {
 	});
 });
 
+/** The demo upstream's Worker (examples/demo-upstream): what docs/deploy.md registers in its smoke test. */
+const DEMO_UPSTREAM_CONFIG = join(ROOT, "examples", "demo-upstream", "wrangler.toml");
+/** A build and a `wrangler dev` start, on two shared cores. */
+const WORKER_STARTUP_TIMEOUT_MS = 240_000;
+
+describe("the deploy smoke test of docs/deploy.md", () => {
+	const procs = new Processes();
+	let upstreamUrl = "";
+
+	// Built as `wrangler deploy` would upload it, and served by `wrangler dev`.
+	beforeAll(async () => {
+		const dir = procs.tempDir("mcp-demo-upstream-");
+		const env = { ...wranglerEnv(dir), NO_COLOR: "1" };
+		const [name, config] = ["demo upstream Worker", DEMO_UPSTREAM_CONFIG];
+		const { entry } = await buildWorker(procs, { name, config, outDir: join(dir, "bundle"), env });
+		const { url } = await startWranglerDev(procs, { name, config, entry, persistTo: join(dir, "state"), env });
+		upstreamUrl = `${url}/mcp`;
+	}, WORKER_STARTUP_TIMEOUT_MS);
+
+	afterAll(() => procs.stopAll());
+
+	it("the demo upstream, deployed as its own Worker, registers at the gateway and answers a call through it with a key", async () => {
+		const name = uniqueName("demo-worker");
+		const added = await mcpgwJson<{ check: { reachable: boolean; speaksMcp: boolean } }>([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstreamUrl,
+		]);
+		expect(added.check).toMatchObject({ reachable: true, speaksMcp: true });
+		const { key, id } = await mcpgwJson<{ key: string; id: string }>([
+			"keys",
+			"add",
+			"--name",
+			"smoke",
+			"--server",
+			name,
+		]);
+		const tools = await mcpgwJson<Array<{ name: string }>>(["call", name, "--key", key]);
+		expect(tools.map((tool) => tool.name).sort()).toEqual(["add", "echo"]);
+		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello"}'], { MCPGW_KEY: key });
+		expect(run.code, run.stderr).toBe(0);
+		expect(run.stdout).toBe("hello\n");
+		await mcpgwJson(["keys", "remove", id]);
+		await mcpgwJson(["servers", "remove", name]);
+	});
+});
+
 /** The example config with the run's demo upstream in place of `npm start`'s. */
 function exampleConfig(): Record<string, Record<string, Record<string, unknown>>> {
 	const text = readFileSync(join(import.meta.dirname, "..", "..", "examples", "gateway.config.json"), "utf8");
@@ -346,11 +483,87 @@ describe("configuration as code: plan, apply, export", () => {
 		expect((await mcpgwJson<PlanJson>(["plan", "-f", file, "--prune"])).changes).toEqual([]);
 	});
 
-	it("an unknown field in the config is refused with zod's message and its path", async () => {
-		const file = configFile({ servers: { demo: { url: upstream(), colour: "blue" } } });
-		const run = await mcpgw(["plan", "-f", file]);
-		expect(run.code).toBe(1);
-		expect(run.stderr).toContain('servers.demo: Unrecognized key: "colour"');
+	it("an unknown field in the config is refused with its path and the field most likely meant, and nothing is applied", async () => {
+		const file = configFile({ servers: { "typo-field": { url: upstream(), timeout: 5 } } });
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		expect(plan.stderr).toBe(
+			`mcpgw: ${file} is not a valid gateway config: servers.typo-field: unknown field "timeout" (did you mean "timeoutSeconds"?).\n`,
+		);
+		const apply = await mcpgw(["apply", "-f", file]);
+		expect(apply.code).toBe(1);
+		expect(apply.stderr).toContain('servers.typo-field: unknown field "timeout" (did you mean "timeoutSeconds"?)');
+		expect((await mcpgw(["servers", "show", "typo-field", "--no-check"])).code).toBe(1);
+		const section = await mcpgw(["plan", "-f", configFile({ server: {} })]);
+		expect(section.stderr).toContain('the file: unknown field "server" (did you mean "servers"?)');
+		const far = await mcpgw(["plan", "-f", configFile({ servers: { demo: { url: upstream(), colour: "blue" } } })]);
+		expect(far.stderr).toContain('servers.demo: unknown field "colour"; the fields are url, headers, timeoutSeconds,');
+	});
+
+	it("plan refuses each reference to a name neither the file nor the gateway has, with the name most likely meant, and apply writes nothing", async () => {
+		const [server, held] = [uniqueName("refs"), uniqueName("held")];
+		await mcpgwJson(["servers", "add", held, "--upstream", upstream(), "--no-check"]);
+		const [virtual, rule, key, policy] = [`${server}-vs`, `${server}-rule`, `${server}-key`, `${server}-pol`];
+		const file = configFile({
+			servers: { [server]: { url: upstream() } },
+			// `held` exists on the gateway only: a reference to it is fine.
+			virtualServers: { [virtual]: { servers: [server, held, mistyped(server)] } },
+			accessRules: { [rule]: { match: { subject: "alice" }, servers: [virtual, "nothing-like-any-name"] } },
+			policies: {
+				[policy]: {
+					expression: "true",
+					effect: "deny",
+					applies: { servers: [mistyped(held)], rules: [mistyped(rule)] },
+				},
+			},
+			keys: { [key]: { servers: [mistyped(virtual)] } },
+		});
+		const anywhere = "in the file or on the gateway";
+		const refusals = [
+			`virtualServers.${virtual}.servers: no server named '${mistyped(server)}' (did you mean '${server}'?) ${anywhere}.`,
+			`keys.${key}.servers: no server or virtual server named '${mistyped(virtual)}' (did you mean '${virtual}'?) ${anywhere}.`,
+			`accessRules.${rule}.servers: no server or virtual server named 'nothing-like-any-name' ${anywhere}.`,
+			`policies.${policy}.applies.servers: no server named '${mistyped(held)}' (did you mean '${held}'?) ${anywhere}.`,
+			`policies.${policy}.applies.rules: no access rule named '${mistyped(rule)}' (did you mean '${rule}'?) ${anywhere}.`,
+		];
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		for (const refusal of refusals) expect(plan.stdout).toContain(`refused: ${refusal}\n`);
+		const json = await mcpgw(["plan", "-f", file, "--json"]);
+		expect(json.code).toBe(1);
+		expect((JSON.parse(json.stdout) as PlanJson).refusals).toEqual(refusals);
+		const keysBefore = await mcpgwJson(["keys", "list"]);
+		const apply = await mcpgw(["apply", "-f", file]);
+		expect(apply.code).toBe(1);
+		expect(apply.stderr).toContain(`Refusing to apply:\n  ${refusals.join("\n  ")}`);
+		expect((await mcpgw(["servers", "show", server, "--no-check"])).code).toBe(1);
+		expect(await mcpgwJson(["keys", "list"])).toEqual(keysBefore);
+		await mcpgwJson(["servers", "remove", held]);
+	});
+
+	it("under --prune only the file counts, and a server may not take a virtual server's name", async () => {
+		const [server, held, shared] = [uniqueName("prn"), uniqueName("prn-held"), uniqueName("prn-shared")];
+		await mcpgwJson(["servers", "add", held, "--upstream", upstream(), "--no-check"]);
+		await mcpgwJson(["virtual-servers", "add", shared, "--server", held]);
+		const virtual = `${server}-vs`;
+		const leansOnHeld = configFile({
+			servers: { [server]: { url: upstream() } },
+			virtualServers: { [virtual]: { servers: [server, held] } },
+		});
+		const plain = await mcpgw(["plan", "-f", leansOnHeld]);
+		expect(plain.code, plain.stdout).toBe(0);
+		const pruned = await mcpgw(["plan", "-f", leansOnHeld, "--prune"]);
+		expect(pruned.code).toBe(1);
+		expect(pruned.stdout).toContain(
+			`refused: virtualServers.${virtual}.servers: no server named '${held}' in the file (--prune deletes the rest).\n`,
+		);
+		const clash = await mcpgw(["plan", "-f", configFile({ servers: { [shared]: { url: upstream() } } })]);
+		expect(clash.code).toBe(1);
+		expect(clash.stdout).toContain(
+			`refused: servers.${shared}: '${shared}' is a virtual server on the gateway, and servers and virtual servers share names; rename the server, or remove the virtual server first.`,
+		);
+		await mcpgwJson(["virtual-servers", "remove", shared]);
+		await mcpgwJson(["servers", "remove", held]);
 	});
 
 	it("a secret written into a header is refused with a sentence saying what to do, and nothing is applied", async () => {

@@ -13,15 +13,17 @@ export interface CliRun {
 	stderr: string;
 }
 
-/** `mcpgw <args>` with MCPGW_URL and MCPGW_ADMIN_TOKEN set for the project's gateway; `env` overrides them. */
-export function mcpgw(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+/**
+ * `mcpgw <args>` with MCPGW_URL and MCPGW_ADMIN_TOKEN set for the project's gateway; `env` overrides them.
+ * It runs in `cwd`, by default a directory without .dev.vars: the token comes from the environment only.
+ */
+export function mcpgw(args: string[], env: Record<string, string> = {}, cwd = tmpdir()): Promise<CliRun> {
 	return new Promise((resolve) => {
 		execFile(
 			process.execPath,
 			[BIN, ...args],
 			{
-				// A directory without .dev.vars: the token comes from the environment only.
-				cwd: tmpdir(),
+				cwd,
 				env: {
 					...process.env,
 					MCPGW_URL: inject("cliGatewayUrl"),

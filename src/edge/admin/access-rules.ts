@@ -16,6 +16,7 @@ import {
 	withBodyRefusals,
 	withRefusals,
 } from "./kit.ts";
+import { noneNamed } from "./none-named.ts";
 
 const tags = ["access rules"];
 
@@ -75,7 +76,7 @@ export function accessRuleRoutes(): AdminRouter {
 	router.openapi(remove, async (c) => {
 		const { name } = c.req.valid("param");
 		if (!(await registryStub(c.env).deleteAccessRule(name))) {
-			throw new GatewayError("not_found", `Not Found: no access rule named '${name}'.`);
+			throw await noneNamed(c.env, "accessRules", name);
 		}
 		// What people connected under the rule goes with it: their tokens are deleted and revoked.
 		await disconnectedUnderRule(c.env, name);

@@ -16,6 +16,7 @@ import {
 	withBodyRefusals,
 	withRefusals,
 } from "./kit.ts";
+import { noneNamed } from "./none-named.ts";
 
 const name = { param: "name", schema: PolicyNameSchema, what: "policy name" };
 const params = z.object({ name: PolicyNameSchema });
@@ -82,14 +83,14 @@ export function policyRoutes(): AdminRouter {
 	router.openapi(show, async (c) => {
 		const { name } = c.req.valid("param");
 		const policy = await registryStub(c.env).getPolicy(name);
-		if (!policy) throw new GatewayError("not_found", `Not Found: no policy named '${name}'.`);
+		if (!policy) throw await noneNamed(c.env, "policies", name);
 		return c.json(showPolicy(policy));
 	});
 
 	router.openapi(remove, async (c) => {
 		const { name } = c.req.valid("param");
 		if (!(await registryStub(c.env).deletePolicy(name))) {
-			throw new GatewayError("not_found", `Not Found: no policy named '${name}'.`);
+			throw await noneNamed(c.env, "policies", name);
 		}
 		audit("policy.deleted", name);
 		return c.body(null, 204);

@@ -20,6 +20,7 @@ import {
 	withBodyRefusals,
 	withRefusals,
 } from "./kit.ts";
+import { noneNamed } from "./none-named.ts";
 
 /** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
 const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
@@ -123,7 +124,7 @@ export function serverRoutes(): AdminRouter {
 		const { name } = c.req.valid("param");
 		const check = wantsCheck(c, false);
 		const server = await registryStub(c.env).getServer(name);
-		if (!server) throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+		if (!server) throw await noneNamed(c.env, "servers", name);
 		return c.json(check ? { ...maskServer(server), check: await checkServer(c.env, server) } : maskServer(server));
 	});
 
@@ -163,7 +164,7 @@ export function serverRoutes(): AdminRouter {
 	router.openapi(remove, async (c) => {
 		const { name } = c.req.valid("param");
 		if (!(await registryStub(c.env).deleteServer(name))) {
-			throw new GatewayError("not_found", `Not Found: no server named '${name}'.`);
+			throw await noneNamed(c.env, "servers", name);
 		}
 		audit("server.deleted", name);
 		return c.body(null, 204);

@@ -15,6 +15,7 @@ import {
 	withBodyRefusals,
 	withRefusals,
 } from "./kit.ts";
+import { noneNamed } from "./none-named.ts";
 
 const name = { param: "name", schema: ServerNameSchema, what: "virtual server name" };
 const params = z.object({ name: ServerNameSchema });
@@ -79,7 +80,7 @@ export function virtualServerRoutes(): AdminRouter {
 	router.openapi(show, async (c) => {
 		const { name } = c.req.valid("param");
 		const virtualServer = await registryStub(c.env).getVirtualServer(name);
-		if (!virtualServer) throw new GatewayError("not_found", `Not Found: no virtual server named '${name}'.`);
+		if (!virtualServer) throw await noneNamed(c.env, "virtualServers", name);
 		return c.json(showVirtualServer(virtualServer));
 	});
 
@@ -95,7 +96,7 @@ export function virtualServerRoutes(): AdminRouter {
 	router.openapi(remove, async (c) => {
 		const { name } = c.req.valid("param");
 		if (!(await registryStub(c.env).deleteVirtualServer(name))) {
-			throw new GatewayError("not_found", `Not Found: no virtual server named '${name}'.`);
+			throw await noneNamed(c.env, "virtualServers", name);
 		}
 		audit("virtual_server.deleted", name);
 		return c.body(null, 204);
