@@ -1,6 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "../src/mcp/json-depth.ts";
+import { stableJson } from "../src/mcp/stable-json.ts";
 import {
 	admin,
 	createKey,
@@ -113,5 +114,54 @@ describe("nesting of JSON", () => {
 		expect(warnings).toContain(
 			`member ${deep.name} left out of tools: Upstream server '${deep.name}' sent a body that is not a JSON-RPC message (or nests deeper than ${MAX_JSON_DEPTH} levels)`,
 		);
+	});
+});
+
+/** What stableJson was before it wrote into one list: each level's text joined from its children's. */
+function stableJsonByLevels(value: unknown): string {
+	if (Array.isArray(value)) return `[${value.map(stableJsonByLevels).join(",")}]`;
+	if (typeof value === "object" && value !== null) {
+		const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+		return `{${entries.map(([key, entry]) => `${JSON.stringify(key)}:${stableJsonByLevels(entry)}`).join(",")}}`;
+	}
+	return JSON.stringify(value) ?? "null";
+}
+
+describe("canonical JSON (what pinning digests)", () => {
+	it("is the text it always was, byte for byte, so digests pinned before still match", () => {
+		let seed = 3;
+		const random = (n: number) => {
+			seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+			return Math.floor((seed / 2_147_483_648) * n);
+		};
+		const value = (depth: number): unknown => {
+			const kind = depth > 5 ? random(5) : random(7);
+			if (kind === 0) return random(1000) - 500;
+			if (kind === 1) return ["é", 'a"b', "", "\u2028", "💡"][random(5)];
+			if (kind === 2) return [true, false, null, undefined, 1.5e300][random(5)];
+			if (kind === 3) return "text";
+			if (kind === 4) return random(2) === 0;
+			if (kind === 5) return Array.from({ length: random(4) }, () => value(depth + 1));
+			return Object.fromEntries(
+				Array.from({ length: random(4) }, () => [["b", "a", "é", "_", "10", "9"][random(6)], value(depth + 1)]),
+			);
+		};
+		for (let i = 0; i < 2_000; i++) {
+			const sample = value(0);
+			expect(stableJson(sample)).toBe(stableJsonByLevels(sample));
+		}
+		const holed = new Array<unknown>(3);
+		holed[0] = 1;
+		holed[2] = 2;
+		expect(stableJson(holed)).toBe(stableJsonByLevels(holed));
+	});
+
+	it(`writes an upstream's schema of 8 MiB nested ${MAX_JSON_DEPTH} levels deep in well under a second`, () => {
+		let schema: unknown = "x".repeat(8 * 1024 * 1024);
+		for (let level = 0; level < MAX_JSON_DEPTH; level++) schema = { type: "object", properties: { x: schema } };
+		const started = performance.now();
+		expect(stableJson(schema).length).toBeGreaterThan(8 * 1024 * 1024);
+		// A generous bound: it takes a few tens of milliseconds (joined level by level, about a second).
+		expect(performance.now() - started).toBeLessThan(1000);
 	});
 });
