@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chosen, globMatches } from "../src/governance/globs.ts";
+import { seededRandom } from "./support/seeded-random.ts";
 
 /** What a glob meant when it was a RegExp (`*` → `.*`, `?` → `.`), `s` so that both match any character. */
 function byRegExp(glob: string, value: string): boolean {
@@ -36,11 +37,8 @@ describe("globs", () => {
 	});
 
 	it("agree with the RegExp they used to be compiled to, on every glob and name of a small alphabet", () => {
-		let seed = 11;
-		const random = (n: number) => {
-			seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-			return Math.floor((seed / 2_147_483_648) * n);
-		};
+		const next = seededRandom(11);
+		const random = (n: number) => Math.floor(next() * n);
 		const text = (alphabet: string, length: number) =>
 			Array.from({ length }, () => alphabet[random(alphabet.length)]).join("");
 		for (let i = 0; i < 5_000; i++) {

@@ -14,6 +14,7 @@ import {
 } from "./support/gateway.ts";
 import { registerHostile } from "./support/hostile.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
+import { seededRandom } from "./support/seeded-random.ts";
 import { registerServer, upstreamLog } from "./support/upstreams.ts";
 
 /**
@@ -129,11 +130,8 @@ function stableJsonByLevels(value: unknown): string {
 
 describe("canonical JSON (what pinning digests)", () => {
 	it("is the text it always was, byte for byte, so digests pinned before still match", () => {
-		let seed = 3;
-		const random = (n: number) => {
-			seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-			return Math.floor((seed / 2_147_483_648) * n);
-		};
+		const next = seededRandom(3);
+		const random = (n: number) => Math.floor(next() * n);
 		const value = (depth: number): unknown => {
 			const kind = depth > 5 ? random(5) : random(7);
 			if (kind === 0) return random(1000) - 500;

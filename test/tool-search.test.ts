@@ -10,6 +10,7 @@ import {
 	searchTools,
 } from "../src/mcp/tool-search.ts";
 import { stem, tokenize } from "../src/mcp/tool-search-terms.ts";
+import { seededRandom } from "./support/seeded-random.ts";
 
 /** A tool as an upstream lists it, parsed by the SDK's schema as the gateway's catalog parses it. */
 function tool(name: string, description: string, properties: Record<string, object> = {}, title?: string): Tool {
@@ -125,12 +126,8 @@ describe("tool search ranks an aggregate's tools", () => {
 });
 
 describe("a search query's cost is bounded", () => {
-	// A seeded generator: the same catalog and queries on every run.
-	let seed = 7;
-	const random = () => {
-		seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-		return seed / 2_147_483_648;
-	};
+	// The same catalog and queries on every run.
+	const random = seededRandom(7);
 	// Words of two letters only, so that the index is dense and every query word has many
 	// neighbours within two edits: the most work fuzzy matching can be made to do.
 	const word = (length: number) => Array.from({ length }, () => (random() < 0.5 ? "a" : "b")).join("");
