@@ -3,6 +3,7 @@ import { celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { tests as conformance } from "@bufbuild/cel-spec/testdata/conformance.js";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { MAX_MATCHED_CHARS, MAX_PATTERN_SIZE, patternSize } from "../src/governance/cel-patterns.ts";
 import { type CelBindings, compileExpression, MAX_NESTING } from "../src/governance/cel-program.ts";
 import { TIMESTAMP_ACCESSORS } from "../src/governance/cel-time.ts";
 import {
@@ -146,6 +147,63 @@ describe("compiling a policy expression", () => {
 		});
 		// Maps of the caller's or the server's choosing have any field.
 		expect(compileExpression("has(arguments.anything) && has(tool.annotations.title)").ok).toBe(true);
+	});
+
+	it("refuses a matches() pattern taken from the request: a caller would choose what compiling it costs", () => {
+		expect(compileExpression("arguments.name.matches(arguments.pattern)")).toEqual({
+			ok: false,
+			message:
+				"calls matches() with a pattern that is not a string written in the policy; a pattern taken from the request would let a caller choose what it costs",
+		});
+		expect(compileExpression('arguments.name.matches("^" + tool.name)')).toMatchObject({
+			ok: false,
+			message: expect.stringContaining("not a string written in the policy"),
+		});
+	});
+
+	it(`refuses a matches() pattern larger than ${MAX_PATTERN_SIZE} instructions, or one that does not compile, saying which`, () => {
+		expect(compileExpression('arguments.text.matches("^.{0,1000}$")')).toEqual({
+			ok: false,
+			message: `has a matches() pattern of about 2002 instructions, more than ${MAX_PATTERN_SIZE}; a counted repetition such as {1000} multiplies what it repeats`,
+		});
+		// Repetitions inside repetitions multiply; a Unicode class weighs more than a letter.
+		expect(compileExpression('arguments.text.matches("((a{10}){10}){10}")').ok).toBe(false);
+		expect(compileExpression('arguments.text.matches("(\\\\pL{100}){10}")').ok).toBe(false);
+		expect(compileExpression('arguments.text.matches("(a|b")')).toEqual({
+			ok: false,
+			message: "has a matches() pattern that does not compile: error parsing regexp: missing closing ): `(a|b`",
+		});
+	});
+
+	it("accepts the patterns policies are written with, and sizes them from above", () => {
+		const patterns = [
+			"^[a-z0-9-]{1,64}$",
+			"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+			"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$",
+			"(?i)drop\\s+table",
+			"^acme/[^/]+$",
+			"^.{1,255}$",
+		];
+		for (const pattern of patterns) {
+			const compiled = compileExpression(`arguments.text.matches(${JSON.stringify(pattern)})`);
+			expect([pattern, compiled.ok]).toEqual([pattern, true]);
+		}
+		expect(patternSize("^[a-z0-9-]{1,64}$")).toBe(130);
+		expect(patternSize("(a{10}){10}")).toBeGreaterThanOrEqual(100);
+		expect(patternSize("[\\pL\\pN]+")).toBeGreaterThan(patternSize("[a-z0-9]+"));
+	});
+
+	it("refuses a comprehension over the arguments that reads the arguments again at each step, whose cost would grow with the square of their size", () => {
+		const refused = {
+			ok: false,
+			message:
+				"walks the call's arguments and reads them again at each step (all, exists, exists_one, map, filter); its cost would grow with the square of their size",
+		};
+		expect(compileExpression("arguments.paths.all(p, p.startsWith(arguments.root))")).toEqual(refused);
+		expect(compileExpression("arguments.ids.map(i, i).exists(i, i == arguments.owner)")).toEqual(refused);
+		// The arguments read once, either side of the walk, cost what they are long.
+		expect(compileExpression('arguments.paths.all(p, p.startsWith("/tmp/"))').ok).toBe(true);
+		expect(compileExpression("principal.groups.exists(g, g == arguments.team)").ok).toBe(true);
 	});
 
 	it("refuses an expression that gives something other than true or false", () => {
@@ -321,6 +379,33 @@ describe("policy verdicts: the rule", () => {
 		expect(warnings).toHaveLength(2);
 	});
 
+	it(`matches() reads at most ${MAX_MATCHED_CHARS} characters: a longer argument denies at once, logging why`, () => {
+		const warnings: string[] = [];
+		vi.spyOn(console, "warn").mockImplementation((...args: unknown[]) => {
+			warnings.push(args.map(String).join(" "));
+		});
+		// The costliest pattern the bound admits, against the longest text it reads: every position keeps
+		// a few hundred threads of the match alive, and none completes.
+		const costly = policy({
+			name: "no-long-words",
+			effect: "deny",
+			expression: 'arguments.text.matches("[a-z]{255}0")',
+		});
+		const compiled = compilePolicies([costly]);
+		const started = performance.now();
+		expect(policyVerdict(compiled, request({ arguments: { text: "a".repeat(MAX_MATCHED_CHARS) } }))).toEqual({
+			allowed: true,
+		});
+		expect(policyVerdict(compiled, request({ arguments: { text: "a".repeat(4 * 1024 * 1024) } }))).toEqual({
+			allowed: false,
+			policy: "no-long-words",
+		});
+		// A generous bound: both take a few tens of milliseconds.
+		expect(performance.now() - started).toBeLessThan(1000);
+		expect(warnings).toEqual([expect.stringContaining("policy 'no-long-words' could not be evaluated")]);
+		expect(warnings[0]).toContain("(text too long to match)");
+	});
+
 	it("a published policy that does not compile here denies where it applies, and says so", () => {
 		const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
 		const broken = policy({ name: "from-elsewhere", effect: "deny", expression: "tool.name.lowerAscii() == 'x'" });
@@ -394,6 +479,19 @@ describe("PUT /admin/policies/:name", () => {
 		const long = await put(name, { expression: `tool.name == "${"x".repeat(2_000)}"`, effect: "deny" });
 		expect(long.status).toBe(400);
 		expect(await long.text()).toContain("expression: Too big: expected string to have <=2000 characters");
+	});
+
+	it("refuses a matches() pattern taken from the request, or one too large, with 400 and the sentence, and writes nothing", async () => {
+		const name = uniqueName("policy");
+		const taken = await put(name, { expression: "arguments.name.matches(arguments.pattern)", effect: "deny" });
+		expect(taken.status).toBe(400);
+		expect(await taken.text()).toContain(
+			"expression: calls matches() with a pattern that is not a string written in the policy",
+		);
+		const large = await put(name, { expression: 'arguments.name.matches("^.{0,1000}$")', effect: "deny" });
+		expect(large.status).toBe(400);
+		expect(await large.text()).toContain(`more than ${MAX_PATTERN_SIZE}`);
+		expect((await admin("GET", `/policies/${name}`)).status).toBe(404);
 	});
 
 	it("refuses an effect other than allow or deny, unknown fields, and a bad name", async () => {

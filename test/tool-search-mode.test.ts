@@ -2,11 +2,21 @@ import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { CallToolResultSchema, ElicitRequestSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
-import { buildToolIndex } from "../src/mcp/tool-search.ts";
+import { buildToolIndex, MAX_QUERY_CHARS, MAX_WORD_CHARS } from "../src/mcp/tool-search.ts";
 import { type CallableTools, ToolDisclosure } from "../src/session/aggregate/tool-disclosure.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
-import { MODERN } from "./support/modern.ts";
+import {
+	admin,
+	BASE,
+	connectClient,
+	createKey,
+	openSession,
+	type RpcReply,
+	readReply,
+	rpc,
+	uniqueName,
+} from "./support/gateway.ts";
+import { ENVELOPE, MODERN, modernPost } from "./support/modern.ts";
 import { gatewayWith, oauthClient, signInAs, testAccessRules } from "./support/oauth-client.ts";
 import {
 	putCatalog,
@@ -300,6 +310,41 @@ describe("search mode on /mcp (2025-11-25, SDK 1.32)", () => {
 		await client.close();
 	});
 
+	it("search_tools states its query's limits in its schema, and a 1M-character query is refused at once with -32602 and a sentence; the session answers on", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const { client } = await connectClient("/mcp", key);
+		const listed = (await client.listTools()).tools.find((tool) => tool.name === "search_tools");
+		expect(listed?.inputSchema.properties?.query).toMatchObject({ type: "string", maxLength: MAX_QUERY_CHARS });
+		expect(JSON.stringify(listed?.inputSchema)).toContain(`at most ${MAX_WORD_CHARS} letters or digits`);
+		await client.close();
+
+		const sessionId = await openSession("/mcp", key);
+		const search = (id: number, query: string) =>
+			rpc("/mcp", key, sessionId, {
+				jsonrpc: "2.0",
+				id,
+				method: "tools/call",
+				params: { name: "search_tools", arguments: { query } },
+			});
+		const started = Date.now();
+		const refused = await readReply(await search(1, "a".repeat(1_000_000)));
+		// At once: the query is refused by its length before any matching (it held a session for
+		// tens of seconds when a word this long was matched fuzzily). A generous bound.
+		expect(Date.now() - started).toBeLessThan(5000);
+		expect(refused.error).toMatchObject({
+			code: -32602,
+			message: `Invalid params: search_tools: a search query is at most ${MAX_QUERY_CHARS} characters, and this one has 1000000: say in a few words what the tool should do.`,
+		});
+		const longWord = await readReply(await search(2, `echo ${"b".repeat(MAX_WORD_CHARS + 1)}`));
+		expect(longWord.error).toMatchObject({
+			code: -32602,
+			message: `Invalid params: search_tools: a search query's words are at most ${MAX_WORD_CHARS} letters or digits each, and one here has ${MAX_WORD_CHARS + 1}.`,
+		});
+		const answered = await readReply(await search(3, "echoes the text"));
+		expect(foundIn(answered.result ?? {}).at(0)?.name).toBe(`${beta}__echo`);
+	});
+
 	it("the tool_call event accounts a call_tool as the call of the tool it named", async () => {
 		const beta = await registerServer("beta");
 		const { key } = await createKey({ servers: [beta], disclosure: "search" });
@@ -388,6 +433,29 @@ describe("search mode for 2026-07-28 clients (SDK v2 pinned)", () => {
 		const result = await client.callTool({ name: "call_tool", arguments: { name: `${beta}__add`, arguments: args } });
 		expect(result).toMatchObject({ structuredContent: { sum: args.a + 5 } });
 		expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+		await client.close();
+	});
+
+	it("a 1M-character query is refused at once with -32602 and the same sentence", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "search" });
+		const started = Date.now();
+		const response = await modernPost("/mcp", key, {
+			id: "huge",
+			method: "tools/call",
+			params: { name: "search_tools", arguments: { query: "a".repeat(1_000_000) }, _meta: ENVELOPE },
+		});
+		const reply = (await readReply(response)) as RpcReply;
+		expect(Date.now() - started).toBeLessThan(5000);
+		expect(reply).toMatchObject({
+			id: "huge",
+			error: {
+				code: -32602,
+				message: `Invalid params: search_tools: a search query is at most ${MAX_QUERY_CHARS} characters, and this one has 1000000: say in a few words what the tool should do.`,
+			},
+		});
+		const client = await modernClient("/mcp", key);
+		expect((await search(client, "sum of two numbers")).at(0)?.name).toBe(`${beta}__add`);
 		await client.close();
 	});
 
@@ -481,5 +549,32 @@ describe("the session's search index", () => {
 		expect(await names("ticket")).toEqual(["a__summarize_ticket"]);
 		expect(await names("order")).toEqual(["a__lookup_order"]);
 		expect(built).toEqual([1, 2]);
+	});
+
+	it("a query over the limits is refused before the caller's list is read or an index built", async () => {
+		let reads = 0;
+		const built: number[] = [];
+		const disclosure = new ToolDisclosure(
+			{
+				disclosure: () => ({ mode: "search", alwaysList: [] }),
+				holdsTasks: () => false,
+				callable: async () => {
+					reads++;
+					return { tools: [tool("a__lookup_order", "Looks up an order.")], generation: 1 };
+				},
+			},
+			(tools) => {
+				built.push(tools.length);
+				return buildToolIndex(tools);
+			},
+		);
+		for (const query of ["o".repeat(MAX_QUERY_CHARS + 1), `order ${"n".repeat(MAX_WORD_CHARS + 1)}`]) {
+			await expect(disclosure.search(search(query))).rejects.toMatchObject({
+				kind: "invalid_params",
+				message: expect.stringContaining("Invalid params: search_tools: a search query"),
+			});
+		}
+		expect(reads).toBe(0);
+		expect(built).toEqual([]);
 	});
 });

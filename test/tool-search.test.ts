@@ -1,7 +1,16 @@
 import { type Tool, ToolSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { buildToolIndex, MAX_QUERY_WORDS, searchTools } from "../src/mcp/tool-search.ts";
+import {
+	buildToolIndex,
+	FUZZY_UP_TO_LENGTH,
+	MAX_QUERY_CHARS,
+	MAX_QUERY_WORDS,
+	MAX_WORD_CHARS,
+	queryOverLimit,
+	searchTools,
+} from "../src/mcp/tool-search.ts";
 import { stem, tokenize } from "../src/mcp/tool-search-terms.ts";
+import { seededRandom } from "./support/seeded-random.ts";
 
 /** A tool as an upstream lists it, parsed by the SDK's schema as the gateway's catalog parses it. */
 function tool(name: string, description: string, properties: Record<string, object> = {}, title?: string): Tool {
@@ -113,6 +122,78 @@ describe("tool search ranks an aggregate's tools", () => {
 
 	it("answers nothing from an empty catalog", () => {
 		expect(searchTools(buildToolIndex([]), "issue", 5)).toEqual([]);
+	});
+});
+
+describe("a search query's cost is bounded", () => {
+	// The same catalog and queries on every run.
+	const random = seededRandom(7);
+	// Words of two letters only, so that the index is dense and every query word has many
+	// neighbours within two edits: the most work fuzzy matching can be made to do.
+	const word = (length: number) => Array.from({ length }, () => (random() < 0.5 ? "a" : "b")).join("");
+	const longWords = Array.from({ length: 1000 }, () => word(MAX_WORD_CHARS));
+	const dense = longWords.map((longWord, i) =>
+		tool(`s${i % 10}__t${i}`, Array.from({ length: 20 }, () => word(5 + Math.floor(random() * 30))).join(" "), {
+			[word(10)]: { type: "string", description: `${word(FUZZY_UP_TO_LENGTH)} ${longWord}` },
+		}),
+	);
+	const index = buildToolIndex(dense);
+
+	const timed = (query: string) => {
+		const started = performance.now();
+		const found = searchTools(index, query, 50);
+		return { found, ms: performance.now() - started };
+	};
+
+	it("the largest queries the limits admit are ranked over a thousand tools in well under a second", () => {
+		const words = (count: number, length: number) => Array.from({ length: count }, () => word(length)).join(" ");
+		const fuzzyEligible = words(MAX_QUERY_WORDS, FUZZY_UP_TO_LENGTH);
+		const longestWords = longWords.slice(0, Math.floor((MAX_QUERY_CHARS + 1) / (MAX_WORD_CHARS + 1))).join(" ");
+		const rest = MAX_QUERY_CHARS - fuzzyEligible.length;
+		const longestText = `${fuzzyEligible}${" ab".repeat(Math.floor(rest / 3))}${" ".repeat(rest % 3)}`;
+		expect(longestText).toHaveLength(MAX_QUERY_CHARS);
+		for (const query of [fuzzyEligible, longestWords, longestText]) {
+			expect(queryOverLimit(query)).toBeNull();
+			const { found, ms } = timed(query);
+			expect(found.length).toBeGreaterThan(0);
+			// A generous bound: it takes about a tenth of this on two busy cores.
+			expect(ms).toBeLessThan(1000);
+		}
+	});
+
+	it("refuses a query over MAX_QUERY_CHARS characters or with a word over MAX_WORD_CHARS, in a sentence naming the limit", () => {
+		expect(queryOverLimit("x".repeat(1_000_000))).toBe(
+			`a search query is at most ${MAX_QUERY_CHARS} characters, and this one has 1000000: say in a few words what the tool should do`,
+		);
+		expect(queryOverLimit(`find ${"y".repeat(MAX_WORD_CHARS + 1)} please`)).toBe(
+			`a search query's words are at most ${MAX_WORD_CHARS} letters or digits each, and one here has ${MAX_WORD_CHARS + 1}`,
+		);
+		expect(queryOverLimit("y".repeat(MAX_WORD_CHARS))).toBeNull();
+		expect(queryOverLimit("ab ".repeat(MAX_QUERY_CHARS / 4))).toBeNull();
+	});
+
+	it("counts characters as JSON Schema's maxLength does: a character outside the BMP is one", () => {
+		expect(queryOverLimit("😀".repeat(MAX_QUERY_CHARS))).toBeNull();
+		expect(queryOverLimit("😀".repeat(MAX_QUERY_CHARS + 1))).toContain(`this one has ${MAX_QUERY_CHARS + 1}`);
+		expect(queryOverLimit("𝒜".repeat(MAX_WORD_CHARS))).toBeNull();
+		expect(queryOverLimit("𝒜".repeat(MAX_WORD_CHARS + 1))).toContain(`one here has ${MAX_WORD_CHARS + 1}`);
+	});
+
+	it("ranks even a word of a million characters in-process at once: only words up to FUZZY_UP_TO_LENGTH are matched fuzzily", () => {
+		const { found, ms } = timed("a".repeat(1_000_000));
+		expect(found).toEqual([]);
+		expect(ms).toBeLessThan(1000);
+	});
+
+	it("matches a word longer than FUZZY_UP_TO_LENGTH exactly and by prefix, but not one edit away", () => {
+		const long = "internationalizationsupport";
+		expect(long.length).toBeGreaterThan(FUZZY_UP_TO_LENGTH);
+		const own = buildToolIndex([tool("i18n__set_locale", `Turns on ${long} for a project.`)]);
+		expect(names(searchTools(own, long, 5))).toEqual(["i18n__set_locale"]);
+		expect(names(searchTools(own, long.slice(0, FUZZY_UP_TO_LENGTH + 1), 5))).toEqual(["i18n__set_locale"]);
+		expect(names(searchTools(own, long.replace("support", "suport"), 5))).toEqual([]);
+		// Shorter, one edit away is still forgiven.
+		expect(names(searchTools(own, "projct", 5))).toEqual(["i18n__set_locale"]);
 	});
 });
 

@@ -127,15 +127,16 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 	}
 
 	const text = await readBodyWithin(request, settings.maxBodyBytes);
+	let body: unknown;
 	try {
 		checkPostHeaders(request);
+		// `_meta: null` means no metadata in either era; neither classifier nor schema should see it.
+		body = withoutNullMeta(parseJsonBody(text));
 	} catch (error) {
-		// Even a refusal of the headers answers the request by its id when the body has one.
+		// Even a refusal of the headers, or of a body nested too deeply, answers the request by its id when the body has one.
 		if (error instanceof GatewayError) error.answering(requestIdOf(jsonOrNull(text)));
 		throw error;
 	}
-	// `_meta: null` means no metadata in either era; neither classifier nor schema should see it.
-	const body = withoutNullMeta(parseJsonBody(text));
 	const ttlMs = settings.endpointCacheTtlMs;
 	const plan = () => (name ? planNamedEndpoint(reader, key, name, ttlMs) : planAggregate(reader, key, request, ttlMs));
 	// The request's server span (telemetry on) and tool_call event: from here to the end of its answer.

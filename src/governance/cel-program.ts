@@ -1,6 +1,7 @@
 import { type CelInput, type CelResult, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { MAX_EXPRESSION_CHARS } from "../registry/policy-records.ts";
+import { BOUNDED_MATCHES, patternProblem } from "./cel-patterns.ts";
 import { TIMESTAMP_ACCESSORS } from "./cel-time.ts";
 
 /**
@@ -47,8 +48,11 @@ const PLANNER_OPERATORS = new Set([
 	"__not_strictly_false__",
 ]);
 
-/** The standard library, its timestamp accessors replaced by ones that keep their time zone formats (cel-time.ts). */
-const ENV = celEnv({ funcs: TIMESTAMP_ACCESSORS });
+/**
+ * The standard library, its timestamp accessors replaced by ones that keep their time zone formats
+ * (cel-time.ts) and `matches()` by one that reads a text of bounded length (cel-patterns.ts).
+ */
+const ENV = celEnv({ funcs: [...TIMESTAMP_ACCESSORS, BOUNDED_MATCHES] });
 
 type Expr = ReturnType<typeof parse>["expr"];
 
@@ -163,6 +167,10 @@ function checkExpr(expr: Expr, scope: ReadonlySet<string>, depth: number, compre
 			if (!PLANNER_OPERATORS.has(call.function) && ENV.funcs.find(call.function) === undefined) {
 				return `calls ${call.function}(), which is not a function of CEL's standard library`;
 			}
+			if (call.function === "matches") {
+				const problem = matchesProblem(call.target ? call.args[0] : call.args[1]);
+				if (problem) return problem;
+			}
 			for (const child of [call.target, ...call.args]) {
 				const problem = next(child);
 				if (problem) return problem;
@@ -188,16 +196,70 @@ function checkExpr(expr: Expr, scope: ReadonlySet<string>, depth: number, compre
 			}
 			const inner = new Set([...scope, loop.iterVar, loop.accuVar, ...(loop.iterVar2 ? [loop.iterVar2] : [])]);
 			const nested = comprehensions + 1;
-			return (
+			const problem =
 				next(loop.iterRange) ??
 				next(loop.accuInit) ??
 				next(loop.loopCondition, inner, nested) ??
 				next(loop.loopStep, inner, nested) ??
-				next(loop.result, inner, nested)
-			);
+				next(loop.result, inner, nested);
+			if (problem) return problem;
+			const steps = [loop.loopCondition, loop.loopStep, loop.result];
+			if (readsArguments(loop.iterRange, scope) && steps.some((step) => readsArguments(step, inner))) {
+				return "walks the call's arguments and reads them again at each step (all, exists, exists_one, map, filter); its cost would grow with the square of their size";
+			}
+			return null;
 		}
 		default:
 			return null;
+	}
+}
+
+/**
+ * Why the pattern of a `matches()` call cannot be used, or null: it must be a
+ * string written in the policy (a caller who chose the pattern would choose
+ * what compiling it costs), within the size cel-patterns.ts allows, and compile.
+ */
+function matchesProblem(pattern: Expr | undefined): string | null {
+	const kind = pattern?.exprKind;
+	if (kind?.case !== "constExpr" || kind.value.constantKind.case !== "stringValue") {
+		return "calls matches() with a pattern that is not a string written in the policy; a pattern taken from the request would let a caller choose what it costs";
+	}
+	return patternProblem(kind.value.constantKind.value);
+}
+
+/**
+ * Whether `expr` reads `arguments` (not a comprehension variable of that
+ * name). Called only on expressions `checkExpr` found within MAX_NESTING.
+ */
+function readsArguments(expr: Expr | undefined, scope: ReadonlySet<string>): boolean {
+	if (!expr) return false;
+	const kind = expr.exprKind;
+	switch (kind.case) {
+		case "identExpr":
+			return kind.value.name === "arguments" && !scope.has("arguments");
+		case "selectExpr":
+			return readsArguments(kind.value.operand, scope);
+		case "callExpr":
+			return [kind.value.target, ...kind.value.args].some((child) => readsArguments(child, scope));
+		case "listExpr":
+			return kind.value.elements.some((element) => readsArguments(element, scope));
+		case "structExpr":
+			return kind.value.entries.some(
+				(entry) =>
+					(entry.keyKind.case === "mapKey" && readsArguments(entry.keyKind.value, scope)) ||
+					readsArguments(entry.value, scope),
+			);
+		case "comprehensionExpr": {
+			const loop = kind.value;
+			const inner = new Set([...scope, loop.iterVar, loop.accuVar, ...(loop.iterVar2 ? [loop.iterVar2] : [])]);
+			return (
+				readsArguments(loop.iterRange, scope) ||
+				readsArguments(loop.accuInit, scope) ||
+				[loop.loopCondition, loop.loopStep, loop.result].some((step) => readsArguments(step, inner))
+			);
+		}
+		default:
+			return false;
 	}
 }
 

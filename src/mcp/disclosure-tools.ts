@@ -1,6 +1,7 @@
 import type { CallToolResult, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { GatewayError } from "./gateway-error.ts";
+import { MAX_QUERY_CHARS, MAX_WORD_CHARS, queryOverLimit } from "./tool-search.ts";
 
 /**
  * The gateway's own tools on an aggregate in search mode (docs/tool-search.md):
@@ -37,7 +38,12 @@ export const SEARCH_TOOLS_TOOL: Tool = {
 	inputSchema: {
 		type: "object",
 		properties: {
-			query: { type: "string", description: "What the tool should do, in words (e.g. 'create an issue')." },
+			query: {
+				type: "string",
+				minLength: 1,
+				maxLength: MAX_QUERY_CHARS,
+				description: `What the tool should do, in words (e.g. 'create an issue'): at most ${MAX_QUERY_CHARS} characters, each word at most ${MAX_WORD_CHARS} letters or digits.`,
+			},
 			limit: {
 				type: "integer",
 				minimum: 1,
@@ -72,10 +78,19 @@ export const CALL_TOOL_TOOL: Tool = {
 	annotations: { title: "Call a tool" },
 };
 
+/**
+ * A query within the limits the tool's schema states, checked before anything reads its words:
+ * the length first, so a text of a million characters costs one pass over it and nothing more.
+ */
+const QuerySchema = z.string({ error: "query must be a string of words" }).superRefine((query, context) => {
+	const over = queryOverLimit(query);
+	if (over !== null) context.addIssue({ code: "custom", message: over });
+	else if (query.trim() === "")
+		context.addIssue({ code: "custom", message: "query must name what the tool should do; it is empty" });
+});
+
 const SearchArgumentsSchema = z.object({
-	query: z.string({ error: "query must be a string of words" }).refine((query) => query.trim() !== "", {
-		message: "query must name what the tool should do; it is empty",
-	}),
+	query: QuerySchema,
 	limit: z
 		.number({ error: "limit must be a number" })
 		.int("limit must be a whole number")

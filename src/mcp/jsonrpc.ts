@@ -12,14 +12,16 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { GatewayError } from "./gateway-error.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
 
 /** Longest request id (as text) a client may use: ids key the gateway's maps of running requests. */
 export const MAX_REQUEST_ID_LENGTH = 256;
 
 /**
  * One JSON-RPC message from untrusted text (an upstream's reply or event),
- * validated with the SDK's schema; null when it is not JSON or not JSON-RPC.
- * The one parser of messages the gateway receives from upstreams.
+ * validated with the SDK's schema; null when it is not JSON, nests deeper
+ * than MAX_JSON_DEPTH, or is not JSON-RPC. The one parser of messages the
+ * gateway receives from upstreams.
  */
 export function parseJsonRpcMessage(text: string): JSONRPCMessage | null {
 	const value = jsonOf(text);
@@ -66,8 +68,9 @@ function messageSchemaFor(value: unknown) {
 
 const NOT_JSON: unique symbol = Symbol("not JSON");
 
-/** The value of JSON text, or NOT_JSON. */
+/** The value of JSON text, or NOT_JSON (for text nested deeper than MAX_JSON_DEPTH too: json-depth.ts says why). */
 function jsonOf(text: string): unknown {
+	if (nestsDeeperThan(text)) return NOT_JSON;
 	try {
 		return JSON.parse(text);
 	} catch (error) {
@@ -119,13 +122,21 @@ export function parseClientMessage(text: string): ClientMessage {
 	return clientMessageOf(parseJsonBody(text));
 }
 
-/** A request body's JSON value; not JSON at all is a parse error. */
+/** A request body's JSON value; not JSON at all is a parse error, JSON nested too deeply an invalid request. */
 export function parseJsonBody(text: string): unknown {
+	let value: unknown;
 	try {
-		return JSON.parse(text);
+		value = JSON.parse(text);
 	} catch (error) {
 		throw new GatewayError("parse_error", "Parse error: the request body is not valid JSON.", { cause: error });
 	}
+	if (nestsDeeperThan(text)) {
+		throw new GatewayError(
+			"invalid_request",
+			`Invalid Request: the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, which the gateway does not read.`,
+		);
+	}
+	return value;
 }
 
 /** One 2025-era JSON-RPC message from a body's JSON value, with errors a person can act on. */

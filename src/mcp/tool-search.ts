@@ -35,6 +35,12 @@ const BOOST: Readonly<Record<Field, number>> = { server: 0.5, name: 2, title: 1.
 const PREFIX_FROM_LENGTH = 3;
 /** Query words this long or longer also match words one or two edits away ("repositroy"). */
 const FUZZY_FROM_LENGTH = 5;
+/**
+ * ...and no longer than this. Fuzzy matching allocates a table of the word's length squared (a
+ * 64k-character word took 4 GB), and a real word is found by a prefix or exact match long before
+ * this: a word longer than any English one still matches, only not fuzzily.
+ */
+export const FUZZY_UP_TO_LENGTH = 24;
 /** Edits allowed, as a fraction of the word's length (0.2: one edit in five letters). */
 const FUZZINESS = 0.2;
 const MAX_FUZZY_EDITS = 2;
@@ -46,10 +52,18 @@ const MAX_FUZZY_EDITS = 2;
  */
 export const MAX_QUERY_WORDS = 32;
 
+/**
+ * What `search_tools` admits, refused before any matching (docs/tool-search.md, "Limits"): a query
+ * of at most this many characters (Unicode code points, as JSON Schema's `maxLength` counts)...
+ */
+export const MAX_QUERY_CHARS = 1024;
+/** ...whose words (runs of letters and digits, camelCase split, as `tokenize` reads them) are at most this long. */
+export const MAX_WORD_CHARS = 64;
+
 const SEARCH_OPTIONS: SearchOptions = {
 	boost: BOOST,
 	prefix: (term) => term.length >= PREFIX_FROM_LENGTH,
-	fuzzy: (term) => (term.length >= FUZZY_FROM_LENGTH ? FUZZINESS : false),
+	fuzzy: (term) => (term.length >= FUZZY_FROM_LENGTH && term.length <= FUZZY_UP_TO_LENGTH ? FUZZINESS : false),
 	maxFuzzy: MAX_FUZZY_EDITS,
 	combineWith: "OR",
 };
@@ -108,6 +122,39 @@ export function buildToolIndex(tools: readonly Tool[]): ToolIndex {
 	});
 	search.addAll(tools.map(toolDocument));
 	return new MiniSearchToolIndex([...tools], search);
+}
+
+/**
+ * Why `query` is more than a search admits, as the end of a sentence a person can act on, or null
+ * when it is within MAX_QUERY_CHARS and MAX_WORD_CHARS. Linear in the query's length, and its words
+ * are looked at only once the whole is within the limit.
+ */
+export function queryOverLimit(query: string): string | null {
+	const length = codePoints(query);
+	if (length > MAX_QUERY_CHARS) {
+		return `a search query is at most ${MAX_QUERY_CHARS} characters, and this one has ${length}: say in a few words what the tool should do`;
+	}
+	const longest = Math.max(0, ...tokenize(query).map(codePoints));
+	if (longest > MAX_WORD_CHARS) {
+		return `a search query's words are at most ${MAX_WORD_CHARS} letters or digits each, and one here has ${longest}`;
+	}
+	return null;
+}
+
+/** Unicode code points, as JSON Schema's `maxLength` counts characters: a surrogate pair is one. */
+function codePoints(text: string): number {
+	let count = text.length;
+	for (let i = 0; i + 1 < text.length; i++) {
+		const code = text.charCodeAt(i);
+		if (code >= 0xd800 && code <= 0xdbff) {
+			const next = text.charCodeAt(i + 1);
+			if (next >= 0xdc00 && next <= 0xdfff) {
+				count--;
+				i++;
+			}
+		}
+	}
+	return count;
 }
 
 /**

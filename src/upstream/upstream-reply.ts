@@ -1,5 +1,6 @@
 import type { JSONRPCMessage, JSONRPCNotification, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { MAX_JSON_DEPTH } from "../mcp/json-depth.ts";
 import { isNotification, isResponseTo, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { readSseEvents } from "../mcp/sse.ts";
@@ -56,7 +57,12 @@ export async function readUpstreamReply(response: Response, id: RequestId, readi
 		const bytes = await readCapped(response.body, cap);
 		if (bytes === null) throw upstreamTooLarge(server, `its reply is larger than ${cap} bytes`);
 		const message = parseJsonRpcMessage(new TextDecoder().decode(bytes));
-		if (!message) throw upstreamProtocolError(server, "a body that is not a JSON-RPC message");
+		if (!message) {
+			throw upstreamProtocolError(
+				server,
+				`a body that is not a JSON-RPC message (or nests deeper than ${MAX_JSON_DEPTH} levels)`,
+			);
+		}
 		if (!isResponseTo(message, id)) {
 			throw upstreamProtocolError(server, "a JSON reply that does not answer the request it was sent");
 		}
