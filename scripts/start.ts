@@ -346,9 +346,9 @@ try {
    (and the same with ${GATEWAY}/mcp/whoami-demo)
 
  Try it with the MCP Inspector's command line:
-   npx @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\
+   npx -y @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\
      --header "Authorization: Bearer ${key}" --method tools/list
-   or its window (npx @modelcontextprotocol/inspector opens on its server list): add a server,
+   or its window (npx -y @modelcontextprotocol/inspector opens on its server list): add a server,
    transport "Streamable HTTP", URL ${endpoint}, header "Authorization: Bearer ${key}", connect.
 
  Traces: ${otlpReceiver ? `one [trace] line per span below; the last traces at ${otlpUrl}/traces` : `sent to ${vars.OTEL_EXPORTER_OTLP_ENDPOINT} (OTEL_EXPORTER_OTLP_ENDPOINT in .dev.vars)`}

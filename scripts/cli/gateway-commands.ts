@@ -62,12 +62,13 @@ function call(program: Command): void {
 	program
 		.command("call <endpoint> [tool]")
 		.description("list an endpoint's tools (a server or virtual server name, or a URL), or call one")
-		.option("--key <key>", "the API key (default: MCPGW_KEY)")
+		.option("--key <key>", "the API key (default: MCP_API_KEY)")
 		.option("--args <json>", "the tool's arguments as a JSON object", "{}")
 		.action(
 			async (endpoint: string, tool: string | undefined, options: { key?: string; args: string }, command: Command) => {
-				const key = options.key ?? process.env.MCPGW_KEY;
-				if (!key) throw new CliError("No API key: pass --key or set MCPGW_KEY (mcpgw keys add makes one).");
+				// MCP_API_KEY, as the README's clients read it; MCPGW_KEY is its older name, still read.
+				const key = options.key ?? process.env.MCP_API_KEY ?? process.env.MCPGW_KEY;
+				if (!key) throw new CliError("No API key: pass --key or set MCP_API_KEY (mcpgw keys add makes one).");
 				const args = parseJsonOption("--args", options.args);
 				if (args === null || typeof args !== "object" || Array.isArray(args))
 					throw new CliError("--args: must be a JSON object.");

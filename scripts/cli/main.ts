@@ -27,7 +27,7 @@ Examples:
   mcpgw servers add notes --upstream https://notes.example/mcp --header 'Authorization: Bearer \${UPSTREAM_NOTES_TOKEN}'
   mcpgw keys add --name ci --server notes
   mcpgw status
-  MCPGW_KEY=... mcpgw call demo echo --args '{"text":"hi"}'
+  MCP_API_KEY=... mcpgw call demo echo --args '{"text":"hi"}'
   mcpgw plan -f gateway.config.json && mcpgw apply -f gateway.config.json`,
 		)
 		.showHelpAfterError()

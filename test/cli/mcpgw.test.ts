@@ -293,7 +293,7 @@ describe("status and call", () => {
 		const tools = await mcpgwJson<Array<{ name: string }>>(["call", name, "--key", key]);
 		expect(tools.map((tool) => tool.name)).toContain("echo");
 		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello through the gateway"}'], {
-			MCPGW_KEY: key,
+			MCP_API_KEY: key,
 		});
 		expect(run.code).toBe(0);
 		expect(run.stdout).toContain("hello through the gateway");
@@ -345,7 +345,7 @@ describe("the deploy smoke test of docs/deploy.md", () => {
 		]);
 		const tools = await mcpgwJson<Array<{ name: string }>>(["call", name, "--key", key]);
 		expect(tools.map((tool) => tool.name).sort()).toEqual(["add", "echo"]);
-		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello"}'], { MCPGW_KEY: key });
+		const run = await mcpgw(["call", name, "echo", "--args", '{"text":"hello"}'], { MCP_API_KEY: key });
 		expect(run.code, run.stderr).toBe(0);
 		expect(run.stdout).toBe("hello\n");
 		await mcpgwJson(["keys", "remove", id]);
