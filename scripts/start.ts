@@ -309,6 +309,7 @@ try {
 
  MCP endpoint : ${endpoint}
  API key      : ${key}
+                (named local-dev; for the README's examples: export MCP_API_KEY=${key})
  Admin token  : ${adminToken}   (from .dev.vars)
  Dashboard    : ${GATEWAY}/admin/   (the admin token, or sign in as dave / ${DEMO_PASSWORD})
 
@@ -337,11 +338,11 @@ try {
    whoami-demo : the gateway signs an assertion of who is calling (ES256, its
                  JWKS at ${GATEWAY}/.well-known/jwks.json), which the upstream
                  verifies; its whoami answers the caller (key:<id> for an API key).
-   curl ${GATEWAY}/mcp/oauth-demo \
-     -H 'Authorization: Bearer ${key}' \
-     -H 'Content-Type: application/json' \
-     -H 'Accept: application/json, text/event-stream' \
-     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \
+   curl ${GATEWAY}/mcp/oauth-demo \\
+     -H 'Authorization: Bearer ${key}' \\
+     -H 'Content-Type: application/json' \\
+     -H 'Accept: application/json, text/event-stream' \\
+     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \\
      -d '${whoamiCall}'
    (and the same with ${GATEWAY}/mcp/whoami-demo)
 
