@@ -62,7 +62,7 @@ export async function startWranglerDev(
 		port?: number;
 		extraArgs?: string[];
 	},
-): Promise<{ child: Child; url: string }> {
+): Promise<{ child: Child; url: string; inspectorPort: number }> {
 	const [port, inspectorPort] = [options.port ?? (await freePort()), await freePort()];
 	const child = procs.spawn(
 		options.name,
@@ -88,5 +88,5 @@ export async function startWranglerDev(
 	);
 	const url = `http://${HOST}:${port}`;
 	await waitHealthy(child, `${url}/healthz`, STARTUP_TIMEOUT_MS);
-	return { child, url };
+	return { child, url, inspectorPort };
 }

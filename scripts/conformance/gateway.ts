@@ -23,6 +23,8 @@ export interface RunningGateway {
 	/** `http://127.0.0.1:<port>`. */
 	url: string;
 	adminToken: string;
+	/** workerd's inspector (Chrome DevTools protocol), for profiles (scripts/bench/profile.ts). */
+	inspectorPort: number;
 }
 
 /** Wrangler's environment for the gateway's processes under `dir`, without colour codes in their output. */
@@ -30,11 +32,11 @@ function gatewayEnv(dir: string): NodeJS.ProcessEnv {
 	return { ...wranglerEnv(dir), NO_COLOR: "1", FORCE_COLOR: "0" };
 }
 
-/** Builds the gateway once (`wrangler deploy --dry-run`) into `dir`. */
-export async function buildGateway(procs: Processes, dir: string): Promise<GatewayBuild> {
+/** Builds the gateway once (`wrangler deploy --dry-run`) into `dir`; `config`: another clone's wrangler.toml. */
+export async function buildGateway(procs: Processes, dir: string, config = CONFIG): Promise<GatewayBuild> {
 	const { entry } = await buildWorker(procs, {
 		name: "gateway",
-		config: CONFIG,
+		config,
 		outDir: join(dir, "gateway-bundle"),
 		env: gatewayEnv(dir),
 	});
@@ -71,7 +73,7 @@ export async function startGateway(
 	const lines = Object.entries(secrets).map(([name, value]) => `${name}="${value}"\n`);
 	writeFileSync(envFile, lines.join(""), { mode: 0o600 });
 	const vars = { ALLOW_HTTP_UPSTREAMS: "true", ALLOWED_HOSTS: "localhost,127.0.0.1", ...options.vars };
-	const { child, url } = await startWranglerDev(procs, {
+	const { child, url, inspectorPort } = await startWranglerDev(procs, {
 		name: options.name,
 		config: CONFIG,
 		entry: build.entry,
@@ -84,7 +86,7 @@ export async function startGateway(
 			...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
 		],
 	});
-	return { child, url, adminToken };
+	return { child, url, adminToken, inspectorPort };
 }
 
 /** A JSON request to the gateway (JSON both ways); fails on any status but 2xx, quoting the reply. */
