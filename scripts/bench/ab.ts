@@ -13,7 +13,7 @@
  */
 
 import { execFileSync } from "node:child_process";
-import { symlinkSync } from "node:fs";
+import { readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { groupCpuMs, installShutdown, Processes } from "../processes.ts";
 import { ROOT } from "../wrangler-dev.ts";
@@ -45,6 +45,27 @@ function worktreeOf(gitRef: string, dir: string): string {
 	return tree;
 }
 
+/** CPU ms so far of each command (workerd, node) in the process group `group`, from /proc. */
+function cpuByCommand(group: number): Map<string, number> {
+	const ticksPerMs = 100 / 1000;
+	const totals = new Map<string, number>();
+	for (const entry of readdirSync("/proc")) {
+		if (!/^\d+$/.test(entry)) continue;
+		let stat: string;
+		try {
+			stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+		} catch {
+			continue;
+		}
+		const command = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+		const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+		if (Number(fields[2]) !== group) continue;
+		const ms = (Number(fields[11]) + Number(fields[12])) / ticksPerMs;
+		totals.set(command, (totals.get(command) ?? 0) + ms);
+	}
+	return totals;
+}
+
 /** Forgets the worktrees whose files are gone (this run's, once its temporary directory is removed). */
 function pruneWorktrees(): void {
 	execFileSync("git", ["worktree", "prune"], { cwd: ROOT, stdio: "ignore" });
@@ -73,6 +94,7 @@ async function main(): Promise<void> {
 	for (let id = 1; id <= WARMUP; id++) for (const side of sides) await side.session.call(id);
 	const groups = sides.map((side) => side.session.gateway.child.process.pid ?? -1);
 	const before = groupCpuMs(groups);
+	const commandsBefore = groups.map(cpuByCommand);
 	for (let id = WARMUP + 1; id <= WARMUP + CALLS; id++) {
 		// Each pair in turn starts with the other side, so neither always follows the upstream's last answer.
 		const order = id % 2 === 0 ? sides : [...sides].reverse();
@@ -83,6 +105,7 @@ async function main(): Promise<void> {
 		}
 	}
 	const after = groupCpuMs(groups);
+	const commandsAfter = groups.map(cpuByCommand);
 	sides.forEach((side, at) => {
 		const group = groups[at] ?? -1;
 		side.cpu = ((after?.get(group) ?? 0) - (before?.get(group) ?? 0)) / CALLS;
@@ -92,6 +115,12 @@ async function main(): Promise<void> {
 	const row = (side: typeof a) =>
 		`${side.name.padEnd(12)} p50 ${side.p50.toFixed(2).padStart(6)} ms  p90 ${side.p90.toFixed(2).padStart(6)} ms  mean ${side.mean.toFixed(2).padStart(6)} ms  runtime CPU ${side.cpu.toFixed(2).padStart(6)} ms/call`;
 	console.log(`\n${CALLS} calls each to ${ENDPOINT}, alternating:\n${row(a)}\n${row(b)}`);
+	sides.forEach((side, at) => {
+		const split = [...(commandsAfter[at] ?? new Map()).entries()]
+			.map(([command, ms]) => `${command} ${((ms - (commandsBefore[at]?.get(command) ?? 0)) / CALLS).toFixed(2)}`)
+			.join(", ");
+		console.log(`${side.name.padEnd(12)} runtime CPU by process, ms/call: ${split}`);
+	});
 	console.log(
 		`work tree ÷ ${a.name}: p50 ${(b.p50 / a.p50).toFixed(3)}×, mean ${(b.mean / a.mean).toFixed(3)}×, CPU ${(b.cpu / a.cpu).toFixed(3)}× (p50 ${(b.p50 - a.p50).toFixed(2)} ms, CPU ${(b.cpu - a.cpu).toFixed(2)} ms)`,
 	);
