@@ -10,6 +10,7 @@
  *
  *   npm run ab -- main~5
  *   npm run ab -- 3f5cc17 --calls 3000 --endpoint /mcp
+ *   npm run ab -- floor       the benchmark's floor (scripts/bench/floor/) in place of a ref
  */
 
 import { execFileSync } from "node:child_process";
@@ -17,9 +18,17 @@ import { readdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { groupCpuMs, installShutdown, Processes } from "../processes.ts";
 import { ROOT } from "../wrangler-dev.ts";
-import { buildAt, latencyOf, type OneSession, openOneSession, SERVER, startBenchUpstream } from "./one-session.ts";
+import {
+	buildAt,
+	latencyOf,
+	type OneSession,
+	openFloorSession,
+	openOneSession,
+	SERVER,
+	startBenchUpstream,
+} from "./one-session.ts";
 
-const USAGE = "Usage: npm run ab -- <git ref> [--calls N] [--endpoint /mcp/<server>|/mcp]";
+const USAGE = "Usage: npm run ab -- <git ref>|floor [--calls N] [--endpoint /mcp/<server>|/mcp]";
 const args = process.argv.slice(2);
 const option = (name: string, fallback: string) => {
 	const at = args.indexOf(name);
@@ -73,26 +82,34 @@ function pruneWorktrees(): void {
 
 async function main(): Promise<void> {
 	const dir = procs.tempDir("mcp-edge-ab-");
-	const tree = worktreeOf(String(ref), dir);
+	const againstFloor = ref === "floor";
+	const tree = againstFloor ? null : worktreeOf(String(ref), dir);
 	const [upstreamUrl, base, work] = await Promise.all([
 		startBenchUpstream(procs),
-		buildAt(procs, join(dir, "base-build"), join(tree, "wrangler.toml")),
+		tree ? buildAt(procs, join(dir, "base-build"), join(tree, "wrangler.toml")) : null,
 		buildAt(procs, join(dir, "work-build")),
 	]);
-	const sides: Array<{ name: string; session: OneSession; took: number[]; cpu: number }> = [];
-	for (const [name, build] of [
-		[String(ref), base],
-		["work tree", work],
-	] as const) {
-		const session = await openOneSession(procs, build.entry, upstreamUrl, {
+	const open = (name: string, entry: string, config?: string) =>
+		openOneSession(procs, entry, upstreamUrl, {
 			name: `${name} (wrangler dev)`,
 			dir: join(dir, name.replace(/\W/g, "_")),
 			endpoint: ENDPOINT,
+			config,
 		});
-		sides.push({ name, session, took: [], cpu: 0 });
-	}
+	const sides: Array<{ name: string; session: OneSession; took: number[]; cpu: number }> = [
+		{
+			name: String(ref),
+			session:
+				base && tree
+					? await open(String(ref), base.entry, join(tree, "wrangler.toml"))
+					: await openFloorSession(procs, upstreamUrl, dir),
+			took: [],
+			cpu: 0,
+		},
+		{ name: "work tree", session: await open("work tree", work.entry), took: [], cpu: 0 },
+	];
 	for (let id = 1; id <= WARMUP; id++) for (const side of sides) await side.session.call(id);
-	const groups = sides.map((side) => side.session.gateway.child.process.pid ?? -1);
+	const groups = sides.map((side) => side.session.child.process.pid ?? -1);
 	const before = groupCpuMs(groups);
 	const commandsBefore = groups.map(cpuByCommand);
 	for (let id = WARMUP + 1; id <= WARMUP + CALLS; id++) {

@@ -128,7 +128,7 @@ function summarize(profile: Profile): Array<{ where: string; selfMs: number; tot
 async function main(): Promise<void> {
 	const dir = procs.tempDir("mcp-edge-profile-");
 	const [upstreamUrl, build] = await Promise.all([startBenchUpstream(procs), buildAt(procs, join(dir, "build"))]);
-	const { gateway, call } = await openOneSession(procs, build.entry, upstreamUrl, {
+	const { child, call, inspectorPort } = await openOneSession(procs, build.entry, upstreamUrl, {
 		name: "gateway (wrangler dev)",
 		dir: join(dir, "gateway"),
 		endpoint: ENDPOINT,
@@ -136,7 +136,7 @@ async function main(): Promise<void> {
 	for (let id = 1; id <= WARMUP; id++) await call(id);
 	if (args.includes("--latency")) {
 		const took: number[] = [];
-		const group = gateway.child.process.pid ?? -1;
+		const group = child.process.pid ?? -1;
 		const cpuBefore = groupCpuMs([group])?.get(group) ?? 0;
 		for (let id = WARMUP + 1; id <= WARMUP + CALLS; id++) {
 			const started = performance.now();
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
 		return;
 	}
 
-	const inspector = gateway.inspectorPort;
+	const inspector = inspectorPort;
 	const targets = (await (await fetch(`http://${HOST}:${inspector}/json`)).json()) as Array<{
 		title?: string;
 		webSocketDebuggerUrl?: string;

@@ -57,6 +57,8 @@ export async function startGateway(
 		name: string;
 		dir: string;
 		port?: number;
+		/** Another wrangler.toml than this clone's (another clone's, or one with other limits). */
+		config?: string;
 		vars?: Record<string, string>;
 		secrets?: Record<string, string>;
 	},
@@ -75,7 +77,7 @@ export async function startGateway(
 	const vars = { ALLOW_HTTP_UPSTREAMS: "true", ALLOWED_HOSTS: "localhost,127.0.0.1", ...options.vars };
 	const { child, url, inspectorPort } = await startWranglerDev(procs, {
 		name: options.name,
-		config: CONFIG,
+		config: options.config ?? CONFIG,
 		entry: build.entry,
 		persistTo: join(options.dir, "state"),
 		env: gatewayEnv(options.dir),
