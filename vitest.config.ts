@@ -28,6 +28,8 @@ const testBindings = {
 	// Tool-call counts sent after every call: a test that waits for its request's background work
 	// (waitOnExecutionContext) would otherwise wait out the 10 s batching of the dashboard's counter.
 	CALL_COUNTS_FLUSH_SECONDS: "0",
+	// The tests read tool calls' accounts from their log lines (off by default: test/observability-off.test.ts).
+	TOOL_CALL_LOG: "on",
 	// Small enough for a test to exceed with the demo's blob tool.
 	MAX_REPLY_BYTES: String(2 * 1024 * 1024),
 	ALLOWED_ORIGINS: "https://app.example",

@@ -59,6 +59,9 @@ const VarsSchema = z
 		ENDPOINT_CACHE_TTL_SECONDS: z.coerce.number().int().nonnegative().default(10),
 		// At most 20: the delayed send runs in a request's waitUntil, which lasts 30 s after its answer.
 		CALL_COUNTS_FLUSH_SECONDS: z.coerce.number().int().nonnegative().max(20).default(10),
+		// A `tool_call` log line per tool call (Workers Logs): an audit trail an operator turns on; off, a
+		// call costs no log line (the dashboard's counts, spans and an Analytics Engine dataset do not need it).
+		TOOL_CALL_LOG: z.enum(["on", "off"]).default("off"),
 		UPSTREAM_TIMEOUT_SECONDS: seconds(60),
 		RECHECK_INTERVAL_SECONDS: seconds(30),
 		UNVERIFIED_LIMIT_SECONDS: seconds(5 * 60),
@@ -179,6 +182,8 @@ const SettingsSchema = VarsSchema.transform((v) => ({
 	endpointCacheTtlMs: v.ENDPOINT_CACHE_TTL_SECONDS * 1000,
 	/** How often an edge isolate sends its tool-call counts to the dashboard's counter; 0: after every call. */
 	callCountsFlushMs: v.CALL_COUNTS_FLUSH_SECONDS * 1000,
+	/** Each tool call's `tool_call` event is also a log line (TOOL_CALL_LOG=on). */
+	toolCallLog: v.TOOL_CALL_LOG === "on",
 	upstreamTimeoutMs: v.UPSTREAM_TIMEOUT_SECONDS * 1000,
 	/** A session re-verifies with the registry at most this often. */
 	recheckIntervalMs: v.RECHECK_INTERVAL_SECONDS * 1000,

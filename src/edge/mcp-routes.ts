@@ -30,7 +30,7 @@ import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
 import { mintSessionId, sessionDigest } from "./session-id.ts";
 import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
-import { toolCallScope } from "./tool-call-scope.ts";
+import { toolCallScope, toolCallsAccounted } from "./tool-call-scope.ts";
 import {
 	checkGetHeaders,
 	checkOrigin,
@@ -147,6 +147,7 @@ export async function handleMcpEndpoint(c: AppContext): Promise<Response> {
 		headers: request.headers,
 		text,
 		scope: () => toolCallScope(env, caller, scope.endpoint, name, waitUntil),
+		accounted: toolCallsAccounted(env),
 		waitUntil,
 	});
 	const traced = operation !== null && telemetry.enabled;

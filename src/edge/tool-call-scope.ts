@@ -1,3 +1,4 @@
+import { settingsFrom } from "../config.ts";
 import type { Caller } from "../credentials/caller.ts";
 import type { Env } from "../env.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
@@ -31,6 +32,12 @@ export function toolCallScope(
 		endpoint,
 		server: name ?? null,
 		dataset: env.TOOL_CALLS,
-		tally: (event) => tallyCall(env, event, waitUntil),
+		log: settingsFrom(env).toolCallLog,
+		tally: env.CALL_COUNTS ? (event) => tallyCall(env, event, waitUntil) : undefined,
 	};
+}
+
+/** Whether a tool call's `tool_call` event has anywhere to go: a log line, a dataset, the dashboard's counter. */
+export function toolCallsAccounted(env: Env): boolean {
+	return settingsFrom(env).toolCallLog || env.TOOL_CALLS !== undefined || env.CALL_COUNTS !== undefined;
 }

@@ -36,8 +36,10 @@ export interface ToolCallScope {
 	/** The server the endpoint names when the call's own name does not say (`/mcp/<server>`). */
 	server: string | null;
 	dataset: ToolCallDataset | undefined;
+	/** The event is also a log line (TOOL_CALL_LOG=on). */
+	log: boolean;
 	/** Counts the event where the dashboard reads it back (call-counts.ts), after the answer. */
-	tally?: (event: ToolCallEvent) => void;
+	tally?: ((event: ToolCallEvent) => void) | undefined;
 }
 
 export interface ServerOperationInput {
@@ -50,6 +52,11 @@ export interface ServerOperationInput {
 	text: string;
 	/** Made only for a `tools/call` (most requests are not one). */
 	scope: () => ToolCallScope;
+	/**
+	 * Whether anything takes a `tool_call` event (its log line, a dataset, the dashboard's counts): with
+	 * telemetry off and nothing to take it, a call is not observed at all.
+	 */
+	accounted: boolean;
 	waitUntil: WaitUntil;
 }
 
@@ -99,7 +106,7 @@ export class ServerOperation {
 	static of(input: ServerOperationInput): ServerOperation | null {
 		const { body } = input;
 		if (!isDescribable(body)) return null;
-		if (!input.telemetry.enabled && body.method !== "tools/call") return null;
+		if (!input.telemetry.enabled && (body.method !== "tools/call" || !input.accounted)) return null;
 		return new ServerOperation(input, body);
 	}
 
@@ -217,7 +224,7 @@ export class ServerOperation {
 		if (note?.capture) event.arguments = this.callArguments ?? {};
 		const traceId = this.span?.spanContext().traceId;
 		if (traceId) event.trace_id = traceId;
-		emitToolCall(event, this.span, scope.dataset);
+		emitToolCall(event, this.span, scope);
 		scope.tally?.(event);
 	}
 

@@ -213,9 +213,17 @@ export function dataPointOf(event: ToolCallEvent): { indexes: string[]; blobs: s
 	};
 }
 
-/** Emits the event: the log line, the span event (when the call has a recording span), the data point. */
-export function emitToolCall(event: ToolCallEvent, span: Span | null, dataset: ToolCallDataset | undefined): void {
-	console.log(JSON.stringify(event));
+/**
+ * Emits the event where it is wanted: the log line (TOOL_CALL_LOG=on), the span event (when the call
+ * has a recording span), the data point (when a dataset is bound).
+ */
+export function emitToolCall(
+	event: ToolCallEvent,
+	span: Span | null,
+	sinks: { log: boolean; dataset: ToolCallDataset | undefined },
+): void {
+	const { dataset } = sinks;
+	if (sinks.log) console.log(JSON.stringify(event));
 	if (span?.isRecording()) {
 		const { principal } = event;
 		span.addEvent("tool_call", {
