@@ -22,6 +22,12 @@ export const JSON_TEXT: ColumnCodec = {
 	fromColumn: (value) => (typeof value === "string" ? JSON.parse(value) : value),
 };
 
+/** A flag as SQLite keeps one: 0 or 1. */
+export const BOOLEAN_INTEGER: ColumnCodec = {
+	toColumn: (value) => (value === true ? 1 : 0),
+	fromColumn: (value) => value === 1,
+};
+
 const AS_IS: ColumnCodec = {
 	toColumn(value) {
 		if (value === undefined) return null;
