@@ -59,15 +59,7 @@ export class AccessRulesTable {
 
 	/** Those of `names` that are access rules. */
 	existing(names: readonly string[]): Set<string> {
-		return new Set(
-			this.sql
-				.exec<{ name: string }>(
-					"SELECT name FROM access_rules WHERE name IN (SELECT value FROM json_each(?))",
-					JSON.stringify(names),
-				)
-				.toArray()
-				.map((row) => row.name),
-		);
+		return accessRules.existing(this.sql, names);
 	}
 
 	/** Every name, in order (for "did you mean" in refusals). */

@@ -76,15 +76,7 @@ export class KeysTable {
 
 	/** Those of `ids` that are API keys. */
 	existing(ids: readonly string[]): Set<string> {
-		return new Set(
-			this.sql
-				.exec<{ id: string }>(
-					"SELECT id FROM api_keys WHERE id IN (SELECT value FROM json_each(?))",
-					JSON.stringify(ids),
-				)
-				.toArray()
-				.map((row) => row.id),
-		);
+		return keys.existing(this.sql, ids);
 	}
 
 	/** A key's record with its digest (what is published as `key/<id>`); null if none. */

@@ -83,6 +83,19 @@ export class RecordTable<S extends z.ZodObject> {
 			.map((row) => String(row.key));
 	}
 
+	/** Those of `keys` that some row has as its key, in one query. */
+	existing(sql: SqlStorage, keys: readonly string[]): Set<string> {
+		return new Set(
+			sql
+				.exec(
+					`SELECT ${this.key} AS key FROM ${this.table} WHERE ${this.key} IN (SELECT value FROM json_each(?))`,
+					JSON.stringify(keys),
+				)
+				.toArray()
+				.map((row) => String(row.key)),
+		);
+	}
+
 	/** The record whose key is `key`, or null. */
 	get(sql: SqlStorage, key: SqlStorageValue): z.output<S> | null {
 		return this.select(sql, `WHERE ${this.key} = ?`, key)[0] ?? null;
