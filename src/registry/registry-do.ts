@@ -29,9 +29,11 @@ export const REGISTRY_NAME = "registry";
  * (invariant "The registry is off the hot path").
  *
  * Its RPC methods are grouped by resource, each one line handing the call to
- * that resource's class in `resources/` (decision 0070: flat methods, so a
- * caller's call stays one DO request by its name of today). A method that only
- * reads counts itself in `reads`.
+ * that resource's class in `resources/` (decision 0070: flat methods, so each
+ * call stays one DO request under the name its callers use). The reads the
+ * gateway makes (every one but `storedKey`, which only tests call) and
+ * `recordObserved` (sessions call it; it writes only when a list changed)
+ * count themselves in `reads`.
  */
 export class RegistryDO extends DurableObject<Env> {
 	/** Requests served, for cost assertions in tests and benchmarks. */
