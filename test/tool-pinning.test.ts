@@ -12,9 +12,9 @@ import {
 } from "../src/governance/pin-records.ts";
 import { heldToolSentence, needsFirstSeen, type PinVerdict, pinVerdict } from "../src/governance/pinning.ts";
 import { changedFields, toolDigest } from "../src/governance/tool-digest.ts";
+import { configDigest } from "../src/registry/config-digest.ts";
 import { kvRegistryReader, type RegistryReader } from "../src/registry/registry-reader.ts";
 import { registryStub } from "../src/registry/registry-stub.ts";
-import { configDigest } from "../src/registry/registry-tables.ts";
 import type { ServerRecord } from "../src/registry/schemas.ts";
 import type { PinningMode, ServerPins } from "../src/registry/tool-pins.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";

@@ -1,6 +1,6 @@
 import { describeError } from "../mcp/gateway-error.ts";
 import { KV_FORMAT } from "./kv-records.ts";
-import type { RegistryTables } from "./registry-tables.ts";
+import type { RegistryTables } from "./tables/registry-tables.ts";
 
 /** What publishing needs of a KV namespace. Tests swap in failing or gated versions. */
 export type KvWriter = Pick<KVNamespace, "put" | "delete">;
@@ -28,7 +28,7 @@ export class KvPublisher {
 	writes = 0;
 
 	constructor(
-		private readonly tables: RegistryTables,
+		private readonly tables: Pick<RegistryTables, "outbox" | "meta">,
 		private readonly storage: DurableObjectStorage,
 		public kv: KvWriter,
 		/** The value a KV name should hold now; null: it should not exist. */
@@ -39,25 +39,42 @@ export class KvPublisher {
 
 	/** Marks names to publish. Synchronous: call it in the same step as the write it reflects. */
 	markDirty(names: readonly string[]): void {
-		for (const name of names) this.tables.markOutbox(name);
+		for (const name of names) this.tables.outbox.mark(name);
+	}
+
+	/**
+	 * Publishes what a committed write changed: the names are marked in the
+	 * same synchronous step as the write (call it right after the write, before
+	 * anything awaits), then written through.
+	 */
+	async publishWrite(names: readonly string[]): Promise<void> {
+		this.markDirty(names);
+		await this.publish();
+	}
+
+	/** After a delete: publishes the names its absence changes, if there was anything to delete; whether there was. */
+	async publishDelete(deleted: boolean, names: () => readonly string[]): Promise<boolean> {
+		if (!deleted) return false;
+		await this.publishWrite(names());
+		return true;
 	}
 
 	/** Marks everything: a full republish. Returns how many names. */
 	markAll(): number {
 		const names = this.allNames();
 		this.markDirty(names);
-		this.tables.setMeta("kv_format", String(KV_FORMAT));
+		this.tables.meta.set("kv_format", String(KV_FORMAT));
 		return names.length;
 	}
 
 	/** Whether KV was last published in another format than this version's (or never). */
 	formatOutdated(): boolean {
-		return this.tables.meta("kv_format") !== String(KV_FORMAT);
+		return this.tables.meta.get("kv_format") !== String(KV_FORMAT);
 	}
 
 	/** Names waiting to be published. */
 	pending(): number {
-		return this.tables.outboxSize();
+		return this.tables.outbox.size();
 	}
 
 	/** Publishes the outbox; resolves once it is empty or a put failed (then an alarm retries). Never throws. */
@@ -70,7 +87,7 @@ export class KvPublisher {
 
 	private async drain(): Promise<void> {
 		for (;;) {
-			const batch = this.tables.outboxBatch(100);
+			const batch = this.tables.outbox.batch(100);
 			if (batch.length === 0) {
 				this.failures = 0;
 				return;
@@ -91,7 +108,7 @@ export class KvPublisher {
 					return;
 				}
 				// Marked again meanwhile (a newer write): it stays for the next pass.
-				this.tables.outboxDone(name, version);
+				this.tables.outbox.done(name, version);
 			}
 		}
 	}

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
 import { PolicyRecordSchema } from "./policy-records.ts";
-import type { RegistryTables } from "./registry-tables.ts";
 import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
+import type { RegistryTables } from "./tables/registry-tables.ts";
 
 /**
  * What the registry publishes to Workers KV, the read path of the edge and
@@ -45,21 +45,21 @@ export const PolicyListSchema = z.array(PolicyRecordSchema);
 
 /** Every KV name the registry publishes now. */
 export function publishedNames(tables: RegistryTables): string[] {
-	const endpoints = tables.endpointNames().map((name) => KV_NAMES.endpoint(name));
-	const keys = tables.keyIds().map((id) => KV_NAMES.key(id));
-	const pins = tables.pinnedServerNames().map((server) => KV_NAMES.pins(server));
+	const endpoints = tables.endpoints.names().map((name) => KV_NAMES.endpoint(name));
+	const keys = tables.keys.ids().map((id) => KV_NAMES.key(id));
+	const pins = tables.pins.servers().map((server) => KV_NAMES.pins(server));
 	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys, ...pins];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
 export function publishedValue(tables: RegistryTables, name: string): unknown {
-	if (name === KV_NAMES.rules) return tables.accessRules();
-	if (name === KV_NAMES.policies) return tables.policies();
-	if (name === KV_NAMES.servers) return tables.servers();
+	if (name === KV_NAMES.rules) return tables.accessRules.list();
+	if (name === KV_NAMES.policies) return tables.policies.list();
+	if (name === KV_NAMES.servers) return tables.servers.list();
 	const [kind, ...rest] = name.split("/");
 	const id = rest.join("/");
-	if (kind === "key") return tables.storedKey(id);
-	if (kind === "endpoint") return tables.endpoint(id);
-	if (kind === "pins") return tables.serverPins(id);
+	if (kind === "key") return tables.keys.stored(id);
+	if (kind === "endpoint") return tables.endpoints.resolve(id);
+	if (kind === "pins") return tables.pins.of(id);
 	throw new Error(`registry: unknown KV name ${name}`);
 }

@@ -1,67 +1,75 @@
 import { DurableObject } from "cloudflare:workers";
-import { z } from "zod";
-import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
 import { closestName } from "../primitives/closest-name.ts";
-import { randomToken, sha256Hex } from "../primitives/crypto.ts";
-import { type AccessRuleInput, type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
-import { mintApiKey, newKeyId } from "./api-key.ts";
+import type { AccessRuleInput } from "./access-rules.ts";
 import { KvPublisher } from "./kv-publisher.ts";
-import { KV_NAMES, publishedNames, publishedValue, type StoredKey } from "./kv-records.ts";
-import { ObservedToolsTable } from "./observed-tools.ts";
-import type { PolicyApplies, PolicyInput, PolicyRecord } from "./policy-records.ts";
-import { quoteList } from "./quoted-names.ts";
-import { configDigest, type NamedKind, RegistryTables } from "./registry-tables.ts";
-import {
-	type ApiKeyRecord,
-	type ConnectionRecord,
-	describeIssues,
-	type KeyInput,
-	type ResolvedEndpoint,
-	type ServerInput,
-	type ServerRecord,
-	type SessionCheckInput,
-	type SessionCheckResult,
-	type VirtualServerInput,
-	type VirtualServerRecord,
-} from "./schemas.ts";
-import { checkSessionAgainst } from "./session-check.ts";
-import { type ObservedTools, type PinInput, PinInputSchema, type ServerPins } from "./tool-pins.ts";
-
-/** At most this many tools are pinned per write: a list longer than that is an upstream flooding us. */
-const MAX_PINS_PER_WRITE = 1_000;
-const PinInputsSchema = z.array(PinInputSchema).max(MAX_PINS_PER_WRITE);
+import { publishedNames, publishedValue } from "./kv-records.ts";
+import type { PolicyInput } from "./policy-records.ts";
+import { AccessRulesResource } from "./resources/access-rules.ts";
+import { ConnectionsResource } from "./resources/connections.ts";
+import { EndpointsResource } from "./resources/endpoints.ts";
+import { KeysResource } from "./resources/keys.ts";
+import { PinsResource } from "./resources/pins.ts";
+import { PoliciesResource } from "./resources/policies.ts";
+import { ServersResource } from "./resources/servers.ts";
+import { VirtualServersResource } from "./resources/virtual-servers.ts";
+import type { ConnectionRecord, KeyInput, ServerInput, SessionCheckInput, VirtualServerInput } from "./schemas.ts";
+import { migrateTables } from "./tables/migrations.ts";
+import { type NamedKind, openRegistryTables, type RegistryTables } from "./tables/registry-tables.ts";
+import type { PinInput } from "./tool-pins.ts";
 
 /** The registry is one Durable Object instance under this name. */
 export const REGISTRY_NAME = "registry";
 
 /**
- * The registry of record: upstream servers, virtual servers and API keys, in
- * SQLite, strongly consistent. Only admin writes reach it: each commits here
- * and is then written through to Workers KV (`KvPublisher`), which is what
- * the edge and the sessions read (invariant "The registry is off the hot path").
+ * The registry of record: upstream servers, virtual servers, API keys, access
+ * rules, policies, pins and connections, in SQLite, strongly consistent. Only
+ * admin writes reach it: each commits here and is then written through to
+ * Workers KV (`KvPublisher`), which is what the edge and the sessions read
+ * (invariant "The registry is off the hot path").
+ *
+ * Its RPC methods are grouped by resource, each one line handing the call to
+ * that resource's class in `resources/` (decision 0070: flat methods, so each
+ * call stays one DO request under the name its callers use). The reads the
+ * gateway makes (every one but `storedKey`, which only tests call) and
+ * `recordObserved` (sessions call it; it writes only when a list changed)
+ * count themselves in `reads`.
  */
 export class RegistryDO extends DurableObject<Env> {
-	private readonly tables: RegistryTables;
-	private readonly observed: ObservedToolsTable;
 	/** Requests served, for cost assertions in tests and benchmarks. */
 	reads = 0;
 	readonly publisher: KvPublisher;
+	private readonly tables: RegistryTables;
+	private readonly servers: ServersResource;
+	private readonly pins: PinsResource;
+	private readonly virtualServers: VirtualServersResource;
+	private readonly endpoints: EndpointsResource;
+	private readonly keys: KeysResource;
+	private readonly accessRules: AccessRulesResource;
+	private readonly policies: PoliciesResource;
+	private readonly connectionRecords: ConnectionsResource;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
-		this.tables = new RegistryTables(ctx.storage.sql);
-		this.observed = new ObservedToolsTable(ctx.storage.sql);
+		const tables = openRegistryTables(ctx.storage.sql);
+		this.tables = tables;
 		this.publisher = new KvPublisher(
-			this.tables,
+			tables,
 			ctx.storage,
 			env.REGISTRY_KV,
-			(name) => publishedValue(this.tables, name),
-			() => publishedNames(this.tables),
+			(name) => publishedValue(tables, name),
+			() => publishedNames(tables),
 		);
+		this.servers = new ServersResource(tables, this.publisher);
+		this.pins = new PinsResource(tables, this.publisher);
+		this.virtualServers = new VirtualServersResource(tables, this.publisher);
+		this.endpoints = new EndpointsResource(tables);
+		this.keys = new KeysResource(tables, this.publisher, env);
+		this.accessRules = new AccessRulesResource(tables, this.publisher);
+		this.policies = new PoliciesResource(tables, this.publisher);
+		this.connectionRecords = new ConnectionsResource(tables);
 		void ctx.blockConcurrencyWhile(async () => {
-			await this.tables.migrate();
+			await migrateTables(ctx.storage.sql);
 			// The first start of this version (or of a new record format) publishes everything.
 			if (this.publisher.formatOutdated()) this.publisher.markAll();
 			if (this.publisher.pending() > 0) await ctx.storage.setAlarm(Date.now());
@@ -72,6 +80,8 @@ export class RegistryDO extends DurableObject<Env> {
 	override async alarm(): Promise<void> {
 		await this.publisher.publish();
 	}
+
+	// Operations
 
 	/** Requests served so far (cost reports). */
 	readCount(): number {
@@ -85,440 +95,155 @@ export class RegistryDO extends DurableObject<Env> {
 		return { records, pending: this.publisher.pending() };
 	}
 
-	/**
-	 * Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one.
-	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. Nothing
-	 * after the digest awaits, so no other call can run between the check and the write.
-	 */
-	async putServer(
-		name: string,
-		input: ServerInput,
-	): Promise<{ server: ServerRecord; created: boolean } | { conflict: string }> {
-		// Hashed before the checks: nothing below awaits, so checks and write stay atomic.
-		const config = {
-			url: input.url,
-			headers: input.headers,
-			timeoutSeconds: input.timeoutSeconds ?? null,
-			protocol: input.protocol,
-			auth: input.auth,
-			tools: input.tools ?? null,
-			prompts: input.prompts ?? null,
-			resources: input.resources ?? null,
-			pinning: input.pinning,
-		};
-		const digest = await configDigest(config);
-		if (this.tables.virtualServer(name)) {
-			return { conflict: `'${name}' is already the name of a virtual server; servers and virtual servers share names` };
-		}
-		const now = Date.now();
-		const existing = this.tables.server(name);
-		const server = this.tables.putServer({
-			name,
-			...config,
-			generation: existing?.generation ?? randomToken(12),
-			configDigest: digest,
-			// Not part of the config digest: capturing arguments changes no upstream session.
-			captureArguments: input.captureArguments,
-			createdAt: existing?.createdAt ?? now,
-			updatedAt: now,
-		});
-		await this.publish(this.namesOfServer(name));
-		return { server, created: existing === null };
-	}
-
-	getServer(name: string): ServerRecord | null {
-		this.reads++;
-		return this.tables.server(name);
-	}
-
-	listServers(): ServerRecord[] {
-		this.reads++;
-		return this.tables.servers();
-	}
-
-	/** Deletes a server and its pins: a server created again under the name starts with none. */
-	deleteServer(name: string): Promise<boolean> {
-		const deleted = this.tables.deleteServer(name);
-		if (deleted) {
-			this.tables.deletePins(name);
-			this.observed.delete(name);
-		}
-		return this.deleted(deleted, () => [...this.namesOfServer(name), KV_NAMES.pins(name)]);
-	}
-
-	/** A server's pins (`GET /admin/servers/:name/tools`); null until its tools were first recorded. */
-	serverPins(name: string): ServerPins | null {
-		this.reads++;
-		return this.tables.serverPins(name);
-	}
-
-	/**
-	 * Trust on first use, called by the gateway when it first sees a server's
-	 * tools (after a tools/list): stores the digests only when the server has no
-	 * pin at all, so a tool that appears later stays "new". Refused for another
-	 * incarnation than the current one (a list fetched before a delete and
-	 * re-create must not pin the new server). Under pinning "off" nothing is
-	 * recorded. A write only when something is recorded; otherwise one read.
-	 */
-	async recordFirstSeen(
-		server: string,
-		generation: string,
-		pins: readonly PinInput[],
-	): Promise<{ recorded: boolean; pins: ServerPins | null } | { refused: string }> {
-		const parsed = PinInputsSchema.safeParse(pins);
-		if (!parsed.success) return { refused: `pins: ${describeIssues(parsed.error)}` };
-		const current = this.tables.server(server);
-		if (!current) return { refused: `no server named '${server}'` };
-		if (current.generation !== generation) return { refused: `'${server}' is another incarnation now` };
-		if (current.pinning === "off") return { recorded: false, pins: this.tables.serverPins(server) };
-		const now = Date.now();
-		const recorded = this.tables.recordFirstSeen(server, generation, parsed.data, now);
-		if (recorded) {
-			// The first list is also the first observed: the admin's view of a server it cannot list starts from it.
-			this.observed.put(server, generation, parsed.data, now);
-			await this.publish([KV_NAMES.pins(server)]);
-		}
-		return { recorded, pins: this.tables.serverPins(server) };
-	}
-
-	/**
-	 * A session saw the server list a tool not as approved (new, changed, or a
-	 * pinned one missing): `pins` are what it listed, kept as the server's last
-	 * observed list for the admin (`GET /admin/servers/:name/tools` of a server
-	 * whose requests need a caller). Written only when it differs from the list
-	 * kept; refused for another incarnation. Published nowhere.
-	 */
-	recordObserved(
-		server: string,
-		generation: string,
-		pins: readonly PinInput[],
-	): { recorded: boolean } | { refused: string } {
-		this.reads++;
-		const parsed = PinInputsSchema.safeParse(pins);
-		if (!parsed.success) return { refused: `pins: ${describeIssues(parsed.error)}` };
-		const current = this.tables.server(server);
-		if (!current) return { refused: `no server named '${server}'` };
-		if (current.generation !== generation) return { refused: `'${server}' is another incarnation now` };
-		if (current.pinning === "off") return { recorded: false };
-		return { recorded: this.observed.put(server, generation, parsed.data, Date.now()) };
-	}
-
-	/** What sessions last saw the server list, of its current incarnation; null when none was reported. */
-	observedTools(name: string): ObservedTools | null {
-		this.reads++;
-		const server = this.tables.server(name);
-		const observed = this.observed.get(name);
-		return server && observed?.generation === server.generation ? observed : null;
-	}
-
-	/**
-	 * The operator approves definitions (`POST /admin/servers/:name/tools/approve`):
-	 * `pins` are stored as approved (replacing those of the same names), the
-	 * pins named in `forget` (tools the server no longer lists) are dropped.
-	 */
-	async approveTools(
-		server: string,
-		generation: string,
-		pins: readonly PinInput[],
-		forget: readonly string[],
-	): Promise<{ pins: ServerPins | null; refused: string | null }> {
-		const refused = (reason: string) => ({ pins: null, refused: reason });
-		const parsed = PinInputsSchema.safeParse(pins);
-		if (!parsed.success) return refused(`pins: ${describeIssues(parsed.error)}`);
-		const current = this.tables.server(server);
-		if (!current) return refused(`no server named '${server}'`);
-		if (current.generation !== generation) return refused(`'${server}' was deleted and created again meanwhile`);
-		this.tables.approvePins(server, generation, parsed.data, forget, Date.now());
-		await this.publish([KV_NAMES.pins(server)]);
-		return { pins: this.tables.serverPins(server), refused: null };
-	}
-
-	/**
-	 * Creates or replaces a virtual server. A replacement keeps its generation, so live sessions
-	 * survive an edit of the member list; a new name gets a fresh one. Every member must be an
-	 * existing server: a typo would otherwise create an endpoint that silently lacks tools.
-	 * Nothing awaits before the write, so the checks and the write are atomic.
-	 */
-	async putVirtualServer(
-		name: string,
-		input: VirtualServerInput,
-	): Promise<{ virtualServer: VirtualServerRecord; created: boolean } | { conflict: string } | { invalid: string }> {
-		if (this.tables.server(name)) {
-			return { conflict: `'${name}' is already the name of a server; servers and virtual servers share names` };
-		}
-		const known = new Set(this.tables.serversNamed(input.servers).map((server) => server.name));
-		const unknown = input.servers.filter((server) => !known.has(server));
-		if (unknown.length > 0) {
-			const virtual = unknown.filter((member) => this.tables.virtualServer(member) !== null);
-			const missing = unknown.filter((member) => !virtual.includes(member));
-			const problems: string[] = [];
-			if (missing.length > 0) problems.push(`no server named ${quoteList(missing, this.tables.names("servers"))}`);
-			if (virtual.length > 0) problems.push(`members must be servers, not virtual servers: ${quoteList(virtual)}`);
-			return { invalid: `servers: ${problems.join("; ")}` };
-		}
-		const now = Date.now();
-		const existing = this.tables.virtualServer(name);
-		const virtualServer = this.tables.putVirtualServer({
-			name,
-			servers: input.servers,
-			userPaths: input.userPaths ?? null,
-			tools: input.tools ?? null,
-			prompts: input.prompts ?? null,
-			resources: input.resources ?? null,
-			disclosure: input.disclosure,
-			alwaysList: input.alwaysList,
-			generation: existing?.generation ?? randomToken(12),
-			createdAt: existing?.createdAt ?? now,
-			updatedAt: now,
-		});
-		await this.publish([KV_NAMES.endpoint(name)]);
-		return { virtualServer, created: existing === null };
-	}
-
 	/** The existing name of `kind` closest to `name`, for a "did you mean" when nothing is named so. */
-	nameLike(kind: NamedKind, name: string): string | null {
+	nameLike(kind: NamedKind, name: string) {
 		this.reads++;
-		return closestName(name, this.tables.names(kind)) ?? null;
+		return closestName(name, this.tables[kind].names()) ?? null;
 	}
 
-	getVirtualServer(name: string): VirtualServerRecord | null {
+	// Servers (resources/servers.ts)
+
+	putServer(name: string, input: ServerInput) {
+		return this.servers.put(name, input);
+	}
+
+	getServer(name: string) {
 		this.reads++;
-		return this.tables.virtualServer(name);
+		return this.servers.get(name);
 	}
 
-	listVirtualServers(): VirtualServerRecord[] {
+	listServers() {
 		this.reads++;
-		return this.tables.virtualServers();
+		return this.servers.list();
 	}
 
-	deleteVirtualServer(name: string): Promise<boolean> {
-		return this.deleted(this.tables.deleteVirtualServer(name), () => [KV_NAMES.endpoint(name)]);
+	deleteServer(name: string) {
+		return this.servers.delete(name);
 	}
 
-	/** What `/mcp/:name` refers to, with a virtual server's existing members, in one read. */
-	resolveEndpoint(name: string): ResolvedEndpoint | null {
+	// A server's pinned and observed tools (resources/pins.ts)
+
+	serverPins(name: string) {
 		this.reads++;
-		return this.tables.endpoint(name);
+		return this.pins.of(name);
 	}
 
-	/**
-	 * Whether a live session may go on, from the registry of record (tests and
-	 * operators; sessions check the same way against KV, `checkSessionWith`).
-	 */
-	checkSession(input: SessionCheckInput): SessionCheckResult {
+	recordFirstSeen(server: string, generation: string, pins: readonly PinInput[]) {
+		return this.pins.recordFirstSeen(server, generation, pins);
+	}
+
+	recordObserved(server: string, generation: string, pins: readonly PinInput[]) {
 		this.reads++;
-		const key = parsePrincipalId(input.keyId)
-			? principalRecord(input.keyId, this.tables.accessRules())
-			: this.tables.key(input.keyId);
-		const endpoint = input.endpoint.kind === "aggregate" ? null : this.tables.endpoint(input.endpoint.name);
-		const members = this.tables.serversNamed((input.members ?? []).map((member) => member.name));
-		return checkSessionAgainst(
-			{
-				key,
-				endpoint,
-				servers: new Map(members.map((server) => [server.name, server])),
-			},
-			input,
-		);
+		return this.pins.recordObserved(server, generation, pins);
 	}
 
-	/**
-	 * Creates a key and returns its secret, which is never stored or shown again. Every name in
-	 * its `servers` must be a server or a virtual server now: a typo would otherwise make a key
-	 * that reaches nothing. Nothing awaits between that check and the write.
-	 */
-	async createKey(input: KeyInput): Promise<{ record: ApiKeyRecord; key: string } | { invalid: string }> {
-		const secret = settingsFrom(this.env).keySecret;
-		if (!secret) {
-			throw new GatewayError(
-				"misconfigured",
-				"The gateway is misconfigured: the KEY_SECRET secret is not set (at least 32 characters), so no API key can be issued.",
-			);
-		}
-		const id = newKeyId();
-		const key = await mintApiKey(secret, id);
-		const digest = await sha256Hex(key);
-		const invalid = this.unknownGrants(input.servers);
-		if (invalid) return { invalid };
-		const record: ApiKeyRecord = {
-			id,
-			name: input.name ?? null,
-			userPath: input.userPath,
-			servers: input.servers ?? null,
-			maxSessions: input.maxSessions ?? null,
-			rateClass: input.rateClass,
-			disclosure: input.disclosure,
-			alwaysList: input.alwaysList,
-			format: "self-verifying",
-			createdAt: Date.now(),
-		};
-		this.tables.insertKey({ ...record, digest });
-		await this.publish([KV_NAMES.key(id)]);
-		return { record, key };
-	}
-
-	listKeys(): ApiKeyRecord[] {
+	observedTools(name: string) {
 		this.reads++;
-		return this.tables.keys();
+		return this.pins.observed(name);
 	}
 
-	revokeKey(id: string): Promise<boolean> {
-		return this.deleted(this.tables.deleteKey(id), () => [KV_NAMES.key(id)]);
+	approveTools(server: string, generation: string, pins: readonly PinInput[], forget: readonly string[]) {
+		return this.pins.approve(server, generation, pins, forget);
 	}
 
-	/**
-	 * Creates or replaces an access rule (see `writeAccessRule` for what a
-	 * replacement keeps), and publishes the rules. Its `servers` are checked as
-	 * a key's are; a refused rule leaves the existing one as it was.
-	 */
-	async putAccessRule(
-		name: string,
-		input: AccessRuleInput,
-	): Promise<{ rule: AccessRuleRecord; created: boolean } | { invalid: string }> {
-		const invalid = this.unknownGrants(input.servers);
-		if (invalid) return { invalid };
-		const written = this.tables.writeAccessRule(name, input, Date.now());
-		await this.publish([KV_NAMES.rules]);
-		return written;
+	// Virtual servers (resources/virtual-servers.ts)
+
+	putVirtualServer(name: string, input: VirtualServerInput) {
+		return this.virtualServers.put(name, input);
 	}
 
-	listAccessRules(): AccessRuleRecord[] {
+	getVirtualServer(name: string) {
 		this.reads++;
-		return this.tables.accessRules();
+		return this.virtualServers.get(name);
 	}
 
-	deleteAccessRule(name: string): Promise<boolean> {
-		return this.deleted(this.tables.deleteAccessRule(name), () => [KV_NAMES.rules]);
-	}
-
-	/**
-	 * Creates or replaces a tool policy and publishes the policies. The
-	 * expression was compiled by the caller (the admin route, with governance's
-	 * compiler); here every name in `applies` must exist, since a policy whose
-	 * server or key is misspelt would silently apply nowhere. A refused policy
-	 * leaves the existing one as it was.
-	 */
-	async putPolicy(
-		name: string,
-		input: PolicyInput,
-	): Promise<{ policy: PolicyRecord; created: boolean } | { invalid: string }> {
-		const invalid = this.unknownApplies(input.applies);
-		if (invalid) return { invalid };
-		const written = this.tables.writePolicy(name, input, Date.now());
-		await this.publish([KV_NAMES.policies]);
-		return written;
-	}
-
-	getPolicy(name: string): PolicyRecord | null {
+	listVirtualServers() {
 		this.reads++;
-		return this.tables.policy(name);
+		return this.virtualServers.list();
 	}
 
-	listPolicies(): PolicyRecord[] {
+	deleteVirtualServer(name: string) {
+		return this.virtualServers.delete(name);
+	}
+
+	// Endpoints and sessions on them (resources/endpoints.ts)
+
+	resolveEndpoint(name: string) {
 		this.reads++;
-		return this.tables.policies();
+		return this.endpoints.resolve(name);
 	}
 
-	deletePolicy(name: string): Promise<boolean> {
-		return this.deleted(this.tables.deletePolicy(name), () => [KV_NAMES.policies]);
-	}
-
-	/**
-	 * A person's (or key's) connection to an `oauth` server, recorded for the
-	 * operators' listing and for cutting off: written when one is made or
-	 * removed, never on a call (the tokens live in the vault; this is who, not what).
-	 */
-	recordConnection(connection: Omit<ConnectionRecord, "id">): ConnectionRecord {
-		return this.tables.putConnection({ ...connection, id: `${connection.server} ${connection.vault}` });
-	}
-
-	forgetConnection(server: string, vault: string): boolean {
-		return this.tables.deleteConnection(`${server} ${vault}`);
-	}
-
-	connections(query: { server?: string; vault?: string; rule?: string }): ConnectionRecord[] {
+	checkSession(input: SessionCheckInput) {
 		this.reads++;
-		if (query.server !== undefined) return this.tables.connectionsTo(query.server);
-		if (query.vault !== undefined) return this.tables.connectionsOf(query.vault);
-		if (query.rule !== undefined) return this.tables.connectionsUnder(query.rule);
-		return [];
+		return this.endpoints.checkSession(input);
 	}
 
-	/** A key's stored record with its digest (what is published as `key/<id>`); null if none. */
-	storedKey(id: string): StoredKey | null {
-		return this.tables.storedKey(id);
+	// API keys (resources/keys.ts)
+
+	createKey(input: KeyInput) {
+		return this.keys.create(input);
 	}
 
-	/**
-	 * Publishes what a committed write changed: the names are marked in the
-	 * same synchronous step as the write (see KvPublisher), then written through.
-	 */
-	private async publish(names: readonly string[]): Promise<void> {
-		this.publisher.markDirty(names);
-		await this.publisher.publish();
+	listKeys() {
+		this.reads++;
+		return this.keys.list();
 	}
 
-	/** After a delete: publishes the names its absence changes, if there was anything to delete. */
-	private async deleted(deleted: boolean, names: () => readonly string[]): Promise<boolean> {
-		if (!deleted) return false;
-		await this.publish(names());
-		return true;
+	revokeKey(id: string) {
+		return this.keys.revoke(id);
 	}
 
-	/** KV names a change of server `name` affects: its endpoint, the server list, virtual servers using it. */
-	private namesOfServer(name: string): string[] {
-		const virtual = this.tables.virtualServersWith(name).map((member) => KV_NAMES.endpoint(member));
-		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
+	storedKey(id: string) {
+		return this.keys.stored(id);
 	}
 
-	/** Why a policy's `applies` names what is not there, in a sentence; null when everything it names exists. */
-	private unknownApplies(applies: PolicyApplies | undefined): string | null {
-		if (!applies) return null;
-		// Each: the field, its words, the names it gives, which of them exist, and every name it could have meant.
-		const checks: Array<
-			[string, string, readonly string[] | undefined, (names: string[]) => Set<string>, () => string[]]
-		> = [
-			[
-				"servers",
-				"no server named",
-				applies.servers,
-				(names) => new Set(this.tables.serversNamed(names).map((server) => server.name)),
-				() => this.tables.names("servers"),
-			],
-			[
-				"virtualServers",
-				"no virtual server named",
-				applies.virtualServers,
-				(names) => new Set(names.filter((name) => this.tables.virtualServer(name) !== null)),
-				() => this.tables.names("virtualServers"),
-			],
-			["keys", "no API key with id", applies.keys, (ids) => this.tables.existingKeys(ids), () => this.tables.keyIds()],
-			[
-				"rules",
-				"no access rule named",
-				applies.rules,
-				(names) => this.tables.existingRules(names),
-				() => this.tables.names("accessRules"),
-			],
-		];
-		const problems = checks.flatMap(([field, words, names, known, candidates]) => {
-			if (!names) return [];
-			const present = known([...names]);
-			const unknown = [...new Set(names.filter((name) => !present.has(name)))];
-			return unknown.length === 0 ? [] : [`applies.${field}: ${words} ${quoteList(unknown, candidates())}`];
-		});
-		return problems.length === 0 ? null : problems.join("; ");
+	// Access rules (resources/access-rules.ts)
+
+	putAccessRule(name: string, input: AccessRuleInput) {
+		return this.accessRules.put(name, input);
 	}
 
-	/**
-	 * Why a key's or rule's `servers` cannot be granted: the names that are neither a server nor
-	 * a virtual server, in a sentence; null when every name exists (or there is no list).
-	 */
-	private unknownGrants(names: readonly string[] | undefined): string | null {
-		if (!names || names.length === 0) return null;
-		const known = this.tables.existingEndpoints(names);
-		const unknown = [...new Set(names.filter((name) => !known.has(name)))];
-		if (unknown.length === 0) return null;
-		return `servers: no server or virtual server named ${quoteList(unknown, this.tables.endpointNames())}`;
+	listAccessRules() {
+		this.reads++;
+		return this.accessRules.list();
+	}
+
+	deleteAccessRule(name: string) {
+		return this.accessRules.delete(name);
+	}
+
+	// Tool policies (resources/policies.ts)
+
+	putPolicy(name: string, input: PolicyInput) {
+		return this.policies.put(name, input);
+	}
+
+	getPolicy(name: string) {
+		this.reads++;
+		return this.policies.get(name);
+	}
+
+	listPolicies() {
+		this.reads++;
+		return this.policies.list();
+	}
+
+	deletePolicy(name: string) {
+		return this.policies.delete(name);
+	}
+
+	// People's connections to oauth servers (resources/connections.ts)
+
+	recordConnection(connection: Omit<ConnectionRecord, "id">) {
+		return this.connectionRecords.record(connection);
+	}
+
+	forgetConnection(server: string, vault: string) {
+		return this.connectionRecords.forget(server, vault);
+	}
+
+	connections(query: { server?: string; vault?: string; rule?: string }) {
+		this.reads++;
+		return this.connectionRecords.list(query);
 	}
 }

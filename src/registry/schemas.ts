@@ -223,7 +223,7 @@ export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 
 /**
  * The registry's records, each declared once: the type, the KV parser, the
- * SQLite row mapping (registry-tables.ts) and what is published all follow
+ * SQLite rows (the table modules in tables/) and what is published all follow
  * these schemas.
  */
 

@@ -2,7 +2,7 @@ import type { Env } from "../../env.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { quotedName } from "../../registry/quoted-names.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
-import type { NamedKind } from "../../registry/registry-tables.ts";
+import type { NamedKind } from "../../registry/tables/registry-tables.ts";
 
 /** What each kind of named record is called in a refusal. */
 const WORDS: Record<NamedKind, string> = {

@@ -22,6 +22,12 @@ export const JSON_TEXT: ColumnCodec = {
 	fromColumn: (value) => (typeof value === "string" ? JSON.parse(value) : value),
 };
 
+/** A flag as SQLite keeps one: 0 or 1. */
+export const BOOLEAN_INTEGER: ColumnCodec = {
+	toColumn: (value) => (value === true ? 1 : 0),
+	fromColumn: (value) => value === 1,
+};
+
 const AS_IS: ColumnCodec = {
 	toColumn(value) {
 		if (value === undefined) return null;
@@ -75,6 +81,19 @@ export class RecordTable<S extends z.ZodObject> {
 			.exec(`SELECT ${this.key} AS key FROM ${this.table} ORDER BY ${this.key}`)
 			.toArray()
 			.map((row) => String(row.key));
+	}
+
+	/** Those of `keys` that some row has as its key, in one query. */
+	existing(sql: SqlStorage, keys: readonly string[]): Set<string> {
+		return new Set(
+			sql
+				.exec(
+					`SELECT ${this.key} AS key FROM ${this.table} WHERE ${this.key} IN (SELECT value FROM json_each(?))`,
+					JSON.stringify(keys),
+				)
+				.toArray()
+				.map((row) => String(row.key)),
+		);
 	}
 
 	/** The record whose key is `key`, or null. */

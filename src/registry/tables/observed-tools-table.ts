@@ -1,29 +1,29 @@
-import { byName } from "../mcp/aggregate.ts";
+import { byName } from "../../mcp/aggregate.ts";
+import { type ObservedTools, ObservedToolsSchema, type PinInput } from "../tool-pins.ts";
 import { JSON_TEXT, RecordTable } from "./record-rows.ts";
-import { type ObservedTools, ObservedToolsSchema, type PinInput } from "./tool-pins.ts";
+import type { TableSchema } from "./table-schema.ts";
 
 /**
- * The registry's table of the tools sessions last saw each server list, one
- * row per server (the definitions as JSON text, parsed on read). Its own
- * table and file: nothing else in the registry reads it, and nothing of it
- * is published to KV.
+ * The tools sessions last saw each server list, one row per server (the
+ * definitions as JSON text, parsed on read). Nothing of it is published to KV.
  */
 
 const observed = new RecordTable("observed_tools", "server", ObservedToolsSchema, { tools: JSON_TEXT });
 
-const CREATE_TABLE = `
-	CREATE TABLE IF NOT EXISTS observed_tools (
-		server TEXT PRIMARY KEY,
-		generation TEXT NOT NULL,
-		observed_at INTEGER NOT NULL,
-		tools TEXT NOT NULL -- JSON array of { digest, definition }, in name order
-	);
-`;
+export const OBSERVED_TOOLS_SCHEMA: TableSchema = {
+	create: `
+		CREATE TABLE IF NOT EXISTS observed_tools (
+			server TEXT PRIMARY KEY,
+			generation TEXT NOT NULL,
+			observed_at INTEGER NOT NULL,
+			tools TEXT NOT NULL -- JSON array of { digest, definition }, in name order
+		);
+	`,
+	addedColumns: [],
+};
 
 export class ObservedToolsTable {
-	constructor(private readonly sql: SqlStorage) {
-		sql.exec(CREATE_TABLE);
-	}
+	constructor(private readonly sql: SqlStorage) {}
 
 	/** The list last observed of `server`, or null (never reported, or deleted since). */
 	get(server: string): ObservedTools | null {
