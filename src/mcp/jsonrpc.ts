@@ -36,11 +36,16 @@ export function parseJsonRpcMessage(text: string): JSONRPCMessage | null {
  * reply, are not validated at all).
  */
 export function isResponseText(text: string, id: RequestId): boolean {
+	return responseInText(text, id) !== null;
+}
+
+/** The response to the request `id` that untrusted text holds, parsed once; null when it holds none. */
+export function responseInText(text: string, id: RequestId): JSONRPCMessage | null {
 	const value = jsonOf(text);
 	if (typeof value !== "object" || value === null || "method" in value || !("id" in value) || value.id !== id) {
-		return false;
+		return null;
 	}
-	return jsonRpcMessageOf(value) !== null;
+	return jsonRpcMessageOf(value);
 }
 
 /**

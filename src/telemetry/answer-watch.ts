@@ -1,6 +1,6 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { createParser } from "eventsource-parser";
-import { isResponseText, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { parseJsonRpcMessage, responseInText } from "../mcp/jsonrpc.ts";
 import { joinChunks } from "../mcp/read-capped.ts";
 import { once } from "../primitives/once.ts";
 
@@ -19,13 +19,20 @@ export type AnswerSeen = (answer: JSONRPCMessage | null, bytes: number) => void;
  * called once when the body has been relayed to its end, broke off, or the
  * client went away. SSE bodies are read with the parser the relay uses
  * (`eventsource-parser`), JSON bodies whole: the answer is the message that
- * responds to `requestId`. Nothing is changed, held back or delayed.
+ * responds to `requestId`. Nothing is changed, held back or delayed, but
+ * for the headers when `headers` replaces them (the one new Response made).
  */
-export function watchAnswer(response: Response, requestId: RequestId | null, seen: AnswerSeen): Response {
+export function watchAnswer(
+	response: Response,
+	requestId: RequestId | null,
+	seen: AnswerSeen,
+	headers: Headers = response.headers,
+): Response {
 	const body = response.body;
 	if (body === null) {
 		seen(null, 0);
-		return response;
+		if (headers === response.headers) return response;
+		return new Response(null, { status: response.status, statusText: response.statusText, headers });
 	}
 	const sse = (response.headers.get("content-type") ?? "").includes("text/event-stream");
 	let bytes = 0;
@@ -35,9 +42,7 @@ export function watchAnswer(response: Response, requestId: RequestId | null, see
 	const decoder = new TextDecoder();
 	const parser = createParser({
 		onEvent(event) {
-			if (answer === null && requestId !== null && isResponseText(event.data, requestId)) {
-				answer = parseJsonRpcMessage(event.data);
-			}
+			if (answer === null && requestId !== null) answer = responseInText(event.data, requestId);
 		},
 	});
 	const finish = once(() => {
@@ -73,5 +78,5 @@ export function watchAnswer(response: Response, requestId: RequestId | null, see
 			return reader.cancel(reason);
 		},
 	});
-	return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+	return new Response(watched, { status: response.status, statusText: response.statusText, headers });
 }

@@ -131,10 +131,12 @@ export class ServerOperation {
 		const headers = new Headers(response.headers);
 		const note = takeCallNote(headers);
 		if (note?.tool !== undefined) this.calledThrough(note.tool);
-		const passed = new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 		const id = this.message.id ?? null;
-		return watchAnswer(passed, id, (answer, bytes) =>
-			this.end(outcomeOf(answer), answer !== null || id === null, bytes, note),
+		return watchAnswer(
+			response,
+			id,
+			(answer, bytes) => this.end(outcomeOf(answer), answer !== null || id === null, bytes, note),
+			headers,
 		);
 	}
 
