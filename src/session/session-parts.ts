@@ -3,7 +3,7 @@ import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { shapeList } from "../governance/decision.ts";
-import { type DecisionSource, decideCallFor, decideListFor, decidesListFor } from "../governance/decision-inputs.ts";
+import { type DecisionSource, decideListFor, decidesListFor } from "../governance/decision-inputs.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { promptOffered } from "../governance/offer-shaping.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
@@ -212,7 +212,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
-		decide: (member, message) => decideCallFor(decisions, member, message),
+		decisions,
 	});
 	const router: AggregateRouter = new AggregateRouter({
 		members: () => host.current()?.members.map((member) => member.name) ?? [],

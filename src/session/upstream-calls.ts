@@ -4,8 +4,7 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { CallDecision } from "../governance/decision.ts";
-import { callNoteOf } from "../governance/decision-inputs.ts";
+import { callNoteOf, type DecisionSource, decideCallFor } from "../governance/decision-inputs.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
@@ -40,11 +39,8 @@ export interface CallHost {
 	timers(): Timers;
 	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
 	clientCapabilities(): Record<string, unknown> | undefined;
-	/**
-	 * The governance decision on a request (see decision.ts): refused before
-	 * anything is sent, or sent, a tool call under the upstream's own name.
-	 */
-	decide(member: Member, message: JSONRPCRequest): Promise<CallDecision>;
+	/** What the governance decision on a request reads in this session (see decision-inputs.ts). */
+	readonly decisions: DecisionSource;
 }
 
 /** What one try of a request came to. */
@@ -90,7 +86,8 @@ export class UpstreamCalls {
 	 * (see CALL_NOTE_HEADER), which the edge takes off.
 	 */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
-		const decision = await this.host.decide(member, normalizeOutgoing(original) as JSONRPCRequest);
+		// The governance decision: refused before anything is sent, or sent, a tool call under the upstream's own name.
+		const decision = await decideCallFor(this.host.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
 		const note = callNoteOf(member, decision);
 		if ("refused" in decision) {
 			done();
