@@ -2,7 +2,7 @@ import { env, listDurableObjectIds } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { admin, createKey, openSession, type RpcReply, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, modernPost, textOf } from "./support/modern.ts";
-import { type UpstreamLogEntry, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { type UpstreamLogEntry, upstreamGate, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * A governed server keeps its 2026-07-28 clients on the stateless path: the
@@ -129,8 +129,7 @@ describe("a governed server's 2026-07-28 clients stay on the stateless path", ()
 		const held = await modern(name, key, 6, "tools/call", { name: "gate", arguments: { name: gate } });
 		expect(held.error).toEqual({
 			code: -32602,
-			message:
-				"Tool 'gate' is new since this server's tools were approved; ask the operator to review and approve it.",
+			message: "Tool 'gate' is new since this server's tools were approved; ask the operator to review and approve it.",
 			data: { kind: "invalid_params", server: name },
 		});
 		const log = await upstreamLog("modern");
@@ -145,9 +144,8 @@ describe("a governed server's 2026-07-28 clients stay on the stateless path", ()
 		const prompts = await modern(name, key, 7, "prompts/list");
 		expect(prompts.result).toEqual({ resultType: "complete", prompts: [], ttlMs: 0, cacheScope: "private" });
 		const resources = await modern(name, key, 8, "resources/list");
-		expect((resources.result?.resources as Array<{ uri: string }>).map((resource) => resource.uri)).toEqual([
-			"demo://modern/private",
-		]);
+		const listed = (resources.result?.resources ?? []) as Array<{ uri: string }>;
+		expect(listed.map((resource) => resource.uri)).toEqual(["demo://modern/private"]);
 		expect(resources.result).toMatchObject({ resultType: "complete", ttlMs: 0, cacheScope: "private" });
 		const who = uniqueName("who");
 		expect((await modern(name, key, 9, "prompts/get", { name: "greet", arguments: { who } })).error).toEqual({
@@ -167,7 +165,35 @@ describe("a governed server's 2026-07-28 clients stay on the stateless path", ()
 		expect(mentioning(log, spelled)).toEqual([]);
 		// What is not hidden is served as before.
 		const visible = await modern(name, key, 11, "resources/read", { uri: "demo://modern/private" });
-		expect((visible.result?.contents as Array<{ text: string }>)[0]?.text).toMatch(/^private read \d+$/);
+		const contents = (visible.result?.contents ?? []) as Array<{ text: string }>;
+		expect(contents[0]?.text).toMatch(/^private read \d+$/);
+		expect(await sessionObjects()).toBe(objects);
+	});
+
+	it("a task-augmented call of an alias, to a server that holds tasks itself, reaches it under the real name and comes back as its task, statelessly", async () => {
+		const name = uniqueName("stateless-tasking");
+		const tools = { overrides: { task_gate: { name: "wait_for_gate" } } };
+		expect((await admin("PUT", `/servers/${name}`, { url: upstreamUrl("modernTasking"), tools })).status).toBe(201);
+		const { key } = await createKey({ servers: [name] });
+		const objects = await sessionObjects();
+		const gate = upstreamGate("modernTasking");
+		const tasking = {
+			...ENVELOPE,
+			"io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
+		};
+		const body = {
+			id: "task-1",
+			method: "tools/call",
+			params: { name: "wait_for_gate", arguments: { name: gate.name }, _meta: tasking },
+		};
+		const created = await readReply(await modernPost(`/mcp/${name}`, key, body));
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		await gate.arrived();
+		const sent = mentioning(await upstreamLog("modernTasking"), gate.name).filter(
+			(entry) => entry.body?.method === "tools/call",
+		);
+		expect(sent.map((entry) => entry.body?.params?.name)).toEqual(["task_gate"]);
+		await gate.release();
 		expect(await sessionObjects()).toBe(objects);
 	});
 });
