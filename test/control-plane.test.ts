@@ -1,6 +1,7 @@
 import { env, listDurableObjectIds, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/edge/app.ts";
+import { forgetIsolateCaches } from "../src/primitives/expiring-map.ts";
 import type { KvWriter } from "../src/registry/kv-publisher.ts";
 import type { StoredKey } from "../src/registry/kv-records.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
@@ -116,6 +117,51 @@ describe("keys verify themselves at the edge", () => {
 		// The first list is recorded in the background, once; the lists after it find the pins in the isolate.
 		await eventually(() => counts.durableObjectCalls > 0, "the first list recorded");
 		expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 4 });
+	});
+
+	it("ten 2026-07-28 requests to a governed 2026-07-28 server (an alias, a policy for it), caches on, cost the same four KV reads and no session: lists shaped and filtered, the denied call refused", async () => {
+		const server = uniqueName("governed-stateless");
+		const tools = { overrides: { echo: { name: "say_back" } } };
+		expect((await admin("PUT", `/servers/${server}`, { url: upstreamUrl("modern"), tools })).status).toBe(201);
+		const policy = uniqueName("policy");
+		const denying = { expression: 'tool.name == "add"', effect: "deny", applies: { servers: [server] } };
+		expect((await admin("PUT", `/policies/${policy}`, denying)).status).toBe(201);
+		try {
+			// The test before kept the policies for a minute in this isolate: a fresh one reads them, with this one.
+			forgetIsolateCaches();
+			const { key } = await createKey();
+			const app = createApp();
+			const { counts, env: counted } = countingEnv();
+			// The dashboard's call counts reach their own object in batches, apart from what a request costs.
+			const cachingEnv = {
+				...counted,
+				CALL_COUNTS: env.CALL_COUNTS,
+				KEY_CACHE_TTL_SECONDS: "60",
+				ENDPOINT_CACHE_TTL_SECONDS: "60",
+			};
+			const send = async (id: number, method: string, params: Record<string, unknown> = {}) => {
+				const body = { id, method, params: { ...params, _meta: ENVELOPE } };
+				return readReply(await app.fetch(modernRequest(`/mcp/${server}`, key, body), cachingEnv));
+			};
+			for (let id = 1; id <= 8; id++) {
+				const listed = (await send(id, "tools/list")).result?.tools as Array<{ name: string }> | undefined;
+				const names = (listed ?? []).map((tool) => tool.name);
+				expect(names).toContain("say_back");
+				expect(names).not.toContain("echo");
+				expect(names).not.toContain("add");
+			}
+			expect((await send(9, "tools/call", { name: "add", arguments: { a: 1, b: 2 } })).error?.data?.kind).toBe(
+				"forbidden",
+			);
+			expect(
+				(await send(10, "tools/call", { name: "say_back", arguments: { text: "governed" } })).result,
+			).toMatchObject({ content: [{ type: "text", text: "governed" }] });
+			// The first list is recorded in the background, once; nothing else reaches a Durable Object.
+			await eventually(() => counts.durableObjectCalls > 0, "the first list recorded");
+			expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 4 });
+		} finally {
+			await admin("DELETE", `/policies/${policy}`);
+		}
 	});
 
 	it("a revoked key gets 401 with the same sentence once its record is gone from KV", async () => {

@@ -1,10 +1,10 @@
 import type { Settings } from "../config.ts";
 import { credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
-import { watchedToolsReply } from "../governance/listed-tools.ts";
+import { reachOf, touches } from "../governance/decision.ts";
+import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
-import { governs } from "../governance/tool-gate.ts";
 import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { declaresTasks, TASK_METHODS } from "../mcp/2026-07-28/tasks-extension.ts";
@@ -19,6 +19,7 @@ import { upstreamEra, upstreamHoldsTasks } from "../upstream/upstream-era.ts";
 import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
 import { cachedResult } from "./modern-cache.ts";
 import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
+import { type PassOn, serveGoverned } from "./modern-governed.ts";
 import { modernListenStream } from "./modern-listen.ts";
 import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
 
@@ -31,9 +32,11 @@ export interface ModernPlan {
 
 /**
  * A 2026-07-28 request, validated. To a 2026-07-28 upstream behind a server
- * endpoint it is forwarded statelessly by the edge; anything that needs a
- * 2025 session (a 2025 upstream, an aggregate) is served by the SessionDO
- * that holds one for this key, endpoint and client capabilities.
+ * endpoint it is served statelessly by the edge, which makes the governance
+ * decision itself where the server is governed (`modern-governed.ts`);
+ * anything that needs a 2025 session (a 2025 upstream, an aggregate) is
+ * served by the SessionDO that holds one for this key, endpoint and client
+ * capabilities.
  * `admitAgain` authenticates the request's credential again and counts it
  * against its rate limit: a `subscriptions/listen` does so at each window.
  */
@@ -53,12 +56,6 @@ export async function serveModern(
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await plan();
 	const sole = resolved.members[0];
-	// A server whose tools, prompts or resources the operator shaped, or that a policy governs, is served from
-	// a session, which applies them to its lists and uses; the policies are read per isolate, as access rules are.
-	const governed = (member: Member) =>
-		member.tools || member.prompts || member.resources || member.pinning === "block"
-			? Promise.resolve(true)
-			: governedServer(env, settings, member.name);
 	const targetOf = (member: Member): UpstreamTarget => {
 		const calling = scope.calling ?? null;
 		return {
@@ -71,29 +68,42 @@ export async function serveModern(
 		const tasks = { env, settings, scope, request, message: classified.message, envelope: classified.envelope };
 		return serveTaskMethod(tasks, resolved, targetOf);
 	}
-	if (resolved.mode === "transparent" && sole && !(await governed(sole))) {
+	if (resolved.mode === "transparent" && sole) {
 		const { message, envelope } = classified;
+		const reader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
+		// Whether governance touches the server: its shaping and pinning, and the policies, read per isolate as
+		// access rules are. A server it touches is still served here, the edge making the session's decision.
+		const reach = reachOf(sole, await loadPolicies(reader, settings.endpointCacheTtlMs));
+		// A listen filter naming resources the operator may hide is checked resource by resource by a session.
+		const listensForHidden = message.method === "subscriptions/listen" && reach.resources;
 		try {
 			const target = targetOf(sole);
 			const tasking = message.method === "tools/call" && declaresTasks(envelope.clientCapabilities);
 			// A call the client lets become a task goes to the session unless the upstream holds tasks itself.
 			const holdsTasks = tasking ? await upstreamHoldsTasks(target, sole) : false;
-			if ((await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
-				if (tasking) return await upstreamHeldCall(settings, scope, sole, target, request, body, message);
-				return await cachedResult(sole, message, envelope, target.maxReplyBytes, async () => {
-					const reply = await forwardModern(target, request, body, message);
-					// The gateway holds tasks for a server that does not: its discover says the extension is offered.
-					if (message.method === "server/discover") return offeringTasks(reply, target.maxReplyBytes);
-					if (message.method !== "tools/list") return reply;
-					// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
-					const context = {
-						reader: kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds),
-						registry: registryRecorder(env),
-						ttlMs: settings.endpointCacheTtlMs,
-						waitUntil,
-					};
-					return watchedToolsReply(context, sole, message, reply, target.maxReplyBytes);
-				});
+			if (!listensForHidden && (await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
+				const pins: PinContext = {
+					reader,
+					registry: registryRecorder(env),
+					ttlMs: settings.endpointCacheTtlMs,
+					waitUntil,
+				};
+				const passOn: PassOn = async (sent, renamed) => {
+					const sentBody = renamed?.body ?? body;
+					const rewritten = renamed?.headers ?? {};
+					if (tasking) return upstreamHeldCall(settings, scope, sole, target, request, sentBody, sent, rewritten);
+					return cachedResult(sole, sent, envelope, target.maxReplyBytes, async () => {
+						const reply = await forwardModern(target, request, sentBody, sent, rewritten);
+						// The gateway holds tasks for a server that does not: its discover says the extension is offered.
+						if (sent.method === "server/discover") return offeringTasks(reply, target.maxReplyBytes);
+						if (sent.method !== "tools/list") return reply;
+						// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
+						return watchedToolsReply(pins, sole, sent, reply, target.maxReplyBytes);
+					});
+				};
+				if (!touches(reach)) return await passOn(message);
+				const governed = { env, settings, scope, member: sole, target, message, envelope, reach, pins };
+				return await serveGoverned(governed, passOn);
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);
@@ -116,15 +126,6 @@ export async function serveModern(
 		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, caller);
 	}
 	return stub.modern(input);
-}
-
-/** Whether any tool policy could apply to `server` (then its requests need the session's decision). */
-async function governedServer(env: Env, settings: Settings, server: string): Promise<boolean> {
-	const policies = await loadPolicies(
-		kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds),
-		settings.endpointCacheTtlMs,
-	);
-	return governs(policies, server);
 }
 
 /**

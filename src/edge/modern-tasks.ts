@@ -83,7 +83,8 @@ export async function serveTaskMethod(
  * A `tools/call` from a client that declares the tasks extension, to a
  * 2026-07-28 server that holds tasks itself: sent as it came (the upstream
  * decides whether to make a task), and a task it makes reaches the client
- * under the gateway's id for it.
+ * under the gateway's id for it. `rewritten`: the routing headers of a body
+ * the governance decision renamed (see forwardModern).
  */
 export async function upstreamHeldCall(
 	settings: Settings,
@@ -93,9 +94,10 @@ export async function upstreamHeldCall(
 	request: Request,
 	body: string,
 	message: JSONRPCRequest,
+	rewritten: Record<string, string> = {},
 ): Promise<Response> {
 	const secret = requireSessionSecret(settings);
-	const reply = await forwardModern(target, request, body, message);
+	const reply = await forwardModern(target, request, body, message, rewritten);
 	return mapReplyTaskIds(reply, target.maxReplyBytes, (upstreamTaskId) =>
 		sealUpstreamTaskId(secret, scope, { server: member.name, upstreamTaskId }),
 	);

@@ -1,6 +1,7 @@
 import type { CelInput } from "@bufbuild/cel";
 import { isCelError } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type Identity, parsePrincipalId } from "../registry/access-rules.ts";
 import { orderPolicies, type PolicyApplies, type PolicyRecord } from "../registry/policy-records.ts";
 import { type CelBindings, type CelProgram, type Compiled, compileExpression } from "./cel-program.ts";
 
@@ -33,6 +34,27 @@ export type PolicyPrincipal = {
 	/** A key's name; null for a person, or a key made without one. */
 	keyName: string | null;
 };
+
+/** The principal a policy sees, from what the edge or the session keeps of its caller. */
+export function policyPrincipal(
+	principalId: string,
+	identity: Identity | null,
+	keyName: string | null,
+): PolicyPrincipal {
+	const ref = parsePrincipalId(principalId);
+	if (ref) {
+		return {
+			kind: "person",
+			id: principalId,
+			subject: identity?.subject ?? null,
+			email: identity?.email ?? null,
+			groups: identity?.groups ?? [],
+			rule: ref.rule,
+			keyName: null,
+		};
+	}
+	return { kind: "key", id: principalId, subject: null, email: null, groups: [], rule: null, keyName };
+}
 
 /** The tool a request lists or calls (`tool`), as the caller sees it after shaping. */
 export interface PolicyTool {
@@ -75,6 +97,9 @@ export interface CompiledPolicies {
 	/** Evaluation failures already logged (policy, server, tool and reason), so a list of tools logs each once. */
 	readonly logged: Set<string>;
 }
+
+/** No policy at all: what a decision that reads none is given (policies speak of tools, not of prompts or resources). */
+export const NO_POLICIES: CompiledPolicies = Object.freeze({ policies: [], logged: new Set<string>() });
 
 const ALLOWED: PolicyVerdict = Object.freeze({ allowed: true });
 const EMPTY_ARGUMENTS: Readonly<Record<string, unknown>> = Object.freeze({});

@@ -3,13 +3,6 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import type { Member } from "./binding.ts";
 
-/**
- * A call refused because pinning holds the tool's definition: answered
- * exactly as an unknown tool (invariant "What a caller may not call, it does
- * not see"), told apart only for the gateway's own accounting.
- */
-export class HeldToolRefusal extends GatewayError {}
-
 /** Why a running request was aborted by the gateway rather than the client. */
 export class SessionEnded extends Error {}
 

@@ -3,8 +3,6 @@ import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/t
 import { settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
-import { shapesList } from "../governance/offer-shaping.ts";
-import { governs } from "../governance/tool-gate.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
@@ -351,17 +349,15 @@ export class SessionDO extends DurableObject<Env> {
 
 	/**
 	 * The list a transparent session answers itself rather than pass on, if
-	 * `method` is one: tools of a server shaped, pinned under `block` or
-	 * governed by a policy; prompts, resources and templates of a server whose
-	 * operator chose which of them callers see.
+	 * `method` is one: one the governance decision makes (see `reachOf`), and
+	 * tools for a client the session holds tasks for.
 	 */
 	private async answeredHere(member: Member, method: string): Promise<ListKind | null> {
 		const kind = LIST_KIND_OF_METHOD.get(method);
 		if (kind === undefined) return null;
-		if (kind !== "tools") return shapesList(member, kind) ? kind : null;
 		// A client the session holds tasks for sees each tool's task support as the gateway honours it.
-		if (member.tools || member.pinning === "block" || this.parts.holdsTasks()) return kind;
-		return governs((await this.parts.gate()).policies, member.name) ? kind : null;
+		if (kind === "tools" && this.parts.holdsTasks()) return kind;
+		return (await this.parts.decidesList(member, kind)) ? kind : null;
 	}
 
 	/**

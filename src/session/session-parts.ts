@@ -2,19 +2,19 @@ import type { JSONRPCRequest, RequestId, Tool } from "@modelcontextprotocol/sdk/
 import type { Settings } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
-import { checkListed, type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
-import { offeredItems, promptOffered } from "../governance/offer-shaping.ts";
-import { logPinVerdict, registryRecorder } from "../governance/pin-records.ts";
-import { DEFAULT_PINNING, heldToolSentence } from "../governance/pinning.ts";
+import { shapeList } from "../governance/decision.ts";
+import { type DecisionSource, decideListFor, decidesListFor } from "../governance/decision-inputs.ts";
+import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
+import { promptOffered } from "../governance/offer-shaping.ts";
+import { registryRecorder } from "../governance/pin-records.ts";
+import { policyPrincipal } from "../governance/policies.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
-import { callRefusal, governs, policyPrincipal, type ToolGate, visibleTools } from "../governance/tool-gate.ts";
-import { endpointToolView, exposedToolName, realToolName, shapeTools } from "../governance/tool-shaping.ts";
-import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { endpointToolView, exposedToolName, realToolName } from "../governance/tool-shaping.ts";
+import { describeError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { splitNamespacedName } from "../mcp/namespacing.ts";
 import { SSE_HEADERS } from "../mcp/sse.ts";
 import { kvRegistryReader } from "../registry/registry-reader.ts";
-import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
@@ -23,7 +23,7 @@ import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import { MemberSessions } from "./aggregate/member-sessions.ts";
 import { ServerRequests } from "./aggregate/server-requests.ts";
 import type { Member } from "./binding.ts";
-import { HeldToolRefusal, mayHaveRun } from "./call-failures.ts";
+import { mayHaveRun } from "./call-failures.ts";
 import { type LifecycleHost, SessionLifecycle } from "./session-lifecycle.ts";
 import { SessionStore } from "./session-store.ts";
 import { ClientStreams } from "./streams/client-streams.ts";
@@ -38,11 +38,11 @@ import { UpstreamPool } from "./upstream-pool.ts";
 /** The concerns a SessionDO is made of, each in its own module. */
 export interface SessionParts {
 	readonly settings: Settings;
-	/** The policies and the session's caller, now (the one decision on tools; see tool-gate.ts). */
-	gate(): Promise<ToolGate>;
+	/** Whether the governance decision, not the upstream, makes what the caller gets of this list of `member`'s. */
+	decidesList(member: Member, kind: ListKind): Promise<boolean>;
 	/** A transparent tools/list reply passed on as it came, its tools checked against the pins beside the client. */
 	watched(member: Member, request: JSONRPCRequest, reply: Response): Response;
-	/** What of a member's shaped list the caller may see now. */
+	/** What of a member's shaped list the caller may see now (the governance decision; see decision.ts). */
 	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
 	/** The binding in storage, and the alarm (counted). */
 	readonly store: SessionStore;
@@ -126,61 +126,44 @@ export function sessionParts(host: PartsHost): SessionParts {
 		ttlMs: settings.endpointCacheTtlMs,
 		waitUntil: (promise) => ctx.waitUntil(promise),
 	};
-	/**
-	 * How each of a member's tools stands against its pinned definition, by
-	 * its upstream name. The first list of a server ever seen is recorded as
-	 * approved (trust on first use, in the background); under `block` a new or
-	 * changed definition is held, under `warn` served and logged.
-	 * `listed`: a list is being served (the registry hears of it); else a call is checked.
-	 */
-	const pinned = (member: Member, listed: boolean) =>
-		checkListed(pinContext, member, { tools: rawTools.get(member.name) ?? [], complete: listed });
-	/** The policies and who the session is for, now: one decision for its lists and calls. */
-	const gate = async (): Promise<ToolGate> => {
-		const binding = host.current();
-		const keyId = binding?.keyId ?? "";
-		return {
-			policies: await loadPolicies(policyReader, settings.endpointCacheTtlMs),
-			principal: policyPrincipal(
-				keyId,
-				binding?.caller?.caller.identity ?? null,
-				binding?.caller?.caller.keyName ?? null,
-			),
-			virtualServer: binding?.endpointCheck.kind === "virtual" ? binding.endpointCheck.name : null,
-			now: host.clock().now(),
-		};
+	/** What the governance decision reads in this session: its catalog, its caller and its clock (see decision-inputs.ts). */
+	const decisions: DecisionSource = {
+		policies: () => loadPolicies(policyReader, settings.endpointCacheTtlMs),
+		asker: () => {
+			const binding = host.current();
+			return {
+				principal: policyPrincipal(
+					binding?.keyId ?? "",
+					binding?.caller?.caller.identity ?? null,
+					binding?.caller?.caller.keyName ?? null,
+				),
+				virtualServer: binding?.endpointCheck.kind === "virtual" ? binding.endpointCheck.name : null,
+				endpointTools: binding?.endpointTools ?? undefined,
+				now: host.clock().now(),
+			};
+		},
+		tools: async (member) => {
+			const shaped = await catalog.get(member.name, "tools").catch((error: unknown) => {
+				console.warn(
+					`member ${member.name}: its tools are unknown to the decision on a call (${describeError(error)})`,
+				);
+				return [];
+			});
+			return { shaped, upstream: rawTools.get(member.name) ?? [] };
+		},
+		pins: pinContext,
+		telemetry: telemetryFor(env),
 	};
 	/** A member's (shaped) tool as the session's endpoint presents it: a virtual server's overrides applied. */
 	const onEndpoint = (server: string, name: string, annotations: Tool["annotations"]) =>
 		endpointToolView(host.current()?.endpointTools ?? undefined, server, name, annotations);
-	/** What of a member's shaped list this caller may see: tools the policies hide are left out. */
+	/** What of a member's shaped list this caller may see: tools the pins hold or the policies hide are left out. */
 	const visible = async <K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>) => {
-		if (kind !== "tools") return items;
-		const member = members.member(server);
-		const shaping = member.tools ?? undefined;
+		const listed = await decideListFor(decisions, members.member(server), kind, items, rawTools.get(server) ?? []);
+		if (kind !== "tools") return listed;
+		// Every tools list a session serves passes here: a client it holds tasks for sees which tools it may call as tasks.
 		// Tools lists hold tools (parsed with the SDK's schema by `listAll`).
-		const tools = items as Tool[];
-		const realOf = (tool: Tool) => realToolName(shaping, tool.name) ?? tool.name;
-		const mode = member.pinning ?? DEFAULT_PINNING;
-		const check = async () => {
-			const verdictOf = await pinned(member, true);
-			return tools.filter((tool) => {
-				const verdict = verdictOf(realOf(tool));
-				if (verdict) logPinVerdict(server, mode, realOf(tool), verdict);
-				return verdict === null || verdict.served;
-			});
-		};
-		// Under `block` the list waits for the pins; under `warn` nothing is held, so the check (its log
-		// line, the first list's record) runs beside the answer and adds nothing to it.
-		if (mode !== "block")
-			ctx.waitUntil(check().catch((error: unknown) => console.warn(`pins of ${server}: ${describeError(error)}`)));
-		const [served, now] = await Promise.all([mode === "block" ? check() : Promise.resolve(tools), gate()]);
-		const listed = visibleTools(now, server, served, (tool) => ({
-			...onEndpoint(server, tool.name, tool.annotations),
-			realName: realOf(tool),
-		}));
-		// Every list a session serves passes here: a client it holds tasks for sees which tools it may call as tasks.
-		return (holdsTasks() ? listed.map(withTaskSupport) : listed) as Array<ListItems[K]>;
+		return (holdsTasks() ? (listed as Tool[]).map(withTaskSupport) : listed) as Array<ListItems[K]>;
 	};
 	const holdsTasks = () => holdsTasksFor(host.current()?.clientCapabilities);
 	const watched = (member: Member, request: JSONRPCRequest, reply: Response) =>
@@ -229,35 +212,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 		replyRoute: (member) => (aggregate() ? replyRoute(member) : undefined),
 		timers: host.timers,
 		clientCapabilities: () => host.current()?.clientCapabilities,
-		callRefusal: async (member, exposed, real, args) => {
-			if ((member.pinning ?? DEFAULT_PINNING) === "block") {
-				// A held definition is refused on call as it is left out of lists; the upstream's list is needed to know.
-				if (!rawTools.has(member.name)) await catalog.get(member.name, "tools").catch(() => []);
-				const verdict = (await pinned(member, false))(real);
-				if (verdict && !verdict.served) {
-					const instruments = instrumentsOf(telemetryFor(env));
-					instruments.toolsHeld.add(1);
-					instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "pinning" });
-					return new HeldToolRefusal("invalid_params", heldToolSentence(exposed, verdict), { server: member.name });
-				}
-			}
-			const now = await gate();
-			// Without a policy for this server nothing is asked of it (its list included): calls cost what they did.
-			if (!governs(now.policies, member.name)) return null;
-			const listed = await catalog.get(member.name, "tools").catch((error: unknown) => {
-				console.warn(`member ${member.name}: tool annotations unknown for a policy (${describeError(error)})`);
-				return [];
-			});
-			const tool = listed.find((candidate) => candidate.name === exposed);
-			const refused = callRefusal(
-				now,
-				member.name,
-				{ ...onEndpoint(member.name, exposed, tool?.annotations), realName: real },
-				args,
-			);
-			if (refused) instrumentsOf(telemetryFor(env)).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "policy" });
-			return refused;
-		},
+		decisions,
 	});
 	const router: AggregateRouter = new AggregateRouter({
 		members: () => host.current()?.members.map((member) => member.name) ?? [],
@@ -357,21 +312,14 @@ export function sessionParts(host: PartsHost): SessionParts {
 	 */
 	async function fetchList<K extends ListKind>(server: string, kind: K): Promise<Array<ListItems[K]>> {
 		const member = members.member(server);
-		try {
-			const items = await pool.connection(member).listAll(await members.session(member), kind, (notification) => {
-				router.memberNotification(server, notification);
-			});
-			// The session keeps, routes by and compares what the operator offers of prompts and resources.
-			if (kind !== "tools") return offeredItems(member, kind, items);
-			// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
-			rawTools.set(server, items as Tool[]);
-			// The session keeps, routes by and compares the tools as callers see them (the operator's shaping).
-			return shapedList(member, items);
-		} catch (error) {
-			// A member that does not offer this list has an empty one.
-			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
-			throw error;
-		}
+		// A member that does not offer this list has an empty one.
+		const items = await pool.connection(member).listOffered(await members.session(member), kind, (notification) => {
+			router.memberNotification(server, notification);
+		});
+		// The upstream's own definitions, for pinning (what changed upstream, whatever the shaping made of it).
+		if (kind === "tools") rawTools.set(server, items as Tool[]);
+		// The session keeps, routes by and compares what the operator offers, as callers see it (see decision.ts).
+		return shapeList(member, kind, items);
 	}
 
 	const upstreamTasks = new UpstreamTasks({
@@ -395,7 +343,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 
 	return {
 		settings,
-		gate,
+		decidesList: async (member, kind) => decidesListFor(decisions, member, kind),
 		watched,
 		visible,
 		store,
@@ -414,12 +362,6 @@ export function sessionParts(host: PartsHost): SessionParts {
 		upstreamTasks,
 		holdsTasks,
 	};
-}
-
-/** A member's tool list as its operator shaped it (the catalog holds only this view). */
-function shapedList<K extends ListKind>(member: Member, items: Array<ListItems[K]>): Array<ListItems[K]> {
-	// Tools lists hold tools: `listAll` parsed them with the SDK's Tool schema.
-	return shapeTools(`upstream ${member.name}`, member.tools ?? undefined, items as Tool[]) as Array<ListItems[K]>;
 }
 
 /** Priming events (an id and no data) came with the 2025-11-25 transport; older clients may not expect them. */

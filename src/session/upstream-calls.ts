@@ -4,31 +4,20 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { hiddenOfferRefusal } from "../governance/offer-shaping.ts";
-import { realToolName } from "../governance/tool-shaping.ts";
+import { callNoteOf, type DecisionSource, decideCallFor } from "../governance/decision-inputs.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
-import { unknownName } from "../mcp/unknown-offers.ts";
 import { once } from "../primitives/once.ts";
-import { type CallNote, withCallNote } from "../telemetry/tool-call.ts";
+import { withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
-import {
-	callerRefused,
-	cancelledError,
-	HeldToolRefusal,
-	isFinal,
-	mayHaveRun,
-	notSent,
-	paused,
-	SessionEnded,
-} from "./call-failures.ts";
+import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 
@@ -50,29 +39,8 @@ export interface CallHost {
 	timers(): Timers;
 	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
 	clientCapabilities(): Record<string, unknown> | undefined;
-	/** Whether the policies refuse this call (sent under the upstream's name `real`, called as `exposed`). */
-	callRefusal(
-		member: Member,
-		exposed: string,
-		real: string,
-		args: Record<string, unknown>,
-	): Promise<GatewayError | null>;
-}
-
-/**
- * A tools/call as the upstream knows it: called by the name callers see (the
- * operator's alias), sent under the upstream's own. A tool the operator hides,
- * or the real name of an aliased one, is refused exactly as an unknown tool;
- * a hidden prompt or resource as an unknown prompt or resource.
- */
-function toUpstreamName(member: Member, message: JSONRPCRequest): JSONRPCRequest | GatewayError {
-	if (message.method !== "tools/call") return hiddenOfferRefusal(member, message) ?? message;
-	if (!member.tools) return message;
-	const params = message.params ?? {};
-	const exposed = String(params.name ?? "");
-	const real = realToolName(member.tools, exposed);
-	if (real === null) return unknownName("tool", exposed);
-	return real === exposed ? message : { ...message, params: { ...params, name: real } };
+	/** What the governance decision on a request reads in this session (see decision-inputs.ts). */
+	readonly decisions: DecisionSource;
 }
 
 /** What one try of a request came to. */
@@ -118,19 +86,14 @@ export class UpstreamCalls {
 	 * (see CALL_NOTE_HEADER), which the edge takes off.
 	 */
 	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
-		const named = toUpstreamName(member, normalizeOutgoing(original) as JSONRPCRequest);
-		const refused = named instanceof GatewayError ? named : await this.refusal(member, original, named);
-		if (refused) {
+		// The governance decision: refused before anything is sent, or sent, a tool call under the upstream's own name.
+		const decision = await decideCallFor(this.host.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
+		const note = callNoteOf(member, decision);
+		if ("refused" in decision) {
 			done();
-			const note: CallNote = { server: member.name };
-			if (named instanceof GatewayError) note.refused = "unknown_tool";
-			else if (refused instanceof HeldToolRefusal) note.refused = "refused_pinning";
-			return withCallNote(refused.toRpcResponse(original.id), original.method, note);
+			return withCallNote(decision.refused.toRpcResponse(original.id), original.method, note);
 		}
-		const message = named as JSONRPCRequest;
-		const note: CallNote = { server: member.name, real: String(message.params?.name ?? "") };
-		if (member.captureArguments) note.capture = true;
-		return withCallNote(await this.forward(member, message, done), original.method, note);
+		return withCallNote(await this.forward(member, decision.send, done), original.method, note);
 	}
 
 	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {
@@ -146,18 +109,6 @@ export class UpstreamCalls {
 			settle();
 			throw error;
 		}
-	}
-
-	/** A tools/call the policies refuse, before anything is sent; null for anything else. */
-	private async refusal(member: Member, original: JSONRPCRequest, named: JSONRPCRequest): Promise<GatewayError | null> {
-		if (named.method !== "tools/call") return null;
-		const args = named.params?.arguments;
-		return this.host.callRefusal(
-			member,
-			String(original.params?.name ?? ""),
-			String(named.params?.name ?? ""),
-			typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
-		);
 	}
 
 	/**

@@ -217,6 +217,20 @@ export class UpstreamConnection {
 		return items;
 	}
 
+	/** As `listAll`, but a list the upstream does not offer (it answers -32601) is an empty one. */
+	async listOffered<K extends ListKind>(
+		session: UpstreamSession,
+		kind: K,
+		onNotification?: (message: JSONRPCNotification) => void,
+	): Promise<Array<ListItems[K]>> {
+		try {
+			return await this.listAll(session, kind, onNotification);
+		} catch (error) {
+			if (error instanceof GatewayError && error.upstreamCode === -32601) return [];
+			throw error;
+		}
+	}
+
 	/**
 	 * Sends one message in the session and returns the upstream's response as
 	 * it streams. The caller owns `deadline` and clears it when the response

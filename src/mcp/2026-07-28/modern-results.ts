@@ -1,4 +1,4 @@
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { connectInputRequired } from "./connect-input.ts";
 
 /** Results a 2026-07-28 client may cache, which must say for how long and for whom. */
@@ -46,4 +46,15 @@ export function modernReply(method: string, message: JSONRPCMessage, params?: Re
 	const data = typeof message.error.data === "object" && message.error.data !== null ? message.error.data : {};
 	const uri = (data as { uri?: unknown }).uri ?? params?.uri;
 	return { ...message, error: { ...message.error, code: INVALID_PARAMS, data: { ...data, uri } } };
+}
+
+/**
+ * What a request names: its `name`, else its `uri` ("" for neither). A 2025
+ * peer's unknown resource, made modern, carries it in `data.uri` when its own
+ * data has none (see `modernReply`).
+ */
+export function requestName(message: JSONRPCRequest): string {
+	const params = message.params ?? {};
+	const name = params.name ?? params.uri;
+	return typeof name === "string" ? name : "";
 }

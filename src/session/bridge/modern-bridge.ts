@@ -7,7 +7,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
-import { modernReply } from "../../mcp/2026-07-28/modern-results.ts";
+import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
@@ -73,7 +73,7 @@ export class ModernBridge {
 	}
 
 	async request(message: JSONRPCRequest, owner: Omit<RoundOwner, "method" | "name">): Promise<Response> {
-		const full: RoundOwner = { ...owner, method: message.method, name: nameOf(message) };
+		const full: RoundOwner = { ...owner, method: message.method, name: requestName(message) };
 		const state = message.params?.requestState;
 		if (state !== undefined) return this.retry(message, state, full);
 		const response = await this.host.post({ kind: "request", message: withoutEnvelope(message) });
@@ -266,12 +266,6 @@ function inputRequired(requests: Map<string, JSONRPCRequest>, requestState: stri
 
 function stateRoundId(state: string): string {
 	return state.split(".")[0] ?? "";
-}
-
-function nameOf(message: JSONRPCRequest): string {
-	const params = message.params ?? {};
-	const name = params.name ?? params.uri;
-	return typeof name === "string" ? name : "";
 }
 
 function failure(id: RequestId, error: unknown): JSONRPCMessage {

@@ -1,0 +1,130 @@
+import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Settings } from "../config.ts";
+import type { Env } from "../env.ts";
+import { decidesList, type Reach, shapeList } from "../governance/decision.ts";
+import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../governance/decision-inputs.ts";
+import type { PinContext } from "../governance/listed-tools.ts";
+import { policyPrincipal } from "../governance/policies.ts";
+import { loadPolicies } from "../governance/policy-cache.ts";
+import { headerValue } from "../mcp/2026-07-28/header-value.ts";
+import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import { modernReply, requestName } from "../mcp/2026-07-28/modern-results.ts";
+import { describeError } from "../mcp/gateway-error.ts";
+import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
+import { FIRST_MODERN_VERSION } from "../mcp/protocol-version.ts";
+import type { Member, SessionScope } from "../session/session-do.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
+import { withCallNote } from "../telemetry/tool-call.ts";
+import { UpstreamConnection } from "../upstream/upstream-connection.ts";
+import type { UpstreamTarget } from "../upstream/upstream-target.ts";
+
+/**
+ * A 2026-07-28 request to a 2026-07-28 server that governance touches,
+ * decided at the edge (invariant "2026-07-28 to 2026-07-28 costs no Durable
+ * Object"): the same decision a session makes (`decision.ts`), from the same
+ * per-isolate caches of compiled policies and pins and the server's shaping
+ * in its endpoint record. A list the decision makes is fetched whole from the
+ * upstream and answered in one page, private, as a session answers it; a
+ * refused request is answered as a session answers it; anything else goes on
+ * as on the ungoverned stateless path, under the upstream's own tool name
+ * where the operator gave an alias (decision 0072).
+ */
+
+/** A 2026-07-28 request to a governed server, as the edge holds it. */
+export interface GovernedRequest {
+	env: Env;
+	settings: Settings;
+	scope: SessionScope;
+	member: Member;
+	target: UpstreamTarget;
+	message: JSONRPCRequest;
+	envelope: Envelope;
+	reach: Reach;
+	pins: PinContext;
+}
+
+/** A request the decision renamed: its body and the routing header that names what it calls. */
+export interface Renamed {
+	body: string;
+	headers: Record<string, string>;
+}
+
+/** How a request the decision lets through goes on: the stateless path's own forwarding. */
+export type PassOn = (message: JSONRPCRequest, renamed?: Renamed) => Promise<Response>;
+
+/** The answer to a request to a governed server: its decided list, its refusal, or what the upstream answers. */
+export async function serveGoverned(governed: GovernedRequest, passOn: PassOn): Promise<Response> {
+	const { message, member, reach } = governed;
+	const source = edgeSource(governed);
+	const kind = LIST_KIND_OF_METHOD.get(message.method);
+	if (kind !== undefined && decidesList(reach, kind)) return decidedList(governed, source, kind);
+	const decision = await decideCallFor(source, member, message);
+	const note = callNoteOf(member, decision);
+	if ("refused" in decision) {
+		const refusal = { jsonrpc: "2.0" as const, id: message.id, error: decision.refused.toJsonRpcError() };
+		// The words a session gives: an unknown resource is this era's -32602 naming the URI.
+		const answer = Response.json(modernReply(message.method, refusal, { uri: requestName(message) }));
+		return withCallNote(answer, message.method, note);
+	}
+	const { send, real } = decision;
+	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it.
+	const renamed =
+		send === message ? undefined : { body: JSON.stringify(send), headers: { "mcp-name": headerValue(real ?? "") } };
+	return withCallNote(await passOn(send, renamed), message.method, note);
+}
+
+/** A list the decision makes: every page from the upstream, shaped, held and filtered, in one private page. */
+async function decidedList<K extends ListKind>(
+	governed: GovernedRequest,
+	source: DecisionSource,
+	kind: K,
+): Promise<Response> {
+	const { member, message } = governed;
+	const upstream = await upstreamList(governed, kind);
+	const shaped = shapeList(member, kind, upstream);
+	// Tools lists hold tools: their entries were checked with the SDK's Tool schema.
+	const pinned: readonly Tool[] = kind === "tools" ? (upstream as Tool[]) : [];
+	const items = await decideListFor(source, member, kind, shaped, pinned);
+	const reply = { jsonrpc: "2.0" as const, id: message.id, result: { [LIST_KINDS[kind].field]: items } };
+	return Response.json(modernReply(message.method, reply));
+}
+
+/** The decision's inputs as the edge has them: the isolate's caches, and the server's tools listed for this request. */
+function edgeSource(governed: GovernedRequest): DecisionSource {
+	const { env, settings, scope, member, pins } = governed;
+	return {
+		policies: () => loadPolicies(pins.reader, settings.endpointCacheTtlMs),
+		asker: () => ({
+			principal: policyPrincipal(
+				scope.keyId,
+				scope.calling?.caller.identity ?? null,
+				scope.calling?.caller.keyName ?? null,
+			),
+			virtualServer: null,
+			now: Date.now(),
+		}),
+		tools: async () => {
+			const upstream = await upstreamList(governed, "tools").catch((error: unknown) => {
+				console.warn(
+					`upstream ${member.name}: its tools are unknown to the decision on a call (${describeError(error)})`,
+				);
+				return [];
+			});
+			return { shaped: shapeList(member, "tools", upstream), upstream };
+		},
+		pins,
+		telemetry: telemetryFor(env),
+	};
+}
+
+/** A whole list of the upstream's, every page, asked with the client's envelope as its request would carry it. */
+function upstreamList<K extends ListKind>(governed: GovernedRequest, kind: K): Promise<Array<ListItems[K]>> {
+	const { clientInfo, clientCapabilities, logLevel } = governed.envelope;
+	const client = {
+		info: clientInfo,
+		capabilities: clientCapabilities,
+		...(logLevel === undefined ? {} : { logLevel }),
+	};
+	const session = { era: "modern" as const, sessionId: null, protocolVersion: FIRST_MODERN_VERSION, client };
+	return new UpstreamConnection(governed.target).listOffered(session, kind);
+}
