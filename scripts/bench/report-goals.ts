@@ -18,6 +18,7 @@ import {
 	rate,
 	ratio,
 	seconds,
+	serverCpuPerCall,
 	signedMs,
 } from "./report-format.ts";
 import { countList, pathObjectRequests } from "./report-modern.ts";
@@ -25,6 +26,11 @@ import { PERSON_GOAL_PER_CALL, personObjectsPerCall } from "./report-person.ts";
 import { comparePolicy, POLICY_QUANTILES } from "./report-policy.ts";
 import { compareTelemetry, TELEMETRY_QUANTILES } from "./report-telemetry.ts";
 import { type BenchResults, costWindows } from "./results.ts";
+
+/** The hot path's targets (issue: "a hot path that costs what it did"), with nothing configured. */
+const P50_OVER_FLOOR_MS = 1.5;
+const CPU_OVER_FLOOR = 1.3;
+const SETUP_OVER_FLOOR = 1.3;
 
 export interface TargetStatus {
 	target: string;
@@ -40,10 +46,20 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 
 	const p50Delta = p(results.latency, "server", 50) - p(results.latency, "floor", 50);
 	out.push({
-		target: "tools/call p50 through /mcp/:server within 1 ms of the floor",
+		target: `tools/call p50 through /mcp/:server within ${P50_OVER_FLOOR_MS} ms of the floor`,
 		figure: `${ms(p(results.latency, "server", 50))} ms vs ${ms(p(results.latency, "floor", 50))} ms (${signedMs(p50Delta)} ms)`,
-		status: p50Delta <= 1 ? MET : NOT_MET,
+		status: p50Delta <= P50_OVER_FLOOR_MS ? MET : NOT_MET,
 	});
+	const cpu = results.cpu;
+	if (cpu) {
+		const perCall = (t: "server" | "floor") => serverCpuPerCall(cpu[t]);
+		const r = perCall("server") / perCall("floor");
+		out.push({
+			target: `server-side CPU per tools/call through /mcp/:server ≤ ${CPU_OVER_FLOOR}× the floor (upstream + runtime, over the throughput calls)`,
+			figure: `${ms(perCall("server"))} ms vs ${ms(perCall("floor"))} ms (${ratio(r)})`,
+			status: r <= CPU_OVER_FLOOR ? MET : NOT_MET,
+		});
+	}
 	const p99Delta = p(results.latency, "server", 99) - p(results.latency, "floor", 99);
 	out.push({
 		target: "tools/call p99 through /mcp/:server within 3 ms of the floor",
@@ -100,8 +116,10 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 			status: c.within ? MET : NOT_MET,
 		});
 	}
-	for (const cell of results.throughput.filter((c) => c.concurrency >= 16)) {
-		for (const endpoint of ["server", "aggregate"] as const) {
+	for (const cell of results.throughput) {
+		// Every row for the transparent endpoint; the merged one from 16 calls at once, as before.
+		const endpoints = cell.concurrency >= 16 ? (["server", "aggregate"] as const) : (["server"] as const);
+		for (const endpoint of endpoints) {
 			const r = rate(cell.results[endpoint]) / rate(cell.results.floor);
 			out.push({
 				target: `throughput ${cellLabel(cell)} through ${endpointName(endpoint)} ≥ 0.8× the floor`,
@@ -113,9 +131,9 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 	for (const endpoint of ["server", "aggregate"] as const) {
 		const r = p(results.setup, endpoint, 50) / p(results.setup, "floor", 50);
 		out.push({
-			target: `session setup through ${endpointName(endpoint)} ≤ 1.5× the floor (p50)`,
+			target: `session setup through ${endpointName(endpoint)} ≤ ${SETUP_OVER_FLOOR}× the floor (p50)`,
 			figure: `${ms(p(results.setup, endpoint, 50))} ms vs ${ms(p(results.setup, "floor", 50))} ms (${ratio(r)})`,
-			status: r <= 1.5 ? MET : NOT_MET,
+			status: r <= SETUP_OVER_FLOOR ? MET : NOT_MET,
 		});
 	}
 	for (const { name, endpoint, w } of costWindows(results)) {
