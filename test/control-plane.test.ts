@@ -429,13 +429,19 @@ describe("the edge reads the registry through the request's reader only", () => 
 	function countingReader(overrides: Partial<RegistryReader> = {}) {
 		const kv = kvRegistryReader(env.REGISTRY_KV, 0);
 		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, pins: 0 };
+		const counted =
+			<A extends unknown[], R>(name: keyof typeof asked, read: (...args: A) => R) =>
+			(...args: A): R => {
+				asked[name]++;
+				return read(...args);
+			};
 		const reader: RegistryReader = {
-			key: (id) => (asked.key++, (overrides.key ?? kv.key)(id)),
-			endpoint: (name) => (asked.endpoint++, (overrides.endpoint ?? kv.endpoint)(name)),
-			servers: () => (asked.servers++, (overrides.servers ?? kv.servers)()),
-			rules: () => (asked.rules++, (overrides.rules ?? kv.rules)()),
-			policies: () => (asked.policies++, (overrides.policies ?? kv.policies)()),
-			pins: (server) => (asked.pins++, (overrides.pins ?? kv.pins)(server)),
+			key: counted("key", overrides.key ?? kv.key),
+			endpoint: counted("endpoint", overrides.endpoint ?? kv.endpoint),
+			servers: counted("servers", overrides.servers ?? kv.servers),
+			rules: counted("rules", overrides.rules ?? kv.rules),
+			policies: counted("policies", overrides.policies ?? kv.policies),
+			pins: counted("pins", overrides.pins ?? kv.pins),
 		};
 		return { reader, asked };
 	}
