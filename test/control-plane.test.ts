@@ -22,7 +22,7 @@ import {
 } from "./support/gateway.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import { instrumentSession, ManualClock, sessionObject } from "./support/session-object.ts";
-import { registerServer, upstreamUrl } from "./support/upstreams.ts";
+import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 const RECHECK = 30_000;
 const PING = { jsonrpc: "2.0", id: 1, method: "ping" };
@@ -421,5 +421,61 @@ describe("an unreadable KV", () => {
 		// Not extended while unverified: the session now ends at the unverified limit, not an idle timeout away.
 		const deadline = await runInDurableObject(stub, (instance: SessionDO) => instance.deadline());
 		expect(deadline).toBeLessThanOrEqual(clock.now() + 300_000);
+	});
+});
+
+describe("the edge reads the registry through the request's reader only", () => {
+	/** A reader of the real KV that counts what it is asked, method by method. */
+	function countingReader(overrides: Partial<RegistryReader> = {}) {
+		const kv = kvRegistryReader(env.REGISTRY_KV, 0);
+		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, pins: 0 };
+		const counted =
+			<A extends unknown[], R>(name: keyof typeof asked, read: (...args: A) => R) =>
+			(...args: A): R => {
+				asked[name]++;
+				return read(...args);
+			};
+		const reader: RegistryReader = {
+			key: counted("key", overrides.key ?? kv.key),
+			endpoint: counted("endpoint", overrides.endpoint ?? kv.endpoint),
+			servers: counted("servers", overrides.servers ?? kv.servers),
+			rules: counted("rules", overrides.rules ?? kv.rules),
+			policies: counted("policies", overrides.policies ?? kv.policies),
+			pins: counted("pins", overrides.pins ?? kv.pins),
+		};
+		return { reader, asked };
+	}
+
+	it("a stateless 2026-07-28 tools/list reads the key, the endpoint, the tool policies and the pins through the injected reader, each once", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey();
+		// Nothing kept from other tests: every record is read for this request.
+		forgetIsolateCaches();
+		const { reader, asked } = countingReader();
+		const body = { id: 1, method: "tools/list", params: { _meta: ENVELOPE } };
+		const response = await createApp({ reader: () => reader }).fetch(modernRequest(`/mcp/${server}`, key, body), env);
+		expect(response.status).toBe(200);
+		expect(((await readReply(response)).result?.tools as unknown[] | undefined)?.length).toBeGreaterThan(0);
+		expect(asked).toEqual({ key: 1, endpoint: 1, servers: 0, rules: 0, policies: 1, pins: 1 });
+	});
+
+	it("a stateless 2026-07-28 call whose tool policies cannot be read is answered 503 registry_unavailable under its id, and the call never reaches the upstream", async () => {
+		const server = await registerServer("modern");
+		const { key } = await createKey();
+		forgetIsolateCaches();
+		const { reader, asked } = countingReader({ policies: () => Promise.reject(new Error("KV read failed (test)")) });
+		const args = { text: `unread-policies-${crypto.randomUUID()}` };
+		const body = { id: 7, method: "tools/call", params: { name: "echo", arguments: args, _meta: ENVELOPE } };
+		const response = await createApp({ reader: () => reader }).fetch(modernRequest(`/mcp/${server}`, key, body), env);
+		expect(response.status).toBe(503);
+		expect(response.headers.get("retry-after")).toBe("5");
+		const reply = await readReply(response);
+		expect(reply.id).toBe(7);
+		expect(reply.error?.data?.kind).toBe("registry_unavailable");
+		expect(reply.error?.message).toBe(
+			"Service Unavailable: the gateway cannot read its configuration right now. Try again shortly.",
+		);
+		expect(asked.policies).toBe(1);
+		expect(await toolCallsOf("modern", "echo", args)).toEqual([]);
 	});
 });

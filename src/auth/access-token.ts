@@ -6,7 +6,6 @@ import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
 import type { Identity } from "../registry/access-rules.ts";
 import { type AccessRuleRecord, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
-import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import {
 	authorizationServer,
@@ -34,7 +33,8 @@ const rulesCache = isolateCache<AccessRuleRecord[]>({ maxEntries: 1 });
  * then the access rules turn its identity into what it may use. Throws 401
  * (with a challenge naming the resource metadata) for a token that is not
  * valid, 403 when no rule grants the identity anything (saying why, not who:
- * the log says who), 503 when the issuer or the rules cannot be read.
+ * the log says who), 503 when the issuer or the rules cannot be read (`reader`
+ * is the request's, which rejects a failed read as `registry_unavailable`).
  * A gateway token is read from KV only past `guard` (the failed-lookup
  * lockout of the client's address), and a read that finds nothing counts
  * against it; a JWT verifies by its signature and never meets the guard.
@@ -90,17 +90,12 @@ export async function principalOfToken(
 	} else {
 		throw invalidToken(settings, origin, "Invalid API key: it is unknown, malformed or has been revoked.");
 	}
-	let rules: AccessRuleRecord[];
-	try {
-		rules = await rulesCache.load(
-			"rules",
-			() => reader.rules(),
-			() => settings.endpointCacheTtlMs,
-			reader,
-		);
-	} catch (error) {
-		throw registryUnavailable(error);
-	}
+	const rules = await rulesCache.load(
+		"rules",
+		() => reader.rules(),
+		() => settings.endpointCacheTtlMs,
+		reader,
+	);
 	const { identity } = claimed;
 	const rule = ruleFor(rules, identity, trustedIssuer);
 	if (!rule) {

@@ -12,7 +12,6 @@ import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { type AccessRuleRecord, ruleFor } from "../registry/access-rules.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
-import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import {
 	AUTHORIZE_PATH,
 	authorizationServer,
@@ -34,6 +33,7 @@ import { type ConsentServers, consentPage, errorPage, pageResponse, refusalPage 
 import { CALLBACK_PATH } from "./provider-callbacks.ts";
 import { ACCESS_DENIED_DESCRIPTION, logRefusal, REFUSALS, refusalReason } from "./refusal.ts";
 
+/** What these routes read of the edge's request context: the request's reader, which rejects a failed read as `registry_unavailable`. */
 type SignInEnv = { Bindings: Env; Variables: { reader: RegistryReader } };
 type Oidc = Extract<OAuthSettings, { mode: "gateway" }>["oidc"];
 
@@ -91,7 +91,7 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 			if (error instanceof SignInRefused) return refuse("access_denied", `The sign-in failed: ${error.message}.`);
 			throw error;
 		}
-		const rules = await readRules(c);
+		const rules = await c.get("reader").rules();
 		const rule = ruleFor(rules, claimed.identity, oidc.issuer);
 		if (!rule) return refused(rules, claimed, request, url.host, headers, oidc);
 		const described = await parsed(() => api.describeConsent(request));
@@ -142,7 +142,7 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 			);
 		}
 		// The rules may have changed while the page was open: they decide again, now.
-		const rules = await readRules(c);
+		const rules = await c.get("reader").rules();
 		const rule = ruleFor(rules, person.identity, oidc.issuer);
 		if (!rule) {
 			const claimed = { identity: person.identity, unverifiedEmail: null };
@@ -173,15 +173,6 @@ export function createSignInRoutes(): Hono<SignInEnv> {
 	return routes;
 }
 
-async function readRules(c: Context<SignInEnv>): Promise<AccessRuleRecord[]> {
-	return c
-		.get("reader")
-		.rules()
-		.catch((error: unknown) => {
-			throw registryUnavailable(error);
-		});
-}
-
 /**
  * The refusal page for a person no rule admits. Who tried is the operator's to
  * know (the log line); the client (anyone may register one) learns only that
@@ -205,12 +196,7 @@ async function refused(
 /** The servers a rule lets its people reach, as the consent page names them: its list, or every server. */
 async function serversOf(c: Context<SignInEnv>, rule: AccessRuleRecord): Promise<ConsentServers> {
 	if (rule.servers !== null) return { all: false, names: rule.servers };
-	const servers = await c
-		.get("reader")
-		.servers()
-		.catch((error: unknown) => {
-			throw registryUnavailable(error);
-		});
+	const servers = await c.get("reader").servers();
 	return { all: true, names: servers.map((server) => server.name).sort() };
 }
 

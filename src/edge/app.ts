@@ -7,6 +7,7 @@ import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { acceptsHtml } from "../primitives/media-type.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import { UnavailableOnFailure } from "../registry/registry-unavailable.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { adminErrorResponse, createAdminRoutes } from "./admin-routes.ts";
@@ -15,11 +16,16 @@ import { referenceForOperators } from "./dashboard/reference-access.ts";
 import { createDashboardRoutes } from "./dashboard/routes.tsx";
 import { homePage } from "./home-page.ts";
 import { handleJwks } from "./jwks-route.ts";
-import { type EdgeContext, handleMcpEndpoint } from "./mcp-routes.ts";
+import { admitMcpRequest } from "./mcp-admission.ts";
+import { handleMcpEndpoint } from "./mcp-routes.ts";
+import type { EdgeContext } from "./request-context.ts";
 import { checkHost } from "./transport-checks.ts";
 
 export interface AppOptions {
-	/** The registry's read path; tests swap in counting or failing readers. Default: Workers KV. */
+	/**
+	 * The registry's read path, made once per request; tests swap in counting or failing readers. Default:
+	 * Workers KV. Whatever it is, its failed reads reach the edge as `registry_unavailable` (`UnavailableOnFailure`).
+	 */
 	reader?: (env: Env, settings: Settings) => RegistryReader;
 }
 
@@ -38,10 +44,12 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	});
 	// Before anything else: a configuration that cannot be safe refuses every request, and a
 	// request for a host that is not the gateway's own (DNS rebinding) is refused unauthenticated.
+	// Then the request's context is set, once (request-context.ts).
 	app.use("*", async (c, next) => {
 		const settings = settingsFrom(c.env);
 		checkHost(c.req.raw, settings);
-		c.set("reader", reader(c.env, settings));
+		c.set("settings", settings);
+		c.set("reader", new UnavailableOnFailure(reader(c.env, settings)));
 		c.set("waitUntil", waitUntilOf(c));
 		await next();
 	});
@@ -50,7 +58,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	// (an MCP client probing `/`, a health checker) gets the 404 it always got.
 	app.get("/", (c) =>
 		acceptsHtml(c.req.header("accept"))
-			? homePage(new URL(c.req.url).origin, settingsFrom(c.env).oauth.mode === "gateway")
+			? homePage(new URL(c.req.url).origin, c.get("settings").oauth.mode === "gateway")
 			: c.notFound(),
 	);
 	// Browser clients on an allowed origin (ALLOWED_ORIGINS) need CORS, including
@@ -84,8 +92,8 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	app.route("/", createOAuthRoutes());
 	app.route("/", createBrowserSignInRoutes());
 	app.route("/", createConnectRoutes());
-	app.all("/mcp", handleMcpEndpoint);
-	app.all("/mcp/:name", handleMcpEndpoint);
+	app.all("/mcp", admitMcpRequest, handleMcpEndpoint);
+	app.all("/mcp/:name", admitMcpRequest, handleMcpEndpoint);
 
 	app.notFound((c) => {
 		const error = new GatewayError(

@@ -3,17 +3,15 @@ import { bearerChallenge } from "../auth/protected-resource.ts";
 import { lookupGuard } from "../auth/rate-limits.ts";
 import type { Settings } from "../config.ts";
 import { type Caller, callerOf } from "../credentials/caller.ts";
-import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import { isolateCache, keepFound } from "../primitives/expiring-map.ts";
-import type { WaitUntil } from "../primitives/wait-until.ts";
 import { apiKeyId, looksLikeApiKey, verifyApiKey } from "../registry/api-key.ts";
 import type { StoredKey } from "../registry/kv-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
-import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import type { ApiKeyRecord } from "../registry/schemas.ts";
 import { bearerToken } from "./bearer.ts";
+import type { EdgeRequestContext } from "./request-context.ts";
 
 /**
  * Known keys, per isolate and key id, for a few seconds (at most 1,000): most
@@ -53,13 +51,11 @@ const INVALID_KEY = "Invalid API key: it is unknown, malformed or has been revok
  * right was minted by the gateway (revoked since, at worst), so its read is
  * what any valid key costs.
  */
-export async function authenticate(
-	request: Request,
-	env: Env,
-	settings: Settings,
-	reader: RegistryReader,
-	waitUntil: WaitUntil,
-): Promise<Authenticated> {
+export async function authenticate(c: EdgeRequestContext): Promise<Authenticated> {
+	const request = c.req.raw;
+	const { env } = c;
+	const settings = c.get("settings");
+	const reader = c.get("reader");
 	const token = bearerToken(request);
 	const origin = new URL(request.url).origin;
 	if (!token) {
@@ -76,7 +72,7 @@ export async function authenticate(
 			env,
 			settings,
 			reader,
-			lookupGuard(env, settings, request, waitUntil),
+			lookupGuard(env, settings, request, c.get("waitUntil")),
 		);
 		// Only an external issuer's token can be exchanged (token-exchange servers): the gateway's own
 		// tokens mean nothing to anyone else.
@@ -104,7 +100,8 @@ export async function authenticate(
 /**
  * The record of the key the token names: from the isolate's cache when it is
  * there (no MAC check needed: no read follows, and the digest decides), else,
- * only when the token's MAC is right, from one shared KV read. KV failing is a 503.
+ * only when the token's MAC is right, from one shared KV read. KV failing is the
+ * reader's 503 (`registry_unavailable`).
  */
 async function knownKey(
 	token: string,
@@ -117,12 +114,8 @@ async function knownKey(
 	const cached = cache.get(id);
 	if (cached !== undefined) return cached;
 	if ((await verifyApiKey(secret, token)) !== id) return null;
-	try {
-		// One read per key and reader (a request's own): what another request reads is not waited on here.
-		return await cache.load(id, () => reader.key(id), keepFound(settings.keyCacheTtlMs), reader);
-	} catch (error) {
-		throw registryUnavailable(error);
-	}
+	// One read per key and reader (a request's own): what another request reads is not waited on here.
+	return cache.load(id, () => reader.key(id), keepFound(settings.keyCacheTtlMs), reader);
 }
 
 const encoder = new TextEncoder();

@@ -12,18 +12,14 @@ import {
 import { CONNECT_LINK_TTL_MS, connectLinkUrl, newConnectLink, openConnectLink } from "../credentials/connect-link.ts";
 import { finishConnection, startConnection } from "../credentials/connect-start.ts";
 import { vaultObject } from "../credentials/vault-do.ts";
-import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { randomToken } from "../primitives/crypto.ts";
 import { keyMayUseServer } from "../registry/access.ts";
 import { type Identity, parsePrincipalId, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
-import type { RegistryReader } from "../registry/registry-reader.ts";
-import { registryUnavailable } from "../registry/registry-unavailable.ts";
 import { SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
 import { connected, disconnected } from "./connection-events.ts";
 import { type ConnectionRow, connectionsPage, messagePage, signInFirstPage } from "./connection-pages.ts";
-
-type ConnectEnv = { Bindings: Env; Variables: { reader: RegistryReader } };
+import type { EdgeContext } from "./request-context.ts";
 
 /** The cookie binding an authorization flow to the browser that started it. */
 const FLOW_COOKIE = "gw_connect";
@@ -35,8 +31,8 @@ const FLOW_COOKIE = "gw_connect";
  * and its buttons, and the gateway's Client ID Metadata Document. Every
  * failure is a page saying what happened; nothing is stored on any of them.
  */
-export function createConnectRoutes(): Hono<ConnectEnv> {
-	const routes = new Hono<ConnectEnv>();
+export function createConnectRoutes(): Hono<EdgeContext> {
+	const routes = new Hono<EdgeContext>();
 
 	routes.get(CLIENT_METADATA_PATH, (c) =>
 		c.json(clientMetadataDocument(new URL(c.req.url).origin), 200, { "cache-control": "public, max-age=3600" }),
@@ -167,7 +163,7 @@ export function createConnectRoutes(): Hono<ConnectEnv> {
 	routes.get("/connections", async (c) => {
 		const person = await personHere(c);
 		if (person instanceof Response) return person;
-		const servers = await readRegistry(() => c.get("reader").servers());
+		const servers = await c.get("reader").servers();
 		const mine = servers.filter(
 			(server) => server.auth.type === "oauth" && keyMayUseServer(person.record, server.name),
 		);
@@ -222,9 +218,9 @@ export function createConnectRoutes(): Hono<ConnectEnv> {
 }
 
 /** The server `name` when it exists and takes each person's own account; null otherwise. */
-async function oauthServer(c: Context<ConnectEnv>, name: string): Promise<ServerRecord | null> {
+async function oauthServer(c: Context<EdgeContext>, name: string): Promise<ServerRecord | null> {
 	if (!SERVER_NAME.test(name)) return null;
-	const endpoint = await readRegistry(() => c.get("reader").endpoint(name));
+	const endpoint = await c.get("reader").endpoint(name);
 	return endpoint?.kind === "server" && endpoint.server.auth.type === "oauth" ? endpoint.server : null;
 }
 
@@ -234,7 +230,7 @@ async function oauthServer(c: Context<ConnectEnv>, name: string): Promise<Server
  * when no rule admits them. A form post must come from this origin.
  */
 async function personHere(
-	c: Context<ConnectEnv>,
+	c: Context<EdgeContext>,
 ): Promise<{ identity: Identity; vault: string; record: NonNullable<ReturnType<typeof principalRecord>> } | Response> {
 	const env = c.env;
 	const settings = settingsFrom(env);
@@ -251,7 +247,7 @@ async function personHere(
 	}
 	const identity = await signedInPerson(c.req.raw, env);
 	if (!identity) return signInFirstPage(signInUrl("/connections"), "Sign in to the gateway to see your connections.");
-	const rules = await readRegistry(() => c.get("reader").rules());
+	const rules = await c.get("reader").rules();
 	const rule = ruleFor(rules, identity, settings.oauth.oidc.issuer);
 	const userId = await userIdOf(identity);
 	const record = rule
@@ -268,18 +264,10 @@ async function personHere(
 	return { identity, vault: `person:${userId}`, record };
 }
 
-async function postedServer(c: Context<ConnectEnv>): Promise<string | null> {
+async function postedServer(c: Context<EdgeContext>): Promise<string | null> {
 	const form = await c.req.raw.formData().catch(() => new FormData());
 	const name = String(form.get("server") ?? "");
 	return SERVER_NAME.test(name) ? name : null;
-}
-
-async function readRegistry<T>(read: () => Promise<T>): Promise<T> {
-	try {
-		return await read();
-	} catch (error) {
-		throw registryUnavailable(error);
-	}
 }
 
 function misconfigured(): GatewayError {

@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import { jwksDocument } from "../credentials/identity-assertion.ts";
 import { SigningKeyMisconfigured } from "../credentials/signing-keys.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import type { EdgeContext } from "./mcp-routes.ts";
+import type { EdgeContext } from "./request-context.ts";
 
 /** Verifiers refetch at most this often; a rotation publishes the new key this long before signing with it. */
 const JWKS_MAX_AGE_SECONDS = 300;

@@ -1,19 +1,16 @@
-import type { Settings } from "../config.ts";
-import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { readSseEvents, SSE_HEADERS } from "../mcp/sse.ts";
 import { once } from "../primitives/once.ts";
-import type { WaitUntil } from "../primitives/wait-until.ts";
 import {
 	type ListenEvent,
 	type ListenFrames,
 	type ListenPlan,
-	type SessionScope,
 	UpstreamPool,
 	type WindowEnd,
 } from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenTime } from "./listen-time.ts";
+import type { McpContext } from "./request-context.ts";
 
 const encoder = new TextEncoder();
 
@@ -28,18 +25,14 @@ type MembersPlan = Extract<ListenPlan, { kind: "members" }>;
  * (and gives it an id, keeping it for resumption). Calls to the object are
  * made one at a time, so the client sees events in order.
  */
-export function listenMembers(
-	env: Env,
-	settings: Settings,
-	stub: SessionStub,
-	scope: SessionScope,
-	plan: MembersPlan,
-	waitUntil: WaitUntil,
-): Response {
+export function listenMembers(c: McpContext, stub: SessionStub, plan: MembersPlan): Response {
+	const settings = c.get("settings");
+	const scope = c.get("scope");
+	const waitUntil = c.get("waitUntil");
 	const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
 	const writer = writable.getWriter();
 	const abort = new AbortController();
-	const pool = new UpstreamPool(env, settings, () => scope.calling ?? null);
+	const pool = new UpstreamPool(c.env, settings, () => scope.calling ?? null);
 	let chain: Promise<void> = Promise.resolve();
 	let collecting = false;
 	/** The session knows this window is over (its time was up, or it said so): the client leaving needs no word. */

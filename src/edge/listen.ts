@@ -1,19 +1,11 @@
-import type { Settings } from "../config.ts";
-import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { joinChunks } from "../mcp/read-capped.ts";
 import { EventSizeLimit, lastRetry, rewriteEventData, SSE_HEADERS } from "../mcp/sse.ts";
-import type { WaitUntil } from "../primitives/wait-until.ts";
-import {
-	type ListenPlan,
-	type SessionScope,
-	sealedStatus,
-	sealUpstreamTaskId,
-	UpstreamPool,
-} from "../session/session-do.ts";
+import { type ListenPlan, sealedStatus, sealUpstreamTaskId, UpstreamPool } from "../session/session-do.ts";
 import { reportEnd, type SessionStub } from "./listen-end.ts";
 import { listenMembers } from "./listen-members.ts";
 import { listenTime } from "./listen-time.ts";
+import type { McpContext } from "./request-context.ts";
 import { requireSessionSecret } from "./session-routing.ts";
 
 const encoder = new TextEncoder();
@@ -34,32 +26,25 @@ export interface ListenLater {
  * rechecks it then. While the upstream's stream is paced (it ended early),
  * the answer is an empty stream whose `retry` says when to come back.
  */
-export async function serveListen(
-	env: Env,
-	settings: Settings,
-	stub: SessionStub,
-	scope: SessionScope,
-	lastEventId: string | null,
-	waitUntil: WaitUntil,
-): Promise<Response> {
-	const window = await listenWindow(env, settings, stub, scope, lastEventId, waitUntil);
+export async function serveListen(c: McpContext, stub: SessionStub): Promise<Response> {
+	const window = await listenWindow(c, stub, c.req.raw.headers.get("last-event-id"));
 	return window instanceof Response ? window : retryLater(window.waitMs);
 }
 
-/** One listening window as the session plans it: the client's stream for it, or how long until there is one. */
+/**
+ * One listening window as the session plans it: the client's stream for it, or how long until there is one.
+ * `c`: the request that listens (a window may outlive its handler: a 2026-07-28 listen opens many).
+ */
 export async function listenWindow(
-	env: Env,
-	settings: Settings,
+	c: McpContext,
 	stub: SessionStub,
-	scope: SessionScope,
 	lastEventId: string | null,
-	waitUntil: WaitUntil,
 ): Promise<Response | ListenLater> {
-	const plan = (await stub.listen(scope, lastEventId)) as ListenPlan | Response;
+	const plan = (await stub.listen(c.get("scope"), lastEventId)) as ListenPlan | Response;
 	if (plan instanceof Response) return plan;
 	if (plan.kind === "wait") return { waitMs: plan.retryMs };
-	if (plan.kind === "upstream") return listenUpstream(env, settings, stub, scope, plan, waitUntil);
-	return listenMembers(env, settings, stub, scope, plan, waitUntil);
+	if (plan.kind === "upstream") return listenUpstream(c, stub, plan);
+	return listenMembers(c, stub, plan);
 }
 
 /** A stream with no events: the client comes back after `retry`, when the upstream may be listened to again. */
@@ -70,15 +55,11 @@ function retryLater(waitMs: number): Response {
 }
 
 /** Transparent: the upstream's own GET stream, passed through byte for byte (its ids too) for one window. */
-async function listenUpstream(
-	env: Env,
-	settings: Settings,
-	stub: SessionStub,
-	scope: SessionScope,
-	plan: UpstreamPlan,
-	waitUntil: WaitUntil,
-): Promise<Response | ListenLater> {
-	const connection = new UpstreamPool(env, settings, () => scope.calling ?? null).connection(plan.member);
+async function listenUpstream(c: McpContext, stub: SessionStub, plan: UpstreamPlan): Promise<Response | ListenLater> {
+	const settings = c.get("settings");
+	const scope = c.get("scope");
+	const waitUntil = c.get("waitUntil");
+	const connection = new UpstreamPool(c.env, settings, () => scope.calling ?? null).connection(plan.member);
 	const abort = new AbortController();
 	const server = plan.member.name;
 	let window = plan.window;

@@ -1,14 +1,18 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { credentialsFor } from "../credentials/credentials-for.ts";
 import { connectInputRequired } from "../mcp/2026-07-28/connect-input.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { mediaTypeOf } from "../primitives/media-type.ts";
+import type { Member } from "../session/session-do.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import { startDeadline } from "../upstream/deadline.ts";
 import { fetchUpstream } from "../upstream/upstream-fetch.ts";
 import { upstreamProtocolError, upstreamStatusError } from "../upstream/upstream-status.ts";
-import type { UpstreamTarget } from "../upstream/upstream-target.ts";
+import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
+import type { McpContext } from "./request-context.ts";
 
 /**
  * Client headers a 2026-07-28 request carries to its upstream: the transport's
@@ -33,6 +37,18 @@ const REPLY_TYPES = new Set(["application/json", "text/event-stream"]);
  * are the upstream's answer to the client, and reach it as such.
  */
 const REFUSAL_STATUSES = new Set([400, 404]);
+
+/** Where this request goes for `member`: the server's address and limits, the caller's credentials for it, the trace. */
+export function modernTarget(c: McpContext, member: Member): UpstreamTarget {
+	const { env } = c;
+	const settings = c.get("settings");
+	const calling = c.get("scope").calling ?? null;
+	return {
+		...resolveTarget(member, env, targetLimitsOf(settings)),
+		credentials: credentialsFor(member, () => calling, env, settings) ?? undefined,
+		traced: { telemetry: telemetryFor(env), waitUntil: c.get("waitUntil") },
+	};
+}
 
 /**
  * A 2026-07-28 request to a 2026-07-28 upstream needs no state: the edge sends

@@ -1,6 +1,4 @@
 import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { Settings } from "../config.ts";
-import type { Env } from "../env.ts";
 import { decidesList, type Reach, shapeList } from "../governance/decision.ts";
 import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../governance/decision-inputs.ts";
 import type { PinContext } from "../governance/listed-tools.ts";
@@ -12,11 +10,12 @@ import { modernReply, requestName } from "../mcp/2026-07-28/modern-results.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { FIRST_MODERN_VERSION } from "../mcp/protocol-version.ts";
-import type { Member, SessionScope } from "../session/session-do.ts";
+import type { Member } from "../session/session-do.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
 import { UpstreamConnection } from "../upstream/upstream-connection.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
+import type { McpContext } from "./request-context.ts";
 
 /**
  * A 2026-07-28 request to a 2026-07-28 server that governance touches,
@@ -30,11 +29,8 @@ import type { UpstreamTarget } from "../upstream/upstream-target.ts";
  * where the operator gave an alias (decision 0072).
  */
 
-/** A 2026-07-28 request to a governed server, as the edge holds it. */
+/** A 2026-07-28 request to a governed server, as the edge holds it (the rest is the request's context). */
 export interface GovernedRequest {
-	env: Env;
-	settings: Settings;
-	scope: SessionScope;
 	member: Member;
 	target: UpstreamTarget;
 	message: JSONRPCRequest;
@@ -53,9 +49,9 @@ export interface Renamed {
 export type PassOn = (message: JSONRPCRequest, renamed?: Renamed) => Promise<Response>;
 
 /** The answer to a request to a governed server: its decided list, its refusal, or what the upstream answers. */
-export async function serveGoverned(governed: GovernedRequest, passOn: PassOn): Promise<Response> {
+export async function serveGoverned(c: McpContext, governed: GovernedRequest, passOn: PassOn): Promise<Response> {
 	const { message, member, reach } = governed;
-	const source = edgeSource(governed);
+	const source = edgeSource(c, governed);
 	const kind = LIST_KIND_OF_METHOD.get(message.method);
 	if (kind !== undefined && decidesList(reach, kind)) return decidedList(governed, source, kind);
 	const decision = await decideCallFor(source, member, message);
@@ -90,10 +86,12 @@ async function decidedList<K extends ListKind>(
 }
 
 /** The decision's inputs as the edge has them: the isolate's caches, and the server's tools listed for this request. */
-function edgeSource(governed: GovernedRequest): DecisionSource {
-	const { env, settings, scope, member, pins } = governed;
+function edgeSource(c: McpContext, governed: GovernedRequest): DecisionSource {
+	const { member, pins } = governed;
+	const scope = c.get("scope");
+	const ttlMs = c.get("settings").endpointCacheTtlMs;
 	return {
-		policies: () => loadPolicies(pins.reader, settings.endpointCacheTtlMs),
+		policies: () => loadPolicies(pins.reader, ttlMs),
 		asker: () => ({
 			principal: policyPrincipal(
 				scope.keyId,
@@ -113,7 +111,7 @@ function edgeSource(governed: GovernedRequest): DecisionSource {
 			return { shaped: shapeList(member, "tools", upstream), upstream };
 		},
 		pins,
-		telemetry: telemetryFor(env),
+		telemetry: telemetryFor(c.env),
 	};
 }
 

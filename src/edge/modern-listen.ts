@@ -1,26 +1,16 @@
 import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
-import type { Settings } from "../config.ts";
-import type { Env } from "../env.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
-import type { WaitUntil } from "../primitives/wait-until.ts";
-import { asGatewayError, type SessionDO, type SessionScope } from "../session/session-do.ts";
+import { asGatewayError } from "../session/session-do.ts";
 import { listenWindow } from "./listen.ts";
+import type { SessionStub } from "./listen-end.ts";
 import { listenTime } from "./listen-time.ts";
-
-type SessionStub = DurableObjectStub<SessionDO>;
-
-/** What a listen needs of the client's request between windows. */
-export interface ListenCaller {
-	/** Aborted when the client disconnects (Workers' `enable_request_signal`). */
-	signal: AbortSignal;
-	/** Authenticates the request's credential again and counts a window against its rate limit; throws when refused. */
-	admitWindow(): Promise<void>;
-}
+import { admitAgain } from "./mcp-admission.ts";
+import type { McpContext } from "./request-context.ts";
 
 /**
  * Written between two windows. The stream asks for the next window only
@@ -41,7 +31,7 @@ const BETWEEN_WINDOWS = new TextEncoder().encode(":\n\n");
  *
  * The listen is one request spanning many windows, so before each new window
  * the request's credential is authenticated again and the window counted
- * against its rate limit (`admitWindow`). A window the session paces (its
+ * against its rate limit (`admitAgain`). A window the session paces (its
  * upstream's stream ended early) is waited for, and none opens sooner than
  * SSE_RETRY_MS after the one before. It stops when the client disconnects
  * (the request's signal, or a write between windows that does not go
@@ -49,15 +39,12 @@ const BETWEEN_WINDOWS = new TextEncoder().encode(":\n\n");
  * completion result; a refusal ends it with its error.
  */
 export function modernListenStream(
-	env: Env,
-	settings: Settings,
+	c: McpContext,
 	stub: SessionStub,
-	scope: SessionScope,
 	message: JSONRPCRequest,
 	acknowledged: SubscriptionFilter,
-	waitUntil: WaitUntil,
-	caller: ListenCaller,
 ): Response {
+	const settings = c.get("settings");
 	const tag = { [SUBSCRIPTION_ID_META_KEY]: message.id };
 	const tagged = (notification: JSONRPCMessage): JSONRPCMessage => {
 		if (!("method" in notification)) return notification;
@@ -93,7 +80,8 @@ export function modernListenStream(
 		wake?.();
 		await reader?.cancel();
 	};
-	caller.signal.addEventListener("abort", () => void leave(), { once: true });
+	// Aborted when the client disconnects (Workers' `enable_request_signal`).
+	c.req.raw.signal.addEventListener("abort", () => void leave(), { once: true });
 	const body = new ReadableStream<Uint8Array>(
 		{
 			start: (controller) => {
@@ -119,8 +107,8 @@ export function modernListenStream(
 								return;
 							}
 							// The listen request itself was authenticated and counted: later windows are, each.
-							if (windows++ > 0) await caller.admitWindow();
-							const window = await listenWindow(env, settings, stub, scope, lastEventId, waitUntil);
+							if (windows++ > 0) await admitAgain(c);
+							const window = await listenWindow(c, stub, lastEventId);
 							if (closed) {
 								if (window instanceof Response) await window.body?.cancel();
 								return;

@@ -1,6 +1,3 @@
-import type { Settings } from "../config.ts";
-import { credentialsFor } from "../credentials/credentials-for.ts";
-import type { Env } from "../env.ts";
 import { reachOf, touches } from "../governance/decision.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
@@ -10,20 +7,17 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { declaresTasks, TASK_METHODS } from "../mcp/2026-07-28/tasks-extension.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
-import type { WaitUntil } from "../primitives/wait-until.ts";
-import { kvRegistryReader } from "../registry/registry-reader.ts";
-import type { ApiKeyRecord } from "../registry/schemas.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
-import { telemetryFor } from "../telemetry/telemetry.ts";
 import { upstreamEra, upstreamHoldsTasks } from "../upstream/upstream-era.ts";
-import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
+import { planEndpoint } from "./endpoint-plan.ts";
 import { cachedResult } from "./modern-cache.ts";
-import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
+import { forwardModern, modernTarget, upstreamFailureAnswer } from "./modern-forward.ts";
 import { type PassOn, serveGoverned } from "./modern-governed.ts";
 import { modernListenStream } from "./modern-listen.ts";
 import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
+import type { McpContext } from "./request-context.ts";
 
-/** An endpoint as the edge resolved it for this request (see mcp-routes). */
+/** An endpoint as the edge resolved it for this request (`planEndpoint`). */
 export interface ModernPlan {
 	mode: "transparent" | "aggregate";
 	endpointCheck: EndpointCheck;
@@ -36,64 +30,45 @@ export interface ModernPlan {
  * decision itself where the server is governed (`modern-governed.ts`);
  * anything that needs a 2025 session (a 2025 upstream, an aggregate) is
  * served by the SessionDO that holds one for this key, endpoint and client
- * capabilities.
- * `admitAgain` authenticates the request's credential again and counts it
- * against its rate limit: a `subscriptions/listen` does so at each window.
+ * capabilities. `body`: the request's body as it goes upstream.
  */
 export async function serveModern(
-	env: Env,
-	settings: Settings,
-	key: ApiKeyRecord,
-	scope: SessionScope,
-	request: Request,
-	body: string,
+	c: McpContext,
 	classified: Exclude<ClassifiedRequest, { era: "legacy" }>,
-	plan: () => Promise<ModernPlan>,
-	waitUntil: WaitUntil,
-	admitAgain: () => Promise<void>,
+	body: string,
 ): Promise<Response> {
 	// 2026-07-28 defines no client notification over HTTP; one is accepted and dropped.
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
-	const resolved = await plan();
+	const resolved = await planEndpoint(c);
 	const sole = resolved.members[0];
-	const targetOf = (member: Member): UpstreamTarget => {
-		const calling = scope.calling ?? null;
-		return {
-			...resolveTarget(member, env, targetLimitsOf(settings)),
-			credentials: credentialsFor(member, () => calling, env, settings) ?? undefined,
-			traced: { telemetry: telemetryFor(env), waitUntil },
-		};
-	};
-	if (TASK_METHODS.has(classified.message.method)) {
-		const tasks = { env, settings, scope, request, message: classified.message, envelope: classified.envelope };
-		return serveTaskMethod(tasks, resolved, targetOf);
-	}
+	const { message, envelope } = classified;
+	if (TASK_METHODS.has(message.method)) return serveTaskMethod(c, message, envelope, resolved);
+	const settings = c.get("settings");
 	if (resolved.mode === "transparent" && sole) {
-		const { message, envelope } = classified;
-		const reader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
+		const reader = c.get("reader");
 		// Whether governance touches the server: its shaping and pinning, and the policies, read per isolate as
 		// access rules are. A server it touches is still served here, the edge making the session's decision.
 		const reach = reachOf(sole, await loadPolicies(reader, settings.endpointCacheTtlMs));
 		// A listen filter naming resources the operator may hide is checked resource by resource by a session.
 		const listensForHidden = message.method === "subscriptions/listen" && reach.resources;
 		try {
-			const target = targetOf(sole);
+			const target = modernTarget(c, sole);
 			const tasking = message.method === "tools/call" && declaresTasks(envelope.clientCapabilities);
 			// A call the client lets become a task goes to the session unless the upstream holds tasks itself.
 			const holdsTasks = tasking ? await upstreamHoldsTasks(target, sole) : false;
 			if (!listensForHidden && (await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
 				const pins: PinContext = {
 					reader,
-					registry: registryRecorder(env),
+					registry: registryRecorder(c.env),
 					ttlMs: settings.endpointCacheTtlMs,
-					waitUntil,
+					waitUntil: c.get("waitUntil"),
 				};
 				const passOn: PassOn = async (sent, renamed) => {
 					const sentBody = renamed?.body ?? body;
 					const rewritten = renamed?.headers ?? {};
-					if (tasking) return upstreamHeldCall(settings, scope, sole, target, request, sentBody, sent, rewritten);
+					if (tasking) return upstreamHeldCall(c, sole, target, sentBody, sent, rewritten);
 					return cachedResult(sole, sent, envelope, target.maxReplyBytes, async () => {
-						const reply = await forwardModern(target, request, sentBody, sent, rewritten);
+						const reply = await forwardModern(target, c.req.raw, sentBody, sent, rewritten);
 						// The gateway holds tasks for a server that does not: its discover says the extension is offered.
 						if (sent.method === "server/discover") return offeringTasks(reply, target.maxReplyBytes);
 						if (sent.method !== "tools/list") return reply;
@@ -102,28 +77,26 @@ export async function serveModern(
 					});
 				};
 				if (!touches(reach)) return await passOn(message);
-				const governed = { env, settings, scope, member: sole, target, message, envelope, reach, pins };
-				return await serveGoverned(governed, passOn);
+				return await serveGoverned(c, { member: sole, target, message, envelope, reach, pins }, passOn);
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);
 		}
 	}
-	const name = await modernSessionName(scope, classified.envelope, request.headers.get("x-mcp-servers"));
-	const stub = env.SESSIONS.get(env.SESSIONS.idFromName(name));
+	const scope = c.get("scope");
+	const name = await modernSessionName(scope, envelope, c.req.raw.headers.get("x-mcp-servers"));
+	const stub = c.env.SESSIONS.get(c.env.SESSIONS.idFromName(name));
 	const input = {
 		scope,
 		...resolved,
-		envelope: classified.envelope,
-		message: classified.message,
-		cap: key.maxSessions ?? settings.maxSessionsPerKey,
+		envelope,
+		message,
+		cap: c.get("principal").key.maxSessions ?? settings.maxSessionsPerKey,
 	};
-	if (classified.message.method === "subscriptions/listen") {
+	if (message.method === "subscriptions/listen") {
 		const listening = (await stub.modernListen(input)) as { acknowledged: SubscriptionFilter } | Response;
 		if (listening instanceof Response) return listening;
-		const { message } = classified;
-		const caller = { signal: request.signal, admitWindow: admitAgain };
-		return modernListenStream(env, settings, stub, scope, message, listening.acknowledged, waitUntil, caller);
+		return modernListenStream(c, stub, message, listening.acknowledged);
 	}
 	return stub.modern(input);
 }

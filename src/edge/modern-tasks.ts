@@ -1,6 +1,4 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { Settings } from "../config.ts";
-import type { Env } from "../env.ts";
 import { headerValue } from "../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import {
@@ -12,27 +10,12 @@ import {
 } from "../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { mapReplyMessages, mapReplyTaskIds } from "../mcp/reply-messages.ts";
-import {
-	type Member,
-	openUpstreamTaskId,
-	placeOfTaskId,
-	type SessionScope,
-	sealUpstreamTaskId,
-} from "../session/session-do.ts";
+import { type Member, openUpstreamTaskId, placeOfTaskId, sealUpstreamTaskId } from "../session/session-do.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
-import { forwardModern, upstreamFailureAnswer } from "./modern-forward.ts";
+import { forwardModern, modernTarget, upstreamFailureAnswer } from "./modern-forward.ts";
 import type { ModernPlan } from "./modern-routes.ts";
+import type { McpContext } from "./request-context.ts";
 import { requireSessionSecret, sessionObjectAt } from "./session-routing.ts";
-
-/** A 2026-07-28 `tasks/*` request, as the edge received it. */
-export interface TaskRequest {
-	env: Env;
-	settings: Settings;
-	scope: SessionScope;
-	request: Request;
-	message: JSONRPCRequest;
-	envelope: Envelope;
-}
 
 /**
  * `tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663): refused with
@@ -43,11 +26,12 @@ export interface TaskRequest {
  * upstream's id; any other id is unknown (-32602) and changes nothing.
  */
 export async function serveTaskMethod(
-	task: TaskRequest,
+	c: McpContext,
+	message: JSONRPCRequest,
+	envelope: Envelope,
 	plan: ModernPlan,
-	targetOf: (member: Member) => UpstreamTarget,
 ): Promise<Response> {
-	const { message, envelope, scope, settings } = task;
+	const scope = c.get("scope");
 	if (!declaresTasks(envelope.clientCapabilities))
 		return tasksCapabilityMissing(message.method, message.id).toResponse();
 	let taskId: string;
@@ -60,18 +44,18 @@ export async function serveTaskMethod(
 	const place = placeOfTaskId(taskId);
 	if (place !== null) {
 		// An id whose place names no object of ours is as unknown as any other (and wakes nothing).
-		const stub = sessionObjectAt(task.env, place);
+		const stub = sessionObjectAt(c.env, place);
 		if (stub === null) return unknownTask(taskId, message.id).toResponse();
 		return stub.modernTask(scope, message);
 	}
-	const held = await openUpstreamTaskId(requireSessionSecret(settings), scope, taskId);
+	const held = await openUpstreamTaskId(requireSessionSecret(c.get("settings")), scope, taskId);
 	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.
 	const member = held && plan.mode === "transparent" ? plan.members.find((m) => m.name === held.server) : undefined;
 	if (!held || !member) return unknownTask(taskId, message.id).toResponse();
-	const target = targetOf(member);
+	const target = modernTarget(c, member);
 	const upstream = toUpstreamTask(message, held.upstreamTaskId);
 	try {
-		const reply = await forwardModern(target, task.request, upstream.body, upstream.message, upstream.headers);
+		const reply = await forwardModern(target, c.req.raw, upstream.body, upstream.message, upstream.headers);
 		// The client's id goes back wherever the upstream's appears.
 		return await mapReplyTaskIds(reply, target.maxReplyBytes, async () => taskId);
 	} catch (error) {
@@ -87,17 +71,16 @@ export async function serveTaskMethod(
  * the governance decision renamed (see forwardModern).
  */
 export async function upstreamHeldCall(
-	settings: Settings,
-	scope: SessionScope,
+	c: McpContext,
 	member: Member,
 	target: UpstreamTarget,
-	request: Request,
 	body: string,
 	message: JSONRPCRequest,
 	rewritten: Record<string, string> = {},
 ): Promise<Response> {
-	const secret = requireSessionSecret(settings);
-	const reply = await forwardModern(target, request, body, message, rewritten);
+	const secret = requireSessionSecret(c.get("settings"));
+	const scope = c.get("scope");
+	const reply = await forwardModern(target, c.req.raw, body, message, rewritten);
 	return mapReplyTaskIds(reply, target.maxReplyBytes, (upstreamTaskId) =>
 		sealUpstreamTaskId(secret, scope, { server: member.name, upstreamTaskId }),
 	);

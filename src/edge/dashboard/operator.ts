@@ -6,9 +6,8 @@ import type { Env } from "../../env.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { secretsEqual, sha256Hex } from "../../primitives/crypto.ts";
 import { openJson, signJson } from "../../primitives/signed-json.ts";
-import { type AccessRuleRecord, type Identity, ruleFor } from "../../registry/access-rules.ts";
-import { registryUnavailable } from "../../registry/registry-unavailable.ts";
-import type { EdgeContext } from "../mcp-routes.ts";
+import { type Identity, ruleFor } from "../../registry/access-rules.ts";
+import type { EdgeContext } from "../request-context.ts";
 
 /**
  * Who runs the dashboard: the holder of the admin token, signed in through
@@ -88,12 +87,7 @@ export async function operatorOf(c: DashboardContext): Promise<Operator | NoOper
 	if (settings.oauth.mode !== "gateway") return { refused: "signed-out" };
 	const identity = await signedInPerson(c.req.raw, env);
 	if (!identity) return { refused: "signed-out" };
-	let rules: AccessRuleRecord[];
-	try {
-		rules = await c.get("reader").rules();
-	} catch (error) {
-		throw registryUnavailable(error);
-	}
+	const rules = await c.get("reader").rules();
 	const rule = ruleFor(rules, identity, settings.oauth.oidc.issuer);
 	return rule?.admin ? { kind: "person", identity, rule: rule.name } : { refused: "not-admin", identity };
 }

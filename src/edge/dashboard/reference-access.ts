@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { settingsFrom } from "../../config.ts";
 import { acceptsHtml } from "../../primitives/media-type.ts";
 import { ADMIN_PREFIX } from "../admin-routes.ts";
-import type { EdgeContext } from "../mcp-routes.ts";
+import type { EdgeContext } from "../request-context.ts";
 import { readAdminAnswer } from "./admin-calls.ts";
 import { DASHBOARD_UI, notAdminResponse } from "./layout.tsx";
 import { operatorActor, operatorOf } from "./operator.ts";

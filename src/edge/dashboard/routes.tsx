@@ -4,7 +4,7 @@ import { signedOutCookie, signInUrl } from "../../auth/browser-sign-in.ts";
 import { safeReturnPath } from "../../auth/return-path.ts";
 import { settingsFrom } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
-import type { EdgeContext } from "../mcp-routes.ts";
+import type { EdgeContext } from "../request-context.ts";
 import { type AdminCaller, AdminRefused, callAdmin, segment } from "./admin-calls.ts";
 import { readCallFigures } from "./call-figures.ts";
 import { DASHBOARD_HOME, DASHBOARD_UI, dashboardPage, messageResponse, notAdminResponse, Shell } from "./layout.tsx";
