@@ -6,6 +6,8 @@ import { once } from "../src/primitives/once.ts";
 import { openToken, signToken } from "../src/primitives/signed-token.ts";
 import { verifyApiKey } from "../src/registry/api-key.ts";
 import { openRequestState, signRequestState } from "../src/session/bridge/request-state.ts";
+import { placeOfTaskId } from "../src/session/tasks/task-ids.ts";
+import { isUpstreamTaskId, openUpstreamTaskId, sealUpstreamTaskId } from "../src/session/tasks/upstream-task-ids.ts";
 
 /**
  * Tokens minted before the signed-token helper existed, under this secret:
@@ -65,6 +67,43 @@ describe("signed tokens keep their wire format", () => {
 		expect(await openToken(SECRET, bound)).toBeNull();
 		expect(await openToken(SECRET, bound, (body) => `${body} and what it stands for`)).toBe("shown");
 		expect(await openToken(SECRET, bound, () => null)).toBeNull();
+	});
+});
+
+/** Task ids handed to clients before the one task-id module: a held task's, and upstream tasks' sealed for a scope. */
+const PLACE = `${"0".repeat(63)}a`;
+const OLD_HELD_TASK_ID = `${PLACE}.AbCdEfGhIjKlMnOpQrStUv`;
+const TASK_SCOPE = { keyId: "key_AbCdEfGhIjKl", userPath: "", endpoint: "/mcp/alpha" };
+const OLD_UPSTREAM_TASK_ID =
+	"up.eyJrIjoia2V5X0FiQ2RFZkdoSWpLbCIsInUiOiIiLCJlIjoiL21jcC9hbHBoYSIsInMiOiJhbHBoYSIsInQiOiJ0YXNrLTEifQ.Arc7vCQGuX2YAkzeCBCr_Kn38Ph2JF7cTjdxCwNJsNM";
+const OLD_SESSION_UPSTREAM_TASK_ID =
+	"up.eyJrIjoia2V5X0FiQ2RFZkdoSWpLbCIsInUiOiIiLCJlIjoiL21jcC9hbHBoYSIsInMiOiJhbHBoYSIsInQiOiJ0YXNrLTEiLCJwIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwYSJ9.UQnISsaGusYKGtNtodHqCfUabCnyjhmd8s0HNr-xQ2o";
+
+describe("task ids keep their wire format", () => {
+	it("a held task's id names its object's place; upstream tasks' ids sealed before open to the same task, and seal to the same id", async () => {
+		expect(placeOfTaskId(OLD_HELD_TASK_ID)).toBe(PLACE);
+		const task = { server: "alpha", upstreamTaskId: "task-1" };
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_UPSTREAM_TASK_ID)).toEqual(task);
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_SESSION_UPSTREAM_TASK_ID, PLACE)).toEqual(task);
+		expect(await sealUpstreamTaskId(SECRET, TASK_SCOPE, task)).toBe(OLD_UPSTREAM_TASK_ID);
+		expect(await sealUpstreamTaskId(SECRET, TASK_SCOPE, { ...task, place: PLACE })).toBe(OLD_SESSION_UPSTREAM_TASK_ID);
+		expect(isUpstreamTaskId(OLD_UPSTREAM_TASK_ID)).toBe(true);
+		expect(placeOfTaskId(OLD_UPSTREAM_TASK_ID)).toBeNull();
+		expect(isUpstreamTaskId(OLD_HELD_TASK_ID)).toBe(false);
+	});
+
+	it("an upstream task id opens nowhere else: another scope, another session object, none, a changed id or another secret", async () => {
+		expect(await openUpstreamTaskId(SECRET, { ...TASK_SCOPE, keyId: "key_other" }, OLD_UPSTREAM_TASK_ID)).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, { ...TASK_SCOPE, endpoint: "/mcp" }, OLD_UPSTREAM_TASK_ID)).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, { ...TASK_SCOPE, userPath: "alice" }, OLD_UPSTREAM_TASK_ID)).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_UPSTREAM_TASK_ID, PLACE)).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_SESSION_UPSTREAM_TASK_ID)).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_UPSTREAM_TASK_ID.replace("eyJr", "eyJs"))).toBeNull();
+		expect(
+			await openUpstreamTaskId("another-secret-0123456789abcdefghij", TASK_SCOPE, OLD_UPSTREAM_TASK_ID),
+		).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_UPSTREAM_TASK_ID.slice(3))).toBeNull();
+		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_HELD_TASK_ID)).toBeNull();
 	});
 });
 
