@@ -6,8 +6,7 @@ import { once } from "../src/primitives/once.ts";
 import { openToken, signToken } from "../src/primitives/signed-token.ts";
 import { verifyApiKey } from "../src/registry/api-key.ts";
 import { openRequestState, signRequestState } from "../src/session/bridge/request-state.ts";
-import { placeOfTaskId } from "../src/session/tasks/task-ids.ts";
-import { isUpstreamTaskId, openUpstreamTaskId, sealUpstreamTaskId } from "../src/session/tasks/upstream-task-ids.ts";
+import { mintTaskId, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../src/session/tasks/task-ids.ts";
 
 /**
  * Tokens minted before the signed-token helper existed, under this secret:
@@ -80,16 +79,21 @@ const OLD_SESSION_UPSTREAM_TASK_ID =
 	"up.eyJrIjoia2V5X0FiQ2RFZkdoSWpLbCIsInUiOiIiLCJlIjoiL21jcC9hbHBoYSIsInMiOiJhbHBoYSIsInQiOiJ0YXNrLTEiLCJwIjoiMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwYSJ9.UQnISsaGusYKGtNtodHqCfUabCnyjhmd8s0HNr-xQ2o";
 
 describe("task ids keep their wire format", () => {
-	it("a held task's id names its object's place; upstream tasks' ids sealed before open to the same task, and seal to the same id", async () => {
-		expect(placeOfTaskId(OLD_HELD_TASK_ID)).toBe(PLACE);
+	it("a held task's id names its object's place; upstream tasks' ids sealed before open to the same task, and seal to the same id; any other id is unknown", async () => {
+		expect(parseTaskId(OLD_HELD_TASK_ID)).toEqual({ kind: "held", place: PLACE });
+		expect(mintTaskId(PLACE)).toMatch(/^0{63}a\.[A-Za-z0-9_-]{22}$/);
+		expect(parseTaskId(mintTaskId(PLACE))).toEqual({ kind: "held", place: PLACE });
+		for (const unknown of ["task-1", `${PLACE}.short`, `${PLACE.toUpperCase()}.AbCdEfGhIjKlMnOpQrStUv`, ""]) {
+			expect(parseTaskId(unknown)).toEqual({ kind: "unknown" });
+		}
 		const task = { server: "alpha", upstreamTaskId: "task-1" };
 		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_UPSTREAM_TASK_ID)).toEqual(task);
 		expect(await openUpstreamTaskId(SECRET, TASK_SCOPE, OLD_SESSION_UPSTREAM_TASK_ID, PLACE)).toEqual(task);
-		expect(await sealUpstreamTaskId(SECRET, TASK_SCOPE, task)).toBe(OLD_UPSTREAM_TASK_ID);
-		expect(await sealUpstreamTaskId(SECRET, TASK_SCOPE, { ...task, place: PLACE })).toBe(OLD_SESSION_UPSTREAM_TASK_ID);
-		expect(isUpstreamTaskId(OLD_UPSTREAM_TASK_ID)).toBe(true);
-		expect(placeOfTaskId(OLD_UPSTREAM_TASK_ID)).toBeNull();
-		expect(isUpstreamTaskId(OLD_HELD_TASK_ID)).toBe(false);
+		expect(await upstreamTaskSealer(SECRET, TASK_SCOPE, { server: "alpha" })("task-1")).toBe(OLD_UPSTREAM_TASK_ID);
+		expect(await upstreamTaskSealer(SECRET, TASK_SCOPE, { server: "alpha", place: PLACE })("task-1")).toBe(
+			OLD_SESSION_UPSTREAM_TASK_ID,
+		);
+		expect(parseTaskId(OLD_UPSTREAM_TASK_ID)).toEqual({ kind: "upstream" });
 	});
 
 	it("an upstream task id opens nowhere else: another scope, another session object, none, a changed id or another secret", async () => {

@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { ElicitRequestSchema, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { type HeldTask, placeOfTaskId, type SessionDO } from "../src/session/session-do.ts";
+import { type HeldTask, parseTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectClient, createKey, gatewayFetch, mcpHeaders, readReply, rpc } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
@@ -52,7 +52,7 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 		const gate = upstreamGate("alpha");
 		const task = createdTask(await send(taskCall(gate, 7)));
 		expect(task).toMatchObject({ status: "working", ttl: 3_600_000 });
-		expect(placeOfTaskId(task.taskId)).toBe((await sessionObject(sessionId)).id.toString());
+		expect(parseTaskId(task.taskId)).toEqual({ kind: "held", place: (await sessionObject(sessionId)).id.toString() });
 		// The client's exchange is over; the call is still running at the upstream.
 		await gate.arrived();
 		expect((await send(get(8, task.taskId))).result).toMatchObject({ taskId: task.taskId, status: "working" });

@@ -6,9 +6,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import { asGatewayError } from "../session/session-do.ts";
-import { listenWindow } from "./listen.ts";
-import type { SessionStub } from "./listen-end.ts";
-import { listenTime } from "./listen-time.ts";
+import { listenTime, openWindow, type SessionStub } from "./listen-window.ts";
 import { admitAgain } from "./mcp-admission.ts";
 import type { McpContext } from "./request-context.ts";
 
@@ -108,7 +106,7 @@ export function modernListenStream(
 							}
 							// The listen request itself was authenticated and counted: later windows are, each.
 							if (windows++ > 0) await admitAgain(c);
-							const window = await listenWindow(c, stub, lastEventId);
+							const window = await openWindow(c, stub, lastEventId);
 							if (closed) {
 								if (window instanceof Response) await window.body?.cancel();
 								return;

@@ -10,7 +10,7 @@ import {
 } from "../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { mapReplyMessages, mapReplyTaskIds } from "../mcp/reply-messages.ts";
-import { type Member, openUpstreamTaskId, placeOfTaskId, sealUpstreamTaskId } from "../session/session-do.ts";
+import { type Member, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../session/session-do.ts";
 import type { UpstreamTarget } from "../upstream/upstream-target.ts";
 import { forwardModern, modernTarget, upstreamFailureAnswer } from "./modern-forward.ts";
 import type { ModernPlan } from "./modern-routes.ts";
@@ -41,10 +41,10 @@ export async function serveTaskMethod(
 		if (error instanceof GatewayError) return error.toResponse();
 		throw error;
 	}
-	const place = placeOfTaskId(taskId);
-	if (place !== null) {
+	const id = parseTaskId(taskId);
+	if (id.kind === "held") {
 		// An id whose place names no object of ours is as unknown as any other (and wakes nothing).
-		const stub = sessionObjectAt(c.env, place);
+		const stub = sessionObjectAt(c.env, id.place);
 		if (stub === null) return unknownTask(taskId, message.id).toResponse();
 		return stub.modernTask(scope, message);
 	}
@@ -78,12 +78,9 @@ export async function upstreamHeldCall(
 	message: JSONRPCRequest,
 	rewritten: Record<string, string> = {},
 ): Promise<Response> {
-	const secret = requireSessionSecret(c.get("settings"));
-	const scope = c.get("scope");
+	const seal = upstreamTaskSealer(requireSessionSecret(c.get("settings")), c.get("scope"), { server: member.name });
 	const reply = await forwardModern(target, c.req.raw, body, message, rewritten);
-	return mapReplyTaskIds(reply, target.maxReplyBytes, (upstreamTaskId) =>
-		sealUpstreamTaskId(secret, scope, { server: member.name, upstreamTaskId }),
-	);
+	return mapReplyTaskIds(reply, target.maxReplyBytes, seal);
 }
 
 /** A `server/discover` reply with the tasks extension among the capabilities: the gateway holds tasks for this server. */

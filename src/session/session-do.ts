@@ -45,8 +45,7 @@ export type { SessionStats } from "./session-stats.ts";
 export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
-export { placeOfTaskId } from "./tasks/task-ids.ts";
-export { openUpstreamTaskId, sealUpstreamTaskId } from "./tasks/upstream-task-ids.ts";
+export { openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "./tasks/task-ids.ts";
 export { sealedStatus } from "./tasks/upstream-tasks.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 

@@ -9,7 +9,7 @@ import type { RouteTarget } from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import type { Timers } from "../clock.ts";
-import { isUpstreamTaskId } from "../tasks/upstream-task-ids.ts";
+import { parseTaskId } from "../tasks/task-ids.ts";
 import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
@@ -216,7 +216,7 @@ export class AggregateRouter {
 		if (message.method === "notifications/tasks/status") {
 			// Only under the id the client was given (sealed on the member's GET stream); a raw upstream id means nothing to it.
 			const taskId = message.params?.taskId;
-			return typeof taskId === "string" && isUpstreamTaskId(taskId) ? message : null;
+			return typeof taskId === "string" && parseTaskId(taskId).kind === "upstream" ? message : null;
 		}
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}

@@ -14,7 +14,7 @@ import { renderRpcFailure } from "../session-responses.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { wireTask } from "./legacy-task-wire.ts";
 import { answerIn } from "./task-outcome.ts";
-import { isUpstreamTaskId, openUpstreamTaskId, sealUpstreamTaskId } from "./upstream-task-ids.ts";
+import { openUpstreamTaskId, upstreamTaskSealer } from "./task-ids.ts";
 
 /** What passing upstreams' tasks through needs from the session. */
 export interface UpstreamTasksHost {
@@ -122,17 +122,8 @@ export class UpstreamTasks {
 				console.warn(`member ${member.name}: tasks/list gave no list of tasks; its tasks are left out`);
 				continue;
 			}
-			const scope = scopeOf(binding);
-			const tasks = await Promise.all(
-				listed.data.tasks.map(async (task) => ({
-					...task,
-					taskId: await sealUpstreamTaskId(secret, scope, {
-						server: member.name,
-						upstreamTaskId: task.taskId,
-						place: this.host.place,
-					}),
-				})),
-			);
+			const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.host.place });
+			const tasks = await Promise.all(listed.data.tasks.map(async (task) => ({ ...task, taskId: await seal(task.taskId) })));
 			const next = listed.data.nextCursor;
 			return {
 				tasks,
@@ -161,8 +152,9 @@ export class UpstreamTasks {
 		const scope = scopeOf(binding);
 		return Promise.all(
 			events.map(async (event) => {
-				const data = await sealedStatus(event.data, (upstreamTaskId) =>
-					sealUpstreamTaskId(secret, scope, { server: event.server, upstreamTaskId, place: this.host.place }),
+				const data = await sealedStatus(
+					event.data,
+					upstreamTaskSealer(secret, scope, { server: event.server, place: this.host.place }),
 				);
 				return data === null ? event : { ...event, data };
 			}),
@@ -174,11 +166,8 @@ export class UpstreamTasks {
 		const binding = this.host.current();
 		const secret = this.host.secret;
 		if (!binding || !secret) return reply;
-		const scope = scopeOf(binding);
-		const task = { server: member.name, place: this.host.place };
-		return mapReplyMessages(reply, this.host.maxReplyBytes, (message) =>
-			mapLegacyTaskIds(message, (upstreamTaskId) => sealUpstreamTaskId(secret, scope, { ...task, upstreamTaskId })),
-		);
+		const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.host.place });
+		return mapReplyMessages(reply, this.host.maxReplyBytes, (message) => mapLegacyTaskIds(message, seal));
 	}
 
 	/**
@@ -192,9 +181,9 @@ export class UpstreamTasks {
 		const taskId = message.params?.taskId;
 		const binding = this.host.current();
 		const secret = this.host.secret;
-		if (typeof taskId !== "string" || !isUpstreamTaskId(taskId) || !binding || !secret) return null;
-		const scope = scopeOf(binding);
-		const task = await openUpstreamTaskId(secret, scope, taskId, this.host.place);
+		if (typeof taskId !== "string" || !binding || !secret) return null;
+		// Null for a held id, or one not sealed for this session: the session's own tasks, or unknown there.
+		const task = await openUpstreamTaskId(secret, scopeOf(binding), taskId, this.host.place);
 		const member = task ? binding.members.find((candidate) => candidate.name === task.server) : undefined;
 		if (!task || !member) return null;
 		const upstream = { ...message, params: { ...message.params, taskId: task.upstreamTaskId } };
