@@ -19,78 +19,62 @@ export function readMembers(window: ListeningWindow, plan: MembersPlan): Respons
 	const { c, stub, scope } = window;
 	const settings = c.get("settings");
 	const pool = new UpstreamPool(c.env, settings, () => scope.calling ?? null);
-	// Events waiting for the object: sent together, one call at a time, so a burst costs one call.
-	let queued: ListenEvent[] = [];
-	let sending = false;
+	// Events waiting for the object: sent together in one call when their turn comes, so a burst costs one call.
+	let batch: ListenEvent[] | null = null;
 	let dropped = 0;
-	const send = () => {
-		if (sending || queued.length === 0 || window.signal.aborted) return;
-		sending = true;
-		const events = queued;
-		queued = [];
-		window
-			.inOrder(async () => window.deliver(await stub.listenEvents(scope, window.id, events)))
-			.finally(() => {
-				sending = false;
-				send();
-			});
-	};
 	const ask = (event: ListenEvent) => {
-		// A member flooding its stream faster than the object takes events loses the excess, not the session.
-		if (queued.length >= MAX_QUEUED_EVENTS) {
-			dropped++;
-			return;
+		if (batch === null) {
+			const events: ListenEvent[] = [];
+			batch = events;
+			void window.inOrder(async () => {
+				batch = null;
+				if (!window.signal.aborted) window.deliver(await stub.listenEvents(scope, window.id, events));
+			});
 		}
-		queued.push(event);
-		send();
+		// A member flooding its stream faster than the object takes events loses the excess, not the session.
+		if (batch.length < MAX_QUEUED_EVENTS) batch.push(event);
+		else dropped++;
 	};
 	window.signal.addEventListener("abort", () => {
 		if (dropped > 0) console.warn(`listening stream: ${dropped} member events dropped, sent faster than handled`);
 	});
 	window.start(plan.windowMs);
 	void window.send(plan.first);
-	for (const { member, session, lastEventId } of plan.members) {
+	const listenTo = async ({ member, session, lastEventId }: MembersPlan["members"][number]) => {
 		let retryMs: number | null = null;
-		let expired = false;
-		(async () => {
+		try {
 			const response = await pool.connection(member).openStream(session, lastEventId, window.signal);
 			if (response.status === 404 && session.sessionId !== null) {
 				await response.body?.cancel();
-				expired = true;
-				void window.inOrder(() =>
+				return void window.inOrder(() =>
 					stub.listenExpired(scope, window.id, member.name, session.sessionId).catch((error: unknown) => {
 						console.warn(`member ${member.name}: its expired session was not retired: ${describeError(error)}`);
 					}),
 				);
-				return;
 			}
 			// 405: the member offers no GET stream; its notifications arrive on replies only.
-			if (!response.ok || !response.body) {
-				await response.body?.cancel();
-				return;
+			if (!response.ok || !response.body) await response.body?.cancel();
+			else {
+				await readSseEvents(
+					response.body,
+					(event) => {
+						ask({ server: member.name, data: event.data, ...(event.id ? { id: event.id } : {}) });
+						return window.signal.aborted;
+					},
+					settings.maxReplyBytes,
+					(ms) => {
+						retryMs = ms;
+					},
+				);
 			}
-			await readSseEvents(
-				response.body,
-				(event) => {
-					ask({ server: member.name, data: event.data, ...(event.id ? { id: event.id } : {}) });
-					return window.signal.aborted;
-				},
-				settings.maxReplyBytes,
-				(ms) => {
-					retryMs = ms;
-				},
-			);
-		})()
-			.catch((error: unknown) => {
-				if (!window.signal.aborted) console.warn(`member ${member.name}: event stream ended: ${describeError(error)}`);
-			})
-			.then(() => {
-				// The member ended its stream, or gave none, before the window ended (its session may have
-				// been deleted with the client's): its next stream is paced, and the object says whether
-				// the client's stream is still live.
-				if (window.signal.aborted || expired) return;
-				void window.sourceEnded({ by: "upstream", server: member.name, retryMs });
-			});
-	}
+		} catch (error) {
+			if (!window.signal.aborted) console.warn(`member ${member.name}: event stream ended: ${describeError(error)}`);
+		}
+		// The member ended its stream, or gave none, before the window ended (its session may have been
+		// deleted with the client's): its next stream is paced, and the object says whether the client's
+		// stream is still live.
+		if (!window.signal.aborted) void window.sourceEnded({ by: "upstream", server: member.name, retryMs });
+	};
+	for (const source of plan.members) void listenTo(source);
 	return new Response(window.body, { headers: SSE_HEADERS });
 }

@@ -21,33 +21,26 @@ export async function readUpstream(window: ListeningWindow, plan: UpstreamPlan):
 	// The upstream's stream ended, or failed, before the window did: the session paces the next
 	// one, and knows it before the client does (a client reconnecting at once finds it paced).
 	const endedEarly = (retryMs: number | null) => window.end({ by: "upstream", server, retryMs });
-	const open = async (session: UpstreamPlan["session"], lastEventId: string | null) => {
-		try {
-			return await connection.openStream(session, lastEventId, window.signal);
-		} catch (error) {
+	const open = (session: UpstreamPlan["session"], lastEventId: string | null) =>
+		connection.openStream(session, lastEventId, window.signal).catch(async (error: unknown) => {
 			await endedEarly(null);
 			throw error;
-		}
-	};
+		});
 	let upstream = await open(plan.session, plan.lastEventId);
 	if (upstream.status === 404 && plan.session.sessionId !== null) {
 		// The upstream session expired: the object retires it, and the client listens on a fresh one.
 		await upstream.body?.cancel();
 		await window.stub.listenExpired(scope, window.id, server, plan.session.sessionId);
-		const again = await window.planAgain();
-		if (again instanceof Response || "waitMs" in again) return again;
+		const again = await window.replan();
+		if (again instanceof Response || again.kind === "wait") return again;
 		if (again.kind !== "upstream") throw new GatewayError("internal", "The session changed while it was listened to.");
 		window.id = again.window;
 		upstream = await open(again.session, null);
 	}
-	if (upstream.status === 405) {
-		await upstream.body?.cancel();
-		await endedEarly(null);
-		return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
-	}
 	if (!upstream.ok || !upstream.body) {
 		await upstream.body?.cancel();
 		await endedEarly(null);
+		if (upstream.status === 405) return new Response(null, { status: 405, headers: { allow: "POST, DELETE" } });
 		throw connection.statusError(upstream.status, "its event stream");
 	}
 	const seal = upstreamTaskSealer(requireSessionSecret(settings), scope, { server, place: window.stub.id.toString() });

@@ -1,16 +1,7 @@
 import { describeError } from "../mcp/gateway-error.ts";
 import { once } from "../primitives/once.ts";
-import {
-	type Clock,
-	type ListenFrames,
-	type ListenPlan,
-	type SessionDO,
-	type SessionScope,
-	systemClock,
-	systemTimers,
-	type Timers,
-	type WindowEnd,
-} from "../session/session-do.ts";
+import type { ListenFrames, ListenPlan, SessionDO, SessionScope, WindowEnd } from "../session/session-do.ts";
+import { type Clock, systemClock, systemTimers, type Timers } from "../session/session-do.ts";
 import { readMembers } from "./listen-members.ts";
 import { readUpstream } from "./listen-upstream.ts";
 import type { McpContext } from "./request-context.ts";
@@ -25,64 +16,52 @@ export type SessionStub = DurableObjectStub<SessionDO>;
  */
 export const listenTime: { clock: Clock; timers: Timers } = { clock: systemClock, timers: systemTimers };
 
-/** No window yet: the upstream's stream ended early lately, and is not listened to for `waitMs`. */
-export interface ListenLater {
-	waitMs: number;
-}
-
-type WindowPlan = Exclude<ListenPlan, { kind: "wait" }>;
+/** No window yet: the upstream's stream ended early lately, and is not listened to for `retryMs`. */
+export type ListenLater = Extract<ListenPlan, { kind: "wait" }>;
 
 const encoder = new TextEncoder();
 
 /**
- * One listening window as the session plans it, the pump behind every
- * listening path (a 2025 client's GET, `listen.ts`; a 2026-07-28
- * `subscriptions/listen`, `modern-listen.ts`): the window's stream of 2025
- * SSE events, read from the upstream's own GET stream (transparent,
- * `listen-upstream.ts`) or from the members' (aggregate, `listen-members.ts`);
- * or the session's own answer (a refusal, a call's stream it resumes); or how
- * long until there is a window. Workers are billed for CPU, not for the wall
- * time a quiet stream stays open, so a client that only listens costs the
- * session's object a few milliseconds per window instead of the whole time.
- * `c`: the request that listens (a window may outlive its handler: a
- * 2026-07-28 listen opens many).
+ * The pump behind every listening path (a 2025 client's GET, `listen.ts`; a
+ * 2026-07-28 `subscriptions/listen`, `modern-listen.ts`): one window as the
+ * session plans it, its stream of 2025 SSE events read from the upstream's own
+ * GET stream (transparent, `listen-upstream.ts`) or the members' (aggregate,
+ * `listen-members.ts`); else the session's own answer (a refusal, a call's
+ * stream it resumes), or how long until there is a window. `c`: the request
+ * that listens (a window may outlive its handler: a 2026-07-28 listen opens many).
  */
 export async function openWindow(
 	c: McpContext,
 	stub: SessionStub,
 	lastEventId: string | null,
 ): Promise<Response | ListenLater> {
-	const plan = await planWindow(stub, c.get("scope"), lastEventId);
-	if (plan instanceof Response || "waitMs" in plan) return plan;
+	const plan = await planOf(stub, c.get("scope"), lastEventId);
+	if (plan instanceof Response || plan.kind === "wait") return plan;
 	const window = new ListeningWindow(c, stub, plan.window);
 	return plan.kind === "upstream" ? readUpstream(window, plan) : readMembers(window, plan);
 }
 
-async function planWindow(
-	stub: SessionStub,
-	scope: SessionScope,
-	lastEventId: string | null,
-): Promise<WindowPlan | Response | ListenLater> {
-	const plan = (await stub.listen(scope, lastEventId)) as ListenPlan | Response;
-	if (plan instanceof Response) return plan;
-	return plan.kind === "wait" ? { waitMs: plan.retryMs } : plan;
+async function planOf(stub: SessionStub, scope: SessionScope, lastEventId: string | null) {
+	return (await stub.listen(scope, lastEventId)) as ListenPlan | Response;
 }
 
 /**
- * What every window shares, whatever it reads: the client's stream, the
- * window's time, the session told how the window (or a source in it) ended
- * and what it answers written, and the client's leaving. Calls to the
- * session are made one at a time, in order, so the client sees events in the
- * order they came. Each window ends by the session's next recheck: the
- * session rechecks when told its time was up (a revoked one ends then), and
- * the client resumes (Last-Event-ID) on a window the edge admits again.
+ * What a window is, whatever it reads (docs/decisions/0022): its stream to
+ * the client, its time, the session told how it (or a source in it) ended and
+ * what that answers written, and its client's leaving. The edge carries it
+ * because Workers bill CPU, not the wall time a quiet stream stays open, so a
+ * client that only listens costs the session's object a few milliseconds a
+ * window. Calls to the object go one at a time, in order, so the client sees
+ * events in the order they came. A window ends by the session's next recheck,
+ * which the session makes when told the window's time was up.
  */
 export class ListeningWindow {
-	/** The window's stream to the client: whole SSE events only, so a window's end never cuts one. */
+	/** The client's stream: whole SSE events only, so a window's end never cuts one. */
 	readonly body: ReadableStream<Uint8Array>;
 	private readonly writer: WritableStreamDefaultWriter<Uint8Array>;
 	/** Aborted once the window is over here (its end written, or its client gone): every read of it stops. */
 	private readonly stop = new AbortController();
+	readonly signal = this.stop.signal;
 	private chain: Promise<void> = Promise.resolve();
 	/** The session knows this window is over (its time was up, or it said so): the client leaving needs no word. */
 	private over = false;
@@ -94,6 +73,7 @@ export class ListeningWindow {
 		readonly stub: SessionStub,
 		/** Names the window in the session's calls. */
 		public id: string,
+		readonly scope: SessionScope = c.get("scope"),
 	) {
 		const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
 		this.body = readable;
@@ -101,18 +81,9 @@ export class ListeningWindow {
 		this.writer.closed.catch(this.close);
 	}
 
-	get scope(): SessionScope {
-		return this.c.get("scope");
-	}
-
-	/** Aborted once the window is over here: a source's reads take it. */
-	get signal(): AbortSignal {
-		return this.stop.signal;
-	}
-
-	/** The session's next plan for this stream: its window replaced (an upstream session that expired). */
-	planAgain(): Promise<WindowPlan | Response | ListenLater> {
-		return planWindow(this.stub, this.scope, null);
+	/** The session's plan for a window in place of this one (its upstream session expired). */
+	replan(): Promise<ListenPlan | Response> {
+		return planOf(this.stub, this.scope, null);
 	}
 
 	/** Starts the window's time: at its end the window ends `{ by: "time" }`. */
@@ -120,7 +91,7 @@ export class ListeningWindow {
 		this.cancelTimer = listenTime.timers.set(windowMs, () => void this.end({ by: "time" }));
 	}
 
-	/** Writes whole events to the client; a write that does not go through (the client has gone) closes the window. */
+	/** Writes whole events to the client; one that does not go through (the client has gone) closes the window. */
 	send(events: string | Uint8Array): Promise<void> {
 		return this.writer.write(typeof events === "string" ? encoder.encode(events) : events).catch(this.close);
 	}
@@ -131,7 +102,7 @@ export class ListeningWindow {
 		return this.chain;
 	}
 
-	/** Writes what the session answered: its frames, or the window's end (null: it is over there, or could not be told). */
+	/** Writes what the session answered: its frames, or the window's end (null: over there, or it could not be told). */
 	deliver(answer: ListenFrames | null): void {
 		if (answer === null || answer.frames === null) {
 			this.over = true;
@@ -140,7 +111,15 @@ export class ListeningWindow {
 		}
 		if (answer.frames !== "") void this.send(answer.frames);
 		// A list refresh is running: its outcome is collected beside the events, which go on meanwhile.
-		if (answer.refreshing && !this.collecting) this.collect();
+		if (!answer.refreshing || this.collecting) return;
+		this.collecting = true;
+		this.stub
+			.listenCollect(this.scope, this.id)
+			.then((collected) => {
+				this.collecting = false;
+				if (!this.signal.aborted) this.deliver(collected);
+			})
+			.catch(this.fail);
 	}
 
 	/** One source's stream ended before the window did: the session paces it, and says whether the window goes on. */
@@ -148,11 +127,7 @@ export class ListeningWindow {
 		return this.inOrder(async () => this.deliver(await this.report(end)));
 	}
 
-	/**
-	 * The window is over (its time is up, or its one source ended): the session
-	 * is told (after the calls before), what waits for the client is written,
-	 * then the stream ends.
-	 */
+	/** The window is over (its time is up, or its one source ended): the session is told, then the stream ends. */
 	async end(end: WindowEnd): Promise<void> {
 		if (this.over) return;
 		this.over = true;
@@ -170,22 +145,11 @@ export class ListeningWindow {
 		if (!this.over) this.c.get("waitUntil")(this.report({ by: "client" }));
 	});
 
-	/** Something failed while the window ran: the stream ends (logged), and the session is told as for a client gone. */
+	/** Something failed while the window ran: the stream ends (logged), the session told as for a client gone. */
 	readonly fail = (error: unknown) => {
 		console.warn(`listening stream ended: ${describeError(error)}`);
 		this.close();
 	};
-
-	private collect(): void {
-		this.collecting = true;
-		this.stub
-			.listenCollect(this.scope, this.id)
-			.then((answer) => {
-				this.collecting = false;
-				if (!this.stop.signal.aborted) this.deliver(answer);
-			})
-			.catch(this.fail);
-	}
 
 	/** Tells the session how the window (or a source in it) ended; null when it could not be told (logged). */
 	private report(end: WindowEnd): Promise<ListenFrames | null> {

@@ -10,7 +10,7 @@ import type { McpContext } from "./request-context.ts";
  */
 export async function serveListen(c: McpContext, stub: SessionStub): Promise<Response> {
 	const window = await openWindow(c, stub, c.req.raw.headers.get("last-event-id"));
-	return window instanceof Response ? window : retryLater(window.waitMs);
+	return window instanceof Response ? window : retryLater(window.retryMs);
 }
 
 /** A stream with no events: the client comes back after `retry`, when the upstream may be listened to again. */

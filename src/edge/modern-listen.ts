@@ -1,4 +1,4 @@
-import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
 import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
@@ -42,109 +42,95 @@ export function modernListenStream(
 	message: JSONRPCRequest,
 	acknowledged: SubscriptionFilter,
 ): Response {
-	const settings = c.get("settings");
+	const { maxReplyBytes, sseRetryMs } = c.get("settings");
 	const tag = { [SUBSCRIPTION_ID_META_KEY]: message.id };
 	const tagged = (notification: JSONRPCMessage): JSONRPCMessage => {
 		if (!("method" in notification)) return notification;
 		const params = notification.params ?? {};
 		return { ...notification, params: { ...params, _meta: { ...params._meta, ...tag } } };
 	};
+	const acknowledgement = tagged({
+		jsonrpc: "2.0",
+		method: "notifications/subscriptions/acknowledged",
+		params: { notifications: acknowledged },
+	});
 	const complete: JSONRPCMessage = { jsonrpc: "2.0", id: message.id, result: { resultType: "complete", _meta: tag } };
+	/** Aborted once the stream is over: the client left, or the last answer was written. */
+	const over = new AbortController();
 	let reader: SseMessageReader | null = null;
-	let closed = false;
 	let windows = 0;
 	/** When the last window opened: one that ends sooner than SSE_RETRY_MS is followed by the rest of that wait. */
 	let openedAt = Number.NEGATIVE_INFINITY;
 	let lastEventId: string | null = null;
-	let wake: (() => void) | null = null;
-	const sleep = (ms: number) =>
-		new Promise<void>((resolve) => {
-			const cancel = listenTime.timers.set(ms, () => {
-				wake = null;
-				resolve();
-			});
-			wake = () => {
-				cancel();
-				resolve();
-			};
-		});
-	const finish = (controller: ReadableStreamDefaultController<Uint8Array>, last: JSONRPCMessage) => {
-		closed = true;
+	type Controller = ReadableStreamDefaultController<Uint8Array>;
+	/** Waits `ms` (cut short if the client leaves), then asks the client to read on before the next window. */
+	const between = async (controller: Controller, ms = 0) => {
+		if (ms > 0) await pause(ms, over.signal);
+		if (!over.signal.aborted) controller.enqueue(BETWEEN_WINDOWS);
+	};
+	const finish = (controller: Controller, last: JSONRPCMessage) => {
+		over.abort();
 		controller.enqueue(sseMessage(last));
 		controller.close();
 	};
 	const leave = async () => {
-		closed = true;
-		wake?.();
+		over.abort();
 		await reader?.cancel();
 	};
 	// Aborted when the client disconnects (Workers' `enable_request_signal`).
 	c.req.raw.signal.addEventListener("abort", () => void leave(), { once: true });
-	const body = new ReadableStream<Uint8Array>(
-		{
-			start: (controller) => {
-				controller.enqueue(
-					sseMessage(
-						tagged({
-							jsonrpc: "2.0",
-							method: "notifications/subscriptions/acknowledged",
-							params: { notifications: acknowledged },
-						}),
-					),
-				);
-			},
-			pull: async (controller) => {
-				try {
-					for (;;) {
-						if (closed) return;
-						if (reader === null) {
-							const early = openedAt + settings.sseRetryMs - listenTime.clock.now();
-							if (early > 0) {
-								await sleep(early);
-								if (!closed) controller.enqueue(BETWEEN_WINDOWS);
-								return;
-							}
-							// The listen request itself was authenticated and counted: later windows are, each.
-							if (windows++ > 0) await admitAgain(c);
-							const window = await openWindow(c, stub, lastEventId);
-							if (closed) {
-								if (window instanceof Response) await window.body?.cancel();
-								return;
-							}
-							if (!(window instanceof Response)) {
-								await sleep(window.waitMs);
-								if (!closed) controller.enqueue(BETWEEN_WINDOWS);
-								return;
-							}
-							if (!window.ok || !window.body) return finish(controller, await lastAnswer(window, message, complete));
-							openedAt = listenTime.clock.now();
-							reader = new SseMessageReader(window.body, settings.maxReplyBytes, parseJsonRpcMessage);
-						}
-						const next = await reader.next();
-						lastEventId = reader.lastEventId ?? lastEventId;
-						if (next === null) {
-							reader = null;
-							if (!closed) controller.enqueue(BETWEEN_WINDOWS);
-							return;
-						}
-						if (wantedBy(acknowledged, next)) {
-							controller.enqueue(sseMessage(tagged(next)));
-							return;
-						}
-					}
-				} catch (error) {
-					if (closed) return;
-					// A credential that no longer authenticates, a key over its rate, a failed window.
-					await reader?.cancel();
-					finish(controller, { jsonrpc: "2.0", id: message.id, error: asGatewayError(error).toJsonRpcError() });
+	const pull = async (controller: Controller) => {
+		try {
+			while (!over.signal.aborted) {
+				if (reader === null) {
+					const early = openedAt + sseRetryMs - listenTime.clock.now();
+					if (early > 0) return await between(controller, early);
+					// The listen request itself was authenticated and counted: later windows are, each.
+					if (windows++ > 0) await admitAgain(c);
+					const window = await openWindow(c, stub, lastEventId);
+					if (!(window instanceof Response)) return await between(controller, window.retryMs);
+					if (over.signal.aborted) return void (await window.body?.cancel());
+					if (!window.ok || !window.body) return finish(controller, await lastAnswer(window, message.id, complete));
+					openedAt = listenTime.clock.now();
+					reader = new SseMessageReader(window.body, maxReplyBytes, parseJsonRpcMessage);
 				}
-			},
-			cancel: () => leave(),
-		},
+				const next = await reader.next();
+				lastEventId = reader.lastEventId ?? lastEventId;
+				if (next === null) {
+					reader = null;
+					return await between(controller);
+				}
+				if (wantedBy(acknowledged, next)) return controller.enqueue(sseMessage(tagged(next)));
+			}
+		} catch (error) {
+			if (over.signal.aborted) return;
+			// A credential that no longer authenticates, a key over its rate, a failed window.
+			await reader?.cancel();
+			finish(controller, { jsonrpc: "2.0", id: message.id, error: asGatewayError(error).toJsonRpcError() });
+		}
+	};
+	const body = new ReadableStream<Uint8Array>(
+		{ start: (controller) => controller.enqueue(sseMessage(acknowledgement)), pull, cancel: leave },
 		// Pulled only when the client reads: nothing is listened to ahead of a client that is not there.
 		{ highWaterMark: 0 },
 	);
 	return new Response(body, { headers: SSE_HEADERS });
+}
+
+/** Resolves after `ms` on the listening clock, or at once when `signal` aborts (its timer then dropped). */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+	return new Promise((resolve) => {
+		if (signal.aborted) return resolve();
+		const cancel = listenTime.timers.set(ms, () => {
+			signal.removeEventListener("abort", abandon);
+			resolve();
+		});
+		const abandon = () => {
+			cancel();
+			resolve();
+		};
+		signal.addEventListener("abort", abandon, { once: true });
+	});
 }
 
 /**
@@ -153,18 +139,11 @@ export function modernListenStream(
  * (404, 405), a graceful end as the server's own would be; otherwise the
  * refusal's own error (a session with its limit of listening windows open).
  */
-async function lastAnswer(
-	window: Response,
-	message: JSONRPCRequest,
-	complete: JSONRPCMessage,
-): Promise<JSONRPCMessage> {
+async function lastAnswer(window: Response, id: RequestId, complete: JSONRPCMessage): Promise<JSONRPCMessage> {
 	const text = await window.text();
 	if (window.status === 404 || window.status === 405) return complete;
 	const reply = parseJsonRpcMessage(text);
-	if (reply && "error" in reply) return { jsonrpc: "2.0", id: message.id, error: reply.error };
-	return {
-		jsonrpc: "2.0",
-		id: message.id,
-		error: new GatewayError("upstream_error", `The listening stream failed (HTTP ${window.status}).`).toJsonRpcError(),
-	};
+	const error = reply && "error" in reply ? reply.error : undefined;
+	const failed = new GatewayError("upstream_error", `The listening stream failed (HTTP ${window.status}).`);
+	return { jsonrpc: "2.0", id, error: error ?? failed.toJsonRpcError() };
 }

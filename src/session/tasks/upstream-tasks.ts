@@ -13,8 +13,8 @@ import { type Member, type SessionBinding, scopeOf } from "../binding.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { wireTask } from "./legacy-task-wire.ts";
-import { answerIn } from "./task-outcome.ts";
 import { openUpstreamTaskId, upstreamTaskSealer } from "./task-ids.ts";
+import { answerIn } from "./task-outcome.ts";
 
 /** What passing upstreams' tasks through needs from the session. */
 export interface UpstreamTasksHost {
@@ -123,7 +123,9 @@ export class UpstreamTasks {
 				continue;
 			}
 			const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.host.place });
-			const tasks = await Promise.all(listed.data.tasks.map(async (task) => ({ ...task, taskId: await seal(task.taskId) })));
+			const tasks = await Promise.all(
+				listed.data.tasks.map(async (task) => ({ ...task, taskId: await seal(task.taskId) })),
+			);
 			const next = listed.data.nextCursor;
 			return {
 				tasks,
