@@ -4,11 +4,11 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { describe, expect, it } from "vitest";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import { BASE, createKey, gatewayFetch, readReply } from "./support/gateway.ts";
+import { admin, BASE, createKey, gatewayFetch, readReply, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, MODERN, modernPost, modernRequest, textOf } from "./support/modern.ts";
 import { objectMadeBy } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
-import { registerServer, toolCallsOf, upstreamLog } from "./support/upstreams.ts";
+import { registerServer, toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /** An SDK v2 client pinned to 2026-07-28, through the gateway (no fallback to 2025: it fails if not offered). */
 async function modernClient(path: string, key: string, capabilities: Record<string, unknown> = {}) {
@@ -215,9 +215,15 @@ describe("2026-07-28 requests that are refused", () => {
 	});
 
 	it("a forged requestState is refused with -32602 and nothing is answered upstream", async () => {
-		const server = await registerServer("delta");
+		// The shared upstream's log holds every file's requests: this server's carry a header of its own.
+		const server = uniqueName("delta");
+		const tag = `Bearer forged-state-${crypto.randomUUID()}`;
+		const registered = await admin("PUT", `/servers/${server}`, {
+			url: upstreamUrl("delta"),
+			headers: { Authorization: tag },
+		});
+		expect(registered.status).toBe(201);
 		const { key } = await createKey({ servers: [server] });
-		const before = (await upstreamLog("delta")).length;
 		const response = await modernPost(`/mcp/${server}`, key, {
 			id: 12,
 			method: "tools/call",
@@ -233,7 +239,9 @@ describe("2026-07-28 requests that are refused", () => {
 		expect(reply.id).toBe(12);
 		expect(reply.error.code).toBe(-32602);
 		expect(reply.error.message).toMatch(/requestState/);
-		const sent = (await upstreamLog("delta")).slice(before);
+		const sent = (await upstreamLog("delta")).filter((entry) => entry.authorization === tag);
+		// The filter sees this server's requests (its session was opened upstream), so "none" below means none.
+		expect(sent.some((entry) => entry.body?.method === "initialize")).toBe(true);
 		// Opening the session (and the era probe) may reach the upstream; no answer to any request does.
 		const opening = new Set(["server/discover", "initialize", "notifications/initialized"]);
 		const calls = sent.filter((entry) => entry.method === "POST" && !opening.has(entry.body?.method ?? ""));
