@@ -8,7 +8,6 @@ import { unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListKind } from "../mcp/list-kinds.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
-import { once } from "../primitives/once.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
@@ -21,6 +20,7 @@ import { helloOf } from "./bridge/modern-discover.ts";
 import { ModernSession } from "./bridge/modern-session.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
+import { RunningCall } from "./running-call.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
@@ -259,20 +259,12 @@ export class SessionDO extends DurableObject<Env> {
 				`Too Many Requests: this session already has ${MAX_IN_FLIGHT} requests running; wait for some to finish.`,
 			).toResponse(input.message.id);
 		}
-		this.parts.lifecycle.begin();
-		// A call keeps the object active until its reply has ended, connected client or not.
-		const calling = this.activity.enter();
-		const done = once(() => {
-			this.parts.lifecycle.finish();
-			calling();
-		});
+		// A call keeps the object active until its reply has ended, connected client or not; it ends itself.
+		const call = RunningCall.begin(this.parts.lifecycle, this.activity);
 		/** The tool a `call_tool` named (search mode): the call is that tool's, and the edge accounts it so. */
 		let calledTool: string | null = null;
 		try {
-			if (!(await this.parts.lifecycle.recheckIfDue(binding))) {
-				done();
-				return notFound();
-			}
+			if (!(await this.parts.lifecycle.recheckIfDue(binding))) return call.answered(notFound());
 			// In search mode a `call_tool` is, from here on, the call of the tool it names: tasks, shaping,
 			// policies, pinning and at-most-once hold for it as for the direct call it stands for.
 			const inner =
@@ -283,10 +275,10 @@ export class SessionDO extends DurableObject<Env> {
 				input = { kind: "request", message: inner };
 				calledTool = String(inner.params?.name);
 			}
-			const reply = await this.routed(binding, input, done);
-			return calledTool === null ? reply : withCalledTool(reply, calledTool);
+			const reply = await this.routed(binding, input, call);
+			return call.leave(calledTool === null ? reply : withCalledTool(reply, calledTool));
 		} catch (error) {
-			done();
+			call.end();
 			if (input.kind !== "request") return renderHttpFailure(error);
 			const failure = renderRpcFailure(error, input.message.id);
 			// The edge accounts a name the endpoint does not offer as an unknown tool, not as any invalid params.
@@ -299,7 +291,7 @@ export class SessionDO extends DurableObject<Env> {
 	}
 
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
-	private async routed(binding: SessionBinding, input: SessionMessage, done: () => void): Promise<Response> {
+	private async routed(binding: SessionBinding, input: SessionMessage, call: RunningCall): Promise<Response> {
 		let holder: Member | null = null;
 		if (input.kind === "request") {
 			const route = await routeTaskRequest(
@@ -307,7 +299,7 @@ export class SessionDO extends DurableObject<Env> {
 				this.parts.tasks,
 				this.parts.upstreamTasks,
 				input.message,
-				done,
+				call,
 			);
 			if ("answered" in route) return route.answered;
 			input = { kind: "request", message: route.message };
@@ -315,7 +307,9 @@ export class SessionDO extends DurableObject<Env> {
 		}
 		// An answer to what a held task's call asked settles that question; it goes on as any answer.
 		if (input.kind === "response") await this.parts.tasks.answered(input.message);
-		const created = (reply: Response) => (holder ? this.parts.upstreamTasks.created(holder, reply) : reply);
+		// The task's id in the reply becomes the gateway's; the call still ends with the upstream's reply.
+		const created = async (reply: Response) =>
+			holder ? call.carriedOn(reply, await this.parts.upstreamTasks.created(holder, reply)) : reply;
 		const current = this.binding ?? binding;
 		if (current.mode === "transparent") {
 			const member = this.parts.members.sole(current);
@@ -326,24 +320,22 @@ export class SessionDO extends DurableObject<Env> {
 				// Fetched afresh, as the upstream's own list would be: its list_changed reached the client directly.
 				this.parts.catalog.invalidate(member.name, [kind]);
 				const items = await this.parts.visible(member.name, kind, await this.parts.catalog.get(member.name, kind));
-				done();
-				return Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } });
+				return call.answered(
+					Response.json({ jsonrpc: "2.0", id: input.message.id, result: { [LIST_KINDS[kind].field]: items } }),
+				);
 			}
 			if (input.kind === "request") {
-				const reply = await this.parts.calls.request(member, input.message, done);
+				const reply = await this.parts.calls.request(member, input.message, call);
 				// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
 				return input.message.method === "tools/list"
-					? this.parts.watched(member, input.message, reply)
+					? call.carriedOn(reply, this.parts.watched(member, input.message, reply))
 					: created(reply);
 			}
-			const accepted = await this.parts.calls.notify(member, input.message);
-			done();
-			return accepted;
+			return this.parts.calls.notify(member, input.message);
 		}
-		if (input.kind === "request") return created(await this.parts.router.handle(input.message, done));
+		if (input.kind === "request") return created(await this.parts.router.handle(input.message, call));
 		if (input.kind === "notification") await this.parts.router.notify(input.message);
 		else await this.parts.router.clientResponse(input.message);
-		done();
 		return new Response(null, { status: 202 });
 	}
 

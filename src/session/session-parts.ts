@@ -227,7 +227,7 @@ export function sessionParts(host: PartsHost): SessionParts {
 			const member = members.member(server);
 			return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
 		},
-		forward: (server, message, done) => calls.request(members.member(server), message, done),
+		forward: (server, message, call) => calls.request(members.member(server), message, call),
 		notify: async (server, message) => {
 			await calls.notify(members.member(server), message);
 		},
@@ -335,10 +335,10 @@ export function sessionParts(host: PartsHost): SessionParts {
 			return { member: members.member(target.server), name: target.name };
 		},
 		tools: (member) => catalog.get(member.name, "tools"),
-		forward: (member, message, done) =>
+		forward: (member, message, call) =>
 			host.current()?.mode === "aggregate"
-				? router.forwardTo(member.name, message, done)
-				: calls.request(member, message, done),
+				? router.forwardTo(member.name, message, call)
+				: calls.request(member, message, call),
 	});
 
 	return {

@@ -9,7 +9,6 @@ import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
-import { once } from "../primitives/once.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
@@ -20,6 +19,7 @@ import { ClientAnswers } from "./bridge/modern-rounds.ts";
 import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
 import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
+import type { RunningCall } from "./running-call.ts";
 
 /** What forwarding needs from the SessionDO. */
 export interface CallHost {
@@ -81,34 +81,27 @@ export class UpstreamCalls {
 	}
 
 	/**
-	 * Forwards a request; `done` is called once its reply has ended. A tool
-	 * call's reply carries the object's note on it for the edge's accounting
-	 * (see CALL_NOTE_HEADER), which the edge takes off.
+	 * Forwards a request of `call`, which ends once its reply has (see
+	 * RunningCall). A tool call's reply carries the object's note on it for
+	 * the edge's accounting (see CALL_NOTE_HEADER), which the edge takes off.
 	 */
-	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
+	async request(member: Member, original: JSONRPCRequest, call: RunningCall): Promise<Response> {
 		// The governance decision: refused before anything is sent, or sent, a tool call under the upstream's own name.
 		const decision = await decideCallFor(this.host.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
 		const note = callNoteOf(member, decision);
 		if ("refused" in decision) {
-			done();
-			return withCallNote(decision.refused.toRpcResponse(original.id), original.method, note);
+			return withCallNote(call.answered(decision.refused.toRpcResponse(original.id)), original.method, note);
 		}
-		return withCallNote(await this.forward(member, decision.send, done), original.method, note);
+		return withCallNote(await this.forward(member, decision.send, call), original.method, note);
 	}
 
-	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {
+	private forward(member: Member, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
-		const settle = once(() => {
+		call.onEnd(() => {
 			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
-			done();
 		});
-		try {
-			return await this.attempt(member, message, cancelled.signal, settle);
-		} catch (error) {
-			settle();
-			throw error;
-		}
+		return this.attempt(member, message, cancelled.signal, call);
 	}
 
 	/**
@@ -140,18 +133,19 @@ export class UpstreamCalls {
 		member: Member,
 		message: JSONRPCRequest,
 		cancelled: AbortSignal,
-		done: () => void,
+		call: RunningCall,
 	): Promise<Response> {
 		const connection = this.host.connection(member);
 		for (let attempt = 1; ; attempt++) {
-			const tried = await this.tryOnce(member, connection, message, cancelled, done);
+			const tried = await this.tryOnce(member, connection, message, cancelled, call);
 			if (tried.kind === "answered") return relayReply(this.relaying, tried.call);
 			const again =
 				attempt === 1 &&
 				(tried.kind === "not-sent" || (tried.kind === "may-have-run" && (await this.mayRepeat(member, message))));
 			if (!again) {
-				done();
-				return Response.json(failureReply(message.method, message.id, tried.error, this.host.clientCapabilities()));
+				return call.answered(
+					Response.json(failureReply(message.method, message.id, tried.error, this.host.clientCapabilities())),
+				);
 			}
 		}
 	}
@@ -162,7 +156,7 @@ export class UpstreamCalls {
 		connection: UpstreamConnection,
 		message: JSONRPCRequest,
 		cancelled: AbortSignal,
-		done: () => void,
+		running: RunningCall,
 	): Promise<Tried> {
 		const pausedFor = this.host.breaker.openFor(member.name);
 		if (pausedFor > 0) return { kind: "failed", error: paused(member, pausedFor) };
@@ -185,7 +179,7 @@ export class UpstreamCalls {
 			deadline.clear();
 			return this.sendFailed(member, connection, session, message, cancelled, error);
 		}
-		return this.answerOf({ member, connection, session, message, deadline, cancelled, done }, reply);
+		return this.answerOf({ member, connection, session, message, deadline, cancelled, running }, reply);
 	}
 
 	/** What a send that threw means: the client's or the deadline's abort, an answer, or a broken connection. */

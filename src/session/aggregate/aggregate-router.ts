@@ -9,6 +9,7 @@ import type { RouteTarget } from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import type { Timers } from "../clock.ts";
+import type { RunningCall } from "../running-call.ts";
 import { isUpstreamTaskId } from "../tasks/upstream-task-ids.ts";
 import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
@@ -19,8 +20,8 @@ import { type DisclosureHost, ToolDisclosure } from "./tool-disclosure.ts";
 
 /** What the router needs from its SessionDO. */
 export interface AggregateHost extends ListsHost, Pick<DisclosureHost, "disclosure" | "holdsTasks"> {
-	/** Forwards a request to a member and streams its reply; calls `done` when the reply has ended. */
-	forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response>;
+	/** Forwards a request of `call` to a member and streams its reply (the call ends with it). */
+	forward(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response>;
 	/** Sends a notification, or a response to one of its requests, to a member. */
 	notify(server: string, message: JSONRPCMessage): Promise<void>;
 	/** Members' requests to the client waiting for its answers. */
@@ -74,12 +75,10 @@ export class AggregateRouter {
 		);
 	}
 
-	/** Answers one client request; `done` is called once the response is complete. */
-	async handle(message: JSONRPCRequest, done: () => void): Promise<Response> {
-		const local = (result: Record<string, unknown>) => {
-			done();
-			return Response.json({ jsonrpc: "2.0", id: message.id, result });
-		};
+	/** Answers one client request of `call`. */
+	async handle(message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		const local = (result: Record<string, unknown>) =>
+			call.answered(Response.json({ jsonrpc: "2.0", id: message.id, result }));
 		const params = (message.params ?? {}) as Record<string, unknown>;
 		switch (message.method) {
 			case "ping":
@@ -95,18 +94,18 @@ export class AggregateRouter {
 			case "tools/call": {
 				if (this.disclosure.isSearch(message)) return local({ ...(await this.disclosure.search(message)) });
 				const target = await this.lists.routeName("tool", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
+				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
 			}
 			case "prompts/get": {
 				const target = await this.lists.routeName("prompt", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
+				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
 			}
 			case "resources/read":
 			case "resources/subscribe":
 			case "resources/unsubscribe":
-				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, done);
+				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, call);
 			case "completion/complete":
-				return this.complete(message, params, done);
+				return this.complete(message, params, call);
 			case "logging/setLevel":
 				await forEachBounded(this.host.members(), async (server) => {
 					await this.host.request(server, "logging/setLevel", params).catch((error: unknown) => {
@@ -259,29 +258,24 @@ export class AggregateRouter {
 	}
 
 	/** Sends a request to member `server` as it is (a task's request that member's upstream holds). */
-	forwardTo(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
-		return this.forward(server, message, done);
+	forwardTo(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		return this.forward(server, message, call);
 	}
 
 	/**
 	 * Forwards a request to a member, remembering it (and its progress token)
-	 * until its reply ends, so cancellations and progress find the right member.
-	 * Entries are removed however the forward ends.
+	 * until its call ends, so cancellations and progress find the right member.
+	 * Entries are removed however the call ends.
 	 */
-	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
-		const release = this.forwarded.track(server, message, done);
-		try {
-			return await this.host.forward(server, message, release);
-		} catch (error) {
-			release();
-			throw error;
-		}
+	private forward(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		this.forwarded.track(server, message, call);
+		return this.host.forward(server, message, call);
 	}
 
 	private async complete(
 		message: JSONRPCRequest,
 		params: Record<string, unknown>,
-		done: () => void,
+		call: RunningCall,
 	): Promise<Response> {
 		const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
 		if (ref.type === "ref/prompt") {
@@ -289,11 +283,11 @@ export class AggregateRouter {
 			return this.forward(
 				target.server,
 				{ ...message, params: { ...params, ref: { ...ref, name: target.name } } },
-				done,
+				call,
 			);
 		}
 		if (ref.type === "ref/resource") {
-			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, done);
+			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, call);
 		}
 		throw new GatewayError(
 			"invalid_params",

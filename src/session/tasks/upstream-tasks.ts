@@ -10,6 +10,7 @@ import { GatewayError } from "../../mcp/gateway-error.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { type Member, type SessionBinding, scopeOf } from "../binding.ts";
+import { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { wireTask } from "./legacy-task-wire.ts";
@@ -27,8 +28,8 @@ export interface UpstreamTasksHost {
 	route(exposed: string): Promise<{ member: Member; name: string } | null>;
 	/** The member's tools as the session lists them (shaped; their `execution` as the upstream said). */
 	tools(member: Member): Promise<Tool[]>;
-	/** Sends a request to a member as a client's request goes (`done` once its reply has ended). */
-	forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response>;
+	/** Sends a request of `call` to a member as a client's request goes (the call ends with its reply). */
+	forward(member: Member, message: JSONRPCRequest, call: RunningCall): Promise<Response>;
 }
 
 /** A `tasks/list` cursor past the session's own tasks: `up:<member index>:<the member's cursor>`. */
@@ -70,9 +71,9 @@ export class UpstreamTasks {
 	/**
 	 * `tasks/list`: the session's own tasks a page at a time, then each
 	 * member's whose upstream holds tasks (it lists a tool with task support),
-	 * one of its pages a time, under the gateway's ids. `done` once answered.
+	 * one of its pages a time, under the gateway's ids.
 	 */
-	async list(message: JSONRPCRequest, held: HeldTasks, done: () => void): Promise<Response> {
+	async list(message: JSONRPCRequest, held: HeldTasks): Promise<Response> {
 		try {
 			const cursor = message.params?.cursor;
 			if (cursor !== undefined && typeof cursor !== "string") {
@@ -90,8 +91,6 @@ export class UpstreamTasks {
 			return listReply(message.id, [...tasks, ...page.tasks], page.nextCursor);
 		} catch (error) {
 			return renderRpcFailure(error, message.id);
-		} finally {
-			done();
 		}
 	}
 
@@ -113,9 +112,17 @@ export class UpstreamTasks {
 				method: "tasks/list",
 				params: cursor === undefined ? {} : { cursor },
 			};
-			const reply = await this.host.forward(member, request, () => {});
+			// Within the client's `tasks/list`, which counts; this one ends when its reply has been read.
+			const within = RunningCall.within();
+			let reply: Response;
+			try {
+				reply = await this.host.forward(member, request, within);
+			} catch (error) {
+				within.end();
+				throw error;
+			}
 			// A listing asks the client nothing; a request on its stream is left unanswered, as it would be.
-			const answer = await answerIn(reply, request.id, this.host.maxReplyBytes, () => {});
+			const answer = await answerIn(within.leave(reply), request.id, this.host.maxReplyBytes, () => {});
 			const listed = answer && "result" in answer ? ListTasksResultSchema.safeParse(answer.result) : null;
 			cursor = undefined;
 			if (!listed?.success) {
@@ -187,7 +194,7 @@ export class UpstreamTasks {
 	 * under the client's. Null for any other request (an id the session holds,
 	 * or one that is not this session's: unknown there).
 	 */
-	async answer(message: JSONRPCRequest, done: () => void): Promise<Response | null> {
+	async answer(message: JSONRPCRequest, call: RunningCall): Promise<Response | null> {
 		if (!TASK_ID_METHODS.has(message.method)) return null;
 		const taskId = message.params?.taskId;
 		const binding = this.host.current();
@@ -198,8 +205,12 @@ export class UpstreamTasks {
 		const member = task ? binding.members.find((candidate) => candidate.name === task.server) : undefined;
 		if (!task || !member) return null;
 		const upstream = { ...message, params: { ...message.params, taskId: task.upstreamTaskId } };
-		const reply = await this.host.forward(member, upstream, done);
-		return mapReplyMessages(reply, this.host.maxReplyBytes, (answer) => mapLegacyTaskIds(answer, async () => taskId));
+		const reply = await this.host.forward(member, upstream, call);
+		const mapped = await mapReplyMessages(reply, this.host.maxReplyBytes, (answer) =>
+			mapLegacyTaskIds(answer, async () => taskId),
+		);
+		// Read through to its end (or cancelled with it): the call still ends with the upstream's reply.
+		return call.carriedOn(reply, mapped);
 	}
 }
 
