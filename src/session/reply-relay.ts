@@ -24,6 +24,8 @@ export interface AnsweredCall {
 	readonly cancelled: AbortSignal;
 	/** The client's request this reply answers: it ends when the reply has (hooked below, where the reply is read). */
 	readonly running: RunningCall;
+	/** How an aggregate member's reply reaches the client; undefined: a transparent reply, passed on. */
+	readonly route: ReplyRoute | undefined;
 	readonly reply: Response;
 	readonly body: ReadableStream<Uint8Array>;
 }
@@ -32,11 +34,6 @@ export interface AnsweredCall {
 export interface RelayHost {
 	readonly breaker: Breaker;
 	readonly answers: ClientAnswers;
-	/**
-	 * Aggregate sessions carry members' replies on streams of their own (returns
-	 * how); transparent ones pass replies on unchanged (returns undefined).
-	 */
-	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
 	/** Tells the upstream to stop working on a request the gateway gave up on. */
 	cancelUpstream(call: AnsweredCall): void;
 }
@@ -65,7 +62,7 @@ export function replyMode(call: AnsweredCall, route: ReplyRoute | undefined): Re
 
 /** Streams the upstream's reply to the client, ending it exactly when it breaks off. */
 export async function relayReply(host: RelayHost, call: AnsweredCall): Promise<Response> {
-	const mode = replyMode(call, host.replyRoute(call.member, call.message));
+	const mode = replyMode(call, call.route);
 	switch (mode.kind) {
 		case "bridged":
 			return relayModern(modernCall(host, call), call.reply);
