@@ -5,7 +5,7 @@ import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import type { ActivityMeter } from "./activity-meter.ts";
 import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
-import type { Member, SessionBinding } from "./binding.ts";
+import type { Member, SessionBinding, SessionScope } from "./binding.ts";
 import { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionLifecycle } from "./session-lifecycle.ts";
@@ -20,6 +20,12 @@ import type { UpstreamCalls } from "./upstream-calls.ts";
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
 export const MAX_IN_FLIGHT = 100;
 
+/** Who says whether a message's scope is the session's own (the session: its binding, loaded once). */
+export interface SessionAccess {
+	/** The binding, when `scope` is the one the session belongs to; null otherwise. */
+	authorize(scope: SessionScope): Promise<SessionBinding | null>;
+}
+
 /**
  * A client's message in a session it belongs to: a request is let in (up to
  * MAX_IN_FLIGHT at once) as a running call that ends itself (RunningCall),
@@ -30,6 +36,7 @@ export const MAX_IN_FLIGHT = 100;
 export class ClientMessages {
 	constructor(
 		private readonly state: SessionState,
+		private readonly access: SessionAccess,
 		private readonly lifecycle: SessionLifecycle,
 		/** The object's active time: a call keeps it active until its reply has ended, connected client or not. */
 		private readonly activity: ActivityMeter,
@@ -41,8 +48,10 @@ export class ClientMessages {
 		private readonly upstreamTasks: UpstreamTasks,
 	) {}
 
-	/** Handles one client message (request, notification or response) of a session `binding` authorized. */
-	async handle(binding: SessionBinding, input: SessionMessage): Promise<Response> {
+	/** Handles one client message (request, notification or response), if `scope` is the session's own. */
+	async handle(scope: SessionScope, input: SessionMessage): Promise<Response> {
+		const binding = await this.access.authorize(scope);
+		if (!binding) return notFound();
 		// The gateway already completed the upstream handshake when the session opened.
 		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
 			return new Response(null, { status: 202 });
@@ -114,9 +123,6 @@ export class ClientMessages {
 		}
 		// An answer to what a held task's call asked settles that question; it goes on as any answer.
 		if (input.kind === "response") await this.tasks.answered(input.message);
-		// The task's id in the reply becomes the gateway's; the call still ends with the upstream's reply.
-		const created = async (reply: Response) =>
-			holder ? call.carriedOn(reply, await this.upstreamTasks.created(holder, reply)) : reply;
 		const current = this.state.binding ?? binding;
 		if (current.mode === "transparent") {
 			const member = this.members.transparentMember(current);
@@ -127,13 +133,22 @@ export class ClientMessages {
 			if (kind) return call.answered(await this.decisions.answerList(member, kind, input.message.id));
 			const reply = await this.calls.request(member, input.message, call);
 			// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
-			return input.message.method === "tools/list"
-				? call.carriedOn(reply, this.decisions.watchedToolsReply(member, input.message, reply))
-				: created(reply);
+			if (input.message.method === "tools/list") {
+				return call.carriedOn(reply, this.decisions.watchedToolsReply(member, input.message, reply));
+			}
+			return holder ? this.taskCreated(holder, reply, call) : reply;
 		}
-		if (input.kind === "request") return created(await this.router.handle(input.message, call));
+		if (input.kind === "request") {
+			const reply = await this.router.handle(input.message, call);
+			return holder ? this.taskCreated(holder, reply, call) : reply;
+		}
 		if (input.kind === "notification") await this.router.notify(input.message);
 		else await this.router.clientResponse(input.message);
 		return new Response(null, { status: 202 });
+	}
+
+	/** A reply to a call `holder`'s upstream made a task of: its task id the gateway's; the call still ends with the upstream's reply. */
+	private async taskCreated(holder: Member, reply: Response, call: RunningCall): Promise<Response> {
+		return call.carriedOn(reply, await this.upstreamTasks.created(holder, reply));
 	}
 }

@@ -48,13 +48,13 @@ export class RunningCall {
 	}
 
 	/** Ends the call: what goes with it goes, then it is no longer counted. Later calls do nothing. */
-	readonly end = (): void => {
+	end(): void {
 		if (this.ended) return;
 		this.ended = true;
 		if (this.releases) for (const release of this.releases) release();
 		this.lifecycle?.finish();
 		this.activity?.close();
-	};
+	}
 
 	/** Runs `release` when the call ends (at once if it has). */
 	onEnd(release: () => void): void {
@@ -100,6 +100,9 @@ export class RunningCall {
 		const body = reply.body;
 		if (body === null) return this.answered(reply);
 		if (this.ended || body === this.carrier) return reply;
-		return new Response(withCompletion(body, this.end), reply);
+		return new Response(
+			withCompletion(body, () => this.end()),
+			reply,
+		);
 	}
 }

@@ -7,7 +7,7 @@ import { MemberSessions } from "./aggregate/member-sessions.ts";
 import { ServerRequests } from "./aggregate/server-requests.ts";
 import { type BridgedSession, ModernBridge } from "./bridge/modern-bridge.ts";
 import { ModernSession, type ModernSessionOwner } from "./bridge/modern-session.ts";
-import { ClientMessages } from "./client-messages.ts";
+import { ClientMessages, type SessionAccess } from "./client-messages.ts";
 import { SessionDecisions } from "./session-decisions.ts";
 import { type SessionEnder, SessionLifecycle } from "./session-lifecycle.ts";
 import type { SessionState } from "./session-state.ts";
@@ -21,7 +21,7 @@ import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
 /** What the parts ask of the session that holds them: to end it, and to take messages as its client's. */
-export type SessionOwner = SessionEnder & TaskSession & BridgedSession & ModernSessionOwner;
+export type SessionOwner = SessionAccess & SessionEnder & TaskSession & BridgedSession & ModernSessionOwner;
 
 /** The concerns a session is made of, each in its own module, built on the ones before it. */
 export interface SessionParts {
@@ -96,6 +96,7 @@ export function sessionParts(state: SessionState, owner: SessionOwner): SessionP
 	const upstreamTasks = new UpstreamTasks(state, members, router, calls, catalog);
 	const messages = new ClientMessages(
 		state,
+		owner,
 		lifecycle,
 		activity,
 		members,

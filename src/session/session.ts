@@ -94,10 +94,8 @@ export class Session implements SessionOwner {
 	}
 
 	/** One client message (request, notification or response) into the session, if `scope` is its own. */
-	async handleClientMessage(scope: SessionScope, input: SessionMessage): Promise<Response> {
-		const binding = await this.authorize(scope);
-		if (!binding) return notFound();
-		return this.parts.messages.handle(binding, input);
+	handleClientMessage(scope: SessionScope, input: SessionMessage): Promise<Response> {
+		return this.parts.messages.handle(scope, input);
 	}
 
 	/** A message into the session as its client's, under the session's own scope (404 where none is). */
