@@ -17,8 +17,8 @@ import type { Clock } from "./clock.ts";
  * }
  */
 export class ActivityMeter {
-	private open = 0;
-	/** When the current active interval began (meaningful while `open` > 0). */
+	private opened = 0;
+	/** When the current active interval began (meaningful while `opened` > 0). */
 	private since = 0;
 	/** Active time of the intervals already over. */
 	private closedMs = 0;
@@ -27,14 +27,22 @@ export class ActivityMeter {
 
 	/** Starts an activity; the returned `leave` ends it, however often it is called. */
 	enter(): () => void {
-		if (this.open++ === 0) this.since = this.clock().now();
-		return once(() => {
-			if (--this.open === 0) this.closedMs += this.clock().now() - this.since;
-		});
+		this.open();
+		return once(() => this.close());
+	}
+
+	/** Starts an activity its caller ends with exactly one `close` (a running call, which ends once by itself). */
+	open(): void {
+		if (this.opened++ === 0) this.since = this.clock().now();
+	}
+
+	/** Ends an activity started with `open`. */
+	close(): void {
+		if (--this.opened === 0) this.closedMs += this.clock().now() - this.since;
 	}
 
 	/** Active time so far, the interval still open included. */
 	get activeMs(): number {
-		return this.open > 0 ? this.closedMs + this.clock().now() - this.since : this.closedMs;
+		return this.opened > 0 ? this.closedMs + this.clock().now() - this.since : this.closedMs;
 	}
 }

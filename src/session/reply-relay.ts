@@ -9,6 +9,7 @@ import { type ReplyRoute, readMemberReply } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { type ClientAnswers, type ModernCall, relayModern } from "./bridge/modern-rounds.ts";
 import { cancelledError, mayHaveRun, SessionEnded, tooLarge } from "./call-failures.ts";
+import type { RunningCall } from "./running-call.ts";
 import { withCompletion } from "./streams/stream-completion.ts";
 
 /** A forwarded request the upstream answered with a body: what relaying that reply needs. */
@@ -21,8 +22,10 @@ export interface AnsweredCall {
 	readonly deadline: Deadline;
 	/** Aborted when the client cancels the request or the session ends. */
 	readonly cancelled: AbortSignal;
-	/** Called once the reply has ended (calling it again does nothing). */
-	readonly done: () => void;
+	/** The client's request this reply answers: it ends when the reply has (hooked below, where the reply is read). */
+	readonly running: RunningCall;
+	/** How an aggregate member's reply reaches the client; undefined: a transparent reply, passed on. */
+	readonly route: ReplyRoute | undefined;
 	readonly reply: Response;
 	readonly body: ReadableStream<Uint8Array>;
 }
@@ -31,11 +34,6 @@ export interface AnsweredCall {
 export interface RelayHost {
 	readonly breaker: Breaker;
 	readonly answers: ClientAnswers;
-	/**
-	 * Aggregate sessions carry members' replies on streams of their own (returns
-	 * how); transparent ones pass replies on unchanged (returns undefined).
-	 */
-	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
 	/** Tells the upstream to stop working on a request the gateway gave up on. */
 	cancelUpstream(call: AnsweredCall): void;
 }
@@ -64,7 +62,7 @@ export function replyMode(call: AnsweredCall, route: ReplyRoute | undefined): Re
 
 /** Streams the upstream's reply to the client, ending it exactly when it breaks off. */
 export async function relayReply(host: RelayHost, call: AnsweredCall): Promise<Response> {
-	const mode = replyMode(call, host.replyRoute(call.member, call.message));
+	const mode = replyMode(call, call.route);
 	switch (mode.kind) {
 		case "bridged":
 			return relayModern(modernCall(host, call), call.reply);
@@ -96,6 +94,8 @@ async function readForMember(
 	const body = reply.body ?? emptyBody();
 	const sse = isEventStream(reply);
 	const opened = await route.open();
+	// The call ends when the member's reply has been read (below), whether or not the client still reads its stream.
+	call.running.endsWith(opened.response.body);
 	const task = readMemberReply(body, opened.stream, route, {
 		requestId: message.id,
 		sse,
@@ -123,7 +123,7 @@ function relayEvents(host: RelayHost, call: AnsweredCall): Response {
 		onDone: () => finish(call),
 		onIncompleteResumable: (error) => brokenOffResumable(host, call, error),
 	});
-	return new Response(relayed, { headers: SSE_HEADERS });
+	return new Response(call.running.endsWith(relayed), { headers: SSE_HEADERS });
 }
 
 /** A transparent JSON reply: over the cap is an error, a declared size flows through, an undeclared one is read. */
@@ -138,10 +138,10 @@ async function relayJson(host: RelayHost, call: AnsweredCall): Promise<Response>
 	}
 	if (Number.isFinite(declared)) {
 		// A transparent JSON reply of known, allowed size flows through as a stream.
-		return new Response(
-			withCompletion(body, () => finish(call)),
-			{ status: reply.status, headers: JSON_HEADERS },
-		);
+		return new Response(call.running.endsWith(withCompletion(body, () => finish(call))), {
+			status: reply.status,
+			headers: JSON_HEADERS,
+		});
 	}
 	try {
 		// Read (up to the cap) so that an over-size reply fails cleanly.
@@ -168,7 +168,7 @@ function modernCall(host: RelayHost, call: AnsweredCall): ModernCall {
 		deadline,
 		timeoutMs: connection.timeoutMs,
 		maxReplyBytes: connection.maxReplyBytes,
-		done: call.done,
+		running: call.running,
 	};
 }
 
@@ -210,10 +210,10 @@ function tooLargeReply(call: AnsweredCall): JSONRPCMessage {
 	return failureReply(call.message.method, call.message.id, tooLarge(call.member, call.connection.maxReplyBytes));
 }
 
-/** The reply is over: its deadline stops, and the call is done. */
+/** The reply is over: its deadline stops, and the call ends. */
 function finish(call: AnsweredCall): void {
 	call.deadline.clear();
-	call.done();
+	call.running.end();
 }
 
 function isEventStream(response: Response): boolean {

@@ -1,39 +1,30 @@
-import type { Settings } from "../config.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { withTimeout } from "../primitives/timing.ts";
-import type { ServerRecord } from "../registry/schemas.ts";
+import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { SessionBinding } from "./binding.ts";
-import type { Clock, Timers } from "./clock.ts";
-import type { RegistryClient } from "./registry-client.ts";
+import type { SessionState } from "./session-state.ts";
 import type { SessionStore } from "./session-store.ts";
+import type { UpstreamPool } from "./upstream-pool.ts";
 
 /** A registry that does not answer within this is treated as unreadable for this recheck. */
 const REGISTRY_TIMEOUT_MS = 5_000;
 
 type RecheckOutcome = "verified" | "unreadable" | "ended";
 
-/** What the lifecycle needs from its SessionDO (asked on every use, so tests can swap clock, timers, registry). */
-export interface LifecycleHost {
-	readonly settings: Settings;
-	readonly store: SessionStore;
-	clock(): Clock;
-	timers(): Timers;
-	registry(): RegistryClient;
-	/** The binding as the DO holds it now: undefined until loaded, null once ended. */
-	current(): SessionBinding | null | undefined;
-	/** Replaces the in-memory binding (a touch). */
-	replace(binding: SessionBinding): void;
-	/** Ends the session for `reason`. */
-	end(binding: SessionBinding, reason: string): Promise<void>;
-	/** A recheck found members whose configuration changed. */
-	configChanged(changed: readonly ServerRecord[]): Promise<void>;
-	/** The last running request ended. */
-	drained(): void;
-	/** The earliest time another part needs the alarm (a held task's expiry); Infinity when none. */
-	wakeBy(): number;
-	/** Until when the session keeps what it was asked to (its held tasks' last expiry); 0 when nothing. */
-	holdsUntil(): number;
+/** Who ends the session when its lifecycle says it is over (the session: everything of it goes). */
+export interface SessionEnder {
+	endSession(binding: SessionBinding, reason: string): Promise<void>;
 }
+
+/** What else keeps a session and wakes it: its held tasks, until they expire. */
+export interface TaskExpiries {
+	/** When the next one expires (the alarm sweeps it); Infinity when none. */
+	nextExpiry(): number;
+	/** When the last one expires: the session is kept until then; 0 when none. */
+	lastExpiry(): number;
+}
+
+const NO_TASKS: TaskExpiries = { nextExpiry: () => Number.POSITIVE_INFINITY, lastExpiry: () => 0 };
 
 /**
  * When a session ends, and what keeping it alive costs: idle expiry by alarm,
@@ -64,8 +55,25 @@ export class SessionLifecycle {
 	private rechecking: Promise<RecheckOutcome> | null = null;
 	/** Cancels the recheck timer of a busy session; null while none is set. */
 	private cancelBusyRecheck: (() => void) | null = null;
+	/** Upstream sessions to close once the calls still running have drained. */
+	private closeWhenDrained: SessionBinding | null = null;
+	/** The held tasks, once built (they are built on this lifecycle): see `holdsFor`. */
+	private tasks: TaskExpiries = NO_TASKS;
 
-	constructor(private readonly host: LifecycleHost) {}
+	constructor(
+		private readonly state: SessionState,
+		private readonly store: SessionStore,
+		/** Told of members whose configuration a recheck found changed. */
+		private readonly members: MemberSessions,
+		/** Closes the upstream sessions of an ended session. */
+		private readonly pool: UpstreamPool,
+		private readonly ender: SessionEnder,
+	) {}
+
+	/** The session keeps its held tasks until they expire, and its alarm wakes for each (wired once, at start). */
+	holdsFor(tasks: TaskExpiries): void {
+		this.tasks = tasks;
+	}
 
 	/** A session just opened at `now`: the first alarm is its idle deadline (or its age limit). */
 	async opened(binding: SessionBinding): Promise<void> {
@@ -74,14 +82,14 @@ export class SessionLifecycle {
 		this.persistedActivity = now;
 		this.verifiedAt = now;
 		this.recheckedAt = now;
-		await this.schedule(Math.min(now + this.host.settings.idleTimeoutMs, this.ageLimitAt(binding)));
+		await this.schedule(Math.min(now + this.state.settings.idleTimeoutMs, this.ageLimitAt(binding)));
 	}
 
 	/** A session loaded from storage after the Durable Object started. */
 	restored(binding: SessionBinding): void {
 		this.lastActivity = binding.lastActivity;
 		this.persistedActivity = binding.lastActivity;
-		this.restoredActivityBound = binding.lastActivity + this.host.settings.touchIntervalMs;
+		this.restoredActivityBound = binding.lastActivity + this.state.settings.touchIntervalMs;
 		this.verifiedAt = binding.verifiedAt;
 		this.recheckedAt = binding.verifiedAt;
 	}
@@ -92,16 +100,16 @@ export class SessionLifecycle {
 	 * itself while a call runs or activity moved the deadline, and ends an idle session.
 	 */
 	async alarm(binding: SessionBinding): Promise<void> {
-		const { settings } = this.host;
-		const now = this.host.clock().now();
+		const { settings } = this.state;
+		const now = this.state.clock.now();
 		if (now >= this.ageLimitAt(binding)) {
-			await this.host.end(binding, "reached its maximum age");
+			await this.ender.endSession(binding, "reached its maximum age");
 			return;
 		}
 		if (this.unverified && now >= this.verifiedAt + settings.unverifiedLimitMs) {
 			const outcome = await this.recheck(binding);
 			if (outcome !== "verified") {
-				if (outcome === "unreadable") await this.host.end(binding, "unverified for too long");
+				if (outcome === "unreadable") await this.ender.endSession(binding, "unverified for too long");
 				return;
 			}
 		}
@@ -114,7 +122,7 @@ export class SessionLifecycle {
 			await this.schedule(deadline);
 			return;
 		}
-		await this.host.end(binding, "idle");
+		await this.ender.endSession(binding, "idle");
 	}
 
 	/**
@@ -125,10 +133,10 @@ export class SessionLifecycle {
 	deadline(): number {
 		// A task's result is kept for its ttl: the session does not idle out before its last task expires.
 		const idle = Math.max(
-			Math.max(this.lastActivity, this.restoredActivityBound) + this.host.settings.idleTimeoutMs,
-			this.host.holdsUntil(),
+			Math.max(this.lastActivity, this.restoredActivityBound) + this.state.settings.idleTimeoutMs,
+			this.tasks.lastExpiry(),
 		);
-		const binding = this.host.current();
+		const binding = this.state.binding;
 		return Math.min(idle, this.limitAt(), binding ? this.ageLimitAt(binding) : Number.POSITIVE_INFINITY);
 	}
 
@@ -141,33 +149,33 @@ export class SessionLifecycle {
 	 * Returns false when the session has ended.
 	 */
 	async recheckIfDue(binding: SessionBinding): Promise<boolean> {
-		const { settings } = this.host;
-		const now = this.host.clock().now();
+		const { settings } = this.state;
+		const now = this.state.clock.now();
 		if (now >= this.ageLimitAt(binding)) {
-			await this.host.end(binding, "reached its maximum age");
+			await this.ender.endSession(binding, "reached its maximum age");
 			return false;
 		}
 		const pastLimit = now >= this.verifiedAt + settings.unverifiedLimitMs;
-		if (this.rechecking && !pastLimit) return this.host.current() !== null;
+		if (this.rechecking && !pastLimit) return this.state.binding !== null;
 		if (!this.rechecking && now - this.recheckedAt < settings.recheckIntervalMs && !pastLimit) return true;
 		const outcome = await this.recheck(binding);
 		if (outcome === "ended") return false;
-		if (outcome === "unreadable" && this.host.clock().now() >= this.verifiedAt + settings.unverifiedLimitMs) {
-			await this.host.end(binding, "unverified for too long");
+		if (outcome === "unreadable" && this.state.clock.now() >= this.verifiedAt + settings.unverifiedLimitMs) {
+			await this.ender.endSession(binding, "unverified for too long");
 			return false;
 		}
-		return this.host.current() !== null;
+		return this.state.binding !== null;
 	}
 
 	/** Milliseconds until the next recheck is due (or the maximum age): how long a listening window may last. */
 	untilRecheck(binding: SessionBinding): number {
-		const due = Math.min(this.recheckedAt + this.host.settings.recheckIntervalMs, this.ageLimitAt(binding));
-		return due - this.host.clock().now();
+		const due = Math.min(this.recheckedAt + this.state.settings.recheckIntervalMs, this.ageLimitAt(binding));
+		return due - this.state.clock.now();
 	}
 
 	/** Activity that is not a call (a stream opened or closed): moves the idle clock only. */
 	touch(): void {
-		this.lastActivity = this.host.clock().now();
+		this.lastActivity = this.state.clock.now();
 		this.touchIfDue();
 	}
 
@@ -178,12 +186,22 @@ export class SessionLifecycle {
 		this.watchWhileBusy();
 	}
 
-	/** A request ended: the idle clock restarts. */
+	/** A request ended: the idle clock restarts; the last one lets an ended session's upstream sessions close. */
 	finish(): void {
 		this.inFlight--;
 		this.touch();
 		this.watchWhileBusy();
-		if (this.inFlight === 0) this.host.drained();
+		if (this.inFlight === 0 && this.closeWhenDrained) {
+			const ended = this.closeWhenDrained;
+			this.closeWhenDrained = null;
+			this.state.waitUntil(this.pool.closeAll(ended.members, ended.upstreams));
+		}
+	}
+
+	/** The session ended: its upstream sessions are closed now, or once the calls still running have drained. */
+	async closeUpstreams(binding: SessionBinding): Promise<void> {
+		if (this.inFlight > 0) this.closeWhenDrained = binding;
+		else await this.pool.closeAll(binding.members, binding.upstreams);
 	}
 
 	/**
@@ -195,17 +213,17 @@ export class SessionLifecycle {
 	 * cancelled as soon as the session is idle, so nothing keeps an idle object awake.
 	 */
 	watchWhileBusy(): void {
-		const binding = this.host.current();
+		const binding = this.state.binding;
 		const busy = this.inFlight > 0;
 		if (!busy || !binding) {
 			this.stop();
 			return;
 		}
 		if (this.cancelBusyRecheck) return;
-		const due = Math.min(this.recheckedAt + this.host.settings.recheckIntervalMs, this.ageLimitAt(binding));
-		this.cancelBusyRecheck = this.host.timers().set(Math.max(0, due - this.host.clock().now()), () => {
+		const due = Math.min(this.recheckedAt + this.state.settings.recheckIntervalMs, this.ageLimitAt(binding));
+		this.cancelBusyRecheck = this.state.timers.set(Math.max(0, due - this.state.clock.now()), () => {
 			this.cancelBusyRecheck = null;
-			const live = this.host.current();
+			const live = this.state.binding;
 			if (!live || this.inFlight === 0) return;
 			this.recheckIfDue(live)
 				.catch((error: unknown) => console.error(`busy session recheck failed: ${describeError(error)}`))
@@ -224,30 +242,30 @@ export class SessionLifecycle {
 	 * fire only after it (one write; it never fires later than the deadline).
 	 */
 	async wakeAt(at: number): Promise<void> {
-		if (this.host.current() && at < this.deadline()) await this.schedule(at);
+		if (this.state.binding && at < this.deadline()) await this.schedule(at);
 	}
 
 	/** The one alarm: at `at`, or earlier when a held task expires first (the alarm sweeps it). */
 	private schedule(at: number): Promise<void> {
-		return this.host.store.scheduleAlarm(Math.min(at, this.host.wakeBy()));
+		return this.store.scheduleAlarm(Math.min(at, this.tasks.nextExpiry()));
 	}
 
 	private limitAt(): number {
-		return this.unverified ? this.verifiedAt + this.host.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
+		return this.unverified ? this.verifiedAt + this.state.settings.unverifiedLimitMs : Number.POSITIVE_INFINITY;
 	}
 
 	private ageLimitAt(binding: SessionBinding): number {
-		return binding.createdAt + this.host.settings.maxSessionAgeMs;
+		return binding.createdAt + this.state.settings.maxSessionAgeMs;
 	}
 
 	/** One registry check, shared by everyone who asks while it runs (single-flight). */
 	private recheck(binding: SessionBinding): Promise<RecheckOutcome> {
 		this.rechecking ??= (async (): Promise<RecheckOutcome> => {
-			this.recheckedAt = this.host.clock().now();
+			this.recheckedAt = this.state.clock.now();
 			this.registryReads++;
 			try {
 				const check = await withTimeout(
-					this.host.registry().checkSession({
+					this.state.registry.checkSession({
 						keyId: binding.keyId,
 						userPath: binding.userPath,
 						endpoint: binding.endpointCheck,
@@ -261,20 +279,20 @@ export class SessionLifecycle {
 					"the registry",
 				);
 				if (!check.ok) {
-					await this.host.end(binding, check.reason);
+					await this.ender.endSession(binding, check.reason);
 					return "ended";
 				}
 				// The latest success counts, whoever started it: the unverified limit runs from here.
-				this.verifiedAt = this.host.clock().now();
+				this.verifiedAt = this.state.clock.now();
 				this.unverified = false;
-				await this.host.configChanged(check.changed);
+				await this.members.configChanged(check.changed);
 				return "verified";
 			} catch (error) {
 				console.warn(`session recheck failed, serving unverified: ${describeError(error)}`);
 				if (!this.unverified) {
 					this.unverified = true;
 					// End the session at the limit even if no request comes, or a call keeps running.
-					if (this.host.current()) await this.schedule(this.limitAt());
+					if (this.state.binding) await this.schedule(this.limitAt());
 				}
 				return "unreadable";
 			} finally {
@@ -290,15 +308,15 @@ export class SessionLifecycle {
 	 * synchronously, so concurrent requests share one write.
 	 */
 	private touchIfDue(): void {
-		const binding = this.host.current();
+		const binding = this.state.binding;
 		// An ended session is never written back; an unverified one is not extended.
 		if (!binding || this.unverified) return;
-		const now = this.host.clock().now();
-		if (now - this.persistedActivity < this.host.settings.touchIntervalMs) return;
+		const now = this.state.clock.now();
+		if (now - this.persistedActivity < this.state.settings.touchIntervalMs) return;
 		this.persistedActivity = now;
 		const touched = { ...binding, lastActivity: now, verifiedAt: this.verifiedAt };
-		this.host.replace(touched);
-		this.host.store.writeBinding(touched).catch((error: unknown) => {
+		this.state.binding = touched;
+		this.store.writeBinding(touched).catch((error: unknown) => {
 			console.error(`session touch failed: ${describeError(error)}`);
 		});
 	}

@@ -4,44 +4,28 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
-import { callNoteOf, type DecisionSource, decideCallFor } from "../governance/decision-inputs.ts";
+import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
-import { once } from "../primitives/once.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
+import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
 import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
-import type { Timers } from "./clock.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
+import type { RunningCall } from "./running-call.ts";
+import type { SessionDecisions } from "./session-decisions.ts";
+import type { SessionState } from "./session-state.ts";
+import type { UpstreamPool } from "./upstream-pool.ts";
 
-/** What forwarding needs from the SessionDO. */
-export interface CallHost {
-	readonly breaker: Breaker;
-	connection(member: Member): UpstreamConnection;
-	/** The member's upstream session, opened if needed; throws when none can be had (nothing was sent). */
-	session(member: Member): Promise<UpstreamSession>;
-	/** Retires `session` if it is still the member's current one (fenced against newer sessions). */
-	retire(member: Member, session: UpstreamSession): Promise<void>;
-	/** Whether the member listed this tool with `annotations.readOnlyHint === true`. */
-	isReadOnlyTool(member: Member, name: string): Promise<boolean>;
-	/**
-	 * Aggregate sessions carry members' replies on streams of their own (returns
-	 * how); transparent ones pass replies on unchanged (returns undefined).
-	 */
-	replyRoute(member: Member, request: JSONRPCRequest): ReplyRoute | undefined;
-	timers(): Timers;
-	/** What the session's client declared (whether it takes URL elicitations, for -32042). */
-	clientCapabilities(): Record<string, unknown> | undefined;
-	/** What the governance decision on a request reads in this session (see decision-inputs.ts). */
-	readonly decisions: DecisionSource;
-}
+/** A request on its way to a member: what every try of it carries. */
+type Sending = Pick<AnsweredCall, "member" | "message" | "cancelled" | "running" | "route">;
 
 /** What one try of a request came to. */
 type Tried =
@@ -70,45 +54,46 @@ export class UpstreamCalls {
 	readonly answers: ClientAnswers;
 	private readonly relaying: RelayHost;
 
-	constructor(private readonly host: CallHost) {
-		this.answers = new ClientAnswers(() => host.timers());
+	constructor(
+		private readonly state: SessionState,
+		private readonly pool: UpstreamPool,
+		private readonly members: MemberSessions,
+		private readonly breaker: Breaker,
+		/** What the governance decision on a request reads in this session (see decision-inputs.ts). */
+		private readonly decisions: SessionDecisions,
+	) {
+		this.answers = new ClientAnswers(() => state.timers);
 		this.relaying = {
-			breaker: host.breaker,
+			breaker,
 			answers: this.answers,
-			replyRoute: (member, request) => host.replyRoute(member, request),
 			cancelUpstream: (call) => this.cancelUpstream(call.connection, call.session, call.message),
 		};
 	}
 
 	/**
-	 * Forwards a request; `done` is called once its reply has ended. A tool
-	 * call's reply carries the object's note on it for the edge's accounting
-	 * (see CALL_NOTE_HEADER), which the edge takes off.
+	 * Forwards a request of `call`, which ends once its reply has (see
+	 * RunningCall); `route`: how an aggregate member's reply reaches the
+	 * client (none: a transparent reply passes on as it came). A tool call's
+	 * reply carries the object's note on it for the edge's accounting (see
+	 * CALL_NOTE_HEADER), which the edge takes off.
 	 */
-	async request(member: Member, original: JSONRPCRequest, done: () => void): Promise<Response> {
+	async request(member: Member, original: JSONRPCRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
 		// The governance decision: refused before anything is sent, or sent, a tool call under the upstream's own name.
-		const decision = await decideCallFor(this.host.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
+		const decision = await decideCallFor(this.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
 		const note = callNoteOf(member, decision);
 		if ("refused" in decision) {
-			done();
-			return withCallNote(decision.refused.toRpcResponse(original.id), original.method, note);
+			return withCallNote(call.answered(decision.refused.toRpcResponse(original.id)), original.method, note);
 		}
-		return withCallNote(await this.forward(member, decision.send, done), original.method, note);
+		return withCallNote(await this.forward(member, decision.send, call, route), original.method, note);
 	}
 
-	private async forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response> {
+	private forward(member: Member, message: JSONRPCRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
-		const settle = once(() => {
+		call.onEnd(() => {
 			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
-			done();
 		});
-		try {
-			return await this.attempt(member, message, cancelled.signal, settle);
-		} catch (error) {
-			settle();
-			throw error;
-		}
+		return this.attempt({ member, message, cancelled: cancelled.signal, running: call, route });
 	}
 
 	/**
@@ -136,39 +121,30 @@ export class UpstreamCalls {
 	 * request that certainly was not sent, and one that may have been only when
 	 * repeating it is harmless (see `mayRepeat`).
 	 */
-	private async attempt(
-		member: Member,
-		message: JSONRPCRequest,
-		cancelled: AbortSignal,
-		done: () => void,
-	): Promise<Response> {
-		const connection = this.host.connection(member);
+	private async attempt(sending: Sending): Promise<Response> {
+		const { member, message, running } = sending;
+		const connection = this.pool.connection(member);
 		for (let attempt = 1; ; attempt++) {
-			const tried = await this.tryOnce(member, connection, message, cancelled, done);
+			const tried = await this.tryOnce(sending, connection);
 			if (tried.kind === "answered") return relayReply(this.relaying, tried.call);
 			const again =
 				attempt === 1 &&
 				(tried.kind === "not-sent" || (tried.kind === "may-have-run" && (await this.mayRepeat(member, message))));
 			if (!again) {
-				done();
-				return Response.json(failureReply(message.method, message.id, tried.error, this.host.clientCapabilities()));
+				const capabilities = this.state.binding?.clientCapabilities;
+				return running.answered(Response.json(failureReply(message.method, message.id, tried.error, capabilities)));
 			}
 		}
 	}
 
 	/** One try: an upstream session, the request sent, and what the upstream's answer means. */
-	private async tryOnce(
-		member: Member,
-		connection: UpstreamConnection,
-		message: JSONRPCRequest,
-		cancelled: AbortSignal,
-		done: () => void,
-	): Promise<Tried> {
-		const pausedFor = this.host.breaker.openFor(member.name);
+	private async tryOnce(sending: Sending, connection: UpstreamConnection): Promise<Tried> {
+		const { member, message, cancelled } = sending;
+		const pausedFor = this.breaker.openFor(member.name);
 		if (pausedFor > 0) return { kind: "failed", error: paused(member, pausedFor) };
 		let session: UpstreamSession;
 		try {
-			session = await this.host.session(member);
+			session = await this.members.session(member);
 		} catch (error) {
 			// Nothing was sent: any request may be tried once more, unless the failure is an answer.
 			return { kind: isFinal(error) ? "failed" : "not-sent", error: notSent(member, error) };
@@ -185,7 +161,7 @@ export class UpstreamCalls {
 			deadline.clear();
 			return this.sendFailed(member, connection, session, message, cancelled, error);
 		}
-		return this.answerOf({ member, connection, session, message, deadline, cancelled, done }, reply);
+		return this.answerOf({ ...sending, connection, session, deadline }, reply);
 	}
 
 	/** What a send that threw means: the client's or the deadline's abort, an answer, or a broken connection. */
@@ -204,7 +180,7 @@ export class UpstreamCalls {
 		}
 		// The upstream answered, but not as MCP (a redirect): nothing to retry or back off from.
 		if (isFinal(error)) return { kind: "failed", error };
-		this.host.breaker.failure(member.name);
+		this.breaker.failure(member.name);
 		return {
 			kind: "may-have-run",
 			error: mayHaveRun(member, message, "the connection failed after the request was sent"),
@@ -218,7 +194,7 @@ export class UpstreamCalls {
 		if (reply.status === 401) {
 			await this.discard(call, reply);
 			// Credentials were refused; the upstream session itself is fine and is kept.
-			this.host.breaker.success(member.name);
+			this.breaker.success(member.name);
 			const challenge = reply.headers.get("www-authenticate");
 			console.warn(
 				`upstream ${member.name}: credentials rejected (401)${challenge ? `; challenge: ${challenge}` : ""}`,
@@ -231,15 +207,15 @@ export class UpstreamCalls {
 		}
 		if (reply.status === 404 && session.sessionId !== null) {
 			await this.discard(call, reply);
-			this.host.breaker.success(member.name);
-			await this.host.retire(member, session);
+			this.breaker.success(member.name);
+			await this.members.retire(member, session);
 			return { kind: "may-have-run", error: mayHaveRun(member, message, "its upstream session had expired") };
 		}
 		if (!reply.ok || !body) {
 			call.deadline.clear();
 			return { kind: "failed", error: await connection.failureOf(reply, message.method) };
 		}
-		this.host.breaker.success(member.name);
+		this.breaker.success(member.name);
 		return { kind: "answered", call: { ...call, reply, body } };
 	}
 
@@ -267,14 +243,14 @@ export class UpstreamCalls {
 	}
 
 	private async send(member: Member, message: JSONRPCMessage): Promise<Response> {
-		const connection = this.host.connection(member);
-		const session = await this.host.session(member);
+		const connection = this.pool.connection(member);
+		const session = await this.members.session(member);
 		const deadline = connection.startCallDeadline();
 		try {
 			const upstream = await connection.post(session, normalizeOutgoing(message), deadline);
 			await upstream.body?.cancel();
 			if (upstream.ok) return new Response(null, { status: 202 });
-			if (upstream.status === 404 && session.sessionId !== null) await this.host.retire(member, session);
+			if (upstream.status === 404 && session.sessionId !== null) await this.members.retire(member, session);
 			throw connection.statusError(upstream.status, "a forwarded message");
 		} finally {
 			deadline.clear();
@@ -286,7 +262,7 @@ export class UpstreamCalls {
 		if (REPEATABLE_METHODS.has(message.method)) return true;
 		if (message.method !== "tools/call") return false;
 		const name = (message.params as { name?: unknown } | undefined)?.name;
-		return typeof name === "string" && (await this.host.isReadOnlyTool(member, name).catch(() => false));
+		return typeof name === "string" && (await this.decisions.isReadOnlyTool(member, name).catch(() => false));
 	}
 
 	/** Tells the upstream to stop working on a request the gateway gave up on. Best effort. */

@@ -21,29 +21,14 @@ import { ResourceRoutes } from "../../mcp/resource-routes.ts";
 import { unknownName, unknownResource } from "../../mcp/unknown-offers.ts";
 import type { UriForm } from "../../mcp/uri-normalize.ts";
 import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
+import type { SessionDecisions } from "../session-decisions.ts";
+import type { SessionState } from "../session-state.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
+import type { MemberSessions } from "./member-sessions.ts";
 
 /** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS in `list-refresh.ts`). */
 const ONE_ATTEMPT = 1;
-
-/** What the lists need from their session. */
-export interface ListsHost {
-	/** Member names, in endpoint order. */
-	members(): readonly string[];
-	readonly catalog: Catalog;
-	/**
-	 * A virtual server's own shaping of its members' tools, over the names its
-	 * callers would otherwise see (`member__tool`); undefined: all, as they are.
-	 */
-	endpointTools(): EndpointTools | undefined;
-	/** A virtual server's own choice of its members' prompts (by `member__prompt`) and resources (by URI). */
-	endpointOffers(): OfferShaping;
-	/** Whether the member offers a tool or prompt under its own exposed `name` (its shaping: not hidden, not renamed away). */
-	memberOffers(server: string, what: "tool" | "prompt", name: string): boolean;
-	/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
-	visible<K extends ListKind>(server: string, kind: K, items: Array<ListItems[K]>): Promise<Array<ListItems[K]>>;
-}
 
 /**
  * An aggregate's public lists: the namespaced union of its members' lists,
@@ -64,13 +49,19 @@ export class AggregateLists {
 	/** Bumped whenever the tools list computed differs from the one before (the search index follows it). */
 	toolsGeneration = 0;
 
-	constructor(private readonly host: ListsHost) {}
+	constructor(
+		private readonly state: SessionState,
+		private readonly catalog: Catalog,
+		/** What of a member's list this caller may see now (the policies; the catalog holds the shaped list). */
+		private readonly decisions: SessionDecisions,
+		private readonly members: MemberSessions,
+	) {}
 
 	async tools(attempts?: number): Promise<Tool[]> {
 		const named = aggregateNamed(await this.collect("tools", attempts));
 		// A virtual server's shaping, over the names its callers would see: what it leaves out is not routed
 		// either, and an alias routes where the name it replaces did.
-		const shaping = this.host.endpointTools();
+		const shaping = this.endpointTools();
 		const items = shapeTools("virtual server", shaping, named.items);
 		this.toolRoutes = new Map(
 			items.flatMap((tool): Array<[string, RouteTarget]> => {
@@ -87,7 +78,7 @@ export class AggregateLists {
 	async prompts(attempts?: number): Promise<Prompt[]> {
 		const named = aggregateNamed(await this.collect("prompts", attempts));
 		// A virtual server's choice of prompts, by the names its callers see: what it leaves out is not routed either.
-		const offers = this.host.endpointOffers();
+		const offers = this.endpointOffers();
 		const items = named.items.filter((prompt) => promptOffered(offers, prompt.name));
 		this.promptRoutes = new Map([...named.routes].filter(([exposed]) => promptOffered(offers, exposed)));
 		this.published.set("prompts", JSON.stringify(items));
@@ -96,9 +87,9 @@ export class AggregateLists {
 
 	/** Resources and templates together: both decide where a URI routes. */
 	async resourceLists(attempts?: number): Promise<{ resources: Resource[]; templates: ResourceTemplate[] }> {
-		const version = this.host.catalog.version;
+		const version = this.catalog.version;
 		// A virtual server's choice of resources, by URI: what it leaves out neither lists, routes nor conflicts.
-		const offers = this.host.endpointOffers();
+		const offers = this.endpointOffers();
 		const [resources, templates] = await Promise.all([
 			this.collect("resources", attempts).then((lists) => offeredPerServer(offers, "resources", lists)),
 			this.collect("resourceTemplates", attempts).then((lists) => offeredPerServer(offers, "resourceTemplates", lists)),
@@ -139,17 +130,17 @@ export class AggregateLists {
 		// What the virtual server hides, or the name an alias of its replaced, is unknown.
 		const named =
 			what === "tool"
-				? realToolName(this.host.endpointTools(), exposed)
-				: promptOffered(this.host.endpointOffers(), exposed)
+				? realToolName(this.endpointTools(), exposed)
+				: promptOffered(this.endpointOffers(), exposed)
 					? exposed
 					: null;
 		if (named === null) throw unknownName(what, exposed);
 		const split = splitNamespacedName(named);
 		// An unlisted but well-formed, unshortened name still routes by its prefix, so a
 		// member that is briefly unreachable for lists can still be called.
-		if (split && this.host.members().includes(split.server) && named.length < MAX_TOOL_NAME_LENGTH) {
+		if (split && this.memberNames().includes(split.server) && named.length < MAX_TOOL_NAME_LENGTH) {
 			// Refused here, under the caller's name, what the member's own shaping would refuse under its own.
-			if (!this.host.memberOffers(split.server, what, split.name)) throw unknownName(what, exposed);
+			if (!this.memberOffers(split.server, what, split.name)) throw unknownName(what, exposed);
 			return split;
 		}
 		throw unknownName(what, exposed);
@@ -163,7 +154,7 @@ export class AggregateLists {
 	async routeUri(uri: string, form: UriForm = "uri"): Promise<string> {
 		// A URI the virtual server hides (in normal form, however it is spelled) is unknown, whichever member's
 		// template would match it; the routes themselves stay exact, as listed.
-		const refused = resourceRefusal(this.host.endpointOffers(), uri, form);
+		const refused = resourceRefusal(this.endpointOffers(), uri, form);
 		if (refused) throw refused;
 		await this.currentResourceRoutes();
 		const route = this.resourceRoutes.route(uri);
@@ -181,7 +172,7 @@ export class AggregateLists {
 	}
 
 	private async currentResourceRoutes(): Promise<void> {
-		if (this.resourceRoutesVersion !== this.host.catalog.version) await this.resourceLists();
+		if (this.resourceRoutesVersion !== this.catalog.version) await this.resourceLists();
 	}
 
 	/** Several members offering one URI or template is an operator's problem: said once, in a structured line. */
@@ -206,16 +197,41 @@ export class AggregateLists {
 	 * time, so its entries reappear once it answers.
 	 */
 	private async collect<K extends ListKind>(kind: K, attempts?: number): Promise<PerServer<ListItems[K]>> {
-		const members = this.host.members();
+		const members = this.memberNames();
 		const lists = new Map<string, Array<ListItems[K]>>();
 		await forEachBounded(members, async (server) => {
 			try {
-				lists.set(server, await this.host.visible(server, kind, await this.host.catalog.get(server, kind, attempts)));
+				lists.set(server, await this.decisions.visible(server, kind, await this.catalog.get(server, kind, attempts)));
 			} catch (error) {
 				console.warn(`member ${server} left out of ${kind}: ${describeError(error)}`);
 			}
 		});
 		return new Map(members.filter((server) => lists.has(server)).map((server) => [server, lists.get(server) ?? []]));
+	}
+
+	/** Member names, in endpoint order. */
+	private memberNames(): string[] {
+		return this.state.binding?.members.map((member) => member.name) ?? [];
+	}
+
+	/**
+	 * A virtual server's own shaping of its members' tools, over the names its
+	 * callers would otherwise see (`member__tool`); undefined: all, as they are.
+	 */
+	private endpointTools(): EndpointTools | undefined {
+		return this.state.binding?.endpointTools ?? undefined;
+	}
+
+	/** A virtual server's own choice of its members' prompts (by `member__prompt`) and resources (by URI). */
+	private endpointOffers(): OfferShaping {
+		const binding = this.state.binding;
+		return { prompts: binding?.endpointPrompts, resources: binding?.endpointResources };
+	}
+
+	/** Whether the member offers a tool or prompt under its own exposed `name` (its shaping: not hidden, not renamed away). */
+	private memberOffers(server: string, what: "tool" | "prompt", name: string): boolean {
+		const member = this.members.member(server);
+		return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
 	}
 }
 

@@ -8,30 +8,22 @@ import type {
 import type { RouteTarget } from "../../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
-import type { Timers } from "../clock.ts";
+import { SSE_HEADERS } from "../../mcp/sse.ts";
+import type { RunningCall } from "../running-call.ts";
+import type { SessionDecisions } from "../session-decisions.ts";
+import type { SessionState } from "../session-state.ts";
+import type { ClientStreams } from "../streams/client-streams.ts";
 import { parseTaskId } from "../tasks/task-ids.ts";
-import { AggregateLists, type ListsHost } from "./aggregate-lists.ts";
+import type { UpstreamCalls } from "../upstream-calls.ts";
+import { AggregateLists } from "./aggregate-lists.ts";
 import { forEachBounded } from "./bounded.ts";
+import type { Catalog } from "./catalog.ts";
 import { ForwardedRequests } from "./forwarded-requests.ts";
 import { ListRefresh } from "./list-refresh.ts";
+import type { ReplyRoute } from "./member-reply.ts";
+import type { MemberListener, MemberSessions } from "./member-sessions.ts";
 import type { ServerRequests } from "./server-requests.ts";
-import { type DisclosureHost, ToolDisclosure } from "./tool-disclosure.ts";
-
-/** What the router needs from its SessionDO. */
-export interface AggregateHost extends ListsHost, Pick<DisclosureHost, "disclosure" | "holdsTasks"> {
-	/** Forwards a request to a member and streams its reply; calls `done` when the reply has ended. */
-	forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response>;
-	/** Sends a notification, or a response to one of its requests, to a member. */
-	notify(server: string, message: JSONRPCMessage): Promise<void>;
-	/** Members' requests to the client waiting for its answers. */
-	readonly requests: ServerRequests;
-	/** A request of the gateway's own to a member. */
-	request(server: string, method: string, params: Record<string, unknown>): Promise<Record<string, unknown>>;
-	/** Sends a notification to the client's open GET streams, if any. */
-	emit(message: JSONRPCNotification): void;
-	/** The session's timers, which the list refreshes wait on. */
-	timers(): Timers;
-}
+import { ToolDisclosure } from "./tool-disclosure.ts";
 
 /**
  * Member notifications a client of an aggregate receives (progress is routed
@@ -50,36 +42,46 @@ const TOO_MANY_PENDING = -32603;
  * the client only if it is the member's to send (progress only for tokens of
  * requests sent to that member).
  */
-export class AggregateRouter {
+export class AggregateRouter implements MemberListener {
 	private readonly lists: AggregateLists;
 	private readonly forwarded = new ForwardedRequests();
 	private readonly refreshes: ListRefresh;
 	private readonly disclosure: ToolDisclosure;
 
-	constructor(private readonly host: AggregateHost) {
-		this.lists = new AggregateLists(host);
+	constructor(
+		private readonly state: SessionState,
+		private readonly catalog: Catalog,
+		decisions: SessionDecisions,
+		private readonly members: MemberSessions,
+		private readonly calls: UpstreamCalls,
+		/** The client's streams: members' replies are read onto them, list changes sent on the listening one. */
+		private readonly streams: ClientStreams,
+		/** Members' requests to the client waiting for its answers. */
+		private readonly requests: ServerRequests,
+	) {
+		this.lists = new AggregateLists(state, catalog, decisions, members);
 		this.disclosure = new ToolDisclosure({
-			disclosure: () => host.disclosure(),
-			holdsTasks: () => host.holdsTasks(),
+			disclosure: () => state.binding?.disclosure,
+			holdsTasks: () => state.holdsTasks(),
 			callable: async () => {
 				const tools = await this.lists.tools();
 				return { tools, generation: this.lists.toolsGeneration };
 			},
 		});
 		this.refreshes = new ListRefresh(
-			() => host.timers(),
+			() => state.timers,
 			async (list) => {
-				if (await this.lists.refreshed(list)) host.emit({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].notification });
+				if (await this.lists.refreshed(list)) {
+					streams.listening()?.send({ jsonrpc: "2.0", method: PUBLIC_LISTS[list].notification });
+				}
 			},
 		);
 	}
 
-	/** Answers one client request; `done` is called once the response is complete. */
-	async handle(message: JSONRPCRequest, done: () => void): Promise<Response> {
-		const local = (result: Record<string, unknown>) => {
-			done();
-			return Response.json({ jsonrpc: "2.0", id: message.id, result });
-		};
+	/** Answers one client request of `call`. */
+	async handle(message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		const local = (result: Record<string, unknown>) =>
+			call.answered(Response.json({ jsonrpc: "2.0", id: message.id, result }));
 		const params = (message.params ?? {}) as Record<string, unknown>;
 		switch (message.method) {
 			case "ping":
@@ -95,21 +97,21 @@ export class AggregateRouter {
 			case "tools/call": {
 				if (this.disclosure.isSearch(message)) return local({ ...(await this.disclosure.search(message)) });
 				const target = await this.lists.routeName("tool", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
+				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
 			}
 			case "prompts/get": {
 				const target = await this.lists.routeName("prompt", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, done);
+				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
 			}
 			case "resources/read":
 			case "resources/subscribe":
 			case "resources/unsubscribe":
-				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, done);
+				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, call);
 			case "completion/complete":
-				return this.complete(message, params, done);
+				return this.complete(message, params, call);
 			case "logging/setLevel":
-				await forEachBounded(this.host.members(), async (server) => {
-					await this.host.request(server, "logging/setLevel", params).catch((error: unknown) => {
+				await forEachBounded(this.memberNames(), async (server) => {
+					await this.members.request(server, "logging/setLevel", params).catch((error: unknown) => {
 						console.warn(`member ${server} ignored logging/setLevel: ${describeError(error)}`);
 					});
 				});
@@ -131,17 +133,17 @@ export class AggregateRouter {
 		if (message.method === "notifications/cancelled") {
 			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
 			const server = requestId === undefined ? undefined : this.forwarded.serverOf(requestId);
-			if (server) await this.host.notify(server, message);
+			if (server) await this.notifyMember(server, message);
 			return;
 		}
 		if (message.method === "notifications/progress") {
-			const routed = this.host.requests.progress(message);
-			if (routed) await this.host.notify(routed.server, routed.message);
+			const routed = this.requests.progress(message);
+			if (routed) await this.notifyMember(routed.server, routed.message);
 			return;
 		}
 		if (message.method === "notifications/roots/list_changed") {
-			await forEachBounded(this.host.members(), async (server) => {
-				await this.host.notify(server, message).catch((error: unknown) => {
+			await forEachBounded(this.memberNames(), async (server) => {
+				await this.notifyMember(server, message).catch((error: unknown) => {
 					console.warn(`member ${server} not told of the client's roots change: ${describeError(error)}`);
 				});
 			});
@@ -153,13 +155,13 @@ export class AggregateRouter {
 	 * id. One the session never sent (or no longer waits for) changes nothing.
 	 */
 	async clientResponse(message: JSONRPCMessage): Promise<void> {
-		const routed = this.host.requests.answer(message);
+		const routed = this.requests.answer(message);
 		if (!routed) {
 			const id = "id" in message ? JSON.stringify(message.id).slice(0, 80) : "none";
 			console.warn(`client response with id ${id} ignored: no member request of this session is waiting for it`);
 			return;
 		}
-		await this.host.notify(routed.server, routed.message);
+		await this.notifyMember(routed.server, routed.message);
 	}
 
 	/**
@@ -170,20 +172,18 @@ export class AggregateRouter {
 	memberMessage(server: string, message: JSONRPCMessage, call: string | null): JSONRPCMessage | null {
 		if ("method" in message) {
 			if (!("id" in message)) return this.memberNotification(server, message);
-			const request = this.host.requests.toClient(server, message, call);
+			const request = this.requests.toClient(server, message, call);
 			if (request) return request;
 			console.warn(`member ${server}: request ${message.method} to the client refused: too many are waiting`);
-			this.host
-				.notify(server, {
-					jsonrpc: "2.0",
-					id: message.id,
-					error: {
-						code: TOO_MANY_PENDING,
-						message:
-							"The gateway refused this request: too many requests to the client are waiting for answers in this session.",
-					},
-				})
-				.catch((error: unknown) => console.warn(`member ${server}: refusal not delivered: ${describeError(error)}`));
+			this.notifyMember(server, {
+				jsonrpc: "2.0",
+				id: message.id,
+				error: {
+					code: TOO_MANY_PENDING,
+					message:
+						"The gateway refused this request: too many requests to the client are waiting for answers in this session.",
+				},
+			}).catch((error: unknown) => console.warn(`member ${server}: refusal not delivered: ${describeError(error)}`));
 			return null;
 		}
 		console.warn(`member ${server}: dropped a response to another request; it is not the member's to send`);
@@ -206,7 +206,7 @@ export class AggregateRouter {
 			const token = (message.params as { progressToken?: ProgressToken } | undefined)?.progressToken;
 			return token !== undefined && this.forwarded.progressOf(server, token) ? message : null;
 		}
-		if (message.method === "notifications/cancelled") return this.host.requests.cancelled(server, message);
+		if (message.method === "notifications/cancelled") return this.requests.cancelled(server, message);
 		if (message.method === "notifications/message") {
 			// Which member logged it: the client sees `<server>` or `<server>/<logger>` as the logger.
 			const logger = message.params?.logger;
@@ -221,10 +221,21 @@ export class AggregateRouter {
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}
 
-	/** A member's upstream session was replaced: all its lists are refetched, and the client told of real changes. */
+	/**
+	 * A member's upstream session was replaced (a new configuration, a new
+	 * credential, a listening stream that found it gone): all its lists are
+	 * refetched, and an aggregate's client told of real changes. A transparent
+	 * session's lists are refetched on their next use.
+	 */
 	memberReset(server: string): void {
-		this.host.catalog.forget(server);
+		this.catalog.forget(server);
+		if (!this.state.aggregate) return;
 		for (const list of Object.keys(PUBLIC_LISTS) as PublicList[]) this.refreshes.request(list);
+	}
+
+	/** A member's upstream session was opened anew or retired: its lists are fetched again on their next use. */
+	sessionReplaced(server: string): void {
+		this.catalog.forget(server);
 	}
 
 	/** Whether a list refresh is running (its outcome may be a list_changed for the client). */
@@ -238,7 +249,7 @@ export class AggregateRouter {
 	}
 
 	private invalidate(server: string, kinds: readonly ListKind[]): void {
-		this.host.catalog.invalidate(server, kinds);
+		this.catalog.invalidate(server, kinds);
 		for (const [list, spec] of Object.entries(PUBLIC_LISTS) as [PublicList, (typeof PUBLIC_LISTS)[PublicList]][]) {
 			if (spec.kinds.some((kind) => kinds.includes(kind))) this.refreshes.request(list);
 		}
@@ -259,29 +270,54 @@ export class AggregateRouter {
 	}
 
 	/** Sends a request to member `server` as it is (a task's request that member's upstream holds). */
-	forwardTo(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
-		return this.forward(server, message, done);
+	forwardTo(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		return this.forward(server, message, call);
 	}
 
 	/**
 	 * Forwards a request to a member, remembering it (and its progress token)
-	 * until its reply ends, so cancellations and progress find the right member.
-	 * Entries are removed however the forward ends.
+	 * until its call ends, so cancellations and progress find the right member.
+	 * Entries are removed however the call ends.
 	 */
-	private async forward(server: string, message: JSONRPCRequest, done: () => void): Promise<Response> {
-		const release = this.forwarded.track(server, message, done);
-		try {
-			return await this.host.forward(server, message, release);
-		} catch (error) {
-			release();
-			throw error;
-		}
+	private forward(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		this.forwarded.track(server, message, call);
+		return this.calls.request(this.members.member(server), message, call, this.replyRoute(server));
+	}
+
+	/**
+	 * How a member's reply reaches the client: on a resumable stream of its
+	 * own, carrying the response, the member's progress and log messages, and
+	 * its requests to the client under gateway-minted ids.
+	 */
+	private replyRoute(server: string): ReplyRoute {
+		return {
+			open: async () => {
+				const stream = await this.streams.open("p");
+				const response = new Response(stream.connect(this.streams.priming(stream)), { headers: SSE_HEADERS });
+				return { stream, response };
+			},
+			route: (message, stream) => this.memberMessage(server, message, stream.id),
+			reading: (task, stream) => {
+				// The call goes on if the client's connection drops: its result waits in the buffer.
+				this.state.waitUntil(task.finally(() => this.requests.callEnded(stream.id)));
+			},
+		};
+	}
+
+	/** Sends a notification, or a response to one of its requests, to a member. */
+	private async notifyMember(server: string, message: JSONRPCMessage): Promise<void> {
+		await this.calls.notify(this.members.member(server), message);
+	}
+
+	/** Member names, in endpoint order. */
+	private memberNames(): string[] {
+		return this.state.binding?.members.map((member) => member.name) ?? [];
 	}
 
 	private async complete(
 		message: JSONRPCRequest,
 		params: Record<string, unknown>,
-		done: () => void,
+		call: RunningCall,
 	): Promise<Response> {
 		const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
 		if (ref.type === "ref/prompt") {
@@ -289,11 +325,11 @@ export class AggregateRouter {
 			return this.forward(
 				target.server,
 				{ ...message, params: { ...params, ref: { ...ref, name: target.name } } },
-				done,
+				call,
 			);
 		}
 		if (ref.type === "ref/resource") {
-			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, done);
+			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, call);
 		}
 		throw new GatewayError(
 			"invalid_params",

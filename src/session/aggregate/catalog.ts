@@ -1,10 +1,13 @@
 import { LIST_KINDS, type ListItems, type ListKind } from "../../mcp/list-kinds.ts";
 
 /**
- * Fetches one whole list from one member. A list_changed seen on the way
- * reaches the catalog through `invalidate` (via the router's throttle).
+ * Where the catalog's lists come from: one whole list of one member per
+ * fetch (`MemberLists`). A list_changed seen on the way reaches the catalog
+ * through `invalidate` (via the router's throttle).
  */
-export type ListFetcher = <K extends ListKind>(server: string, kind: K) => Promise<Array<ListItems[K]>>;
+export interface ListSource {
+	fetchList<K extends ListKind>(server: string, kind: K): Promise<Array<ListItems[K]>>;
+}
 
 interface Entry {
 	/** Bumped by every invalidation; a fetch commits only if it is unchanged. */
@@ -28,7 +31,7 @@ export class Catalog {
 	/** Changes whenever any list may have changed (an invalidation or a committed fetch). */
 	version = 0;
 
-	constructor(private readonly fetchList: ListFetcher) {}
+	constructor(private readonly source: ListSource) {}
 
 	/**
 	 * The member's list, from cache or one shared fetch. A fetch invalidated
@@ -36,7 +39,7 @@ export class Catalog {
 	 * member fails.
 	 */
 	async get<K extends ListKind>(server: string, kind: K, attempts = MAX_ATTEMPTS): Promise<Array<ListItems[K]>> {
-		// Entries of kind K only ever hold lists of kind K (fetched by `fetchList(server, kind)`).
+		// Entries of kind K only ever hold lists of kind K (fetched by `source.fetchList(server, kind)`).
 		return (await this.getAny(server, kind, attempts)) as Array<ListItems[K]>;
 	}
 
@@ -62,7 +65,7 @@ export class Catalog {
 			let flight = entry.flight;
 			if (!flight || flight.generation !== entry.generation) {
 				const generation = entry.generation;
-				const promise: Promise<unknown[]> = this.fetchList(server, kind);
+				const promise: Promise<unknown[]> = this.source.fetchList(server, kind);
 				flight = { promise, generation };
 				entry.flight = flight;
 				promise.then(

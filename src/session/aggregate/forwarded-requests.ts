@@ -1,6 +1,6 @@
 import type { JSONRPCRequest, ProgressToken, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../../mcp/gateway-error.ts";
-import { once } from "../../primitives/once.ts";
+import type { RunningCall } from "../running-call.ts";
 
 /**
  * The requests an aggregate forwarded and whose replies have not ended, by
@@ -14,11 +14,10 @@ export class ForwardedRequests {
 	private readonly progress = new Map<ProgressToken, string>();
 
 	/**
-	 * Remembers `message` as sent to `server`; the returned release (run once
-	 * however often it is called) forgets it and then calls `done`. A progress
+	 * Remembers `message` as sent to `server` until `call` ends. A progress
 	 * token already used by a running request is refused before anything is kept.
 	 */
-	track(server: string, message: JSONRPCRequest, done: () => void): () => void {
+	track(server: string, message: JSONRPCRequest, call: RunningCall): void {
 		const token = message.params?._meta?.progressToken;
 		if (token !== undefined) {
 			const holder = this.progress.get(token);
@@ -31,10 +30,9 @@ export class ForwardedRequests {
 			this.progress.set(token, server);
 		}
 		this.inFlight.set(message.id, server);
-		return once(() => {
+		call.onEnd(() => {
 			if (this.inFlight.get(message.id) === server) this.inFlight.delete(message.id);
 			if (token !== undefined) this.progress.delete(token);
-			done();
 		});
 	}
 

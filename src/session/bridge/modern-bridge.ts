@@ -13,21 +13,14 @@ import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { CALL_NOTE_HEADER } from "../../telemetry/tool-call.ts";
-import type { Clock, Timers } from "../clock.ts";
 import type { SessionMessage } from "../session-rpc.ts";
+import type { SessionState } from "../session-state.ts";
 import { openRequestState, type RoundOwner, signRequestState } from "./request-state.ts";
 
-/** What the bridge needs of its session. */
-export interface BridgeHost {
-	/** A message into the session, as a 2025 client's POST would send it. */
-	post(message: SessionMessage): Promise<Response>;
-	clock(): Clock;
-	timers(): Timers;
-	/** The gateway's secret, for the MAC of `requestState`. */
-	secret: string;
-	maxEventBytes: number;
-	/** How long a round waits for the client's retry before it is abandoned. */
-	roundTtlMs: number;
+/** Where the bridge sends what it takes from a 2026-07-28 client: into its session, as a 2025 client's POST would. */
+export interface BridgedSession {
+	/** A message into the session under the session's own scope (404 where none is). */
+	postAsClient(message: SessionMessage): Promise<Response>;
 }
 
 /**
@@ -65,7 +58,20 @@ interface CallIds {
 export class ModernBridge {
 	private readonly rounds = new Map<string, Round>();
 
-	constructor(private readonly host: BridgeHost) {}
+	/** The gateway's secret, for the MAC of `requestState`. */
+	private readonly secret: string;
+	private readonly maxEventBytes: number;
+	/** How long a round waits for the client's retry before it is abandoned. */
+	private readonly roundTtlMs: number;
+
+	constructor(
+		private readonly state: SessionState,
+		private readonly session: BridgedSession,
+	) {
+		this.secret = state.settings.sessionSecret ?? "";
+		this.maxEventBytes = state.settings.maxReplyBytes;
+		this.roundTtlMs = state.settings.upstreamTimeoutMs;
+	}
 
 	/** Rounds waiting for a client's retry (tests). */
 	get waiting(): number {
@@ -76,7 +82,7 @@ export class ModernBridge {
 		const full: RoundOwner = { ...owner, method: message.method, name: requestName(message) };
 		const state = message.params?.requestState;
 		if (state !== undefined) return this.retry(message, state, full);
-		const response = await this.host.post({ kind: "request", message: withoutEnvelope(message) });
+		const response = await this.session.postAsClient({ kind: "request", message: withoutEnvelope(message) });
 		return withNoteOf(response, await this.answer(response, message.id, full));
 	}
 
@@ -93,7 +99,7 @@ export class ModernBridge {
 	private async answer(response: Response, id: RequestId, owner: RoundOwner): Promise<Response> {
 		const type = response.headers.get("content-type") ?? "";
 		if (type.startsWith("text/event-stream") && response.body) {
-			const reader = new SseMessageReader(response.body, this.host.maxEventBytes, parseJsonRpcMessage);
+			const reader = new SseMessageReader(response.body, this.maxEventBytes, parseJsonRpcMessage);
 			return this.stream(reader, { callId: id, clientId: id }, owner);
 		}
 		if (!type.startsWith("application/json")) return response;
@@ -150,7 +156,10 @@ export class ModernBridge {
 			if (isJSONRPCRequest(message)) {
 				// A peer's ping needs no person: the bridge answers it and reads on.
 				if (message.method === "ping") {
-					await this.host.post({ kind: "response", message: { jsonrpc: "2.0", id: message.id, result: {} } });
+					await this.session.postAsClient({
+						kind: "response",
+						message: { jsonrpc: "2.0", id: message.id, result: {} },
+					});
 					continue;
 				}
 				park();
@@ -170,9 +179,9 @@ export class ModernBridge {
 		request: JSONRPCRequest,
 	): Promise<Record<string, unknown>> {
 		const roundId = randomToken(16);
-		const expiresAt = this.host.clock().now() + this.host.roundTtlMs;
+		const expiresAt = this.state.clock.now() + this.roundTtlMs;
 		const requests = new Map([["input-1", request]]);
-		const cancelTimer = this.host.timers().set(this.host.roundTtlMs, () => {
+		const cancelTimer = this.state.timers.set(this.roundTtlMs, () => {
 			void this.abandon(roundId);
 		});
 		this.rounds.set(roundId, { reader, callId, owner, requests, expiresAt, cancelTimer });
@@ -216,16 +225,16 @@ export class ModernBridge {
 		if (!this.release(stateRoundId(state as string))) {
 			return refuse("this round was already answered by another retry; send the request again without requestState.");
 		}
-		for (const reply of replies) await this.host.post({ kind: "response", message: reply });
+		for (const reply of replies) await this.session.postAsClient({ kind: "response", message: reply });
 		return this.stream(round.reader, { callId: round.callId, clientId: message.id }, owner);
 	}
 
 	private async requestState(roundId: string, expiresAt: number, owner: RoundOwner): Promise<string> {
-		return signRequestState(this.host.secret, roundId, expiresAt, owner);
+		return signRequestState(this.secret, roundId, expiresAt, owner);
 	}
 
 	private async verify(state: string, owner: RoundOwner): Promise<Round | undefined> {
-		const roundId = await openRequestState(this.host.secret, state, owner, this.host.clock().now());
+		const roundId = await openRequestState(this.secret, state, owner, this.state.clock.now());
 		return roundId === null ? undefined : this.rounds.get(roundId);
 	}
 
@@ -244,8 +253,8 @@ export class ModernBridge {
 		console.log(`input round abandoned: ${round.owner.method} ${round.owner.name}: the client did not retry in time`);
 		for (const request of round.requests.values()) {
 			const error = { code: -32603, message: "The client did not answer this request in time." };
-			await this.host
-				.post({ kind: "response", message: { jsonrpc: "2.0", id: request.id, error } })
+			await this.session
+				.postAsClient({ kind: "response", message: { jsonrpc: "2.0", id: request.id, error } })
 				.catch((failed: unknown) => {
 					// The peer's request then ends with its own timeout or the upstream session: nothing to retry.
 					console.warn(

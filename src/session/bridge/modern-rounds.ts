@@ -7,6 +7,7 @@ import type { Deadline } from "../../upstream/deadline.ts";
 import { readUpstreamReply } from "../../upstream/upstream-reply.ts";
 import { upstreamFailureOf } from "../../upstream/upstream-status.ts";
 import type { Timers } from "../clock.ts";
+import type { RunningCall } from "../running-call.ts";
 
 /** A 2026-07-28 result that needs the client's input before the request can finish (MRTR). */
 const InputRequiredSchema = z.looseObject({
@@ -69,8 +70,8 @@ export interface ModernCall {
 	deadline: Deadline;
 	timeoutMs: number;
 	maxReplyBytes: number;
-	/** Called once the exchange has ended, however it ended. */
-	done(): void;
+	/** The client's request: it ends once the exchange has, however it ended. */
+	running: RunningCall;
 }
 
 /**
@@ -122,12 +123,14 @@ export function relayModern(call: ModernCall, first: Response): Response {
 				controller.enqueue(sseMessage({ jsonrpc: "2.0", id: message.id, error: failure.toJsonRpcError() }));
 			} finally {
 				call.deadline.clear();
-				call.done();
+				call.running.end();
 				controller.close();
 			}
 		},
 	});
-	return new Response(body, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+	return new Response(call.running.endsWith(body), {
+		headers: { "content-type": "text/event-stream", "cache-control": "no-cache" },
+	});
 }
 
 /** Reads one reply (JSON or SSE) to its response for `id`; notifications on the way go to `onNotification`. */

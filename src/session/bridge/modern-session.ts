@@ -4,32 +4,23 @@ import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp
 import { declaresTasks, withoutTasksExtension } from "../../mcp/2026-07-28/tasks-extension.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { randomToken } from "../../primitives/crypto.ts";
-import { openAdmitted, type SessionLedger } from "../../registry/key-sessions-do.ts";
+import { keySessions, openAdmitted } from "../../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
 import type { OpenSessionInput } from "../session-open.ts";
 import { notFound } from "../session-responses.ts";
 import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-rpc.ts";
+import type { SessionState } from "../session-state.ts";
 import type { HeldTasks } from "../tasks/held-tasks.ts";
 import { promotedCall } from "../tasks/modern-task-wire.ts";
 import type { ModernBridge } from "./modern-bridge.ts";
 import { discoverReply } from "./modern-discover.ts";
 
-/** What serving 2026-07-28 clients needs of its SessionDO. */
-export interface ModernSessionHost {
+/** What serving 2026-07-28 clients needs of the 2025 session the object holds. */
+export interface ModernSessionOwner {
+	/** The binding, loaded from storage on first use (null: none here). */
 	load(): Promise<SessionBinding | null>;
-	open(input: OpenSessionInput): Promise<OpenSessionResult>;
-	/** The binding once opened (null: none). */
-	current(): SessionBinding | null;
-	post(scope: SessionScope, message: SessionMessage): Promise<Response>;
-	/** The key's ledger of live sessions. */
-	ledger(keyId: string): SessionLedger;
-	/** This object's place in the ledger. */
-	place: string;
-	bridge: ModernBridge;
-	/** The calls the session holds as tasks. */
-	tasks(): HeldTasks;
-	/** A call from a client that declares the tasks extension becomes a task after this long. */
-	promoteAfterMs: number;
+	openSession(input: OpenSessionInput): Promise<OpenSessionResult>;
+	handleClientMessage(scope: SessionScope, message: SessionMessage): Promise<Response>;
 }
 
 /**
@@ -46,7 +37,13 @@ export class ModernSession {
 	/** The log level a client last asked for (sent to the upstreams once per change). */
 	private logLevel: string | undefined;
 
-	constructor(private readonly host: ModernSessionHost) {}
+	constructor(
+		private readonly state: SessionState,
+		private readonly session: ModernSessionOwner,
+		private readonly bridge: ModernBridge,
+		/** The calls the session holds as tasks. */
+		private readonly tasks: HeldTasks,
+	) {}
 
 	async request(input: ModernSessionInput): Promise<Response> {
 		const binding = await this.ready(input);
@@ -60,9 +57,9 @@ export class ModernSession {
 		// The extension lets the server answer any call as a task: the session holds each one, and a call
 		// still running after the promotion delay is answered as a task (the client polls it) (SEP-2663).
 		if (message.method === "tools/call" && declaresTasks(envelope.clientCapabilities)) {
-			return promotedCall(this.host.tasks(), withoutEnvelope(message), this.host.promoteAfterMs);
+			return promotedCall(this.tasks, withoutEnvelope(message), this.state.settings.tasks.promoteAfterMs);
 		}
-		return this.host.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
+		return this.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
 	}
 
 	/**
@@ -90,11 +87,11 @@ export class ModernSession {
 	/** A request of the gateway's own into the session; its answer is not needed. */
 	private async send(scope: SessionScope, method: string, params: Record<string, unknown>): Promise<void> {
 		const message: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-${randomToken(8)}`, method, params };
-		await (await this.host.post(scope, { kind: "request", message })).body?.cancel();
+		await (await this.session.handleClientMessage(scope, { kind: "request", message })).body?.cancel();
 	}
 
 	private async ready(input: ModernSessionInput): Promise<SessionBinding | Response> {
-		const binding = await this.host.load();
+		const binding = await this.session.load();
 		if (binding) return scopeMatches(binding, input.scope) ? binding : notFound();
 		this.opening ??= this.open(input).finally(() => {
 			this.opening = null;
@@ -106,8 +103,8 @@ export class ModernSession {
 	private async open(input: ModernSessionInput): Promise<SessionBinding | Response> {
 		const { keyId } = input.scope;
 		const admission = {
-			ledger: this.host.ledger(keyId),
-			place: this.host.place,
+			ledger: keySessions(this.state.env, keyId),
+			place: this.state.place,
 			keyId,
 			cap: input.cap,
 			refusal: { id: input.message.id },
@@ -120,12 +117,12 @@ export class ModernSession {
 				capabilities: withoutTasksExtension(envelope.clientCapabilities),
 				clientInfo: envelope.clientInfo,
 			};
-			const opened = await this.host.open({
+			const opened = await this.session.openSession({
 				...input,
 				request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
 				params,
 			});
-			const binding = this.host.current();
+			const binding = this.state.binding ?? null;
 			if (opened.opened && binding) return { opened: true, result: binding };
 			const error =
 				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };

@@ -1,11 +1,11 @@
-import type { Settings } from "../../config.ts";
 import { parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { SSE_HEADERS } from "../../mcp/sse.ts";
 import type { UpstreamSession } from "../../upstream/upstream-connection.ts";
 import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
 import type { MemberSessions } from "../aggregate/member-sessions.ts";
 import type { Member, SessionBinding } from "../binding.ts";
-import type { Clock } from "../clock.ts";
+import type { SessionLifecycle } from "../session-lifecycle.ts";
+import type { SessionState } from "../session-state.ts";
 import type { ClientStreams, LiveStream } from "./client-streams.ts";
 import { ListenWindows, type WindowEnd } from "./listen-windows.ts";
 
@@ -58,18 +58,6 @@ function replayOnly(frames: string): ReadableStream<Uint8Array> {
 	return new Response(frames).body as ReadableStream<Uint8Array>;
 }
 
-/** What listening needs from its SessionDO. */
-export interface ListeningHost {
-	readonly settings: Settings;
-	readonly streams: ClientStreams;
-	readonly router: AggregateRouter;
-	readonly members: MemberSessions;
-	readonly clock: () => Clock;
-	current(): SessionBinding | null | undefined;
-	/** Milliseconds until the session's next recheck is due. */
-	untilRecheck(binding: SessionBinding): number;
-}
-
 /**
  * A client's listening streams, carried by the edge Worker rather than by the
  * Durable Object (docs/decisions/0022-listening-is-carried-by-the-edge-worker-in-windows.md):
@@ -94,10 +82,17 @@ export class Listening {
 	 */
 	private readonly cursors = new Map<string, { sessionId: string | null; id: string }>();
 
-	constructor(private readonly host: ListeningHost) {
-		this.windows = new ListenWindows(host.clock, {
-			floorMs: host.settings.sseRetryMs,
-			windowMs: host.settings.listenWindowMs,
+	constructor(
+		private readonly state: SessionState,
+		private readonly streams: ClientStreams,
+		private readonly router: AggregateRouter,
+		private readonly members: MemberSessions,
+		/** When the next recheck is due: a window ends by then. */
+		private readonly lifecycle: SessionLifecycle,
+	) {
+		this.windows = new ListenWindows(() => state.clock, {
+			floorMs: state.settings.sseRetryMs,
+			windowMs: state.settings.listenWindowMs,
 		});
 	}
 
@@ -109,10 +104,10 @@ export class Listening {
 	 * while the session has its limit of windows open.
 	 */
 	async plan(binding: SessionBinding, lastEventId: string | null): Promise<ListenPlan | Response> {
-		const windowMs = Math.max(0, Math.min(this.host.settings.listenWindowMs, this.host.untilRecheck(binding)));
+		const windowMs = Math.max(0, Math.min(this.state.settings.listenWindowMs, this.lifecycle.untilRecheck(binding)));
 		const transparent = binding.mode === "transparent";
 		if (transparent) {
-			const wait = this.windows.wait(this.host.members.sole(binding).name);
+			const wait = this.windows.wait(this.members.transparentMember(binding).name);
 			if (wait > 0) return { kind: "wait", retryMs: wait };
 		}
 		// Counted from here, so concurrent plans cannot pass the limit together; a plan that
@@ -141,8 +136,8 @@ export class Listening {
 		lastEventId: string | null,
 		windowMs: number,
 	): Promise<Extract<ListenPlan, { kind: "upstream" }>> {
-		const { members } = this.host;
-		const member = members.sole(binding);
+		const { members } = this;
+		const member = members.transparentMember(binding);
 		return { kind: "upstream", window, member, session: await members.session(member), lastEventId, windowMs };
 	}
 
@@ -152,7 +147,7 @@ export class Listening {
 		lastEventId: string | null,
 		windowMs: number,
 	): Promise<Extract<ListenPlan, { kind: "members" }> | Response> {
-		const { members, streams } = this.host;
+		const { members, streams } = this;
 		const resumed = lastEventId === null ? null : await streams.resume(lastEventId);
 		let stream: LiveStream;
 		let first: string;
@@ -204,22 +199,22 @@ export class Listening {
 	 */
 	events(window: string, events: readonly ListenEvent[]): ListenFrames {
 		const entry = this.outboxes.get(window);
-		const live = entry && this.host.streams.live(entry.stream);
+		const live = entry && this.streams.live(entry.stream);
 		for (const { server, data, id } of live ? events : []) {
 			if (id !== undefined) {
-				const sessionId = this.host.current()?.upstreams[server]?.sessionId;
+				const sessionId = this.state.binding?.upstreams[server]?.sessionId;
 				if (sessionId !== undefined) this.cursors.set(server, { sessionId, id });
 			}
 			const message = parseJsonRpcMessage(data);
-			const passed = message === null ? null : this.host.router.memberMessage(server, message, null);
+			const passed = message === null ? null : this.router.memberMessage(server, message, null);
 			if (passed) live?.send(passed);
 		}
-		return { frames: this.drain(window), refreshing: this.host.router.refreshing };
+		return { frames: this.drain(window), refreshing: this.router.refreshing };
 	}
 
 	/** What waits for the client in `window` once running list refreshes are over. */
 	async collect(window: string): Promise<ListenFrames> {
-		await this.host.router.settled();
+		await this.router.settled();
 		return { frames: this.drain(window), refreshing: false };
 	}
 
@@ -251,10 +246,10 @@ export class Listening {
 	/** The frames waiting in a window's outbox; null once the window is over here (replaced, or its stream ended). */
 	private drain(window: string): string | null {
 		// The edge is about to hand these events on: they are kept durably first, in one write.
-		this.host.streams.buffer.flush();
+		this.streams.buffer.flush();
 		const entry = this.outboxes.get(window);
 		const frames = entry?.outbox.drain() ?? null;
-		if (entry && (frames === null || this.host.streams.live(entry.stream) === undefined)) this.outboxes.delete(window);
+		if (entry && (frames === null || this.streams.live(entry.stream) === undefined)) this.outboxes.delete(window);
 		return frames;
 	}
 
@@ -265,14 +260,14 @@ export class Listening {
 	 * (see ListenWindows.expired).
 	 */
 	async expired(binding: SessionBinding, window: string, server: string, sessionId: string | null): Promise<void> {
-		const member = this.host.members.member(server);
+		const member = this.members.member(server);
 		// Only a 2025 upstream's session can expire (the edge reports only those with an id); retiring
 		// compares ids alone, so the id stands for the session.
-		await this.host.members.retire(member, { era: "legacy", sessionId, protocolVersion: "" });
+		await this.members.retire(member, { era: "legacy", sessionId, protocolVersion: "" });
 		this.windows.expired(server);
 		if (binding.mode === "transparent") this.windows.forget(window);
 		// Its lists are refetched, and the client told of real changes.
-		else this.host.router.memberReset(server);
+		else this.router.memberReset(server);
 	}
 
 	clear(): void {

@@ -1,10 +1,13 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import type { Settings } from "../../config.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { splitNamespacedName } from "../../mcp/namespacing.ts";
 import { randomToken } from "../../primitives/crypto.ts";
-import type { Clock, Timers } from "../clock.ts";
+import { mayHaveRun } from "../call-failures.ts";
+import type { SessionLifecycle } from "../session-lifecycle.ts";
 import { asGatewayError } from "../session-responses.ts";
+import type { SessionState } from "../session-state.ts";
 import type { SessionStore } from "../session-store.ts";
+import type { UpstreamCalls } from "../upstream-calls.ts";
 import { expiresAt, type HeldTask, isTerminal, type TaskStatus } from "./held-task.ts";
 import { mintTaskId } from "./task-ids.ts";
 import { answerIn, outcomeOf, resultTooLarge, type TaskOutcome } from "./task-outcome.ts";
@@ -20,32 +23,22 @@ const LIST_PAGE_SIZE = 20;
 /** SQLite-backed Durable Object storage takes values up to 2 MB: a task's record stays under it. */
 const MAX_STORED_TASK_BYTES = 1_900_000;
 
-/** What the held tasks need from their session. */
-export interface HeldTasksHost {
-	readonly settings: Pick<Settings, "tasks" | "maxReplyBytes">;
-	readonly store: SessionStore;
-	clock(): Clock;
-	timers(): Timers;
-	/** The Durable Object's id (`ctx.id.toString()`), which task ids carry. */
-	readonly place: string;
+/** How held tasks reach their session: their calls go through its request path, as a client's messages would. */
+export interface TaskSession {
 	/**
 	 * Runs a request through the session exactly as a client's request runs
 	 * (policies, shaping, at-most-once, aggregate routing); resolves to the
 	 * reply the client would have been sent.
 	 */
-	run(message: JSONRPCRequest): Promise<Response>;
-	/** Lets the call `requestId` run up to `ms` upstream, past the server's own call timeout. */
-	extendDeadline(requestId: RequestId, ms: number): () => void;
-	/** Tells the upstream running `requestId` to stop (`notifications/cancelled`). */
+	runAsClient(message: JSONRPCRequest): Promise<Response>;
+	/**
+	 * Tells the upstream running `requestId` to stop, as a client's
+	 * `notifications/cancelled` would (it ends the wait for the reply too).
+	 * Reads the binding synchronously, so it still works as a session ends.
+	 */
 	cancelUpstream(requestId: RequestId, reason: string): Promise<void>;
-	/** The sentence a call of `tool` gets when it may have taken effect before `what` happened. */
-	mayHaveRun(tool: string, what: string): GatewayError;
-	/** A task's status changed after it was created (status notifications). */
-	changed(task: HeldTask): void;
-	/** A task expires at `at`: the session's alarm must fire by then. */
-	expiresBy(at: number): Promise<void>;
-	/** Keeps the object alive until `promise` settles. */
-	waitUntil(promise: Promise<unknown>): void;
+	/** A task's status changed after it was created: a client that listens is told (status notifications). */
+	taskChanged(task: HeldTask): void;
 }
 
 /** A call being read for a task in this instance. */
@@ -77,7 +70,15 @@ export class HeldTasks {
 	/** Who waits for a task to change (`settle`). */
 	private readonly waiters = new Map<string, Set<() => void>>();
 
-	constructor(private readonly host: HeldTasksHost) {}
+	constructor(
+		private readonly state: SessionState,
+		private readonly store: SessionStore,
+		/** The alarm: it must fire by each task's expiry. */
+		private readonly lifecycle: SessionLifecycle,
+		/** A task's call may run past the server's own call timeout, up to its ttl. */
+		private readonly calls: UpstreamCalls,
+		private readonly session: TaskSession,
+	) {}
 
 	/**
 	 * Holds a tools/call (`message` without params.task) as a task: runs it
@@ -94,8 +95,8 @@ export class HeldTasks {
 		options: { unsaved?: boolean } = {},
 	): Promise<HeldTask> {
 		const tasks = await this.loaded();
-		const { maxPerSession, ttlMs: maxTtlMs } = this.host.settings.tasks;
-		const now = this.host.clock().now();
+		const { maxPerSession, ttlMs: maxTtlMs } = this.state.settings.tasks;
+		const now = this.state.clock.now();
 		await this.sweep(now);
 		if (tasks.size >= maxPerSession) {
 			throw new GatewayError(
@@ -105,7 +106,7 @@ export class HeldTasks {
 		}
 		const tool = String(message.params?.name ?? "");
 		const task: HeldTask = {
-			taskId: mintTaskId(this.host.place),
+			taskId: mintTaskId(this.state.place),
 			status: "working",
 			createdAt: now,
 			lastUpdatedAt: now,
@@ -118,7 +119,7 @@ export class HeldTasks {
 		const requestId = `task-${randomToken(12)}`;
 		const runner: Runner = {
 			requestId,
-			stopDeadline: this.host.extendDeadline(requestId, expiresAt(task) - now),
+			stopDeadline: this.calls.extendDeadline(requestId, expiresAt(task) - now),
 			questions: [],
 			listeners: new Set(),
 		};
@@ -134,14 +135,14 @@ export class HeldTasks {
 				throw error;
 			}
 		}
-		this.host.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
+		this.state.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
 		return task;
 	}
 
 	/** The task, or null: unknown here, expired, or another session's. */
 	async get(taskId: string): Promise<HeldTask | null> {
 		const task = (await this.loaded()).get(taskId);
-		if (!task || this.host.clock().now() >= expiresAt(task)) return null;
+		if (!task || this.state.clock.now() >= expiresAt(task)) return null;
 		return task;
 	}
 
@@ -150,7 +151,7 @@ export class HeldTasks {
 		let over = false;
 		// The session's timers, so tests decide when `withinMs` has passed.
 		const cancelTimer = Number.isFinite(withinMs)
-			? this.host.timers().set(withinMs, () => {
+			? this.state.timers.set(withinMs, () => {
 					over = true;
 					this.wake(taskId);
 				})
@@ -181,7 +182,7 @@ export class HeldTasks {
 		const runner = this.runners.get(taskId);
 		if (runner) {
 			this.runners.delete(taskId);
-			await this.host
+			await this.session
 				.cancelUpstream(runner.requestId, "The task was cancelled.")
 				.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
 		}
@@ -190,7 +191,7 @@ export class HeldTasks {
 
 	/** This session's tasks, oldest first, a page at a time (`cursor`: the last page's `nextCursor`). */
 	async list(cursor: string | undefined): Promise<{ tasks: HeldTask[]; nextCursor?: string }> {
-		const now = this.host.clock().now();
+		const now = this.state.clock.now();
 		const all = [...(await this.loaded()).values()]
 			.filter((task) => now < expiresAt(task))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.taskId < b.taskId ? -1 : 1));
@@ -261,7 +262,7 @@ export class HeldTasks {
 		this.runners.get(taskId)?.stopDeadline();
 		this.runners.delete(taskId);
 		this.wake(taskId);
-		if (!this.unsaved.delete(taskId)) await this.host.store.deleteTasks([taskId]);
+		if (!this.unsaved.delete(taskId)) await this.store.deleteTasks([taskId]);
 	}
 
 	/**
@@ -269,7 +270,7 @@ export class HeldTasks {
 	 * running one is cancelled upstream first). Returns when the next one
 	 * expires (Infinity: none held).
 	 */
-	async sweep(now = this.host.clock().now()): Promise<number> {
+	async sweep(now = this.state.clock.now()): Promise<number> {
 		const tasks = await this.loaded();
 		const expired = [...tasks.values()].filter((task) => now >= expiresAt(task));
 		for (const task of expired) {
@@ -278,7 +279,7 @@ export class HeldTasks {
 			this.wake(task.taskId);
 		}
 		const stored = expired.filter((task) => !this.unsaved.delete(task.taskId));
-		await this.host.store.deleteTasks(stored.map((task) => task.taskId));
+		await this.store.deleteTasks(stored.map((task) => task.taskId));
 		return this.nextExpiry();
 	}
 
@@ -318,14 +319,14 @@ export class HeldTasks {
 	/** The tasks in storage, loaded once per instance. A task found unfinished had its runner in an instance that is gone. */
 	private loaded(): Promise<Map<string, HeldTask>> {
 		if (this.tasks) return Promise.resolve(this.tasks);
-		this.loading ??= this.host.store.readTasks().then(async (stored) => {
+		this.loading ??= this.store.readTasks().then(async (stored) => {
 			const tasks = new Map(stored.map((task) => [task.taskId, task]));
 			this.tasks ??= tasks;
 			for (const task of stored) {
 				if (isTerminal(task.status)) continue;
 				// Never replayed: the call may have reached the upstream before the object restarted.
 				await this.finish(task.taskId, {
-					error: this.host.mayHaveRun(task.tool ?? "the tool", "the gateway restarted while it ran").toJsonRpcError(),
+					error: this.mayHaveRun(task.tool ?? "the tool", "the gateway restarted while it ran").toJsonRpcError(),
 				});
 			}
 			return this.tasks;
@@ -340,17 +341,17 @@ export class HeldTasks {
 	/** Reads the call's reply to its answer and stores the outcome. */
 	private async run(taskId: string, message: JSONRPCRequest, runner: Runner): Promise<void> {
 		const tool = String(message.params?.name ?? "");
-		const limit = Math.min(this.host.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
+		const limit = Math.min(this.state.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
 		let outcome: TaskOutcome;
 		try {
 			const answer = await answerIn(
-				await this.host.run(message),
+				await this.session.runAsClient(message),
 				message.id,
-				this.host.settings.maxReplyBytes,
+				this.state.settings.maxReplyBytes,
 				(question) => this.asked(taskId, runner, question),
 			);
 			outcome = (answer && outcomeOf(answer)) ?? {
-				error: this.host.mayHaveRun(tool, "its reply ended before it answered").toJsonRpcError(),
+				error: this.mayHaveRun(tool, "its reply ended before it answered").toJsonRpcError(),
 			};
 			if ("result" in outcome && new TextEncoder().encode(JSON.stringify(outcome.result)).byteLength > limit) {
 				outcome = { error: resultTooLarge(tool, limit).toJsonRpcError() };
@@ -398,18 +399,18 @@ export class HeldTasks {
 	/** One state change: kept, written once, told to whoever waits and to the client. A status message describes its own state only. */
 	private async update(task: HeldTask, change: Partial<HeldTask> & { status: TaskStatus }): Promise<HeldTask> {
 		const { statusMessage: _previous, ...unchanged } = task;
-		const updated: HeldTask = { ...unchanged, ...change, lastUpdatedAt: this.host.clock().now() };
+		const updated: HeldTask = { ...unchanged, ...change, lastUpdatedAt: this.state.clock.now() };
 		this.tasks?.set(task.taskId, updated);
 		this.wake(task.taskId);
-		if (!this.unsaved.has(task.taskId)) await this.host.store.writeTask(updated);
-		this.host.changed(updated);
+		if (!this.unsaved.has(task.taskId)) await this.store.writeTask(updated);
+		this.session.taskChanged(updated);
 		return updated;
 	}
 
 	/** The task's first write, and the alarm by its expiry. */
 	private async save(task: HeldTask): Promise<void> {
-		await this.host.store.writeTask(task);
-		await this.host.expiresBy(expiresAt(task));
+		await this.store.writeTask(task);
+		await this.lifecycle.wakeAt(expiresAt(task));
 	}
 
 	/** Stops reading a task's call and tells the upstream to stop it. */
@@ -418,9 +419,17 @@ export class HeldTasks {
 		if (!runner) return;
 		this.runners.delete(taskId);
 		runner.stopDeadline();
-		this.host
+		this.session
 			.cancelUpstream(runner.requestId, reason)
 			.catch((error: unknown) => console.warn(`task cancellation not delivered upstream: ${describeError(error)}`));
+	}
+
+	/** The sentence a call of `tool` (as the client named it) gets when it may have taken effect before `what` happened. */
+	private mayHaveRun(tool: string, what: string): GatewayError {
+		const binding = this.state.binding;
+		const routed = binding?.mode === "aggregate" ? splitNamespacedName(tool) : null;
+		const server = routed?.server ?? binding?.members[0]?.name ?? "the upstream";
+		return mayHaveRun({ name: server }, { method: "tools/call", params: { name: routed?.name ?? tool } }, what);
 	}
 
 	/** Resolves when the task changes (or a `settle` of it times out). */

@@ -15,6 +15,7 @@ import {
 import type { z } from "zod";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { SSE_HEADERS, sseMessage } from "../../mcp/sse.ts";
+import type { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import { type HeldTask, isTerminal } from "./held-task.ts";
 import type { HeldTasks } from "./held-tasks.ts";
@@ -107,31 +108,28 @@ export function statusNotification(task: HeldTask): JSONRPCNotification {
 
 /**
  * Answers a request of the tasks wire: a task-augmented `tools/call` (held,
- * answered at once with `CreateTaskResult`) or a `tasks/*` request; `done`
- * is called once the answer is complete. Null for any other request, which
- * the session serves as usual (`done` not called).
+ * answered at once with `CreateTaskResult`) or a `tasks/*` request, the
+ * client's `call` ending with its answer. Null for any other request, which
+ * the session serves as usual.
  */
 export async function answerTaskRequest(
 	tasks: HeldTasks,
 	message: JSONRPCRequest,
-	done: () => void,
+	call: RunningCall,
 ): Promise<Response | null> {
 	const { id } = message;
 	if (message.method === "tasks/result") {
 		try {
 			const { taskId } = parsed(GetTaskPayloadRequestSchema, message).params;
 			const task = known(await tasks.get(taskId), taskId);
-			if (!isTerminal(task.status)) return resultStream(tasks, id, taskId, done);
-			done();
-			return Response.json(resultMessage(id, task));
+			if (!isTerminal(task.status)) return resultStream(tasks, id, taskId, call);
+			return call.answered(Response.json(resultMessage(id, task)));
 		} catch (error) {
-			done();
-			return renderRpcFailure(error, id);
+			return call.answered(renderRpcFailure(error, id));
 		}
 	}
 	const answer = await answered(tasks, message);
-	if (answer) done();
-	return answer;
+	return answer && call.answered(answer);
 }
 
 /** A task request answered at once (its answer complete when returned); null when not one. */
@@ -178,7 +176,7 @@ async function answered(tasks: HeldTasks, message: JSONRPCRequest): Promise<Resp
  * with a POST, as any answer), then the task's result once it is terminal.
  * A client that leaves changes nothing for the task.
  */
-function resultStream(tasks: HeldTasks, id: RequestId, taskId: string, done: () => void): Response {
+function resultStream(tasks: HeldTasks, id: RequestId, taskId: string, call: RunningCall): Response {
 	let stop = () => {};
 	const body = new ReadableStream<Uint8Array>({
 		start(controller) {
@@ -201,15 +199,15 @@ function resultStream(tasks: HeldTasks, id: RequestId, taskId: string, done: () 
 				.catch((error: unknown) => console.warn(`tasks/result stream ended: ${describeError(error)}`))
 				.finally(() => {
 					stop();
-					done();
+					call.end();
 				});
 		},
 		cancel() {
 			stop();
-			done();
+			call.end();
 		},
 	});
-	return new Response(body, { headers: SSE_HEADERS });
+	return new Response(call.endsWith(body), { headers: SSE_HEADERS });
 }
 
 /** A request the task's call makes of the client, tied to the task. */

@@ -1,12 +1,13 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Member } from "../binding.ts";
+import type { RunningCall } from "../running-call.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { answerTaskRequest, withoutTask } from "./legacy-task-wire.ts";
 import type { UpstreamTasks } from "./upstream-tasks.ts";
 
 /** What a client's request is, for tasks, before the session routes it. */
 export type TaskRoute =
-	/** Answered by the tasks wire (`done` called once the answer is complete). */
+	/** Answered by the tasks wire. */
 	| { answered: Response }
 	/** To route as usual: `holder` is the member whose upstream runs it as its own task, null for a plain call. */
 	| { message: JSONRPCRequest; holder: Member | null };
@@ -25,14 +26,14 @@ export async function routeTaskRequest(
 	tasks: HeldTasks,
 	upstream: UpstreamTasks,
 	message: JSONRPCRequest,
-	done: () => void,
+	call: RunningCall,
 ): Promise<TaskRoute> {
 	if (!holds) return { message: withoutTask(message), holder: null };
-	const passed = await upstream.answer(message, done);
+	const passed = await upstream.answer(message, call);
 	if (passed) return { answered: passed };
-	if (message.method === "tasks/list") return { answered: await upstream.list(message, tasks, done) };
+	if (message.method === "tasks/list") return { answered: call.answered(await upstream.list(message, tasks)) };
 	const holder = await upstream.holder(message);
 	if (holder) return { message, holder };
-	const answered = await answerTaskRequest(tasks, message, done);
+	const answered = await answerTaskRequest(tasks, message, call);
 	return answered ? { answered } : { message: withoutTask(message), holder: null };
 }

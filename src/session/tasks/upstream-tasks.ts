@@ -9,27 +9,18 @@ import { z } from "zod";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
-import { type Member, type SessionBinding, scopeOf } from "../binding.ts";
+import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
+import type { Catalog } from "../aggregate/catalog.ts";
+import type { MemberSessions } from "../aggregate/member-sessions.ts";
+import { type Member, scopeOf } from "../binding.ts";
+import { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
+import type { SessionState } from "../session-state.ts";
+import type { UpstreamCalls } from "../upstream-calls.ts";
 import type { HeldTasks } from "./held-tasks.ts";
 import { wireTask } from "./legacy-task-wire.ts";
 import { openUpstreamTaskId, upstreamTaskSealer } from "./task-ids.ts";
 import { answerIn } from "./task-outcome.ts";
-
-/** What passing upstreams' tasks through needs from the session. */
-export interface UpstreamTasksHost {
-	readonly secret: string | undefined;
-	/** The session object's id: a 2025 session's upstream task ids are bound to it. */
-	readonly place: string;
-	readonly maxReplyBytes: number;
-	current(): SessionBinding | null | undefined;
-	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there; null if none. */
-	route(exposed: string): Promise<{ member: Member; name: string } | null>;
-	/** The member's tools as the session lists them (shaped; their `execution` as the upstream said). */
-	tools(member: Member): Promise<Tool[]>;
-	/** Sends a request to a member as a client's request goes (`done` once its reply has ended). */
-	forward(member: Member, message: JSONRPCRequest, done: () => void): Promise<Response>;
-}
 
 /** A `tasks/list` cursor past the session's own tasks: `up:<member index>:<the member's cursor>`. */
 const UPSTREAM_CURSOR = /^up:(\d+):(.*)$/s;
@@ -55,14 +46,28 @@ const RelatedSchema = z.object({ _meta: z.object({ [RELATED_TASK]: TaskIdSchema 
  * the session holds (HeldTasks).
  */
 export class UpstreamTasks {
-	constructor(private readonly host: UpstreamTasksHost) {}
+	/** The gateway's secret, which seals the ids it gives upstreams' tasks; none: no upstream task is passed through. */
+	private readonly secret: string | undefined;
+	private readonly maxReplyBytes: number;
+
+	constructor(
+		private readonly state: SessionState,
+		private readonly members: MemberSessions,
+		private readonly router: AggregateRouter,
+		private readonly calls: UpstreamCalls,
+		/** The members' tools as the session lists them (shaped; their `execution` as the upstream said). */
+		private readonly catalog: Catalog,
+	) {
+		this.secret = state.settings.sessionSecret;
+		this.maxReplyBytes = state.settings.maxReplyBytes;
+	}
 
 	/** The member whose upstream holds the task this call asks for, or null: the session holds it, or it is no task. */
 	async holder(message: JSONRPCRequest): Promise<Member | null> {
 		if (message.method !== "tools/call" || message.params?.task === undefined) return null;
-		const route = await this.host.route(String(message.params.name ?? "")).catch(() => null);
+		const route = await this.route(String(message.params.name ?? "")).catch(() => null);
 		if (!route) return null;
-		const tool = (await this.host.tools(route.member)).find((listed) => listed.name === route.name);
+		const tool = (await this.tools(route.member)).find((listed) => listed.name === route.name);
 		const support = tool?.execution?.taskSupport;
 		return support === "required" || support === "optional" ? route.member : null;
 	}
@@ -70,9 +75,9 @@ export class UpstreamTasks {
 	/**
 	 * `tasks/list`: the session's own tasks a page at a time, then each
 	 * member's whose upstream holds tasks (it lists a tool with task support),
-	 * one of its pages a time, under the gateway's ids. `done` once answered.
+	 * one of its pages a time, under the gateway's ids.
 	 */
-	async list(message: JSONRPCRequest, held: HeldTasks, done: () => void): Promise<Response> {
+	async list(message: JSONRPCRequest, held: HeldTasks): Promise<Response> {
 		try {
 			const cursor = message.params?.cursor;
 			if (cursor !== undefined && typeof cursor !== "string") {
@@ -90,8 +95,6 @@ export class UpstreamTasks {
 			return listReply(message.id, [...tasks, ...page.tasks], page.nextCursor);
 		} catch (error) {
 			return renderRpcFailure(error, message.id);
-		} finally {
-			done();
 		}
 	}
 
@@ -100,8 +103,8 @@ export class UpstreamTasks {
 		from: number,
 		cursor: string | undefined,
 	): Promise<{ tasks: unknown[]; nextCursor?: string }> {
-		const binding = this.host.current();
-		const secret = this.host.secret;
+		const binding = this.state.binding;
+		const secret = this.secret;
 		if (!binding || !secret) return { tasks: [] };
 		const members = binding.members;
 		for (let index = from; index < members.length; index++) {
@@ -113,16 +116,24 @@ export class UpstreamTasks {
 				method: "tasks/list",
 				params: cursor === undefined ? {} : { cursor },
 			};
-			const reply = await this.host.forward(member, request, () => {});
+			// Within the client's `tasks/list`, which counts; this one ends when its reply has been read.
+			const within = RunningCall.within();
+			let reply: Response;
+			try {
+				reply = await this.forward(member, request, within);
+			} catch (error) {
+				within.end();
+				throw error;
+			}
 			// A listing asks the client nothing; a request on its stream is left unanswered, as it would be.
-			const answer = await answerIn(reply, request.id, this.host.maxReplyBytes, () => {});
+			const answer = await answerIn(within.leave(reply), request.id, this.maxReplyBytes, () => {});
 			const listed = answer && "result" in answer ? ListTasksResultSchema.safeParse(answer.result) : null;
 			cursor = undefined;
 			if (!listed?.success) {
 				console.warn(`member ${member.name}: tasks/list gave no list of tasks; its tasks are left out`);
 				continue;
 			}
-			const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.host.place });
+			const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.state.place });
 			const tasks = await Promise.all(
 				listed.data.tasks.map(async (task) => ({ ...task, taskId: await seal(task.taskId) })),
 			);
@@ -138,7 +149,7 @@ export class UpstreamTasks {
 
 	/** Whether the member's upstream lists a tool with task support (so it may hold tasks of this session's). */
 	private async holdsTasks(member: Member): Promise<boolean> {
-		const tools = await this.host.tools(member).catch(() => []);
+		const tools = await this.tools(member).catch(() => []);
 		return tools.some(
 			(tool) => tool.execution?.taskSupport === "required" || tool.execution?.taskSupport === "optional",
 		);
@@ -146,8 +157,8 @@ export class UpstreamTasks {
 
 	/** Members' events with the task ids of their upstreams' status notifications the gateway's. */
 	async sealedEvents<E extends { server: string; data: string }>(events: readonly E[]): Promise<E[]> {
-		const binding = this.host.current();
-		const secret = this.host.secret;
+		const binding = this.state.binding;
+		const secret = this.secret;
 		if (!binding || !secret || !events.some((event) => event.data.includes("notifications/tasks/status"))) {
 			return [...events];
 		}
@@ -156,7 +167,7 @@ export class UpstreamTasks {
 			events.map(async (event) => {
 				const data = await sealedStatus(
 					event.data,
-					upstreamTaskSealer(secret, scope, { server: event.server, place: this.host.place }),
+					upstreamTaskSealer(secret, scope, { server: event.server, place: this.state.place }),
 				);
 				return data === null ? event : { ...event, data };
 			}),
@@ -165,11 +176,11 @@ export class UpstreamTasks {
 
 	/** The reply to a call `member`'s upstream made a task of, its task id the gateway's. */
 	async created(member: Member, reply: Response): Promise<Response> {
-		const binding = this.host.current();
-		const secret = this.host.secret;
+		const binding = this.state.binding;
+		const secret = this.secret;
 		if (!binding || !secret) return reply;
-		const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.host.place });
-		return mapReplyMessages(reply, this.host.maxReplyBytes, (message) => mapLegacyTaskIds(message, seal));
+		const seal = upstreamTaskSealer(secret, scopeOf(binding), { server: member.name, place: this.state.place });
+		return mapReplyMessages(reply, this.maxReplyBytes, (message) => mapLegacyTaskIds(message, seal));
 	}
 
 	/**
@@ -178,19 +189,44 @@ export class UpstreamTasks {
 	 * under the client's. Null for any other request (an id the session holds,
 	 * or one that is not this session's: unknown there).
 	 */
-	async answer(message: JSONRPCRequest, done: () => void): Promise<Response | null> {
+	async answer(message: JSONRPCRequest, call: RunningCall): Promise<Response | null> {
 		if (!TASK_ID_METHODS.has(message.method)) return null;
 		const taskId = message.params?.taskId;
-		const binding = this.host.current();
-		const secret = this.host.secret;
+		const binding = this.state.binding;
+		const secret = this.secret;
 		if (typeof taskId !== "string" || !binding || !secret) return null;
 		// Null for a held id, or one not sealed for this session: the session's own tasks, or unknown there.
-		const task = await openUpstreamTaskId(secret, scopeOf(binding), taskId, this.host.place);
+		const task = await openUpstreamTaskId(secret, scopeOf(binding), taskId, this.state.place);
 		const member = task ? binding.members.find((candidate) => candidate.name === task.server) : undefined;
 		if (!task || !member) return null;
 		const upstream = { ...message, params: { ...message.params, taskId: task.upstreamTaskId } };
-		const reply = await this.host.forward(member, upstream, done);
-		return mapReplyMessages(reply, this.host.maxReplyBytes, (answer) => mapLegacyTaskIds(answer, async () => taskId));
+		const reply = await this.forward(member, upstream, call);
+		const mapped = await mapReplyMessages(reply, this.maxReplyBytes, (answer) =>
+			mapLegacyTaskIds(answer, async () => taskId),
+		);
+		// Read through to its end (or cancelled with it): the call still ends with the upstream's reply.
+		return call.carriedOn(reply, mapped);
+	}
+
+	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there; null if none. */
+	private async route(exposed: string): Promise<{ member: Member; name: string } | null> {
+		const binding = this.state.binding;
+		if (!binding) return null;
+		if (binding.mode === "transparent") return { member: this.members.transparentMember(binding), name: exposed };
+		const target = await this.router.routeTool(exposed);
+		return { member: this.members.member(target.server), name: target.name };
+	}
+
+	/** The member's tools as the session lists them. */
+	private tools(member: Member): Promise<Tool[]> {
+		return this.catalog.get(member.name, "tools");
+	}
+
+	/** Sends a request of `call` to a member as a client's request goes (the call ends with its reply). */
+	private forward(member: Member, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+		return this.state.aggregate
+			? this.router.forwardTo(member.name, message, call)
+			: this.calls.request(member, message, call);
 	}
 }
 

@@ -1,0 +1,154 @@
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { GatewayError } from "../mcp/gateway-error.ts";
+import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
+import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
+import type { ActivityMeter } from "./activity-meter.ts";
+import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
+import type { MemberSessions } from "./aggregate/member-sessions.ts";
+import type { Member, SessionBinding, SessionScope } from "./binding.ts";
+import { RunningCall } from "./running-call.ts";
+import type { SessionDecisions } from "./session-decisions.ts";
+import type { SessionLifecycle } from "./session-lifecycle.ts";
+import { notFound, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
+import type { SessionMessage } from "./session-rpc.ts";
+import type { SessionState } from "./session-state.ts";
+import type { HeldTasks } from "./tasks/held-tasks.ts";
+import { routeTaskRequest } from "./tasks/task-requests.ts";
+import type { UpstreamTasks } from "./tasks/upstream-tasks.ts";
+import type { UpstreamCalls } from "./upstream-calls.ts";
+
+/** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */
+export const MAX_IN_FLIGHT = 100;
+
+/** Who says whether a message's scope is the session's own (the session: its binding, loaded once). */
+export interface SessionAccess {
+	/** The binding, when `scope` is the one the session belongs to; null otherwise. */
+	authorize(scope: SessionScope): Promise<SessionBinding | null>;
+}
+
+/**
+ * A client's message in a session it belongs to: a request is let in (up to
+ * MAX_IN_FLIGHT at once) as a running call that ends itself (RunningCall),
+ * the session is rechecked if due, and the message goes where it belongs —
+ * the tasks, the one upstream of a transparent session, or an aggregate's
+ * router — its reply leaving through the call.
+ */
+export class ClientMessages {
+	constructor(
+		private readonly state: SessionState,
+		private readonly access: SessionAccess,
+		private readonly lifecycle: SessionLifecycle,
+		/** The object's active time: a call keeps it active until its reply has ended, connected client or not. */
+		private readonly activity: ActivityMeter,
+		private readonly members: MemberSessions,
+		private readonly calls: UpstreamCalls,
+		private readonly router: AggregateRouter,
+		private readonly decisions: SessionDecisions,
+		private readonly tasks: HeldTasks,
+		private readonly upstreamTasks: UpstreamTasks,
+	) {}
+
+	/** Handles one client message (request, notification or response), if `scope` is the session's own. */
+	async handle(scope: SessionScope, input: SessionMessage): Promise<Response> {
+		const binding = await this.access.authorize(scope);
+		if (!binding) return notFound();
+		// The gateway already completed the upstream handshake when the session opened.
+		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
+			return new Response(null, { status: 202 });
+		}
+		if (input.kind === "request" && this.lifecycle.inFlight >= MAX_IN_FLIGHT) {
+			return new GatewayError(
+				"too_many_in_flight",
+				`Too Many Requests: this session already has ${MAX_IN_FLIGHT} requests running; wait for some to finish.`,
+			).toResponse(input.message.id);
+		}
+		const call = RunningCall.begin(this.lifecycle, this.activity);
+		/** The tool a `call_tool` named (search mode): the call is that tool's, and the edge accounts it so. */
+		let calledTool: string | null = null;
+		try {
+			if (!(await this.lifecycle.recheckIfDue(binding))) return call.answered(notFound());
+			// In search mode a `call_tool` is, from here on, the call of the tool it names: tasks, shaping,
+			// policies, pinning and at-most-once hold for it as for the direct call it stands for.
+			const inner =
+				input.kind === "request" && (this.state.binding ?? binding).mode === "aggregate"
+					? this.router.innerCall(input.message)
+					: null;
+			if (inner) {
+				input = { kind: "request", message: inner };
+				calledTool = String(inner.params?.name);
+			}
+			const reply = await this.route(binding, input, call);
+			return call.leave(calledTool === null ? reply : withCalledTool(reply, calledTool));
+		} catch (error) {
+			call.end();
+			if (input.kind !== "request") return renderHttpFailure(error);
+			const failure = renderRpcFailure(error, input.message.id);
+			// The edge accounts a name the endpoint does not offer as an unknown tool, not as any invalid params.
+			const noted =
+				error instanceof UnknownToolRefusal
+					? withCallNote(failure, input.message.method, { refused: "unknown_tool" })
+					: failure;
+			return calledTool === null ? noted : withCalledTool(noted, calledTool);
+		}
+	}
+
+	/**
+	 * Tells the upstream running `requestId` to stop, as a client's
+	 * `notifications/cancelled` would (it ends the wait for the reply too).
+	 * Reads the binding synchronously, so it still works as a session ends.
+	 */
+	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+		const binding = this.state.binding;
+		if (!binding) return Promise.resolve();
+		const cancelled = { jsonrpc: "2.0" as const, method: "notifications/cancelled", params: { requestId, reason } };
+		if (binding.mode === "aggregate") return this.router.notify(cancelled);
+		const member = this.members.transparentMember(binding);
+		return this.calls.notify(member, cancelled).then((response) => response.body?.cancel());
+	}
+
+	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
+	private async route(binding: SessionBinding, input: SessionMessage, call: RunningCall): Promise<Response> {
+		let holder: Member | null = null;
+		if (input.kind === "request") {
+			const route = await routeTaskRequest(
+				this.state.holdsTasks(),
+				this.tasks,
+				this.upstreamTasks,
+				input.message,
+				call,
+			);
+			if ("answered" in route) return route.answered;
+			input = { kind: "request", message: route.message };
+			holder = route.holder;
+		}
+		// An answer to what a held task's call asked settles that question; it goes on as any answer.
+		if (input.kind === "response") await this.tasks.answered(input.message);
+		const current = this.state.binding ?? binding;
+		if (current.mode === "transparent") {
+			const member = this.members.transparentMember(current);
+			if (input.kind !== "request") return this.calls.notify(member, input.message);
+			// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
+			// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
+			const kind = await this.decisions.listAnsweredHere(member, input.message.method);
+			if (kind) return call.answered(await this.decisions.answerList(member, kind, input.message.id));
+			const reply = await this.calls.request(member, input.message, call);
+			// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
+			if (input.message.method === "tools/list") {
+				return call.carriedOn(reply, this.decisions.watchedToolsReply(member, input.message, reply));
+			}
+			return holder ? this.taskCreated(holder, reply, call) : reply;
+		}
+		if (input.kind === "request") {
+			const reply = await this.router.handle(input.message, call);
+			return holder ? this.taskCreated(holder, reply, call) : reply;
+		}
+		if (input.kind === "notification") await this.router.notify(input.message);
+		else await this.router.clientResponse(input.message);
+		return new Response(null, { status: 202 });
+	}
+
+	/** A reply to a call `holder`'s upstream made a task of: its task id the gateway's; the call still ends with the upstream's reply. */
+	private async taskCreated(holder: Member, reply: Response, call: RunningCall): Promise<Response> {
+		return call.carriedOn(reply, await this.upstreamTasks.created(holder, reply));
+	}
+}
