@@ -20,6 +20,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
+import { parsedMessage } from "./support/messages.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import { instrumentSession, ManualClock, sessionObject } from "./support/session-object.ts";
 import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
@@ -342,7 +343,7 @@ describe("sessions recheck from KV", () => {
 		});
 		// Straight to the session, as an edge that still had the key cached would send it.
 		const scope = { keyId: owner.id, userPath: "/", endpoint: path };
-		const ping = () => stub.post(scope, { kind: "request", message: { jsonrpc: "2.0", id: 1, method: "ping" } });
+		const ping = () => stub.post(scope, parsedMessage({ jsonrpc: "2.0", id: 1, method: "ping" }));
 		clock.advance(RECHECK);
 		expect((await readReply(await ping())).result).toEqual({});
 		clock.advance(RECHECK);

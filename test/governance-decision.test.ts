@@ -1,5 +1,5 @@
 import { env } from "cloudflare:test";
-import type { JSONRPCRequest, Prompt, Resource, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Prompt, Resource, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import {
 	type Asker,
@@ -16,9 +16,11 @@ import {
 import { callNoteOf, type DecisionSource, decideCallFor, decidesListFor } from "../src/governance/decision-inputs.ts";
 import { pinVerdict } from "../src/governance/pinning.ts";
 import { type CompiledPolicies, compilePolicies, type PolicyPrincipal } from "../src/governance/policies.ts";
+import type { SessionRequest, ToolCall } from "../src/mcp/client-message.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
 import type { ServerPins } from "../src/registry/tool-pins.ts";
 import { telemetryFor } from "../src/telemetry/telemetry.ts";
+import { parsedCall, parsedRequest } from "./support/messages.ts";
 
 /**
  * The governance decision itself (src/governance/decision.ts): pure
@@ -68,8 +70,9 @@ function policies(...fields: Array<Partial<PolicyRecord> & Pick<PolicyRecord, "e
 	);
 }
 
-function call(name: string, args: Record<string, unknown> = {}): JSONRPCRequest {
-	return { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } };
+/** A tools/call as the edge parsed it (the decision is given what the edge parsed). */
+function call(name: string, args: Record<string, unknown> = {}): ToolCall {
+	return parsedCall({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } });
 }
 
 /** The pins of `files` approve read_file and delete_file as they are; write_file is new. */
@@ -208,7 +211,7 @@ describe("what a decision loads, and when", () => {
 		expect("send" in (await decideCallFor(source, server(), call("write_file")))).toBe(true);
 		expect(asked).toEqual(["policies"]);
 		asked.length = 0;
-		const read: JSONRPCRequest = { jsonrpc: "2.0", id: 2, method: "resources/read", params: { uri: "file:///a" } };
+		const read = parsedRequest({ jsonrpc: "2.0", id: 2, method: "resources/read", params: { uri: "file:///a" } });
 		expect(await decideCallFor(source, server(), read)).toEqual({ send: read });
 		const hiding = server({ tools: { exclude: ["delete_*"] } });
 		expect(await decideCallFor(source, hiding, call("delete_file"))).toMatchObject({ why: "unknown" });
@@ -302,13 +305,9 @@ describe("calls", () => {
 
 	it("a hidden prompt, a hidden resource however its URI is spelled, and completions of either are refused as unknown; other requests go as they came", () => {
 		const hiding = server({ prompts: { exclude: ["secret_*"] }, resources: { exclude: ["file:///etc/*"] } });
-		const request = (method: string, params: Record<string, unknown>): JSONRPCRequest => ({
-			jsonrpc: "2.0",
-			id: 3,
-			method,
-			params,
-		});
-		const refusals: Array<[JSONRPCRequest, string]> = [
+		const request = (method: string, params: Record<string, unknown>): SessionRequest =>
+			parsedRequest({ jsonrpc: "2.0", id: 3, method, params });
+		const refusals: Array<[SessionRequest, string]> = [
 			[
 				request("prompts/get", { name: "secret_plan" }),
 				"Unknown prompt: 'secret_plan' is not offered by this endpoint.",
@@ -322,17 +321,23 @@ describe("calls", () => {
 				"Resource not found: file:///etc/passwd is not offered by this endpoint.",
 			],
 			[
-				request("completion/complete", { ref: { type: "ref/prompt", name: "secret_plan" } }),
+				request("completion/complete", {
+					ref: { type: "ref/prompt", name: "secret_plan" },
+					argument: { name: "topic", value: "" },
+				}),
 				"Unknown prompt: 'secret_plan' is not offered by this endpoint.",
 			],
 			[
-				request("completion/complete", { ref: { type: "ref/resource", uri: "file:///etc/{name}" } }),
+				request("completion/complete", {
+					ref: { type: "ref/resource", uri: "file:///etc/{name}" },
+					argument: { name: "name", value: "" },
+				}),
 				"Resource not found: file:///etc/{name} is not offered by this endpoint.",
 			],
 		];
 		for (const [message, sentence] of refusals) {
 			const decision = decideCall(hiding, message, null);
-			expect("refused" in decision && decision.refused.message, message.method).toBe(sentence);
+			expect("refused" in decision && decision.refused.message, message.message.method).toBe(sentence);
 		}
 		for (const message of [
 			request("prompts/get", { name: "greet" }),

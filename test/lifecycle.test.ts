@@ -16,6 +16,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
+import { parsedMessage } from "./support/messages.ts";
 import { instrumentSession, sessionObject, upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, upstreamGate, upstreamSessionLog } from "./support/upstreams.ts";
 
@@ -98,7 +99,7 @@ describe("deletion and revocation win", () => {
 		const ended = await runInDurableObject(stub, async (instance: SessionDO) => {
 			const response = await instance.post(
 				{ keyId: owner.id, userPath: "/", endpoint: (await instance.store.readBinding())?.endpoint ?? "" },
-				{ kind: "request", message: { jsonrpc: "2.0", id: 1, method: "ping" } },
+				parsedMessage({ jsonrpc: "2.0", id: 1, method: "ping" }),
 			);
 			return response.status;
 		});

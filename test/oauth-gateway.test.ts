@@ -7,6 +7,7 @@ import { createApp } from "../src/edge/app.ts";
 import type { Env } from "../src/env.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { admin, createKey, initializeBody, readReply, TEST_ADMIN_BEARER, testAddress } from "./support/gateway.ts";
+import { parsedMessage } from "./support/messages.ts";
 import { ENVELOPE, modernRequest } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
@@ -630,7 +631,7 @@ describe("OAuth: tokens and sessions over time", () => {
 		const { stub, clock } = await instrumentSession(opened.headers.get("mcp-session-id") ?? "");
 		const binding = await runInDurableObject(stub, (instance: SessionDO) => instance.store.readBinding());
 		const scope = { keyId: binding?.keyId ?? "", userPath: "/", endpoint: `/mcp/${server}` };
-		const ping = () => stub.post(scope, { kind: "request", message: { jsonrpc: "2.0", id: 1, method: "ping" } });
+		const ping = () => stub.post(scope, parsedMessage({ jsonrpc: "2.0", id: 1, method: "ping" }));
 		expect((await readReply(await ping())).result).toEqual({});
 		return { rule, clientId, tokens, clock, ping };
 	}

@@ -1,11 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
-import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { scopeOf } from "../src/session/binding.ts";
 import { RunningCall } from "../src/session/running-call.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, createKey, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
+import { parsedMessage } from "./support/messages.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";
 import { objectMadeBy, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
@@ -43,7 +43,7 @@ function streamingCall(gate: ReturnType<typeof upstreamGate>, id: number, tool: 
 async function postInto(instance: SessionDO, message: Record<string, unknown>): Promise<Response> {
 	const binding = await instance.store.readBinding();
 	if (!binding) throw new Error("no session in this object");
-	return instance.post(scopeOf(binding), { kind: "request", message: message as JSONRPCRequest });
+	return instance.post(scopeOf(binding), parsedMessage(message));
 }
 
 describe("a call ends itself, however its reply ends", () => {

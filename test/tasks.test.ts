@@ -1,10 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { ElicitRequestSchema, type JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { type HeldTask, parseTaskId, type SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectClient, createKey, gatewayFetch, mcpHeaders, readReply, rpc } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
+import { parsedCall } from "./support/messages.ts";
 import { instrumentSession, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { createdTask, openWith, TASKS_CLIENT, taskCall, taskRequest } from "./support/tasks.ts";
@@ -550,7 +551,7 @@ describe("the held tasks the 2026-07-28 side builds on", () => {
 		await quick.release();
 		const before = await writes();
 		const finished = await runInDurableObject(stub, async (instance: SessionDO) => {
-			const task = await instance.tasks.start(quick.call("quick") as JSONRPCRequest, undefined, { unsaved: true });
+			const task = await instance.tasks.start(parsedCall(quick.call("quick")), undefined, { unsaved: true });
 			const settled = await instance.tasks.settle(task.taskId, 5_000);
 			await instance.tasks.forget(task.taskId);
 			return settled;
@@ -565,7 +566,7 @@ describe("the held tasks the 2026-07-28 side builds on", () => {
 		const taskId = await runInDurableObject(
 			stub,
 			async (instance: SessionDO) =>
-				(await instance.tasks.start(slow.call("slow") as JSONRPCRequest, undefined, { unsaved: true })).taskId,
+				(await instance.tasks.start(parsedCall(slow.call("slow")), undefined, { unsaved: true })).taskId,
 		);
 		await slow.arrived();
 		let settled: HeldTask | null | undefined;

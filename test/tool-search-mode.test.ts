@@ -16,6 +16,7 @@ import {
 	rpc,
 	uniqueName,
 } from "./support/gateway.ts";
+import { parsedCall } from "./support/messages.ts";
 import { ENVELOPE, MODERN, modernPost } from "./support/modern.ts";
 import { gatewayWith, oauthClient, signInAs, testAccessRules } from "./support/oauth-client.ts";
 import {
@@ -520,7 +521,7 @@ describe("search mode for people (an access rule's /mcp)", () => {
 describe("the session's search index", () => {
 	const tool = (name: string, description: string): Tool => ({ name, description, inputSchema: { type: "object" } });
 	const search = (query: string) =>
-		({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_tools", arguments: { query } } }) as const;
+		parsedCall({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "search_tools", arguments: { query } } });
 
 	it("is built once per generation of the caller's list, whatever the number of searches, and rebuilt when the list changes", async () => {
 		let callable: CallableTools = { tools: [tool("a__lookup_order", "Looks up an order.")], generation: 1 };

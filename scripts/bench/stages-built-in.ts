@@ -184,7 +184,7 @@ function edgeStages({ g, c, settings, request, shared }: Fixture, webCrypto: Ret
 		}),
 		stage({
 			name: "body: parse + validate the message",
-			code: "src/mcp/jsonrpc.ts parseClientMessage",
+			code: "src/mcp/client-message.ts parseClientMessage",
 			section: "edge",
 			perCall: 1,
 			run: () => g.parseClientMessage(BODY),

@@ -21,7 +21,8 @@ import type {
 	readBodyWithin,
 } from "../../src/edge/transport-checks.ts";
 import type { compilePolicies, policyVerdict } from "../../src/governance/policies.ts";
-import type { parseClientMessage, parseJsonRpcMessage } from "../../src/mcp/jsonrpc.ts";
+import type { parseClientMessage } from "../../src/mcp/client-message.ts";
+import type { parseJsonRpcMessage } from "../../src/mcp/jsonrpc.ts";
 import type { normalizeOutgoing } from "../../src/mcp/outgoing.ts";
 import type { afterLastEvent, EventSizeLimit } from "../../src/mcp/sse.ts";
 import type { relaySse } from "../../src/mcp/sse-relay.ts";
@@ -77,7 +78,8 @@ const SOURCES = {
 		"checkProtocolVersion",
 		"readBodyWithin",
 	],
-	"src/mcp/jsonrpc.ts": ["parseClientMessage", "parseJsonRpcMessage"],
+	"src/mcp/client-message.ts": ["parseClientMessage"],
+	"src/mcp/jsonrpc.ts": ["parseJsonRpcMessage"],
 	"src/mcp/outgoing.ts": ["normalizeOutgoing"],
 	"src/mcp/sse-relay.ts": ["relaySse"],
 	"src/mcp/sse.ts": ["afterLastEvent", "EventSizeLimit"],

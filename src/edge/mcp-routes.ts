@@ -1,6 +1,7 @@
-import { classifyPost, requestIdOf } from "../mcp/2026-07-28/modern-request.ts";
+import { type InitializeMessage, parseJsonBody, requestIdOf, withoutNullMeta } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { type ClientMessage, clientMessageOf, parseJsonBody, withoutNullMeta } from "../mcp/jsonrpc.ts";
+import { INITIALIZE } from "../mcp/methods.ts";
+import { classifyPost } from "../mcp/post-classification.ts";
 import { namesModernVersion } from "../mcp/protocol-version.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import { ServerOperation } from "../telemetry/server-operation.ts";
@@ -89,19 +90,17 @@ async function servePost(c: McpContext): Promise<Response> {
  * `traced`: the request has a span (telemetry on), whose context the body now carries.
  */
 async function answerPost(c: McpContext, body: unknown, text: string, traced: boolean): Promise<Response> {
-	const request = c.req.raw;
 	const operation = c.get("operation");
-	const classified = classifyPost(request, body);
+	const classified = classifyPost(c.req.raw, body, (era, version) =>
+		operation?.classified(era === "modern" ? "2026-07-28" : "2025", version),
+	);
 	if (classified.era === "modern") {
-		operation?.classified("2026-07-28", "envelope" in classified ? classified.envelope.protocolVersion : null);
 		// The body goes upstream as the client sent it, but for the trace keys of its `_meta` (see ServerOperation).
 		return serveModern(c, classified, traced ? JSON.stringify(body) : text);
 	}
-	checkProtocolVersion(request);
-	const message = clientMessageOf(body);
-	operation?.classified("2025", legacyVersionOf(request, message));
-	const sessionId = request.headers.get("mcp-session-id");
-	if (message.kind !== "initialize") {
+	const { message } = classified;
+	const sessionId = c.req.raw.headers.get("mcp-session-id");
+	if (message.kind !== "request" || message.method !== INITIALIZE) {
 		if (traced && sessionId !== null) operation?.inSession(await sessionDigest(sessionId));
 		return (await verifiedSessionStub(c.env, c.get("settings"), sessionId)).post(c.get("scope"), message);
 	}
@@ -115,14 +114,6 @@ async function answerPost(c: McpContext, body: unknown, text: string, traced: bo
 	const minted = opened.headers.get("mcp-session-id");
 	if (traced && minted !== null) operation?.inSession(await sessionDigest(minted));
 	return opened;
-}
-
-/** The MCP version a 2025 request speaks: its header, or at initialize the version it asks for. */
-function legacyVersionOf(request: Request, message: ClientMessage): string | null {
-	const header = request.headers.get("mcp-protocol-version");
-	if (header) return header;
-	const asked = message.kind === "initialize" ? message.params.protocolVersion : undefined;
-	return typeof asked === "string" ? asked : null;
 }
 
 /** The body's JSON value, or null when it is not JSON (only to find the id an error answers). */
@@ -146,7 +137,7 @@ function sentByModernClient(request: Request): boolean {
  * their clients) admitted it (at most its cap of live sessions). A session
  * that does not open gives its place back at once.
  */
-async function openSession(c: McpContext, message: Extract<ClientMessage, { kind: "initialize" }>): Promise<Response> {
+async function openSession(c: McpContext, message: InitializeMessage): Promise<Response> {
 	const { env } = c;
 	const settings = c.get("settings");
 	const { key } = c.get("principal");

@@ -1,4 +1,4 @@
-import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { decidesList, type Reach, shapeList } from "../governance/decision.ts";
 import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../governance/decision-inputs.ts";
 import type { PinContext } from "../governance/listed-tools.ts";
@@ -7,6 +7,7 @@ import { loadPolicies } from "../governance/policy-cache.ts";
 import { headerValue } from "../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import { modernReply, requestName } from "../mcp/2026-07-28/modern-results.ts";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { FIRST_MODERN_VERSION } from "../mcp/protocol-version.ts";
@@ -33,7 +34,7 @@ import type { McpContext } from "./request-context.ts";
 export interface GovernedRequest {
 	member: Member;
 	target: UpstreamTarget;
-	message: JSONRPCRequest;
+	request: SessionRequest;
 	envelope: Envelope;
 	reach: Reach;
 	pins: PinContext;
@@ -46,26 +47,29 @@ export interface Renamed {
 }
 
 /** How a request the decision lets through goes on: the stateless path's own forwarding. */
-export type PassOn = (message: JSONRPCRequest, renamed?: Renamed) => Promise<Response>;
+export type PassOn = (request: SessionRequest, renamed?: Renamed) => Promise<Response>;
 
 /** The answer to a request to a governed server: its decided list, its refusal, or what the upstream answers. */
 export async function serveGoverned(c: McpContext, governed: GovernedRequest, passOn: PassOn): Promise<Response> {
-	const { message, member, reach } = governed;
+	const { request, member, reach } = governed;
+	const { message } = request;
 	const source = edgeSource(c, governed);
 	const kind = LIST_KIND_OF_METHOD.get(message.method);
 	if (kind !== undefined && decidesList(reach, kind)) return decidedList(governed, source, kind);
-	const decision = await decideCallFor(source, member, message);
+	const decision = await decideCallFor(source, member, request);
 	const note = callNoteOf(member, decision);
 	if ("refused" in decision) {
 		const refusal = { jsonrpc: "2.0" as const, id: message.id, error: decision.refused.toJsonRpcError() };
 		// The words a session gives: an unknown resource is this era's -32602 naming the URI.
-		const answer = Response.json(modernReply(message.method, refusal, { uri: requestName(message) }));
+		const answer = Response.json(modernReply(message.method, refusal, { uri: requestName(request) }));
 		return withCallNote(answer, message.method, note);
 	}
 	const { send, real } = decision;
 	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it.
 	const renamed =
-		send === message ? undefined : { body: JSON.stringify(send), headers: { "mcp-name": headerValue(real ?? "") } };
+		send === request
+			? undefined
+			: { body: JSON.stringify(send.message), headers: { "mcp-name": headerValue(real ?? "") } };
 	return withCallNote(await passOn(send, renamed), message.method, note);
 }
 
@@ -75,7 +79,8 @@ async function decidedList<K extends ListKind>(
 	source: DecisionSource,
 	kind: K,
 ): Promise<Response> {
-	const { member, message } = governed;
+	const { member } = governed;
+	const { message } = governed.request;
 	const upstream = await upstreamList(governed, kind);
 	const shaped = shapeList(member, kind, upstream);
 	// Tools lists hold tools: their entries were checked with the SDK's Tool schema.

@@ -2,9 +2,19 @@ import { reachOf, touches } from "../governance/decision.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
-import type { ClassifiedRequest, Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
-import { declaresTasks, TASK_METHODS } from "../mcp/2026-07-28/tasks-extension.ts";
+import { declaresTasks } from "../mcp/2026-07-28/tasks-extension.ts";
+import {
+	SERVER_DISCOVER,
+	SUBSCRIPTIONS_LISTEN,
+	TASKS_CANCEL,
+	TASKS_GET,
+	TASKS_UPDATE,
+	TOOLS_CALL,
+	TOOLS_LIST,
+} from "../mcp/methods.ts";
+import type { ClassifiedPost } from "../mcp/post-classification.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
@@ -34,15 +44,18 @@ export interface ModernPlan {
  */
 export async function serveModern(
 	c: McpContext,
-	classified: Exclude<ClassifiedRequest, { era: "legacy" }>,
+	classified: Extract<ClassifiedPost, { era: "modern" }>,
 	body: string,
 ): Promise<Response> {
 	// 2026-07-28 defines no client notification over HTTP; one is accepted and dropped.
 	if (classified.kind === "notification") return new Response(null, { status: 202 });
 	const resolved = await planEndpoint(c);
 	const sole = resolved.members[0];
-	const { message, envelope } = classified;
-	if (TASK_METHODS.has(message.method)) return serveTaskMethod(c, message, envelope, resolved);
+	const { request, envelope } = classified;
+	const { message } = request;
+	if (request.method === TASKS_GET || request.method === TASKS_UPDATE || request.method === TASKS_CANCEL) {
+		return serveTaskMethod(c, request, envelope, resolved);
+	}
 	const settings = c.get("settings");
 	if (resolved.mode === "transparent" && sole) {
 		const reader = c.get("reader");
@@ -50,10 +63,10 @@ export async function serveModern(
 		// access rules are. A server it touches is still served here, the edge making the session's decision.
 		const reach = reachOf(sole, await loadPolicies(reader, settings.endpointCacheTtlMs));
 		// A listen filter naming resources the operator may hide is checked resource by resource by a session.
-		const listensForHidden = message.method === "subscriptions/listen" && reach.resources;
+		const listensForHidden = request.method === SUBSCRIPTIONS_LISTEN && reach.resources;
 		try {
 			const target = modernTarget(c, sole);
-			const tasking = message.method === "tools/call" && declaresTasks(envelope.clientCapabilities);
+			const tasking = request.method === TOOLS_CALL && declaresTasks(envelope.clientCapabilities);
 			// A call the client lets become a task goes to the session unless the upstream holds tasks itself.
 			const holdsTasks = tasking ? await upstreamHoldsTasks(target, sole) : false;
 			if (!listensForHidden && (await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
@@ -66,18 +79,18 @@ export async function serveModern(
 				const passOn: PassOn = async (sent, renamed) => {
 					const sentBody = renamed?.body ?? body;
 					const rewritten = renamed?.headers ?? {};
-					if (tasking) return upstreamHeldCall(c, sole, target, sentBody, sent, rewritten);
-					return cachedResult(sole, sent, envelope, target.maxReplyBytes, async () => {
-						const reply = await forwardModern(target, c.req.raw, sentBody, sent, rewritten);
+					if (tasking) return upstreamHeldCall(c, sole, target, sentBody, sent.message, rewritten);
+					return cachedResult(sole, sent.message, envelope, target.maxReplyBytes, async () => {
+						const reply = await forwardModern(target, c.req.raw, sentBody, sent.message, rewritten);
 						// The gateway holds tasks for a server that does not: its discover says the extension is offered.
-						if (sent.method === "server/discover") return offeringTasks(reply, target.maxReplyBytes);
-						if (sent.method !== "tools/list") return reply;
+						if (sent.method === SERVER_DISCOVER) return offeringTasks(reply, target.maxReplyBytes);
+						if (sent.method !== TOOLS_LIST) return reply;
 						// Passed on as it came; its tools are recorded and flagged beside it, as a session's are.
-						return watchedToolsReply(pins, sole, sent, reply, target.maxReplyBytes);
+						return watchedToolsReply(pins, sole, sent.message, reply, target.maxReplyBytes);
 					});
 				};
-				if (!touches(reach)) return await passOn(message);
-				return await serveGoverned(c, { member: sole, target, message, envelope, reach, pins }, passOn);
+				if (!touches(reach)) return await passOn(request);
+				return await serveGoverned(c, { member: sole, target, request, envelope, reach, pins }, passOn);
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);
@@ -90,10 +103,10 @@ export async function serveModern(
 		scope,
 		...resolved,
 		envelope,
-		message,
+		request,
 		cap: c.get("principal").key.maxSessions ?? settings.maxSessionsPerKey,
 	};
-	if (message.method === "subscriptions/listen") {
+	if (request.method === SUBSCRIPTIONS_LISTEN) {
 		const listening = (await stub.modernListen(input)) as { acknowledged: SubscriptionFilter } | Response;
 		if (listening instanceof Response) return listening;
 		return modernListenStream(c, stub, message, listening.acknowledged);

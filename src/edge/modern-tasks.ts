@@ -3,6 +3,7 @@ import { headerValue } from "../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import {
 	declaresTasks,
+	type ModernTaskRequest,
 	taskIdOf,
 	tasksCapabilityMissing,
 	unknownTask,
@@ -27,16 +28,17 @@ import { requireSessionSecret, sessionObjectAt } from "./session-routing.ts";
  */
 export async function serveTaskMethod(
 	c: McpContext,
-	message: JSONRPCRequest,
+	request: ModernTaskRequest,
 	envelope: Envelope,
 	plan: ModernPlan,
 ): Promise<Response> {
 	const scope = c.get("scope");
+	const { message } = request;
 	if (!declaresTasks(envelope.clientCapabilities))
 		return tasksCapabilityMissing(message.method, message.id).toResponse();
 	let taskId: string;
 	try {
-		taskId = taskIdOf(message.method, message.params, message.id);
+		taskId = taskIdOf(request);
 	} catch (error) {
 		if (error instanceof GatewayError) return error.toResponse();
 		throw error;
@@ -46,14 +48,14 @@ export async function serveTaskMethod(
 		// An id whose place names no object of ours is as unknown as any other (and wakes nothing).
 		const stub = sessionObjectAt(c.env, id.place);
 		if (stub === null) return unknownTask(taskId, message.id).toResponse();
-		return stub.modernTask(scope, message);
+		return stub.modernTask(scope, request);
 	}
 	const held = await openUpstreamTaskId(requireSessionSecret(c.get("settings")), scope, taskId);
 	// Only a transparent endpoint passes an upstream's tasks on; its one member must be the server named.
 	const member = held && plan.mode === "transparent" ? plan.members.find((m) => m.name === held.server) : undefined;
 	if (!held || !member) return unknownTask(taskId, message.id).toResponse();
 	const target = modernTarget(c, member);
-	const upstream = toUpstreamTask(message, held.upstreamTaskId);
+	const upstream = toUpstreamTask(request, held.upstreamTaskId);
 	try {
 		const reply = await forwardModern(target, c.req.raw, upstream.body, upstream.message, upstream.headers);
 		// The client's id goes back wherever the upstream's appears.
@@ -95,9 +97,10 @@ export function offeringTasks(reply: Response, maxReplyBytes: number): Promise<R
 
 /** The request as the upstream must see it: its own task id, in the body and in `Mcp-Name`. */
 function toUpstreamTask(
-	message: JSONRPCRequest,
+	request: ModernTaskRequest,
 	upstreamTaskId: string,
 ): { message: JSONRPCRequest; body: string; headers: Record<string, string> } {
+	const { message } = request;
 	const upstream: JSONRPCRequest = { ...message, params: { ...message.params, taskId: upstreamTaskId } };
 	return { message: upstream, body: JSON.stringify(upstream), headers: { "mcp-name": headerValue(upstreamTaskId) } };
 }

@@ -1,7 +1,6 @@
 import type { Settings } from "../config.ts";
-import { unsupportedVersion } from "../mcp/2026-07-28/modern-request.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { checkProtocolVersionHeader } from "../mcp/protocol-version.ts";
+import { checkProtocolVersionHeader, unsupportedVersion } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { hostAllowed } from "../primitives/host-allowed.ts";
 

@@ -1,5 +1,6 @@
 import { type CelInput, type CelResult, celEnv, isCelError, parse, plan } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import { MAX_EXPRESSION_CHARS } from "../registry/policy-records.ts";
 import { BOUNDED_MATCHES, patternProblem } from "./cel-patterns.ts";
 import { TIMESTAMP_ACCESSORS } from "./cel-time.ts";
@@ -70,7 +71,7 @@ const SAMPLE: CelBindings = {
 	server: "",
 	tool: { name: "", realName: "", annotations: {} },
 	arguments: {},
-	method: "tools/call",
+	method: TOOLS_CALL,
 	request: { time: timestampFromMs(0) },
 };
 

@@ -1,6 +1,8 @@
-import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { calledTool, type SessionRequest } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { CallNote } from "../telemetry/tool-call.ts";
@@ -56,10 +58,10 @@ export interface DecisionSource {
 export async function decideCallFor(
 	source: DecisionSource,
 	server: GovernedServer,
-	message: JSONRPCRequest,
+	request: SessionRequest,
 ): Promise<CallDecision> {
-	const shaped = decideCall(server, message, null);
-	if ("refused" in shaped || message.method !== "tools/call") return shaped;
+	const shaped = decideCall(server, request, null);
+	if ("refused" in shaped || request.method !== TOOLS_CALL) return shaped;
 	const policies = await source.policies();
 	if (!reachOf(server, policies).judgedCalls) return shaped;
 	const listed = await source.tools(server);
@@ -67,7 +69,7 @@ export async function decideCallFor(
 	const pinned = held(server)
 		? await checkListed(source.pins, server, { tools: listed.upstream, complete: false })
 		: null;
-	const decision = decideCall(server, message, { policies, asker: source.asker(), pinned, listed: listed.shaped });
+	const decision = decideCall(server, request, { policies, asker: source.asker(), pinned, listed: listed.shaped });
 	if ("refused" in decision) countRefusal(source.telemetry, decision.why);
 	return decision;
 }
@@ -125,7 +127,7 @@ export function callNoteOf(server: GovernedServer & { captureArguments?: boolean
 		// A policy's refusal is accounted by its kind (`forbidden`).
 		return { server: server.name };
 	}
-	const note: CallNote = { server: server.name, real: String(decision.send.params?.name ?? "") };
+	const note: CallNote = { server: server.name, real: calledTool(decision.send) ?? "" };
 	if (server.captureArguments) note.capture = true;
 	return note;
 }

@@ -1,6 +1,8 @@
-import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { callArguments, type SessionRequest, withToolName } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
@@ -133,7 +135,7 @@ export function decideList<K extends ListKind>(
 				policyVerdict(judges.policies, {
 					...policyContext(server, judges.asker),
 					tool: toolAsSeen(server, judges.asker, tool.name, tool.annotations),
-					method: "tools/list",
+					method: TOOLS_LIST,
 				}).allowed,
 		);
 	}
@@ -145,7 +147,7 @@ export function decideList<K extends ListKind>(
  * name where shaping gave an alias (`real`, for tools/call), or refused with
  * the answer the caller gets and why (for the gateway's own accounting).
  */
-export type CallDecision = { send: JSONRPCRequest; real?: string } | { refused: GatewayError; why: RefusalReason };
+export type CallDecision = { send: SessionRequest; real?: string } | { refused: GatewayError; why: RefusalReason };
 
 /** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies. */
 export type RefusalReason = "unknown" | "held" | "denied";
@@ -161,18 +163,17 @@ export type RefusalReason = "unknown" | "held" | "denied";
  */
 export function decideCall(
 	server: GovernedServer,
-	message: JSONRPCRequest,
+	request: SessionRequest,
 	judges: (Judges & { listed: readonly Tool[] }) | null,
 ): CallDecision {
-	if (message.method !== "tools/call") {
-		const hidden = hiddenOfferRefusal(server, message);
-		return hidden ? { refused: hidden, why: "unknown" } : { send: message };
+	if (request.method !== TOOLS_CALL) {
+		const hidden = hiddenOfferRefusal(server, request);
+		return hidden ? { refused: hidden, why: "unknown" } : { send: request };
 	}
-	const params = message.params ?? {};
-	const exposed = String(params.name ?? "");
+	const exposed = request.message.params.name;
 	const real = realToolName(server.tools ?? undefined, exposed);
 	if (real === null) return { refused: unknownName("tool", exposed), why: "unknown" };
-	const send = real === exposed ? message : { ...message, params: { ...params, name: real } };
+	const send = real === exposed ? request : withToolName(request, real);
 	if (judges === null) return { send, real };
 	const pin = judges.pinned?.(real);
 	if (pin && !pin.served) {
@@ -184,13 +185,11 @@ export function decideCall(
 	if (governs(judges.policies, server.name)) {
 		const listed = judges.listed.find((tool) => tool.name === exposed);
 		const tool = toolAsSeen(server, judges.asker, exposed, listed?.annotations);
-		const args = params.arguments;
 		const verdict = policyVerdict(judges.policies, {
 			...policyContext(server, judges.asker),
 			tool,
-			arguments:
-				typeof args === "object" && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
-			method: "tools/call",
+			arguments: callArguments(request),
+			method: TOOLS_CALL,
 		});
 		if (!verdict.allowed) {
 			// The sentence names the policy, never its expression.

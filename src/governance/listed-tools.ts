@@ -1,4 +1,6 @@
-import type { JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestOf } from "../mcp/client-message.ts";
+import type { TOOLS_LIST } from "../mcp/methods.ts";
 import { observedReply, toolsResultOf } from "../mcp/tools-reply.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
@@ -111,7 +113,7 @@ export async function watchListed(context: PinContext, server: PinnedServer, see
 export function watchedToolsReply(
 	context: PinContext,
 	server: PinnedServer,
-	request: JSONRPCRequest,
+	request: RequestOf<typeof TOOLS_LIST>,
 	reply: Response,
 	maxBytes: number,
 ): Response {

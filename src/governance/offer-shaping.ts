@@ -1,6 +1,13 @@
-import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import type { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import {
+	COMPLETION_COMPLETE,
+	PROMPTS_GET,
+	RESOURCES_READ,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+} from "../mcp/methods.ts";
 import { unknownName, unknownResource } from "../mcp/unknown-offers.ts";
 import { type UriForm, unnormalizableUri } from "../mcp/uri-normalize.ts";
 import type { PromptShaping, ResourceShaping } from "../registry/offer-shaping-schema.ts";
@@ -63,26 +70,23 @@ export function resourceRefusal(shaping: OfferShaping, uri: string, form: UriFor
  * URIs are judged in normal form, however the client spelled them (see
  * `resourceRefusal`).
  */
-export function hiddenOfferRefusal(shaping: OfferShaping, message: JSONRPCRequest): GatewayError | null {
-	const params = message.params ?? {};
-	if (message.method === "prompts/get") {
-		const name = String(params.name ?? "");
-		return promptOffered(shaping, name) ? null : unknownName("prompt", name);
-	}
-	if (
-		message.method === "resources/read" ||
-		message.method === "resources/subscribe" ||
-		message.method === "resources/unsubscribe"
-	) {
-		return resourceRefusal(shaping, String(params.uri ?? ""));
-	}
-	if (message.method === "completion/complete") {
-		const ref = (params.ref ?? {}) as { type?: unknown; name?: unknown; uri?: unknown };
-		if (ref.type === "ref/prompt" && !promptOffered(shaping, String(ref.name ?? ""))) {
-			return unknownName("prompt", String(ref.name ?? ""));
+export function hiddenOfferRefusal(shaping: OfferShaping, request: SessionRequest): GatewayError | null {
+	switch (request.method) {
+		case PROMPTS_GET: {
+			const { name } = request.message.params;
+			return promptOffered(shaping, name) ? null : unknownName("prompt", name);
 		}
-		// A template's completion names it by its uriTemplate, which the same globs choose.
-		if (ref.type === "ref/resource") return resourceRefusal(shaping, String(ref.uri ?? ""), "template");
+		case RESOURCES_READ:
+		case RESOURCES_SUBSCRIBE:
+		case RESOURCES_UNSUBSCRIBE:
+			return resourceRefusal(shaping, request.message.params.uri);
+		case COMPLETION_COMPLETE: {
+			const { ref } = request.message.params;
+			if (ref.type === "ref/prompt") return promptOffered(shaping, ref.name) ? null : unknownName("prompt", ref.name);
+			// A template's completion names it by its uriTemplate, which the same globs choose.
+			return resourceRefusal(shaping, ref.uri, "template");
+		}
+		default:
+			return null;
 	}
-	return null;
 }

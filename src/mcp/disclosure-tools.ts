@@ -1,5 +1,6 @@
-import type { CallToolResult, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { callArguments, type ToolCall } from "./client-message.ts";
 import { GatewayError } from "./gateway-error.ts";
 import { MAX_QUERY_CHARS, MAX_WORD_CHARS, queryOverLimit } from "./tool-search.ts";
 
@@ -108,14 +109,14 @@ const CallArgumentsSchema = z.object({
 });
 export type CallArguments = z.infer<typeof CallArgumentsSchema>;
 
-/** `search_tools`' arguments from a `tools/call`'s params; bad ones are invalid params, said plainly. */
-export function searchArgumentsOf(params: Readonly<Record<string, unknown>>): SearchArguments {
-	return parsed(SEARCH_TOOLS, SearchArgumentsSchema, params.arguments ?? {});
+/** `search_tools`' arguments from its call; bad ones are invalid params, said plainly. */
+export function searchArgumentsOf(call: ToolCall): SearchArguments {
+	return parsed(SEARCH_TOOLS, SearchArgumentsSchema, callArguments(call));
 }
 
-/** `call_tool`'s arguments from a `tools/call`'s params; bad ones are invalid params, said plainly. */
-export function callArgumentsOf(params: Readonly<Record<string, unknown>>): CallArguments {
-	return parsed(CALL_TOOL, CallArgumentsSchema, params.arguments ?? {});
+/** `call_tool`'s arguments from its call; bad ones are invalid params, said plainly. */
+export function callArgumentsOf(call: ToolCall): CallArguments {
+	return parsed(CALL_TOOL, CallArgumentsSchema, callArguments(call));
 }
 
 function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
@@ -130,16 +131,19 @@ function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
  * arguments, under the same id, with the same `_meta` (progress token, trace
  * context) and task augmentation, so it goes wherever a direct call would.
  */
-export function innerCall(message: JSONRPCRequest, call: CallArguments): JSONRPCRequest {
-	const { _meta, task } = (message.params ?? {}) as { _meta?: unknown; task?: unknown };
+export function innerCall(call: ToolCall, named: CallArguments): ToolCall {
+	const { _meta, task } = call.message.params;
 	return {
-		...message,
-		params: {
-			name: call.name,
-			...(call.arguments !== undefined ? { arguments: call.arguments } : {}),
-			...(_meta !== undefined ? { _meta } : {}),
-			...(task !== undefined ? { task } : {}),
-		} as JSONRPCRequest["params"],
+		...call,
+		message: {
+			...call.message,
+			params: {
+				name: named.name,
+				...(named.arguments !== undefined ? { arguments: named.arguments } : {}),
+				...(_meta !== undefined ? { _meta } : {}),
+				...(task !== undefined ? { task } : {}),
+			},
+		},
 	};
 }
 

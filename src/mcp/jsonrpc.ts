@@ -1,21 +1,15 @@
 import {
-	type InitializeRequest,
-	InitializeRequestSchema,
 	JSONRPCErrorResponseSchema,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	JSONRPCNotificationSchema,
-	type JSONRPCRequest,
 	JSONRPCRequestSchema,
 	JSONRPCResultResponseSchema,
+	type ProgressToken,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { GatewayError } from "./gateway-error.ts";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
-
-/** Longest request id (as text) a client may use: ids key the gateway's maps of running requests. */
-export const MAX_REQUEST_ID_LENGTH = 256;
+import { nestsDeeperThan } from "./json-depth.ts";
 
 /**
  * One JSON-RPC message from untrusted text (an upstream's reply or event),
@@ -115,98 +109,8 @@ export function isResponseTo(message: JSONRPCMessage, id: RequestId): boolean {
 	return !("method" in message) && "id" in message && message.id === id;
 }
 
-/** A client message, parsed and classified once at the edge. */
-export type ClientMessage =
-	| { kind: "initialize"; message: JSONRPCRequest; params: InitializeRequest["params"] }
-	| { kind: "request"; message: JSONRPCRequest }
-	| { kind: "notification"; message: JSONRPCNotification }
-	| { kind: "response"; message: JSONRPCMessage };
-
-/** Parses request body text into one JSON-RPC message, with errors a person can act on. */
-export function parseClientMessage(text: string): ClientMessage {
-	return clientMessageOf(parseJsonBody(text));
-}
-
-/** A request body's JSON value; not JSON at all is a parse error, JSON nested too deeply an invalid request. */
-export function parseJsonBody(text: string): unknown {
-	let value: unknown;
-	try {
-		value = JSON.parse(text);
-	} catch (error) {
-		throw new GatewayError("parse_error", "Parse error: the request body is not valid JSON.", { cause: error });
-	}
-	if (nestsDeeperThan(text)) {
-		throw new GatewayError(
-			"invalid_request",
-			`Invalid Request: the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels, which the gateway does not read.`,
-		);
-	}
-	return value;
-}
-
-/** One 2025-era JSON-RPC message from a body's JSON value, with errors a person can act on. */
-export function clientMessageOf(value: unknown): ClientMessage {
-	if (Array.isArray(value)) {
-		throw new GatewayError(
-			"invalid_request",
-			"Invalid request: JSON-RPC batches are not supported; send one message per POST.",
-		);
-	}
-	const message = jsonRpcMessageOf(withoutNullMeta(value));
-	if (message === null) {
-		throw new GatewayError(
-			"invalid_request",
-			"Invalid request: the body is not a JSON-RPC 2.0 request, notification or response.",
-		);
-	}
-	if ("id" in message && String(message.id).length > MAX_REQUEST_ID_LENGTH) {
-		throw new GatewayError(
-			"invalid_request",
-			`Invalid request: the request id is longer than ${MAX_REQUEST_ID_LENGTH} characters.`,
-		);
-	}
-	const token =
-		"params" in message ? (message.params?._meta as { progressToken?: unknown } | undefined)?.progressToken : undefined;
-	if (token !== undefined && String(token).length > MAX_REQUEST_ID_LENGTH) {
-		throw new GatewayError(
-			"invalid_request",
-			`Invalid request: the progress token is longer than ${MAX_REQUEST_ID_LENGTH} characters.`,
-		);
-	}
-	return classify(message);
-}
-
-/**
- * `params._meta: null` means "no metadata"; the schema wants an object or
- * nothing, so it is dropped rather than refused (it is never sent upstream).
- */
-export function withoutNullMeta(value: unknown): unknown {
-	if (typeof value !== "object" || value === null) return value;
-	const params = (value as { params?: unknown }).params;
-	if (typeof params !== "object" || params === null || (params as { _meta?: unknown })._meta !== null) return value;
-	const { _meta: _dropped, ...rest } = params as Record<string, unknown>;
-	return { ...value, params: rest };
-}
-
-/**
- * Sorts a message the schema already accepted by its shape, without a second
- * validation: requests have a method and an id, notifications a method only.
- */
-function classify(message: JSONRPCMessage): ClientMessage {
-	if ("method" in message && "id" in message) {
-		const request = message as JSONRPCRequest;
-		if (request.method === "initialize") {
-			const init = InitializeRequestSchema.safeParse(request);
-			if (!init.success) {
-				throw new GatewayError(
-					"invalid_request",
-					`Invalid initialize request: ${init.error.issues[0]?.message ?? "bad params"} at params.${init.error.issues[0]?.path.join(".") ?? ""}.`,
-				);
-			}
-			return { kind: "initialize", message: request, params: init.data.params };
-		}
-		return { kind: "request", message: request };
-	}
-	if ("method" in message) return { kind: "notification", message: message as JSONRPCNotification };
-	return { kind: "response", message };
+/** The progress token a peer's `notifications/progress` carries in its params; null when it carries none. */
+export function progressTokenOf(message: JSONRPCNotification): ProgressToken | null {
+	const token = message.params?.progressToken;
+	return typeof token === "string" || typeof token === "number" ? token : null;
 }

@@ -1,4 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { TOOLS_CALL } from "./methods.ts";
 
 /**
  * Makes a client message safe to send upstream, changing nothing else:
@@ -7,21 +8,19 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
  * hosted servers reject with 400. A non-empty `_meta` (e.g. a progressToken)
  * is kept as it is.
  */
-export function normalizeOutgoing(message: JSONRPCMessage): JSONRPCMessage {
-	if (!("method" in message) || message.params === undefined || message.params === null) {
-		return "method" in message && message.method === "tools/call" ? { ...message, params: { arguments: {} } } : message;
+export function normalizeOutgoing<T extends JSONRPCMessage>(message: T): T {
+	if (!("method" in message)) return message;
+	const call = message.method === TOOLS_CALL;
+	if (message.params === undefined || message.params === null) {
+		return call ? { ...message, params: { arguments: {} } } : message;
 	}
+	const noArguments = call && (message.params.arguments === undefined || message.params.arguments === null);
+	const emptyMeta = "_meta" in message.params && isEmptyMeta(message.params._meta);
+	if (!noArguments && !emptyMeta) return message;
 	const params: Record<string, unknown> = { ...message.params };
-	let changed = false;
-	if (message.method === "tools/call" && (params.arguments === undefined || params.arguments === null)) {
-		params.arguments = {};
-		changed = true;
-	}
-	if ("_meta" in params && isEmptyMeta(params._meta)) {
-		delete params._meta;
-		changed = true;
-	}
-	return changed ? ({ ...message, params } as JSONRPCMessage) : message;
+	if (noArguments) params.arguments = {};
+	if (emptyMeta) delete params._meta;
+	return { ...message, params };
 }
 
 function isEmptyMeta(meta: unknown): boolean {

@@ -1,5 +1,6 @@
 import { DEFAULT_NEGOTIATED_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { GatewayError } from "./gateway-error.ts";
 
 /**
  * The two protocol eras, in the SDK v2's words and the gateway's everywhere:
@@ -61,4 +62,21 @@ export function checkProtocolVersionHeader(header: string | null): VersionCheck 
 /** Whether a version an upstream negotiated is one this gateway can speak to a client. */
 export function isSupportedLegacyVersion(version: string): boolean {
 	return SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+}
+
+/**
+ * -32022 with the versions a client can pick (2026-07-28 versioning): for a
+ * request of the modern era, that era's versions (what `server/discover`
+ * offers); for a 2025 request, every version the gateway speaks.
+ */
+export function unsupportedVersion(
+	requested: string,
+	id: string | number | null,
+	supported: readonly string[] = SUPPORTED_VERSIONS_OF_BOTH_ERAS,
+): GatewayError {
+	return new GatewayError(
+		"unsupported_protocol_version",
+		`Unsupported protocol version '${requested}': use one of ${supported.join(", ")}.`,
+		{ id, data: { supported, requested } },
+	);
 }

@@ -1,5 +1,7 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { calledTool, type SessionRequest } from "../mcp/client-message.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import type { Member } from "./binding.ts";
 
@@ -36,25 +38,33 @@ export function notSent(member: Member, error: unknown): GatewayError {
 	);
 }
 
+/** What a failure's sentence says of the request it ended: its method, and the tool a call called (null for others). */
+export interface Attempted {
+	method: string;
+	tool: string | null;
+}
+
+/** A request as its failure's sentence names it. */
+export function attempted(request: SessionRequest): Attempted {
+	return { method: request.message.method, tool: calledTool(request) };
+}
+
 /** The request may have reached the upstream before `what` happened: says whether it may have taken effect. */
-export function mayHaveRun(
-	member: Pick<Member, "name">,
-	message: Pick<JSONRPCRequest, "method" | "params">,
-	what: string,
-): GatewayError {
-	if (REPEATABLE_METHODS.has(message.method)) {
+export function mayHaveRun(member: Pick<Member, "name">, request: Attempted, what: string): GatewayError {
+	const { method } = request;
+	if (REPEATABLE_METHODS.has(method)) {
 		return new GatewayError("upstream_unavailable", `Upstream server '${member.name}' failed: ${what}.`, {
 			server: member.name,
 		});
 	}
-	if (message.method !== "tools/call") {
+	if (method !== TOOLS_CALL) {
 		return new GatewayError(
 			"outcome_uncertain",
-			`The request ${message.method} to upstream server '${member.name}' may or may not have taken effect: ${what}. It was not repeated, because only reads are. Check before sending it again; the gateway reconnects to '${member.name}' on the next request.`,
+			`The request ${method} to upstream server '${member.name}' may or may not have taken effect: ${what}. It was not repeated, because only reads are. Check before sending it again; the gateway reconnects to '${member.name}' on the next request.`,
 			{ server: member.name },
 		);
 	}
-	const tool = String((message.params as { name?: unknown } | undefined)?.name ?? "the tool");
+	const tool = request.tool ?? "the tool";
 	return new GatewayError(
 		"outcome_uncertain",
 		`The call to '${tool}' on upstream server '${member.name}' may or may not have taken effect: ${what}. It was not retried, because the tool is not known to be read-only. Check its effect with a read before retrying; the gateway reconnects to '${member.name}' on the next request.`,

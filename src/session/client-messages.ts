@@ -1,5 +1,7 @@
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientNotification, SessionMessage, SessionRequest } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED, TOOLS_LIST } from "../mcp/methods.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import type { ActivityMeter } from "./activity-meter.ts";
@@ -10,10 +12,9 @@ import { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionLifecycle } from "./session-lifecycle.ts";
 import { notFound, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
-import type { SessionMessage } from "./session-rpc.ts";
 import type { SessionState } from "./session-state.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
-import { routeTaskRequest } from "./tasks/task-requests.ts";
+import { meetsTasks, routeTaskRequest } from "./tasks/task-requests.ts";
 import type { UpstreamTasks } from "./tasks/upstream-tasks.ts";
 import type { UpstreamCalls } from "./upstream-calls.ts";
 
@@ -27,10 +28,11 @@ export interface SessionAccess {
 }
 
 /**
- * A client's message in a session it belongs to: a request is let in (up to
- * MAX_IN_FLIGHT at once) as a running call that ends itself (RunningCall),
- * the session is rechecked if due, and the message goes where it belongs —
- * the tasks, the one upstream of a transparent session, or an aggregate's
+ * A client's message in a session it belongs to, parsed once at the edge
+ * (`client-message.ts`): a request is let in (up to MAX_IN_FLIGHT at once) as
+ * a running call that ends itself (RunningCall), the session is rechecked if
+ * due, and the message goes where it belongs — the tasks (only a request that
+ * meets them), the one upstream of a transparent session, or an aggregate's
  * router — its reply leaving through the call.
  */
 export class ClientMessages {
@@ -53,7 +55,7 @@ export class ClientMessages {
 		const binding = await this.access.authorize(scope);
 		if (!binding) return notFound();
 		// The gateway already completed the upstream handshake when the session opened.
-		if (input.kind === "notification" && input.message.method === "notifications/initialized") {
+		if (input.kind === "notification" && input.method === NOTIFICATIONS_INITIALIZED) {
 			return new Response(null, { status: 202 });
 		}
 		if (input.kind === "request" && this.lifecycle.inFlight >= MAX_IN_FLIGHT) {
@@ -71,11 +73,11 @@ export class ClientMessages {
 			// policies, pinning and at-most-once hold for it as for the direct call it stands for.
 			const inner =
 				input.kind === "request" && (this.state.binding ?? binding).mode === "aggregate"
-					? this.router.innerCall(input.message)
+					? this.router.innerCall(input)
 					: null;
 			if (inner) {
-				input = { kind: "request", message: inner };
-				calledTool = String(inner.params?.name);
+				input = inner;
+				calledTool = inner.message.params.name;
 			}
 			const reply = await this.route(binding, input, call);
 			return call.leave(calledTool === null ? reply : withCalledTool(reply, calledTool));
@@ -100,7 +102,11 @@ export class ClientMessages {
 	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
 		const binding = this.state.binding;
 		if (!binding) return Promise.resolve();
-		const cancelled = { jsonrpc: "2.0" as const, method: "notifications/cancelled", params: { requestId, reason } };
+		const cancelled: ClientNotification = {
+			kind: "notification",
+			method: NOTIFICATIONS_CANCELLED,
+			message: { jsonrpc: "2.0", method: NOTIFICATIONS_CANCELLED, params: { requestId, reason } },
+		};
 		if (binding.mode === "aggregate") return this.router.notify(cancelled);
 		const member = this.members.transparentMember(binding);
 		return this.calls.notify(member, cancelled).then((response) => response.body?.cancel());
@@ -108,43 +114,45 @@ export class ClientMessages {
 
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
 	private async route(binding: SessionBinding, input: SessionMessage, call: RunningCall): Promise<Response> {
-		let holder: Member | null = null;
-		if (input.kind === "request") {
-			const route = await routeTaskRequest(
-				this.state.holdsTasks(),
-				this.tasks,
-				this.upstreamTasks,
-				input.message,
-				call,
-			);
-			if ("answered" in route) return route.answered;
-			input = { kind: "request", message: route.message };
-			holder = route.holder;
-		}
+		if (input.kind === "request") return this.routeRequest(binding, input, call);
 		// An answer to what a held task's call asked settles that question; it goes on as any answer.
 		if (input.kind === "response") await this.tasks.answered(input.message);
 		const current = this.state.binding ?? binding;
-		if (current.mode === "transparent") {
-			const member = this.members.transparentMember(current);
-			if (input.kind !== "request") return this.calls.notify(member, input.message);
-			// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
-			// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
-			const kind = await this.decisions.listAnsweredHere(member, input.message.method);
-			if (kind) return call.answered(await this.decisions.answerList(member, kind, input.message.id));
-			const reply = await this.calls.request(member, input.message, call);
-			// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
-			if (input.message.method === "tools/list") {
-				return call.carriedOn(reply, this.decisions.watchedToolsReply(member, input.message, reply));
-			}
-			return holder ? this.taskCreated(holder, reply, call) : reply;
-		}
-		if (input.kind === "request") {
-			const reply = await this.router.handle(input.message, call);
-			return holder ? this.taskCreated(holder, reply, call) : reply;
-		}
-		if (input.kind === "notification") await this.router.notify(input.message);
-		else await this.router.clientResponse(input.message);
+		if (current.mode === "transparent") return this.calls.notify(this.members.transparentMember(current), input);
+		if (input.kind === "notification") await this.router.notify(input);
+		else await this.router.clientResponse(input);
 		return new Response(null, { status: 202 });
+	}
+
+	/**
+	 * A client request: the tasks first, only if it meets them (decided from
+	 * the parsed request: a plain call never does), then the one upstream of a
+	 * transparent session or an aggregate's router.
+	 */
+	private async routeRequest(binding: SessionBinding, request: SessionRequest, call: RunningCall): Promise<Response> {
+		let holder: Member | null = null;
+		if (meetsTasks(request)) {
+			const route = await routeTaskRequest(this.state.holdsTasks(), this.tasks, this.upstreamTasks, request, call);
+			if ("answered" in route) return route.answered;
+			request = route.request;
+			holder = route.holder;
+		}
+		const current = this.state.binding ?? binding;
+		if (current.mode === "aggregate") {
+			const reply = await this.router.handle(request, call);
+			return holder ? this.taskCreated(holder, reply, call) : reply;
+		}
+		const member = this.members.transparentMember(current);
+		// The list of a server that is shaped, pinned under `block` or governed by a policy is rewritten
+		// (and only it): the session answers it from its catalog, shaped, filtered, all in one page.
+		const kind = await this.decisions.listAnsweredHere(member, request.message.method);
+		if (kind) return call.answered(await this.decisions.answerList(member, kind, request.message.id));
+		const reply = await this.calls.request(member, request, call);
+		// A list not rewritten reaches the client as it came; its tools are recorded and flagged beside it.
+		if (request.method === TOOLS_LIST) {
+			return call.carriedOn(reply, this.decisions.watchedToolsReply(member, request.message, reply));
+		}
+		return holder ? this.taskCreated(holder, reply, call) : reply;
 	}
 
 	/** A reply to a call `holder`'s upstream made a task of: its task id the gateway's; the call still ends with the upstream's reply. */

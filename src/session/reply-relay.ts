@@ -1,4 +1,5 @@
 import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { relaySse } from "../mcp/sse-relay.ts";
@@ -8,7 +9,7 @@ import type { Breaker } from "./aggregate/breaker.ts";
 import { type ReplyRoute, readMemberReply } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
 import { type ClientAnswers, type ModernCall, relayModern } from "./bridge/modern-rounds.ts";
-import { cancelledError, mayHaveRun, SessionEnded, tooLarge } from "./call-failures.ts";
+import { attempted, cancelledError, mayHaveRun, SessionEnded, tooLarge } from "./call-failures.ts";
 import type { RunningCall } from "./running-call.ts";
 import { withCompletion } from "./streams/stream-completion.ts";
 
@@ -17,6 +18,9 @@ export interface AnsweredCall {
 	readonly member: Member;
 	readonly connection: UpstreamConnection;
 	readonly session: UpstreamSession;
+	/** The request as the decision let it go (a tool call under the upstream's own name). */
+	readonly request: SessionRequest;
+	/** That request as it was sent (`normalizeOutgoing`). */
 	readonly message: JSONRPCRequest;
 	/** The call's deadline, still running while its reply is read. */
 	readonly deadline: Deadline;
@@ -191,7 +195,7 @@ function brokenOff(host: RelayHost, call: AnsweredCall, error: unknown): JSONRPC
 	}
 	host.breaker.failure(member.name);
 	const what = error === null ? "it closed the reply before answering" : "the connection broke before it answered";
-	return failureReply(message.method, message.id, mayHaveRun(member, message, what));
+	return failureReply(message.method, message.id, mayHaveRun(member, attempted(call.request), what));
 }
 
 /**

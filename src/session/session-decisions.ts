@@ -1,4 +1,4 @@
-import type { JSONRPCRequest, RequestId, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestId, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Asker, GovernedServer } from "../governance/decision.ts";
 import { type DecisionSource, decideListFor, decidesListFor, type ListedTools } from "../governance/decision-inputs.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
@@ -6,8 +6,10 @@ import { registryRecorder } from "../governance/pin-records.ts";
 import { type CompiledPolicies, policyPrincipal } from "../governance/policies.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { endpointToolView, exposedToolName } from "../governance/tool-shaping.ts";
+import type { RequestOf } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
+import type { TOOLS_LIST } from "../mcp/methods.ts";
 import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
 import type { Catalog } from "./aggregate/catalog.ts";
@@ -110,7 +112,7 @@ export class SessionDecisions implements DecisionSource {
 	}
 
 	/** A transparent tools/list reply passed on as it came, its tools checked against the pins beside the client. */
-	watchedToolsReply(member: Member, request: JSONRPCRequest, reply: Response): Response {
+	watchedToolsReply(member: Member, request: RequestOf<typeof TOOLS_LIST>, reply: Response): Response {
 		return watchedToolsReply(this.pins, member, request, reply, this.pool.connection(member).maxReplyBytes);
 	}
 

@@ -1,8 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
-import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Env } from "../env.ts";
 import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
-import { unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
+import { type ModernTaskRequest, unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
+import type { ClientResponse } from "../mcp/client-message.ts";
+import { NOTIFICATIONS_ELICITATION_COMPLETE } from "../mcp/methods.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import type { SessionScope } from "./binding.ts";
@@ -141,16 +142,17 @@ export class SessionDO extends DurableObject<Env> {
 	 * a session: where none is, or it is another principal's, the task is
 	 * unknown. A poll counts as the session's activity, as any request does.
 	 */
-	async modernTask(scope: SessionScope, message: JSONRPCRequest): Promise<Response> {
+	async modernTask(scope: SessionScope, request: ModernTaskRequest): Promise<Response> {
 		return this.whileActive(async () => {
+			const { message } = request;
 			const binding = await this.session.authorize(scope);
-			if (!binding) return renderRpcFailure(unknownTask(String(message.params?.taskId ?? ""), message.id), message.id);
+			if (!binding) return renderRpcFailure(unknownTask(message.params.taskId, message.id), message.id);
 			this.parts.lifecycle.touch();
 			// An answer to what a task's call asked goes into the session as the client's answer would.
-			const respond = async (answer: JSONRPCMessage) => {
-				await (await this.session.handleClientMessage(scope, { kind: "response", message: answer })).body?.cancel();
+			const respond = async (answer: ClientResponse) => {
+				await (await this.session.handleClientMessage(scope, answer)).body?.cancel();
 			};
-			return answerModernTask(this.parts.tasks, message, respond);
+			return answerModernTask(this.parts.tasks, request, respond);
 		});
 	}
 
@@ -248,7 +250,7 @@ export class SessionDO extends DurableObject<Env> {
 			if (elicitationId !== null) {
 				this.parts.streams.listening()?.send({
 					jsonrpc: "2.0",
-					method: "notifications/elicitation/complete",
+					method: NOTIFICATIONS_ELICITATION_COMPLETE,
 					params: { elicitationId },
 				});
 			}

@@ -1,5 +1,6 @@
-import type { JSONRPCMessage, JSONRPCNotification, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import type { OpenSessionInput } from "./session-open.ts";
 
 /*
@@ -11,7 +12,8 @@ import type { OpenSessionInput } from "./session-open.ts";
 /** A 2026-07-28 client's request, with what opening its session needs. */
 export interface ModernSessionInput extends Omit<OpenSessionInput, "request" | "params"> {
 	envelope: Envelope;
-	message: JSONRPCRequest;
+	/** Parsed once at the edge; structured clone brings it here as it is. */
+	request: SessionRequest;
 	/** Live sessions the key may hold. */
 	cap: number;
 }
@@ -21,8 +23,5 @@ export interface OpenSessionResult {
 	reply: JSONRPCMessage;
 }
 
-/** Client messages forwarded into a live session. */
-export type SessionMessage =
-	| { kind: "request"; message: JSONRPCRequest }
-	| { kind: "notification"; message: JSONRPCNotification }
-	| { kind: "response"; message: JSONRPCMessage };
+/** Client messages forwarded into a live session, parsed once at the edge (`client-message.ts`). */
+export type { SessionMessage } from "../mcp/client-message.ts";

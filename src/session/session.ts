@@ -1,4 +1,5 @@
-import type { JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
@@ -106,8 +107,8 @@ export class Session implements SessionOwner {
 	}
 
 	/** A held task's call, run as its client's request would run. */
-	runAsClient(message: JSONRPCRequest): Promise<Response> {
-		return this.postAsClient({ kind: "request", message });
+	runAsClient(request: SessionRequest): Promise<Response> {
+		return this.postAsClient(request);
 	}
 
 	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {

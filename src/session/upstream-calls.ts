@@ -5,8 +5,10 @@ import type {
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
+import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { NOTIFICATIONS_CANCELLED, TOOLS_CALL } from "../mcp/methods.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
@@ -17,15 +19,26 @@ import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { Member } from "./binding.ts";
 import { ClientAnswers } from "./bridge/modern-rounds.ts";
-import { callerRefused, cancelledError, isFinal, mayHaveRun, notSent, paused, SessionEnded } from "./call-failures.ts";
+import {
+	attempted,
+	callerRefused,
+	cancelledError,
+	isFinal,
+	mayHaveRun,
+	notSent,
+	paused,
+	SessionEnded,
+} from "./call-failures.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 import type { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionState } from "./session-state.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 
-/** A request on its way to a member: what every try of it carries. */
-type Sending = Pick<AnsweredCall, "member" | "message" | "cancelled" | "running" | "route">;
+/**
+ * A request on its way to a member: what every try of it carries.
+ */
+type Sending = Pick<AnsweredCall, "member" | "request" | "message" | "cancelled" | "running" | "route">;
 
 /** What one try of a request came to. */
 type Tried =
@@ -77,23 +90,25 @@ export class UpstreamCalls {
 	 * reply carries the object's note on it for the edge's accounting (see
 	 * CALL_NOTE_HEADER), which the edge takes off.
 	 */
-	async request(member: Member, original: JSONRPCRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
+	async request(member: Member, original: SessionRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
+		const { method, id } = original.message;
 		// The governance decision: refused before anything is sent, or sent, a tool call under the upstream's own name.
-		const decision = await decideCallFor(this.decisions, member, normalizeOutgoing(original) as JSONRPCRequest);
+		const decision = await decideCallFor(this.decisions, member, original);
 		const note = callNoteOf(member, decision);
 		if ("refused" in decision) {
-			return withCallNote(call.answered(decision.refused.toRpcResponse(original.id)), original.method, note);
+			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
-		return withCallNote(await this.forward(member, decision.send, call, route), original.method, note);
+		return withCallNote(await this.forward(member, decision.send, call, route), method, note);
 	}
 
-	private forward(member: Member, message: JSONRPCRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
+	private forward(member: Member, request: SessionRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
+		const message = normalizeOutgoing(request.message);
 		const cancelled = new AbortController();
 		this.running.set(message.id, cancelled);
 		call.onEnd(() => {
 			if (this.running.get(message.id) === cancelled) this.running.delete(message.id);
 		});
-		return this.attempt({ member, message, cancelled: cancelled.signal, running: call, route });
+		return this.attempt({ member, request, message, cancelled: cancelled.signal, running: call, route });
 	}
 
 	/**
@@ -122,14 +137,14 @@ export class UpstreamCalls {
 	 * repeating it is harmless (see `mayRepeat`).
 	 */
 	private async attempt(sending: Sending): Promise<Response> {
-		const { member, message, running } = sending;
+		const { member, request, message, running } = sending;
 		const connection = this.pool.connection(member);
 		for (let attempt = 1; ; attempt++) {
 			const tried = await this.tryOnce(sending, connection);
 			if (tried.kind === "answered") return relayReply(this.relaying, tried.call);
 			const again =
 				attempt === 1 &&
-				(tried.kind === "not-sent" || (tried.kind === "may-have-run" && (await this.mayRepeat(member, message))));
+				(tried.kind === "not-sent" || (tried.kind === "may-have-run" && (await this.mayRepeat(member, request))));
 			if (!again) {
 				const capabilities = this.state.binding?.clientCapabilities;
 				return running.answered(Response.json(failureReply(message.method, message.id, tried.error, capabilities)));
@@ -139,7 +154,7 @@ export class UpstreamCalls {
 
 	/** One try: an upstream session, the request sent, and what the upstream's answer means. */
 	private async tryOnce(sending: Sending, connection: UpstreamConnection): Promise<Tried> {
-		const { member, message, cancelled } = sending;
+		const { member, request, message, cancelled } = sending;
 		const pausedFor = this.breaker.openFor(member.name);
 		if (pausedFor > 0) return { kind: "failed", error: paused(member, pausedFor) };
 		let session: UpstreamSession;
@@ -159,7 +174,7 @@ export class UpstreamCalls {
 			reply = await connection.post(session, message, deadline);
 		} catch (error) {
 			deadline.clear();
-			return this.sendFailed(member, connection, session, message, cancelled, error);
+			return this.sendFailed(member, connection, session, request, cancelled, error);
 		}
 		return this.answerOf({ ...sending, connection, session, deadline }, reply);
 	}
@@ -169,13 +184,13 @@ export class UpstreamCalls {
 		member: Member,
 		connection: UpstreamConnection,
 		session: UpstreamSession,
-		message: JSONRPCRequest,
+		request: SessionRequest,
 		cancelled: AbortSignal,
 		error: unknown,
 	): Tried {
 		if (cancelled.aborted) return { kind: "failed", error: cancelledError(cancelled) };
 		if (error instanceof GatewayError && error.kind === "upstream_timeout") {
-			this.cancelUpstream(connection, session, message);
+			this.cancelUpstream(connection, session, request.message);
 			return { kind: "failed", error };
 		}
 		// The upstream answered, but not as MCP (a redirect): nothing to retry or back off from.
@@ -183,13 +198,13 @@ export class UpstreamCalls {
 		this.breaker.failure(member.name);
 		return {
 			kind: "may-have-run",
-			error: mayHaveRun(member, message, "the connection failed after the request was sent"),
+			error: mayHaveRun(member, attempted(request), "the connection failed after the request was sent"),
 		};
 	}
 
 	/** What the upstream's HTTP answer means: a reply to relay, refused credentials, an expired session, or an error status. */
 	private async answerOf(call: Omit<AnsweredCall, "reply" | "body">, reply: Response): Promise<Tried> {
-		const { member, connection, session, message } = call;
+		const { member, connection, session, message, request } = call;
 		const body = reply.body;
 		if (reply.status === 401) {
 			await this.discard(call, reply);
@@ -209,7 +224,10 @@ export class UpstreamCalls {
 			await this.discard(call, reply);
 			this.breaker.success(member.name);
 			await this.members.retire(member, session);
-			return { kind: "may-have-run", error: mayHaveRun(member, message, "its upstream session had expired") };
+			return {
+				kind: "may-have-run",
+				error: mayHaveRun(member, attempted(request), "its upstream session had expired"),
+			};
 		}
 		if (!reply.ok || !body) {
 			call.deadline.clear();
@@ -226,11 +244,12 @@ export class UpstreamCalls {
 	}
 
 	/** Forwards a notification or a response: 202 once the upstream accepted it. */
-	async notify(member: Member, message: JSONRPCMessage): Promise<Response> {
+	async notify(member: Member, client: ClientNotification | ClientResponse): Promise<Response> {
+		const { message } = client;
 		// An answer to a request the gateway asked on a 2026-07-28 upstream's behalf stays here.
 		if (this.answers.answer(message)) return new Response(null, { status: 202 });
-		if ("method" in message && message.method === "notifications/cancelled") {
-			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
+		if (client.kind === "notification" && client.method === NOTIFICATIONS_CANCELLED) {
+			const { requestId } = client.message.params;
 			const running = requestId === undefined ? undefined : this.running.get(requestId);
 			try {
 				return await this.send(member, message);
@@ -258,18 +277,17 @@ export class UpstreamCalls {
 	}
 
 	/** Read methods on the allowlist may always be repeated; a tool call only when the tool is listed as read-only. */
-	private async mayRepeat(member: Member, message: JSONRPCRequest): Promise<boolean> {
-		if (REPEATABLE_METHODS.has(message.method)) return true;
-		if (message.method !== "tools/call") return false;
-		const name = (message.params as { name?: unknown } | undefined)?.name;
-		return typeof name === "string" && (await this.decisions.isReadOnlyTool(member, name).catch(() => false));
+	private async mayRepeat(member: Member, request: SessionRequest): Promise<boolean> {
+		if (REPEATABLE_METHODS.has(request.message.method)) return true;
+		if (request.method !== TOOLS_CALL) return false;
+		return this.decisions.isReadOnlyTool(member, request.message.params.name).catch(() => false);
 	}
 
 	/** Tells the upstream to stop working on a request the gateway gave up on. Best effort. */
 	private cancelUpstream(connection: UpstreamConnection, session: UpstreamSession, message: JSONRPCRequest): void {
 		const cancelled: JSONRPCNotification = {
 			jsonrpc: "2.0",
-			method: "notifications/cancelled",
+			method: NOTIFICATIONS_CANCELLED,
 			params: { requestId: message.id, reason: "The gateway's deadline for this request passed." },
 		};
 		const deadline = connection.startCallDeadline();

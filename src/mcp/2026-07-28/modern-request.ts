@@ -1,15 +1,17 @@
 import {
 	CLIENT_CAPABILITIES_META_KEY,
 	CLIENT_INFO_META_KEY,
-	classifyInboundRequest,
+	type InboundModernRoute,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
 	LOG_LEVEL_META_KEY,
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { requestIdOf, type SessionRequest } from "../client-message.ts";
 import { GatewayError } from "../gateway-error.ts";
-import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_VERSIONS_OF_BOTH_ERAS } from "../protocol-version.ts";
+import { PROMPTS_GET, RESOURCES_READ, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE, TOOLS_CALL } from "../methods.ts";
+import { MODERN_PROTOCOL_VERSIONS, unsupportedVersion } from "../protocol-version.ts";
 import { decodeHeaderValue } from "./header-value.ts";
 
 /**
@@ -24,12 +26,6 @@ export interface Envelope {
 	clientCapabilities: Record<string, unknown>;
 	logLevel?: string;
 }
-
-/** A request of either era, as the edge classified it. */
-export type ClassifiedRequest =
-	| { era: "legacy" }
-	| { era: "modern"; kind: "request"; message: JSONRPCRequest; envelope: Envelope }
-	| { era: "modern"; kind: "notification"; message: JSONRPCNotification };
 
 const EnvelopeSchema = z.object({
 	[PROTOCOL_VERSION_META_KEY]: z.string(),
@@ -47,55 +43,36 @@ const UNKNOWN_CLIENT = { name: "unknown", version: "0" };
  * same table, for both the check here and the headers the gateway sends.
  */
 const MCP_NAME_SOURCES: Readonly<Record<string, "name" | "uri" | "taskId">> = {
-	"tools/call": "name",
-	"prompts/get": "name",
-	"resources/read": "uri",
-	"tasks/get": "taskId",
-	"tasks/update": "taskId",
-	"tasks/cancel": "taskId",
+	[TOOLS_CALL]: "name",
+	[PROMPTS_GET]: "name",
+	[RESOURCES_READ]: "uri",
+	[TASKS_GET]: "taskId",
+	[TASKS_UPDATE]: "taskId",
+	[TASKS_CANCEL]: "taskId",
 };
 
+/** A 2026-07-28 request or notification, checked as this era's transport asks. */
+export type ModernPost =
+	| { kind: "request"; message: JSONRPCRequest; envelope: Envelope }
+	| { kind: "notification"; message: JSONRPCNotification };
+
 /**
- * Classifies a POST by era with the SDK's own classifier (the rules every
- * dual-era server uses), then applies the checks the classifier leaves to the
- * transport, as the SDK's server entry does (its `validateStandardRequestHeaders`,
- * which it does not export): the version is one the gateway speaks (-32022
- * listing them); on a request, `MCP-Protocol-Version` is present and equals the
- * envelope, `Mcp-Method` is present (the classifier compares it when it is),
- * and `Mcp-Name` is present and equals the field it mirrors (-32020). Ladder
- * refusals keep the SDK's status, code and words. A refused request reaches
- * nothing: no cache, no Durable Object, no upstream.
+ * The checks a 2026-07-28 POST meets after the SDK's classifier called it
+ * modern (`post-classification.ts`), as the SDK's server entry applies them
+ * (its `validateStandardRequestHeaders`, which it does not export): the
+ * version is one the gateway speaks (-32022 listing them); on a request,
+ * `MCP-Protocol-Version` is present and equals the envelope, `Mcp-Method` is
+ * present (the classifier compares it when it is), and `Mcp-Name` is present
+ * and equals the field it mirrors (-32020); the envelope is well formed.
  */
-export function classifyPost(request: Request, body: unknown): ClassifiedRequest {
-	const headers = request.headers;
-	const outcome = classifyInboundRequest({
-		httpMethod: "POST",
-		protocolVersionHeader: headers.get("mcp-protocol-version") ?? undefined,
-		mcpMethodHeader: headers.get("mcp-method") ?? undefined,
-		mcpNameHeader: headers.get("mcp-name") ?? undefined,
-		body,
-	});
-	if (outcome.kind === "legacy") return { era: "legacy" };
-	const id = requestIdOf(body);
-	if (outcome.kind === "reject" && outcome.cell === "modern-header-without-claim") {
-		// A 2025 body under a version header the gateway does not know at all ("banana"):
-		// the version is what is wrong, so that is what the client is told.
-		const header = headers.get("mcp-protocol-version")?.trim() ?? "";
-		if (!MODERN_PROTOCOL_VERSIONS.includes(header)) throw unsupportedVersion(header, id);
-	}
-	if (outcome.kind === "reject") {
-		throw new GatewayError(outcome.code === HEADER_MISMATCH ? "header_mismatch" : "invalid_params", outcome.message, {
-			status: outcome.httpStatus,
-			code: outcome.code,
-			id,
-		});
-	}
-	const version = outcome.classification.revision;
+export function modernPostOf(headers: Headers, route: InboundModernRoute): ModernPost {
+	const id = requestIdOf(route.message);
+	const version = route.classification.revision;
 	if (version === undefined || !MODERN_PROTOCOL_VERSIONS.includes(version)) {
 		throw unsupportedVersion(version ?? "(none)", id, MODERN_PROTOCOL_VERSIONS);
 	}
-	if (outcome.messageKind === "notification") return { era: "modern", kind: "notification", message: outcome.message };
-	const message = outcome.message;
+	if (route.messageKind === "notification") return { kind: "notification", message: route.message };
+	const message = route.message;
 	const header = headers.get("mcp-protocol-version");
 	if (header === null || header.trim() !== version) {
 		throw mismatch(
@@ -121,7 +98,7 @@ export function classifyPost(request: Request, body: unknown): ClassifiedRequest
 	};
 	const logLevel = meta[LOG_LEVEL_META_KEY];
 	if (logLevel !== undefined) envelope.logLevel = logLevel;
-	return { era: "modern", kind: "request", message, envelope };
+	return { kind: "request", message, envelope };
 }
 
 /** JSON-RPC's HeaderMismatch code (2026-07-28 transport). */
@@ -158,34 +135,16 @@ function mismatch(detail: string, id: string | number | null): GatewayError {
 	return new GatewayError("header_mismatch", `Bad Request: the request headers and body disagree: ${detail}.`, { id });
 }
 
-/**
- * -32022 with the versions a client can pick (2026-07-28 versioning): for a
- * request of the modern era, that era's versions (what `server/discover`
- * offers); for a 2025 request, every version the gateway speaks.
- */
-export function unsupportedVersion(
-	requested: string,
-	id: string | number | null,
-	supported: readonly string[] = SUPPORTED_VERSIONS_OF_BOTH_ERAS,
-): GatewayError {
-	return new GatewayError(
-		"unsupported_protocol_version",
-		`Unsupported protocol version '${requested}': use one of ${supported.join(", ")}.`,
-		{ id, data: { supported, requested } },
-	);
-}
-
-/** The id of a JSON-RPC request body, when it has a usable one (errors carry it). */
-export function requestIdOf(body: unknown): string | number | null {
-	if (typeof body !== "object" || body === null || !("id" in body)) return null;
-	const id = body.id;
-	return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null;
-}
-
 /** The request without its envelope keys: what a 2025 peer is sent (its session carries them). */
-export function withoutEnvelope(message: JSONRPCRequest): JSONRPCRequest {
-	const meta = message.params?._meta;
-	if (!meta) return message;
+export function withoutEnvelope<R extends SessionRequest>(request: R): R {
+	const message = withoutEnvelopeKeys(request.message);
+	return message === request.message ? request : { ...request, message };
+}
+
+function withoutEnvelopeKeys<T extends JSONRPCRequest>(message: T): T {
+	const params = message.params;
+	const meta = params?._meta;
+	if (!params || !meta) return message;
 	const {
 		[PROTOCOL_VERSION_META_KEY]: _version,
 		[CLIENT_INFO_META_KEY]: _info,
@@ -193,8 +152,6 @@ export function withoutEnvelope(message: JSONRPCRequest): JSONRPCRequest {
 		[LOG_LEVEL_META_KEY]: _level,
 		...rest
 	} = meta;
-	const params = { ...message.params };
-	if (Object.keys(rest).length > 0) params._meta = rest;
-	else delete params._meta;
-	return { ...message, params };
+	const { _meta: _envelope, ...others } = params;
+	return { ...message, params: Object.keys(rest).length > 0 ? { ...others, _meta: rest } : others };
 }

@@ -1,14 +1,24 @@
-import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type ClientRequest, calledTool, resourceUri } from "../client-message.ts";
+import {
+	PROMPTS_GET,
+	PROMPTS_LIST,
+	RESOURCES_LIST,
+	RESOURCES_READ,
+	RESOURCES_TEMPLATES_LIST,
+	SERVER_DISCOVER,
+	TOOLS_LIST,
+} from "../methods.ts";
 import { connectInputRequired } from "./connect-input.ts";
 
 /** Results a 2026-07-28 client may cache, which must say for how long and for whom. */
 export const CACHEABLE_METHODS: ReadonlySet<string> = new Set([
-	"server/discover",
-	"tools/list",
-	"prompts/list",
-	"resources/list",
-	"resources/templates/list",
-	"resources/read",
+	SERVER_DISCOVER,
+	TOOLS_LIST,
+	PROMPTS_LIST,
+	RESOURCES_LIST,
+	RESOURCES_TEMPLATES_LIST,
+	RESOURCES_READ,
 ]);
 
 /**
@@ -49,12 +59,11 @@ export function modernReply(method: string, message: JSONRPCMessage, params?: Re
 }
 
 /**
- * What a request names: its `name`, else its `uri` ("" for neither). A 2025
- * peer's unknown resource, made modern, carries it in `data.uri` when its own
- * data has none (see `modernReply`).
+ * What a request names: the tool it calls or the prompt it gets, else the
+ * resource it reads ("" for neither). A 2025 peer's unknown resource, made
+ * modern, carries it in `data.uri` when its own data has none (see `modernReply`).
  */
-export function requestName(message: JSONRPCRequest): string {
-	const params = message.params ?? {};
-	const name = params.name ?? params.uri;
-	return typeof name === "string" ? name : "";
+export function requestName(request: ClientRequest): string {
+	if (request.method === PROMPTS_GET) return request.message.params.name;
+	return calledTool(request) ?? resourceUri(request) ?? "";
 }

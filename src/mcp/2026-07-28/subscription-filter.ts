@@ -1,15 +1,15 @@
-import { SubscriptionFilterSchema } from "@modelcontextprotocol/core";
+import type { SubscriptionFilterSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
+import {
+	NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+	NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+	NOTIFICATIONS_RESOURCES_UPDATED,
+	NOTIFICATIONS_TOOLS_LIST_CHANGED,
+} from "../methods.ts";
 
 /** What a `subscriptions/listen` asks for (2026-07-28). */
 export type SubscriptionFilter = z.infer<typeof SubscriptionFilterSchema>;
-
-/** The filter of a `subscriptions/listen` request's params; empty when it names none or is malformed. */
-export function filterOf(params: Record<string, unknown> | undefined): SubscriptionFilter {
-	const parsed = SubscriptionFilterSchema.safeParse(params?.notifications ?? {});
-	return parsed.success ? parsed.data : {};
-}
 
 /**
  * The part of `wanted` a server with these capabilities can honour: list
@@ -35,13 +35,13 @@ export function acknowledgedFilter(
 export function wantedBy(filter: SubscriptionFilter, message: JSONRPCMessage): boolean {
 	if (!("method" in message) || "id" in message) return false;
 	switch (message.method) {
-		case "notifications/tools/list_changed":
+		case NOTIFICATIONS_TOOLS_LIST_CHANGED:
 			return filter.toolsListChanged === true;
-		case "notifications/prompts/list_changed":
+		case NOTIFICATIONS_PROMPTS_LIST_CHANGED:
 			return filter.promptsListChanged === true;
-		case "notifications/resources/list_changed":
+		case NOTIFICATIONS_RESOURCES_LIST_CHANGED:
 			return filter.resourcesListChanged === true;
-		case "notifications/resources/updated": {
+		case NOTIFICATIONS_RESOURCES_UPDATED: {
 			const uri = message.params?.uri;
 			return typeof uri === "string" && (filter.resourceSubscriptions ?? []).includes(uri);
 		}

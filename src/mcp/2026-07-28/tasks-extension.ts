@@ -1,6 +1,8 @@
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { SessionRequest } from "../client-message.ts";
 import { GatewayError } from "../gateway-error.ts";
+import type { TASKS_CANCEL, TASKS_GET, TASKS_UPDATE } from "../methods.ts";
 
 /**
  * The tasks extension of 2026-07-28 (SEP-2663): a server may answer a
@@ -10,8 +12,11 @@ import { GatewayError } from "../gateway-error.ts";
  */
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 
-/** The extension's methods; each names its task in `params.taskId` (and `Mcp-Name`). */
-export const TASK_METHODS: ReadonlySet<string> = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
+/** A request of the extension's methods, each naming its task in `params.taskId` (and `Mcp-Name`). */
+export type ModernTaskRequest = Extract<
+	SessionRequest,
+	{ method: typeof TASKS_GET | typeof TASKS_UPDATE | typeof TASKS_CANCEL }
+>;
 
 const CapabilitiesSchema = z.object({ extensions: z.record(z.string(), z.unknown()).optional() }).loose();
 
@@ -54,15 +59,12 @@ export function unknownTask(taskId: string, id: RequestId | null): GatewayError 
 	);
 }
 
-const TaskIdParamsSchema = z.object({ taskId: z.string().min(1) }).loose();
-
-/** The `taskId` a task method names; a request without one is refused with -32602. */
-export function taskIdOf(method: string, params: unknown, id: RequestId | null): string {
-	const parsed = TaskIdParamsSchema.safeParse(params);
-	if (!parsed.success) {
+/** The `taskId` a task method names; an empty one is refused with -32602, as a missing one is where it is parsed. */
+export function taskIdOf(request: ModernTaskRequest): string {
+	const { method, id, params } = request.message;
+	if (params.taskId === "")
 		throw new GatewayError("invalid_params", `Invalid params: ${method} needs a taskId string.`, { id });
-	}
-	return parsed.data.taskId;
+	return params.taskId;
 }
 
 /** A result that carries a task (a CreateTaskResult, or a tasks/get answer): its id is what the gateway maps. */

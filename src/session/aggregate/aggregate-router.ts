@@ -1,13 +1,36 @@
-import type {
-	JSONRPCMessage,
-	JSONRPCNotification,
-	JSONRPCRequest,
-	ProgressToken,
-	RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { RouteTarget } from "../../mcp/aggregate.ts";
+import {
+	type ClientNotification,
+	type ClientResponse,
+	type SessionRequest,
+	type ToolCall,
+	withToolName,
+} from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { progressTokenOf } from "../../mcp/jsonrpc.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
+import {
+	COMPLETION_COMPLETE,
+	LOGGING_SET_LEVEL,
+	NOTIFICATIONS_CANCELLED,
+	NOTIFICATIONS_ELICITATION_COMPLETE,
+	NOTIFICATIONS_MESSAGE,
+	NOTIFICATIONS_PROGRESS,
+	NOTIFICATIONS_RESOURCES_UPDATED,
+	NOTIFICATIONS_ROOTS_LIST_CHANGED,
+	NOTIFICATIONS_TASKS_STATUS,
+	PING,
+	PROMPTS_GET,
+	PROMPTS_LIST,
+	RESOURCES_LIST,
+	RESOURCES_READ,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_TEMPLATES_LIST,
+	RESOURCES_UNSUBSCRIBE,
+	TOOLS_CALL,
+	TOOLS_LIST,
+} from "../../mcp/methods.ts";
 import { SSE_HEADERS } from "../../mcp/sse.ts";
 import type { RunningCall } from "../running-call.ts";
 import type { SessionDecisions } from "../session-decisions.ts";
@@ -29,7 +52,10 @@ import { ToolDisclosure } from "./tool-disclosure.ts";
  * Member notifications a client of an aggregate receives (progress is routed
  * by token, cancellations by request id, log messages are labelled).
  */
-const PASSED_THROUGH = new Set(["notifications/resources/updated", "notifications/elicitation/complete"]);
+const PASSED_THROUGH: ReadonlySet<string> = new Set([
+	NOTIFICATIONS_RESOURCES_UPDATED,
+	NOTIFICATIONS_ELICITATION_COMPLETE,
+]);
 
 /** What a member asking too much of the client is answered (JSON-RPC internal error). */
 const TOO_MANY_PENDING = -32603;
@@ -79,43 +105,46 @@ export class AggregateRouter implements MemberListener {
 	}
 
 	/** Answers one client request of `call`. */
-	async handle(message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+	async handle(request: SessionRequest, call: RunningCall): Promise<Response> {
+		const { message } = request;
 		const local = (result: Record<string, unknown>) =>
 			call.answered(Response.json({ jsonrpc: "2.0", id: message.id, result }));
-		const params = (message.params ?? {}) as Record<string, unknown>;
-		switch (message.method) {
-			case "ping":
+		switch (request.method) {
+			case PING:
 				return local({});
-			case "tools/list":
+			case TOOLS_LIST:
 				return local({ tools: this.disclosure.searching ? await this.disclosure.list() : await this.lists.tools() });
-			case "prompts/list":
+			case PROMPTS_LIST:
 				return local({ prompts: await this.lists.prompts() });
-			case "resources/list":
+			case RESOURCES_LIST:
 				return local({ resources: (await this.lists.resourceLists()).resources });
-			case "resources/templates/list":
+			case RESOURCES_TEMPLATES_LIST:
 				return local({ resourceTemplates: (await this.lists.resourceLists()).templates });
-			case "tools/call": {
-				if (this.disclosure.isSearch(message)) return local({ ...(await this.disclosure.search(message)) });
-				const target = await this.lists.routeName("tool", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
+			case TOOLS_CALL: {
+				if (this.disclosure.isSearch(request)) return local({ ...(await this.disclosure.search(request)) });
+				const target = await this.lists.routeName("tool", request.message.params.name);
+				return this.forward(target.server, withToolName(request, target.name), call);
 			}
-			case "prompts/get": {
-				const target = await this.lists.routeName("prompt", String(params.name ?? ""));
-				return this.forward(target.server, { ...message, params: { ...params, name: target.name } }, call);
+			case PROMPTS_GET: {
+				const target = await this.lists.routeName("prompt", request.message.params.name);
+				const params = { ...request.message.params, name: target.name };
+				return this.forward(target.server, { ...request, message: { ...request.message, params } }, call);
 			}
-			case "resources/read":
-			case "resources/subscribe":
-			case "resources/unsubscribe":
-				return this.forward(await this.lists.routeUri(String(params.uri ?? "")), message, call);
-			case "completion/complete":
-				return this.complete(message, params, call);
-			case "logging/setLevel":
+			case RESOURCES_READ:
+			case RESOURCES_SUBSCRIBE:
+			case RESOURCES_UNSUBSCRIBE:
+				return this.forward(await this.lists.routeUri(request.message.params.uri), request, call);
+			case COMPLETION_COMPLETE:
+				return this.complete(request, call);
+			case LOGGING_SET_LEVEL: {
+				const params = request.message.params;
 				await forEachBounded(this.memberNames(), async (server) => {
-					await this.members.request(server, "logging/setLevel", params).catch((error: unknown) => {
+					await this.members.request(server, LOGGING_SET_LEVEL, params).catch((error: unknown) => {
 						console.warn(`member ${server} ignored logging/setLevel: ${describeError(error)}`);
 					});
 				});
 				return local({});
+			}
 			default:
 				throw new GatewayError(
 					"method_not_found",
@@ -129,24 +158,28 @@ export class AggregateRouter implements MemberListener {
 	 * request, progress on a member's request to that member, a change of the
 	 * client's roots to every member; anything else stays here.
 	 */
-	async notify(message: JSONRPCNotification): Promise<void> {
-		if (message.method === "notifications/cancelled") {
-			const requestId = (message.params as { requestId?: RequestId } | undefined)?.requestId;
-			const server = requestId === undefined ? undefined : this.forwarded.serverOf(requestId);
-			if (server) await this.notifyMember(server, message);
-			return;
-		}
-		if (message.method === "notifications/progress") {
-			const routed = this.requests.progress(message);
-			if (routed) await this.notifyMember(routed.server, routed.message);
-			return;
-		}
-		if (message.method === "notifications/roots/list_changed") {
-			await forEachBounded(this.memberNames(), async (server) => {
-				await this.notifyMember(server, message).catch((error: unknown) => {
-					console.warn(`member ${server} not told of the client's roots change: ${describeError(error)}`);
+	async notify(notification: ClientNotification): Promise<void> {
+		switch (notification.method) {
+			case NOTIFICATIONS_CANCELLED: {
+				const { requestId } = notification.message.params;
+				const server = requestId === undefined ? undefined : this.forwarded.serverOf(requestId);
+				if (server) await this.notifyMember(server, notification);
+				return;
+			}
+			case NOTIFICATIONS_PROGRESS: {
+				const routed = this.requests.progress(notification.message);
+				if (routed) await this.notifyMember(routed.server, routed.message);
+				return;
+			}
+			case NOTIFICATIONS_ROOTS_LIST_CHANGED:
+				await forEachBounded(this.memberNames(), async (server) => {
+					await this.notifyMember(server, notification).catch((error: unknown) => {
+						console.warn(`member ${server} not told of the client's roots change: ${describeError(error)}`);
+					});
 				});
-			});
+				return;
+			default:
+				return;
 		}
 	}
 
@@ -154,10 +187,10 @@ export class AggregateRouter implements MemberListener {
 	 * The client's answer to a member's request: to that member under its own
 	 * id. One the session never sent (or no longer waits for) changes nothing.
 	 */
-	async clientResponse(message: JSONRPCMessage): Promise<void> {
-		const routed = this.requests.answer(message);
+	async clientResponse(response: ClientResponse): Promise<void> {
+		const routed = this.requests.answer(response);
 		if (!routed) {
-			const id = "id" in message ? JSON.stringify(message.id).slice(0, 80) : "none";
+			const id = JSON.stringify(response.message.id).slice(0, 80);
 			console.warn(`client response with id ${id} ignored: no member request of this session is waiting for it`);
 			return;
 		}
@@ -176,12 +209,15 @@ export class AggregateRouter implements MemberListener {
 			if (request) return request;
 			console.warn(`member ${server}: request ${message.method} to the client refused: too many are waiting`);
 			this.notifyMember(server, {
-				jsonrpc: "2.0",
-				id: message.id,
-				error: {
-					code: TOO_MANY_PENDING,
-					message:
-						"The gateway refused this request: too many requests to the client are waiting for answers in this session.",
+				kind: "response",
+				message: {
+					jsonrpc: "2.0",
+					id: message.id,
+					error: {
+						code: TOO_MANY_PENDING,
+						message:
+							"The gateway refused this request: too many requests to the client are waiting for answers in this session.",
+					},
 				},
 			}).catch((error: unknown) => console.warn(`member ${server}: refusal not delivered: ${describeError(error)}`));
 			return null;
@@ -202,18 +238,18 @@ export class AggregateRouter implements MemberListener {
 			this.invalidate(server, kinds);
 			return null;
 		}
-		if (message.method === "notifications/progress") {
-			const token = (message.params as { progressToken?: ProgressToken } | undefined)?.progressToken;
-			return token !== undefined && this.forwarded.progressOf(server, token) ? message : null;
+		if (message.method === NOTIFICATIONS_PROGRESS) {
+			const token = progressTokenOf(message);
+			return token !== null && this.forwarded.progressOf(server, token) ? message : null;
 		}
-		if (message.method === "notifications/cancelled") return this.requests.cancelled(server, message);
-		if (message.method === "notifications/message") {
+		if (message.method === NOTIFICATIONS_CANCELLED) return this.requests.cancelled(server, message);
+		if (message.method === NOTIFICATIONS_MESSAGE) {
 			// Which member logged it: the client sees `<server>` or `<server>/<logger>` as the logger.
 			const logger = message.params?.logger;
 			const label = typeof logger === "string" && logger !== "" ? `${server}/${logger}` : server;
 			return { ...message, params: { ...message.params, logger: label } };
 		}
-		if (message.method === "notifications/tasks/status") {
+		if (message.method === NOTIFICATIONS_TASKS_STATUS) {
 			// Only under the id the client was given (sealed on the member's GET stream); a raw upstream id means nothing to it.
 			const taskId = message.params?.taskId;
 			return typeof taskId === "string" && parseTaskId(taskId).kind === "upstream" ? message : null;
@@ -260,8 +296,8 @@ export class AggregateRouter implements MemberListener {
 	 * ToolDisclosure.inner); null for any other request. The session routes it
 	 * from the start, as if the client had sent it.
 	 */
-	innerCall(message: JSONRPCRequest): JSONRPCRequest | null {
-		return this.disclosure.inner(message);
+	innerCall(request: SessionRequest): ToolCall | null {
+		return this.disclosure.inner(request);
 	}
 
 	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there (unknown names throw). */
@@ -270,8 +306,8 @@ export class AggregateRouter implements MemberListener {
 	}
 
 	/** Sends a request to member `server` as it is (a task's request that member's upstream holds). */
-	forwardTo(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
-		return this.forward(server, message, call);
+	forwardTo(server: string, request: SessionRequest, call: RunningCall): Promise<Response> {
+		return this.forward(server, request, call);
 	}
 
 	/**
@@ -279,9 +315,9 @@ export class AggregateRouter implements MemberListener {
 	 * until its call ends, so cancellations and progress find the right member.
 	 * Entries are removed however the call ends.
 	 */
-	private forward(server: string, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
-		this.forwarded.track(server, message, call);
-		return this.calls.request(this.members.member(server), message, call, this.replyRoute(server));
+	private forward(server: string, request: SessionRequest, call: RunningCall): Promise<Response> {
+		this.forwarded.track(server, request.message, call);
+		return this.calls.request(this.members.member(server), request, call, this.replyRoute(server));
 	}
 
 	/**
@@ -305,7 +341,7 @@ export class AggregateRouter implements MemberListener {
 	}
 
 	/** Sends a notification, or a response to one of its requests, to a member. */
-	private async notifyMember(server: string, message: JSONRPCMessage): Promise<void> {
+	private async notifyMember(server: string, message: ClientNotification | ClientResponse): Promise<void> {
 		await this.calls.notify(this.members.member(server), message);
 	}
 
@@ -315,25 +351,15 @@ export class AggregateRouter implements MemberListener {
 	}
 
 	private async complete(
-		message: JSONRPCRequest,
-		params: Record<string, unknown>,
+		request: Extract<SessionRequest, { method: typeof COMPLETION_COMPLETE }>,
 		call: RunningCall,
 	): Promise<Response> {
-		const ref = (params.ref ?? {}) as { type?: string; name?: string; uri?: string };
+		const { ref } = request.message.params;
 		if (ref.type === "ref/prompt") {
-			const target = await this.lists.routeName("prompt", String(ref.name ?? ""));
-			return this.forward(
-				target.server,
-				{ ...message, params: { ...params, ref: { ...ref, name: target.name } } },
-				call,
-			);
+			const target = await this.lists.routeName("prompt", ref.name);
+			const params = { ...request.message.params, ref: { ...ref, name: target.name } };
+			return this.forward(target.server, { ...request, message: { ...request.message, params } }, call);
 		}
-		if (ref.type === "ref/resource") {
-			return this.forward(await this.lists.routeTemplate(String(ref.uri ?? "")), message, call);
-		}
-		throw new GatewayError(
-			"invalid_params",
-			"Invalid params: completion/complete needs a ref of type ref/prompt or ref/resource.",
-		);
+		return this.forward(await this.lists.routeTemplate(ref.uri), request, call);
 	}
 }

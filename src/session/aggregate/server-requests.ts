@@ -1,10 +1,6 @@
-import type {
-	JSONRPCMessage,
-	JSONRPCNotification,
-	JSONRPCRequest,
-	ProgressToken,
-	RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCNotification, JSONRPCRequest, ProgressToken, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { ClientNotification, ClientResponse, NotificationOf } from "../../mcp/client-message.ts";
+import { NOTIFICATIONS_PROGRESS } from "../../mcp/methods.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import type { Clock } from "../clock.ts";
 
@@ -23,7 +19,7 @@ interface Pending {
 /** What a client message turns into for a member. */
 export interface ForMember {
 	server: string;
-	message: JSONRPCMessage;
+	message: ClientNotification | ClientResponse;
 }
 
 /**
@@ -72,23 +68,25 @@ export class ServerRequests {
 	}
 
 	/** The client's response, for the member that asked; null when the id is not a pending request of this session. */
-	answer(response: JSONRPCMessage): ForMember | null {
-		if (!("id" in response) || "method" in response || typeof response.id !== "string") return null;
-		const pending = this.pending.get(response.id);
+	answer(response: ClientResponse): ForMember | null {
+		const { id } = response.message;
+		if (typeof id !== "string") return null;
+		const pending = this.pending.get(id);
 		if (!pending) return null;
-		this.pending.delete(response.id);
+		this.pending.delete(id);
 		if (pending.expiresAt < this.options.clock().now()) return null;
-		return { server: pending.server, message: { ...response, id: pending.id } };
+		return { server: pending.server, message: { ...response, message: { ...response.message, id: pending.id } } };
 	}
 
 	/** Progress the client reports on a member's request: to that member, under the member's token. */
-	progress(message: JSONRPCNotification): ForMember | null {
-		const token = message.params?.progressToken;
+	progress(message: NotificationOf<typeof NOTIFICATIONS_PROGRESS>): ForMember | null {
+		const token = message.params.progressToken;
 		const pending = typeof token === "string" ? this.pending.get(token) : undefined;
 		if (!pending || pending.progressToken === undefined) return null;
+		const mapped = { ...message, params: { ...message.params, progressToken: pending.progressToken } };
 		return {
 			server: pending.server,
-			message: { ...message, params: { ...message.params, progressToken: pending.progressToken } },
+			message: { kind: "notification", method: NOTIFICATIONS_PROGRESS, message: mapped },
 		};
 	}
 

@@ -1,5 +1,6 @@
-import type { CallToolResult, JSONRPCRequest, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { globMatches } from "../../governance/globs.ts";
+import type { SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import {
 	CALL_TOOL,
 	CALL_TOOL_TOOL,
@@ -10,6 +11,7 @@ import {
 	searchArgumentsOf,
 	searchResult,
 } from "../../mcp/disclosure-tools.ts";
+import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { buildToolIndex, searchTools, type ToolIndex } from "../../mcp/tool-search.ts";
 import type { Disclosure } from "../../registry/disclosure-schema.ts";
 import { withTaskSupport } from "../tasks/legacy-task-wire.ts";
@@ -66,14 +68,14 @@ export class ToolDisclosure {
 		return [SEARCH_TOOLS_TOOL, call, ...always];
 	}
 
-	/** Whether a request is the gateway's own `search_tools`, answered here. */
-	isSearch(message: JSONRPCRequest): boolean {
-		return this.searching && message.method === "tools/call" && message.params?.name === SEARCH_TOOLS;
+	/** Whether a call is the gateway's own `search_tools`, answered here. */
+	isSearch(call: ToolCall): boolean {
+		return this.searching && call.message.params.name === SEARCH_TOOLS;
 	}
 
 	/** `search_tools`: the best matches among the tools the caller may call. Bad arguments throw invalid params. */
-	async search(message: JSONRPCRequest): Promise<CallToolResult> {
-		const { query, limit } = searchArgumentsOf(message.params ?? {});
+	async search(call: ToolCall): Promise<CallToolResult> {
+		const { query, limit } = searchArgumentsOf(call);
 		return searchResult(searchTools(await this.index(), query, limit));
 	}
 
@@ -83,9 +85,9 @@ export class ToolDisclosure {
 	 * invalid params; an unknown or hidden name is refused later, where a direct
 	 * call of it is, exactly as one.
 	 */
-	inner(message: JSONRPCRequest): JSONRPCRequest | null {
-		if (!this.searching || message.method !== "tools/call" || message.params?.name !== CALL_TOOL) return null;
-		return innerCall(message, callArgumentsOf(message.params));
+	inner(request: SessionRequest): ToolCall | null {
+		if (!this.searching || request.method !== TOOLS_CALL || request.message.params.name !== CALL_TOOL) return null;
+		return innerCall(request, callArgumentsOf(request));
 	}
 
 	private async index(): Promise<ToolIndex> {

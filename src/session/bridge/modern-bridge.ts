@@ -8,8 +8,10 @@ import {
 import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts";
+import { type ClientResponse, isJsonObject, type SessionRequest } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import { PING } from "../../mcp/methods.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { CALL_NOTE_HEADER } from "../../telemetry/tool-call.ts";
@@ -78,11 +80,12 @@ export class ModernBridge {
 		return this.rounds.size;
 	}
 
-	async request(message: JSONRPCRequest, owner: Omit<RoundOwner, "method" | "name">): Promise<Response> {
-		const full: RoundOwner = { ...owner, method: message.method, name: requestName(message) };
+	async request(request: SessionRequest, owner: Omit<RoundOwner, "method" | "name">): Promise<Response> {
+		const { message } = request;
+		const full: RoundOwner = { ...owner, method: message.method, name: requestName(request) };
 		const state = message.params?.requestState;
 		if (state !== undefined) return this.retry(message, state, full);
-		const response = await this.session.postAsClient({ kind: "request", message: withoutEnvelope(message) });
+		const response = await this.session.postAsClient(withoutEnvelope(request));
 		return withNoteOf(response, await this.answer(response, message.id, full));
 	}
 
@@ -155,7 +158,7 @@ export class ModernBridge {
 			if (isNotification(message)) return { bytes: sseMessage(message), last: false };
 			if (isJSONRPCRequest(message)) {
 				// A peer's ping needs no person: the bridge answers it and reads on.
-				if (message.method === "ping") {
+				if (message.method === PING) {
 					await this.session.postAsClient({
 						kind: "response",
 						message: { jsonrpc: "2.0", id: message.id, result: {} },
@@ -197,35 +200,37 @@ export class ModernBridge {
 		const refuse = (why: string) =>
 			new GatewayError("invalid_params", `Invalid params: ${why}`, { id: message.id }).toRpcResponse(message.id);
 		const round = typeof state === "string" ? await this.verify(state, owner) : undefined;
-		if (!round) {
+		if (typeof state !== "string" || !round) {
 			return refuse(
 				"requestState was not issued by this gateway for this request, has expired, or was already answered; send the request again without it.",
 			);
 		}
-		const responses = message.params?.inputResponses;
-		if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
+		const answers = message.params?.inputResponses;
+		if (!isJsonObject(answers)) {
 			return refuse("a retry with requestState must carry inputResponses, an object keyed like inputRequests.");
 		}
-		const answers = responses as Record<string, unknown>;
 		const missing = new Map([...round.requests].filter(([key]) => answers[key] === undefined));
 		if (missing.size > 0) {
 			// Per the spec, missing answers are asked for again rather than refused.
-			const result = inputRequired(missing, state as string);
+			const result = inputRequired(missing, state);
 			return Response.json({ jsonrpc: "2.0", id: message.id, result });
 		}
-		const replies: JSONRPCMessage[] = [];
+		const replies: ClientResponse[] = [];
 		for (const [key, request] of round.requests) {
-			const schema = INPUT_RESULT_SCHEMAS[request.method];
-			const parsed = schema?.safeParse(answers[key]);
-			if (!parsed?.success) return refuse(`inputResponses.${key} is not a valid ${request.method} result.`);
-			replies.push({ jsonrpc: "2.0", id: request.id, result: answers[key] as Record<string, unknown> });
+			const answer = answers[key];
+			const parsed = INPUT_RESULT_SCHEMAS[request.method]?.safeParse(answer);
+			// Sent as the client wrote it: the schema's parse would drop what it does not know.
+			if (!parsed?.success || !isJsonObject(answer)) {
+				return refuse(`inputResponses.${key} is not a valid ${request.method} result.`);
+			}
+			replies.push({ kind: "response", message: { jsonrpc: "2.0", id: request.id, result: answer } });
 		}
 		// Another retry of the same round may have passed every check above while this one awaited
 		// them: only the retry that takes the round answers it, so the peer is answered once.
-		if (!this.release(stateRoundId(state as string))) {
+		if (!this.release(stateRoundId(state))) {
 			return refuse("this round was already answered by another retry; send the request again without requestState.");
 		}
-		for (const reply of replies) await this.session.postAsClient({ kind: "response", message: reply });
+		for (const reply of replies) await this.session.postAsClient(reply);
 		return this.stream(round.reader, { callId: round.callId, clientId: message.id }, owner);
 	}
 

@@ -1,8 +1,17 @@
-import { type JSONRPCRequest, LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { LATEST_PROTOCOL_VERSION, LoggingLevelSchema } from "@modelcontextprotocol/sdk/types.js";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
-import { acknowledgedFilter, filterOf, type SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
+import { acknowledgedFilter, type SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
 import { declaresTasks, withoutTasksExtension } from "../../mcp/2026-07-28/tasks-extension.ts";
+import type { SessionRequest } from "../../mcp/client-message.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
+import {
+	INITIALIZE,
+	LOGGING_SET_LEVEL,
+	RESOURCES_SUBSCRIBE,
+	SERVER_DISCOVER,
+	SUBSCRIPTIONS_LISTEN,
+	TOOLS_CALL,
+} from "../../mcp/methods.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { keySessions, openAdmitted } from "../../registry/key-sessions-do.ts";
 import { type SessionBinding, type SessionScope, scopeMatches } from "../binding.ts";
@@ -48,18 +57,26 @@ export class ModernSession {
 	async request(input: ModernSessionInput): Promise<Response> {
 		const binding = await this.ready(input);
 		if (binding instanceof Response) return binding;
-		const { message, envelope } = input;
-		if (message.method === "server/discover") return discoverReply(binding, message.id);
+		const { request, envelope } = input;
+		if (request.method === SERVER_DISCOVER) return discoverReply(binding, request.message.id);
 		if (envelope.logLevel !== undefined && envelope.logLevel !== this.logLevel) {
 			this.logLevel = envelope.logLevel;
-			await this.send(input.scope, "logging/setLevel", { level: envelope.logLevel });
+			// A level the SDK does not know is one no upstream would take: nothing is sent for it.
+			const level = LoggingLevelSchema.safeParse(envelope.logLevel);
+			if (level.success) {
+				await this.send(input.scope, {
+					kind: "request",
+					method: LOGGING_SET_LEVEL,
+					message: { jsonrpc: "2.0", id: gatewayId(), method: LOGGING_SET_LEVEL, params: { level: level.data } },
+				});
+			}
 		}
 		// The extension lets the server answer any call as a task: the session holds each one, and a call
 		// still running after the promotion delay is answered as a task (the client polls it) (SEP-2663).
-		if (message.method === "tools/call" && declaresTasks(envelope.clientCapabilities)) {
-			return promotedCall(this.tasks, withoutEnvelope(message), this.state.settings.tasks.promoteAfterMs);
+		if (request.method === TOOLS_CALL && declaresTasks(envelope.clientCapabilities)) {
+			return promotedCall(this.tasks, withoutEnvelope(request), this.state.settings.tasks.promoteAfterMs);
 		}
-		return this.bridge.request(message, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
+		return this.bridge.request(request, { keyId: input.scope.keyId, endpoint: input.scope.endpoint });
 	}
 
 	/**
@@ -72,9 +89,15 @@ export class ModernSession {
 	async listen(input: ModernSessionInput): Promise<{ acknowledged: SubscriptionFilter } | Response> {
 		const binding = await this.ready(input);
 		if (binding instanceof Response) return binding;
-		const acknowledged = acknowledgedFilter(filterOf(input.message.params), binding.server?.capabilities ?? {});
+		const { request } = input;
+		const wanted = request.method === SUBSCRIPTIONS_LISTEN ? request.message.params.notifications : {};
+		const acknowledged = acknowledgedFilter(wanted, binding.server?.capabilities ?? {});
 		for (const uri of acknowledged.resourceSubscriptions ?? []) {
-			await this.send(input.scope, "resources/subscribe", { uri });
+			await this.send(input.scope, {
+				kind: "request",
+				method: RESOURCES_SUBSCRIBE,
+				message: { jsonrpc: "2.0", id: gatewayId(), method: RESOURCES_SUBSCRIBE, params: { uri } },
+			});
 		}
 		return { acknowledged };
 	}
@@ -85,9 +108,8 @@ export class ModernSession {
 	}
 
 	/** A request of the gateway's own into the session; its answer is not needed. */
-	private async send(scope: SessionScope, method: string, params: Record<string, unknown>): Promise<void> {
-		const message: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-${randomToken(8)}`, method, params };
-		await (await this.session.handleClientMessage(scope, { kind: "request", message })).body?.cancel();
+	private async send(scope: SessionScope, request: SessionRequest): Promise<void> {
+		await (await this.session.handleClientMessage(scope, request)).body?.cancel();
 	}
 
 	private async ready(input: ModernSessionInput): Promise<SessionBinding | Response> {
@@ -107,7 +129,7 @@ export class ModernSession {
 			place: this.state.place,
 			keyId,
 			cap: input.cap,
-			refusal: { id: input.message.id },
+			refusal: { id: input.request.message.id },
 		};
 		const answer = await openAdmitted<SessionBinding | Response>(admission, async () => {
 			const { envelope } = input;
@@ -119,15 +141,20 @@ export class ModernSession {
 			};
 			const opened = await this.session.openSession({
 				...input,
-				request: { jsonrpc: "2.0", id: "gw-open", method: "initialize", params },
+				request: { jsonrpc: "2.0", id: "gw-open", method: INITIALIZE, params },
 				params,
 			});
 			const binding = this.state.binding ?? null;
 			if (opened.opened && binding) return { opened: true, result: binding };
 			const error =
 				"error" in opened.reply ? opened.reply.error : { code: -32603, message: "The session did not open." };
-			return { opened: false, result: Response.json({ jsonrpc: "2.0", id: input.message.id, error }) };
+			return { opened: false, result: Response.json({ jsonrpc: "2.0", id: input.request.message.id, error }) };
 		});
 		return answer instanceof GatewayError ? answer.toResponse() : answer;
 	}
+}
+
+/** An id for a request of the gateway's own: never one a client's could be mistaken for. */
+function gatewayId(): string {
+	return `gw-${randomToken(8)}`;
 }

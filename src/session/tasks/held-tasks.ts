@@ -1,5 +1,7 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { type SessionRequest, type ToolCall, withRequestId } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { splitNamespacedName } from "../../mcp/namespacing.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { mayHaveRun } from "../call-failures.ts";
@@ -30,7 +32,7 @@ export interface TaskSession {
 	 * (policies, shaping, at-most-once, aggregate routing); resolves to the
 	 * reply the client would have been sent.
 	 */
-	runAsClient(message: JSONRPCRequest): Promise<Response>;
+	runAsClient(request: SessionRequest): Promise<Response>;
 	/**
 	 * Tells the upstream running `requestId` to stop, as a client's
 	 * `notifications/cancelled` would (it ends the wait for the reply too).
@@ -81,7 +83,7 @@ export class HeldTasks {
 	) {}
 
 	/**
-	 * Holds a tools/call (`message` without params.task) as a task: runs it
+	 * Holds a tools/call (`call` without params.task) as a task: runs it
 	 * through the session exactly as a call runs, keeps reading its reply
 	 * after the client has gone, stores the outcome. Resolves once the task
 	 * is stored. Throws a GatewayError over `maxPerSession` (nothing stored).
@@ -89,11 +91,7 @@ export class HeldTasks {
 	 * `unsaved`: nothing is written until `keep` (a call that may finish
 	 * before anyone learns of its task, then `forget`: it costs no write).
 	 */
-	async start(
-		message: JSONRPCRequest,
-		ttlMs: number | undefined,
-		options: { unsaved?: boolean } = {},
-	): Promise<HeldTask> {
+	async start(call: ToolCall, ttlMs: number | undefined, options: { unsaved?: boolean } = {}): Promise<HeldTask> {
 		const tasks = await this.loaded();
 		const { maxPerSession, ttlMs: maxTtlMs } = this.state.settings.tasks;
 		const now = this.state.clock.now();
@@ -104,7 +102,7 @@ export class HeldTasks {
 				`Too many tasks: this session already holds ${maxPerSession} (MAX_TASKS_PER_SESSION). A task is held until its ttl passes; wait for one to expire, or call without a task.`,
 			);
 		}
-		const tool = String(message.params?.name ?? "");
+		const tool = call.message.params.name;
 		const task: HeldTask = {
 			taskId: mintTaskId(this.state.place),
 			status: "working",
@@ -135,7 +133,7 @@ export class HeldTasks {
 				throw error;
 			}
 		}
-		this.state.waitUntil(this.run(task.taskId, { ...message, id: requestId }, runner));
+		this.state.waitUntil(this.run(task.taskId, withRequestId(call, requestId), runner));
 		return task;
 	}
 
@@ -339,13 +337,14 @@ export class HeldTasks {
 	}
 
 	/** Reads the call's reply to its answer and stores the outcome. */
-	private async run(taskId: string, message: JSONRPCRequest, runner: Runner): Promise<void> {
-		const tool = String(message.params?.name ?? "");
+	private async run(taskId: string, call: ToolCall, runner: Runner): Promise<void> {
+		const { message } = call;
+		const tool = message.params.name;
 		const limit = Math.min(this.state.settings.maxReplyBytes, MAX_STORED_TASK_BYTES);
 		let outcome: TaskOutcome;
 		try {
 			const answer = await answerIn(
-				await this.session.runAsClient(message),
+				await this.session.runAsClient(call),
 				message.id,
 				this.state.settings.maxReplyBytes,
 				(question) => this.asked(taskId, runner, question),
@@ -429,7 +428,7 @@ export class HeldTasks {
 		const binding = this.state.binding;
 		const routed = binding?.mode === "aggregate" ? splitNamespacedName(tool) : null;
 		const server = routed?.server ?? binding?.members[0]?.name ?? "the upstream";
-		return mayHaveRun({ name: server }, { method: "tools/call", params: { name: routed?.name ?? tool } }, what);
+		return mayHaveRun({ name: server }, { method: TOOLS_CALL, tool: routed?.name ?? tool }, what);
 	}
 
 	/** Resolves when the task changes (or a `settle` of it times out). */

@@ -1,19 +1,23 @@
 import {
-	CancelTaskRequestSchema,
-	GetTaskPayloadRequestSchema,
-	GetTaskRequestSchema,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
 	type JSONRPCRequest,
-	ListTasksRequestSchema,
 	type RequestId,
 	type ServerCapabilities,
 	type Task,
 	TaskMetadataSchema,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import { type SessionRequest, type ToolCall, taskAsked } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import {
+	NOTIFICATIONS_TASKS_STATUS,
+	TASKS_CANCEL,
+	TASKS_GET,
+	TASKS_LIST,
+	TASKS_RESULT,
+	TOOLS_CALL,
+} from "../../mcp/methods.ts";
 import { SSE_HEADERS, sseMessage } from "../../mcp/sse.ts";
 import type { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
@@ -38,9 +42,6 @@ export const GATEWAY_TASKS_CAPABILITY: NonNullable<ServerCapabilities["tasks"]> 
 
 /** The `_meta` key tying a message to its task. */
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
-
-/** The methods this wire answers itself. */
-const TASK_METHODS = new Set(["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"]);
 
 /** Whether the session holds tasks for this client: it declared `capabilities.tasks` at initialize. */
 export function holdsTasksFor(clientCapabilities: Record<string, unknown> | undefined): boolean {
@@ -76,11 +77,15 @@ export function withTaskSupport(tool: Tool): Tool {
 	return { ...tool, execution: { ...tool.execution, taskSupport: "optional" } };
 }
 
-/** A `tools/call` without its task augmentation: the call as the upstream gets it. */
-export function withoutTask(message: JSONRPCRequest): JSONRPCRequest {
-	if (message.method !== "tools/call" || message.params === undefined || !("task" in message.params)) return message;
-	const { task: _task, ...params } = message.params;
-	return { ...message, params };
+/** A request without a call's task augmentation: the call as the upstream gets it. */
+export function withoutTask(request: SessionRequest): SessionRequest {
+	return request.method === TOOLS_CALL ? callWithoutTask(request) : request;
+}
+
+function callWithoutTask(call: ToolCall): ToolCall {
+	if (!taskAsked(call)) return call;
+	const { task: _task, ...params } = call.message.params;
+	return { ...call, message: { ...call.message, params } };
 }
 
 /** A held task as a 2025-11-25 `Task` (a tool result with `isError` is a failed task there). */
@@ -103,7 +108,7 @@ export function wireTask(task: HeldTask): Task {
 
 /** `notifications/tasks/status`: the task's full state, without related-task metadata (the spec's SHOULD NOT). */
 export function statusNotification(task: HeldTask): JSONRPCNotification {
-	return { jsonrpc: "2.0", method: "notifications/tasks/status", params: wireTask(task) };
+	return { jsonrpc: "2.0", method: NOTIFICATIONS_TASKS_STATUS, params: wireTask(task) };
 }
 
 /**
@@ -114,13 +119,13 @@ export function statusNotification(task: HeldTask): JSONRPCNotification {
  */
 export async function answerTaskRequest(
 	tasks: HeldTasks,
-	message: JSONRPCRequest,
+	request: SessionRequest,
 	call: RunningCall,
 ): Promise<Response | null> {
-	const { id } = message;
-	if (message.method === "tasks/result") {
+	const { id } = request.message;
+	if (request.method === TASKS_RESULT) {
 		try {
-			const { taskId } = parsed(GetTaskPayloadRequestSchema, message).params;
+			const { taskId } = request.message.params;
 			const task = known(await tasks.get(taskId), taskId);
 			if (!isTerminal(task.status)) return resultStream(tasks, id, taskId, call);
 			return call.answered(Response.json(resultMessage(id, task)));
@@ -128,41 +133,43 @@ export async function answerTaskRequest(
 			return call.answered(renderRpcFailure(error, id));
 		}
 	}
-	const answer = await answered(tasks, message);
+	const answer = await answered(tasks, request);
 	return answer && call.answered(answer);
 }
 
 /** A task request answered at once (its answer complete when returned); null when not one. */
-async function answered(tasks: HeldTasks, message: JSONRPCRequest): Promise<Response | null> {
-	const { id } = message;
+async function answered(tasks: HeldTasks, request: SessionRequest): Promise<Response | null> {
+	const { id } = request.message;
 	try {
-		if (message.method === "tools/call" && message.params !== undefined && "task" in message.params) {
-			const asked = TaskMetadataSchema.safeParse(message.params.task);
-			if (!asked.success) throw invalid("params.task must be an object with an optional numeric ttl (milliseconds)");
-			const task = await tasks.start(withoutTask(message), asked.data.ttl);
-			return reply(id, { task: wireTask(task) });
-		}
-		if (!TASK_METHODS.has(message.method)) return null;
-		switch (message.method) {
-			case "tasks/get": {
-				const { taskId } = parsed(GetTaskRequestSchema, message).params;
+		switch (request.method) {
+			case TOOLS_CALL: {
+				if (!taskAsked(request)) return null;
+				const asked = TaskMetadataSchema.safeParse(request.message.params.task);
+				if (!asked.success) throw invalid("params.task must be an object with an optional numeric ttl (milliseconds)");
+				const task = await tasks.start(callWithoutTask(request), asked.data.ttl);
+				return reply(id, { task: wireTask(task) });
+			}
+			case TASKS_GET: {
+				const { taskId } = request.message.params;
 				return reply(id, wireTask(known(await tasks.get(taskId), taskId)));
 			}
-			case "tasks/list": {
-				const page = await tasks.list(parsed(ListTasksRequestSchema, message).params?.cursor);
+			case TASKS_LIST: {
+				const page = await tasks.list(request.message.params?.cursor);
 				return reply(id, {
 					tasks: page.tasks.map(wireTask),
 					...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}),
 				});
 			}
-			default: {
-				const { taskId } = parsed(CancelTaskRequestSchema, message).params;
+			case TASKS_CANCEL: {
+				const { taskId } = request.message.params;
 				const task = known(await tasks.get(taskId), taskId);
 				if (isTerminal(task.status)) {
 					throw invalid(`cannot cancel task '${taskId}': it is already ${wireTask(task).status}`);
 				}
 				return reply(id, wireTask(known(await tasks.cancel(taskId), taskId)));
 			}
+			default:
+				return null;
 		}
 	} catch (error) {
 		return renderRpcFailure(error, id);
@@ -251,16 +258,6 @@ function known(task: HeldTask | null, taskId: string): HeldTask {
 function unknownTask(taskId: string): GatewayError {
 	return invalid(
 		`task '${taskId}' is unknown: this session holds no task by that id (it never existed here, has expired, or belongs to another session)`,
-	);
-}
-
-/** A request parsed with the SDK's schema of its method, or -32602 naming what is wrong. */
-function parsed<S extends z.ZodType>(schema: S, message: JSONRPCRequest): z.infer<S> {
-	const result = schema.safeParse(message);
-	if (result.success) return result.data;
-	const issue = result.error.issues[0];
-	throw invalid(
-		`${message.method} ${issue ? `${issue.path.join(".") || "params"}: ${issue.message}` : "is malformed"}`,
 	);
 }
 

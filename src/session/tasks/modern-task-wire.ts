@@ -1,15 +1,18 @@
-import type { JSONRPCMessage, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { modernReply, modernResult } from "../../mcp/2026-07-28/modern-results.ts";
 import {
 	createTaskResult,
 	detailedTask,
+	type ModernTaskRequest,
 	TASK_ACK,
 	type TaskState,
 	taskIdOf,
 	unknownTask,
 } from "../../mcp/2026-07-28/tasks-extension.ts";
+import { type ClientResponse, isJsonObject, type ToolCall } from "../../mcp/client-message.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
+import { TASKS_CANCEL, TASKS_UPDATE, TOOLS_CALL } from "../../mcp/methods.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import { type HeldTask, isTerminal } from "./held-task.ts";
 import type { HeldTasks } from "./held-tasks.ts";
@@ -27,14 +30,11 @@ import type { HeldTasks } from "./held-tasks.ts";
  * A `tools/call` (its envelope taken off) held as a task, answered with its
  * own outcome when it ends within `promoteAfterMs`, else with the task.
  */
-export async function promotedCall(
-	tasks: HeldTasks,
-	message: JSONRPCRequest,
-	promoteAfterMs: number,
-): Promise<Response> {
+export async function promotedCall(tasks: HeldTasks, call: ToolCall, promoteAfterMs: number): Promise<Response> {
+	const { message } = call;
 	try {
 		// Nothing is written unless the call outlives the delay: a quick call costs no storage.
-		const started = await tasks.start(message, undefined, { unsaved: true });
+		const started = await tasks.start(call, undefined, { unsaved: true });
 		const settled = (await tasks.settle(started.taskId, promoteAfterMs)) ?? started;
 		if (!isTerminal(settled.status)) {
 			// Durable before the client learns its id (the extension's rule for a CreateTaskResult).
@@ -48,7 +48,7 @@ export async function promotedCall(
 		const answer: JSONRPCMessage = task.result
 			? { jsonrpc: "2.0", id: message.id, result: task.result }
 			: { jsonrpc: "2.0", id: message.id, error: task.error ?? { code: -32603, message: "The call failed." } };
-		return Response.json(modernReply("tools/call", answer));
+		return Response.json(modernReply(TOOLS_CALL, answer));
 	} catch (error) {
 		return renderRpcFailure(error, message.id);
 	}
@@ -63,12 +63,13 @@ export async function promotedCall(
  */
 export async function answerModernTask(
 	tasks: HeldTasks,
-	message: JSONRPCRequest,
-	respond: (answer: JSONRPCMessage) => Promise<void>,
+	request: ModernTaskRequest,
+	respond: (answer: ClientResponse) => Promise<void>,
 ): Promise<Response> {
+	const { message } = request;
 	try {
-		const taskId = taskIdOf(message.method, message.params, message.id);
-		if (message.method === "tasks/cancel") {
+		const taskId = taskIdOf(request);
+		if (request.method === TASKS_CANCEL) {
 			// Idempotent: a task already finished is acknowledged as it is (cancellation is cooperative).
 			if (!(await tasks.cancel(taskId))) throw unknownTask(taskId, message.id);
 			return reply(message.id, { ...TASK_ACK });
@@ -76,7 +77,7 @@ export async function answerModernTask(
 		const task = await tasks.get(taskId);
 		if (!task) throw unknownTask(taskId, message.id);
 		const asked = questionsOf(tasks, taskId);
-		if (message.method === "tasks/update") {
+		if (request.method === TASKS_UPDATE) {
 			for (const answer of answersTo(asked, message)) await respond(answer);
 			return reply(message.id, { ...TASK_ACK });
 		}
@@ -105,9 +106,9 @@ function questionsOf(tasks: HeldTasks, taskId: string): Map<string, JSONRPCReque
  * extension's rule); one that is not a result of its request's kind is refused
  * with -32602 before anything is answered.
  */
-function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest): JSONRPCMessage[] {
+function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest): ClientResponse[] {
 	const responses = message.params?.inputResponses;
-	if (typeof responses !== "object" || responses === null || Array.isArray(responses)) {
+	if (!isJsonObject(responses)) {
 		throw new GatewayError(
 			"invalid_params",
 			"Invalid params: tasks/update needs inputResponses, an object keyed like inputRequests.",
@@ -116,12 +117,13 @@ function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest):
 			},
 		);
 	}
-	const answers: JSONRPCMessage[] = [];
+	const answers: ClientResponse[] = [];
 	for (const [key, value] of Object.entries(responses)) {
 		const request = asked.get(key);
 		if (!request) continue;
 		const parsed = INPUT_RESULT_SCHEMAS[request.method]?.safeParse(value);
-		if (!parsed?.success) {
+		// Sent as the client wrote it: the schema's parse would drop what it does not know.
+		if (!parsed?.success || !isJsonObject(value)) {
 			throw new GatewayError(
 				"invalid_params",
 				`Invalid params: inputResponses.${key} is not a valid ${request.method} result.`,
@@ -130,7 +132,7 @@ function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest):
 				},
 			);
 		}
-		answers.push({ jsonrpc: "2.0", id: request.id, result: value as Record<string, unknown> });
+		answers.push({ kind: "response", message: { jsonrpc: "2.0", id: request.id, result: value } });
 	}
 	return answers;
 }
@@ -138,9 +140,9 @@ function answersTo(asked: Map<string, JSONRPCRequest>, message: JSONRPCRequest):
 /** A held task as the extension's wire shows it: its result in this era's shape. */
 function rendered(task: HeldTask): TaskState {
 	const { tool: _tool, ...state } = task;
-	return state.result ? { ...state, result: modernResult("tools/call", state.result) } : state;
+	return state.result ? { ...state, result: modernResult(TOOLS_CALL, state.result) } : state;
 }
 
-function reply(id: JSONRPCRequest["id"], result: Record<string, unknown>): Response {
+function reply(id: RequestId, result: Record<string, unknown>): Response {
 	return Response.json({ jsonrpc: "2.0", id, result });
 }

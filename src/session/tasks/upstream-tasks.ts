@@ -1,12 +1,19 @@
 import {
 	type JSONRPCMessage,
-	type JSONRPCRequest,
 	ListTasksResultSchema,
 	type RequestId,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { GatewayError } from "../../mcp/gateway-error.ts";
+import {
+	namedTaskId,
+	type RequestOf,
+	type SessionRequest,
+	type ToolCall,
+	taskAsked,
+	withTaskId,
+} from "../../mcp/client-message.ts";
+import { NOTIFICATIONS_TASKS_STATUS, TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT } from "../../mcp/methods.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
@@ -24,9 +31,6 @@ import { answerIn } from "./task-outcome.ts";
 
 /** A `tasks/list` cursor past the session's own tasks: `up:<member index>:<the member's cursor>`. */
 const UPSTREAM_CURSOR = /^up:(\d+):(.*)$/s;
-
-/** The methods of the 2025-11-25 wire that name one task. */
-const TASK_ID_METHODS = new Set(["tasks/get", "tasks/result", "tasks/cancel"]);
 
 const RELATED_TASK = "io.modelcontextprotocol/related-task";
 
@@ -63,9 +67,9 @@ export class UpstreamTasks {
 	}
 
 	/** The member whose upstream holds the task this call asks for, or null: the session holds it, or it is no task. */
-	async holder(message: JSONRPCRequest): Promise<Member | null> {
-		if (message.method !== "tools/call" || message.params?.task === undefined) return null;
-		const route = await this.route(String(message.params.name ?? "")).catch(() => null);
+	async holder(call: ToolCall): Promise<Member | null> {
+		if (!taskAsked(call) || call.message.params.task === undefined) return null;
+		const route = await this.route(call.message.params.name).catch(() => null);
 		if (!route) return null;
 		const tool = (await this.tools(route.member)).find((listed) => listed.name === route.name);
 		const support = tool?.execution?.taskSupport;
@@ -77,12 +81,9 @@ export class UpstreamTasks {
 	 * member's whose upstream holds tasks (it lists a tool with task support),
 	 * one of its pages a time, under the gateway's ids.
 	 */
-	async list(message: JSONRPCRequest, held: HeldTasks): Promise<Response> {
+	async list(message: RequestOf<typeof TASKS_LIST>, held: HeldTasks): Promise<Response> {
 		try {
 			const cursor = message.params?.cursor;
-			if (cursor !== undefined && typeof cursor !== "string") {
-				throw new GatewayError("invalid_params", "Invalid params: tasks/list's cursor must be a string.");
-			}
 			const upstream = cursor === undefined ? null : UPSTREAM_CURSOR.exec(cursor);
 			if (upstream) {
 				const page = await this.upstreamPage(Number(upstream[1]), upstream[2] || undefined);
@@ -110,11 +111,15 @@ export class UpstreamTasks {
 		for (let index = from; index < members.length; index++) {
 			const member = members[index];
 			if (!member || !(await this.holdsTasks(member))) continue;
-			const request: JSONRPCRequest = {
-				jsonrpc: "2.0",
-				id: `gw-tasks-${randomToken(8)}`,
-				method: "tasks/list",
-				params: cursor === undefined ? {} : { cursor },
+			const request: SessionRequest = {
+				kind: "request",
+				method: TASKS_LIST,
+				message: {
+					jsonrpc: "2.0",
+					id: `gw-tasks-${randomToken(8)}`,
+					method: TASKS_LIST,
+					params: cursor === undefined ? {} : { cursor },
+				},
 			};
 			// Within the client's `tasks/list`, which counts; this one ends when its reply has been read.
 			const within = RunningCall.within();
@@ -126,7 +131,7 @@ export class UpstreamTasks {
 				throw error;
 			}
 			// A listing asks the client nothing; a request on its stream is left unanswered, as it would be.
-			const answer = await answerIn(within.leave(reply), request.id, this.maxReplyBytes, () => {});
+			const answer = await answerIn(within.leave(reply), request.message.id, this.maxReplyBytes, () => {});
 			const listed = answer && "result" in answer ? ListTasksResultSchema.safeParse(answer.result) : null;
 			cursor = undefined;
 			if (!listed?.success) {
@@ -159,7 +164,7 @@ export class UpstreamTasks {
 	async sealedEvents<E extends { server: string; data: string }>(events: readonly E[]): Promise<E[]> {
 		const binding = this.state.binding;
 		const secret = this.secret;
-		if (!binding || !secret || !events.some((event) => event.data.includes("notifications/tasks/status"))) {
+		if (!binding || !secret || !events.some((event) => event.data.includes(NOTIFICATIONS_TASKS_STATUS))) {
 			return [...events];
 		}
 		const scope = scopeOf(binding);
@@ -189,18 +194,17 @@ export class UpstreamTasks {
 	 * under the client's. Null for any other request (an id the session holds,
 	 * or one that is not this session's: unknown there).
 	 */
-	async answer(message: JSONRPCRequest, call: RunningCall): Promise<Response | null> {
-		if (!TASK_ID_METHODS.has(message.method)) return null;
-		const taskId = message.params?.taskId;
+	async answer(request: SessionRequest, call: RunningCall): Promise<Response | null> {
+		if (request.method !== TASKS_GET && request.method !== TASKS_RESULT && request.method !== TASKS_CANCEL) return null;
+		const taskId = namedTaskId(request);
 		const binding = this.state.binding;
 		const secret = this.secret;
-		if (typeof taskId !== "string" || !binding || !secret) return null;
+		if (taskId === null || !binding || !secret) return null;
 		// Null for a held id, or one not sealed for this session: the session's own tasks, or unknown there.
 		const task = await openUpstreamTaskId(secret, scopeOf(binding), taskId, this.state.place);
 		const member = task ? binding.members.find((candidate) => candidate.name === task.server) : undefined;
 		if (!task || !member) return null;
-		const upstream = { ...message, params: { ...message.params, taskId: task.upstreamTaskId } };
-		const reply = await this.forward(member, upstream, call);
+		const reply = await this.forward(member, withTaskId(request, task.upstreamTaskId), call);
 		const mapped = await mapReplyMessages(reply, this.maxReplyBytes, (answer) =>
 			mapLegacyTaskIds(answer, async () => taskId),
 		);
@@ -223,10 +227,10 @@ export class UpstreamTasks {
 	}
 
 	/** Sends a request of `call` to a member as a client's request goes (the call ends with its reply). */
-	private forward(member: Member, message: JSONRPCRequest, call: RunningCall): Promise<Response> {
+	private forward(member: Member, request: SessionRequest, call: RunningCall): Promise<Response> {
 		return this.state.aggregate
-			? this.router.forwardTo(member.name, message, call)
-			: this.calls.request(member, message, call);
+			? this.router.forwardTo(member.name, request, call)
+			: this.calls.request(member, request, call);
 	}
 }
 
@@ -270,7 +274,7 @@ function listReply(id: RequestId, tasks: unknown[], nextCursor: string | undefin
 }
 
 const StatusNotificationSchema = z
-	.object({ method: z.literal("notifications/tasks/status"), params: TaskIdSchema })
+	.object({ method: z.literal(NOTIFICATIONS_TASKS_STATUS), params: TaskIdSchema })
 	.loose();
 
 /**
@@ -281,7 +285,7 @@ export async function sealedStatus(
 	data: string,
 	seal: (upstreamTaskId: string) => Promise<string>,
 ): Promise<string | null> {
-	if (!data.includes("notifications/tasks/status")) return null;
+	if (!data.includes(NOTIFICATIONS_TASKS_STATUS)) return null;
 	let parsed: unknown;
 	try {
 		parsed = JSON.parse(data);
