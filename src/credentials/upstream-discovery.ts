@@ -1,5 +1,6 @@
 import * as oauth from "oauth4webapi";
 import { z } from "zod";
+import { INITIALIZE } from "../mcp/methods.ts";
 import { UpstreamAuthorizationRefused } from "./authorization-refused.ts";
 import {
 	checkOAuthUrl,
@@ -75,7 +76,7 @@ const AuthorizationServerMetadataSchema = z.looseObject({
 const PROBE_INITIALIZE = {
 	jsonrpc: "2.0",
 	id: 0,
-	method: "initialize",
+	method: INITIALIZE,
 	params: {
 		protocolVersion: "2025-11-25",
 		capabilities: {},

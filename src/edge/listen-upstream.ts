@@ -1,4 +1,5 @@
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { NOTIFICATIONS_TASKS_STATUS } from "../mcp/methods.ts";
 import { joinChunks } from "../mcp/read-capped.ts";
 import { EventSizeLimit, lastRetry, rewriteEventData } from "../mcp/sse.ts";
 import { type ListenPlan, sealedStatus, UpstreamPool, upstreamTaskSealer } from "../session/session-do.ts";
@@ -86,7 +87,7 @@ async function passEvents(
 		const text = decoder.decode(events, { stream: true });
 		retryMs = lastRetry(text) ?? retryMs;
 		// The rare event naming an upstream's task is rewritten; the rest go as they came.
-		if (!text.includes("notifications/tasks/status")) await window.send(events);
+		if (!text.includes(NOTIFICATIONS_TASKS_STATUS)) await window.send(events);
 		else await window.send(await rewriteEventData(text, (data) => sealedStatus(data, seal)));
 	}
 }

@@ -4,6 +4,7 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED } from "../mcp/methods.ts";
 import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
 import { asGatewayError } from "../session/session-do.ts";
 import { listenTime, openWindow, type SessionStub } from "./listen-window.ts";
@@ -51,7 +52,7 @@ export function modernListenStream(
 	};
 	const acknowledgement = tagged({
 		jsonrpc: "2.0",
-		method: "notifications/subscriptions/acknowledged",
+		method: NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
 		params: { notifications: acknowledged },
 	});
 	const complete: JSONRPCMessage = { jsonrpc: "2.0", id: message.id, result: { resultType: "complete", _meta: tag } };

@@ -1,5 +1,6 @@
 import type { CallToolResult, JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { GatewayError } from "./gateway-error.ts";
+import { TOOLS_CALL } from "./methods.ts";
 
 /**
  * Whether a client declared URL-mode elicitation, so it can open a connect
@@ -29,7 +30,7 @@ export function failureReply(
 	error: GatewayError,
 	clientCapabilities?: Record<string, unknown>,
 ): JSONRPCMessage {
-	if (method !== "tools/call" || (error.kind === "connection_required" && acceptsUrlElicitation(clientCapabilities))) {
+	if (method !== TOOLS_CALL || (error.kind === "connection_required" && acceptsUrlElicitation(clientCapabilities))) {
 		return { jsonrpc: "2.0", id, error: error.toJsonRpcError() };
 	}
 	const result: CallToolResult = {

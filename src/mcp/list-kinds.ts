@@ -8,16 +8,25 @@ import {
 	type Tool,
 	ToolSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import {
+	NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+	NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+	NOTIFICATIONS_TOOLS_LIST_CHANGED,
+	PROMPTS_LIST,
+	RESOURCES_LIST,
+	RESOURCES_TEMPLATES_LIST,
+	TOOLS_LIST,
+} from "./methods.ts";
 
 /**
  * The lists a member server can offer: the method, the result field, and the
  * SDK's schema of one entry (entries that fail it are dropped, never cast).
  */
 export const LIST_KINDS = {
-	tools: { method: "tools/list", field: "tools", item: ToolSchema },
-	prompts: { method: "prompts/list", field: "prompts", item: PromptSchema },
-	resources: { method: "resources/list", field: "resources", item: ResourceSchema },
-	resourceTemplates: { method: "resources/templates/list", field: "resourceTemplates", item: ResourceTemplateSchema },
+	tools: { method: TOOLS_LIST, field: "tools", item: ToolSchema },
+	prompts: { method: PROMPTS_LIST, field: "prompts", item: PromptSchema },
+	resources: { method: RESOURCES_LIST, field: "resources", item: ResourceSchema },
+	resourceTemplates: { method: RESOURCES_TEMPLATES_LIST, field: "resourceTemplates", item: ResourceTemplateSchema },
 } as const;
 export type ListKind = keyof typeof LIST_KINDS;
 
@@ -39,9 +48,9 @@ export interface ListItems {
  * client's `resources` covers both resources and resource templates.
  */
 export const PUBLIC_LISTS = {
-	tools: { kinds: ["tools"], notification: "notifications/tools/list_changed" },
-	prompts: { kinds: ["prompts"], notification: "notifications/prompts/list_changed" },
-	resources: { kinds: ["resources", "resourceTemplates"], notification: "notifications/resources/list_changed" },
+	tools: { kinds: ["tools"], notification: NOTIFICATIONS_TOOLS_LIST_CHANGED },
+	prompts: { kinds: ["prompts"], notification: NOTIFICATIONS_PROMPTS_LIST_CHANGED },
+	resources: { kinds: ["resources", "resourceTemplates"], notification: NOTIFICATIONS_RESOURCES_LIST_CHANGED },
 } as const satisfies Record<string, { kinds: readonly ListKind[]; notification: string }>;
 export type PublicList = keyof typeof PUBLIC_LISTS;
 

@@ -1,3 +1,14 @@
+import {
+	INITIALIZE,
+	PING,
+	PROMPTS_GET,
+	PROMPTS_LIST,
+	RESOURCES_LIST,
+	RESOURCES_READ,
+	RESOURCES_TEMPLATES_LIST,
+	SERVER_DISCOVER,
+	TOOLS_LIST,
+} from "./methods.ts";
 /**
  * Methods that only read, so repeating them after a failure that may have
  * reached the upstream changes nothing. Everything else (including methods the
@@ -6,13 +17,13 @@
  * session knows which).
  */
 export const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
-	"tools/list",
-	"prompts/list",
-	"prompts/get",
-	"resources/list",
-	"resources/templates/list",
-	"resources/read",
-	"ping",
+	TOOLS_LIST,
+	PROMPTS_LIST,
+	PROMPTS_GET,
+	RESOURCES_LIST,
+	RESOURCES_TEMPLATES_LIST,
+	RESOURCES_READ,
+	PING,
 ]);
 
 /**
@@ -22,7 +33,5 @@ export const REPEATABLE_METHODS: ReadonlySet<string> = new Set([
  * the answer, and the fresh credential serves the next request.
  */
 export function resendableAfterRefusal(method: string | undefined): boolean {
-	return (
-		method === undefined || method === "initialize" || method === "server/discover" || REPEATABLE_METHODS.has(method)
-	);
+	return method === undefined || method === INITIALIZE || method === SERVER_DISCOVER || REPEATABLE_METHODS.has(method);
 }

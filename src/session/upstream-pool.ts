@@ -3,6 +3,7 @@ import type { Settings } from "../config.ts";
 import { type CredentialCaller, credentialsFor } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { INITIALIZE } from "../mcp/methods.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { UpstreamConnection, type UpstreamSession } from "../upstream/upstream-connection.ts";
@@ -88,7 +89,7 @@ export class UpstreamPool {
 
 	private async handshake(member: Member, params: InitializeRequest["params"]): Promise<MemberHello> {
 		const connection = this.connection(member);
-		const request: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-init-${member.name}`, method: "initialize", params };
+		const request: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-init-${member.name}`, method: INITIALIZE, params };
 		const opened = await connection.initialize(request);
 		if (!opened.session) {
 			const reason = "error" in opened.reply ? opened.reply.error.message : "no result";

@@ -2,6 +2,14 @@ import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type Attributes, type Span, SpanStatusCode } from "@opentelemetry/api";
 import { ERROR_META_KEY } from "../mcp/failure-reply.ts";
 import { type ErrorKind, isErrorKind } from "../mcp/gateway-error.ts";
+import {
+	NOTIFICATIONS_RESOURCES_UPDATED,
+	PROMPTS_GET,
+	RESOURCES_READ,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+	TOOLS_CALL,
+} from "../mcp/methods.ts";
 import { type FailureKind, failureStatusMessage, redactedUri } from "./redaction.ts";
 
 /**
@@ -33,11 +41,11 @@ export const MCP_ATTRIBUTES = {
 export const TOOL_ERROR = "tool_error";
 
 /** Methods whose `params.uri` is the resource the conventions record as `mcp.resource.uri`. */
-const RESOURCE_METHODS = new Set([
-	"resources/read",
-	"resources/subscribe",
-	"resources/unsubscribe",
-	"notifications/resources/updated",
+const RESOURCE_METHODS: ReadonlySet<string> = new Set([
+	RESOURCES_READ,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+	NOTIFICATIONS_RESOURCES_UPDATED,
 ]);
 
 /** An MCP request or notification as the spans describe it. */
@@ -77,11 +85,11 @@ export function describeOperation(message: DescribedMessage, protocolVersion: st
 	};
 	if (protocolVersion) metric[MCP_ATTRIBUTES.protocolVersion] = protocolVersion;
 	let target: string | null = null;
-	if (method === "tools/call" && named !== null) {
+	if (method === TOOLS_CALL && named !== null) {
 		target = named;
 		metric[MCP_ATTRIBUTES.toolName] = named;
 		metric[MCP_ATTRIBUTES.operation] = "execute_tool";
-	} else if (method === "prompts/get" && named !== null) {
+	} else if (method === PROMPTS_GET && named !== null) {
 		target = named;
 		metric[MCP_ATTRIBUTES.promptName] = named;
 	}

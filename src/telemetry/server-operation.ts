@@ -1,5 +1,6 @@
 import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
 import { ERROR_KINDS, GatewayError } from "../mcp/gateway-error.ts";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
 import { instrumentsOf } from "./instruments.ts";
@@ -99,14 +100,14 @@ export class ServerOperation {
 			this.carryContext(this.span);
 		} else this.span = null;
 		this.callArguments = message.params?.arguments;
-		this.digest = message.method === "tools/call" ? argumentsDigest(this.callArguments) : null;
+		this.digest = message.method === TOOLS_CALL ? argumentsDigest(this.callArguments) : null;
 	}
 
 	/** The operation of a body, when it is a request or notification (null for responses and anything else). */
 	static of(input: ServerOperationInput): ServerOperation | null {
 		const { body } = input;
 		if (!isDescribable(body)) return null;
-		if (!input.telemetry.enabled && (body.method !== "tools/call" || !input.accounted)) return null;
+		if (!input.telemetry.enabled && (body.method !== TOOLS_CALL || !input.accounted)) return null;
 		return new ServerOperation(input, body);
 	}
 

@@ -1,4 +1,5 @@
 import type { Span } from "@opentelemetry/api";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
 import type { AnswerOutcome } from "./mcp-spans.ts";
@@ -58,7 +59,7 @@ export interface CallNote {
 
 /** A tool call's reply with the object's note on it (any other method's reply unchanged). */
 export function withCallNote(response: Response, method: string, note: CallNote): Response {
-	if (method !== "tools/call") return response;
+	if (method !== TOOLS_CALL) return response;
 	const headers = new Headers(response.headers);
 	headers.set(CALL_NOTE_HEADER, JSON.stringify(note));
 	return new Response(response.body, { status: response.status, statusText: response.statusText, headers });

@@ -15,6 +15,16 @@ import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import {
+	LOGGING_SET_LEVEL,
+	NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+	PING,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+	SERVER_DISCOVER,
+	SUBSCRIPTIONS_LISTEN,
+	TOOLS_CALL,
+} from "../mcp/methods.ts";
 import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
@@ -89,7 +99,7 @@ export class ModernWire {
 			protocolVersion: FIRST_MODERN_VERSION,
 			client: { info: params.clientInfo, capabilities: params.capabilities },
 		};
-		const discovered = DiscoverResultSchema.safeParse(await this.host.request(session, "server/discover"));
+		const discovered = DiscoverResultSchema.safeParse(await this.host.request(session, SERVER_DISCOVER));
 		if (!discovered.success) {
 			throw upstreamProtocolError(this.host.target.name, "a server/discover result that is not valid MCP");
 		}
@@ -124,10 +134,10 @@ export class ModernWire {
 		}
 		// Methods 2026-07-28 removed are settled here: ping needs no upstream, and the log
 		// level travels with every later request instead of being set once.
-		if (message.method === "ping") {
+		if (message.method === PING) {
 			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
 		}
-		if (message.method === "logging/setLevel" && typeof message.params?.level === "string") {
+		if (message.method === LOGGING_SET_LEVEL && typeof message.params?.level === "string") {
 			client.logLevel = message.params.level;
 			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
 		}
@@ -135,11 +145,11 @@ export class ModernWire {
 		// join it when the session's GET stream next opens (its next listening window).
 		const uri = message.params?.uri;
 		if (
-			(message.method === "resources/subscribe" || message.method === "resources/unsubscribe") &&
+			(message.method === RESOURCES_SUBSCRIBE || message.method === RESOURCES_UNSUBSCRIBE) &&
 			typeof uri === "string"
 		) {
 			const subscribed = new Set(client.subscriptions ?? []);
-			if (message.method === "resources/subscribe") subscribed.add(uri);
+			if (message.method === RESOURCES_SUBSCRIBE) subscribed.add(uri);
 			else subscribed.delete(uri);
 			client.subscriptions = [...subscribed];
 			return Promise.resolve(Response.json({ jsonrpc: "2.0", id: message.id, result: {} }));
@@ -158,7 +168,7 @@ export class ModernWire {
 	private async post(client: ModernClient, outgoing: JSONRPCRequest, deadline: Deadline): Promise<Response> {
 		const send = async () => {
 			const headers = modernHeaders(this.host.target.headers, outgoing);
-			if (outgoing.method === "tools/call") {
+			if (outgoing.method === TOOLS_CALL) {
 				for (const [name, value] of await this.paramHeaders(client, outgoing.params)) headers.set(name, value);
 			}
 			this.host.counted();
@@ -171,7 +181,7 @@ export class ModernWire {
 			);
 		};
 		const response = await send();
-		if (outgoing.method !== "tools/call" || response.status !== 400) return response;
+		if (outgoing.method !== TOOLS_CALL || response.status !== 400) return response;
 		const text = await response.text();
 		const refusal = parseJsonRpcMessage(text);
 		if (!refusal || !("error" in refusal) || refusal.error.code !== HEADER_MISMATCH) {
@@ -196,7 +206,9 @@ export class ModernWire {
 				return [];
 			}
 		}
-		const declarations = this.toolHeaders.get(String(params?.name ?? ""));
+		// The call was parsed where it entered; the connection carries any request, so its name is read as it is.
+		const name = params?.name;
+		const declarations = typeof name === "string" ? this.toolHeaders.get(name) : undefined;
 		return declarations ? paramHeaderValues(declarations, params?.arguments) : [];
 	}
 
@@ -210,7 +222,7 @@ export class ModernWire {
 			{
 				jsonrpc: "2.0",
 				id: `gw-listen-${randomToken(8)}`,
-				method: "subscriptions/listen",
+				method: SUBSCRIPTIONS_LISTEN,
 				params: {
 					notifications: {
 						toolsListChanged: true,
@@ -246,7 +258,7 @@ export class ModernWire {
 						controller.close();
 						return;
 					}
-					if (!isNotification(message) || message.method === "notifications/subscriptions/acknowledged") continue;
+					if (!isNotification(message) || message.method === NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED) continue;
 					controller.enqueue(sseMessage(message));
 					return;
 				}

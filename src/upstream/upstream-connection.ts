@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
+import { INITIALIZE, NOTIFICATIONS_INITIALIZED } from "../mcp/methods.ts";
 import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
@@ -127,7 +128,7 @@ export class UpstreamConnection {
 					return this.modern.initialize(request);
 				}
 				await response.body?.cancel();
-				throw this.statusError(response.status, "initialize");
+				throw this.statusError(response.status, INITIALIZE);
 			}
 			const { message: reply } = await this.readReply(response, request.id);
 			if (!("result" in reply)) return { reply, session: null };
@@ -146,9 +147,9 @@ export class UpstreamConnection {
 					{ server: this.target.name },
 				);
 			}
-			const ack = await this.send("POST", session, { jsonrpc: "2.0", method: "notifications/initialized" }, deadline);
+			const ack = await this.send("POST", session, { jsonrpc: "2.0", method: NOTIFICATIONS_INITIALIZED }, deadline);
 			await ack.body?.cancel();
-			if (!ack.ok) throw this.statusError(ack.status, "notifications/initialized");
+			if (!ack.ok) throw this.statusError(ack.status, NOTIFICATIONS_INITIALIZED);
 			return { reply, session, result: parsed.data };
 		} catch (error) {
 			throw deadline.signal.aborted ? this.timeoutError(error) : error;

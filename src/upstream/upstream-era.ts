@@ -4,6 +4,7 @@ import { declaresTasks } from "../mcp/2026-07-28/tasks-extension.ts";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isUnaddressedError } from "../mcp/jsonrpc.ts";
+import { SERVER_DISCOVER } from "../mcp/methods.ts";
 import { FIRST_MODERN_VERSION, type ProtocolEra, supportedVersionsOf } from "../mcp/protocol-version.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
@@ -202,18 +203,18 @@ async function probe(target: UpstreamTarget, fetcher: FetchLike | undefined): Pr
 	try {
 		const response = await connection.post(
 			PROBE_SESSION,
-			{ jsonrpc: "2.0", id: DISCOVER_ID, method: "server/discover" },
+			{ jsonrpc: "2.0", id: DISCOVER_ID, method: SERVER_DISCOVER },
 			deadline,
 		);
 		// An auth wall or a failing server is not the discover handler speaking; ask again later.
 		const { status } = response;
 		if (status === 401 || status === 403) {
 			await response.body?.cancel();
-			return { refused: status, error: connection.statusError(status, "server/discover") };
+			return { refused: status, error: connection.statusError(status, SERVER_DISCOVER) };
 		}
 		if (response.status >= 500) {
 			await response.body?.cancel();
-			throw connection.statusError(response.status, "server/discover");
+			throw connection.statusError(response.status, SERVER_DISCOVER);
 		}
 		// A refusal in JSON that is no reply to the probe may still be JSON-RPC (a 2025 server's
 		// `"id": null` error): a copy is kept to tell, which says whether it speaks MCP at all.

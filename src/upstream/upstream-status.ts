@@ -17,7 +17,7 @@ const MAX_CHALLENGE_CHARS = 512;
  * client's credential was refused, and an OAuth client would sign in again.
  *
  * @example
- * throw upstreamStatusError("alpha", 401, "tools/call", response.headers.get("www-authenticate"));
+ * throw upstreamStatusError("alpha", 401, TOOLS_CALL, response.headers.get("www-authenticate"));
  */
 export function upstreamStatusError(
 	server: string,

@@ -1,6 +1,7 @@
 import { LATEST_PROTOCOL_VERSION, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { INITIALIZE } from "../mcp/methods.ts";
 import type { UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type FetchLike, UpstreamConnection } from "./upstream-connection.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
@@ -25,7 +26,7 @@ export async function listUpstreamTools(
 	const opened = await connection.initialize({
 		jsonrpc: "2.0",
 		id: "gw-admin-tools",
-		method: "initialize",
+		method: INITIALIZE,
 		params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: GATEWAY_SERVER_INFO },
 	});
 	if (!opened.session) {

@@ -1,5 +1,6 @@
 import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { ELICITATION_CREATE } from "../methods.ts";
 
 /** A -32042 error as the gateway makes it: its message, and the URL-mode elicitation in `data.elicitations`. */
 const UrlElicitationErrorSchema = z.object({
@@ -23,7 +24,7 @@ export function connectInputRequired(error: unknown): Record<string, unknown> | 
 	return {
 		resultType: "input_required",
 		inputRequests: {
-			connect: { method: "elicitation/create", params: { ...elicitation, message: parsed.data.message } },
+			connect: { method: ELICITATION_CREATE, params: { ...elicitation, message: parsed.data.message } },
 		},
 	};
 }
