@@ -1,6 +1,7 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
 import { CACHEABLE_METHODS } from "../mcp/2026-07-28/modern-results.ts";
+import { isJsonObject } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { stableJson } from "../mcp/stable-json.ts";
@@ -36,8 +37,11 @@ export async function cachedResult(
 	const key = await cacheKey(member, message, envelope);
 	const hit = await cache.match(key);
 	if (hit) {
-		const result = (await hit.json()) as Record<string, unknown>;
-		return Response.json({ jsonrpc: "2.0", id: message.id, result }, { headers: { "x-mcp-cache": "hit" } });
+		// An entry is a result the gateway stored itself (below); one that is not an object is not served.
+		const result: unknown = await hit.json();
+		if (isJsonObject(result)) {
+			return Response.json({ jsonrpc: "2.0", id: message.id, result }, { headers: { "x-mcp-cache": "hit" } });
+		}
 	}
 	const response = await forward();
 	if (!response.ok || !(response.headers.get("content-type") ?? "").startsWith("application/json")) return response;
@@ -51,29 +55,27 @@ export async function cachedResult(
 		);
 	}
 	const text = new TextDecoder().decode(bytes);
-	const ttlMs = publicTtl(text);
-	if (ttlMs > 0) {
-		const result = (JSON.parse(text) as { result: unknown }).result;
-		const maxAge = Math.max(1, Math.floor(Math.min(ttlMs, MAX_TTL_MS) / 1000));
-		await cache.put(key, Response.json(result, { headers: { "cache-control": `public, max-age=${maxAge}` } }));
+	const shared = publicResult(text);
+	if (shared) {
+		const maxAge = Math.max(1, Math.floor(Math.min(shared.ttlMs, MAX_TTL_MS) / 1000));
+		await cache.put(key, Response.json(shared.result, { headers: { "cache-control": `public, max-age=${maxAge}` } }));
 	}
 	return new Response(text, { status: response.status, headers: response.headers });
 }
 
-/** The result's public lifetime in ms, or 0 when it must not be shared. */
-function publicTtl(text: string): number {
+/** The reply's result and its public lifetime in ms; null when it must not be shared. */
+function publicResult(text: string): { result: Record<string, unknown>; ttlMs: number } | null {
 	let reply: unknown;
 	try {
 		reply = JSON.parse(text);
 	} catch {
-		return 0;
+		return null;
 	}
-	if (typeof reply !== "object" || reply === null || !("result" in reply)) return 0;
-	const result = reply.result;
-	if (typeof result !== "object" || result === null) return 0;
-	const { cacheScope, ttlMs, resultType } = result as Record<string, unknown>;
-	if (cacheScope !== "public" || typeof ttlMs !== "number" || !(ttlMs > 0)) return 0;
-	return resultType === undefined || resultType === "complete" ? ttlMs : 0;
+	if (!isJsonObject(reply) || !isJsonObject(reply.result)) return null;
+	const { result } = reply;
+	const { cacheScope, ttlMs, resultType } = result;
+	if (cacheScope !== "public" || typeof ttlMs !== "number" || !(ttlMs > 0)) return null;
+	return resultType === undefined || resultType === "complete" ? { result, ttlMs } : null;
 }
 
 async function cacheKey(member: Member, message: JSONRPCRequest, envelope: Envelope): Promise<Request> {

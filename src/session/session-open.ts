@@ -61,7 +61,7 @@ export function memberInitParams(
 export async function openTransparent(pool: UpstreamPool, input: OpenSessionInput): Promise<Opened> {
 	const member = input.members[0];
 	if (!member) throw new GatewayError("internal", "A transparent session needs exactly one upstream server.");
-	const opened = await pool.connection(member).initialize(input.request);
+	const opened = await pool.connection(member).initialize({ message: input.request, params: input.params });
 	if (!opened.session) return { reply: opened.reply };
 	return {
 		binding: draft(input, opened.session.protocolVersion, { [member.name]: opened.session }),

@@ -89,8 +89,8 @@ export class UpstreamPool {
 
 	private async handshake(member: Member, params: InitializeRequest["params"]): Promise<MemberHello> {
 		const connection = this.connection(member);
-		const request: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-init-${member.name}`, method: INITIALIZE, params };
-		const opened = await connection.initialize(request);
+		const message: JSONRPCRequest = { jsonrpc: "2.0", id: `gw-init-${member.name}`, method: INITIALIZE, params };
+		const opened = await connection.initialize({ message, params });
 		if (!opened.session) {
 			const reason = "error" in opened.reply ? opened.reply.error.message : "no result";
 			throw new GatewayError("upstream_error", `Upstream server '${member.name}' refused initialize: ${reason}.`, {

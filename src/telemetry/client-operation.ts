@@ -1,4 +1,5 @@
 import { type Span, SpanKind } from "@opentelemetry/api";
+import { isJsonObject } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
@@ -63,9 +64,8 @@ export class ClientOperation {
 			throw error;
 		}
 		if (!isDescribable(message)) return null;
-		const params = (message.params ?? {}) as Record<string, unknown>;
-		const meta =
-			typeof params._meta === "object" && params._meta !== null ? (params._meta as Record<string, unknown>) : {};
+		const params = message.params ?? {};
+		const meta = isJsonObject(params._meta) ? params._meta : {};
 		const operation = describeOperation(message, protocolVersion);
 		const target = new URL(url);
 		const server = {

@@ -1,5 +1,6 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type Attributes, type Span, SpanStatusCode } from "@opentelemetry/api";
+import { isJsonObject } from "../mcp/client-message.ts";
 import { ERROR_META_KEY } from "../mcp/failure-reply.ts";
 import { type ErrorKind, isErrorKind } from "../mcp/gateway-error.ts";
 import {
@@ -70,7 +71,7 @@ export interface DescribedMessage {
 
 /** Whether a parsed JSON value is a request or notification (has a string method). */
 export function isDescribable(value: unknown): value is DescribedMessage {
-	return typeof value === "object" && value !== null && typeof (value as { method?: unknown }).method === "string";
+	return isJsonObject(value) && typeof value.method === "string";
 }
 
 /** The conventions' description of `message`, sent over MCP's streamable HTTP in `protocolVersion`. */
@@ -137,9 +138,7 @@ export function outcomeOf(answer: JSONRPCMessage | null): AnswerOutcome {
 		return {
 			code: null,
 			errorType: TOOL_ERROR,
-			kind: kindOf(
-				typeof meta === "object" && meta !== null ? (meta as Record<string, unknown>)[ERROR_META_KEY] : null,
-			),
+			kind: kindOf(isJsonObject(meta) ? meta[ERROR_META_KEY] : null),
 		};
 	}
 	return OK;
@@ -147,9 +146,7 @@ export function outcomeOf(answer: JSONRPCMessage | null): AnswerOutcome {
 
 /** The gateway's kind in `data`; an upstream may write anything there, so only the gateway's own kinds count. */
 function kindOf(data: unknown): ErrorKind | null {
-	if (typeof data !== "object" || data === null) return null;
-	const kind = (data as { kind?: unknown }).kind;
-	return isErrorKind(kind) ? kind : null;
+	return isJsonObject(data) && isErrorKind(data.kind) ? data.kind : null;
 }
 
 /** What failed, as the span's status names it; null when the outcome is no failure. */

@@ -1,4 +1,5 @@
 import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
+import { isJsonObject } from "../mcp/client-message.ts";
 import { ERROR_KINDS, GatewayError } from "../mcp/gateway-error.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
@@ -148,8 +149,7 @@ export class ServerOperation {
 	 */
 	private calledThrough(tool: string): void {
 		const outer = this.message.params?.arguments;
-		const inner =
-			typeof outer === "object" && outer !== null ? (outer as Record<string, unknown>).arguments : undefined;
+		const inner = isJsonObject(outer) ? outer.arguments : undefined;
 		this.callArguments = inner;
 		this.digest = argumentsDigest(inner);
 		this.operation = describeOperation(
@@ -239,12 +239,12 @@ export class ServerOperation {
 
 	/** The body's `_meta` names this span (only the two trace keys are replaced). */
 	private carryContext(span: Span): void {
-		const params = (this.message.params ?? {}) as Record<string, unknown>;
-		const meta = typeof params._meta === "object" && params._meta !== null ? params._meta : {};
+		const params = this.message.params ?? {};
+		const meta = isJsonObject(params._meta) ? params._meta : {};
 		const fields = injectMeta(span);
 		if (!fields) return;
-		const { traceparent: _parent, tracestate: _state, ...kept } = meta as Record<string, unknown>;
-		(this.message as { params?: Record<string, unknown> }).params = { ...params, _meta: { ...kept, ...fields } };
+		const { traceparent: _parent, tracestate: _state, ...kept } = meta;
+		this.message.params = { ...params, _meta: { ...kept, ...fields } };
 	}
 
 	private flush(): void {

@@ -13,6 +13,7 @@ import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
 import { type ModernClient, modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
 import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
 import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
+import type { InitializeMessage } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
 import {
@@ -90,9 +91,12 @@ export class ModernWire {
 	 * 2025 to the client and 2026-07-28 to the upstream, request by request).
 	 */
 	async initialize(
-		request: JSONRPCRequest,
+		hello: Pick<InitializeMessage, "message" | "params">,
 	): Promise<{ reply: JSONRPCMessage; session: ModernUpstreamSession; result: InitializeResult }> {
-		const params = InitializeRequestSchema.shape.params.parse(request.params);
+		const { message: request } = hello;
+		// What a 2026-07-28 upstream is told of the client is what the SDK's schema knows of it: the
+		// params of a 2026-07-28 client's session are made from its envelope as it sent it.
+		const params = InitializeRequestSchema.shape.params.parse(hello.params);
 		const session: ModernUpstreamSession = {
 			era: "modern",
 			sessionId: null,

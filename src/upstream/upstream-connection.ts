@@ -3,10 +3,10 @@ import {
 	InitializeResultSchema,
 	type JSONRPCMessage,
 	type JSONRPCNotification,
-	type JSONRPCRequest,
 	PaginatedResultSchema,
 	type RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import type { InitializeMessage } from "../mcp/client-message.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import { INITIALIZE, NOTIFICATIONS_INITIALIZED } from "../mcp/methods.ts";
@@ -18,6 +18,12 @@ import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch
 import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamFailureOf, upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
 import type { UpstreamTarget } from "./upstream-target.ts";
+
+/**
+ * An initialize to send: the request as it goes (a transparent client's as it
+ * came), and its params as parsed where it entered (or as the gateway made them).
+ */
+export type Initialize = Pick<InitializeMessage, "message" | "params">;
 
 export type { FetchLike } from "./upstream-fetch.ts";
 
@@ -106,14 +112,15 @@ export class UpstreamConnection {
 	 * the upstream's message as it came; `result` its result, parsed.
 	 */
 	async initialize(
-		request: JSONRPCRequest,
+		hello: Initialize,
 	): Promise<
 		| { reply: JSONRPCMessage; session: UpstreamSession; result: InitializeResult }
 		| { reply: JSONRPCMessage; session: null }
 	> {
-		const protocolVersion = String(request.params?.protocolVersion ?? "");
+		const { message: request, params } = hello;
+		const { protocolVersion } = params;
 		const pinned = pinnedEra(this.protocol());
-		if (pinned === "modern") return this.modern.initialize(request);
+		if (pinned === "modern") return this.modern.initialize(hello);
 		const deadline = startDeadline(this.target.timeoutMs);
 		try {
 			const response = await this.send("POST", { era: "legacy", sessionId: null, protocolVersion }, request, deadline);
@@ -125,7 +132,7 @@ export class UpstreamConnection {
 					response.status === 400 &&
 					(await offersOnlyModern(response, this.target.name, this.target.maxReplyBytes))
 				) {
-					return this.modern.initialize(request);
+					return this.modern.initialize(hello);
 				}
 				await response.body?.cancel();
 				throw this.statusError(response.status, INITIALIZE);

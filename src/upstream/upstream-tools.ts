@@ -23,11 +23,10 @@ export async function listUpstreamTools(
 ): Promise<Tool[]> {
 	const bounded = { ...target, timeoutMs: Math.min(target.timeoutMs, LISTING_TIMEOUT_MS) };
 	const connection = new UpstreamConnection(bounded, fetcher, () => protocol);
+	const params = { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: GATEWAY_SERVER_INFO };
 	const opened = await connection.initialize({
-		jsonrpc: "2.0",
-		id: "gw-admin-tools",
-		method: INITIALIZE,
-		params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: GATEWAY_SERVER_INFO },
+		message: { jsonrpc: "2.0", id: "gw-admin-tools", method: INITIALIZE, params },
+		params,
 	});
 	if (!opened.session) {
 		const reason = "error" in opened.reply ? opened.reply.error.message : "no result";

@@ -1,5 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { type ClientRequest, calledTool, resourceUri } from "../client-message.ts";
+import { type ClientRequest, calledTool, isJsonObject, resourceUri } from "../client-message.ts";
 import {
 	PROMPTS_GET,
 	PROMPTS_LIST,
@@ -53,8 +53,8 @@ export function modernReply(method: string, message: JSONRPCMessage, params?: Re
 	if (connect && "id" in message && message.id !== undefined)
 		return { jsonrpc: "2.0", id: message.id, result: connect };
 	if (!("error" in message) || message.error.code !== RESOURCE_NOT_FOUND_2025) return message;
-	const data = typeof message.error.data === "object" && message.error.data !== null ? message.error.data : {};
-	const uri = (data as { uri?: unknown }).uri ?? params?.uri;
+	const data = isJsonObject(message.error.data) ? message.error.data : {};
+	const uri = data.uri ?? params?.uri;
 	return { ...message, error: { ...message.error, code: INVALID_PARAMS, data: { ...data, uri } } };
 }
 

@@ -1,3 +1,4 @@
+import { isJsonObject } from "../client-message.ts";
 import { headerValue } from "./header-value.ts";
 
 /** One `x-mcp-header` declaration of a tool: where the value is in the arguments, and the header's name. */
@@ -17,12 +18,10 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export function paramHeadersOf(inputSchema: unknown): ParamHeader[] {
 	const found: ParamHeader[] = [];
 	const walk = (schema: unknown, path: string[]) => {
-		if (typeof schema !== "object" || schema === null) return;
-		const properties = (schema as { properties?: unknown }).properties;
-		if (typeof properties !== "object" || properties === null) return;
-		for (const [name, property] of Object.entries(properties)) {
-			if (typeof property !== "object" || property === null) continue;
-			const header = (property as Record<string, unknown>)["x-mcp-header"];
+		if (!isJsonObject(schema) || !isJsonObject(schema.properties)) return;
+		for (const [name, property] of Object.entries(schema.properties)) {
+			if (!isJsonObject(property)) continue;
+			const header = property["x-mcp-header"];
 			if (typeof header === "string" && TOKEN.test(header)) found.push({ path: [...path, name], header });
 			walk(property, [...path, name]);
 		}
@@ -40,8 +39,7 @@ export function paramHeaderValues(declarations: ParamHeader[], args: unknown): A
 	const headers: Array<[string, string]> = [];
 	for (const { path, header } of declarations) {
 		let value: unknown = args;
-		for (const key of path)
-			value = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+		for (const key of path) value = isJsonObject(value) ? value[key] : undefined;
 		if (typeof value === "string") headers.push([`mcp-param-${header}`, headerValue(value)]);
 		else if (typeof value === "number" && Number.isSafeInteger(value))
 			headers.push([`mcp-param-${header}`, String(value)]);

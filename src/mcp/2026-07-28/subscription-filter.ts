@@ -1,6 +1,7 @@
 import type { SubscriptionFilterSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
+import { isJsonObject } from "../client-message.ts";
 import {
 	NOTIFICATIONS_PROMPTS_LIST_CHANGED,
 	NOTIFICATIONS_RESOURCES_LIST_CHANGED,
@@ -19,8 +20,10 @@ export function acknowledgedFilter(
 	wanted: SubscriptionFilter,
 	capabilities: Record<string, unknown>,
 ): SubscriptionFilter {
-	const declares = (kind: string, feature: string) =>
-		(capabilities[kind] as Record<string, unknown> | undefined)?.[feature] === true;
+	const declares = (kind: string, feature: string) => {
+		const declared = capabilities[kind];
+		return isJsonObject(declared) && declared[feature] === true;
+	};
 	const acknowledged: SubscriptionFilter = {};
 	if (wanted.toolsListChanged && declares("tools", "listChanged")) acknowledged.toolsListChanged = true;
 	if (wanted.promptsListChanged && declares("prompts", "listChanged")) acknowledged.promptsListChanged = true;

@@ -8,7 +8,7 @@ import {
 	TaskMetadataSchema,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { type SessionRequest, type ToolCall, taskAsked } from "../../mcp/client-message.ts";
+import { isJsonObject, type SessionRequest, type ToolCall, taskAsked } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import {
 	NOTIFICATIONS_TASKS_STATUS,
@@ -61,8 +61,8 @@ export function withTasksCapability(
 ): JSONRPCMessage {
 	if (!("result" in reply)) return reply;
 	const capabilities = reply.result.capabilities;
-	if (typeof capabilities !== "object" || capabilities === null) return reply;
-	const { tasks: _upstreams, ...others } = capabilities as Record<string, unknown>;
+	if (!isJsonObject(capabilities)) return reply;
+	const { tasks: _upstreams, ...others } = capabilities;
 	const declared = holdsTasksFor(clientCapabilities) ? { ...others, tasks: GATEWAY_TASKS_CAPABILITY } : others;
 	return { ...reply, result: { ...reply.result, capabilities: declared } };
 }
@@ -230,7 +230,7 @@ function relatedTo(question: JSONRPCRequest, taskId: string): JSONRPCRequest {
  */
 function resultMessage(id: RequestId, task: HeldTask): JSONRPCMessage {
 	if (task.result) {
-		const meta = (task.result._meta as Record<string, unknown> | undefined) ?? {};
+		const meta = isJsonObject(task.result._meta) ? task.result._meta : {};
 		return {
 			jsonrpc: "2.0",
 			id,

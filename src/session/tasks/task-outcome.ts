@@ -52,7 +52,7 @@ export async function answerIn(
 
 /** What an answer means for the task: a result, or an error. */
 export function outcomeOf(answer: JSONRPCMessage): TaskOutcome | null {
-	if ("result" in answer) return { result: answer.result as Record<string, unknown> };
+	if ("result" in answer) return { result: answer.result };
 	if ("error" in answer) return { error: answer.error };
 	return null;
 }
