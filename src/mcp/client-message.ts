@@ -25,7 +25,9 @@ import {
 	ListToolsRequestSchema,
 	PingRequestSchema,
 	ProgressNotificationSchema,
+	PromptReferenceSchema,
 	ReadResourceRequestSchema,
+	ResourceTemplateReferenceSchema,
 	RootsListChangedNotificationSchema,
 	SetLevelRequestSchema,
 	SubscribeRequestSchema,
@@ -147,6 +149,19 @@ const ToolCallSchema = CallToolRequestSchema.extend({
 	}),
 });
 
+/**
+ * `completion/complete` as the SDK's schema has it, its nested objects as
+ * loose as its params: a completion goes on as the client sent it, and only
+ * what the schema names is read.
+ */
+const CompletionSchema = CompleteRequestSchema.extend({
+	params: CompleteRequestSchema.shape.params.extend({
+		ref: z.union([PromptReferenceSchema.loose(), ResourceTemplateReferenceSchema.loose()]),
+		argument: CompleteRequestSchema.shape.params.shape.argument.loose(),
+		context: CompleteRequestSchema.shape.params.shape.context.unwrap().loose().optional(),
+	}),
+});
+
 /** How a message of one method the gateway reads is parsed into its place in the union. */
 function inspected<K extends "request" | "notification", M extends string, T extends { method: M }>(
 	kind: K,
@@ -175,7 +190,7 @@ const INSPECTED_REQUESTS = [
 	inspected("request", RESOURCES_READ, requestWith(ReadResourceRequestSchema)),
 	inspected("request", RESOURCES_SUBSCRIBE, requestWith(SubscribeRequestSchema)),
 	inspected("request", RESOURCES_UNSUBSCRIBE, requestWith(UnsubscribeRequestSchema)),
-	inspected("request", COMPLETION_COMPLETE, requestWith(CompleteRequestSchema)),
+	inspected("request", COMPLETION_COMPLETE, requestWith(CompletionSchema)),
 	inspected("request", LOGGING_SET_LEVEL, requestWith(SetLevelRequestSchema)),
 	inspected("request", TASKS_GET, requestWith(GetTaskRequestSchema)),
 	inspected("request", TASKS_RESULT, requestWith(GetTaskPayloadRequestSchema)),

@@ -28,8 +28,8 @@ export type EraObserver = (era: "legacy" | "modern", protocolVersion: string | n
  *
  * The classifier's refusals keep the SDK's status, code and words. A refused
  * request reaches nothing: no cache, no Durable Object, no upstream.
- * `observe` hears the era before a 2026-07-28 message is parsed, and after a
- * 2025 one is (whose `initialize` names its version in its params).
+ * `observe` hears the era and version before the message is parsed, but for a
+ * 2025 `initialize` without a version header, which names its version in its params.
  */
 export function classifyPost(request: Request, body: unknown, observe?: EraObserver): ClassifiedPost {
 	const headers = request.headers;
@@ -44,9 +44,16 @@ export function classifyPost(request: Request, body: unknown, observe?: EraObser
 	if (outcome.kind === "legacy") {
 		const version = checkProtocolVersionHeader(versionHeader);
 		if (!version.ok) throw unsupportedVersion(version.version, null);
+		// The version is the header's, known before the message is parsed (a refused one is accounted to it),
+		// or, at initialize without one, the version it asks for.
+		if (versionHeader) observe?.("legacy", versionHeader);
 		const message = clientMessageOf(body);
-		const asked = message.kind === "request" && message.method === INITIALIZE ? message.params.protocolVersion : null;
-		observe?.("legacy", versionHeader ?? asked);
+		if (!versionHeader) {
+			observe?.(
+				"legacy",
+				message.kind === "request" && message.method === INITIALIZE ? message.params.protocolVersion : null,
+			);
+		}
 		return { era: "legacy", message };
 	}
 	const id = requestIdOf(body);
