@@ -1,16 +1,15 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
+import { type ClientMessage, clientMessageOf } from "../src/mcp/client-message.ts";
+import { GatewayError } from "../src/mcp/gateway-error.ts";
 import {
-	type ClientMessage,
 	callArguments,
 	calledTool,
-	clientMessageOf,
 	namedTaskId,
 	resourceUri,
 	taskAsked,
 	withToolName,
-} from "../src/mcp/client-message.ts";
-import { GatewayError } from "../src/mcp/gateway-error.ts";
+} from "../src/mcp/message-accessors.ts";
 import { meetsTasks } from "../src/session/tasks/task-requests.ts";
 import { createKey, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { parsedCall, parsedRequest } from "./support/messages.ts";

@@ -1,5 +1,6 @@
-import { type InitializeMessage, parseJsonBody, requestIdOf, withoutNullMeta } from "../mcp/client-message.ts";
+import { type InitializeMessage, parseJsonBody, withoutNullMeta } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { requestIdOf } from "../mcp/jsonrpc.ts";
 import { INITIALIZE } from "../mcp/methods.ts";
 import { classifyPost } from "../mcp/post-classification.ts";
 import { namesModernVersion } from "../mcp/protocol-version.ts";

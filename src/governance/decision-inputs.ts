@@ -1,7 +1,8 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { calledTool, type SessionRequest } from "../mcp/client-message.ts";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { calledTool } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";

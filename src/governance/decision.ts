@@ -1,7 +1,8 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { callArguments, type SessionRequest, withToolName } from "../mcp/client-message.ts";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
+import { callArguments, withToolName } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";

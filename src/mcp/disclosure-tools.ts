@@ -1,7 +1,8 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { callArguments, type ToolCall } from "./client-message.ts";
+import type { ToolCall } from "./client-message.ts";
 import { GatewayError } from "./gateway-error.ts";
+import { callArguments } from "./message-accessors.ts";
 import { MAX_QUERY_CHARS, MAX_WORD_CHARS, queryOverLimit } from "./tool-search.ts";
 
 /**

@@ -114,3 +114,10 @@ export function progressTokenOf(message: JSONRPCNotification): ProgressToken | n
 	const token = message.params?.progressToken;
 	return typeof token === "string" || typeof token === "number" ? token : null;
 }
+
+/** The id of a JSON-RPC request body, when it has a usable one (errors carry it). */
+export function requestIdOf(body: unknown): string | number | null {
+	if (typeof body !== "object" || body === null || !("id" in body)) return null;
+	const id = body.id;
+	return typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) ? id : null;
+}

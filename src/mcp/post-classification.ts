@@ -1,7 +1,8 @@
 import { classifyInboundRequest } from "@modelcontextprotocol/server";
 import { type Envelope, HEADER_MISMATCH, modernPostOf } from "./2026-07-28/modern-request.ts";
-import { type ClientMessage, clientMessageOf, requestIdOf, type SessionRequest } from "./client-message.ts";
+import { type ClientMessage, clientMessageOf, type SessionRequest } from "./client-message.ts";
 import { GatewayError } from "./gateway-error.ts";
+import { requestIdOf } from "./jsonrpc.ts";
 import { INITIALIZE } from "./methods.ts";
 import { checkProtocolVersionHeader, MODERN_PROTOCOL_VERSIONS, unsupportedVersion } from "./protocol-version.ts";
 

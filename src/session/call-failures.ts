@@ -1,6 +1,7 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import { calledTool, type SessionRequest } from "../mcp/client-message.ts";
+import type { SessionRequest } from "../mcp/client-message.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { calledTool } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import type { Member } from "./binding.ts";

@@ -1,6 +1,6 @@
 import { type Span, SpanKind } from "@opentelemetry/api";
-import { isJsonObject } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { isJsonObject } from "../primitives/json-object.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
 import { instrumentsOf } from "./instruments.ts";

@@ -1,6 +1,5 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type Attributes, type Span, SpanStatusCode } from "@opentelemetry/api";
-import { isJsonObject } from "../mcp/client-message.ts";
 import { ERROR_META_KEY } from "../mcp/failure-reply.ts";
 import { type ErrorKind, isErrorKind } from "../mcp/gateway-error.ts";
 import {
@@ -11,6 +10,7 @@ import {
 	RESOURCES_UNSUBSCRIBE,
 	TOOLS_CALL,
 } from "../mcp/methods.ts";
+import { isJsonObject } from "../primitives/json-object.ts";
 import { type FailureKind, failureStatusMessage, redactedUri } from "./redaction.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { type Attributes, type Span, SpanKind } from "@opentelemetry/api";
-import { isJsonObject } from "../mcp/client-message.ts";
 import { ERROR_KINDS, GatewayError } from "../mcp/gateway-error.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
+import { isJsonObject } from "../primitives/json-object.ts";
 import type { WaitUntil } from "../primitives/wait-until.ts";
 import { watchAnswer } from "./answer-watch.ts";
 import { instrumentsOf } from "./instruments.ts";

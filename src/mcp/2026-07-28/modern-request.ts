@@ -8,8 +8,9 @@ import {
 	PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { requestIdOf, type SessionRequest } from "../client-message.ts";
+import type { SessionRequest } from "../client-message.ts";
 import { GatewayError } from "../gateway-error.ts";
+import { requestIdOf } from "../jsonrpc.ts";
 import { PROMPTS_GET, RESOURCES_READ, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE, TOOLS_CALL } from "../methods.ts";
 import { MODERN_PROTOCOL_VERSIONS, unsupportedVersion } from "../protocol-version.ts";
 import { decodeHeaderValue } from "./header-value.ts";

@@ -1,5 +1,7 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { type ClientRequest, calledTool, isJsonObject, resourceUri } from "../client-message.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
+import type { ClientRequest } from "../client-message.ts";
+import { calledTool, resourceUri } from "../message-accessors.ts";
 import {
 	PROMPTS_GET,
 	PROMPTS_LIST,

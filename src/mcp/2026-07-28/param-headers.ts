@@ -1,4 +1,4 @@
-import { isJsonObject } from "../client-message.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import { headerValue } from "./header-value.ts";
 
 /** One `x-mcp-header` declaration of a tool: where the value is in the arguments, and the header's name. */

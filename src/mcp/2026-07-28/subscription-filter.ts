@@ -1,7 +1,7 @@
 import type { SubscriptionFilterSchema } from "@modelcontextprotocol/core";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { isJsonObject } from "../client-message.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import {
 	NOTIFICATIONS_PROMPTS_LIST_CHANGED,
 	NOTIFICATIONS_RESOURCES_LIST_CHANGED,

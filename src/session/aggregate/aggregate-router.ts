@@ -1,15 +1,10 @@
 import type { JSONRPCMessage, JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
 import type { RouteTarget } from "../../mcp/aggregate.ts";
-import {
-	type ClientNotification,
-	type ClientResponse,
-	type SessionRequest,
-	type ToolCall,
-	withToolName,
-} from "../../mcp/client-message.ts";
+import type { ClientNotification, ClientResponse, SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { progressTokenOf } from "../../mcp/jsonrpc.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
+import { withToolName } from "../../mcp/message-accessors.ts";
 import {
 	COMPLETION_COMPLETE,
 	LOGGING_SET_LEVEL,

@@ -8,12 +8,13 @@ import {
 import { INPUT_RESULT_SCHEMAS } from "../../mcp/2026-07-28/input-results.ts";
 import { withoutEnvelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts";
-import { type ClientResponse, isJsonObject, type SessionRequest } from "../../mcp/client-message.ts";
+import type { ClientResponse, SessionRequest } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import { PING } from "../../mcp/methods.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
 import { randomToken } from "../../primitives/crypto.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import { CALL_NOTE_HEADER } from "../../telemetry/tool-call.ts";
 import type { SessionMessage } from "../session-rpc.ts";
 import type { SessionState } from "../session-state.ts";

@@ -1,6 +1,7 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { type SessionRequest, type ToolCall, withRequestId } from "../../mcp/client-message.ts";
+import type { SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { withRequestId } from "../../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { splitNamespacedName } from "../../mcp/namespacing.ts";
 import { randomToken } from "../../primitives/crypto.ts";

@@ -8,8 +8,9 @@ import {
 	TaskMetadataSchema,
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { isJsonObject, type SessionRequest, type ToolCall, taskAsked } from "../../mcp/client-message.ts";
+import type { SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
+import { taskAsked } from "../../mcp/message-accessors.ts";
 import {
 	NOTIFICATIONS_TASKS_STATUS,
 	TASKS_CANCEL,
@@ -19,6 +20,7 @@ import {
 	TOOLS_CALL,
 } from "../../mcp/methods.ts";
 import { SSE_HEADERS, sseMessage } from "../../mcp/sse.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import type { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import { type HeldTask, isTerminal } from "./held-task.ts";

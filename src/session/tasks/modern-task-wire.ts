@@ -10,9 +10,10 @@ import {
 	taskIdOf,
 	unknownTask,
 } from "../../mcp/2026-07-28/tasks-extension.ts";
-import { type ClientResponse, isJsonObject, type ToolCall } from "../../mcp/client-message.ts";
+import type { ClientResponse, ToolCall } from "../../mcp/client-message.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { TASKS_CANCEL, TASKS_UPDATE, TOOLS_CALL } from "../../mcp/methods.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import { type HeldTask, isTerminal } from "./held-task.ts";
 import type { HeldTasks } from "./held-tasks.ts";

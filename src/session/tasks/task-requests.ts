@@ -1,4 +1,5 @@
-import { type SessionRequest, taskAsked } from "../../mcp/client-message.ts";
+import type { SessionRequest } from "../../mcp/client-message.ts";
+import { taskAsked } from "../../mcp/message-accessors.ts";
 import { TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT, TOOLS_CALL } from "../../mcp/methods.ts";
 import type { Member } from "../binding.ts";
 import type { RunningCall } from "../running-call.ts";

@@ -5,14 +5,8 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import {
-	namedTaskId,
-	type RequestOf,
-	type SessionRequest,
-	type ToolCall,
-	taskAsked,
-	withTaskId,
-} from "../../mcp/client-message.ts";
+import type { RequestOf, SessionRequest, ToolCall } from "../../mcp/client-message.ts";
+import { namedTaskId, taskAsked, withTaskId } from "../../mcp/message-accessors.ts";
 import { NOTIFICATIONS_TASKS_STATUS, TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT } from "../../mcp/methods.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
