@@ -115,9 +115,10 @@ const UpdateTaskRequestSchema = CancelTaskRequestSchema.extend({ method: z.liter
 
 /**
  * `tools/call` as the SDK's schema has it, but for two fields. `task`
- * (2025-11-25's task augmentation) is read only by the tasks wire of a
- * session that holds tasks, which refuses a malformed one in its own words;
- * to any other receiver the spec has it ignored. `arguments` is checked for
+ * (2025-11-25's task augmentation) is left to the loose params, as it came:
+ * it is read only by the tasks wire of a session that holds tasks, which
+ * refuses a malformed one in its own words; to any other receiver the spec
+ * has it ignored. `arguments` is checked for
  * what it is without being copied: for a JSON value, the SDK's
  * `z.record(z.string(), z.unknown())` accepts exactly the objects that are
  * not arrays, and rebuilds each one key by key, which doubled the cost of
@@ -126,8 +127,7 @@ const UpdateTaskRequestSchema = CancelTaskRequestSchema.extend({ method: z.liter
  * gateway always has (`normalizeOutgoing` sends `{}`).
  */
 const ToolCallSchema = CallToolRequestSchema.extend({
-	params: CallToolRequestSchema.shape.params.extend({
-		task: z.unknown().optional(),
+	params: CallToolRequestSchema.shape.params.omit({ task: true }).extend({
 		arguments: z
 			.custom<Record<string, unknown> | null>((value) => value === null || isJsonObject(value), {
 				error: "Invalid input: expected an object",
