@@ -185,7 +185,8 @@ export class AggregateRouter implements MemberListener {
 	async clientResponse(response: ClientResponse): Promise<void> {
 		const routed = this.requests.answer(response);
 		if (!routed) {
-			const id = JSON.stringify(response.message.id).slice(0, 80);
+			const { id: answered } = response.message;
+			const id = answered === undefined ? "none" : JSON.stringify(answered).slice(0, 80);
 			console.warn(`client response with id ${id} ignored: no member request of this session is waiting for it`);
 			return;
 		}
