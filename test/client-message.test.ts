@@ -59,7 +59,7 @@ describe("a client message, parsed once where it enters", () => {
 		expect([calledTool(read), namedTaskId(read), resourceUri(get)]).toEqual([null, null, null]);
 	});
 
-	it("params a method's schema refuses are -32602 with a sentence naming the field, the answer to a 2025 request (HTTP 200) and a 2026-07-28 one's 400; a body that is not JSON-RPC stays -32600", () => {
+	it("params a method's schema refuses are -32602 with a sentence naming the field, the answer to a 2025 request (HTTP 200), a 2026-07-28 one's or a notification's 400; a body that is not JSON-RPC stays -32600", () => {
 		const missing = refusal({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { arguments: {} } });
 		expect([missing.status, missing.code, missing.message]).toEqual([
 			200,
@@ -75,6 +75,8 @@ describe("a client message, parsed once where it enters", () => {
 		expect(refusal({ jsonrpc: "2.0", id: 9, method: "tasks/get" }).message).toBe(
 			"Invalid params: tasks/get needs params.",
 		);
+		const cancelled = refusal({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: [1] } });
+		expect([cancelled.status, cancelled.code]).toEqual([400, -32602]);
 		const notJsonRpc = refusal({ jsonrpc: "1.0", id: 1, method: "tools/call", params: { name: "echo" } });
 		expect([notJsonRpc.kind, notJsonRpc.code]).toEqual(["invalid_request", -32600]);
 	});
@@ -152,7 +154,9 @@ describe("a malformed message is refused where it enters", () => {
 			code: -32602,
 			message: "Invalid params: tools/call's params.arguments: Invalid input: expected an object.",
 		});
-		expect((await upstreamLog("alpha")).filter((entry) => JSON.stringify(entry.body).includes(marker))).toEqual([]);
+		expect((await upstreamLog("alpha")).filter((entry) => JSON.stringify(entry.body ?? null).includes(marker))).toEqual(
+			[],
+		);
 	});
 
 	it("a 2026-07-28 client's resources/read without a URI is refused with 400 -32602 naming the field, and reaches no upstream", async () => {
@@ -169,6 +173,8 @@ describe("a malformed message is refused where it enters", () => {
 			code: -32602,
 			message: "Invalid params: resources/read needs a uri string.",
 		});
-		expect((await upstreamLog("modern")).filter((entry) => JSON.stringify(entry.body).includes(marker))).toEqual([]);
+		expect(
+			(await upstreamLog("modern")).filter((entry) => JSON.stringify(entry.body ?? null).includes(marker)),
+		).toEqual([]);
 	});
 });

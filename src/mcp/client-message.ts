@@ -117,9 +117,9 @@ export function parseJsonBody(text: string): unknown {
  * One client message from a body's JSON value, parsed once, with errors a
  * person can act on: what is not JSON-RPC is -32600; a message of a method
  * the gateway reads whose params its schema refuses is -32602 naming the
- * field. `refusedParamsStatus`: the HTTP status of that refusal, 200 for a
- * 2025 client (the answer to its request, as its session would give it), 400
- * for a 2026-07-28 one (that era's transport).
+ * field. `refusedParamsStatus`: the HTTP status of that refusal of a request,
+ * 200 for a 2025 client (the answer to its request, as its session would give
+ * it), 400 for a 2026-07-28 one (that era's transport); a notification's is 400.
  */
 export function clientMessageOf(value: unknown, refusedParamsStatus = 200): ClientMessage {
 	if (Array.isArray(value)) {
@@ -141,7 +141,8 @@ export function clientMessageOf(value: unknown, refusedParamsStatus = 200): Clie
 			return { kind: "request", method: null, message: plain(JSONRPCRequestSchema, body) };
 		}
 		const parse = NOTIFICATION_PARSERS.get(method);
-		if (parse) return parse(body, refusedParamsStatus);
+		// A notification has no request to answer: its refusal is the POST's, 400.
+		if (parse) return parse(body, 400);
 		return { kind: "notification", method: null, message: plain(JSONRPCNotificationSchema, body) };
 	}
 	const message = "result" in body ? plain(JSONRPCResultResponseSchema, body) : plain(JSONRPCErrorResponseSchema, body);
