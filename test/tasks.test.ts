@@ -232,7 +232,16 @@ describe("tasks the gateway holds (2025-11-25)", () => {
 	it("a session holds at most MAX_TASKS_PER_SESSION tasks: the one over is refused with an error naming the limit, and nothing is stored", async () => {
 		const { sessionId, send } = await transparentTaskSession();
 		const whoami = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "whoami", task: {} } });
-		for (let i = 0; i < 32; i++) createdTask(await send(whoami(i)));
+		const ids: string[] = [];
+		for (let i = 0; i < 32; i++) ids.push(createdTask(await send(whoami(i))).taskId);
+		// Every task settled (its one write done), so the count below sees the refused call's writes alone.
+		await eventually(async () => {
+			for (const [at, taskId] of ids.entries()) {
+				const status = ((await send(get(200 + at, taskId))).result as { status?: string } | undefined)?.status;
+				if (status !== "completed") return false;
+			}
+			return true;
+		}, "every task completed");
 		const { writes } = await instrumentSession(sessionId);
 		const before = await writes();
 		const refused = await send(whoami(99));
