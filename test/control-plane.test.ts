@@ -82,6 +82,35 @@ describe("keys verify themselves at the edge", () => {
 		expect(after.reads).toBe(before.reads);
 	});
 
+	it("a session reads policies through the same reader as its rechecks, so its cost report counts both", async () => {
+		const server = await registerServer("beta");
+		const path = `/mcp/${server}`;
+		const policy = uniqueName("policy");
+		const put = await admin("PUT", `/policies/${policy}`, {
+			expression: 'principal.kind == "key"',
+			effect: "allow",
+			applies: { servers: [server] },
+		});
+		expect(put.status).toBe(201);
+		const { key } = await createKey();
+		const sessionId = await openSession(path, key);
+		const { stub, clock } = await instrumentSession(sessionId);
+		forgetIsolateCaches();
+		const list = { jsonrpc: "2.0", id: 2, method: "tools/list" };
+		expect((await readReply(await rpc(path, key, sessionId, list))).result).toHaveProperty("tools");
+		const listed = await stub.stats();
+		// No recheck was due: what the report counts is the governed list's reading of the policies (and of the
+		// server's pins; the tests keep nothing in the isolate's caches, so each decision reads them again).
+		expect(listed.registryReads).toBe(0);
+		expect(listed.kvReads).toBeGreaterThan(0);
+		clock.advance(RECHECK);
+		expect((await readReply(await rpc(path, key, sessionId, PING))).result).toEqual({});
+		const rechecked = await stub.stats();
+		// The recheck's key and endpoint records, counted by the same reader on top.
+		expect(rechecked.registryReads).toBe(1);
+		expect(rechecked.kvReads).toBe(listed.kvReads + 2);
+	});
+
 	it("a cached key costs no KV read; a forged key naming a cached id still gets 401 and leaves the cache alone", async () => {
 		const server = await registerServer("beta");
 		const { key } = await createKey();

@@ -162,10 +162,13 @@ export function evaluateTargets(results: BenchResults): TargetStatus[] {
 	}
 	for (const endpoint of ["server", "aggregate"] as const) {
 		const w = results.costs.longRun[endpoint];
-		// Two KV reads per recheck (the key record, the endpoint record or the server list).
-		const allowed = 2 * allowance(w.elapsedMs, m.recheckIntervalS);
+		// Two KV reads per recheck (the key record, the endpoint record or the server list), and the session's
+		// decisions: the policies and the one member's pins record (the aggregate's sessions have one member too, see
+		// targets.ts), each kept for the isolate's cache lifetime.
+		const cacheS = m.endpointCacheTtlS ?? m.recheckIntervalS;
+		const allowed = 2 * allowance(w.elapsedMs, m.recheckIntervalS) + 2 * allowance(w.elapsedMs, cacheS);
 		out.push({
-			target: `KV reads, long-lived session (${endpointName(endpoint)}): ≤ 2 per recheck interval (${m.recheckIntervalS} s)`,
+			target: `KV reads, long-lived session (${endpointName(endpoint)}): ≤ 2 per recheck interval (${m.recheckIntervalS} s) and the policies and pins once per cache lifetime (${cacheS} s)`,
 			figure: `${w.kvReads} reads in ${seconds(w.elapsedMs)} (${((w.kvReads / w.elapsedMs) * 3_600_000).toFixed(1)} per session-hour); allowed ${allowed}`,
 			status: w.kvReads <= allowed ? MET : NOT_MET,
 		});

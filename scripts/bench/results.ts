@@ -152,7 +152,7 @@ export interface CostWindow {
 	eventBufferWrites: number;
 	/** The session's registry rechecks (session-stats registryReads). */
 	sessionRegistryReads: number;
-	/** The Workers KV reads of those rechecks (session-stats kvReads). */
+	/** The session's Workers KV reads: its rechecks, its policies and pins (session-stats kvReads). */
 	kvReads: number;
 	/** Requests the registry Durable Object served in the window, from any source (registry-stats). */
 	registryReadsAll: number | null;

@@ -1,13 +1,12 @@
-import { settingsFrom } from "../config.ts";
 import type { Env } from "../env.ts";
 import { grantExists } from "../registry/grants.ts";
-import { checkSessionWith, kvRegistryReader } from "../registry/registry-reader.ts";
+import { type CountingReader, checkSessionWith } from "../registry/registry-reader.ts";
 import type { SessionCheckInput, SessionCheckResult } from "../registry/schemas.ts";
 
 /** What a SessionDO asks of the registry. Tests swap in counting, gated, failing or stale versions. */
 export interface RegistryClient {
 	checkSession(input: SessionCheckInput): Promise<SessionCheckResult>;
-	/** Workers KV reads made so far (cost reports). */
+	/** Workers KV reads the session made so far, rechecks, policies and pins (cost reports). */
 	readonly kvReads: number;
 }
 
@@ -16,8 +15,7 @@ export interface RegistryClient {
  * RegistryDO. A signed-in principal's grant is looked up in the authorization
  * server's KV, so a revoked sign-in ends its sessions at their next recheck.
  */
-export function registryClient(env: Env): RegistryClient {
-	const reader = kvRegistryReader(env.REGISTRY_KV, settingsFrom(env).kvCacheTtlSeconds);
+export function registryClient(env: Env, reader: CountingReader): RegistryClient {
 	const oauthKv = env.OAUTH_KV;
 	const grants = oauthKv ? (userId: string, grantId: string) => grantExists(oauthKv, userId, grantId) : undefined;
 	return {

@@ -10,7 +10,7 @@ import type { RequestOf } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import type { TOOLS_LIST } from "../mcp/methods.ts";
-import { kvRegistryReader, type RegistryReader } from "../registry/registry-reader.ts";
+import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
 import type { Catalog } from "./aggregate/catalog.ts";
 import type { MemberLists } from "./aggregate/member-lists.ts";
@@ -41,7 +41,7 @@ export class SessionDecisions implements DecisionSource {
 		private readonly lists: MemberLists,
 	) {
 		const { env, settings } = state;
-		this.reader = kvRegistryReader(env.REGISTRY_KV, settings.kvCacheTtlSeconds);
+		this.reader = state.reader;
 		this.pins = {
 			reader: this.reader,
 			registry: registryRecorder(env),

@@ -1,6 +1,7 @@
 import { type Settings, settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { type CountingReader, kvRegistryReader } from "../registry/registry-reader.ts";
 import type { Calling, SessionBinding, SessionScope } from "./binding.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
@@ -19,6 +20,12 @@ export class SessionState {
 	clock: Clock = systemClock;
 	timers: Timers = systemTimers;
 	registry: RegistryClient;
+	/**
+	 * The session's one reader of the registry's published records: rechecks,
+	 * policies and pins read through it, so its count is all the KV reads the
+	 * session made.
+	 */
+	readonly reader: CountingReader;
 	readonly settings: Settings;
 	/** The Durable Object's id: task ids and the key's ledger name the object by it. */
 	readonly place: string;
@@ -30,7 +37,8 @@ export class SessionState {
 		readonly env: Env,
 	) {
 		this.settings = settingsFrom(env);
-		this.registry = registryClient(env);
+		this.reader = kvRegistryReader(env.REGISTRY_KV, this.settings.kvCacheTtlSeconds);
+		this.registry = registryClient(env, this.reader);
 		this.place = ctx.id.toString();
 	}
 
