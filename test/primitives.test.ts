@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { verifySessionId } from "../src/edge/session-id.ts";
+import { verifySessionId } from "../src/edge/2025-11-25/session-id.ts";
 import { ExpiringMap, keepFound } from "../src/primitives/expiring-map.ts";
 import { LapsingSlot } from "../src/primitives/lapsing-slot.ts";
 import { once } from "../src/primitives/once.ts";

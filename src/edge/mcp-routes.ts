@@ -7,12 +7,12 @@ import { namesModernVersion } from "../mcp/protocol-version.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import { ServerOperation } from "../telemetry/server-operation.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
+import { serveListen } from "./2025-11-25/listen.ts";
+import { mintSessionId, sessionDigest, sessionStub, verifiedSessionStub } from "./2025-11-25/session-id.ts";
 import { planEndpoint } from "./endpoint-plan.ts";
-import { serveListen } from "./listen.ts";
 import { serveModern } from "./modern-routes.ts";
 import type { McpContext } from "./request-context.ts";
-import { mintSessionId, sessionDigest } from "./session-id.ts";
-import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
+import { requireSessionSecret } from "./session-routing.ts";
 import { toolCallScope, toolCallsAccounted } from "./tool-call-scope.ts";
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBodyWithin } from "./transport-checks.ts";
 

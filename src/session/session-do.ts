@@ -24,6 +24,7 @@ import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams
 import type { HeldTasks } from "./tasks/held-tasks.ts";
 import { answerModernTask } from "./tasks/modern-task-wire.ts";
 
+export { sealedStatus } from "./2025-11-25/upstream-tasks.ts";
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
 export { MAX_IN_FLIGHT } from "./client-messages.ts";
@@ -36,7 +37,6 @@ export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
 export { openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "./tasks/task-ids.ts";
-export { sealedStatus } from "./tasks/upstream-tasks.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 
 /**

@@ -1,3 +1,4 @@
+import { UpstreamTasks } from "./2025-11-25/upstream-tasks.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
@@ -16,7 +17,6 @@ import { ClientStreams } from "./streams/client-streams.ts";
 import { EventBuffer } from "./streams/event-buffer.ts";
 import { Listening } from "./streams/listening.ts";
 import { HeldTasks, type TaskSession } from "./tasks/held-tasks.ts";
-import { UpstreamTasks } from "./tasks/upstream-tasks.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 
