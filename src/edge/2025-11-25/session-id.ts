@@ -10,6 +10,8 @@ import { requireSessionSecret } from "../session-routing.ts";
  * Session IDs are `gw1.<192 random bits>.<HMAC-SHA256 of the rest>`, all
  * base64url. The MAC lets the edge reject a forged or mangled ID before any
  * Durable Object is woken (invariant "Forged IDs cost nothing"); the random part makes IDs unguessable.
+ * Only 2025 clients carry one (2026-07-28 has no sessions), so it lives in this era's folder,
+ * with the SessionDO an ID names.
  */
 const PREFIX = "gw1";
 const RANDOM_BYTES = 24;
