@@ -77,6 +77,47 @@ const PUBLIC_SURFACE: Partial<Record<Layer, readonly string[]>> = { session: ["s
 
 const ROOT_FILES: Record<string, Layer> = { "index.ts": "entry", "config.ts": "config", "env.ts": "config" };
 
+/** The protocol eras whose own code lives apart, in a folder of each layer that has some: `src/<layer>/<era>/`. */
+const ERAS = ["2025-11-25", "2026-07-28"] as const;
+type Era = (typeof ERAS)[number];
+
+/**
+ * The only era-neutral files that may import an era's folders (their own layer's or a lower
+ * one's): where neutral code hands over to one era's code. An era folder is part of its layer
+ * and may import that layer's neutral code, the layers below it and the same era's folders
+ * there, never the other era's; neutral code anywhere else imports no era folder. So dropping
+ * an era is deleting its folders and editing these files (docs/architecture.md, "Dropping an
+ * era", says what to change in each). A file listed here that no longer imports the era fails
+ * too, so the list stays the true one.
+ */
+const ERA_ENTRY_POINTS: Record<Era, readonly string[]> = {
+	"2025-11-25": [
+		"edge/admin/operations.ts",
+		"edge/mcp-routes.ts",
+		"session/aggregate/tool-disclosure.ts",
+		"session/client-messages.ts",
+		"session/session-decisions.ts",
+		"session/session-do.ts",
+		"session/session-parts.ts",
+		"session/session-state.ts",
+		"session/session.ts",
+	],
+	"2026-07-28": [
+		"edge/mcp-routes.ts",
+		"mcp/post-classification.ts",
+		"mcp/reply-messages.ts",
+		"session/binding.ts",
+		"session/reply-relay.ts",
+		"session/session-do.ts",
+		"session/session-parts.ts",
+		"session/session-rpc.ts",
+		"session/session.ts",
+		"session/upstream-calls.ts",
+		"upstream/upstream-connection.ts",
+		"upstream/upstream-era.ts",
+	],
+};
+
 const SRC = resolve(import.meta.dirname, "..", "src");
 
 function layerOf(file: string): Layer | null {
@@ -85,6 +126,12 @@ function layerOf(file: string): Layer | null {
 	if (first === undefined) return null;
 	if (rest.length === 0) return ROOT_FILES[first] ?? null;
 	return isLayer(first) ? first : null;
+}
+
+/** The era whose folder holds `file` (`src/<layer>/<era>/…`), or null for the era-neutral code of its layer. */
+function eraOf(file: string): Era | null {
+	const folder = relative(SRC, file).split("/")[1];
+	return ERAS.find((era) => era === folder) ?? null;
 }
 
 function isLayer(name: string): name is Layer {
@@ -190,9 +237,12 @@ function sourceFiles(dir: string): string[] {
 /** Every import in src/ that breaks an arrow, as a sentence naming the file, the line and the rule. */
 function violations(): string[] {
 	const found: string[] = [];
+	/** The entry points seen importing each era's folders, to find listed ones that no longer do. */
+	const entered = new Set<string>();
 	for (const file of sourceFiles(SRC)) {
 		const from = layerOf(file);
 		const where = relative(SRC, file);
+		const fromEra = eraOf(file);
 		if (from === null) {
 			found.push(`src/${where}: not in any layer; add its folder to the table in scripts/check-imports.ts`);
 			continue;
@@ -211,6 +261,20 @@ function violations(): string[] {
 				found.push(`${at}: not in any layer`);
 				continue;
 			}
+			const toEra = eraOf(target);
+			if (toEra !== null && fromEra !== null && toEra !== fromEra) {
+				found.push(`${at}: ${fromEra} code may not import ${toEra} code`);
+				continue;
+			}
+			if (toEra !== null && fromEra === null) {
+				if (!ERA_ENTRY_POINTS[toEra].includes(where)) {
+					found.push(
+						`${at}: neutral code imports a ${toEra} folder only at that era's entry points (ERA_ENTRY_POINTS in scripts/check-imports.ts)`,
+					);
+					continue;
+				}
+				entered.add(`${toEra} ${where}`);
+			}
 			if (to === from) continue;
 			if (!ALLOWED[from].includes(to)) {
 				found.push(`${at}: ${from} may not import ${to}`);
@@ -222,13 +286,24 @@ function violations(): string[] {
 			}
 		}
 	}
+	for (const era of ERAS) {
+		for (const entry of ERA_ENTRY_POINTS[era]) {
+			if (!entered.has(`${era} ${entry}`)) {
+				found.push(
+					`src/${entry}: listed as an entry point of ${era} but imports none of its folders; remove it from ERA_ENTRY_POINTS`,
+				);
+			}
+		}
+	}
 	return found;
 }
 
 const found = violations();
 for (const line of found) console.error(line);
 if (found.length > 0) {
-	console.error(`check-imports: ${found.length} import(s) against the arrows (docs/architecture.md, "Layers")`);
+	console.error(
+		`check-imports: ${found.length} import(s) or entry point(s) against the arrows (docs/architecture.md, "Layers")`,
+	);
 	process.exit(1);
 }
 console.log("check-imports: every import of src/ follows the arrows");

@@ -10,7 +10,7 @@ import {
 	taskAsked,
 	withToolName,
 } from "../src/mcp/message-accessors.ts";
-import { meetsTasks } from "../src/session/tasks/task-requests.ts";
+import { meetsTasks } from "../src/session/2025-11-25/task-requests.ts";
 import { createKey, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { parsedCall, parsedRequest } from "./support/messages.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";

@@ -1,7 +1,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { InitializeRequest, JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { mintSessionId } from "../src/edge/session-id.ts";
+import { mintSessionId } from "../src/edge/2025-11-25/session-id.ts";
 import { REGISTRY_NAME } from "../src/registry/registry-do.ts";
 import type { OpenSessionInput, SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";

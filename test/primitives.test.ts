@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { verifySessionId } from "../src/edge/session-id.ts";
+import { verifySessionId } from "../src/edge/2025-11-25/session-id.ts";
 import { ExpiringMap, keepFound } from "../src/primitives/expiring-map.ts";
 import { LapsingSlot } from "../src/primitives/lapsing-slot.ts";
 import { once } from "../src/primitives/once.ts";
 import { openToken, signToken } from "../src/primitives/signed-token.ts";
 import { verifyApiKey } from "../src/registry/api-key.ts";
-import { openRequestState, signRequestState } from "../src/session/bridge/request-state.ts";
+import { openRequestState, signRequestState } from "../src/session/2026-07-28/request-state.ts";
 import { mintTaskId, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../src/session/tasks/task-ids.ts";
 
 /**

@@ -13,7 +13,7 @@ export const SECTION_LABELS: Record<StageSection, string> = {
 
 export interface StageResult {
 	name: string;
-	/** The code measured, e.g. `src/edge/session-id.ts verifySessionId`. */
+	/** The code measured, e.g. `src/edge/2025-11-25/session-id.ts verifySessionId`. */
 	code: string;
 	section: StageSection;
 	/** How many times one transparent tools/call runs it; 0 for other paths, parts and references. */

@@ -104,7 +104,7 @@ function cryptoStages(g: Gateway, c: Credentials, section: "edge" | "workerd") {
 		}),
 		sessionCheck: stage({
 			name: "session-ID check (HMAC-SHA256, cached key)",
-			code: "src/edge/session-id.ts verifySessionId",
+			code: "src/edge/2025-11-25/session-id.ts verifySessionId",
 			section,
 			perCall: 1,
 			webCrypto: true,
@@ -114,7 +114,7 @@ function cryptoStages(g: Gateway, c: Credentials, section: "edge" | "workerd") {
 		}),
 		sessionDigest: stage({
 			name: "session digest (SHA-256)",
-			code: "src/edge/session-id.ts sessionDigest",
+			code: "src/edge/2025-11-25/session-id.ts sessionDigest",
 			section,
 			perCall: 1,
 			webCrypto: true,
@@ -261,7 +261,7 @@ function otherStages({ g, c, settings }: Fixture): Stage[] {
 		}),
 		stage({
 			name: "session ID: mint (initialize)",
-			code: "src/edge/session-id.ts mintSessionId",
+			code: "src/edge/2025-11-25/session-id.ts mintSessionId",
 			section: "other",
 			perCall: 0,
 			webCrypto: true,

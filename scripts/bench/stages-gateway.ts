@@ -11,8 +11,8 @@
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import type { settingsFrom } from "../../src/config.ts";
+import type { mintSessionId, sessionDigest, verifySessionId } from "../../src/edge/2025-11-25/session-id.ts";
 import type { bearerToken } from "../../src/edge/bearer.ts";
-import type { mintSessionId, sessionDigest, verifySessionId } from "../../src/edge/session-id.ts";
 import type {
 	checkHost,
 	checkOrigin,
@@ -69,7 +69,7 @@ const SOURCES = {
 	"src/config.ts": ["settingsFrom"],
 	"src/primitives/crypto.ts": ["sha256Hex"],
 	"src/edge/bearer.ts": ["bearerToken"],
-	"src/edge/session-id.ts": ["mintSessionId", "verifySessionId", "sessionDigest"],
+	"src/edge/2025-11-25/session-id.ts": ["mintSessionId", "verifySessionId", "sessionDigest"],
 	"src/governance/policies.ts": ["compilePolicies", "policyVerdict"],
 	"src/edge/transport-checks.ts": [
 		"checkHost",

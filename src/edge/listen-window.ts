@@ -22,8 +22,8 @@ export type ListenLater = Extract<ListenPlan, { kind: "wait" }>;
 const encoder = new TextEncoder();
 
 /**
- * The pump behind every listening path (a 2025 client's GET, `listen.ts`; a
- * 2026-07-28 `subscriptions/listen`, `modern-listen.ts`): one window as the
+ * The pump behind every listening path (a 2025 client's GET, `2025-11-25/listen.ts`; a
+ * 2026-07-28 `subscriptions/listen`, `2026-07-28/listen.ts`): one window as the
  * session plans it, its stream of 2025 SSE events read from the upstream's own
  * GET stream (transparent, `listen-upstream.ts`) or the members' (aggregate,
  * `listen-members.ts`); else the session's own answer (a refusal, a call's

@@ -7,12 +7,12 @@ import { namesModernVersion } from "../mcp/protocol-version.ts";
 import { keySessions, openAdmitted } from "../registry/key-sessions-do.ts";
 import { ServerOperation } from "../telemetry/server-operation.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
+import { serveListen } from "./2025-11-25/listen.ts";
+import { mintSessionId, sessionDigest, sessionStub, verifiedSessionStub } from "./2025-11-25/session-id.ts";
+import { serveModern } from "./2026-07-28/routes.ts";
 import { planEndpoint } from "./endpoint-plan.ts";
-import { serveListen } from "./listen.ts";
-import { serveModern } from "./modern-routes.ts";
 import type { McpContext } from "./request-context.ts";
-import { mintSessionId, sessionDigest } from "./session-id.ts";
-import { requireSessionSecret, sessionStub, verifiedSessionStub } from "./session-routing.ts";
+import { requireSessionSecret } from "./session-routing.ts";
 import { toolCallScope, toolCallsAccounted } from "./tool-call-scope.ts";
 import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBodyWithin } from "./transport-checks.ts";
 
@@ -21,7 +21,7 @@ import { checkGetHeaders, checkPostHeaders, checkProtocolVersion, readBodyWithin
  * the method, the Origin, the credential, the endpoint's name), then the
  * method's own checks. A POST's body says its era (the SDK's classifier): a
  * 2026-07-28 request is validated and served without a session id (see
- * modern-routes); a 2025 request has its version header checked and goes to
+ * `2026-07-28/routes.ts`); a 2025 request has its version header checked and goes to
  * its session. The endpoint is resolved at initialize (2025) or per request
  * (2026-07-28); later 2025 requests are bound to it by the session.
  */

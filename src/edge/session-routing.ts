@@ -2,12 +2,6 @@ import type { Settings } from "../config.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import type { SessionDO } from "../session/session-do.ts";
-import { sessionDigest, verifySessionId } from "./session-id.ts";
-
-/** The SessionDO of a session ID: `idFromName(sha256(id))`, from any edge (invariant "One session, one place"). */
-export async function sessionStub(env: Env, sessionId: string): Promise<DurableObjectStub<SessionDO>> {
-	return env.SESSIONS.get(env.SESSIONS.idFromName(await sessionDigest(sessionId)));
-}
 
 /**
  * The SessionDO at `place`, a Durable Object id as `ctx.id.toString()` wrote it (a task id's
@@ -35,28 +29,4 @@ export function requireSessionSecret(settings: Pick<Settings, "sessionSecret">):
 		);
 	}
 	return settings.sessionSecret;
-}
-
-/**
- * The SessionDO for a request's `Mcp-Session-Id`, after its MAC verifies: a
- * forged or malformed ID gets 404 here without waking any Durable Object.
- */
-export async function verifiedSessionStub(
-	env: Env,
-	settings: Settings,
-	sessionId: string | null,
-): Promise<DurableObjectStub<SessionDO>> {
-	if (sessionId === null) {
-		throw new GatewayError(
-			"session_required",
-			"Bad Request: Mcp-Session-Id header is required; send initialize first to open a session.",
-		);
-	}
-	if (!(await verifySessionId(requireSessionSecret(settings), sessionId))) {
-		throw new GatewayError(
-			"session_not_found",
-			"Session not found: it expired, was deleted, or belongs to another client. Initialize a new session.",
-		);
-	}
-	return sessionStub(env, sessionId);
 }

@@ -4,6 +4,8 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED, TOOLS_LIST } from "../mcp/methods.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
+import { meetsTasks, routeTaskRequest } from "./2025-11-25/task-requests.ts";
+import type { UpstreamTasks } from "./2025-11-25/upstream-tasks.ts";
 import type { ActivityMeter } from "./activity-meter.ts";
 import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
@@ -14,8 +16,6 @@ import type { SessionLifecycle } from "./session-lifecycle.ts";
 import { notFound, renderHttpFailure, renderRpcFailure } from "./session-responses.ts";
 import type { SessionState } from "./session-state.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
-import { meetsTasks, routeTaskRequest } from "./tasks/task-requests.ts";
-import type { UpstreamTasks } from "./tasks/upstream-tasks.ts";
 import type { UpstreamCalls } from "./upstream-calls.ts";
 
 /** Requests one session may have running at once; more get 429 (every map keyed by request id stays bounded). */

@@ -12,12 +12,12 @@ import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "
 import type { TOOLS_LIST } from "../mcp/methods.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
+import { withTaskSupport } from "./2025-11-25/task-wire.ts";
 import type { Catalog } from "./aggregate/catalog.ts";
 import type { MemberLists } from "./aggregate/member-lists.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { Member } from "./binding.ts";
 import type { SessionState } from "./session-state.ts";
-import { withTaskSupport } from "./tasks/legacy-task-wire.ts";
 import type { UpstreamPool } from "./upstream-pool.ts";
 
 /**

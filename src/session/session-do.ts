@@ -5,9 +5,10 @@ import { type ModernTaskRequest, unknownTask } from "../mcp/2026-07-28/tasks-ext
 import type { ClientResponse } from "../mcp/client-message.ts";
 import { NOTIFICATIONS_ELICITATION_COMPLETE } from "../mcp/methods.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
+import type { ModernBridge } from "./2026-07-28/bridge.ts";
+import { answerModernTask } from "./2026-07-28/task-wire.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import type { SessionScope } from "./binding.ts";
-import type { ModernBridge } from "./bridge/modern-bridge.ts";
 import type { Clock, Timers } from "./clock.ts";
 import type { RegistryClient } from "./registry-client.ts";
 import { Session } from "./session.ts";
@@ -22,8 +23,8 @@ import type { ClientStreams } from "./streams/client-streams.ts";
 import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
-import { answerModernTask } from "./tasks/modern-task-wire.ts";
 
+export { sealedStatus } from "./2025-11-25/upstream-tasks.ts";
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
 export { MAX_IN_FLIGHT } from "./client-messages.ts";
@@ -36,7 +37,6 @@ export type { WindowEnd } from "./streams/listen-windows.ts";
 export type { ListenEvent, ListenFrames, ListenPlan } from "./streams/listening.ts";
 export type { HeldTask, TaskStatus } from "./tasks/held-task.ts";
 export { openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "./tasks/task-ids.ts";
-export { sealedStatus } from "./tasks/upstream-tasks.ts";
 export { UpstreamPool } from "./upstream-pool.ts";
 
 /**

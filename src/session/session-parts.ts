@@ -1,3 +1,6 @@
+import { UpstreamTasks } from "./2025-11-25/upstream-tasks.ts";
+import { type BridgedSession, ModernBridge } from "./2026-07-28/bridge.ts";
+import { ModernSession, type ModernSessionOwner } from "./2026-07-28/modern-session.ts";
 import { ActivityMeter } from "./activity-meter.ts";
 import { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import { Breaker } from "./aggregate/breaker.ts";
@@ -5,8 +8,6 @@ import { Catalog } from "./aggregate/catalog.ts";
 import { MemberLists } from "./aggregate/member-lists.ts";
 import { MemberSessions } from "./aggregate/member-sessions.ts";
 import { ServerRequests } from "./aggregate/server-requests.ts";
-import { type BridgedSession, ModernBridge } from "./bridge/modern-bridge.ts";
-import { ModernSession, type ModernSessionOwner } from "./bridge/modern-session.ts";
 import { ClientMessages, type SessionAccess } from "./client-messages.ts";
 import { SessionDecisions } from "./session-decisions.ts";
 import { type SessionEnder, SessionLifecycle } from "./session-lifecycle.ts";
@@ -16,7 +17,6 @@ import { ClientStreams } from "./streams/client-streams.ts";
 import { EventBuffer } from "./streams/event-buffer.ts";
 import { Listening } from "./streams/listening.ts";
 import { HeldTasks, type TaskSession } from "./tasks/held-tasks.ts";
-import { UpstreamTasks } from "./tasks/upstream-tasks.ts";
 import { UpstreamCalls } from "./upstream-calls.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 

@@ -4,15 +4,15 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
+import { statusNotification, withTasksCapability } from "./2025-11-25/task-wire.ts";
+import { helloOf } from "./2026-07-28/discover.ts";
 import { type SessionBinding, type SessionScope, scopeMatches, scopeOf } from "./binding.ts";
-import { helloOf } from "./bridge/modern-discover.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionOwner, type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound } from "./session-responses.ts";
 import type { OpenSessionResult, SessionMessage } from "./session-rpc.ts";
 import type { SessionState } from "./session-state.ts";
 import type { HeldTask } from "./tasks/held-task.ts";
-import { statusNotification, withTasksCapability } from "./tasks/legacy-task-wire.ts";
 
 /**
  * The session a SessionDO holds, apart from its RPC surface: its binding

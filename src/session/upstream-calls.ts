@@ -14,11 +14,11 @@ import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
 import type { Deadline } from "../upstream/deadline.ts";
 import type { UpstreamConnection, UpstreamSession } from "../upstream/upstream-connection.ts";
+import { ClientAnswers } from "./2026-07-28/rounds.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { Member } from "./binding.ts";
-import { ClientAnswers } from "./bridge/modern-rounds.ts";
 import {
 	attempted,
 	callerRefused,

@@ -12,8 +12,8 @@ import { isListItem, LIST_KINDS, type ListItems, type ListKind } from "../mcp/li
 import { INITIALIZE, NOTIFICATIONS_INITIALIZED } from "../mcp/methods.ts";
 import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
+import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./2026-07-28/wire.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
-import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./modern-wire.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamFailureOf, upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";

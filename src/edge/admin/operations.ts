@@ -2,8 +2,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { lastHourCalls, WINDOW_MINUTES } from "../../telemetry/call-counts.ts";
+import { sessionStub } from "../2025-11-25/session-id.ts";
 import { audit } from "../admin-audit.ts";
-import { sessionStub } from "../session-routing.ts";
 import { type AdminRouter, adminRouter, answer, withRefusals } from "./kit.ts";
 
 const tags = ["operations"];

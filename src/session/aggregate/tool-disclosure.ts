@@ -14,7 +14,7 @@ import {
 import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { buildToolIndex, searchTools, type ToolIndex } from "../../mcp/tool-search.ts";
 import type { Disclosure } from "../../registry/disclosure-schema.ts";
-import { withTaskSupport } from "../tasks/legacy-task-wire.ts";
+import { withTaskSupport } from "../2025-11-25/task-wire.ts";
 
 /** The aggregate's tools as the caller may call them now, and the generation of that list. */
 export interface CallableTools {

@@ -23,8 +23,8 @@ import { SSE_HEADERS, sseMessage } from "../../mcp/sse.ts";
 import { isJsonObject } from "../../primitives/json-object.ts";
 import type { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
-import { type HeldTask, isTerminal } from "./held-task.ts";
-import type { HeldTasks } from "./held-tasks.ts";
+import { type HeldTask, isTerminal } from "../tasks/held-task.ts";
+import type { HeldTasks } from "../tasks/held-tasks.ts";
 
 /*
  * The 2025-11-25 wire of the tasks a session holds (the spec's tasks

@@ -20,9 +20,9 @@ import { notFound } from "../session-responses.ts";
 import type { ModernSessionInput, OpenSessionResult, SessionMessage } from "../session-rpc.ts";
 import type { SessionState } from "../session-state.ts";
 import type { HeldTasks } from "../tasks/held-tasks.ts";
-import { promotedCall } from "../tasks/modern-task-wire.ts";
-import type { ModernBridge } from "./modern-bridge.ts";
-import { discoverReply } from "./modern-discover.ts";
+import type { ModernBridge } from "./bridge.ts";
+import { discoverReply } from "./discover.ts";
+import { promotedCall } from "./task-wire.ts";
 
 /** What serving 2026-07-28 clients needs of the 2025 session the object holds. */
 export interface ModernSessionOwner {

@@ -1,6 +1,6 @@
-import { SSE_HEADERS } from "../mcp/sse.ts";
-import { openWindow, type SessionStub } from "./listen-window.ts";
-import type { McpContext } from "./request-context.ts";
+import { SSE_HEADERS } from "../../mcp/sse.ts";
+import { openWindow, type SessionStub } from "../listen-window.ts";
+import type { McpContext } from "../request-context.ts";
 
 /**
  * A 2025 client's GET: one listening window (`openWindow`), the stream

@@ -1,22 +1,22 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
-import { decidesList, type Reach, shapeList } from "../governance/decision.ts";
-import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../governance/decision-inputs.ts";
-import type { PinContext } from "../governance/listed-tools.ts";
-import { policyPrincipal } from "../governance/policies.ts";
-import { loadPolicies } from "../governance/policy-cache.ts";
-import { headerValue } from "../mcp/2026-07-28/header-value.ts";
-import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
-import { modernReply, requestName } from "../mcp/2026-07-28/modern-results.ts";
-import type { SessionRequest } from "../mcp/client-message.ts";
-import { describeError } from "../mcp/gateway-error.ts";
-import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
-import { FIRST_MODERN_VERSION } from "../mcp/protocol-version.ts";
-import type { Member } from "../session/session-do.ts";
-import { telemetryFor } from "../telemetry/telemetry.ts";
-import { withCallNote } from "../telemetry/tool-call.ts";
-import { UpstreamConnection } from "../upstream/upstream-connection.ts";
-import type { UpstreamTarget } from "../upstream/upstream-target.ts";
-import type { McpContext } from "./request-context.ts";
+import { decidesList, type Reach, shapeList } from "../../governance/decision.ts";
+import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../../governance/decision-inputs.ts";
+import type { PinContext } from "../../governance/listed-tools.ts";
+import { policyPrincipal } from "../../governance/policies.ts";
+import { loadPolicies } from "../../governance/policy-cache.ts";
+import { headerValue } from "../../mcp/2026-07-28/header-value.ts";
+import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
+import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts";
+import type { SessionRequest } from "../../mcp/client-message.ts";
+import { describeError } from "../../mcp/gateway-error.ts";
+import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../../mcp/list-kinds.ts";
+import { FIRST_MODERN_VERSION } from "../../mcp/protocol-version.ts";
+import type { Member } from "../../session/session-do.ts";
+import { telemetryFor } from "../../telemetry/telemetry.ts";
+import { withCallNote } from "../../telemetry/tool-call.ts";
+import { UpstreamConnection } from "../../upstream/upstream-connection.ts";
+import type { UpstreamTarget } from "../../upstream/upstream-target.ts";
+import type { McpContext } from "../request-context.ts";
 
 /**
  * A 2026-07-28 request to a 2026-07-28 server that governance touches,

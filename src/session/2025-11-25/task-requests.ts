@@ -3,8 +3,8 @@ import { taskAsked } from "../../mcp/message-accessors.ts";
 import { TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT, TOOLS_CALL } from "../../mcp/methods.ts";
 import type { Member } from "../binding.ts";
 import type { RunningCall } from "../running-call.ts";
-import type { HeldTasks } from "./held-tasks.ts";
-import { answerTaskRequest, withoutTask } from "./legacy-task-wire.ts";
+import type { HeldTasks } from "../tasks/held-tasks.ts";
+import { answerTaskRequest, withoutTask } from "./task-wire.ts";
 import type { UpstreamTasks } from "./upstream-tasks.ts";
 
 /** What a client's request is, for tasks, before the session routes it. */

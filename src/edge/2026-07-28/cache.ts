@@ -1,12 +1,12 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
-import { CACHEABLE_METHODS } from "../mcp/2026-07-28/modern-results.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { stableJson } from "../mcp/stable-json.ts";
-import { sha256Hex } from "../primitives/crypto.ts";
-import { isJsonObject } from "../primitives/json-object.ts";
-import type { Member } from "../session/session-do.ts";
+import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
+import { CACHEABLE_METHODS } from "../../mcp/2026-07-28/modern-results.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { readCapped } from "../../mcp/read-capped.ts";
+import { stableJson } from "../../mcp/stable-json.ts";
+import { sha256Hex } from "../../primitives/crypto.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
+import type { Member } from "../../session/session-do.ts";
 
 /** A longer hint is cut to this: a changed server is replaced by its generation anyway, but not a changed list. */
 const MAX_TTL_MS = 24 * 60 * 60 * 1000;

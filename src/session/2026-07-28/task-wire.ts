@@ -15,8 +15,8 @@ import { GatewayError } from "../../mcp/gateway-error.ts";
 import { TASKS_CANCEL, TASKS_UPDATE, TOOLS_CALL } from "../../mcp/methods.ts";
 import { isJsonObject } from "../../primitives/json-object.ts";
 import { renderRpcFailure } from "../session-responses.ts";
-import { type HeldTask, isTerminal } from "./held-task.ts";
-import type { HeldTasks } from "./held-tasks.ts";
+import { type HeldTask, isTerminal } from "../tasks/held-task.ts";
+import type { HeldTasks } from "../tasks/held-tasks.ts";
 
 /*
  * The 2026-07-28 wire of the tasks a session holds (the tasks extension,

@@ -1,15 +1,15 @@
 import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { SUBSCRIPTION_ID_META_KEY } from "@modelcontextprotocol/server";
-import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
-import { wantedBy } from "../mcp/2026-07-28/subscription-filter.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
-import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED } from "../mcp/methods.ts";
-import { SSE_HEADERS, SseMessageReader, sseMessage } from "../mcp/sse.ts";
-import { asGatewayError } from "../session/session-do.ts";
-import { listenTime, openWindow, type SessionStub } from "./listen-window.ts";
-import { admitAgain } from "./mcp-admission.ts";
-import type { McpContext } from "./request-context.ts";
+import type { SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
+import { wantedBy } from "../../mcp/2026-07-28/subscription-filter.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import { NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED } from "../../mcp/methods.ts";
+import { SSE_HEADERS, SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { asGatewayError } from "../../session/session-do.ts";
+import { listenTime, openWindow, type SessionStub } from "../listen-window.ts";
+import { admitAgain } from "../mcp-admission.ts";
+import type { McpContext } from "../request-context.ts";
 
 /**
  * Written between two windows. The stream asks for the next window only

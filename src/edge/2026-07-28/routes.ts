@@ -1,10 +1,10 @@
-import { reachOf, touches } from "../governance/decision.ts";
-import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
-import { registryRecorder } from "../governance/pin-records.ts";
-import { loadPolicies } from "../governance/policy-cache.ts";
-import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
-import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.ts";
-import { declaresTasks } from "../mcp/2026-07-28/tasks-extension.ts";
+import { reachOf, touches } from "../../governance/decision.ts";
+import { type PinContext, watchedToolsReply } from "../../governance/listed-tools.ts";
+import { registryRecorder } from "../../governance/pin-records.ts";
+import { loadPolicies } from "../../governance/policy-cache.ts";
+import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
+import type { SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";
+import { declaresTasks } from "../../mcp/2026-07-28/tasks-extension.ts";
 import {
 	SERVER_DISCOVER,
 	SUBSCRIPTIONS_LISTEN,
@@ -13,19 +13,19 @@ import {
 	TASKS_UPDATE,
 	TOOLS_CALL,
 	TOOLS_LIST,
-} from "../mcp/methods.ts";
-import type { ClassifiedPost } from "../mcp/post-classification.ts";
-import { stableJson } from "../mcp/stable-json.ts";
-import { sha256Hex } from "../primitives/crypto.ts";
-import type { EndpointCheck, Member, SessionScope } from "../session/session-do.ts";
-import { upstreamEra, upstreamHoldsTasks } from "../upstream/upstream-era.ts";
-import { planEndpoint } from "./endpoint-plan.ts";
-import { cachedResult } from "./modern-cache.ts";
-import { forwardModern, modernTarget, upstreamFailureAnswer } from "./modern-forward.ts";
-import { type PassOn, serveGoverned } from "./modern-governed.ts";
-import { modernListenStream } from "./modern-listen.ts";
-import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./modern-tasks.ts";
-import type { McpContext } from "./request-context.ts";
+} from "../../mcp/methods.ts";
+import type { ClassifiedPost } from "../../mcp/post-classification.ts";
+import { stableJson } from "../../mcp/stable-json.ts";
+import { sha256Hex } from "../../primitives/crypto.ts";
+import type { EndpointCheck, Member, SessionScope } from "../../session/session-do.ts";
+import { upstreamEra, upstreamHoldsTasks } from "../../upstream/upstream-era.ts";
+import { planEndpoint } from "../endpoint-plan.ts";
+import type { McpContext } from "../request-context.ts";
+import { cachedResult } from "./cache.ts";
+import { forwardModern, modernTarget, upstreamFailureAnswer } from "./forward.ts";
+import { type PassOn, serveGoverned } from "./governed.ts";
+import { modernListenStream } from "./listen.ts";
+import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./tasks.ts";
 
 /** An endpoint as the edge resolved it for this request (`planEndpoint`). */
 export interface ModernPlan {
@@ -37,7 +37,7 @@ export interface ModernPlan {
 /**
  * A 2026-07-28 request, validated. To a 2026-07-28 upstream behind a server
  * endpoint it is served statelessly by the edge, which makes the governance
- * decision itself where the server is governed (`modern-governed.ts`);
+ * decision itself where the server is governed (`governed.ts`);
  * anything that needs a 2025 session (a 2025 upstream, an aggregate) is
  * served by the SessionDO that holds one for this key, endpoint and client
  * capabilities. `body`: the request's body as it goes upstream.

@@ -10,12 +10,12 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { SERVER_INFO_META_KEY } from "@modelcontextprotocol/server";
-import { type ModernClient, modernHeaders, withEnvelope } from "../mcp/2026-07-28/modern-outgoing.ts";
-import { HEADER_MISMATCH } from "../mcp/2026-07-28/modern-request.ts";
-import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../mcp/2026-07-28/param-headers.ts";
-import type { InitializeMessage } from "../mcp/client-message.ts";
-import { describeError } from "../mcp/gateway-error.ts";
-import { isNotification, parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
+import { type ModernClient, modernHeaders, withEnvelope } from "../../mcp/2026-07-28/modern-outgoing.ts";
+import { HEADER_MISMATCH } from "../../mcp/2026-07-28/modern-request.ts";
+import { type ParamHeader, paramHeadersOf, paramHeaderValues } from "../../mcp/2026-07-28/param-headers.ts";
+import type { InitializeMessage } from "../../mcp/client-message.ts";
+import { describeError } from "../../mcp/gateway-error.ts";
+import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
 import {
 	LOGGING_SET_LEVEL,
 	NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
@@ -25,15 +25,15 @@ import {
 	SERVER_DISCOVER,
 	SUBSCRIPTIONS_LISTEN,
 	TOOLS_CALL,
-} from "../mcp/methods.ts";
-import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../mcp/protocol-version.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { SseMessageReader, sseMessage } from "../mcp/sse.ts";
-import { randomToken } from "../primitives/crypto.ts";
-import type { Deadline } from "./deadline.ts";
-import { type FetchLike, fetchUpstream } from "./upstream-fetch.ts";
-import { upstreamProtocolError } from "./upstream-status.ts";
-import type { UpstreamTarget } from "./upstream-target.ts";
+} from "../../mcp/methods.ts";
+import { FIRST_MODERN_VERSION, isSupportedLegacyVersion, supportedVersionsOf } from "../../mcp/protocol-version.ts";
+import { readCapped } from "../../mcp/read-capped.ts";
+import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { randomToken } from "../../primitives/crypto.ts";
+import type { Deadline } from "../deadline.ts";
+import { type FetchLike, fetchUpstream } from "../upstream-fetch.ts";
+import { upstreamProtocolError } from "../upstream-status.ts";
+import type { UpstreamTarget } from "../upstream-target.ts";
 
 /** What a 2025 session holds of a 2026-07-28 upstream: no session there, only who the client is. */
 export interface ModernUpstreamSession {

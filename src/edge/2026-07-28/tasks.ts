@@ -1,6 +1,6 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import { headerValue } from "../mcp/2026-07-28/header-value.ts";
-import type { Envelope } from "../mcp/2026-07-28/modern-request.ts";
+import { headerValue } from "../../mcp/2026-07-28/header-value.ts";
+import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
 import {
 	declaresTasks,
 	type ModernTaskRequest,
@@ -8,15 +8,15 @@ import {
 	tasksCapabilityMissing,
 	unknownTask,
 	withTasksExtension,
-} from "../mcp/2026-07-28/tasks-extension.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
-import { mapReplyMessages, mapReplyTaskIds } from "../mcp/reply-messages.ts";
-import { type Member, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../session/session-do.ts";
-import type { UpstreamTarget } from "../upstream/upstream-target.ts";
-import { forwardModern, modernTarget, upstreamFailureAnswer } from "./modern-forward.ts";
-import type { ModernPlan } from "./modern-routes.ts";
-import type { McpContext } from "./request-context.ts";
-import { requireSessionSecret, sessionObjectAt } from "./session-routing.ts";
+} from "../../mcp/2026-07-28/tasks-extension.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { mapReplyMessages, mapReplyTaskIds } from "../../mcp/reply-messages.ts";
+import { type Member, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../../session/session-do.ts";
+import type { UpstreamTarget } from "../../upstream/upstream-target.ts";
+import type { McpContext } from "../request-context.ts";
+import { requireSessionSecret, sessionObjectAt } from "../session-routing.ts";
+import { forwardModern, modernTarget, upstreamFailureAnswer } from "./forward.ts";
+import type { ModernPlan } from "./routes.ts";
 
 /**
  * `tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663): refused with

@@ -17,11 +17,11 @@ import { type Member, scopeOf } from "../binding.ts";
 import { RunningCall } from "../running-call.ts";
 import { renderRpcFailure } from "../session-responses.ts";
 import type { SessionState } from "../session-state.ts";
+import type { HeldTasks } from "../tasks/held-tasks.ts";
+import { openUpstreamTaskId, upstreamTaskSealer } from "../tasks/task-ids.ts";
+import { answerIn } from "../tasks/task-outcome.ts";
 import type { UpstreamCalls } from "../upstream-calls.ts";
-import type { HeldTasks } from "./held-tasks.ts";
-import { wireTask } from "./legacy-task-wire.ts";
-import { openUpstreamTaskId, upstreamTaskSealer } from "./task-ids.ts";
-import { answerIn } from "./task-outcome.ts";
+import { wireTask } from "./task-wire.ts";
 
 /** A `tasks/list` cursor past the session's own tasks: `up:<member index>:<the member's cursor>`. */
 const UPSTREAM_CURSOR = /^up:(\d+):(.*)$/s;

@@ -1,18 +1,18 @@
 import type { JSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import { credentialsFor } from "../credentials/credentials-for.ts";
-import { connectInputRequired } from "../mcp/2026-07-28/connect-input.ts";
-import { failureReply } from "../mcp/failure-reply.ts";
-import { GatewayError } from "../mcp/gateway-error.ts";
-import { parseJsonRpcMessage } from "../mcp/jsonrpc.ts";
-import { readCapped } from "../mcp/read-capped.ts";
-import { mediaTypeOf } from "../primitives/media-type.ts";
-import type { Member } from "../session/session-do.ts";
-import { telemetryFor } from "../telemetry/telemetry.ts";
-import { startDeadline } from "../upstream/deadline.ts";
-import { fetchUpstream } from "../upstream/upstream-fetch.ts";
-import { upstreamProtocolError, upstreamStatusError } from "../upstream/upstream-status.ts";
-import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../upstream/upstream-target.ts";
-import type { McpContext } from "./request-context.ts";
+import { credentialsFor } from "../../credentials/credentials-for.ts";
+import { connectInputRequired } from "../../mcp/2026-07-28/connect-input.ts";
+import { failureReply } from "../../mcp/failure-reply.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
+import { readCapped } from "../../mcp/read-capped.ts";
+import { mediaTypeOf } from "../../primitives/media-type.ts";
+import type { Member } from "../../session/session-do.ts";
+import { telemetryFor } from "../../telemetry/telemetry.ts";
+import { startDeadline } from "../../upstream/deadline.ts";
+import { fetchUpstream } from "../../upstream/upstream-fetch.ts";
+import { upstreamProtocolError, upstreamStatusError } from "../../upstream/upstream-status.ts";
+import { resolveTarget, targetLimitsOf, type UpstreamTarget } from "../../upstream/upstream-target.ts";
+import type { McpContext } from "../request-context.ts";
 
 /**
  * Client headers a 2026-07-28 request carries to its upstream: the transport's
