@@ -115,6 +115,31 @@ describe("per-request log levels over 2025 upstreams", () => {
 });
 
 describe("2026-07-28 requests that are refused", () => {
+	// SEP-2575: what 2026-07-28 removed is a method this era does not have, whatever its params say.
+	const removed: Array<[string, Record<string, unknown>]> = [
+		["initialize", { protocolVersion: "2026-07-28", capabilities: {}, clientInfo: { name: "c", version: "1" } }],
+		["ping", {}],
+		["logging/setLevel", { level: "info" }],
+		["resources/subscribe", { uri: "demo://readme" }],
+		["resources/unsubscribe", { uri: "demo://readme" }],
+		["tasks/list", {}],
+		["tasks/result", { taskId: "t" }],
+	];
+	for (const [method, params] of removed) {
+		it(`${method}, removed in 2026-07-28, is 404 with -32601 and the request's id, and reaches no upstream`, async () => {
+			const server = await registerServer("modern");
+			const { key } = await createKey({ servers: [server] });
+			const id = `removed-${crypto.randomUUID()}`;
+			const response = await modernPost(`/mcp/${server}`, key, { id, method, params: { ...params, _meta: ENVELOPE } });
+			expect(response.status).toBe(404);
+			const reply = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+			expect(reply.id).toBe(id);
+			expect(reply.error.code).toBe(-32601);
+			expect(reply.error.message).toBe(`Method not found: ${method} is not a method of MCP 2026-07-28.`);
+			expect((await upstreamLog("modern")).filter((entry) => entry.body?.id === id)).toEqual([]);
+		});
+	}
+
 	it("an Mcp-Name header that disagrees with the body is 400 with -32020 and the request's id, and reaches no upstream", async () => {
 		const server = await registerServer("beta");
 		const { key } = await createKey({ servers: [server] });

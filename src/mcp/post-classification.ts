@@ -77,7 +77,7 @@ export function classifyPost(request: Request, body: unknown, observe?: EraObser
 	// This era's transport refuses a request's bad params with 400.
 	const parsed = clientMessageOf(modern.message, 400);
 	if (parsed.kind !== "request" || parsed.method === INITIALIZE) {
-		// The classifier calls `initialize` 2025 whatever it carries, and a request is a request.
+		// A request is a request; `initialize` was refused as a removed method already, and is excluded here for the type.
 		throw new GatewayError("invalid_request", "Invalid request: a 2026-07-28 request must be a request.", { id });
 	}
 	return { era: "modern", kind: "request", request: parsed, envelope: modern.envelope };

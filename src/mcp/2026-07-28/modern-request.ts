@@ -11,7 +11,21 @@ import { z } from "zod";
 import type { SessionRequest } from "../client-message.ts";
 import { GatewayError } from "../gateway-error.ts";
 import { requestIdOf } from "../jsonrpc.ts";
-import { PROMPTS_GET, RESOURCES_READ, TASKS_CANCEL, TASKS_GET, TASKS_UPDATE, TOOLS_CALL } from "../methods.ts";
+import {
+	INITIALIZE,
+	LOGGING_SET_LEVEL,
+	PING,
+	PROMPTS_GET,
+	RESOURCES_READ,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+	TASKS_CANCEL,
+	TASKS_GET,
+	TASKS_LIST,
+	TASKS_RESULT,
+	TASKS_UPDATE,
+	TOOLS_CALL,
+} from "../methods.ts";
 import { MODERN_PROTOCOL_VERSIONS, unsupportedVersion } from "../protocol-version.ts";
 import { decodeHeaderValue } from "./header-value.ts";
 
@@ -58,13 +72,32 @@ export type ModernPost =
 	| { kind: "notification"; message: JSONRPCNotification };
 
 /**
+ * Client requests of 2025-11-25 that 2026-07-28 removed (SEP-2575): the
+ * session's handshake and keep-alive, the log level (now the envelope's),
+ * resource subscriptions (now `subscriptions/listen`), and the tasks
+ * utility's list and result (the tasks extension has get, update and cancel).
+ * Sent as 2026-07-28, each is a method this era does not have.
+ */
+const REMOVED_REQUESTS: ReadonlySet<string> = new Set([
+	INITIALIZE,
+	PING,
+	LOGGING_SET_LEVEL,
+	RESOURCES_SUBSCRIBE,
+	RESOURCES_UNSUBSCRIBE,
+	TASKS_LIST,
+	TASKS_RESULT,
+]);
+
+/**
  * The checks a 2026-07-28 POST meets after the SDK's classifier called it
  * modern (`post-classification.ts`), as the SDK's server entry applies them
  * (its `validateStandardRequestHeaders`, which it does not export): the
  * version is one the gateway speaks (-32022 listing them); on a request,
  * `MCP-Protocol-Version` is present and equals the envelope, `Mcp-Method` is
  * present (the classifier compares it when it is), and `Mcp-Name` is present
- * and equals the field it mirrors (-32020); the envelope is well formed.
+ * and equals the field it mirrors (-32020); the envelope is well formed; the
+ * method is one this era has (404 -32601 for one it removed, before its
+ * params are read by the 2025 schema of the same name).
  */
 export function modernPostOf(headers: Headers, route: InboundModernRoute): ModernPost {
 	const id = requestIdOf(route.message);
@@ -99,6 +132,13 @@ export function modernPostOf(headers: Headers, route: InboundModernRoute): Moder
 	};
 	const logLevel = meta[LOG_LEVEL_META_KEY];
 	if (logLevel !== undefined) envelope.logLevel = logLevel;
+	if (REMOVED_REQUESTS.has(message.method)) {
+		throw new GatewayError(
+			"method_not_found",
+			`Method not found: ${message.method} is not a method of MCP ${version}.`,
+			{ id },
+		);
+	}
 	return { kind: "request", message, envelope };
 }
 
