@@ -18,6 +18,7 @@ type Layer =
 	| "governance"
 	| "session"
 	| "registry"
+	| "connectors"
 	| "upstream"
 	| "mcp"
 	| "telemetry"
@@ -25,7 +26,7 @@ type Layer =
 
 /**
  * What each layer may import besides itself. Arrows point down only:
- * edge → (auth, credentials, governance, session, registry) → upstream → mcp → primitives,
+ * edge → (auth, credentials, governance, session, registry) → connectors → upstream → mcp → primitives,
  * with auth → registry, credentials → registry, governance → registry and
  * session → (credentials, governance, registry) among the middle ones; config (the
  * settings and the Env) sits above mcp, and telemetry (OpenTelemetry's API and export)
@@ -41,6 +42,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"governance",
 		"session",
 		"registry",
+		"connectors",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -52,6 +54,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"governance",
 		"session",
 		"registry",
+		"connectors",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -62,7 +65,19 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	credentials: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	// What a caller may see and call: shaping, policies, pinned definitions, one decision for lists and calls.
 	governance: ["config", "registry", "mcp", "primitives", "telemetry"],
-	session: ["config", "credentials", "governance", "registry", "upstream", "mcp", "primitives", "telemetry"],
+	session: [
+		"config",
+		"credentials",
+		"governance",
+		"registry",
+		"connectors",
+		"upstream",
+		"mcp",
+		"primitives",
+		"telemetry",
+	],
+	// Servers reached through connectors: their Durable Object and its WebSockets, and the fetch that goes through it.
+	connectors: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	registry: ["config", "mcp", "primitives", "telemetry"],
 	config: ["mcp", "primitives"],
 	upstream: ["telemetry", "mcp", "primitives"],
