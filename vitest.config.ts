@@ -141,6 +141,7 @@ function gatewayWorker(project: string, telemetry: "on" | "off") {
 							KEY_SESSIONS: { className: "KeySessionsDO", scriptName: GATEWAY },
 							VAULTS: { className: "TokenVaultDO", scriptName: GATEWAY },
 							CALL_COUNTS: { className: "CallCountsDO", scriptName: GATEWAY },
+							CONNECTORS: { className: "ConnectorDO", scriptName: GATEWAY },
 						},
 					},
 				],

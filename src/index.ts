@@ -1,6 +1,7 @@
 import { createApp } from "./edge/app.ts";
 import type { Env } from "./env.ts";
 
+export { ConnectorDO } from "./connectors/connector-do.ts";
 export { TokenVaultDO } from "./credentials/vault-do.ts";
 export { KeySessionsDO } from "./registry/key-sessions-do.ts";
 export { RegistryDO } from "./registry/registry-do.ts";

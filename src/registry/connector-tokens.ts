@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { randomToken, sha256Hex } from "../primitives/crypto.ts";
+import { randomToken, secretsEqual, sha256Hex } from "../primitives/crypto.ts";
+import { KV_NAMES } from "./kv-records.ts";
 
 /*
  * Connector tokens: what a connector (`mcpgw connect`) presents when it dials
@@ -47,4 +48,42 @@ export function connectorTokenId(token: string): string | null {
 /** What the registry stores of a token. */
 export function connectorTokenDigest(token: string): Promise<string> {
 	return sha256Hex(token);
+}
+
+/** The origin of the addresses that stand for connector servers: `.invalid` can never resolve (RFC 2606). */
+export const CONNECTOR_ORIGIN = "https://connector.invalid";
+
+/**
+ * The address a server reached through connectors is given wherever an
+ * upstream address is expected; the upstream fetch sends what is addressed to
+ * it to the server's ConnectorDO instead of the network.
+ */
+export function connectorUrl(server: string): string {
+	return `${CONNECTOR_ORIGIN}/${encodeURIComponent(server)}/mcp`;
+}
+
+/** The server a connector address stands for, or null for any other address. */
+export function connectorServerOf(url: string): string | null {
+	if (!url.startsWith(`${CONNECTOR_ORIGIN}/`)) return null;
+	const name = url.slice(CONNECTOR_ORIGIN.length + 1).split("/")[0];
+	return name ? decodeURIComponent(name) : null;
+}
+
+/**
+ * The stored token `token` names, when it is that token and serves `server`;
+ * null otherwise (unknown, revoked, another server's, or not this secret).
+ * One KV read; the comparison of digests takes the same time however they differ.
+ */
+export async function admittedConnectorToken(
+	kv: Pick<KVNamespace, "get">,
+	token: string,
+	server: string,
+): Promise<StoredConnectorToken | null> {
+	const id = connectorTokenId(token);
+	if (!id) return null;
+	const value: unknown = await kv.get(KV_NAMES.connectorToken(id), "json");
+	if (value === null) return null;
+	const stored = StoredConnectorTokenSchema.parse(value);
+	if (stored.server !== server) return null;
+	return (await secretsEqual(await connectorTokenDigest(token), stored.digest)) ? stored : null;
 }

@@ -24,6 +24,7 @@ export const KV_NAMES = {
 	rules: "access-rules",
 	policies: "policies",
 	pins: (server: string) => `pins/${server}`,
+	connectorToken: (id: string) => `connector-token/${id}`,
 } as const;
 
 /**
