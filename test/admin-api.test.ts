@@ -443,7 +443,7 @@ describe("refusals say how to fix them", () => {
 		const far = await admin("PUT", `/servers/${uniqueName("far")}`, { url: upstreamUrl("beta"), colour: "blue" });
 		expect(far.status).toBe(400);
 		expect(await refusalMessage(far)).toBe(
-			'Bad Request: body: unknown field "colour"; the fields are url, headers, timeoutSeconds, protocol, auth, tools, prompts, resources, pinning, captureArguments.',
+			'Bad Request: body: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds, protocol, auth, tools, prompts, resources, pinning, captureArguments.',
 		);
 	});
 
@@ -535,7 +535,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 18 actions (servers, their tools approved, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 20 actions (servers, their tools approved, connector tokens, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -595,6 +595,21 @@ describe("every admin action is one audit line", () => {
 		expect((await act("GET", "/keys", "/keys")).status).toBe(200);
 		expect((await act("DELETE", "/keys/key_nonexistent0", "/keys/:id")).status).toBe(404);
 		expect((await act("DELETE", `/keys/${keyId}`, "/keys/:id")).status).toBe(204);
+		const connector = uniqueName("audited-conn");
+		expect((await act("PUT", `/servers/${connector}?check=false`, "/servers/:name", { connector: {} })).status).toBe(
+			201,
+		);
+		const tokensRoute = "/servers/:name/connector-tokens";
+		const madeToken = await act("POST", `/servers/${connector}/connector-tokens`, tokensRoute);
+		expect(madeToken.status).toBe(201);
+		const tokenId = String(madeToken.body.id);
+		secrets.push(String(madeToken.body.token));
+		expect((await act("POST", `/servers/${server}/connector-tokens`, tokensRoute)).status).toBe(400);
+		expect((await act("GET", `/servers/${connector}/connector-tokens`, tokensRoute)).status).toBe(200);
+		const tokenRoute = "/servers/:name/connector-tokens/:id";
+		expect((await act("DELETE", `/servers/${connector}/connector-tokens/${tokenId}`, tokenRoute)).status).toBe(204);
+		expect((await act("DELETE", `/servers/${connector}/connector-tokens/${tokenId}`, tokenRoute)).status).toBe(404);
+		expect((await act("DELETE", `/servers/${connector}`, "/servers/:name")).status).toBe(204);
 		const match = { match: { subject }, servers: [server] };
 		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", match)).status).toBe(201);
 		expect((await act("PUT", `/access-rules/${rule}`, "/access-rules/:name", { ...match, priority: 5 })).status).toBe(
@@ -635,6 +650,10 @@ describe("every admin action is one audit line", () => {
 			line("virtual_server.replaced", virtual),
 			line("key.created", keyId),
 			line("key.deleted", keyId),
+			line("server.created", connector),
+			line("connector_token.created", tokenId),
+			line("connector_token.revoked", tokenId),
+			line("server.deleted", connector),
 			line("access_rule.created", rule),
 			line("access_rule.replaced", rule),
 			line("access_rule.deleted", rule),

@@ -75,6 +75,7 @@ describe("the admin API's OpenAPI document", () => {
 		expect(bodyFields(doc, "put", "/admin/servers/{name}")).toEqual(
 			expect.arrayContaining([
 				"url",
+				"connector",
 				"headers",
 				"timeoutSeconds",
 				"protocol",
@@ -109,7 +110,8 @@ describe("the admin API's OpenAPI document", () => {
 		>;
 		expect(fields.pinning?.enum).toEqual(["block", "warn", "off"]);
 		// Each field says what it is, from the schema's own description.
-		for (const field of ["url", "headers", "auth", "tools", "pinning"]) expect(fields[field]?.description).toBeTruthy();
+		for (const field of ["url", "connector", "headers", "auth", "tools", "pinning"])
+			expect(fields[field]?.description).toBeTruthy();
 	});
 
 	it("is what /admin/docs renders: each path with its methods, summaries and body fields, with no script", async () => {

@@ -15,6 +15,8 @@ export const ADMIN_ACTIONS = [
 	"policy.deleted",
 	"oauth_grants.revoked",
 	"connection.deleted",
+	"connector_token.created",
+	"connector_token.revoked",
 	"key.created",
 	"key.deleted",
 	"registry.synced",

@@ -4,6 +4,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { secretsEqual } from "../primitives/crypto.ts";
 import { accessRuleRoutes } from "./admin/access-rules.ts";
 import { connectionRoutes } from "./admin/connections.ts";
+import { connectorTokenRoutes } from "./admin/connector-tokens.ts";
 import { type ApiDocument, docsPage } from "./admin/docs-page.ts";
 import { keyRoutes } from "./admin/keys.ts";
 import type { AdminEnv, AdminRouter } from "./admin/kit.ts";
@@ -65,6 +66,7 @@ export function createAdminRoutes(): AdminRouter {
 	});
 
 	admin.route("/", serverRoutes());
+	admin.route("/", connectorTokenRoutes());
 	admin.route("/", virtualServerRoutes());
 	admin.route("/", keyRoutes());
 	admin.route("/", accessRuleRoutes());
@@ -108,7 +110,7 @@ export function adminDocument(admin: AdminRouter): ApiDocument {
 			title: "mcp-edge-gateway admin API",
 			version: "1",
 			description:
-				"Registry management: servers, virtual servers, API keys, access rules, tool policies, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>` (this description also opens to the dashboard's sign-in); every refusal is `{ error: { kind, message } }`.",
+				"Registry management: servers and their connector tokens, virtual servers, API keys, access rules, tool policies, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>` (this description also opens to the dashboard's sign-in); every refusal is `{ error: { kind, message } }`.",
 		},
 		security: [{ adminToken: [] }],
 	});

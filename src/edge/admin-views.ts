@@ -13,12 +13,13 @@ const REFERENCES_ONLY = /^(?:[A-Za-z][A-Za-z0-9-]* )?(?:\$\{UPSTREAM_[A-Z0-9_]+\
 /**
  * What the admin API shows of a server: URL query values and header values
  * masked, since they may hold credentials, except header values that are only
- * `${UPSTREAM_…}` references.
+ * `${UPSTREAM_…}` references. A server reached through connectors shows
+ * `connector: {}` and no URL: its connector address is the gateway's own.
  */
 export function maskServer(server: ServerRecord) {
 	return {
 		name: server.name,
-		url: maskedUrl(server.url),
+		...(server.connector ? { connector: server.connector } : { url: maskedUrl(server.url) }),
 		headers: Object.fromEntries(
 			Object.entries(server.headers).map(([name, value]) => [name, REFERENCES_ONLY.test(value) ? value : "***"]),
 		),

@@ -16,6 +16,7 @@ import type { RegistryTables } from "./tables/registry-tables.ts";
  * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
  * - `policies`: every tool policy, in the order they are evaluated (governance compiles them).
  * - `pins/<server>`: a server's approved tool definitions (tool-pins.ts); absent until first recorded.
+ * - `connector-token/<id>`: a connector token's server and digest (connector-tokens.ts), what admits a connector.
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
@@ -49,7 +50,8 @@ export function publishedNames(tables: RegistryTables): string[] {
 	const endpoints = tables.endpoints.names().map((name) => KV_NAMES.endpoint(name));
 	const keys = tables.keys.ids().map((id) => KV_NAMES.key(id));
 	const pins = tables.pins.servers().map((server) => KV_NAMES.pins(server));
-	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys, ...pins];
+	const connectorTokens = tables.connectorTokens.ids().map((id) => KV_NAMES.connectorToken(id));
+	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys, ...pins, ...connectorTokens];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
@@ -62,5 +64,6 @@ export function publishedValue(tables: RegistryTables, name: string): unknown {
 	if (kind === "key") return tables.keys.stored(id);
 	if (kind === "endpoint") return tables.endpoints.resolve(id);
 	if (kind === "pins") return tables.pins.of(id);
+	if (kind === "connector-token") return tables.connectorTokens.stored(id);
 	throw new Error(`registry: unknown KV name ${name}`);
 }

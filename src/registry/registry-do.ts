@@ -7,6 +7,7 @@ import { publishedNames, publishedValue } from "./kv-records.ts";
 import type { PolicyInput } from "./policy-records.ts";
 import { AccessRulesResource } from "./resources/access-rules.ts";
 import { ConnectionsResource } from "./resources/connections.ts";
+import { ConnectorTokensResource } from "./resources/connector-tokens.ts";
 import { EndpointsResource } from "./resources/endpoints.ts";
 import { KeysResource } from "./resources/keys.ts";
 import { PinsResource } from "./resources/pins.ts";
@@ -23,7 +24,7 @@ export const REGISTRY_NAME = "registry";
 
 /**
  * The registry of record: upstream servers, virtual servers, API keys, access
- * rules, policies, pins and connections, in SQLite, strongly consistent. Only
+ * rules, policies, pins, connections and connector tokens, in SQLite, strongly consistent. Only
  * admin writes reach it: each commits here and is then written through to
  * Workers KV (`KvPublisher`), which is what the edge and the sessions read
  * (invariant "The registry is off the hot path").
@@ -48,6 +49,7 @@ export class RegistryDO extends DurableObject<Env> {
 	private readonly accessRules: AccessRulesResource;
 	private readonly policies: PoliciesResource;
 	private readonly connectionRecords: ConnectionsResource;
+	private readonly connectorTokens: ConnectorTokensResource;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -68,6 +70,7 @@ export class RegistryDO extends DurableObject<Env> {
 		this.accessRules = new AccessRulesResource(tables, this.publisher);
 		this.policies = new PoliciesResource(tables, this.publisher);
 		this.connectionRecords = new ConnectionsResource(tables);
+		this.connectorTokens = new ConnectorTokensResource(tables, this.publisher);
 		void ctx.blockConcurrencyWhile(async () => {
 			await migrateTables(ctx.storage.sql);
 			// The first start of this version (or of a new record format) publishes everything.
@@ -245,5 +248,25 @@ export class RegistryDO extends DurableObject<Env> {
 	connections(query: { server?: string; vault?: string; rule?: string }) {
 		this.reads++;
 		return this.connectionRecords.list(query);
+	}
+
+	// Connector tokens of connector servers (resources/connector-tokens.ts)
+
+	makeConnectorToken(server: string) {
+		return this.connectorTokens.make(server);
+	}
+
+	listConnectorTokens(server: string) {
+		this.reads++;
+		return this.connectorTokens.list(server);
+	}
+
+	revokeConnectorToken(server: string, id: string) {
+		return this.connectorTokens.revoke(server, id);
+	}
+
+	/** Called by a server's ConnectorDO once per connection: when its token was last seen. */
+	connectorTokenSeen(id: string, at: number) {
+		return this.connectorTokens.seen(id, at);
 	}
 }

@@ -129,39 +129,63 @@ export const MaxSessionsSchema = z.number().int().positive().max(100_000);
 /** Where an ordered record (an access rule, a policy) stands: lower first, equal ones by name. */
 export const PrioritySchema = z.number().int().min(0).max(1_000_000).default(100);
 
-export const ServerInputSchema = z.strictObject({
-	url: UpstreamUrlSchema.describe("The upstream's streamable-HTTP endpoint, http(s), without user:password@."),
-	headers: z
-		.record(HeaderNameSchema, HeaderValueSchema)
-		.default({})
-		.describe("Headers sent on every upstream request; values may reference secrets as ${UPSTREAM_NAME}."),
-	timeoutSeconds: z
-		.number()
-		.int()
-		.positive()
-		.max(3600)
-		.optional()
-		.describe("How long an upstream request may take; absent: UPSTREAM_TIMEOUT_SECONDS."),
-	protocol: UpstreamProtocolSchema.default("auto").describe(
-		'"auto": the gateway discovers the era; a version pins it.',
-	),
-	auth: ServerAuthSchema.default({ type: "operator" }).describe(
-		"Whose credentials its requests carry: operator, oauth, identity or token-exchange.",
-	),
-	/** See tool-shaping-schema.ts. */
-	tools: ToolShapingSchema.optional().describe("How its tools look to callers; absent: as the upstream has them."),
-	/** See offer-shaping-schema.ts. */
-	prompts: PromptShapingSchema.optional().describe("Which of its prompts callers see, by name; absent: all."),
-	resources: ResourceShapingInputSchema.optional().describe(
-		"Which of its resources and templates callers see, by URI and uriTemplate; absent: all.",
-	),
-	/** See tool-pins.ts. */
-	pinning: PinningModeSchema.default(DEFAULT_PINNING).describe("What a changed or new tool definition does."),
-	captureArguments: z
-		.boolean()
-		.default(false)
-		.describe("Whether its tool_call events carry the arguments' values (personal data); absent: only their digest."),
-});
+/**
+ * `"connector": {}`: the server has no address; its traffic goes to the
+ * connectors (`mcpgw connect`) online for it. An object, not a flag, so that
+ * connector settings can come later without a new field; today it takes none.
+ */
+export const ConnectorFieldSchema = z.strictObject({});
+
+export const ServerInputSchema = z
+	.strictObject({
+		url: UpstreamUrlSchema.optional().describe(
+			"The upstream's streamable-HTTP endpoint, http(s), without user:password@; or give connector instead.",
+		),
+		connector: ConnectorFieldSchema.optional().describe(
+			"{} in place of url: the server is reached through the connectors (mcpgw connect) online for it.",
+		),
+		headers: z
+			.record(HeaderNameSchema, HeaderValueSchema)
+			.default({})
+			.describe("Headers sent on every upstream request; values may reference secrets as ${UPSTREAM_NAME}."),
+		timeoutSeconds: z
+			.number()
+			.int()
+			.positive()
+			.max(3600)
+			.optional()
+			.describe("How long an upstream request may take; absent: UPSTREAM_TIMEOUT_SECONDS."),
+		protocol: UpstreamProtocolSchema.default("auto").describe(
+			'"auto": the gateway discovers the era; a version pins it.',
+		),
+		auth: ServerAuthSchema.default({ type: "operator" }).describe(
+			"Whose credentials its requests carry: operator, oauth, identity or token-exchange.",
+		),
+		/** See tool-shaping-schema.ts. */
+		tools: ToolShapingSchema.optional().describe("How its tools look to callers; absent: as the upstream has them."),
+		/** See offer-shaping-schema.ts. */
+		prompts: PromptShapingSchema.optional().describe("Which of its prompts callers see, by name; absent: all."),
+		resources: ResourceShapingInputSchema.optional().describe(
+			"Which of its resources and templates callers see, by URI and uriTemplate; absent: all.",
+		),
+		/** See tool-pins.ts. */
+		pinning: PinningModeSchema.default(DEFAULT_PINNING).describe("What a changed or new tool definition does."),
+		captureArguments: z
+			.boolean()
+			.default(false)
+			.describe("Whether its tool_call events carry the arguments' values (personal data); absent: only their digest."),
+	})
+	.superRefine((input, context) => {
+		if ((input.url === undefined) === (input.connector === undefined)) {
+			context.addIssue({
+				code: "custom",
+				message:
+					input.url === undefined
+						? 'give either url (the upstream\'s address) or "connector": {} (reached through connectors)'
+						: 'give either url or "connector": {}, not both: a server reached through connectors has no address',
+			});
+		}
+	});
 export type ServerInput = z.output<typeof ServerInputSchema>;
 
 export const UserPathSchema = z
@@ -230,7 +254,14 @@ export type VirtualServerInput = z.output<typeof VirtualServerInputSchema>;
 /** An upstream server as the registry holds it. Header values may contain `${NAME}` references. */
 export const ServerRecordSchema = z.object({
 	name: z.string(),
+	/**
+	 * Where its requests go. A server registered with `"connector": {}` has its
+	 * connector address here (`connectorUrl(name)`), so every path that reaches
+	 * an upstream by address reaches it unchanged; only the fetch differs.
+	 */
 	url: z.string(),
+	/** `{}`: reached through connectors (its `url` is its connector address); null: by its URL (and in records older than the field). */
+	connector: ConnectorFieldSchema.nullable().default(null),
 	headers: z.record(z.string(), z.string()),
 	timeoutSeconds: z.number().nullable(),
 	/**

@@ -1,7 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { settingsFrom } from "../../config.ts";
+import { connectorObject } from "../../connectors/connector-do.ts";
 import { CONNECT_CALLBACK_PATH } from "../../credentials/client-registration.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
+import { connectorServerOf } from "../../registry/connector-tokens.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { ServerInputSchema, ServerNameSchema } from "../../registry/schemas.ts";
 import { ToolApprovalInputSchema } from "../../registry/tool-pins.ts";
@@ -9,6 +11,7 @@ import { audit } from "../admin-audit.ts";
 import { maskServer } from "../admin-views.ts";
 import { checkServer, wantsCheck } from "../server-check.ts";
 import { approveTools, toolsView } from "../server-tools.ts";
+import { dropConnectorTokens } from "./connector-tokens.ts";
 import {
 	type AdminRouter,
 	adminRouter,
@@ -50,7 +53,8 @@ const show = createRoute({
 	path: "/servers/{name}",
 	tags,
 	summary: "Show a server",
-	description: "One server, masked; `?check=true` also asks it whether it answers, as registering it does.",
+	description:
+		"One server, masked; `?check=true` also asks it whether it answers, as registering it does. A server reached through connectors also lists, in `connectors`, those online now.",
 	middleware: admitted({ name, query: (c) => wantsCheck(c, false) }),
 	request: { params },
 	parameters: [checkQuery(false)],
@@ -64,8 +68,14 @@ const put = createRoute({
 	summary: "Register or replace a server",
 	middleware: admitted({ name, query: (c) => wantsCheck(c, true), body: true }),
 	description:
-		"Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation.",
-	request: { params, body: jsonBody(ServerInputSchema, "The upstream: its URL, headers, auth, shaping and pinning.") },
+		'Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation. `"connector": {}` in place of `url`: reached through connectors; a connector server given a `url` loses its connector tokens.',
+	request: {
+		params,
+		body: jsonBody(
+			ServerInputSchema,
+			"The upstream: its URL (or `connector: {}`), headers, auth, shaping and pinning.",
+		),
+	},
 	parameters: [checkQuery(true)],
 	responses: withBodyRefusals({
 		200: answer("Replaced; the server as shown by GET."),
@@ -105,7 +115,8 @@ const remove = createRoute({
 	path: "/servers/{name}",
 	tags,
 	summary: "Delete a server",
-	description: "Its sessions end at their next recheck; a server created again under the name is a new incarnation.",
+	description:
+		"Its sessions end at their next recheck, its connector tokens are revoked and their connectors dropped; a server created again under the name is a new incarnation.",
 	middleware: admitted({ name }),
 	request: { params },
 	responses: withRefusals({ 204: { description: "Deleted." }, 404: notFound }),
@@ -125,7 +136,10 @@ export function serverRoutes(): AdminRouter {
 		const check = wantsCheck(c, false);
 		const server = await registryStub(c.env).getServer(name);
 		if (!server) throw await noneNamed(c.env, "servers", name);
-		return c.json(check ? { ...maskServer(server), check: await checkServer(c.env, server) } : maskServer(server));
+		const shown = server.connector
+			? { ...maskServer(server), connectors: await connectorObject(c.env, name).online() }
+			: maskServer(server);
+		return c.json(check ? { ...shown, check: await checkServer(c.env, server) } : shown);
 	});
 
 	router.openapi(put, async (c) => {
@@ -138,7 +152,13 @@ export function serverRoutes(): AdminRouter {
 				`Bad Request: an oauth server cannot be named '${RESERVED_CONNECT_NAME}': /connect/${RESERVED_CONNECT_NAME} is where authorization servers send people back.`,
 			);
 		}
-		if (new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
+		if (input.url !== undefined && connectorServerOf(input.url) !== null) {
+			throw new GatewayError(
+				"bad_request",
+				'Bad Request: url: connector.invalid addresses stand for servers reached through connectors; register the server with "connector": {} instead of a url.',
+			);
+		}
+		if (input.url !== undefined && new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
 			throw new GatewayError(
 				"bad_request",
 				"Bad Request: url: plain http upstreams are refused (credentials and calls would travel unencrypted); use https, or set ALLOW_HTTP_UPSTREAMS=true for local development.",
@@ -147,6 +167,7 @@ export function serverRoutes(): AdminRouter {
 		const result = await registryStub(c.env).putServer(name, input);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		audit(result.created ? "server.created" : "server.replaced", name);
+		await dropConnectorTokens(c.env, name, result.droppedTokens);
 		const shown = maskServer(result.server);
 		const status = result.created ? 201 : 200;
 		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
@@ -163,10 +184,10 @@ export function serverRoutes(): AdminRouter {
 
 	router.openapi(remove, async (c) => {
 		const { name } = c.req.valid("param");
-		if (!(await registryStub(c.env).deleteServer(name))) {
-			throw await noneNamed(c.env, "servers", name);
-		}
+		const deleted = await registryStub(c.env).deleteServer(name);
+		if (!deleted) throw await noneNamed(c.env, "servers", name);
 		audit("server.deleted", name);
+		await dropConnectorTokens(c.env, name, deleted.droppedTokens);
 		return c.body(null, 204);
 	});
 

@@ -10,7 +10,13 @@ import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-call
 
 const ServersSchema = z.object({
 	servers: z.array(
-		z.object({ name: z.string(), url: z.string(), auth: z.object({ type: z.string() }), pinning: z.string() }),
+		z.object({
+			name: z.string(),
+			// Absent for a server reached through connectors (`connector: {}`), which has no address.
+			url: z.string().optional(),
+			auth: z.object({ type: z.string() }),
+			pinning: z.string(),
+		}),
 	),
 });
 export const CheckSchema = z.object({
@@ -77,7 +83,8 @@ export type Check = z.output<typeof CheckSchema>;
 /** One server as the overview lists it: its check and its tools against their pins (each, or why not). */
 export interface ServerRow {
 	name: string;
-	url: string;
+	/** null: reached through connectors. */
+	url: string | null;
 	auth: string;
 	pinning: string;
 	check: Check | Failed;
@@ -145,7 +152,7 @@ export async function readOverview(caller: AdminCaller): Promise<Overview> {
 			...(await Promise.all(
 				batch.map(async (server) => ({
 					name: server.name,
-					url: server.url,
+					url: server.url ?? null,
 					auth: server.auth.type,
 					pinning: server.pinning,
 					...(await serverDetail(caller, server.name)),

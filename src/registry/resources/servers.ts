@@ -1,5 +1,6 @@
 import { randomToken } from "../../primitives/crypto.ts";
 import { configDigest } from "../config-digest.ts";
+import { connectorUrl } from "../connector-tokens.ts";
 import type { KvPublisher } from "../kv-publisher.ts";
 import { KV_NAMES } from "../kv-records.ts";
 import type { ServerInput, ServerRecord } from "../schemas.ts";
@@ -16,14 +17,16 @@ export class ServersResource {
 	 * Creates or replaces a server. A replacement keeps its generation; a new name gets a fresh one.
 	 * Refuses a name a virtual server holds, since both are addressed as `/mcp/:name`. Nothing
 	 * after the digest awaits, so no other call can run between the check and the write.
+	 * A connector server switched to a URL loses its connector tokens: `droppedTokens` names
+	 * them, for the caller to drop their live connectors.
 	 */
 	async put(
 		name: string,
 		input: ServerInput,
-	): Promise<{ server: ServerRecord; created: boolean } | { conflict: string }> {
+	): Promise<{ server: ServerRecord; created: boolean; droppedTokens: string[] } | { conflict: string }> {
 		// Hashed before the checks: nothing below awaits, so checks and write stay atomic.
 		const config = {
-			url: input.url,
+			url: addressOf(name, input),
 			headers: input.headers,
 			timeoutSeconds: input.timeoutSeconds ?? null,
 			protocol: input.protocol,
@@ -42,6 +45,7 @@ export class ServersResource {
 		const server = this.tables.servers.put({
 			name,
 			...config,
+			connector: input.connector ? {} : null,
 			generation: existing?.generation ?? randomToken(12),
 			configDigest: digest,
 			// Not part of the config digest: capturing arguments changes no upstream session.
@@ -49,8 +53,9 @@ export class ServersResource {
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});
-		await this.publisher.publishWrite(this.namesOf(name));
-		return { server, created: existing === null };
+		const droppedTokens = server.connector ? [] : this.tables.connectorTokens.deleteOf(name);
+		await this.publisher.publishWrite([...this.namesOf(name), ...droppedTokens.map(KV_NAMES.connectorToken)]);
+		return { server, created: existing === null, droppedTokens };
 	}
 
 	get(name: string): ServerRecord | null {
@@ -61,14 +66,23 @@ export class ServersResource {
 		return this.tables.servers.list();
 	}
 
-	/** Deletes a server and its pins: a server created again under the name starts with none. */
-	delete(name: string): Promise<boolean> {
+	/**
+	 * Deletes a server, its pins and its connector tokens: a server created again under the name
+	 * starts with none. The ids of the tokens it took, for the caller to drop their live
+	 * connectors; null when no server has the name.
+	 */
+	async delete(name: string): Promise<{ droppedTokens: string[] } | null> {
 		const deleted = this.tables.servers.delete(name);
-		if (deleted) {
-			this.tables.pins.delete(name);
-			this.tables.observedTools.delete(name);
-		}
-		return this.publisher.publishDelete(deleted, () => [...this.namesOf(name), KV_NAMES.pins(name)]);
+		if (!deleted) return null;
+		this.tables.pins.delete(name);
+		this.tables.observedTools.delete(name);
+		const droppedTokens = this.tables.connectorTokens.deleteOf(name);
+		await this.publisher.publishWrite([
+			...this.namesOf(name),
+			KV_NAMES.pins(name),
+			...droppedTokens.map(KV_NAMES.connectorToken),
+		]);
+		return { droppedTokens };
 	}
 
 	/** KV names a change of server `name` affects: its endpoint, the server list, virtual servers using it. */
@@ -76,4 +90,16 @@ export class ServersResource {
 		const virtual = this.tables.virtualServers.withMember(name).map((member) => KV_NAMES.endpoint(member));
 		return [KV_NAMES.endpoint(name), KV_NAMES.servers, ...virtual];
 	}
+}
+
+/**
+ * Where a server's requests go: its URL, or for a server reached through
+ * connectors its connector address, which every path that reaches an upstream
+ * by address then uses unchanged (the upstream fetch sends it to the server's
+ * ConnectorDO). The one place a connector server gets an address.
+ */
+function addressOf(name: string, input: ServerInput): string {
+	if (input.connector) return connectorUrl(name);
+	if (input.url === undefined) throw new Error(`registry: server ${name} has neither url nor connector`);
+	return input.url;
 }

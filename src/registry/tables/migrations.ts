@@ -1,5 +1,6 @@
 import { ACCESS_RULES_SCHEMA } from "./access-rules-table.ts";
 import { CONNECTIONS_SCHEMA } from "./connections-table.ts";
+import { CONNECTOR_TOKENS_SCHEMA } from "./connector-tokens-table.ts";
 import { KEYS_SCHEMA } from "./keys-table.ts";
 import { META_SCHEMA } from "./meta-table.ts";
 import { OBSERVED_TOOLS_SCHEMA } from "./observed-tools-table.ts";
@@ -31,6 +32,7 @@ const SCHEMAS: readonly TableSchema[] = [
 	PINS_SCHEMA,
 	VIRTUAL_SERVERS_SCHEMA,
 	OBSERVED_TOOLS_SCHEMA,
+	CONNECTOR_TOKENS_SCHEMA,
 ];
 
 /** Creates the tables a registry does not have yet, as this version creates them. Synchronous. */

@@ -1,5 +1,6 @@
 import { AccessRulesTable } from "./access-rules-table.ts";
 import { ConnectionsTable } from "./connections-table.ts";
+import { ConnectorTokensTable } from "./connector-tokens-table.ts";
 import { EndpointsTable } from "./endpoints-table.ts";
 import { KeysTable } from "./keys-table.ts";
 import { MetaTable } from "./meta-table.ts";
@@ -27,6 +28,8 @@ export interface RegistryTables {
 	readonly pins: PinsTable;
 	readonly observedTools: ObservedToolsTable;
 	readonly connections: ConnectionsTable;
+	/** Connector tokens, as digests, each for one server. */
+	readonly connectorTokens: ConnectorTokensTable;
 	/** What waits to be written through to KV, and the format it was last written in. */
 	readonly outbox: OutboxTable;
 	readonly meta: MetaTable;
@@ -50,6 +53,7 @@ export function openRegistryTables(sql: SqlStorage): RegistryTables {
 		pins: new PinsTable(sql),
 		observedTools: new ObservedToolsTable(sql),
 		connections: new ConnectionsTable(sql),
+		connectorTokens: new ConnectorTokensTable(sql),
 		outbox: new OutboxTable(sql),
 		meta: new MetaTable(sql),
 	};

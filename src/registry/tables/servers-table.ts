@@ -8,6 +8,7 @@ import type { TableSchema } from "./table-schema.ts";
 
 const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
+	connector: JSON_TEXT,
 	auth: JSON_TEXT,
 	tools: JSON_TEXT,
 	prompts: JSON_TEXT,
@@ -44,6 +45,7 @@ export const SERVERS_SCHEMA: TableSchema = {
 			resources TEXT, -- JSON: which of its resources and templates callers see; NULL: all
 			pinning TEXT NOT NULL DEFAULT 'warn', -- block | warn | off: what a changed tool definition does
 			capture_arguments INTEGER NOT NULL DEFAULT 0, -- 1: tool_call events carry argument values
+			connector TEXT, -- JSON {}: reached through connectors, url is its connector address; NULL: by url
 			generation TEXT NOT NULL,
 			config_digest TEXT,
 			created_at INTEGER NOT NULL,
@@ -63,6 +65,8 @@ export const SERVERS_SCHEMA: TableSchema = {
 		added("pinning", `TEXT NOT NULL DEFAULT '${DEFAULT_PINNING}'`),
 		// Servers registered before argument capture never captured.
 		added("capture_arguments", "INTEGER NOT NULL DEFAULT 0"),
+		// Servers registered before connectors are reached by their URL.
+		added("connector", "TEXT"),
 	],
 	backfill: fillConfigDigests,
 };
