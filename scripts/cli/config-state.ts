@@ -86,9 +86,12 @@ export async function readHeldState(client: AdminClient): Promise<HeldState> {
 	};
 }
 
-/** The fields each section's entries must have; the rest have defaults, which export leaves out. */
+/**
+ * The fields each section's entries must have (of a server, the one of url and
+ * connector it has); the rest have defaults, which export leaves out.
+ */
 const REQUIRED: Record<Kind, readonly string[]> = {
-	servers: ["url"],
+	servers: ["url", "connector"],
 	virtualServers: ["servers"],
 	accessRules: ["match"],
 	policies: ["expression", "effect"],
@@ -97,14 +100,14 @@ const REQUIRED: Record<Kind, readonly string[]> = {
 
 /** A body without the fields that equal their defaults: what a person would have written. */
 export function withoutDefaults(kind: Kind, body: Record<string, unknown>): Record<string, unknown> {
-	const required = Object.fromEntries(REQUIRED[kind].map((field) => [field, body[field]]));
+	const required = Object.fromEntries(
+		REQUIRED[kind].filter((field) => body[field] !== undefined).map((field) => [field, body[field]]),
+	);
 	const defaults = ENTRY_SCHEMAS[kind].safeParse(required);
 	if (!defaults.success) return body;
 	const byDefault = defaults.data as Record<string, unknown>;
 	return Object.fromEntries(
-		Object.entries(body).filter(
-			([field, value]) => REQUIRED[kind].includes(field) || !sameValue(value, byDefault[field]),
-		),
+		Object.entries(body).filter(([field, value]) => field in required || !sameValue(value, byDefault[field])),
 	);
 }
 
@@ -147,7 +150,7 @@ function maskedNotes(entry: HeldEntry): string[] {
 			);
 		}
 	}
-	if (String(entry.body.url).includes("=***")) {
+	if (typeof entry.body.url === "string" && entry.body.url.includes("=***")) {
 		notes.push(`servers.${entry.name}.url has query values the gateway masks: exported as "***".`);
 	}
 	return notes;

@@ -1,6 +1,6 @@
 /**
- * The registry's resources, one command each: servers, virtual-servers, keys,
- * rules (access rules), policies, connections and tools. Each request is the
+ * The registry's resources, one command each: servers, connector-tokens,
+ * virtual-servers, keys, rules (access rules), policies, connections and tools. Each request is the
  * admin API's (docs/admin-api.md); what it refuses is reported in its words.
  */
 import { type Command, Option } from "commander";
@@ -57,8 +57,10 @@ function servers(program: Command): void {
 		.description("list servers")
 		.action(async (_options, command: Command) => {
 			const { servers } = await clientFor(command).request<{ servers: Row[] }>("GET", "/servers");
+			// A server reached through connectors has no URL: the column says how it is reached instead.
+			const rows = servers.map((server) => (server.connector ? { ...server, url: "(connectors)" } : server));
 			print(command, servers, () =>
-				table(servers, [
+				table(rows, [
 					["NAME", "name"],
 					["URL", "url"],
 					["PROTOCOL", "protocol"],
@@ -84,6 +86,7 @@ function servers(program: Command): void {
 		.description("create or replace a server (PUT: fields not given take their defaults)")
 		// Not --url, which names the gateway.
 		.option("--upstream <url>", "the upstream's MCP endpoint (the body's url)")
+		.option("--connector", 'reached through connectors (mcpgw connect) instead of a URL (the body\'s "connector": {})')
 		.option("--header <header>", "'Name: value', repeatable; secrets as ${UPSTREAM_NAME} references", collect)
 		.option("--timeout-seconds <seconds>", "how long an upstream request may take", integerOption("--timeout-seconds"))
 		// The flag's name before it took the field's; kept so that scripts written with it still run.
@@ -96,6 +99,7 @@ function servers(program: Command): void {
 		.action(async (name: string, options: Record<string, string & string[] & boolean>, command: Command) => {
 			const body = bodyFrom(options, {
 				url: options.upstream,
+				connector: options.connector ? {} : undefined,
 				headers: headersFrom(options.header),
 				timeoutSeconds: options.timeoutSeconds ?? options.timeout,
 				protocol: options.protocol,
@@ -115,6 +119,49 @@ function servers(program: Command): void {
 		.action(async (name: string, _options, command: Command) => {
 			await clientFor(command).request("DELETE", `/servers/${encodeURIComponent(name)}`);
 			removed(command, `server ${name}`);
+		});
+}
+
+function connectorTokens(program: Command): void {
+	const group = program
+		.command("connector-tokens")
+		.description("what connectors (mcpgw connect) present for one server (a token is shown once, when made)");
+	const path = (server: string) => `/servers/${encodeURIComponent(server)}/connector-tokens`;
+	group
+		.command("create <server>")
+		.alias("add")
+		.description("make a token for a server reached through connectors; printed this once")
+		.action(async (server: string, _options, command: Command) => {
+			const made = await clientFor(command).request<Row & { token: string }>("POST", path(server));
+			print(
+				command,
+				made,
+				() => `${details(made)}\n\nThe token is shown this once: give it to the connector now (MCPGW_CONNECTOR_TOKEN).`,
+			);
+		});
+	group
+		.command("list <server>")
+		.description("a server's tokens: when made and last used, never the token")
+		.action(async (server: string, _options, command: Command) => {
+			const { connectorTokens: listed } = await clientFor(command).request<{ connectorTokens: Row[] }>(
+				"GET",
+				path(server),
+			);
+			print(command, listed, () =>
+				table(listed, [
+					["ID", "id"],
+					["CREATED", "createdAt"],
+					["LAST SEEN", "lastSeenAt"],
+				]),
+			);
+		});
+	group
+		.command("revoke <server> <id>")
+		.alias("remove")
+		.description("revoke a token: its connectors are dropped and cannot come back with it")
+		.action(async (server: string, id: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `${path(server)}/${encodeURIComponent(id)}`);
+			removed(command, `connector token ${id} of ${server}`);
 		});
 }
 
@@ -451,6 +498,7 @@ function tools(program: Command): void {
 
 export function addResourceCommands(program: Command): void {
 	servers(program);
+	connectorTokens(program);
 	virtualServers(program);
 	keys(program);
 	rules(program);

@@ -18,6 +18,7 @@ describe("mcpgw's help and errors", () => {
 		expect(run.code).toBe(0);
 		for (const command of [
 			"servers",
+			"connector-tokens",
 			"virtual-servers",
 			"keys",
 			"rules",
@@ -189,6 +190,40 @@ describe("each resource: add, list, show, remove with --json", () => {
 		await mcpgwJson(["virtual-servers", "remove", name]);
 		await mcpgwJson(["servers", "remove", member]);
 		expect((await mcpgw(["virtual-servers", "show", name])).code).toBe(1);
+	});
+
+	it("connector servers and their tokens: --connector registers one, the list says it is reached through connectors, a token is printed once on create and never listed, revoke removes it", async () => {
+		const name = uniqueName("conn");
+		const added = await mcpgwJson<Record<string, unknown>>(["servers", "add", name, "--connector", "--no-check"]);
+		expect(added).toMatchObject({ name, connector: {} });
+		expect(added).not.toHaveProperty("url");
+		const table = await mcpgw(["servers", "list"]);
+		expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(connectors\\)\\s`, "m"));
+
+		const created = await mcpgw(["connector-tokens", "create", name]);
+		expect(created.code, created.stderr).toBe(0);
+		const token = /^token:\s+(mcpgwc1_(ct_[A-Za-z0-9_-]{16})\.\S+)$/m.exec(created.stdout);
+		expect(token).not.toBeNull();
+		const [, secret = "", id = ""] = token ?? [];
+		expect(created.stdout).toContain("The token is shown this once");
+		const listed = await mcpgw(["connector-tokens", "list", name]);
+		expect(listed.stdout).toMatch(/ID\s+CREATED\s+LAST SEEN/);
+		expect(listed.stdout).toContain(id);
+		expect(listed.stdout).not.toContain(secret);
+		expect(await mcpgwJson(["connector-tokens", "list", name])).toEqual([
+			{ id, createdAt: expect.any(String), lastSeenAt: null },
+		]);
+		expect(await mcpgwJson(["connector-tokens", "revoke", name, id])).toEqual({
+			removed: `connector token ${id} of ${name}`,
+		});
+		expect(await mcpgwJson(["connector-tokens", "list", name])).toEqual([]);
+		const again = await mcpgw(["connector-tokens", "revoke", name, id]);
+		expect(again.code).toBe(1);
+		expect(again.stderr).toContain(`Not Found: server '${name}' has no connector token '${id}'.`);
+		await mcpgwJson(["servers", "remove", name]);
+		const gone = await mcpgw(["connector-tokens", "list", name]);
+		expect(gone.code).toBe(1);
+		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
 	});
 
 	it("keys: the secret once on add, never on list or show", async () => {
@@ -579,6 +614,23 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(apply.code).toBe(1);
 		expect(apply.stderr).toContain("Refusing to apply:");
 		expect((await mcpgw(["servers", "show", "leaky", "--no-check"])).code).toBe(1);
+	});
+
+	it("a server with connector: {} round-trips through apply, plan and export, and its connector tokens are never exported", async () => {
+		const name = uniqueName("conn");
+		const file = configFile({ servers: { [name]: { connector: {}, pinning: "off" } } });
+		const applied = await mcpgw(["apply", "-f", file]);
+		expect(applied.code, applied.stderr).toBe(0);
+		expect(applied.stdout).toContain(`created server ${name}`);
+		expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+		const made = await mcpgwJson<{ id: string; token: string }>(["connector-tokens", "create", name]);
+		const output = join(dirname(file), "exported.json");
+		expect((await mcpgw(["export", "-o", output])).code).toBe(0);
+		const text = readFileSync(output, "utf8");
+		expect(JSON.parse(text).servers[name]).toEqual({ connector: {}, pinning: "off" });
+		expect(text).not.toContain(made.id);
+		expect(text).not.toContain(made.token);
+		await mcpgwJson(["servers", "remove", name]);
 	});
 
 	it("gateway.config.schema.json is what npm run config-schema writes now", () => {
