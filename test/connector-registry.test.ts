@@ -57,6 +57,17 @@ describe("servers reached through connectors", () => {
 		expect(all.find((server) => server.name === name)?.url).toBe(connectorUrl(name));
 	});
 
+	it("a virtual server with a connector server among its members publishes that member with its connector address", async () => {
+		const member = await putConnectorServer();
+		const virtual = uniqueName("vs");
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, { servers: [member] })).status).toBe(201);
+		expect(await published(KV_NAMES.endpoint(virtual))).toMatchObject({
+			kind: "virtual",
+			members: [{ name: member, url: connectorUrl(member), connector: {} }],
+		});
+		await admin("DELETE", `/virtual-servers/${virtual}`);
+	});
+
 	it("a server given a url shows no connector and no connectors online", async () => {
 		const name = uniqueName("byurl");
 		await admin("PUT", `/servers/${name}?check=false`, { url: upstreamUrl("alpha") });
