@@ -9,8 +9,8 @@ const encoder = new TextEncoder();
  * One request carried over a connector's socket: the `Response` its caller
  * awaits, made when the `response` frame arrives, and the body stream its
  * `chunk` frames feed until `end`. A `fail` frame, or the socket closing,
- * ends it: before the response as the object's 502 refusal, after it as an
- * error of the body, so the reader sees a broken reply (never a complete one).
+ * ends it: before the response as the object's 502 refusal, after it by
+ * ending the body where it broke off.
  */
 export class CarriedRequest {
 	readonly answer: Promise<Response>;
@@ -70,20 +70,24 @@ export class CarriedRequest {
 	}
 
 	/** The connector failed the request, or went away (`message` says which). */
-	fail(message: string): void {
+	fail(message: string, reason: "failed" | "went_away" = "failed"): void {
 		if (this.phase === "waiting") {
 			this.phase = "done";
-			this.resolve(refusal(502, message));
+			this.resolve(refusal(502, message, reason));
 			return;
 		}
 		if (this.phase !== "streaming") return;
 		this.phase = "done";
-		this.controller?.error(new Error(message));
+		// The body ends where it broke: the reader sees a reply that ended before its answer (never a
+		// complete one). Ending it, rather than erroring it, spares the runtime an uncaught rejection
+		// on each side of the object's boundary; the reason goes to the log.
+		console.warn(`a connector's reply broke off: ${message}`);
+		this.controller?.close();
 	}
 
 	/** The socket closed under it. */
 	wentAway(): void {
-		this.fail(WENT_AWAY);
+		this.fail(WENT_AWAY, "went_away");
 	}
 
 	/** The caller aborted: nothing more is read. */
@@ -91,7 +95,7 @@ export class CarriedRequest {
 		if (this.phase === "done") return;
 		const wasWaiting = this.phase === "waiting";
 		this.phase = "done";
-		if (wasWaiting) this.resolve(refusal(499, "the caller went away"));
-		else this.controller?.error(new Error("the caller went away"));
+		if (wasWaiting) this.resolve(refusal(499, "the caller went away", "failed"));
+		else this.controller?.close();
 	}
 }

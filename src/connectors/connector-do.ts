@@ -129,6 +129,8 @@ export class ConnectorDO extends DurableObject<Env> {
 	}
 
 	override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+		// Completes the closing handshake the connector started (1005/1006 carry no code to echo).
+		if (ws.readyState !== WebSocket.CLOSED) ws.close(code === 1005 || code === 1006 ? 1000 : code, closeReason(reason));
 		await this.wentAway(ws, `closed ${code}${reason ? ` (${reason})` : ""}`);
 	}
 
@@ -208,7 +210,7 @@ export class ConnectorDO extends DurableObject<Env> {
 		const server = connectorServerOf(request.url) ?? "unknown";
 		const method = request.method;
 		if (method !== "POST" && method !== "GET" && method !== "DELETE") {
-			return refusal(405, `A connector carries POST, GET and DELETE, not ${method}.`);
+			return refusal(405, `A connector carries POST, GET and DELETE, not ${method}.`, "not_carried");
 		}
 		const sessionId = request.headers.get("mcp-session-id");
 		const digest = sessionId === null ? null : await sha256Hex(sessionId);
@@ -223,6 +225,7 @@ export class ConnectorDO extends DurableObject<Env> {
 				return refusal(
 					503,
 					`The connector holding this session of '${server}' has ${MAX_IN_FLIGHT_PER_CONNECTOR} requests in flight, its limit; retry shortly.`,
+					"busy",
 				);
 			}
 		} else {
@@ -233,9 +236,15 @@ export class ConnectorDO extends DurableObject<Env> {
 				draining: state.draining,
 			}));
 			const choice = chooseConnector(candidates);
-			if (typeof choice === "string") return refusal(503, noChoiceSentence(server, choice));
+			if (typeof choice === "string") {
+				return refusal(
+					503,
+					noChoiceSentence(server, choice),
+					choice === "none-online" ? "no_connector_online" : "busy",
+				);
+			}
 			chosen = online.find(({ state }) => state.id === choice.id);
-			if (!chosen) return refusal(503, noConnector(server));
+			if (!chosen) return refusal(503, noConnector(server), "no_connector_online");
 		}
 		const body = method === "POST" ? await request.text() : undefined;
 		const { ws, state } = chosen;
@@ -250,6 +259,7 @@ export class ConnectorDO extends DurableObject<Env> {
 			return refusal(
 				413,
 				`The request is larger than a connector frame (${MAX_FRAME_BYTES} bytes), so it was not sent to '${server}'.`,
+				"too_large",
 			);
 		}
 		const streams = this.carried.get(state.id) ?? new Map<number, CarriedRequest>();

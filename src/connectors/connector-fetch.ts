@@ -22,9 +22,10 @@ export const connectorFetch: FetchLike = async (input, init) => {
 	const server = connectorServerOf(input);
 	if (server === null) throw new GatewayError("misconfigured", "A connector address names no server.");
 	const response = await connectorObject(env, server).fetch(new Request(input, init));
-	if (!response.headers.has(REFUSAL_HEADER)) return response;
+	const reason = response.headers.get(REFUSAL_HEADER);
+	if (reason === null) return response;
 	const bytes = response.body ? await readCapped(response.body, MAX_SENTENCE_BYTES) : null;
 	const sentence =
 		bytes === null ? `The connectors of '${server}' could not carry the request.` : new TextDecoder().decode(bytes);
-	throw new GatewayError("upstream_unavailable", sentence, { server });
+	throw new GatewayError("upstream_unavailable", sentence, { server, details: { reason } });
 };
