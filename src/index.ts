@@ -1,5 +1,8 @@
+import { connectorFetch } from "./connectors/connector-fetch.ts";
 import { createApp } from "./edge/app.ts";
 import type { Env } from "./env.ts";
+import { CONNECTOR_ORIGIN } from "./registry/connector-tokens.ts";
+import { serveOrigin } from "./upstream/served-origins.ts";
 
 export { ConnectorDO } from "./connectors/connector-do.ts";
 export { TokenVaultDO } from "./credentials/vault-do.ts";
@@ -7,6 +10,9 @@ export { KeySessionsDO } from "./registry/key-sessions-do.ts";
 export { RegistryDO } from "./registry/registry-do.ts";
 export { SessionDO } from "./session/session-do.ts";
 export { CallCountsDO } from "./telemetry/call-counts.ts";
+
+// Servers reached through connectors have addresses under CONNECTOR_ORIGIN: their requests go to their ConnectorDO.
+serveOrigin(CONNECTOR_ORIGIN, connectorFetch);
 
 const app = createApp();
 

@@ -3,6 +3,7 @@ import { cors } from "hono/cors";
 import { createBrowserSignInRoutes } from "../auth/browser-sign-in.ts";
 import { createOAuthRoutes } from "../auth/oauth-routes.ts";
 import { type Settings, settingsFrom } from "../config.ts";
+import { CONNECTOR_PATH } from "../connectors/frames.ts";
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { acceptsHtml } from "../primitives/media-type.ts";
@@ -12,6 +13,7 @@ import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetr
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { adminErrorResponse, createAdminRoutes } from "./admin-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
+import { handleConnectorDial } from "./connector-route.ts";
 import { referenceForOperators } from "./dashboard/reference-access.ts";
 import { createDashboardRoutes } from "./dashboard/routes.tsx";
 import { homePage } from "./home-page.ts";
@@ -92,6 +94,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	app.route("/", createOAuthRoutes());
 	app.route("/", createBrowserSignInRoutes());
 	app.route("/", createConnectRoutes());
+	app.get(`${CONNECTOR_PATH}/:server`, handleConnectorDial);
 	app.all("/mcp", admitMcpRequest, handleMcpEndpoint);
 	app.all("/mcp/:name", admitMcpRequest, handleMcpEndpoint);
 
@@ -139,6 +142,8 @@ function waitUntilOf(c: Context<EdgeContext>): (promise: Promise<unknown>) => vo
  * then rebuilt around the same body, which still streams.
  */
 function withNoSniff(response: Response): Response {
+	// A WebSocket handshake (a connector's) has no body to sniff, and rebuilding it would drop its socket.
+	if (response.status === 101) return response;
 	try {
 		response.headers.set("x-content-type-options", "nosniff");
 		return response;

@@ -1,8 +1,10 @@
 import type { Context } from "hono";
 import { z } from "zod";
 import { settingsFrom } from "../config.ts";
+import { connectorObject } from "../connectors/connector-do.ts";
 import type { Env } from "../env.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
+import { connectorServerOf } from "../registry/connector-tokens.ts";
 import type { ServerAuth, ServerRecord } from "../registry/schemas.ts";
 import { checkUpstream, type UpstreamCheck } from "../upstream/upstream-era.ts";
 import { targetLimitsOf, targetOrProblem } from "../upstream/upstream-target.ts";
@@ -49,7 +51,18 @@ export async function checkServer(env: Env, server: ServerRecord): Promise<Serve
 		return { reachable: false, speaksMcp: false, era: null, detail: `Not asked: ${resolved.problem}.` };
 	}
 	try {
+		const connectors = connectorServerOf(resolved.target.url) === null ? null : await onlineConnectors(env, server);
+		if (connectors === 0) {
+			return {
+				reachable: false,
+				speaksMcp: false,
+				era: null,
+				detail: `No connector online: '${server.name}' is reached only through connectors (mcpgw connect), and none is connected now.`,
+			};
+		}
 		const answer = await checkUpstream(resolved.target, server.protocol);
+		if (connectors !== null)
+			answer.detail = `Reached through ${connectors} connector${connectors === 1 ? "" : "s"}. ${answer.detail}`;
 		if (!("refused" in answer)) return answer;
 		const checked = { reachable: true, speaksMcp: false, era: null };
 		const mode = server.auth.type;
@@ -69,4 +82,9 @@ export async function checkServer(env: Env, server: ServerRecord): Promise<Serve
 			detail: "The check failed unexpectedly; the gateway's log says why.",
 		};
 	}
+}
+
+/** How many connectors are online for a server reached through connectors. */
+async function onlineConnectors(env: Env, server: ServerRecord): Promise<number> {
+	return (await connectorObject(env, server.name).online()).length;
 }

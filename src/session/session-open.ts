@@ -5,6 +5,7 @@ import {
 	type JSONRPCRequest,
 	LATEST_PROTOCOL_VERSION,
 } from "@modelcontextprotocol/sdk/types.js";
+import { isNoConnectorOnline } from "../connectors/connector-refusal.ts";
 import { aggregateCapabilities, aggregateInstructions, GATEWAY_SERVER_INFO } from "../mcp/aggregate.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { isSupportedLegacyVersion } from "../mcp/protocol-version.ts";
@@ -81,6 +82,7 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 	const params = memberInitParams(version, input.params.clientInfo, input.params.capabilities);
 	const hellos = new Map<string, MemberHello>();
 	const unconnected: string[] = [];
+	const offline: string[] = [];
 	await forEachBounded(input.members, async (member) => {
 		try {
 			hellos.set(member.name, await pool.open(member, params));
@@ -88,6 +90,7 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 			// A server that acts with the person's own account they have not connected contributes
 			// nothing until they do; the instructions say where.
 			if (error instanceof GatewayError && error.kind === "connection_required") unconnected.push(member.name);
+			else if (isNoConnectorOnline(error)) offline.push(member.name);
 			else console.warn(`member ${member.name} unavailable at initialize: ${describeError(error)}`);
 		}
 	});
@@ -102,6 +105,7 @@ export async function openAggregate(pool: UpstreamPool, input: OpenSessionInput)
 	};
 	const instructions = aggregateInstructions([
 		...connectionsNeeded(unconnected, input.scope.calling?.origin),
+		...connectorsOffline(offline),
 		...answered.map(({ member, hello }) => ({
 			server: member.name,
 			instructions: hello.result.instructions,
@@ -120,6 +124,17 @@ function connectionsNeeded(servers: readonly string[], origin: string | undefine
 		{
 			server: "connections",
 			instructions: `These servers act with your own account there, which you have not connected yet, so their tools are not listed: ${[...servers].sort().join(", ")}. Connect them at ${where}; their tools then appear.`,
+		},
+	];
+}
+
+/** What the client's model is told of connector servers with no connector online: they are left out for now. */
+function connectorsOffline(servers: readonly string[]) {
+	if (servers.length === 0) return [];
+	return [
+		{
+			server: "connectors",
+			instructions: `No connector is online for these servers, so their tools are not listed: ${[...servers].sort().join(", ")}. They are reached through connectors that run next to them; their tools appear once one connects.`,
 		},
 	];
 }

@@ -14,6 +14,7 @@ import { FIRST_MODERN_VERSION, isSupportedLegacyVersion } from "../mcp/protocol-
 import { pinnedEra, type UpstreamProtocol } from "../mcp/upstream-protocol.ts";
 import { type ModernUpstreamSession, ModernWire, offersOnlyModern } from "./2026-07-28/wire.ts";
 import { type Deadline, startDeadline } from "./deadline.ts";
+import { upstreamFetch } from "./served-origins.ts";
 import { type FetchLike, fetchUpstream, upstreamTimeout } from "./upstream-fetch.ts";
 import { type Reply, readUpstreamReply, upstreamTooLarge } from "./upstream-reply.ts";
 import { upstreamFailureOf, upstreamProtocolError, upstreamStatusError } from "./upstream-status.ts";
@@ -71,7 +72,7 @@ export class UpstreamConnection {
 
 	constructor(
 		private readonly target: UpstreamTarget,
-		private readonly fetcher: FetchLike = (input, init) => fetch(input, init),
+		private readonly fetcher: FetchLike = upstreamFetch,
 		/**
 		 * The era the operator pinned for this upstream. "auto": the handshake is
 		 * tried first and a 2026-07-28-only refusal switches to that era, so an

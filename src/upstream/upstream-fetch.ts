@@ -2,6 +2,7 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { resendableAfterRefusal } from "../mcp/repeatable-methods.ts";
 import { ClientOperation } from "../telemetry/client-operation.ts";
 import type { Deadline } from "./deadline.ts";
+import { upstreamFetch } from "./served-origins.ts";
 import { displayUrl, type UpstreamTarget } from "./upstream-target.ts";
 
 export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
@@ -16,7 +17,7 @@ export async function fetchUpstream(
 	target: UpstreamTarget,
 	init: { method: string; headers: Headers; body?: string | undefined },
 	deadline: Deadline,
-	fetcher: FetchLike = (input, requestInit) => fetch(input, requestInit),
+	fetcher: FetchLike = upstreamFetch,
 	/** The JSON-RPC method sent (none for a GET or DELETE): whether a refusal may be sent again. */
 	rpcMethod?: string,
 ): Promise<Response> {
@@ -85,6 +86,8 @@ async function fetchOnce(
 		response = await fetcher(target.url, { ...init, signal: deadline.signal, redirect: "manual" });
 	} catch (error) {
 		if (deadline.signal.aborted) throw upstreamTimeout(target, error);
+		// A served origin (a connector server) says itself why it could not carry the request.
+		if (error instanceof GatewayError) throw error;
 		console.warn(`upstream ${target.name}: ${init.method} ${displayUrl(target.url)} failed: ${describeError(error)}`);
 		throw new GatewayError("upstream_unavailable", `Upstream server '${target.name}' is unreachable.`, {
 			server: target.name,

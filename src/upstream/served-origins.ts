@@ -1,0 +1,32 @@
+import type { FetchLike } from "./upstream-fetch.ts";
+
+/*
+ * The one fetch seam every upstream request goes through. Most upstreams are
+ * URLs on the network; some addresses stand for upstreams the gateway reaches
+ * another way (a server served by connectors, `https://connector.invalid/...`).
+ * Those are served here by a fetcher the Worker's entry registers at start-up,
+ * so this layer routes them without knowing what serves them (the connectors
+ * layer sits above it). A URL server pays one prefix check per served origin.
+ */
+
+const served: Array<{ prefix: string; fetcher: FetchLike }> = [];
+
+/**
+ * Sends the requests addressed under `origin` to `fetcher` instead of the network.
+ * Registering an origin again replaces its fetcher (a module evaluated twice).
+ *
+ * @example
+ * serveOrigin(CONNECTOR_ORIGIN, connectorFetch);
+ */
+export function serveOrigin(origin: string, fetcher: FetchLike): void {
+	const prefix = `${origin}/`;
+	const existing = served.find((entry) => entry.prefix === prefix);
+	if (existing) existing.fetcher = fetcher;
+	else served.push({ prefix, fetcher });
+}
+
+/** The default fetcher of every upstream request: a served origin's fetcher, else the network. */
+export const upstreamFetch: FetchLike = (input, init) => {
+	for (const entry of served) if (input.startsWith(entry.prefix)) return entry.fetcher(input, init);
+	return fetch(input, init);
+};
