@@ -34,6 +34,8 @@ export class StdioSession {
 	readonly #hooks: SessionHooks;
 	#ended = false;
 	#id: string | undefined;
+	/** Kept from the spawn: the transport forgets its process once it exits, and the log line of the end names it. */
+	#pid: number | null = null;
 
 	private constructor(command: StdioCommand, env: Record<string, string>, hooks: SessionHooks) {
 		this.#hooks = hooks;
@@ -57,6 +59,7 @@ export class StdioSession {
 	static async start(command: StdioCommand, env: Record<string, string>, hooks: SessionHooks): Promise<StdioSession> {
 		const session = new StdioSession(command, env, hooks);
 		await session.#child.start();
+		session.#pid = session.#child.pid;
 		await session.#transport.start();
 		return session;
 	}
@@ -66,7 +69,7 @@ export class StdioSession {
 	}
 
 	get pid(): number | null {
-		return this.#child.pid;
+		return this.#pid;
 	}
 
 	/** For log lines: the child's pid, never the session id (a bearer secret on the gateway's side). */
