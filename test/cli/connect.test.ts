@@ -275,7 +275,7 @@ describe("--upstream: an HTTP server on the connector's network", () => {
 		expect(replyTo(call, call.rpcId)).toEqual(expect.objectContaining({ result: expect.anything() }));
 		expect(await connector.exited).toBe(0);
 		await eventually(() => gateway.closes.includes(1000), "close 1000");
-		await eventually(() => expect(connector.stderr).toMatch(/draining: 1 call\(s\) in flight[^]*stopped/));
+		await eventually(() => expect(connector.stderr).toMatch(/draining: 1 call\(s\) in flight[\s\S]*stopped/));
 	});
 });
 
