@@ -89,6 +89,13 @@ describe("dialling the gateway", () => {
 		expect(connector.stderr).toContain("connected to");
 	});
 
+	test("heartbeats left unanswered for two intervals count as a dead connection: the connector dials again", async () => {
+		gateway.answerPings = false;
+		const connector = connect(["--", ...EVERYTHING], { MCPGW_CONNECT_HEARTBEAT_MS: "50" });
+		await connected(gateway, 2);
+		expect(connector.stderr).toContain("disconnected (no heartbeat answer from the gateway)");
+	});
+
 	test("a refused upgrade (401) exits 1 with a sentence naming the server, without dialling again", async () => {
 		const connector = connect(["--", ...EVERYTHING], { MCPGW_CONNECTOR_TOKEN: mintConnectorToken().token });
 		expect(await connector.exited).toBe(1);
@@ -254,6 +261,25 @@ describe("--upstream: an HTTP server on the connector's network", () => {
 		expect(ended.kind === "fail" && ended.message).toContain(
 			"the upstream http://127.0.0.1:9/mcp could not be reached from the connector",
 		);
+	});
+
+	test("a cancelled request gets nothing more: no end and no fail, even once its upstream answers", async () => {
+		const upstream = await startUpstream({ name: "private", gates: true });
+		upstreams.push(upstream);
+		connect(["--upstream", upstream.url]);
+		await connected(gateway);
+		const session = new FramedSession(gateway);
+		await session.initialize();
+		const call = session.send("tools/call", { name: "gate", arguments: { name: "cancelled" } });
+		await eventually(async () => (await gateStatus(upstream, "cancelled")).waiting === 1, "the call at its gate");
+		gateway.send({ type: "cancel", id: call.id });
+		await fetch(new URL("/_gates/cancelled/release", upstream.url), { method: "POST" });
+		// A later call answered in full: the connector has handled everything sent before it.
+		expect(await session.callText("echo", { text: "after" })).toBe("after");
+		const endings = gateway.frames.filter(
+			(frame) => (frame.type === "end" || frame.type === "fail") && frame.id === call.id,
+		);
+		expect(endings).toEqual([]);
 	});
 
 	test("SIGTERM sends draining, refuses new sessions with 503, lets the call in flight finish, closes 1000 and exits 0", async () => {

@@ -44,6 +44,8 @@ export class FakeGateway {
 	/** Close codes the connectors' sockets ended with. */
 	readonly closes: number[] = [];
 	pings = 0;
+	/** Off: heartbeats go unanswered, as on a connection that died without closing. */
+	answerPings = true;
 	/** While set, an upgrade is refused with this status. */
 	refuseWith: number | undefined;
 	#socket: WebSocket | undefined;
@@ -131,7 +133,7 @@ export class FakeGateway {
 			const text = String(data);
 			if (text === HEARTBEAT_PING) {
 				this.pings += 1;
-				ws.send(HEARTBEAT_PONG);
+				if (this.answerPings) ws.send(HEARTBEAT_PONG);
 				return;
 			}
 			const frame = ConnectorFrameSchema.parse(JSON.parse(text));
