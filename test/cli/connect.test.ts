@@ -115,6 +115,16 @@ describe("dialling the gateway", () => {
 		);
 		expect(gateway.dials).toHaveLength(1);
 	});
+
+	test("a goodbye frame (the server deleted) exits 1 with the gateway's reason", async () => {
+		const connector = connect(["--", ...EVERYTHING]);
+		await connected(gateway);
+		gateway.send({ type: "goodbye", reason: "the server files was deleted" });
+		expect(await connector.exited).toBe(1);
+		expect(connector.stderr).toContain(
+			"mcpgw: the gateway refused the connector token for files: it was revoked or the server deleted (the server files was deleted)",
+		);
+	});
 });
 
 describe("stdio: one child per session", () => {
@@ -201,6 +211,19 @@ describe("stdio: one child per session", () => {
 		await eventually(() =>
 			expect(connector.stderr).toMatch(/session ended \(child pid \d+\): the server process exited/),
 		);
+	});
+
+	test("a command that cannot be started answers the initialize 502 with a sentence, and the connector stays up", async () => {
+		const connector = connect(["--", "/nonexistent/stdio-server"]);
+		await connected(gateway);
+		const refused = await new FramedSession(gateway).initialize();
+		expect(refused.status).toBe(502);
+		expect(replyTo(refused, 1)).toEqual(
+			expect.objectContaining({
+				error: { code: -32000, message: "the connector could not start /nonexistent/stdio-server; see its log" },
+			}),
+		);
+		expect(connector.child.exitCode).toBeNull();
 	});
 
 	test("--env puts the initialize request's header into that session's child environment, and never the connector token", async () => {
