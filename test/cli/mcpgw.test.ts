@@ -29,6 +29,7 @@ describe("mcpgw's help and errors", () => {
 			"plan",
 			"apply",
 			"export",
+			"connect",
 		]) {
 			expect(run.stdout).toContain(command);
 		}
