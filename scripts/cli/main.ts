@@ -9,6 +9,7 @@
 import { Command, CommanderError } from "commander";
 import { CliError, DEFAULT_URL } from "./admin-client.ts";
 import { addConfigCommands } from "./config-commands.ts";
+import { addConnectCommand } from "./connect/connect-command.ts";
 import { addGatewayCommands } from "./gateway-commands.ts";
 import { addResourceCommands } from "./resource-commands.ts";
 
@@ -28,13 +29,15 @@ Examples:
   mcpgw keys add --name ci --server notes
   mcpgw status
   MCP_API_KEY=... mcpgw call demo echo --args '{"text":"hi"}'
-  mcpgw plan -f gateway.config.json && mcpgw apply -f gateway.config.json`,
+  mcpgw plan -f gateway.config.json && mcpgw apply -f gateway.config.json
+  mcpgw connect files --token mcpgwc1_... -- npx -y @modelcontextprotocol/server-filesystem /srv/files`,
 		)
 		.showHelpAfterError()
 		.exitOverride();
 	addResourceCommands(program);
 	addGatewayCommands(program);
 	addConfigCommands(program);
+	addConnectCommand(program);
 	// Every subcommand: commander's own errors thrown, not exited, so main decides the exit code.
 	const override = (command: Command) => {
 		command.exitOverride();

@@ -30,6 +30,7 @@ describe("mcpgw's help and errors", () => {
 			"plan",
 			"apply",
 			"export",
+			"connect",
 		]) {
 			expect(run.stdout).toContain(command);
 		}
