@@ -1,0 +1,306 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { RecordedRequest } from "../../scripts/fixtures/upstream-server.ts";
+import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
+import { type Child, Processes } from "../../scripts/processes.ts";
+import { eventually } from "../support/eventually.ts";
+
+/**
+ * Servers reached through connectors, end to end with real processes: the
+ * gateway under `wrangler dev`, `mcpgw connect` dialling it, and the stdio
+ * server (`@modelcontextprotocol/server-filesystem`) the connector runs a
+ * child of per upstream session; SDK clients of both eras through the gateway.
+ */
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const FILESYSTEM = join(ROOT, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+const MCPGW = join(ROOT, "scripts/cli/mcpgw.mjs");
+
+const procs = new Processes();
+const gateway = () => inject("cliGatewayUrl");
+let folder: string;
+
+async function admin<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+	const response = await fetch(`${gateway()}/admin${path}`, {
+		method,
+		headers: { authorization: `Bearer ${inject("cliAdminToken")}`, "content-type": "application/json" },
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	const text = await response.text();
+	return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
+}
+
+/** A connector server, a token for it and a key that may use it. */
+async function connectorServer(): Promise<{ name: string; token: string; tokenId: string; key: string }> {
+	const name = `files-${crypto.randomUUID().slice(0, 8)}`;
+	expect((await admin("PUT", `/servers/${name}`, { connector: {} })).status).toBe(201);
+	const made = await admin<{ id: string; token: string }>("POST", `/servers/${name}/connector-tokens`);
+	expect(made.status).toBe(201);
+	const key = await admin<{ key: string }>("POST", "/keys", { name: `k-${name}`, servers: [name] });
+	return { name, token: made.body.token, tokenId: made.body.id, key: key.body.key };
+}
+
+/** `mcpgw connect` for `server` with these arguments after its token. */
+function connector(server: string, token: string, rest: string[]): Child {
+	return procs.spawn(
+		`connector for ${server}`,
+		process.execPath,
+		[MCPGW, "connect", server, "--url", gateway(), "--token", token, ...rest],
+		{
+			cwd: ROOT,
+		},
+	);
+}
+
+/** `mcpgw connect` for `server`, running the filesystem server over `folder`. */
+function connect(server: string, token: string): Child {
+	return connector(server, token, ["--", process.execPath, FILESYSTEM, folder]);
+}
+
+/** Kills a connector at once, with its children (its process group), as a crash or `kill -9` would. */
+async function kill(child: Child): Promise<void> {
+	if (child.process.pid !== undefined) process.kill(-child.process.pid, "SIGKILL");
+	await child.exited;
+}
+
+/** The connectors the gateway lists for `server`. */
+async function online(server: string): Promise<Array<{ id: string; sessions: number }>> {
+	const shown = await admin<{ connectors?: Array<{ id: string; sessions: number }> }>("GET", `/servers/${server}`);
+	return shown.body.connectors ?? [];
+}
+
+async function legacyClient(server: string, key: string, capabilities: Record<string, object> = {}): Promise<Client> {
+	const client = new Client({ name: "e2e", version: "1.0.0" }, { capabilities });
+	await client.connect(
+		new StreamableHTTPClientTransport(new URL(`${gateway()}/mcp/${server}`), {
+			requestInit: { headers: { authorization: `Bearer ${key}` } },
+		}),
+	);
+	return client;
+}
+
+beforeAll(() => {
+	folder = procs.tempDir("mcp-edge-files-");
+	mkdirSync(join(folder, "notes"));
+	writeFileSync(join(folder, "notes", "hello.txt"), "hello from the connector's side\n");
+});
+
+afterAll(async () => {
+	await procs.stopAll();
+});
+
+describe("a stdio server reached through a connector", () => {
+	it("a 2025 client lists, reads and writes files through the connector's filesystem server", async () => {
+		const { name, token, key } = await connectorServer();
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const client = await legacyClient(name, key);
+		const tools = (await client.listTools()).tools.map((tool) => tool.name);
+		expect(tools).toEqual(expect.arrayContaining(["read_text_file", "write_file", "list_directory"]));
+		const read = await client.callTool({
+			name: "read_text_file",
+			arguments: { path: join(folder, "notes", "hello.txt") },
+		});
+		expect(JSON.stringify(read.content)).toContain("hello from the connector's side");
+		await client.callTool({
+			name: "write_file",
+			arguments: { path: join(folder, "notes", "new.txt"), content: "written" },
+		});
+		expect(readFileSync(join(folder, "notes", "new.txt"), "utf8")).toBe("written");
+		await client.close();
+	});
+
+	it("a 2026-07-28 client calls the same server statelessly through the connector", async () => {
+		const { name, token, key } = await connectorServer();
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const client = new ModernClient(
+			{ name: "e2e-modern", version: "1.0.0" },
+			{ versionNegotiation: { mode: { pin: "2026-07-28" } } },
+		);
+		await client.connect(
+			new ModernTransport(new URL(`${gateway()}/mcp/${name}`), {
+				requestInit: { headers: { authorization: `Bearer ${key}` } },
+			}),
+		);
+		const listed = await client.callTool({ name: "list_directory", arguments: { path: join(folder, "notes") } });
+		expect(JSON.stringify(listed.content)).toContain("hello.txt");
+		await client.close();
+	});
+
+	it("two sessions get two children of the server", async () => {
+		const { name, token, key } = await connectorServer();
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const first = await legacyClient(name, key);
+		const second = await legacyClient(name, key);
+		await first.listTools();
+		await second.listTools();
+		await eventually(async () => (await online(name))[0]?.sessions === 2, "two sessions held");
+		await Promise.all([first.close(), second.close()]);
+	});
+
+	it("with no connector online, a call is answered at once with a sentence naming the server", async () => {
+		const { name, key } = await connectorServer();
+		const response = await fetch(`${gateway()}/mcp/${name}`, {
+			method: "POST",
+			headers: {
+				authorization: `Bearer ${key}`,
+				"content-type": "application/json",
+				accept: "application/json, text/event-stream",
+			},
+			body: JSON.stringify({
+				jsonrpc: "2.0",
+				id: 1,
+				method: "initialize",
+				params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
+			}),
+		});
+		const reply = (await response.json()) as { id: unknown; error: { message: string; data: { kind: string } } };
+		expect(reply.id).toBe(1);
+		expect(reply.error.message).toBe(
+			`No connector is online for server '${name}': the gateway reaches it only through connectors (mcpgw connect), and none is connected now.`,
+		);
+		expect(reply.error.data.kind).toBe("upstream_unavailable");
+	});
+
+	it("a revoked token drops its connector, which exits with a sentence", async () => {
+		const { name, token, tokenId } = await connectorServer();
+		const child = connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		expect((await admin("DELETE", `/servers/${name}/connector-tokens/${tokenId}`)).status).toBe(204);
+		await eventually(async () => (await online(name)).length === 0, "the connector gone");
+		await child.exited;
+		expect(child.process.exitCode).not.toBe(0);
+		expect(child.output.join("\n")).toMatch(/revoked|refused/);
+	});
+
+	it("a token made for another server is refused, and the connector exits saying so", async () => {
+		const first = await connectorServer();
+		const second = await connectorServer();
+		const child = connect(second.name, first.token);
+		await child.exited;
+		expect(child.process.exitCode).not.toBe(0);
+		expect(child.output.join("\n")).toMatch(/refused the connector token/);
+		expect(await online(second.name)).toEqual([]);
+	});
+});
+
+describe("server-everything over stdio through a connector", () => {
+	it("progress, sampling and elicitation of a stdio server reach the client through the connector and back", async () => {
+		const { name, token, key } = await connectorServer();
+		connector(name, token, ["--", process.execPath, EVERYTHING]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const client = await legacyClient(name, key, { sampling: {}, elicitation: { form: {} } });
+		client.setRequestHandler(CreateMessageRequestSchema, async (request) => ({
+			role: "assistant",
+			content: { type: "text", text: `sampled: ${JSON.stringify(request.params.messages[0]?.content)}` },
+			model: "e2e-model",
+		}));
+		client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
+		const progress: number[] = [];
+		const long = await client.callTool(
+			{ name: "trigger-long-running-operation", arguments: { duration: 0.2, steps: 2 } },
+			undefined,
+			{ onprogress: (update) => progress.push(update.progress) },
+		);
+		expect(JSON.stringify(long.content)).toContain("completed");
+		expect(progress).toEqual([1, 2]);
+		const sampled = await client.callTool({
+			name: "trigger-sampling-request",
+			arguments: { prompt: "hello connector" },
+		});
+		expect(JSON.stringify(sampled.content)).toContain("sampled:");
+		expect(JSON.stringify(sampled.content)).toContain("hello connector");
+		const elicited = await client.callTool({ name: "trigger-elicitation-request", arguments: {} });
+		expect(JSON.stringify(elicited.content)).toContain("Ada");
+		await client.close();
+	});
+});
+
+describe("a private HTTP server reached through a connector (--upstream)", () => {
+	let privateServer: RunningUpstream;
+	const origin = () => new URL(privateServer.url).origin;
+	const log = async () => (await (await fetch(`${origin()}/_log`)).json()) as RecordedRequest[];
+	const gate = (name: string) =>
+		fetch(`${origin()}/_gates/${name}`).then((r) => r.json() as Promise<{ waiting: number }>);
+	const release = (name: string) =>
+		fetch(`${origin()}/_gates/${name}/release`, { method: "POST" }).then((r) => r.text());
+
+	beforeAll(async () => {
+		privateServer = await startUpstream({ name: "private", gates: true });
+	});
+	afterAll(async () => {
+		await privateServer?.close();
+	});
+
+	it("an SDK server on the connector's network answers through it, and the client's API key reaches neither the connector nor that server", async () => {
+		const { name, token, key } = await connectorServer();
+		const child = connector(name, token, ["--upstream", privateServer.url]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const client = await legacyClient(name, key);
+		const marker = `through-${crypto.randomUUID()}`;
+		const echoed = await client.callTool({ name: "echo", arguments: { text: marker } });
+		expect(echoed.content).toEqual([{ type: "text", text: marker }]);
+		await client.close();
+		const whole = await log();
+		expect(whole.filter((entry) => JSON.stringify(entry.body ?? null).includes(marker))).toHaveLength(1);
+		// Every request the server received, headers and bodies, and everything the connector printed.
+		expect(JSON.stringify(whole)).not.toContain(key);
+		expect(child.output.join("\n")).not.toContain(key);
+	});
+
+	it("a connector killed mid-call fails the call promptly as of unknown outcome without replaying it, and the session reads again once a connector is back", async () => {
+		const { name, token, key } = await connectorServer();
+		const first = connector(name, token, ["--upstream", privateServer.url]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const client = await legacyClient(name, key);
+		const gateName = `killed-${crypto.randomUUID()}`;
+		const call = client.callTool({ name: "gate", arguments: { name: gateName } });
+		const failed = call.then(
+			(result) => result,
+			(error: unknown) => ({ thrown: error }),
+		);
+		await eventually(async () => (await gate(gateName)).waiting === 1, "the call waiting at the server");
+		const killedAt = Date.now();
+		await kill(first);
+		const answer = await failed;
+		// The call's outcome is unknown (it reached the server): a tool error that says so, never a replay.
+		expect(answer).toMatchObject({
+			isError: true,
+			_meta: { "mcp-edge-gateway/error": { kind: "outcome_uncertain", server: name } },
+		});
+		expect(JSON.stringify(answer)).toContain("may or may not have taken effect");
+		expect(JSON.stringify(answer)).toContain("It was not retried");
+		// Promptly: far sooner than the call's own deadline (a generous bound on a loaded machine).
+		expect(Date.now() - killedAt).toBeLessThan(15_000);
+		await release(gateName);
+		const calls = (await log()).filter((entry) => JSON.stringify(entry.body ?? null).includes(gateName));
+		expect(calls).toHaveLength(1);
+		connector(name, token, ["--upstream", privateServer.url]);
+		await eventually(async () => (await online(name)).length === 1, "a connector back", 20_000);
+		const tools = await eventually(async () => (await client.listTools()).tools.map((tool) => tool.name), "a read");
+		expect(tools).toContain("echo");
+		await client.close();
+	});
+
+	it("of two connectors, one killed, new sessions keep working through the other", async () => {
+		const { name, token, key } = await connectorServer();
+		const first = connector(name, token, ["--upstream", privateServer.url]);
+		connector(name, token, ["--upstream", privateServer.url]);
+		await eventually(async () => (await online(name)).length === 2, "two connectors online", 20_000);
+		await kill(first);
+		await eventually(async () => (await online(name)).length === 1, "one connector left");
+		for (let i = 0; i < 3; i++) {
+			const client = await legacyClient(name, key);
+			expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("echo");
+			await client.close();
+		}
+	});
+});
