@@ -172,6 +172,23 @@ describe("stdio: one child per session", () => {
 		expect(connector.startedPids().sort()).toEqual([...pids].sort());
 	});
 
+	test("a lost connection ends the children of its sessions, which the gateway cannot reach again, and frees their places", async () => {
+		const connector = connect(["--max-sessions", "1", "--", ...ENV_ECHO]);
+		await connected(gateway);
+		const session = new FramedSession(gateway);
+		await session.initialize();
+		const pid = Number(await session.callText("pid"));
+		expect(alive(pid)).toBe(true);
+		gateway.closeConnector(1001, "deploy");
+		await eventually(() => !alive(pid), "the child to exit");
+		await connected(gateway, 2);
+		// The one place under --max-sessions is free again: a new session opens on the new connection.
+		const next = new FramedSession(gateway);
+		await next.initialize();
+		expect(Number(await next.callText("pid"))).not.toBe(pid);
+		expect(connector.startedPids()).toHaveLength(2);
+	});
+
 	test("DELETE ends the session's child, and the session's next request is 404", async () => {
 		connect(["--", ...ENV_ECHO]);
 		await connected(gateway);
@@ -296,9 +313,11 @@ describe("--upstream: an HTTP server on the connector's network", () => {
 		const call = session.send("tools/call", { name: "gate", arguments: { name: "cancelled" } });
 		await eventually(async () => (await gateStatus(upstream, "cancelled")).waiting === 1, "the call at its gate");
 		gateway.send({ type: "cancel", id: call.id });
-		await fetch(new URL("/_gates/cancelled/release", upstream.url), { method: "POST" });
-		// A later call answered in full: the connector has handled everything sent before it.
+		// A later call answered in full: the connector reads frames in order, so it has handled the cancel.
 		expect(await session.callText("echo", { text: "after" })).toBe("after");
+		await fetch(new URL("/_gates/cancelled/release", upstream.url), { method: "POST" });
+		// Another full call after the gate opened: whatever the upstream answered the cancelled call has come and gone.
+		expect(await session.callText("echo", { text: "later" })).toBe("later");
 		const endings = gateway.frames.filter(
 			(frame) => (frame.type === "end" || frame.type === "fail") && frame.id === call.id,
 		);

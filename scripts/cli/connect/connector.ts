@@ -89,6 +89,10 @@ export async function runConnector(options: ConnectorOptions): Promise<void> {
 				await upstream.closeAll("the connector stopped");
 				throw new CliError(refusedSentence(server, end));
 			}
+			// The gateway keeps a session on the connection that opened it; a new connection is a new
+			// connector to it, so these sessions cannot be reached again: their children end now rather
+			// than hold places under --max-sessions until the connector stops.
+			await upstream.closeAll("the connection to the gateway was lost");
 			if (end.kind === "closed") return;
 			if (lastedLongEnough(options.backoff, end.lastedMs)) attempt = 0;
 			const delay = backoffDelayMs(attempt, options.backoff, options.random);
