@@ -1,6 +1,6 @@
 /**
  * The servers and access rules of the local demo (`npm start`), as admin API
- * calls: the four demo servers, `demo-operator` (dave: the servers and the
+ * calls: the four demo servers and `files` (reached through a connector), `demo-operator` (dave: the servers and the
  * dashboard) and `demo` (verified example.com addresses: alice; bob and carol
  * are refused). The page tests register the same through `registerDemo`, so
  * the flows they drive in a browser are the ones a person meets after
@@ -23,7 +23,7 @@ export interface DemoUpstreams {
 export type AdminCall = (method: "PUT", path: string, body: unknown) => Promise<unknown>;
 
 /** The servers the demo's people may use, in both rules. */
-export const DEMO_SERVERS = ["demo", "modern-demo", "oauth-demo", "whoami-demo"] as const;
+export const DEMO_SERVERS = ["demo", "modern-demo", "oauth-demo", "whoami-demo", "files"] as const;
 
 /** Registers the demo's servers, then its rules. PUT is idempotent: a later run updates what an earlier one stored. */
 export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): Promise<void> {
@@ -33,6 +33,8 @@ export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): 
 	await admin("PUT", "/servers/oauth-demo", { url: upstreams.oauthDemo, auth: { type: "oauth" } });
 	// Each request carries an assertion of who is calling, signed by the gateway (IDENTITY_SIGNING_KEY).
 	await admin("PUT", "/servers/whoami-demo", { url: upstreams.whoamiDemo, auth: { type: "identity" } });
+	// No address: reached through whichever connectors (`mcpgw connect`) dial in for it (npm start runs one).
+	await admin("PUT", "/servers/files?check=false", { connector: {} });
 	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
 	await admin("PUT", "/access-rules/demo-operator", {
 		match: { subject: "dave" },

@@ -24,7 +24,7 @@
 
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { exportJWK, generateKeyPair } from "jose";
 import { gatewayCallbackUrls } from "../src/auth/provider-callbacks.ts";
@@ -36,7 +36,7 @@ import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
 import { startUpstream } from "./fixtures/upstream-server.ts";
 import { basePortFrom, busyPortsMessage, busyServices, type LocalService, localPorts } from "./local-ports.ts";
 import { startLocalReceiver } from "./otlp-receiver.ts";
-import { HOST, installShutdown, Processes, waitHealthy } from "./processes.ts";
+import { HOST, installShutdown, Processes, waitForLine, waitHealthy } from "./processes.ts";
 
 const options = basePortFrom(process.argv.slice(2), process.env);
 if ("problem" in options) {
@@ -131,7 +131,7 @@ async function admin(token: string, method: string, path: string, body?: unknown
 	});
 	const text = await response.text();
 	if (!response.ok) throw new Error(`${method} /admin${path} failed: ${response.status} ${text}`);
-	return JSON.parse(text) as Record<string, unknown>;
+	return (text ? JSON.parse(text) : {}) as Record<string, unknown>;
 }
 
 /** Where the local key's secret is kept between runs (a key's secret is shown only once, at creation). */
@@ -152,6 +152,50 @@ async function localDevKey(token: string): Promise<string> {
 	mkdirSync(".wrangler", { recursive: true });
 	writeFileSync(LOCAL_KEY_FILE, `${String(created.id)} ${String(created.key)}\n`, { mode: 0o600 });
 	return String(created.key);
+}
+
+/** The demo's private server: server-filesystem over this folder, reached only through a connector. */
+const FILES_FOLDER = join(".wrangler", "demo-files");
+const FILESYSTEM_SERVER = join("node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js");
+/** How long the connector gets to dial the gateway and be welcomed. */
+const CONNECTOR_READY_MS = 30_000;
+
+/**
+ * `mcpgw connect files`, as an operator would run it next to a private
+ * server: a stdio server (one child per session) that the gateway reaches
+ * over the WebSocket the connector dialled out, with no address of its own.
+ * Each run makes a new token and revokes the earlier runs' ones.
+ */
+async function startFilesConnector(token: string): Promise<void> {
+	const listed = await admin(token, "GET", "/servers/files/connector-tokens");
+	const earlier = Array.isArray(listed.connectorTokens) ? (listed.connectorTokens as Array<{ id?: unknown }>) : [];
+	for (const old of earlier) await admin(token, "DELETE", `/servers/files/connector-tokens/${String(old.id)}`);
+	const made = await admin(token, "POST", "/servers/files/connector-tokens");
+	mkdirSync(FILES_FOLDER, { recursive: true });
+	const readme = join(FILES_FOLDER, "README.md");
+	if (!existsSync(readme)) {
+		writeFileSync(readme, "This folder is served by the `files` server, through a connector (`mcpgw connect`).\n");
+	}
+	const connector = procs.spawn(
+		"mcpgw connect",
+		process.execPath,
+		[
+			join("scripts", "cli", "mcpgw.mjs"),
+			"connect",
+			"files",
+			"--url",
+			GATEWAY,
+			"--token",
+			String(made.token),
+			"--",
+			process.execPath,
+			FILESYSTEM_SERVER,
+			resolve(FILES_FOLDER),
+		],
+		{ cwd: process.cwd() },
+	);
+	connector.onLine((line) => console.log(`[connector] ${line}`));
+	await waitForLine(connector, /connected to /, CONNECTOR_READY_MS);
 }
 
 // An operator's own collector in .dev.vars wins; otherwise the local receiver.
@@ -263,6 +307,7 @@ try {
 		oauthDemo: oauthUpstream.url,
 		whoamiDemo: identityUpstream.url,
 	});
+	await startFilesConnector(adminToken);
 	const key = await localDevKey(adminToken);
 	const endpoint = `${GATEWAY}/mcp/demo`;
 	const modernEndpoint = `${GATEWAY}/mcp/modern-demo`;
@@ -345,6 +390,13 @@ try {
      -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: whoami' \\
      -d '${whoamiCall}'
    (and the same with ${GATEWAY}/mcp/whoami-demo)
+
+ A private server, reached through a connector:
+   files       : @modelcontextprotocol/server-filesystem over ${FILES_FOLDER}, a stdio
+                 server run by \`mcpgw connect\` (one child per session), which dialled
+                 out to the gateway: the server has no address and opens no port
+                 (docs/connectors.md). Its tools are list_directory, read_text_file,
+                 write_file and more, at ${GATEWAY}/mcp/files.
 
  Try it with the MCP Inspector's command line:
    npx -y @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\

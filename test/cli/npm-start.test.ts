@@ -165,6 +165,12 @@ describe("npm start", () => {
 			check: { needsCaller: "identity" },
 		});
 		expect(readFileSync(join(dir, ".dev.vars"), "utf8")).toContain(`OIDC_ISSUER="http://${HOST}:${ports.idp}"`);
+		// The private demo server has no address: the connector npm start runs dialled in for it.
+		const files = (await server("files")) as unknown as { url?: string; connector?: object; connectors?: unknown[] };
+		expect(files.connector).toEqual({});
+		expect(files.url).toBeUndefined();
+		expect(files.connectors).toHaveLength(1);
+		expect(lines.some((line) => line.startsWith("[connector] mcpgw connect: connected to"))).toBe(true);
 
 		const npmPid = npm.process.pid ?? 0;
 		const tree = descendants(npmPid);
@@ -173,6 +179,7 @@ describe("npm start", () => {
 		expect(commands.some((command) => command.includes("scripts/start.ts"))).toBe(true);
 		expect(commands.some((command) => command.includes("wrangler"))).toBe(true);
 		expect(commands.some((command) => command.includes("workerd"))).toBe(true);
+		expect(commands.some((command) => command.includes("mcpgw.mjs connect files"))).toBe(true);
 		expect(await busyServices(ports, ALL_SERVICES)).toEqual(ALL_SERVICES);
 
 		process.kill(npmPid, "SIGTERM");
