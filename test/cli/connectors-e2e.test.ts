@@ -134,6 +134,36 @@ describe("a stdio server reached through a connector", () => {
 		await client.close();
 	});
 
+	it("clients of both eras on the aggregate endpoint /mcp call the server through the connector", async () => {
+		const { name, token, key } = await connectorServer();
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const path = join(folder, "notes", "hello.txt");
+		const legacy = new Client({ name: "e2e-aggregate", version: "1.0.0" });
+		await legacy.connect(
+			new StreamableHTTPClientTransport(new URL(`${gateway()}/mcp`), {
+				requestInit: { headers: { authorization: `Bearer ${key}` } },
+			}),
+		);
+		const tools = (await legacy.listTools()).tools.map((tool) => tool.name);
+		expect(tools).toContain(`${name}__read_text_file`);
+		const read = await legacy.callTool({ name: `${name}__read_text_file`, arguments: { path } });
+		expect(JSON.stringify(read.content)).toContain("hello from the connector's side");
+		await legacy.close();
+		const modern = new ModernClient(
+			{ name: "e2e-aggregate-modern", version: "1.0.0" },
+			{ versionNegotiation: { mode: { pin: "2026-07-28" } } },
+		);
+		await modern.connect(
+			new ModernTransport(new URL(`${gateway()}/mcp`), {
+				requestInit: { headers: { authorization: `Bearer ${key}` } },
+			}),
+		);
+		const again = await modern.callTool({ name: `${name}__read_text_file`, arguments: { path } });
+		expect(JSON.stringify(again.content)).toContain("hello from the connector's side");
+		await modern.close();
+	});
+
 	it("two sessions get two children of the server", async () => {
 		const { name, token, key } = await connectorServer();
 		connect(name, token);
