@@ -3,7 +3,11 @@ import { join, resolve } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+	CreateMessageRequestSchema,
+	ElicitRequestSchema,
+	LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { RecordedRequest } from "../../scripts/fixtures/upstream-server.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
@@ -264,7 +268,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		fetch(`${origin()}/_gates/${name}/release`, { method: "POST" }).then((r) => r.text());
 
 	beforeAll(async () => {
-		privateServer = await startUpstream({ name: "private", gates: true });
+		privateServer = await startUpstream({ name: "private", gates: true, peer: true });
 	});
 	afterAll(async () => {
 		await privateServer?.close();
@@ -317,6 +321,26 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		await eventually(async () => (await online(name)).length === 1, "a connector back", 20_000);
 		const tools = await eventually(async () => (await client.listTools()).tools.map((tool) => tool.name), "a read");
 		expect(tools).toContain("echo");
+		await client.close();
+	});
+
+	it("what the server sends outside any request reaches a 2025 client's listening stream through the connector", async () => {
+		const { name, token, key } = await connectorServer();
+		connector(name, token, ["--upstream", privateServer.url]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const gets = async () => (await log()).filter((entry) => entry.method === "GET").length;
+		const before = await gets();
+		const client = await legacyClient(name, key);
+		const heard: string[] = [];
+		client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+			heard.push(String(notification.params.data));
+		});
+		const tag = `outside-${crypto.randomUUID()}`;
+		// Listening once the server has a new GET: the client opens its stream after initializing.
+		await eventually(async () => (await gets()) > before, "the listening stream open at the server");
+		await client.callTool({ name: "announce", arguments: { count: 2, tag } });
+		await eventually(() => heard.filter((data) => data.startsWith(tag)).length === 2, "both messages heard");
+		expect(heard.filter((data) => data.startsWith(tag))).toEqual([`${tag} 1`, `${tag} 2`]);
 		await client.close();
 	});
 
