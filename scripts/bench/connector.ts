@@ -123,7 +123,7 @@ export function newConnectorResults(stage: ConnectorStage): ConnectorResults | {
 			concurrency,
 			results: { byUrl: cell(), connector: cell() },
 		})),
-		stdio: { server: STDIO_NAME, sessions: [], heldAfterRounds: [] },
+		stdio: { server: STDIO_NAME, sessions: [], heldAfterRounds: [], durableObjectRequests: {} },
 	};
 }
 
@@ -166,7 +166,10 @@ export async function measureConnectorRound(
 			total.perRound.push(rate(result));
 		}
 	}
+	const before = await durableObjectRequests(stage.gateway.url, CALL_TIMEOUT_MS);
 	for (let i = 0; i < PLAN.stdioSessions; i++) results.stdio.sessions.push(await stdioSession(stage.stdio));
+	const after = await durableObjectRequests(stage.gateway.url, CALL_TIMEOUT_MS);
+	addDifference(results.stdio.durableObjectRequests, before, after);
 	results.stdio.heldAfterRounds.push((await online(stage.gateway, STDIO_SERVER))[0]?.sessions ?? 0);
 }
 

@@ -24,6 +24,12 @@ export function objectsPerCall(cell: ConnectorThroughput): number {
 	return cell.calls > 0 ? pathObjectRequests(cell.durableObjectRequests) / cell.calls : Number.NaN;
 }
 
+/** A window's Durable Object requests per session, the total and by class and method. */
+function perSession(counts: Record<string, number>, sessions: number): string {
+	if (sessions === 0) return "n/a";
+	return `${(pathObjectRequests(counts) / sessions).toFixed(2)} (all, by class and method: ${countList(counts, sessions)})`;
+}
+
 function perCall(value: number): string {
 	return Number.isFinite(value) ? value.toFixed(2) : "n/a";
 }
@@ -61,8 +67,8 @@ function httpPart(c: ConnectorResults): string[] {
 		"",
 		"Throughput (`echo`, calls/s) on the same sessions, each target in turn for the same time per round, and the",
 		"gateway's Durable Object requests during those calls, per call (counted as in the 2026-07-28 section: the",
-		"benchmark's counter reads and what other sessions do on their own left out; the connector's own frames reach",
-		"the ConnectorDO over its WebSocket, not as requests from a stub, and are not counted).",
+		"benchmark's counter reads and what other sessions do on their own left out; the connector's answers reach the",
+		"ConnectorDO as WebSocket messages, not requests, and are not counted).",
 		"",
 		"| Concurrency | by URL | through a connector | connector ÷ by URL | DO requests per call, by URL | DO requests per call, through a connector | through a connector, by class and method, per call |",
 		"| ---: | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -86,11 +92,12 @@ function stdioPart(c: ConnectorResults): string[] {
 	const later = sessions.flatMap((s) => s.laterMs);
 	const laterPerSession = sessions[0]?.laterMs.length ?? 0;
 	return [
-		`A stdio server through a connector: \`bench-stdio\`, served by \`mcpgw connect bench-stdio -- node <server>\` running`,
-		`${c.stdio.server}. The connector starts one child per upstream session, so a session's first call pays for the`,
-		"child's start. Each round opens new 2025-11-25 sessions through `/mcp/bench-stdio` one after another (the same",
-		`raw client) and times the initialize, the first \`tools/call echo\` and ${laterPerSession} calls after it, one at a time;`,
-		`then ends the session (DELETE), which ends its child. ${sessions.length} sessions; latency in ms.`,
+		"A stdio server through a connector: `bench-stdio`, served by `mcpgw connect bench-stdio -- node <server>`",
+		`running ${c.stdio.server}.`,
+		"The connector starts one child per upstream session, so a new session pays for the child's start (the table",
+		"shows in which step). Each round opens new 2025-11-25 sessions through `/mcp/bench-stdio` one after another",
+		`(the same raw client) and times the initialize, the first \`tools/call echo\` and ${laterPerSession} calls after it, one at a`,
+		`time; then ends the session (DELETE), which ends its child. ${sessions.length} sessions; latency in ms.`,
 		"",
 		"| Step | samples | p50 | p90 | p99 | mean |",
 		"| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -100,8 +107,10 @@ function stdioPart(c: ConnectorResults): string[] {
 		latencyRow("later `tools/call`s in the same session", later),
 		"",
 		`**A session's setup and first call: ${ms(percentile(setupAndFirst, 50))} ms at p50, against ${ms(percentile(later, 50))} ms for a later call**` +
-			` (${ratio(percentile(setupAndFirst, 50) / percentile(later, 50))}). Sessions the connector still held right after each round's`,
-		`sessions were ended: ${c.stdio.heldAfterRounds.join(", ") || "n/a"}.`,
+			` (${ratio(percentile(setupAndFirst, 50) / percentile(later, 50))}).`,
+		`Sessions the connector still held right after each round's sessions were ended: ${c.stdio.heldAfterRounds.join(", ") || "n/a"}.`,
+		`The gateway's Durable Object requests per session (setup, ${1 + laterPerSession} calls, DELETE):`,
+		`${perSession(c.stdio.durableObjectRequests, sessions.length)}.`,
 		"",
 	];
 }

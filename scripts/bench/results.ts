@@ -170,6 +170,8 @@ export interface ConnectorResults {
 		sessions: StdioSession[];
 		/** Sessions the stdio connector still held after each round's sessions were ended (DELETE). */
 		heldAfterRounds: number[];
+		/** The gateway's Durable Object requests over the measured sessions, DELETE included, by `Class.method`. */
+		durableObjectRequests: Record<string, number>;
 	};
 }
 
