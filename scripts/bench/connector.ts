@@ -26,7 +26,14 @@ import { z } from "zod";
 import { type Child, type Processes, waitForLine } from "../processes.ts";
 import { ROOT } from "../wrangler-dev.ts";
 import { admin, type Gateway } from "./gateway-admin.ts";
-import { addDifference, durableObjectRequests, LEGACY_VERSION, RawClient, type RawTarget } from "./modern.ts";
+import {
+	addDifference,
+	alternatingEchoes,
+	durableObjectRequests,
+	LEGACY_VERSION,
+	RawClient,
+	type RawTarget,
+} from "./modern.ts";
 import { CALL_TIMEOUT_MS, CONNECTOR_CONCURRENCIES, PLAN } from "./plan.ts";
 import { rate } from "./report-format.ts";
 import {
@@ -143,13 +150,8 @@ export async function measureConnectorRound(
 	round: number,
 ): Promise<void> {
 	if ("error" in stage || "error" in results) return;
-	for (let i = 0; i < PLAN.latencyCalls; i++) {
-		for (const id of rotated(CONNECTOR_TARGET_IDS, round + i)) {
-			const start = performance.now();
-			await stage.clients[id].echo();
-			results.latency[id].push(performance.now() - start);
-		}
-	}
+	const latency = await alternatingEchoes(stage.clients, CONNECTOR_TARGET_IDS, round, PLAN.latencyCalls);
+	for (const id of CONNECTOR_TARGET_IDS) results.latency[id].push(...latency[id]);
 	for (const cell of results.throughput) {
 		for (const id of rotated(CONNECTOR_TARGET_IDS, round)) {
 			const client = stage.clients[id];

@@ -11,6 +11,7 @@
  * Durable Object requests (scripts/bench/durable-object-counter.ts) and what
  * the upstream received (scripts/bench/modern-upstream.ts).
  */
+import { performance } from "node:perf_hooks";
 import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
 import type {
 	ConnectorTargetId,
@@ -20,6 +21,7 @@ import type {
 	StdioTargetId,
 	TelemetryTargetId,
 } from "./results.ts";
+import { rotated } from "./sessions.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
@@ -191,6 +193,27 @@ export class RawClient {
 			);
 		}
 	}
+}
+
+/**
+ * `calls` echoes per client, alternating between the clients call by call in an order rotated each
+ * call (starting at `round`), so that drift of the machine falls on all alike; each client's latencies in ms.
+ */
+export async function alternatingEchoes<T extends string>(
+	clients: Record<T, RawClient>,
+	ids: readonly T[],
+	round: number,
+	calls: number,
+): Promise<Record<T, number[]>> {
+	const samples = Object.fromEntries(ids.map((id) => [id, [] as number[]])) as Record<T, number[]>;
+	for (let i = 0; i < calls; i++) {
+		for (const id of rotated(ids, round + i)) {
+			const start = performance.now();
+			await clients[id].echo();
+			samples[id].push(performance.now() - start);
+		}
+	}
+	return samples;
 }
 
 /** Every Durable Object request the gateway has made so far, by `Class.method`. */
