@@ -22,7 +22,10 @@
  * link (scripts/bench/person.ts); and tools/call with one tool policy against
  * none, the calls alternating between the sessions (scripts/bench/policy.ts);
  * and tools/call with OTLP export on against off, at gateway processes of their
- * own exporting to a sink that only drains (scripts/bench/telemetry.ts).
+ * own exporting to a sink that only drains (scripts/bench/telemetry.ts); and
+ * tools/call to the upstream registered by URL against through a connector
+ * (`mcpgw connect --upstream`), and a stdio server's first call in a session
+ * (the connector starts its child) against later ones (scripts/bench/connector.ts).
  * Reads the gateway's own counters (admin session-stats, registry-stats), its
  * Durable Object requests and the bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
@@ -32,7 +35,8 @@
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
  * 2026-07-28 clients, person.ts for the per-person credentials stage,
- * policy.ts for the policy stage, telemetry.ts for the telemetry stage), the measured rounds (measurements.ts), what
+ * policy.ts for the policy stage, telemetry.ts for the telemetry stage, connector.ts for the
+ * connector stage), the measured rounds (measurements.ts), what
  * sessions cost (costs.ts, idle-listener.ts, from the gateway's counters in
  * gateway-admin.ts), the per-stage microbenchmark (stages.ts), and the
  * report (report.ts and its sections).
@@ -46,6 +50,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { groupCpuMs, installShutdown, Processes } from "../processes.ts";
+import { closeConnectorStage } from "./connector.ts";
 import { busySessions, startLongRun } from "./costs.ts";
 import { idleListeners } from "./idle-listener.ts";
 import { measureRound, newSamples, openLiveSessions, type Samples, warmUp } from "./measurements.ts";
@@ -93,6 +98,7 @@ async function main(): Promise<void> {
 		person: measured.samples.person,
 		policy: measured.samples.policy,
 		telemetry: measured.samples.telemetry,
+		connectors: measured.samples.connectors,
 		costs: measured.costs,
 		idle: measured.idle,
 		cpu: groupCpuMs([targets.cpuGroups.upstream]) !== null ? measured.samples.cpu : null,
@@ -177,6 +183,7 @@ async function measure(
 	for (const client of Object.values(live.raw)) await client.close();
 	await closePolicyStage(targets.policy);
 	await closeTelemetryStage(targets.telemetry);
+	await closeConnectorStage(targets.connectors);
 	return { samples, costs: { busy, longRun: longRunCosts }, idle };
 }
 

@@ -8,8 +8,11 @@
  * The benchmark runs the built gateway behind a generated entry module that
  * imports it and this file (transpiled next to it): the `env` the edge Worker
  * and each object receive is wrapped so that every call made on a Durable
- * Object stub (an RPC method, or `fetch`) is counted by class and method, and
- * each class counts its alarms. `GET /__bench/durable-object-requests` answers
+ * Object stub (an RPC method) is counted by class and method, and each class
+ * counts its alarms and the `fetch` requests it receives. A `fetch` is counted
+ * where it arrives, not at the stub: the connectors' upstream fetch reaches its
+ * ConnectorDO through the `env` of `cloudflare:workers` (src/connectors/connector-fetch.ts),
+ * which no wrapper of a handler's `env` sees. `GET /__bench/durable-object-requests` answers
  * the counts so far. The counting costs a property lookup and a closure per
  * call; the gateway's own code runs unchanged.
  *
@@ -45,7 +48,8 @@ function countingStub(stub: object, className: string): object {
 			// `then` is looked up by `await`: it is not a call to the object.
 			if (typeof value !== "function" || typeof property !== "string" || property === "then") return value;
 			return (...args: unknown[]) => {
-				count(`${className}.${property}`);
+				// A `fetch` is counted where it arrives. Either way the stub's own method runs on the stub itself.
+				if (property !== "fetch") count(`${className}.${property}`);
 				return Reflect.apply(value, target, args);
 			};
 		},
@@ -119,12 +123,13 @@ export function countDurableObjectRequests(
 				super(ctx, countingEnv(env));
 			}
 		};
-		const alarm: unknown = BaseClass.prototype && Reflect.get(BaseClass.prototype, "alarm");
-		if (typeof alarm === "function") {
-			Object.defineProperty(Counted.prototype, "alarm", {
+		for (const handler of ["alarm", "fetch"]) {
+			const own: unknown = BaseClass.prototype && Reflect.get(BaseClass.prototype, handler);
+			if (typeof own !== "function") continue;
+			Object.defineProperty(Counted.prototype, handler, {
 				value(this: object, ...args: unknown[]) {
-					count(`${className}.alarm`);
-					return Reflect.apply(alarm, this, args);
+					count(`${className}.${handler}`);
+					return Reflect.apply(own, this, args);
 				},
 				writable: true,
 				configurable: true,

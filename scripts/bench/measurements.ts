@@ -7,6 +7,7 @@
 
 import { performance } from "node:perf_hooks";
 import { delay, groupCpuMs } from "../processes.ts";
+import { measureConnectorRound, newConnectorResults, warmUpConnectorStage } from "./connector.ts";
 import { resetUpstreamLog, upstreamLog } from "./gateway-admin.ts";
 import {
 	addDifference,
@@ -20,6 +21,7 @@ import { CALL_TIMEOUT_MS, CONCURRENCIES, OPEN_PARALLELISM, PLAN, QUICK } from ".
 import { measurePolicyRound, newPolicyResults, warmUpPolicyStage } from "./policy.ts";
 import { percentile, rate } from "./report-format.ts";
 import {
+	type ConnectorResults,
 	type CpuUse,
 	MODERN_TARGET_IDS,
 	type ModernResults,
@@ -58,6 +60,7 @@ export interface Samples {
 	person: PersonResults | { error: string };
 	policy: PolicyResults | { error: string };
 	telemetry: TelemetryResults | { error: string };
+	connectors: ConnectorResults | { error: string };
 	setup: Record<TargetId, number[]>;
 	blobs: Record<TargetId, number[]>;
 	progressFirst: Record<TargetId, number[]>;
@@ -85,6 +88,7 @@ export function newSamples(t: Targets): Samples {
 		person: newPersonResults(t.person),
 		policy: newPolicyResults(t.policy),
 		telemetry: newTelemetryResults(t.telemetry),
+		connectors: newConnectorResults(t.connectors),
 		setup: byTarget(() => []),
 		blobs: byTarget(() => []),
 		progressFirst: byTarget(() => []),
@@ -134,6 +138,7 @@ export async function warmUp(t: Targets, live: LiveSessions): Promise<void> {
 	}
 	await warmUpPolicyStage(t.policy);
 	await warmUpTelemetryStage(t.telemetry);
+	await warmUpConnectorStage(t.connectors);
 	for (const id of TARGET_IDS) {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await echo(live.mainOf(id));
 		await runThroughput(live.pools[id], 16, QUICK ? 100 : 300);
@@ -153,6 +158,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 	await measurePersonRound(t.gateway.url, t.person, live.person, samples.person, round);
 	await measurePolicyRound(t.policy, samples.policy, round);
 	await measureTelemetryRound(t.telemetry, samples.telemetry, round);
+	await measureConnectorRound(t.connectors, samples.connectors, round);
 	await measureThroughput(t, live, samples, order);
 	await measureSetup(t, samples, order);
 	await measureBlobs(live, samples, order);
@@ -167,6 +173,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
 		...policySummary(samples.policy),
 		...telemetrySummary(samples.telemetry),
+		...connectorSummary(samples.connectors),
 	].join(", ");
 	log(
 		`round ${round + 1}/${PLAN.rounds} done in ${((performance.now() - roundStart) / 1000).toFixed(1)} s (${summary})`,
@@ -193,6 +200,18 @@ function telemetrySummary(telemetry: TelemetryResults | { error: string }): stri
 			50,
 		).toFixed(2);
 	return [`export off p50 ${p50("exportOff")} ms`, `export on p50 ${p50("exportOn")} ms`];
+}
+
+/** The connector stage's p50s so far, for the round's log line. */
+function connectorSummary(connectors: ConnectorResults | { error: string }): string[] {
+	if ("error" in connectors) return [];
+	const later = connectors.stdio.sessions.flatMap((session) => session.laterMs);
+	const first = connectors.stdio.sessions.map((session) => session.initializeMs + session.firstCallMs);
+	return [
+		`by URL p50 ${percentile(connectors.latency.byUrl, 50).toFixed(2)} ms`,
+		`connector p50 ${percentile(connectors.latency.connector, 50).toFixed(2)} ms`,
+		`stdio first call p50 ${percentile(first, 50).toFixed(1)} ms, later p50 ${percentile(later, 50).toFixed(2)} ms`,
+	];
 }
 
 /** tools/call echo at concurrency 1 on each target's long-lived session. */

@@ -11,8 +11,17 @@
  * Durable Object requests (scripts/bench/durable-object-counter.ts) and what
  * the upstream received (scripts/bench/modern-upstream.ts).
  */
+import { performance } from "node:perf_hooks";
 import { COUNTS_PATH, type DurableObjectRequestCounts } from "./durable-object-counter.ts";
-import type { ModernTargetId, PersonTargetId, PolicyTargetId, TelemetryTargetId } from "./results.ts";
+import type {
+	ConnectorTargetId,
+	ModernTargetId,
+	PersonTargetId,
+	PolicyTargetId,
+	StdioTargetId,
+	TelemetryTargetId,
+} from "./results.ts";
+import { rotated } from "./sessions.ts";
 
 export const MODERN_VERSION = "2026-07-28";
 export const LEGACY_VERSION = "2025-11-25";
@@ -21,7 +30,7 @@ const CLIENT_INFO = { name: "mcp-edge-bench", version: "1.0.0" };
 const ECHO_TEXT = "bench";
 
 export interface RawTarget {
-	id: ModernTargetId | PersonTargetId | PolicyTargetId | TelemetryTargetId;
+	id: ModernTargetId | PersonTargetId | PolicyTargetId | TelemetryTargetId | ConnectorTargetId | StdioTargetId;
 	/** The MCP endpoint. */
 	url: string;
 	/** The protocol revision the client speaks to it. */
@@ -72,8 +81,14 @@ export class RawClient {
 
 	/** One `tools/call echo`; throws unless the result is the echoed text. */
 	async echo(): Promise<void> {
+		const text = await this.callText("echo", { text: ECHO_TEXT });
+		if (text !== ECHO_TEXT) throw new Error(`${this.target.id}: echo answered ${JSON.stringify(text).slice(0, 300)}`);
+	}
+
+	/** One `tools/call`; the result's first text, or an error when the result is an error or has no text. */
+	async callText(name: string, args: Record<string, unknown>): Promise<string> {
 		const id = this.nextId++;
-		const params = { name: "echo", arguments: { text: ECHO_TEXT } };
+		const params = { name, arguments: args };
 		const reply = await this.post(
 			this.target.era === MODERN_VERSION
 				? {
@@ -90,13 +105,16 @@ export class RawClient {
 						},
 					}
 				: { jsonrpc: "2.0", id, method: "tools/call", params },
-			{ "mcp-method": "tools/call", "mcp-name": "echo" },
+			{ "mcp-method": "tools/call", "mcp-name": name },
 		);
-		const { result } = await replyTo(reply, id, `${this.target.id}: tools/call`);
+		const { result, error } = await replyTo(reply, id, `${this.target.id}: tools/call ${name}`);
 		const content = result?.content?.[0];
-		if (result?.isError || content?.type !== "text" || content.text !== ECHO_TEXT) {
-			throw new Error(`${this.target.id}: unexpected result of echo: ${JSON.stringify(result).slice(0, 300)}`);
+		if (error || result?.isError || content?.type !== "text" || content.text === undefined) {
+			throw new Error(
+				`${this.target.id}: unexpected result of ${name}: ${JSON.stringify(error ?? result).slice(0, 300)}`,
+			);
 		}
+		return content.text;
 	}
 
 	/** The names a 2025 session's `tools/list` answers (one page). */
@@ -175,6 +193,27 @@ export class RawClient {
 			);
 		}
 	}
+}
+
+/**
+ * `calls` echoes per client, alternating between the clients call by call in an order rotated each
+ * call (starting at `round`), so that drift of the machine falls on all alike; each client's latencies in ms.
+ */
+export async function alternatingEchoes<T extends string>(
+	clients: Record<T, RawClient>,
+	ids: readonly T[],
+	round: number,
+	calls: number,
+): Promise<Record<T, number[]>> {
+	const samples = Object.fromEntries(ids.map((id) => [id, [] as number[]])) as Record<T, number[]>;
+	for (let i = 0; i < calls; i++) {
+		for (const id of rotated(ids, round + i)) {
+			const start = performance.now();
+			await clients[id].echo();
+			samples[id].push(performance.now() - start);
+		}
+	}
+	return samples;
 }
 
 /** Every Durable Object request the gateway has made so far, by `Class.method`. */

@@ -37,6 +37,8 @@ export const PLAN = QUICK
 			setupSessions: 2,
 			blobCalls: 4,
 			progressCalls: 2,
+			stdioSessions: 2,
+			stdioLaterCalls: 5,
 			poolSize: 16,
 			busyCalls: 200,
 			busyMinMs: 0,
@@ -51,6 +53,8 @@ export const PLAN = QUICK
 			setupSessions: 25,
 			blobCalls: 40,
 			progressCalls: 15,
+			stdioSessions: 5,
+			stdioLaterCalls: 20,
 			poolSize: 64,
 			busyCalls: 1_000,
 			// Long enough to cross at least one expiry of the edge's API-key cache (10 s).
@@ -59,6 +63,8 @@ export const PLAN = QUICK
 			watchdogMs: 15 * 60_000,
 		};
 export const CONCURRENCIES = [1, 16, 64];
+/** The connector stage's throughput: one session each, one call at a time and 16 at once. */
+export const CONNECTOR_CONCURRENCIES = [1, 16];
 /** Upper bound on the calls of one throughput measurement, whatever the machine's speed. */
 export const MAX_CALLS_PER_CELL = 200_000;
 export const BLOB_KIB = 64;

@@ -16,11 +16,10 @@
 import { performance } from "node:perf_hooks";
 import { delay } from "../processes.ts";
 import { admin, type Gateway } from "./gateway-admin.ts";
-import { LEGACY_VERSION, RawClient, type RawTarget } from "./modern.ts";
+import { alternatingEchoes, LEGACY_VERSION, RawClient, type RawTarget } from "./modern.ts";
 import { CALL_TIMEOUT_MS, PLAN } from "./plan.ts";
 import { POLICY_TARGET_IDS, type PolicyResults, type PolicyTargetId } from "./results.ts";
 import { log } from "./run-log.ts";
-import { rotated } from "./sessions.ts";
 
 /** The server no policy applies to: the baseline. */
 export const PLAIN_SERVER = "bench-plain";
@@ -116,14 +115,7 @@ export async function measurePolicyRound(
 	round: number,
 ): Promise<void> {
 	if ("error" in stage || "error" in results) return;
-	const samples: Record<PolicyTargetId, number[]> = { plain: [], plainAgain: [], policy: [] };
-	for (let i = 0; i < PLAN.latencyCalls; i++) {
-		for (const id of rotated(POLICY_TARGET_IDS, round + i)) {
-			const start = performance.now();
-			await stage.clients[id].echo();
-			samples[id].push(performance.now() - start);
-		}
-	}
+	const samples = await alternatingEchoes(stage.clients, POLICY_TARGET_IDS, round, PLAN.latencyCalls);
 	results.rounds.push(samples);
 }
 

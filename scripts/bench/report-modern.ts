@@ -111,8 +111,8 @@ export function modernSection(modern: ModernResults, m: BenchResults["meta"]): s
 	}
 	lines.push(
 		"",
-		"The gateway's Durable Object requests during each target's calls: every call made on a Durable Object stub",
-		"(RPC or `fetch`) by the edge Worker or an object, and every alarm, counted by a wrapper around the built",
+		"The gateway's Durable Object requests during each target's calls: every RPC call made on a Durable Object stub",
+		"by the edge Worker or an object, every `fetch` an object receives, and every alarm, counted by a wrapper around the built",
 		"gateway (`scripts/bench/durable-object-counter.ts`; `session-stats` answers for one 2025 session only, and a",
 		"2026-07-28 request has none). Some requests in any window are not the calls': the benchmark's own counter",
 		"reads (`SessionDO.stats`, `RegistryDO.readCount`) and what the other targets' open 2025 sessions do on their",

@@ -6,6 +6,7 @@
  * own (report-*.ts), over the results' shape (results.ts).
  */
 
+import { connectorsSection } from "./report-connectors.ts";
 import { costsSection, idleSection } from "./report-costs.ts";
 import {
 	cellLabel,
@@ -44,6 +45,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...personSection(results),
 		...policySection(results.policy),
 		...telemetrySection(results.telemetry),
+		...connectorsSection(results.connectors),
 		...costsSection(results),
 		...idleSection(results),
 		...stagesSection(results),
@@ -301,7 +303,9 @@ function methodSection(): string[] {
 		"  SDK clients in the benchmark process. The gateway gets the upstream registered as `bench` and a fresh API key",
 		"  for it alone (so `/mcp` aggregates that one server), the SDK v2 upstream as `bench-modern` with a key of its own,",
 		"  and the OAuth fixture's 2026-07-28 endpoint as `bench-oauth` (each caller's own token) and `bench-oauth-operator`",
-		"  (the operator's header), with a key connected once through the connect link (`TOKEN_VAULT_KEY` generated too).",
+		"  (the operator's header), with a key connected once through the connect link (`TOKEN_VAULT_KEY` generated too);",
+		"  for the connectors section, the upstream again as `bench-by-url` and as the connector servers `bench-connector`",
+		"  and `bench-stdio`, each served by a `mcpgw connect` process the bench starts and stops with the others.",
 		"- Every measurement is interleaved: each round runs every scenario against every target, in an order rotated",
 		"  each round, so all targets see the same machine noise. Warm-up calls and sessions come first and are not counted.",
 		`- Latency: \`performance.now()\` around each SDK call. Percentiles are nearest-rank over all rounds' samples.`,

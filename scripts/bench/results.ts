@@ -129,6 +129,52 @@ export interface TelemetryResults {
 	sink: { requests: number; bytes: number; traces: number; metrics: number };
 }
 
+/**
+ * The connector stage's targets (scripts/bench/connector.ts): the bench's 2025 upstream registered by
+ * URL and as a connector server served by `mcpgw connect --upstream`, 2025-11-25 sessions through
+ * `/mcp/<server>` with the same raw client.
+ */
+export type ConnectorTargetId = "byUrl" | "connector";
+export const CONNECTOR_TARGET_IDS: readonly ConnectorTargetId[] = ["byUrl", "connector"];
+export const CONNECTOR_TARGET_LABELS: Record<ConnectorTargetId, string> = {
+	byUrl: "by URL (`bench-by-url`)",
+	connector: "through a connector (`bench-connector`, `mcpgw connect --upstream`)",
+};
+/** The stdio connector server's sessions: `mcpgw connect -- node <server-everything>`, a child per session. */
+export type StdioTargetId = "stdio";
+
+/** Calls at one concurrency over one session, and the gateway's Durable Object requests meanwhile. */
+export interface ConnectorThroughput extends Throughput {
+	/** By `Class.method`, over every window of this target at this concurrency. */
+	durableObjectRequests: Record<string, number>;
+}
+
+/** One session of the stdio connector server: its setup, its first call and the calls after it. */
+export interface StdioSession {
+	/** initialize + notifications/initialized through the gateway. */
+	initializeMs: number;
+	/** The session's first `tools/call echo`. */
+	firstCallMs: number;
+	/** The same call after it, one at a time. */
+	laterMs: number[];
+}
+
+/** tools/call to one upstream by URL against through a connector, and a stdio server's first call against later ones. */
+export interface ConnectorResults {
+	/** tools/call at concurrency 1, ms, the calls alternating between the targets. */
+	latency: Record<ConnectorTargetId, number[]>;
+	throughput: Array<{ concurrency: number; results: Record<ConnectorTargetId, ConnectorThroughput> }>;
+	stdio: {
+		/** The stdio server the connector runs, as the report names it. */
+		server: string;
+		sessions: StdioSession[];
+		/** Sessions the stdio connector still held after each round's sessions were ended (DELETE). */
+		heldAfterRounds: number[];
+		/** The gateway's Durable Object requests over the measured sessions, DELETE included, by `Class.method`. */
+		durableObjectRequests: Record<string, number>;
+	};
+}
+
 export interface Throughput {
 	calls: number;
 	ms: number;
@@ -230,6 +276,8 @@ export interface BenchResults {
 	policy: PolicyResults | { error: string };
 	/** The telemetry stage, or why it could not run. */
 	telemetry: TelemetryResults | { error: string };
+	/** The connector stage, or why it could not run. */
+	connectors: ConnectorResults | { error: string };
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };
 	idle: Record<GatewayEndpoint, IdleWindow>;
 	cpu: Record<TargetId, CpuUse> | null;

@@ -150,16 +150,31 @@ export async function setupOnce(target: Target): Promise<number> {
 }
 
 /** Workers loop on echo until the time is up (or the call bound is reached), spreading calls over the sessions. */
-export async function runThroughput(sessions: Session[], concurrency: number, durationMs: number): Promise<Throughput> {
+export function runThroughput(sessions: Session[], concurrency: number, durationMs: number): Promise<Throughput> {
+	return loopCalls(
+		async (index) => {
+			const session = sessions[index % sessions.length];
+			if (!session) throw new Error("no session to call");
+			await echo(session);
+		},
+		concurrency,
+		durationMs,
+	);
+}
+
+/** `concurrency` workers loop on `call` (given each call's index) until the time is up or the call bound is reached. */
+export async function loopCalls(
+	call: (index: number) => Promise<void>,
+	concurrency: number,
+	durationMs: number,
+): Promise<Throughput> {
 	let issued = 0;
 	let completed = 0;
 	const start = performance.now();
 	const end = start + durationMs;
 	const worker = async () => {
 		while (performance.now() < end && issued < MAX_CALLS_PER_CELL) {
-			const session = sessions[issued++ % sessions.length];
-			if (!session) throw new Error("no session to call");
-			await echo(session);
+			await call(issued++);
 			completed++;
 		}
 	};

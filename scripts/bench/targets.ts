@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { type Child, HOST, type Processes, waitForLine } from "../processes.ts";
 import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-dev.ts";
+import { type ConnectorStage, setUpConnectorStage } from "./connector.ts";
 import { installCountingEntry } from "./counting-entry.ts";
 import { admin, type Gateway, MODERN_SERVER, registerModernServer } from "./gateway-admin.ts";
 import { LEGACY_VERSION, MODERN_VERSION, type RawTarget } from "./modern.ts";
@@ -44,6 +45,8 @@ export interface Targets {
 	policy: PolicyStage;
 	/** The telemetry stage's sessions: export on against off, at gateway processes of their own (scripts/bench/telemetry.ts). */
 	telemetry: TelemetryStage;
+	/** The connector stage's sessions: by URL against through `mcpgw connect`, and the stdio server (scripts/bench/connector.ts). */
+	connectors: ConnectorStage;
 	bundle: BundleResult;
 	/** Process groups whose CPU time is counted: the upstream's, and the runtime's in between per target. */
 	cpuGroups: { upstream: number; runtime: Record<TargetId, number | null> };
@@ -142,6 +145,10 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		warn(`the per-person credentials stage could not be set up: ${describe(error)}`);
 		return { error: describe(error) };
 	});
+	const connectors = await setUpConnectorStage(procs, gatewayAt, upstream.url).catch((error: unknown) => {
+		warn(`the connector stage could not be set up: ${describe(error)}`);
+		return { error: describe(error) };
+	});
 	const telemetry = await telemetryStage;
 	// CPU time of the server side of each target, per throughput call: the upstream's process, and
 	// the process group (wrangler, workerd) of the runtime in between.
@@ -152,6 +159,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		person,
 		policy,
 		telemetry,
+		connectors,
 		upstreamUrl: upstream.url,
 		modernUpstreamUrl: modernUpstream.url,
 		bundle,

@@ -23,11 +23,10 @@ import { z } from "zod";
 import { freePort, HOST, type Processes, waitForLine } from "../processes.ts";
 import { ROOT, startWranglerDev } from "../wrangler-dev.ts";
 import { admin, type Gateway } from "./gateway-admin.ts";
-import { LEGACY_VERSION, RawClient, type RawTarget } from "./modern.ts";
+import { alternatingEchoes, LEGACY_VERSION, RawClient, type RawTarget } from "./modern.ts";
 import { CALL_TIMEOUT_MS, PLAN } from "./plan.ts";
 import { TELEMETRY_TARGET_IDS, type TelemetryResults, type TelemetryTargetId } from "./results.ts";
 import { log } from "./run-log.ts";
-import { rotated } from "./sessions.ts";
 import type { RunState } from "./targets.ts";
 
 /** The export-on gateway's OTEL_* variables beyond the endpoint: the defaults, said where they matter. */
@@ -149,19 +148,7 @@ export async function measureTelemetryRound(
 	round: number,
 ): Promise<void> {
 	if ("error" in stage || "error" in results) return;
-	const samples: Record<TelemetryTargetId, number[]> = {
-		exportOn: [],
-		exportOff: [],
-		exportOffAgain: [],
-		exportOffElsewhere: [],
-	};
-	for (let i = 0; i < PLAN.latencyCalls; i++) {
-		for (const id of rotated(TELEMETRY_TARGET_IDS, round + i)) {
-			const start = performance.now();
-			await stage.clients[id].echo();
-			samples[id].push(performance.now() - start);
-		}
-	}
+	const samples = await alternatingEchoes(stage.clients, TELEMETRY_TARGET_IDS, round, PLAN.latencyCalls);
 	results.rounds.push(samples);
 	results.sink = SinkStatsSchema.parse(await (await fetch(`${stage.sinkUrl}/stats`)).json());
 }
