@@ -8,7 +8,14 @@ import type { EdgeContext } from "../request-context.ts";
 import { type AdminCaller, AdminRefused, callAdmin, segment } from "./admin-calls.ts";
 import { readCallFigures } from "./call-figures.ts";
 import { DASHBOARD_HOME, DASHBOARD_UI, dashboardPage, messageResponse, notAdminResponse, Shell } from "./layout.tsx";
-import { clearedNewKeyCookie, NEW_KEY_PATH, newKeyCookie, openedNewKey } from "./new-key.ts";
+import {
+	clearedNewKeyCookie,
+	NEW_CONNECTOR_TOKEN,
+	NEW_CONNECTOR_TOKEN_PATH,
+	NEW_KEY_PATH,
+	newKeyCookie,
+	openedNewKey,
+} from "./new-key.ts";
 import {
 	adminSessionCookie,
 	endedAdminSessionCookie,
@@ -20,7 +27,7 @@ import {
 } from "./operator.ts";
 import { OverviewPage } from "./overview.tsx";
 import { readOverview, serverDetail } from "./overview-data.ts";
-import { NewKeyPage, ServerPage, SignInPage } from "./pages.tsx";
+import { NewConnectorTokenPage, NewKeyPage, ServerPage, SignInPage } from "./pages.tsx";
 
 type DashboardContext = Context<EdgeContext>;
 
@@ -114,7 +121,7 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 			200,
 			`Server ${name}`,
 			<Shell operator={operator}>
-				<ServerPage name={name} check={detail.check} tools={detail.tools} />
+				<ServerPage name={name} check={detail.check} tools={detail.tools} connectors={detail.connectors} />
 			</Shell>,
 		);
 	});
@@ -179,6 +186,45 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 		);
 	});
 
+	// A connector token: made (shown once, as a key is) and revoked through the admin API's own routes.
+	routes.post(`${DASHBOARD_UI}/servers/:name/connector-tokens`, async (c) => {
+		const name = c.req.param("name");
+		const made = await actionResult(c, async (caller) =>
+			MadeConnectorTokenSchema.parse(await callAdmin(caller, "POST", `/servers/${segment(name)}/connector-tokens`)),
+		);
+		if (made instanceof Response) return made;
+		const headers = new Headers({ location: NEW_CONNECTOR_TOKEN_PATH });
+		const shown = { id: made.id, name, key: made.token };
+		headers.append(
+			"set-cookie",
+			await newKeyCookie(sessionSecretOf(c), new URL(c.req.url).origin, shown, NEW_CONNECTOR_TOKEN),
+		);
+		return new Response(null, { status: 303, headers });
+	});
+
+	routes.get(NEW_CONNECTOR_TOKEN_PATH, async (c) => {
+		const operator = await signedIn(c);
+		if (operator instanceof Response) return operator;
+		const created = await openedNewKey(sessionSecretOf(c), c.req.raw, NEW_CONNECTOR_TOKEN);
+		const headers = new Headers({ "set-cookie": clearedNewKeyCookie(new URL(c.req.url).origin, NEW_CONNECTOR_TOKEN) });
+		return dashboardPage(
+			200,
+			created ? "Connector token made" : "The connector token was shown once",
+			<Shell operator={operator}>
+				<NewConnectorTokenPage created={created} />
+			</Shell>,
+			headers,
+		);
+	});
+
+	routes.post(`${DASHBOARD_UI}/servers/:name/connector-tokens/:id/revoke`, (c) =>
+		action(c, async (caller) => {
+			const name = c.req.param("name");
+			await callAdmin(caller, "DELETE", `/servers/${segment(name)}/connector-tokens/${segment(c.req.param("id"))}`);
+			return serverPage(name);
+		}),
+	);
+
 	routes.post(`${DASHBOARD_UI}/keys/:id/revoke`, (c) =>
 		action(c, async (caller) => {
 			await callAdmin(caller, "DELETE", `/keys/${segment(c.req.param("id"))}`);
@@ -210,6 +256,8 @@ const CreatedKeySchema = z.object({ id: z.string(), name: z.string().nullish(), 
 	name: key.name ?? null,
 	key: key.key,
 }));
+
+const MadeConnectorTokenSchema = z.object({ id: z.string(), token: z.string() });
 
 function serverPage(name: string): string {
 	return `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
