@@ -1,10 +1,15 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { connectorObject } from "../src/connectors/connector-do.ts";
-import { mintConnectorToken } from "../src/registry/connector-tokens.ts";
+import { type ConnectorDO, connectorObject, HELLO_TIMEOUT_MS } from "../src/connectors/connector-do.ts";
+import { MAX_FRAME_BYTES, MAX_IN_FLIGHT_PER_CONNECTOR } from "../src/connectors/frames.ts";
+import { SlotQueue } from "../src/connectors/slot-queue.ts";
+import { connectorUrl, mintConnectorToken } from "../src/registry/connector-tokens.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectorToken, dial, startConnector } from "./support/fake-connector.ts";
 import { admin, connectClient, createKey, postInitialize, uniqueName } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
+import { ManualClock } from "./support/session-object.ts";
 import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /** A server reached through connectors (the check skipped: it would find none online yet). */
@@ -240,5 +245,135 @@ describe("connectors: admission and operators", () => {
 		const closed = new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve));
 		ws.send("{not json");
 		expect((await closed).code).toBe(1008);
+	});
+});
+
+/** A request the server's ConnectorDO carries, as the upstream fetch sends it (a new session: no session id). */
+function carried(server: string, body: string): Promise<Response> {
+	return connectorObject(env, server).fetch(
+		new Request(connectorUrl(server), {
+			method: "POST",
+			headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+			body,
+		}),
+	);
+}
+
+/** A connector server whose one connector holds every request unanswered, its object on a manual clock and timers. */
+async function busyServer() {
+	const server = await registerConnectorServer();
+	const { token } = await connectorToken(server);
+	const clock = new ManualClock();
+	const timers = new ManualTimers(clock);
+	const stub = connectorObject(env, server);
+	await runInDurableObject(stub, (instance: ConnectorDO) => {
+		instance.clock = clock;
+		instance.timers = timers;
+	});
+	const connector = await startConnector(server, token, { upstream: upstreamUrl("beta"), hold: () => true });
+	const waiting = () => runInDurableObject(stub, (instance: ConnectorDO) => instance.slots.waitersOf(connector.id));
+	const answers = Array.from({ length: MAX_IN_FLIGHT_PER_CONNECTOR }, (_, i) => carried(server, `{"held":${i}}`));
+	await eventually(() => connector.held().length === MAX_IN_FLIGHT_PER_CONNECTOR, "64 requests held");
+	return { server, connector, stub, clock, timers, waiting, answers };
+}
+
+const bodies = (frames: Array<{ body?: string | undefined }>) => frames.map((frame) => frame.body);
+
+describe("connectors: bounds", () => {
+	it("with 64 requests unanswered, the next requests wait and are sent in arrival order as slots free", async () => {
+		const { connector, server, waiting, answers } = await busyServer();
+		const first = carried(server, '{"waiter":1}');
+		await eventually(async () => (await waiting()) === 1, "the first waiter queued");
+		const second = carried(server, '{"waiter":2}');
+		await eventually(async () => (await waiting()) === 2, "the second waiter queued");
+		expect(connector.requests()).toHaveLength(MAX_IN_FLIGHT_PER_CONNECTOR);
+		connector.releaseOne();
+		await eventually(() => connector.requests().length === MAX_IN_FLIGHT_PER_CONNECTOR + 1, "the first waiter sent");
+		expect(bodies(connector.requests()).at(-1)).toBe('{"waiter":1}');
+		connector.releaseOne();
+		await eventually(() => connector.requests().length === MAX_IN_FLIGHT_PER_CONNECTOR + 2, "the second waiter sent");
+		expect(bodies(connector.requests()).at(-1)).toBe('{"waiter":2}');
+		while (connector.held().length > 0) connector.releaseOne();
+		for (const response of await Promise.all([...answers, first, second])) expect(response.status).toBe(200);
+	});
+
+	it("a request that finds no slot for 5 s is refused with 503 and a sentence, and never reaches the connector", async () => {
+		const { connector, server, stub, clock, timers, waiting } = await busyServer();
+		const late = carried(server, '{"late":true}');
+		await eventually(async () => (await waiting()) === 1, "the request queued");
+		clock.advance(4_999);
+		expect(await runInDurableObject(stub, () => timers.runDue())).toBe(0);
+		clock.advance(1);
+		expect(await runInDurableObject(stub, () => timers.runDue())).toBe(1);
+		const response = await late;
+		expect(response.status).toBe(503);
+		expect(await response.text()).toContain(
+			`Every connector of server '${server}' had 64 requests in flight, its limit, for 5 s; the request was not sent.`,
+		);
+		expect(bodies(connector.requests())).not.toContain('{"late":true}');
+		expect(await waiting()).toBe(0);
+	});
+
+	it("a caller that goes away while waiting leaves the queue, and the freed slot goes to the next waiter", async () => {
+		// The queue itself: a caller's abort reaches the object as its request's signal.
+		const clock = new ManualClock();
+		const slots = new SlotQueue(() => new ManualTimers(clock));
+		const abort = new AbortController();
+		const gone = slots.wait("cn_a", abort.signal);
+		const next = slots.wait("cn_a", new AbortController().signal);
+		expect(slots.waitersOf("cn_a")).toBe(2);
+		abort.abort();
+		expect(await gone).toBe("aborted");
+		expect(slots.waitersOf("cn_a")).toBe(1);
+		slots.freed("cn_a");
+		expect(await next).toBe("ready");
+		expect(slots.reservedFor("cn_a")).toBe(1);
+		slots.take("cn_a");
+		expect([slots.waitersOf("cn_a"), slots.reservedFor("cn_a")]).toEqual([0, 0]);
+	});
+
+	it("waiters of a connector that goes away are told so, and their reserved slots forgotten", async () => {
+		const slots = new SlotQueue(() => new ManualTimers(new ManualClock()));
+		const waiter = slots.wait("cn_b", new AbortController().signal);
+		slots.gone("cn_b");
+		expect(await waiter).toBe("gone");
+		expect([slots.waitersOf("cn_b"), slots.reservedFor("cn_b")]).toEqual([0, 0]);
+	});
+
+	it("a request larger than a frame (in UTF-8 bytes, even under the cap in characters) is refused with 413 before anything is sent", async () => {
+		const { server, connector } = await servedServer();
+		const ascii = JSON.stringify({ text: "a".repeat(MAX_FRAME_BYTES) });
+		// 0.6 M characters, 1.2 MB of UTF-8: only the bytes tell it does not fit.
+		const accented = JSON.stringify({ text: "é".repeat(600_000) });
+		for (const body of [ascii, accented]) {
+			const response = await carried(server, body);
+			expect(response.status).toBe(413);
+			expect(await response.text()).toBe(
+				`The request is larger than a connector frame (${MAX_FRAME_BYTES} bytes), so it was not sent to '${server}'.`,
+			);
+		}
+		expect(connector.requests()).toEqual([]);
+	});
+
+	it("a connector that never says hello is closed with 1008 by the object's alarm 10 s after connecting; one that said hello stays", async () => {
+		const server = await registerConnectorServer();
+		const { token } = await connectorToken(server);
+		const stub = connectorObject(env, server);
+		const clock = new ManualClock();
+		await runInDurableObject(stub, (instance: ConnectorDO) => {
+			instance.clock = clock;
+		});
+		const silent = await startConnector(server, token, { upstream: upstreamUrl("beta"), silent: true });
+		const greeted = await startConnector(server, token, { upstream: upstreamUrl("beta") });
+		clock.advance(HELLO_TIMEOUT_MS - 1);
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		expect(silent.ws.readyState).toBe(WebSocket.OPEN);
+		clock.advance(1);
+		expect(await runDurableObjectAlarm(stub)).toBe(true);
+		const closed = await silent.closed;
+		expect(closed).toEqual({ code: 1008, reason: "no hello within 10 s of connecting" });
+		expect((await stub.online()).map(({ id }) => id)).toEqual([greeted.id]);
+		// Nothing awaits a hello any more: no alarm is left to wake the object.
+		expect(await runDurableObjectAlarm(stub)).toBe(false);
 	});
 });

@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "../scripts/fixtures/browser.ts";
 import { eventually } from "./support/eventually.ts";
+import { connectorToken, startConnector } from "./support/fake-connector.ts";
 import {
 	admin,
 	BASE,
@@ -420,5 +421,97 @@ describe("the call figures", () => {
 		);
 		expect(counted).toEqual({ server, calls: 2, errors: 1 });
 		expect(env.CALL_COUNTS).toBeDefined();
+	});
+});
+
+describe("a server reached through connectors, on the dashboard", () => {
+	/** A connector server and one of its tokens, made through the admin API. */
+	async function connectorServer() {
+		const name = uniqueName("conn");
+		expect((await admin("PUT", `/servers/${name}?check=false`, { connector: {} })).status).toBe(201);
+		const { id, token } = await connectorToken(name);
+		return { name, tokenId: id, token };
+	}
+
+	const tokenIds = async (name: string) =>
+		(
+			(await (await admin("GET", `/servers/${name}/connector-tokens`)).json()) as {
+				connectorTokens: Array<{ id: string }>;
+			}
+		).connectorTokens.map(({ id }) => id);
+
+	it("its page says no connector is online, then lists the connector (id, token, host, version, sessions) and the token", async () => {
+		const cookie = await tokenSession();
+		const { name, tokenId, token } = await connectorServer();
+		const before = await (await gatewayFetch(`/admin/ui/servers/${name}`, { headers: { cookie } })).text();
+		expect(before).toContain("No connector online.");
+		expect(before).toContain(tokenId);
+		expect(before).toContain(`aria-label="Revoke ${tokenId}"`);
+		const connector = await startConnector(name, token, { upstream: upstreamUrl("beta"), host: "files-host" });
+		const after = await (await gatewayFetch(`/admin/ui/servers/${name}`, { headers: { cookie } })).text();
+		expect(after).not.toContain("No connector online.");
+		for (const shown of [
+			connector.id,
+			"files-host",
+			'<td data-label="Version">test</td>',
+			'<td data-label="Sessions">0</td>',
+		]) {
+			expect(after).toContain(shown);
+		}
+		expect(after).toContain(`<td data-label="Token">${tokenId}</td>`);
+	});
+
+	it("the servers list says a connector server is reached through connectors, and a URL server's row is as before", async () => {
+		const cookie = await tokenSession();
+		const { name } = await connectorServer();
+		const byUrl = await registerServer("beta");
+		const html = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+		expect(html).toContain(`${name}</a><br/><span class="muted">reached through connectors</span>`);
+		expect(html).toContain(`${byUrl}</a></td>`);
+	});
+
+	it("makes a connector token from the server's page and shows it once: on the page after the form, not after a reload", async () => {
+		const cookie = await tokenSession();
+		const { name, tokenId } = await connectorServer();
+		const made = await formPost(`/admin/ui/servers/${name}/connector-tokens`, {}, { cookie });
+		expect(made.status).toBe(303);
+		expect(made.headers.get("location")).toBe("/admin/ui/connector-tokens/new");
+		const sealed = made.headers.getSetCookie().find((line) => line.startsWith("gw_new_connector_token="));
+		expect(sealed).toContain("Path=/admin/ui/connector-tokens/new");
+		expect(sealed).not.toContain("mcpgwc1_");
+		const shown = await gatewayFetch("/admin/ui/connector-tokens/new", {
+			headers: { cookie: `${cookie}; ${sealed?.split(";")[0]}` },
+		});
+		const html = await shown.text();
+		const token = /mcpgwc1_[A-Za-z0-9_.-]+/.exec(html)?.[0];
+		expect(token).toBeDefined();
+		expect(shown.headers.getSetCookie().some((line) => /^gw_new_connector_token=;.*Max-Age=0/i.test(line))).toBe(true);
+		const ids = await tokenIds(name);
+		expect(ids).toHaveLength(2);
+		const newId = ids.find((id) => id !== tokenId) ?? "";
+		expect(html).toContain(`Id ${newId}.`);
+		// The made token admits a connector of this server.
+		await startConnector(name, token ?? "", { upstream: upstreamUrl("beta") });
+		const reloaded = await (await gatewayFetch("/admin/ui/connector-tokens/new", { headers: { cookie } })).text();
+		expect(reloaded).toContain("The connector token was shown once");
+		expect(reloaded).not.toContain("mcpgwc1_");
+	});
+
+	it("revokes a token through the admin API's route, dropping its connector (4001); a post from another site revokes nothing", async () => {
+		const cookie = await tokenSession();
+		const { name, tokenId, token } = await connectorServer();
+		const connector = await startConnector(name, token, { upstream: upstreamUrl("beta") });
+		const path = `/admin/ui/servers/${name}/connector-tokens/${tokenId}/revoke`;
+		const forged = await formPost(path, {}, { cookie, origin: "https://evil.example" });
+		expect(forged.status).toBe(403);
+		expect(await tokenIds(name)).toEqual([tokenId]);
+		const revoked = await formPost(path, {}, { cookie });
+		expect(revoked.status).toBe(303);
+		expect(revoked.headers.get("location")).toBe(`/admin/ui/servers/${name}`);
+		expect(await tokenIds(name)).toEqual([]);
+		expect((await connector.closed).code).toBe(4001);
+		const unknown = await formPost(path, {}, { cookie });
+		expect(unknown.status).toBe(404);
+		expect(await unknown.text()).toContain(`has no connector token &#39;${tokenId}&#39;`);
 	});
 });

@@ -2,7 +2,7 @@ import { env, listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/edge/app.ts";
 import { listenTime } from "../src/edge/listen-window.ts";
-import { systemClock, systemTimers } from "../src/session/clock.ts";
+import { systemClock, systemTimers } from "../src/primitives/clock.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { MAX_OPEN_WINDOWS } from "../src/session/streams/listen-windows.ts";
 import { eventually } from "./support/eventually.ts";

@@ -1,17 +1,32 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { settingsFrom } from "../src/config.ts";
+import { connectorObject } from "../src/connectors/connector-do.ts";
 import { createApp } from "../src/edge/app.ts";
 import type { Env } from "../src/env.ts";
 import { lastHourCalls } from "../src/telemetry/call-counts.ts";
 import { OTEL_VARIABLES } from "../src/telemetry/otel-config.ts";
 import { telemetryFor } from "../src/telemetry/telemetry.ts";
 import { eventually } from "./support/eventually.ts";
-import { BASE, createKey, mcpHeaders, openSession, readReply } from "./support/gateway.ts";
-import { registerServer } from "./support/upstreams.ts";
+import { connectorToken, startConnector } from "./support/fake-connector.ts";
+import { admin, BASE, createKey, mcpHeaders, openSession, readReply, uniqueName } from "./support/gateway.ts";
+import { registerServer, upstreamUrl } from "./support/upstreams.ts";
 
 /** The gateway project's Worker, as every test but the telemetry project's sees it. */
 describe("Telemetry in the gateway test project", () => {
+	it("a connector connecting and going makes no instrument and records nothing", async () => {
+		const server = uniqueName("conn");
+		expect((await admin("PUT", `/servers/${server}?check=false`, { connector: {} })).status).toBe(201);
+		const { token } = await connectorToken(server);
+		const made = vi.spyOn(telemetryFor(env).meter, "createCounter");
+		const connector = await startConnector(server, token, { upstream: upstreamUrl("beta") });
+		connector.close();
+		await connector.closed;
+		await eventually(async () => (await connectorObject(env, server).online()).length === 0, "the connector gone");
+		expect(made).not.toHaveBeenCalled();
+		made.mockRestore();
+	});
+
 	it("is off: no OTEL_* endpoint reaches the test Worker, whatever a local .dev.vars says", () => {
 		const set = OTEL_VARIABLES.filter((name) => {
 			const value = (env as Record<string, unknown>)[name];

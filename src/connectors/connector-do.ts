@@ -1,11 +1,15 @@
 import { DurableObject } from "cloudflare:workers";
+import type { z } from "zod";
 import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
+import { type Clock, systemClock, systemTimers, type Timers } from "../primitives/clock.ts";
 import { randomToken, sha256Hex } from "../primitives/crypto.ts";
 import { connectorServerOf } from "../registry/connector-tokens.ts";
 import { registryStub } from "../registry/registry-stub.ts";
+import type { ConnectorEvent } from "../telemetry/instruments.ts";
 import { CarriedRequest } from "./carried-request.ts";
-import { type Candidate, chooseConnector } from "./connector-choice.ts";
+import { countConnection } from "./connection-count.ts";
+import { chooseConnector } from "./connector-choice.ts";
 import type { ConnectorInfo } from "./connector-info.ts";
 import { noConnector, REFUSAL_HEADER, refusal, SERVER_HEADER, TOKEN_ID_HEADER } from "./connector-refusal.ts";
 import {
@@ -26,7 +30,9 @@ import {
 	HEARTBEAT_PONG,
 	MAX_FRAME_BYTES,
 	MAX_IN_FLIGHT_PER_CONNECTOR,
+	type RequestFrameSchema,
 } from "./frames.ts";
+import { SLOT_WAIT_MS, SlotQueue, type SlotWait } from "./slot-queue.ts";
 
 export type { ConnectorInfo } from "./connector-info.ts";
 
@@ -40,6 +46,12 @@ const NOT_CARRIED = new Set([
 	TOKEN_ID_HEADER,
 	SERVER_HEADER,
 ]);
+
+/** A connector that has not said hello this long after its upgrade is closed (the object's alarm). */
+export const HELLO_TIMEOUT_MS = 10_000;
+
+/** A stream id no socket reaches: the size of a request's frame is checked with it before a connector is chosen. */
+const WIDEST_STREAM_ID = Number.MAX_SAFE_INTEGER;
 
 /** The storage key of an upstream session's connector (by digest: the session id is the connector's bearer secret). */
 const sessionKey = (digest: string) => `session/${digest}`;
@@ -60,6 +72,11 @@ export class ConnectorDO extends DurableObject<Env> {
 	private readonly nextStream = new Map<string, number>();
 	/** Connectors whose going away was handled (a close can be seen twice: ours, then the runtime's event). */
 	private readonly gone = new Set<string>();
+	/** Swapped for controllable ones in tests: the hello deadline and the wait for a slot follow them. */
+	clock: Clock = systemClock;
+	timers: Timers = systemTimers;
+	/** Requests waiting for a busy connector's slot. */
+	readonly slots = new SlotQueue(() => this.timers);
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -78,7 +95,7 @@ export class ConnectorDO extends DurableObject<Env> {
 		for (const ws of sockets) {
 			this.say(ws, { type: "goodbye", reason: "the connector token was revoked" });
 			ws.close(CLOSE_CODES.revoked, "the connector token was revoked");
-			await this.wentAway(ws, "token revoked");
+			await this.wentAway(ws, "revoked", "token revoked");
 		}
 		return sockets.length;
 	}
@@ -86,6 +103,24 @@ export class ConnectorDO extends DurableObject<Env> {
 	/** The connectors online now. */
 	async online(): Promise<ConnectorInfo[]> {
 		return this.connectors().map(({ state }) => infoOf(state));
+	}
+
+	/**
+	 * The hello deadline: a socket still waiting for its hello HELLO_TIMEOUT_MS
+	 * after its upgrade is closed; the alarm is set again for the next one due.
+	 * No timer runs in between, so a quiet object can hibernate.
+	 */
+	override async alarm(): Promise<void> {
+		const now = this.clock.now();
+		let next: number | null = null;
+		for (const ws of this.ctx.getWebSockets()) {
+			const state = stateOf(ws);
+			if (state?.phase !== "awaiting-hello" || ws.readyState !== WebSocket.OPEN) continue;
+			const deadline = state.since + HELLO_TIMEOUT_MS;
+			if (deadline <= now) this.refuse(ws, `no hello within ${HELLO_TIMEOUT_MS / 1000} s of connecting`);
+			else next = Math.min(next ?? deadline, deadline);
+		}
+		if (next !== null) await this.ctx.storage.setAlarm(next);
 	}
 
 	override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
@@ -121,6 +156,7 @@ export class ConnectorDO extends DurableObject<Env> {
 			};
 			saveState(ws, online);
 			this.say(ws, { type: "welcome", connectorId: state.id });
+			countConnection(this.env, state.server, "connected", (promise) => this.ctx.waitUntil(promise));
 			console.log(
 				`connector connected: server ${state.server}, connector ${state.id}, token ${state.tokenId}, host ${frame.host}, version ${frame.version}, mode ${frame.mode} (protocol ${CONNECTOR_PROTOCOL})`,
 			);
@@ -143,22 +179,28 @@ export class ConnectorDO extends DurableObject<Env> {
 	override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
 		// Completes the closing handshake the connector started (1005/1006 carry no code to echo).
 		if (ws.readyState !== WebSocket.CLOSED) ws.close(code === 1005 || code === 1006 ? 1000 : code, closeReason(reason));
-		await this.wentAway(ws, `closed ${code}${reason ? ` (${reason})` : ""}`);
+		// 1006: the connection broke without a closing handshake; any other code, the connector closed it.
+		await this.wentAway(ws, code === 1006 ? "dropped" : "closed", `closed ${code}${reason ? ` (${reason})` : ""}`);
 	}
 
 	override async webSocketError(ws: WebSocket, error: unknown): Promise<void> {
-		await this.wentAway(ws, `failed: ${error instanceof Error ? error.message : String(error)}`);
+		await this.wentAway(ws, "dropped", `failed: ${error instanceof Error ? error.message : String(error)}`);
 	}
 
 	/** The upgrade: the socket is accepted for hibernation, tagged with its connector and token. */
-	private accept(request: Request): Response {
+	private async accept(request: Request): Promise<Response> {
 		const tokenId = request.headers.get(TOKEN_ID_HEADER);
 		const server = request.headers.get(SERVER_HEADER);
 		if (!tokenId || !server) return new Response("a connector dials through the gateway's edge", { status: 400 });
 		const { 0: client, 1: socket } = new WebSocketPair();
 		const id = `cn_${randomToken(9)}`;
 		this.ctx.acceptWebSocket(socket, [connectorTag(id), tokenTag(tokenId)]);
-		saveState(socket, { phase: "awaiting-hello", id, tokenId, server, since: Date.now() });
+		const since = this.clock.now();
+		saveState(socket, { phase: "awaiting-hello", id, tokenId, server, since });
+		// One alarm for the earliest hello due; a connector that says hello in time leaves it to find nothing.
+		const deadline = since + HELLO_TIMEOUT_MS;
+		const alarm = await this.ctx.storage.getAlarm();
+		if (alarm === null || alarm > deadline) await this.ctx.storage.setAlarm(deadline);
 		return new Response(null, { status: 101, webSocket: client });
 	}
 
@@ -179,7 +221,7 @@ export class ConnectorDO extends DurableObject<Env> {
 		else if (frame.type === "chunk") carried.chunk(frame.data);
 		else if (frame.type === "end") carried.end();
 		else carried.fail(`the connector failed the request: ${frame.message}`);
-		if (carried.done) this.carried.get(state.id)?.delete(frame.id);
+		if (carried.done) this.finish(state.id, frame.id);
 	}
 
 	/** Closes a connector that broke the protocol (1008, the sentence as reason). */
@@ -187,18 +229,20 @@ export class ConnectorDO extends DurableObject<Env> {
 		const state = stateOf(ws);
 		console.warn(`connector ${state?.id ?? "unknown"} of ${state?.server ?? "unknown"} refused: ${sentence}`);
 		ws.close(CLOSE_CODES.policy, closeReason(sentence));
-		void this.wentAway(ws, `refused: ${sentence}`);
+		void this.wentAway(ws, "dropped", `refused: ${sentence}`);
 	}
 
 	/** A connector left: its calls in flight fail now (never sent again), and its sessions are forgotten. */
-	private async wentAway(ws: WebSocket, why: string): Promise<void> {
+	private async wentAway(ws: WebSocket, event: Exclude<ConnectorEvent, "connected">, why: string): Promise<void> {
 		const state = stateOf(ws);
 		if (!state || this.gone.has(state.id)) return;
 		this.gone.add(state.id);
 		const inFlight = this.carried.get(state.id);
 		this.carried.delete(state.id);
 		for (const carried of inFlight?.values() ?? []) carried.wentAway();
+		this.slots.gone(state.id);
 		if (state.phase !== "online") return;
+		countConnection(this.env, state.server, event, (promise) => this.ctx.waitUntil(promise));
 		console.log(
 			`connector disconnected: server ${state.server}, connector ${state.id}, token ${state.tokenId}, host ${state.host}: ${why}`,
 		);
@@ -224,60 +268,38 @@ export class ConnectorDO extends DurableObject<Env> {
 		if (method !== "POST" && method !== "GET" && method !== "DELETE") {
 			return refusal(405, `A connector carries POST, GET and DELETE, not ${method}.`, "not_carried");
 		}
-		const sessionId = request.headers.get("mcp-session-id");
-		const digest = sessionId === null ? null : await sha256Hex(sessionId);
-		const online = this.connectors();
-		let chosen: { ws: WebSocket; state: OnlineConnector } | undefined;
-		if (digest !== null) {
-			const holder = await this.ctx.storage.get<string>(sessionKey(digest));
-			chosen = online.find(({ state }) => state.id === holder);
-			// Its connector is gone (or never held it): the session has expired, as an upstream's would.
-			if (!chosen) return sessionExpired();
-			if (this.inFlight(chosen.state.id) >= MAX_IN_FLIGHT_PER_CONNECTOR) {
-				return refusal(
-					503,
-					`The connector holding this session of '${server}' has ${MAX_IN_FLIGHT_PER_CONNECTOR} requests in flight, its limit; retry shortly.`,
-					"busy",
-				);
-			}
-		} else {
-			const candidates: Candidate[] = online.map(({ state }) => ({
-				id: state.id,
-				sessions: state.sessions,
-				inFlight: this.inFlight(state.id),
-				draining: state.draining,
-			}));
-			const choice = chooseConnector(candidates);
-			if (typeof choice === "string") {
-				return refusal(
-					503,
-					noChoiceSentence(server, choice),
-					choice === "none-online" ? "no_connector_online" : "busy",
-				);
-			}
-			chosen = online.find(({ state }) => state.id === choice.id);
-			if (!chosen) return refusal(503, noConnector(server), "no_connector_online");
-		}
 		const body = method === "POST" ? await request.text() : undefined;
-		const { ws, state } = chosen;
-		const id = this.nextStream.get(state.id) ?? 0;
-		this.nextStream.set(state.id, id + 1);
 		const headers: Array<[string, string]> = [];
 		for (const [name, value] of request.headers) {
 			if (!NOT_CARRIED.has(name) && !name.startsWith("cf-")) headers.push([name, value]);
 		}
-		const frame = writeFrame({ type: "request", id, method, headers, ...(body === undefined ? {} : { body }) });
-		if (frame.length > MAX_FRAME_BYTES && new TextEncoder().encode(frame).byteLength > MAX_FRAME_BYTES) {
+		const carriedParts: Omit<RequestFrame, "type" | "id"> = {
+			method,
+			headers,
+			...(body === undefined ? {} : { body }),
+		};
+		// Before a connector is chosen or waited for: a request that cannot fit a frame is never sent.
+		if (frameTooLarge(writeFrame({ type: "request", id: WIDEST_STREAM_ID, ...carriedParts }))) {
 			return refusal(
 				413,
 				`The request is larger than a connector frame (${MAX_FRAME_BYTES} bytes), so it was not sent to '${server}'.`,
 				"too_large",
 			);
 		}
+		const sessionId = request.headers.get("mcp-session-id");
+		const digest = sessionId === null ? null : await sha256Hex(sessionId);
+		const picked =
+			digest === null
+				? await this.pickForNewSession(server, request.signal)
+				: await this.holderOf(digest, server, request.signal);
+		if (picked instanceof Response) return picked;
+		const { ws, state } = picked;
+		const id = this.nextStream.get(state.id) ?? 0;
+		this.nextStream.set(state.id, id + 1);
 		const streams = this.carried.get(state.id) ?? new Map<number, CarriedRequest>();
 		this.carried.set(state.id, streams);
 		const cancel = () => {
-			streams.delete(id);
+			this.finish(state.id, id);
 			if (ws.readyState === WebSocket.OPEN) this.say(ws, { type: "cancel", id });
 		};
 		const carried = new CarriedRequest(cancel);
@@ -287,11 +309,89 @@ export class ConnectorDO extends DurableObject<Env> {
 			carried.abandon();
 			cancel();
 		});
-		ws.send(frame);
+		ws.send(writeFrame({ type: "request", id, ...carriedParts }));
 		const response = await carried.answer;
-		if (carried.done) streams.delete(id);
+		if (carried.done) this.finish(state.id, id);
 		if (!response.headers.has(REFUSAL_HEADER)) await this.noteSession(ws, method, digest, response);
 		return response;
+	}
+
+	/**
+	 * The connector holding the session of `digest`, with a slot for one more
+	 * request: when all its slots are taken the request waits for one (up to
+	 * SLOT_WAIT_MS, in arrival order). Its connector gone, the session has
+	 * expired, as an upstream's would.
+	 */
+	private async holderOf(digest: string, server: string, signal: AbortSignal): Promise<Chosen | Response> {
+		const holder = await this.ctx.storage.get<string>(sessionKey(digest));
+		const chosen = this.connectors().find(({ state }) => state.id === holder);
+		if (!chosen) return sessionExpired();
+		if (this.inFlight(chosen.state.id) < MAX_IN_FLIGHT_PER_CONNECTOR) return chosen;
+		const waited = await this.waitForSlot(chosen.state.id, signal);
+		if (waited === "ready") return chosen;
+		if (waited === "gone") return sessionExpired();
+		return this.notWaited(waited, `The connector holding this session of '${server}'`);
+	}
+
+	/**
+	 * The least busy connector for a new session. When every open one is at its
+	 * cap, the request waits for a slot of the one with the fewest waiting (then
+	 * sessions); if that one goes away meanwhile, nothing was sent, so the choice
+	 * is made again.
+	 */
+	private async pickForNewSession(server: string, signal: AbortSignal): Promise<Chosen | Response> {
+		for (;;) {
+			const online = this.connectors();
+			const choice = chooseConnector(
+				online.map(({ state }) => ({
+					id: state.id,
+					sessions: state.sessions,
+					inFlight: this.inFlight(state.id),
+					draining: state.draining,
+				})),
+			);
+			if (choice === "none-online") return refusal(503, noConnector(server), "no_connector_online");
+			if (choice === "all-draining") return refusal(503, allDraining(server), "busy");
+			if (choice !== "all-busy") {
+				const chosen = online.find(({ state }) => state.id === choice.id);
+				if (chosen) return chosen;
+				return refusal(503, noConnector(server), "no_connector_online");
+			}
+			const queued = online
+				.filter(({ state }) => !state.draining)
+				.sort(
+					(a, b) =>
+						this.slots.waitersOf(a.state.id) - this.slots.waitersOf(b.state.id) || a.state.sessions - b.state.sessions,
+				)[0];
+			if (!queued) return refusal(503, noConnector(server), "no_connector_online");
+			const waited = await this.waitForSlot(queued.state.id, signal);
+			if (waited === "ready") return queued;
+			if (waited !== "gone") return this.notWaited(waited, `Every connector of server '${server}'`);
+		}
+	}
+
+	/** Waits for a slot of `connectorId`; `ready` means the slot is this request's (taken here). */
+	private async waitForSlot(connectorId: string, signal: AbortSignal): Promise<SlotWait> {
+		const waited = await this.slots.wait(connectorId, signal);
+		if (waited !== "ready") return waited;
+		this.slots.take(connectorId);
+		// The slot was handed over as the connector left: nothing waits on that socket any more.
+		return this.gone.has(connectorId) ? "gone" : "ready";
+	}
+
+	/** The refusal of a request that waited for a slot and got none. */
+	private notWaited(waited: "timeout" | "aborted", who: string): Response {
+		if (waited === "aborted") return refusal(499, "the caller went away", "failed");
+		return refusal(
+			503,
+			`${who} had ${MAX_IN_FLIGHT_PER_CONNECTOR} requests in flight, its limit, for ${SLOT_WAIT_MS / 1000} s; the request was not sent. Retry shortly.`,
+			"busy",
+		);
+	}
+
+	/** A request of `connectorId` ended: its slot goes to the first request waiting for one. */
+	private finish(connectorId: string, id: number): void {
+		if (this.carried.get(connectorId)?.delete(id)) this.slots.freed(connectorId);
 	}
 
 	/** Session affinity: an initialize answered with a session id binds it to the connector; a DELETE answered unbinds it. */
@@ -308,8 +408,9 @@ export class ConnectorDO extends DurableObject<Env> {
 		}
 	}
 
+	/** Requests in flight on `connectorId`, counting slots handed to waiters about to send. */
 	private inFlight(connectorId: string): number {
-		return this.carried.get(connectorId)?.size ?? 0;
+		return (this.carried.get(connectorId)?.size ?? 0) + this.slots.reservedFor(connectorId);
 	}
 
 	private say(ws: WebSocket, frame: Parameters<typeof writeFrame>[0]): void {
@@ -325,12 +426,22 @@ function sessionExpired(): Response {
 	);
 }
 
-function noChoiceSentence(server: string, why: "none-online" | "all-draining" | "all-busy"): string {
-	if (why === "none-online") return noConnector(server);
-	if (why === "all-draining")
-		return `Every connector of server '${server}' is shutting down and takes no new sessions; retry once one is back.`;
-	return `Every connector of server '${server}' has ${MAX_IN_FLIGHT_PER_CONNECTOR} requests in flight, its limit; retry shortly.`;
+function allDraining(server: string): string {
+	return `Every connector of server '${server}' is shutting down and takes no new sessions; retry once one is back.`;
 }
+
+/**
+ * Whether a frame's text exceeds MAX_FRAME_BYTES of UTF-8. A UTF-16 unit takes 1 to 3 bytes, so
+ * only a frame between a third of the cap and the cap in length needs encoding to tell.
+ */
+function frameTooLarge(frame: string): boolean {
+	if (frame.length > MAX_FRAME_BYTES) return true;
+	if (frame.length * 3 <= MAX_FRAME_BYTES) return false;
+	return new TextEncoder().encode(frame).byteLength > MAX_FRAME_BYTES;
+}
+
+type RequestFrame = z.infer<typeof RequestFrameSchema>;
+type Chosen = { ws: WebSocket; state: OnlineConnector };
 
 /** The object of the server `name`. */
 export function connectorObject(env: Pick<Env, "CONNECTORS">, name: string): DurableObjectStub<ConnectorDO> {

@@ -1,5 +1,5 @@
+import type { Clock } from "../primitives/clock.ts";
 import { once } from "../primitives/once.ts";
-import type { Clock } from "./clock.ts";
 
 /**
  * Measures how long a Durable Object is kept active: Cloudflare bills its wall

@@ -4,12 +4,12 @@ import type { SubscriptionFilter } from "../mcp/2026-07-28/subscription-filter.t
 import { type ModernTaskRequest, unknownTask } from "../mcp/2026-07-28/tasks-extension.ts";
 import type { ClientResponse } from "../mcp/client-message.ts";
 import { NOTIFICATIONS_ELICITATION_COMPLETE } from "../mcp/methods.ts";
+import type { Clock, Timers } from "../primitives/clock.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import type { ModernBridge } from "./2026-07-28/bridge.ts";
 import { answerModernTask } from "./2026-07-28/task-wire.ts";
 import type { ServerRequests } from "./aggregate/server-requests.ts";
 import type { SessionScope } from "./binding.ts";
-import type { Clock, Timers } from "./clock.ts";
 import type { RegistryClient } from "./registry-client.ts";
 import { Session } from "./session.ts";
 import type { OpenSessionInput } from "./session-open.ts";
@@ -24,11 +24,11 @@ import type { WindowEnd } from "./streams/listen-windows.ts";
 import type { ListenEvent, ListenFrames, Listening, ListenPlan } from "./streams/listening.ts";
 import type { HeldTasks } from "./tasks/held-tasks.ts";
 
+export { type Clock, systemClock, systemTimers, type Timers } from "../primitives/clock.ts";
 export { sealedStatus } from "./2025-11-25/upstream-tasks.ts";
 // The session's public surface: what the edge may use of it (scripts/check-imports.ts holds it to this).
 export { type EndpointCheck, type Member, memberOf, type SessionScope } from "./binding.ts";
 export { MAX_IN_FLIGHT } from "./client-messages.ts";
-export { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 export type { OpenSessionInput } from "./session-open.ts";
 export { asGatewayError } from "./session-responses.ts";
 export type { ModernSessionInput, OpenSessionResult, SessionMessage } from "./session-rpc.ts";

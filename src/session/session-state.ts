@@ -1,10 +1,10 @@
 import { type Settings, settingsFrom } from "../config.ts";
 import type { CredentialCaller } from "../credentials/credentials-for.ts";
 import type { Env } from "../env.ts";
+import { type Clock, systemClock, systemTimers, type Timers } from "../primitives/clock.ts";
 import { type CountingReader, kvRegistryReader } from "../registry/registry-reader.ts";
 import { holdsTasksFor } from "./2025-11-25/task-wire.ts";
 import type { Calling, SessionBinding, SessionScope } from "./binding.ts";
-import { type Clock, systemClock, systemTimers, type Timers } from "./clock.ts";
 import { type RegistryClient, registryClient } from "./registry-client.ts";
 
 /**

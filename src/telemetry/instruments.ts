@@ -26,7 +26,19 @@ export const GATEWAY_ATTRIBUTES = {
 	refusalKind: "mcp_gateway.refusal.kind",
 	/** Why telemetry was dropped: `queue_full` or `export_failed`. */
 	dropReason: "mcp_gateway.telemetry.drop_reason",
+	/** A server's name in the registry (a connector server's: operators bound how many there are). */
+	serverName: "mcp_gateway.server.name",
+	/** What happened to a connector's connection: one of CONNECTOR_EVENTS. */
+	connectorEvent: "mcp_gateway.connector.event",
 } as const;
+
+/**
+ * A connector's connection, the value of `mcp_gateway.connector.event`: it said hello
+ * (`connected`), it closed the socket itself (`closed`), the connection broke or broke the
+ * protocol (`dropped`), or its token was revoked (`revoked`).
+ */
+export const CONNECTOR_EVENTS = ["connected", "closed", "dropped", "revoked"] as const;
+export type ConnectorEvent = (typeof CONNECTOR_EVENTS)[number];
 
 /**
  * The gateway's instruments: the conventions' histograms with their names, units,
@@ -49,6 +61,8 @@ export interface Instruments {
 	readonly toolsHeld: Counter;
 	/** `mcp_gateway.telemetry.dropped`: spans not exported (queue full, or the export failed). */
 	readonly telemetryDropped: Counter;
+	/** `mcp_gateway.connector.connections`: connectors connecting and going, by server and event. */
+	readonly connectorConnections: Counter;
 }
 
 const made = new WeakMap<Telemetry, Instruments>();
@@ -97,6 +111,11 @@ function makeInstruments({ meter }: Telemetry): Instruments {
 		telemetryDropped: meter.createCounter("mcp_gateway.telemetry.dropped", {
 			description: "Spans not exported: the isolate's queue was full or the export failed.",
 			unit: "{span}",
+		}),
+		connectorConnections: meter.createCounter("mcp_gateway.connector.connections", {
+			description:
+				"Connectors that connected (said hello) or went (closed, dropped, revoked), by mcp_gateway.server.name and mcp_gateway.connector.event.",
+			unit: "{connection}",
 		}),
 	};
 }

@@ -47,6 +47,10 @@ export interface FakeConnector {
 	readonly closed: Promise<{ code: number; reason: string }>;
 	/** Closes it as a connector that stops (1000). */
 	close(): void;
+	/** Request frames it holds unanswered (see `hold`), oldest first. */
+	held(): RequestFrame[];
+	/** Answers the oldest held request: 200, `text/plain`, the body `released <its stream id>`. */
+	releaseOne(): void;
 }
 
 export interface FakeConnectorOptions {
@@ -55,6 +59,10 @@ export interface FakeConnectorOptions {
 	host?: string;
 	/** For a request it matches: forward it, read the upstream's whole answer, then close instead of relaying it. */
 	dieAfterForwarding?: (frame: RequestFrame) => boolean;
+	/** For a request it matches: keep it unanswered until `releaseOne` (a connector whose server is slow). */
+	hold?: (frame: RequestFrame) => boolean;
+	/** Connect without saying hello (a connector that never finishes its handshake); resolves at once. */
+	silent?: boolean;
 }
 
 /** A connector online for `server` with `token`: resolves once the gateway welcomed it. */
@@ -70,6 +78,7 @@ export async function startConnector(
 	ws.accept();
 	const received: string[] = [];
 	const aborts = new Map<number, AbortController>();
+	const held: RequestFrame[] = [];
 	let welcomed: string | undefined;
 	const closed = new Promise<{ code: number; reason: string }>((resolve) => {
 		ws.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason }));
@@ -81,6 +90,7 @@ export async function startConnector(
 		const frame: GatewayFrame = GatewayFrameSchema.parse(JSON.parse(text));
 		if (frame.type === "welcome") welcomed = frame.connectorId;
 		else if (frame.type === "cancel") aborts.get(frame.id)?.abort();
+		else if (frame.type === "request" && options.hold?.(frame)) held.push(frame);
 		else if (frame.type === "request") void answer(frame);
 	});
 	const send = (frame: Record<string, unknown>) => {
@@ -115,6 +125,23 @@ export async function startConnector(
 			aborts.delete(frame.id);
 		}
 	}
+	const releaseOne = () => {
+		const frame = held.shift();
+		if (!frame) throw new Error("no request is held");
+		send({ type: "response", id: frame.id, status: 200, headers: [["content-type", "text/plain"]] });
+		send({ type: "chunk", id: frame.id, data: `released ${frame.id}` });
+		send({ type: "end", id: frame.id });
+	};
+	const requests = () =>
+		received
+			.filter((text) => text !== "pong")
+			.map((text) => GatewayFrameSchema.parse(JSON.parse(text)))
+			.filter((frame): frame is RequestFrame => frame.type === "request");
+	onTestFinished(() => {
+		if (ws.readyState === WebSocket.OPEN) ws.close(1000, "test finished");
+	});
+	const close = () => ws.close(1000, "connector stopped");
+	if (options.silent) return { id: "", ws, received, requests, closed, close, held: () => [...held], releaseOne };
 	ws.send(
 		JSON.stringify({
 			type: "hello",
@@ -126,19 +153,5 @@ export async function startConnector(
 		}),
 	);
 	const id = await eventually(() => welcomed, "the gateway's welcome");
-	onTestFinished(() => {
-		if (ws.readyState === WebSocket.OPEN) ws.close(1000, "test finished");
-	});
-	return {
-		id,
-		ws,
-		received,
-		requests: () =>
-			received
-				.filter((text) => text !== "pong")
-				.map((text) => GatewayFrameSchema.parse(JSON.parse(text)))
-				.filter((frame): frame is RequestFrame => frame.type === "request"),
-		closed,
-		close: () => ws.close(1000, "connector stopped"),
-	};
+	return { id, ws, received, requests, closed, close, held: () => [...held], releaseOne };
 }

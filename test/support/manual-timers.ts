@@ -1,4 +1,4 @@
-import type { Timers } from "../../src/session/clock.ts";
+import type { Timers } from "../../src/primitives/clock.ts";
 
 /** Timers that follow a manual clock: a test moves the clock, then runs what has come due. */
 export class ManualTimers implements Timers {

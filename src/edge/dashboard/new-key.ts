@@ -3,7 +3,7 @@ import { cookie, cookieValue } from "../../auth/browser-sign-in.ts";
 import { base64url } from "../../primitives/crypto.ts";
 
 /**
- * A new key is shown once, on the page the creating form leads to, and not
+ * A new key (or connector token) is shown once, on the page the creating form leads to, and not
  * again on reload: the form's POST creates it and redirects (so a reload
  * never posts twice), carrying the secret to that one page in a cookie
  * sealed with AES-GCM under a key derived from SESSION_SECRET, HttpOnly,
@@ -11,7 +11,16 @@ import { base64url } from "../../primitives/crypto.ts";
  * it as it shows it. The registry keeps only the key's digest, as always.
  */
 export const NEW_KEY_PATH = "/admin/ui/keys/new";
-const NEW_KEY_COOKIE = "gw_new_key";
+/** Where a new connector token is shown once, the same way (its `name` is its server's). */
+export const NEW_CONNECTOR_TOKEN_PATH = "/admin/ui/connector-tokens/new";
+
+/** A secret shown once: the page that shows it and the cookie that carries it there. */
+export interface ShownOnce {
+	path: string;
+	cookie: string;
+}
+export const NEW_KEY: ShownOnce = { path: NEW_KEY_PATH, cookie: "gw_new_key" };
+export const NEW_CONNECTOR_TOKEN: ShownOnce = { path: NEW_CONNECTOR_TOKEN_PATH, cookie: "gw_new_connector_token" };
 const NEW_KEY_TTL_MS = 60_000;
 const SEAL_INFO = "mcp-edge-gateway dashboard new key";
 
@@ -36,25 +45,34 @@ function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
 	return Uint8Array.from(atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4)), (char) => char.charCodeAt(0));
 }
 
-/** The Set-Cookie value carrying the new key, sealed, to NEW_KEY_PATH. */
-export async function newKeyCookie(secret: string, origin: string, created: NewKey): Promise<string> {
+/** The Set-Cookie value carrying the new secret, sealed, to its page. */
+export async function newKeyCookie(
+	secret: string,
+	origin: string,
+	created: NewKey,
+	place: ShownOnce = NEW_KEY,
+): Promise<string> {
 	const iv = crypto.getRandomValues(new Uint8Array(12));
 	const plain = encoder.encode(JSON.stringify({ ...created, expiresAt: Date.now() + NEW_KEY_TTL_MS }));
 	const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, await sealingKey(secret), plain));
-	return cookie(NEW_KEY_COOKIE, `${base64url(iv)}.${base64url(sealed)}`, origin, NEW_KEY_TTL_MS, {
+	return cookie(place.cookie, `${base64url(iv)}.${base64url(sealed)}`, origin, NEW_KEY_TTL_MS, {
 		sameSite: "Strict",
-		path: NEW_KEY_PATH,
+		path: place.path,
 	});
 }
 
 /** The Set-Cookie value that clears it. */
-export function clearedNewKeyCookie(origin: string): string {
-	return cookie(NEW_KEY_COOKIE, "", origin, 0, { sameSite: "Strict", path: NEW_KEY_PATH });
+export function clearedNewKeyCookie(origin: string, place: ShownOnce = NEW_KEY): string {
+	return cookie(place.cookie, "", origin, 0, { sameSite: "Strict", path: place.path });
 }
 
 /** The new key the cookie carries; null when there is none, it expired, or it was not sealed here. */
-export async function openedNewKey(secret: string, request: Request): Promise<NewKey | null> {
-	const value = cookieValue(request, NEW_KEY_COOKIE);
+export async function openedNewKey(
+	secret: string,
+	request: Request,
+	place: ShownOnce = NEW_KEY,
+): Promise<NewKey | null> {
+	const value = cookieValue(request, place.cookie);
 	const [iv, sealed, ...rest] = value?.split(".") ?? [];
 	if (!iv || !sealed || rest.length > 0) return null;
 	let plain: ArrayBuffer;

@@ -26,7 +26,31 @@ export const CheckSchema = z.object({
 	detail: z.string(),
 	needsCaller: z.enum(["oauth", "identity", "token-exchange"] satisfies CallerAuth[]).optional(),
 });
-const CheckedSchema = z.object({ check: CheckSchema });
+const ConnectorSchema = z.object({
+	id: z.string(),
+	tokenId: z.string(),
+	since: z.number(),
+	host: z.string(),
+	version: z.string(),
+	sessions: z.number(),
+});
+export type ConnectorView = z.output<typeof ConnectorSchema>;
+/** A server's check; a connector server also lists its connectors online. */
+const CheckedSchema = z.object({
+	check: CheckSchema,
+	connector: z.object({}).optional(),
+	connectors: z.array(ConnectorSchema).optional(),
+});
+const ConnectorTokensSchema = z.object({
+	connectorTokens: z.array(z.object({ id: z.string(), createdAt: z.string(), lastSeenAt: z.string().nullable() })),
+});
+export type ConnectorTokenView = z.output<typeof ConnectorTokensSchema>["connectorTokens"][number];
+
+/** What a server reached through connectors shows besides its check: its connectors online and its tokens. */
+export interface ConnectorsView {
+	online: ConnectorView[];
+	tokens: ConnectorTokenView[] | Failed;
+}
 export const ToolsViewSchema = z.object({
 	pinning: z.string(),
 	recorded: z.boolean(),
@@ -89,6 +113,8 @@ export interface ServerRow {
 	pinning: string;
 	check: Check | Failed;
 	tools: ToolsView | Failed;
+	/** null: reached by its URL. */
+	connectors: ConnectorsView | null;
 }
 
 export interface Overview {
@@ -128,12 +154,22 @@ export function needingApproval(view: ToolsView): string[] {
 }
 
 /** One server's check and tool states. */
-export async function serverDetail(caller: AdminCaller, name: string) {
+export async function serverDetail(
+	caller: AdminCaller,
+	name: string,
+): Promise<{ check: Check | Failed; tools: ToolsView | Failed; connectors: ConnectorsView | null }> {
 	const [checked, tools] = await Promise.all([
-		orFailed(async () => (await readAdmin(caller, `/servers/${segment(name)}?check=true`, CheckedSchema)).check),
+		orFailed(() => readAdmin(caller, `/servers/${segment(name)}?check=true`, CheckedSchema)),
 		orFailed(() => readAdmin(caller, `/servers/${segment(name)}/tools`, ToolsViewSchema)),
 	]);
-	return { check: checked, tools };
+	if ("failed" in checked) return { check: checked, tools, connectors: null };
+	// A server reached by URL reads nothing more: its page is as before.
+	if (!checked.connector) return { check: checked.check, tools, connectors: null };
+	const tokens = await orFailed(
+		async () =>
+			(await readAdmin(caller, `/servers/${segment(name)}/connector-tokens`, ConnectorTokensSchema)).connectorTokens,
+	);
+	return { check: checked.check, tools, connectors: { online: checked.connectors ?? [], tokens } };
 }
 
 /** Everything the overview shows. */

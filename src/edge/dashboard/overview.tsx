@@ -129,7 +129,15 @@ function Servers(props: { servers: ServerRow[] }) {
 				head={["Server", "Check", "Era", "Tools", "Auth"]}
 				empty="No servers yet."
 				rows={props.servers.map((row) => [
-					<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(row.name)}`}>{row.name}</a>,
+					<>
+						<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(row.name)}`}>{row.name}</a>
+						{row.url === null ? (
+							<>
+								<br />
+								<span class="muted">reached through connectors</span>
+							</>
+						) : null}
+					</>,
 					<CheckState check={row.check} />,
 					"failed" in row.check ? "" : (row.check.era ?? ""),
 					<ToolSummary row={row} />,

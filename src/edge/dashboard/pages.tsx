@@ -1,7 +1,7 @@
 import { DASHBOARD_HOME, DASHBOARD_UI } from "./layout.tsx";
 import type { NewKey } from "./new-key.ts";
 import { CheckState, DataTable } from "./overview.tsx";
-import type { Check, Failed, ToolsView } from "./overview-data.ts";
+import type { Check, ConnectorsView, Failed, ToolsView } from "./overview-data.ts";
 import { needingApproval } from "./overview-data.ts";
 
 /** The dashboard's pages other than the overview: sign-in, one server's tools, a new key. */
@@ -46,7 +46,12 @@ const STATE_WORDS: Record<ToolsView["tools"][number]["state"], string> = {
 };
 
 /** One server: its check, and its tools against their pins, with approval for those that wait. */
-export function ServerPage(props: { name: string; check: Check | Failed; tools: ToolsView | Failed }) {
+export function ServerPage(props: {
+	name: string;
+	check: Check | Failed;
+	tools: ToolsView | Failed;
+	connectors: ConnectorsView | null;
+}) {
 	const { name, tools } = props;
 	const action = `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
 	const waiting = "failed" in tools ? [] : needingApproval(tools);
@@ -58,6 +63,7 @@ export function ServerPage(props: { name: string; check: Check | Failed; tools: 
 				{"failed" in props.check || props.check.era === null ? null : <> (era {props.check.era})</>}
 				{"failed" in props.check ? null : <span class="muted"> {props.check.detail}</span>}
 			</p>
+			{props.connectors ? <Connectors action={action} view={props.connectors} /> : null}
 			<h2>Tools</h2>
 			{"failed" in tools ? (
 				<p class="bad">{tools.failed}</p>
@@ -98,6 +104,96 @@ export function ServerPage(props: { name: string; check: Check | Failed; tools: 
 			</form>
 			<p>
 				<a href={DASHBOARD_HOME}>Back to the dashboard</a>
+			</p>
+		</>
+	);
+}
+
+/** A time the admin API gave (ISO, or ms since the epoch), as the page shows it: UTC to the second. */
+function shownTime(time: string | number): string {
+	return new Date(time)
+		.toISOString()
+		.replace("T", " ")
+		.replace(/\.\d+Z$/, " UTC");
+}
+
+/** A server reached through connectors: who is online for it, and the tokens they present. */
+function Connectors(props: { action: string; view: ConnectorsView }) {
+	const { action, view } = props;
+	return (
+		<>
+			<h2>Connectors online</h2>
+			<DataTable
+				head={["Connector", "Token", "Since", "Host", "Version", "Sessions"]}
+				empty="No connector online."
+				rows={view.online.map((connector) => [
+					connector.id,
+					connector.tokenId,
+					shownTime(connector.since),
+					connector.host,
+					connector.version,
+					`${connector.sessions}`,
+				])}
+			/>
+			<h2>Connector tokens</h2>
+			{"failed" in view.tokens ? (
+				<p class="bad">{view.tokens.failed}</p>
+			) : (
+				<DataTable
+					head={["Token", "Created", "Last seen", ""]}
+					empty="No connector tokens: make one for each machine that runs a connector."
+					rows={view.tokens.map((token) => [
+						token.id,
+						shownTime(token.createdAt),
+						token.lastSeenAt === null ? "never" : shownTime(token.lastSeenAt),
+						<form method="post" action={`${action}/connector-tokens/${encodeURIComponent(token.id)}/revoke`}>
+							<button type="submit" aria-label={`Revoke ${token.id}`}>
+								Revoke
+							</button>
+						</form>,
+					])}
+				/>
+			)}
+			<form method="post" action={`${action}/connector-tokens`}>
+				<p>
+					Its connectors online are dropped when their token is revoked.{" "}
+					<button type="submit">Make a connector token</button>
+				</p>
+			</form>
+		</>
+	);
+}
+
+/** A new connector token, this once. */
+export function NewConnectorTokenPage(props: { created: NewKey | null }) {
+	const { created } = props;
+	if (!created) {
+		return (
+			<>
+				<h1>The connector token was shown once</h1>
+				<p>
+					A connector token is shown only on the page right after it is made; the gateway keeps only its digest. If it
+					was not copied, revoke it and make another.
+				</p>
+				<p>
+					<a href={DASHBOARD_HOME}>Back to the dashboard</a>
+				</p>
+			</>
+		);
+	}
+	const server = created.name ?? "";
+	return (
+		<>
+			<h1>Connector token for {server} made</h1>
+			<p>Copy it now: it is shown this once, and the gateway keeps only its digest.</p>
+			<p class="secret" id="new-connector-token">
+				{created.key}
+			</p>
+			<p class="muted">
+				Id {created.id}. A connector presents it: MCPGW_CONNECTOR_TOKEN=&lt;token&gt; mcpgw connect {server} -- …
+			</p>
+			<p>
+				<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(server)}`}>Back to server {server}</a>
 			</p>
 		</>
 	);

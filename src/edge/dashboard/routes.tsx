@@ -1,4 +1,5 @@
 import { type Context, type ExecutionContext, Hono } from "hono";
+import type { Child } from "hono/jsx";
 import { z } from "zod";
 import { signedOutCookie, signInUrl } from "../../auth/browser-sign-in.ts";
 import { safeReturnPath } from "../../auth/return-path.ts";
@@ -8,7 +9,17 @@ import type { EdgeContext } from "../request-context.ts";
 import { type AdminCaller, AdminRefused, callAdmin, segment } from "./admin-calls.ts";
 import { readCallFigures } from "./call-figures.ts";
 import { DASHBOARD_HOME, DASHBOARD_UI, dashboardPage, messageResponse, notAdminResponse, Shell } from "./layout.tsx";
-import { clearedNewKeyCookie, NEW_KEY_PATH, newKeyCookie, openedNewKey } from "./new-key.ts";
+import {
+	clearedNewKeyCookie,
+	NEW_CONNECTOR_TOKEN,
+	NEW_CONNECTOR_TOKEN_PATH,
+	NEW_KEY,
+	NEW_KEY_PATH,
+	type NewKey,
+	newKeyCookie,
+	openedNewKey,
+	type ShownOnce,
+} from "./new-key.ts";
 import {
 	adminSessionCookie,
 	endedAdminSessionCookie,
@@ -20,7 +31,7 @@ import {
 } from "./operator.ts";
 import { OverviewPage } from "./overview.tsx";
 import { readOverview, serverDetail } from "./overview-data.ts";
-import { NewKeyPage, ServerPage, SignInPage } from "./pages.tsx";
+import { NewConnectorTokenPage, NewKeyPage, ServerPage, SignInPage } from "./pages.tsx";
 
 type DashboardContext = Context<EdgeContext>;
 
@@ -114,7 +125,7 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 			200,
 			`Server ${name}`,
 			<Shell operator={operator}>
-				<ServerPage name={name} check={detail.check} tools={detail.tools} />
+				<ServerPage name={name} check={detail.check} tools={detail.tools} connectors={detail.connectors} />
 			</Shell>,
 		);
 	});
@@ -158,26 +169,40 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 			const body = { name: form.name, ...(servers.length > 0 ? { servers } : {}) };
 			return CreatedKeySchema.parse(await callAdmin(caller, "POST", "/keys", body));
 		});
-		if (created instanceof Response) return created;
-		const headers = new Headers({ location: NEW_KEY_PATH });
-		headers.append("set-cookie", await newKeyCookie(sessionSecretOf(c), new URL(c.req.url).origin, created));
-		return new Response(null, { status: 303, headers });
+		return created instanceof Response ? created : toShownOnce(c, NEW_KEY, created);
 	});
 
-	routes.get(NEW_KEY_PATH, async (c) => {
-		const operator = await signedIn(c);
-		if (operator instanceof Response) return operator;
-		const created = await openedNewKey(sessionSecretOf(c), c.req.raw);
-		const headers = new Headers({ "set-cookie": clearedNewKeyCookie(new URL(c.req.url).origin) });
-		return dashboardPage(
-			200,
-			created ? "Key created" : "The key was shown once",
-			<Shell operator={operator}>
-				<NewKeyPage created={created} />
-			</Shell>,
-			headers,
+	routes.get(NEW_KEY_PATH, (c) =>
+		shownOncePage(c, NEW_KEY, (created) => ({
+			title: created ? "Key created" : "The key was shown once",
+			page: <NewKeyPage created={created} />,
+		})),
+	);
+
+	// A connector token: made (shown once, as a key is) and revoked through the admin API's own routes.
+	routes.post(`${DASHBOARD_UI}/servers/:name/connector-tokens`, async (c) => {
+		const name = c.req.param("name");
+		const made = await actionResult(c, async (caller) =>
+			MadeConnectorTokenSchema.parse(await callAdmin(caller, "POST", `/servers/${segment(name)}/connector-tokens`)),
 		);
+		if (made instanceof Response) return made;
+		return toShownOnce(c, NEW_CONNECTOR_TOKEN, { id: made.id, name, key: made.token });
 	});
+
+	routes.get(NEW_CONNECTOR_TOKEN_PATH, (c) =>
+		shownOncePage(c, NEW_CONNECTOR_TOKEN, (created) => ({
+			title: created ? "Connector token made" : "The connector token was shown once",
+			page: <NewConnectorTokenPage created={created} />,
+		})),
+	);
+
+	routes.post(`${DASHBOARD_UI}/servers/:name/connector-tokens/:id/revoke`, (c) =>
+		action(c, async (caller) => {
+			const name = c.req.param("name");
+			await callAdmin(caller, "DELETE", `/servers/${segment(name)}/connector-tokens/${segment(c.req.param("id"))}`);
+			return serverPage(name);
+		}),
+	);
 
 	routes.post(`${DASHBOARD_UI}/keys/:id/revoke`, (c) =>
 		action(c, async (caller) => {
@@ -210,6 +235,28 @@ const CreatedKeySchema = z.object({ id: z.string(), name: z.string().nullish(), 
 	name: key.name ?? null,
 	key: key.key,
 }));
+
+/** After a secret was made: to the page that shows it once, the secret sealed in that page's cookie (303). */
+async function toShownOnce(c: DashboardContext, place: ShownOnce, created: NewKey): Promise<Response> {
+	const headers = new Headers({ location: place.path });
+	headers.append("set-cookie", await newKeyCookie(sessionSecretOf(c), new URL(c.req.url).origin, created, place));
+	return new Response(null, { status: 303, headers });
+}
+
+/** The page that shows a secret once: it opens the cookie and clears it in the same answer. */
+async function shownOncePage(
+	c: DashboardContext,
+	place: ShownOnce,
+	render: (created: NewKey | null) => { title: string; page: Child },
+): Promise<Response> {
+	const operator = await signedIn(c);
+	if (operator instanceof Response) return operator;
+	const { title, page } = render(await openedNewKey(sessionSecretOf(c), c.req.raw, place));
+	const headers = new Headers({ "set-cookie": clearedNewKeyCookie(new URL(c.req.url).origin, place) });
+	return dashboardPage(200, title, <Shell operator={operator}>{page}</Shell>, headers);
+}
+
+const MadeConnectorTokenSchema = z.object({ id: z.string(), token: z.string() });
 
 function serverPage(name: string): string {
 	return `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;

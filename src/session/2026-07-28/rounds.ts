@@ -2,11 +2,11 @@ import type { JSONRPCMessage, JSONRPCRequest, RequestId } from "@modelcontextpro
 import { z } from "zod";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { sseMessage } from "../../mcp/sse.ts";
+import type { Timers } from "../../primitives/clock.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import type { Deadline } from "../../upstream/deadline.ts";
 import { readUpstreamReply } from "../../upstream/upstream-reply.ts";
 import { upstreamFailureOf } from "../../upstream/upstream-status.ts";
-import type { Timers } from "../clock.ts";
 import type { RunningCall } from "../running-call.ts";
 
 /** A 2026-07-28 result that needs the client's input before the request can finish (MRTR). */

@@ -1,4 +1,4 @@
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../primitives/clock.ts";
 
 /** First reconnect delay after a transport failure; it doubles with each further failure. */
 const FIRST_BACKOFF_MS = 250;

@@ -1,6 +1,6 @@
 import { describeError } from "../../mcp/gateway-error.ts";
 import type { PublicList } from "../../mcp/list-kinds.ts";
-import type { Timers } from "../clock.ts";
+import type { Timers } from "../../primitives/clock.ts";
 
 /**
  * How long a refresh waits for the rest of a burst of list_changed

@@ -1,8 +1,8 @@
 import type { JSONRPCNotification, JSONRPCRequest, ProgressToken, RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { ClientNotification, ClientResponse, NotificationOf } from "../../mcp/client-message.ts";
 import { NOTIFICATIONS_PROGRESS } from "../../mcp/methods.ts";
+import type { Clock } from "../../primitives/clock.ts";
 import { randomToken } from "../../primitives/crypto.ts";
-import type { Clock } from "../clock.ts";
 
 /** A member's request to the client, waiting for the client's answer. */
 interface Pending {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../primitives/clock.ts";
 
 /** How much of a session's stream history is kept for resumption. */
 export interface BufferLimits {

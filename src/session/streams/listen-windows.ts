@@ -1,5 +1,5 @@
 import { GatewayError } from "../../mcp/gateway-error.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../../primitives/clock.ts";
 
 /**
  * Listening windows one session may have open at once. Each holds upstream

@@ -1,4 +1,4 @@
-/** Where the session layer reads time. Tests swap in a controllable clock. */
+/** Where a Durable Object reads time (a session, a connector server). Tests swap in a controllable clock. */
 export interface Clock {
 	now(): number;
 }
@@ -6,8 +6,8 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * Where the session layer sets timers that must follow the clock (the recheck
- * of a busy session). Tests swap in timers they fire by hand.
+ * Where a Durable Object sets timers that must follow the clock (the recheck
+ * of a busy session, a request waiting for a connector's slot). Tests swap in timers they fire by hand.
  */
 export interface Timers {
 	/** Runs `task` after `ms`; the returned function cancels it. */
