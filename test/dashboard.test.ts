@@ -461,12 +461,12 @@ describe("a server reached through connectors, on the dashboard", () => {
 		expect(after).toContain(`<td data-label="Token">${tokenId}</td>`);
 	});
 
-	it("the servers list says a connector server is reached through connectors, and a URL server's row is as before", async () => {
+	it("the servers list says a connector server is reached via connectors, and a URL server's row is as before", async () => {
 		const cookie = await tokenSession();
 		const { name } = await connectorServer();
 		const byUrl = await registerServer("beta");
 		const html = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
-		expect(html).toContain(`${name}</a><br/><span class="muted">reached through connectors</span>`);
+		expect(html).toContain(`${name}</a><br/><span class="muted">via connectors</span>`);
 		expect(html).toContain(`${byUrl}</a></td>`);
 	});
 

@@ -6,6 +6,7 @@ import type { PolicyRecord } from "../src/registry/policy-records.ts";
 import type { RegistryReader } from "../src/registry/registry-reader.ts";
 import type { ServerPins } from "../src/registry/tool-pins.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
+import { eventually } from "./support/eventually.ts";
 
 /**
  * What the isolate's caches share between Durable Objects: settled values,
@@ -53,7 +54,8 @@ describe("isolate caches across Durable Objects", () => {
 			Promise.all([loadPolicies(a.reader, 60_000), loadPolicies(a.reader, 60_000)]),
 		);
 		const inB = runInDurableObject(objectNamed("b"), (_: SessionDO) => loadPolicies(b.reader, 60_000));
-		await Promise.resolve();
+		// Both objects are reading (and neither read has settled) before either is let through.
+		await eventually(() => a.counts.policies > 0 && b.counts.policies > 0, "both objects reading");
 		// B is released first: had it waited on A's read, it could not finish before A's is released.
 		b.release();
 		expect((await inB).policies).toEqual([]);
@@ -73,7 +75,7 @@ describe("isolate caches across Durable Objects", () => {
 			Promise.all([pinsFor(a.reader, server, 60_000), pinsFor(a.reader, server, 60_000)]),
 		);
 		const inB = runInDurableObject(objectNamed("b"), (_: SessionDO) => pinsFor(b.reader, server, 60_000));
-		await Promise.resolve();
+		await eventually(() => a.counts.pins > 0 && b.counts.pins > 0, "both objects reading");
 		b.release();
 		expect(await inB).toBeNull();
 		a.release();

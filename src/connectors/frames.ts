@@ -6,8 +6,9 @@ import { z } from "zod";
  * WebSocket the connector dialled. The gateway sends the HTTP requests it
  * would send an upstream over streamable HTTP; the connector answers each
  * with a status, headers and a body streamed in chunks. Everything is a JSON
- * text frame, except the heartbeat: the literal texts "ping" (connector) and
- * "pong" (gateway), which the object answers without waking from hibernation.
+ * text frame, except the heartbeat: the literal texts "heartbeat" (connector)
+ * and "heartbeat-ack" (gateway), which the object answers without waking from
+ * hibernation (not JSON-RPC's `ping`: nothing of MCP travels outside a frame).
  *
  * Both sides parse every frame with these schemas and close the socket
  * (code 1008, with the schema's sentence) on one that does not parse.
@@ -17,8 +18,8 @@ import { z } from "zod";
 export const CONNECTOR_PROTOCOL = 1;
 
 /** The heartbeat texts. Not JSON: the runtime answers them without waking the object. */
-export const HEARTBEAT_PING = "ping";
-export const HEARTBEAT_PONG = "pong";
+export const HEARTBEAT_PING = "heartbeat";
+export const HEARTBEAT_PONG = "heartbeat-ack";
 
 /** A frame is at most this many bytes of UTF-8; a body is split into chunks that fit. */
 export const MAX_FRAME_BYTES = 1024 * 1024;

@@ -9,6 +9,7 @@ import {
 	LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { type RunningGateway, startGateway } from "../../scripts/conformance/gateway.ts";
 import type { RecordedRequest } from "../../scripts/fixtures/upstream-server.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
 import { type Child, Processes } from "../../scripts/processes.ts";
@@ -27,13 +28,15 @@ const EVERYTHING = join(ROOT, "node_modules/@modelcontextprotocol/server-everyth
 const MCPGW = join(ROOT, "scripts/cli/mcpgw.mjs");
 
 const procs = new Processes();
-const gateway = () => inject("cliGatewayUrl");
+/** This file's own gateway (the project's build, served apart): what it registers meets no other file's listings. */
+let running: RunningGateway;
+const gateway = () => running.url;
 let folder: string;
 
 async function admin<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
 	const response = await fetch(`${gateway()}/admin${path}`, {
 		method,
-		headers: { authorization: `Bearer ${inject("cliAdminToken")}`, "content-type": "application/json" },
+		headers: { authorization: `Bearer ${running.adminToken}`, "content-type": "application/json" },
 		body: body === undefined ? undefined : JSON.stringify(body),
 	});
 	const text = await response.text();
@@ -89,11 +92,16 @@ async function legacyClient(server: string, key: string, capabilities: Record<st
 	return client;
 }
 
-beforeAll(() => {
+beforeAll(async () => {
+	running = await startGateway(
+		procs,
+		{ entry: inject("cliGatewayEntry") },
+		{ name: "gateway for the connector tests (wrangler dev)", dir: procs.tempDir("mcp-edge-connectors-") },
+	);
 	folder = procs.tempDir("mcp-edge-files-");
 	mkdirSync(join(folder, "notes"));
 	writeFileSync(join(folder, "notes", "hello.txt"), "hello from the connector's side\n");
-});
+}, 90_000);
 
 afterAll(async () => {
 	await procs.stopAll();

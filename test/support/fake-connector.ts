@@ -5,6 +5,7 @@ import {
 	CONNECTOR_PATH,
 	type GatewayFrame,
 	GatewayFrameSchema,
+	HEARTBEAT_PONG,
 	type RequestFrameSchema,
 } from "../../src/connectors/frames.ts";
 import { eventually } from "./eventually.ts";
@@ -86,7 +87,7 @@ export async function startConnector(
 	ws.addEventListener("message", (event) => {
 		const text = typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data);
 		received.push(text);
-		if (text === "pong") return;
+		if (text === HEARTBEAT_PONG) return;
 		const frame: GatewayFrame = GatewayFrameSchema.parse(JSON.parse(text));
 		if (frame.type === "welcome") welcomed = frame.connectorId;
 		else if (frame.type === "cancel") aborts.get(frame.id)?.abort();
@@ -134,7 +135,7 @@ export async function startConnector(
 	};
 	const requests = () =>
 		received
-			.filter((text) => text !== "pong")
+			.filter((text) => text !== HEARTBEAT_PONG)
 			.map((text) => GatewayFrameSchema.parse(JSON.parse(text)))
 			.filter((frame): frame is RequestFrame => frame.type === "request");
 	onTestFinished(() => {

@@ -134,12 +134,13 @@ function Servers(props: { servers: ServerRow[] }) {
 						{row.url === null ? (
 							<>
 								<br />
-								<span class="muted">reached through connectors</span>
+								<span class="muted">via connectors</span>
 							</>
 						) : null}
 					</>,
 					<CheckState check={row.check} />,
-					"failed" in row.check ? "" : (row.check.era ?? ""),
+					// An era is one word: never split at its hyphens.
+					<span class="nowrap">{"failed" in row.check ? "" : (row.check.era ?? "")}</span>,
 					<ToolSummary row={row} />,
 					row.auth,
 				])}
