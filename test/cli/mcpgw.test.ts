@@ -533,7 +533,9 @@ describe("configuration as code: plan, apply, export", () => {
 		const section = await mcpgw(["plan", "-f", configFile({ server: {} })]);
 		expect(section.stderr).toContain('the file: unknown field "server" (did you mean "servers"?)');
 		const far = await mcpgw(["plan", "-f", configFile({ servers: { demo: { url: upstream(), colour: "blue" } } })]);
-		expect(far.stderr).toContain('servers.demo: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds,');
+		expect(far.stderr).toContain(
+			'servers.demo: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds,',
+		);
 	});
 
 	it("plan refuses each reference to a name neither the file nor the gateway has, with the name most likely meant, and apply writes nothing", async () => {
