@@ -22,6 +22,17 @@ async function registerConnectorServer(headers: Record<string, string> = {}): Pr
 	return name;
 }
 
+/** A socket admitted for a new connector server, before anything is said on it; `closed` when the object closes it. */
+async function admittedSocket(): Promise<{ ws: WebSocket; closed: Promise<CloseEvent> }> {
+	const server = await registerConnectorServer();
+	const { token } = await connectorToken(server);
+	const response = await dial(server, { authorization: `Bearer ${token}` });
+	const ws = response.webSocket;
+	if (!ws) throw new Error(`no socket: ${response.status}`);
+	ws.accept();
+	return { ws, closed: new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve)) };
+}
+
 /** A connector server with one connector online, serving the beta upstream. */
 async function servedServer() {
 	const server = await registerConnectorServer();
@@ -222,13 +233,7 @@ describe("connectors: admission and operators", () => {
 	});
 
 	it("a first frame that is not hello closes the socket with 1008 and a sentence", async () => {
-		const server = await registerConnectorServer();
-		const { token } = await connectorToken(server);
-		const response = await dial(server, { authorization: `Bearer ${token}` });
-		const ws = response.webSocket;
-		if (!ws) throw new Error(`no socket: ${response.status}`);
-		ws.accept();
-		const closed = new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve));
+		const { ws, closed } = await admittedSocket();
 		ws.send(JSON.stringify({ type: "draining" }));
 		const event = await closed;
 		expect(event.code).toBe(1008);
@@ -236,13 +241,7 @@ describe("connectors: admission and operators", () => {
 	});
 
 	it("a frame that does not parse closes the socket with 1008", async () => {
-		const server = await registerConnectorServer();
-		const { token } = await connectorToken(server);
-		const response = await dial(server, { authorization: `Bearer ${token}` });
-		const ws = response.webSocket;
-		if (!ws) throw new Error(`no socket: ${response.status}`);
-		ws.accept();
-		const closed = new Promise<CloseEvent>((resolve) => ws.addEventListener("close", resolve));
+		const { ws, closed } = await admittedSocket();
 		ws.send("{not json");
 		expect((await closed).code).toBe(1008);
 	});
