@@ -323,7 +323,9 @@ export class ConnectorDO extends DurableObject<Env> {
 	 * expired, as an upstream's would.
 	 */
 	private async holderOf(digest: string, server: string, signal: AbortSignal): Promise<Chosen | Response> {
-		const holder = await this.ctx.storage.get<string>(sessionKey(digest));
+		// Storage is a boundary too: what is not a connector id holds no session.
+		const stored: unknown = await this.ctx.storage.get(sessionKey(digest));
+		const holder = typeof stored === "string" ? stored : null;
 		const chosen = this.connectors().find(({ state }) => state.id === holder);
 		if (!chosen) return sessionExpired();
 		if (this.inFlight(chosen.state.id) < MAX_IN_FLIGHT_PER_CONNECTOR) return chosen;
