@@ -47,6 +47,9 @@ const NOT_CARRIED = new Set([
 	SERVER_HEADER,
 ]);
 
+/** The most keys one `storage.delete` takes. */
+const MAX_KEYS_PER_DELETE = 128;
+
 /** A connector that has not said hello this long after its upgrade is closed (the object's alarm). */
 export const HELLO_TIMEOUT_MS = 10_000;
 
@@ -246,9 +249,12 @@ export class ConnectorDO extends DurableObject<Env> {
 		console.log(
 			`connector disconnected: server ${state.server}, connector ${state.id}, token ${state.tokenId}, host ${state.host}: ${why}`,
 		);
-		const held = await this.ctx.storage.list<string>({ prefix: sessionKey("") });
+		const held = await this.ctx.storage.list({ prefix: sessionKey("") });
 		const forgotten = [...held].filter(([, connector]) => connector === state.id).map(([key]) => key);
-		if (forgotten.length > 0) await this.ctx.storage.delete(forgotten);
+		// One delete takes at most 128 keys; a connector may have held more sessions than that.
+		for (let at = 0; at < forgotten.length; at += MAX_KEYS_PER_DELETE) {
+			await this.ctx.storage.delete(forgotten.slice(at, at + MAX_KEYS_PER_DELETE));
+		}
 	}
 
 	/** The connectors that said hello and are still open. */

@@ -135,6 +135,4 @@ export const CLOSE_CODES = {
 	policy: 1008,
 	/** The token was revoked or the server deleted. */
 	revoked: 4001,
-	/** The gateway replaced this connection (the connector reconnected). */
-	replaced: 4002,
 } as const;
