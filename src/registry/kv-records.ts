@@ -17,6 +17,7 @@ import type { RegistryTables } from "./tables/registry-tables.ts";
  * - `policies`: every tool policy, in the order they are evaluated (governance compiles them).
  * - `pins/<server>`: a server's approved tool definitions (tool-pins.ts); absent until first recorded.
  * - `connector-token/<id>`: a connector token's server and digest (connector-tokens.ts), what admits a connector.
+ * - `openapi/<server>`: a server's compiled API (tables/openapi-apis-table.ts), what its tools are answered from.
  */
 export const KV_NAMES = {
 	key: (id: string) => `key/${id}`,
@@ -26,6 +27,7 @@ export const KV_NAMES = {
 	policies: "policies",
 	pins: (server: string) => `pins/${server}`,
 	connectorToken: (id: string) => `connector-token/${id}`,
+	openApi: (server: string) => `openapi/${server}`,
 } as const;
 
 /**
@@ -51,7 +53,17 @@ export function publishedNames(tables: RegistryTables): string[] {
 	const keys = tables.keys.ids().map((id) => KV_NAMES.key(id));
 	const pins = tables.pins.servers().map((server) => KV_NAMES.pins(server));
 	const connectorTokens = tables.connectorTokens.ids().map((id) => KV_NAMES.connectorToken(id));
-	return [KV_NAMES.servers, KV_NAMES.rules, KV_NAMES.policies, ...endpoints, ...keys, ...pins, ...connectorTokens];
+	const apis = tables.openApiApis.servers().map((server) => KV_NAMES.openApi(server));
+	return [
+		KV_NAMES.servers,
+		KV_NAMES.rules,
+		KV_NAMES.policies,
+		...endpoints,
+		...keys,
+		...pins,
+		...connectorTokens,
+		...apis,
+	];
 }
 
 /** What a KV name holds according to the registry of record now; null: it should not exist. */
@@ -65,5 +77,6 @@ export function publishedValue(tables: RegistryTables, name: string): unknown {
 	if (kind === "endpoint") return tables.endpoints.resolve(id);
 	if (kind === "pins") return tables.pins.of(id);
 	if (kind === "connector-token") return tables.connectorTokens.stored(id);
+	if (kind === "openapi") return tables.openApiApis.published(id);
 	throw new Error(`registry: unknown KV name ${name}`);
 }

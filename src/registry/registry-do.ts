@@ -12,7 +12,7 @@ import { EndpointsResource } from "./resources/endpoints.ts";
 import { KeysResource } from "./resources/keys.ts";
 import { PinsResource } from "./resources/pins.ts";
 import { PoliciesResource } from "./resources/policies.ts";
-import { ServersResource } from "./resources/servers.ts";
+import { type CompiledDocument, ServersResource } from "./resources/servers.ts";
 import { VirtualServersResource } from "./resources/virtual-servers.ts";
 import type { ConnectionRecord, KeyInput, ServerInput, SessionCheckInput, VirtualServerInput } from "./schemas.ts";
 import { migrateTables } from "./tables/migrations.ts";
@@ -106,8 +106,20 @@ export class RegistryDO extends DurableObject<Env> {
 
 	// Servers (resources/servers.ts)
 
-	putServer(name: string, input: ServerInput) {
-		return this.servers.put(name, input);
+	putServer(name: string, input: ServerInput, compiled: CompiledDocument | null = null) {
+		return this.servers.put(name, input, compiled);
+	}
+
+	/** A document server's compiled API as published: what a reader falls back to while KV is behind. */
+	openApi(name: string) {
+		this.reads++;
+		return this.tables.openApiApis.published(name);
+	}
+
+	/** A document server's document as given inline (for export); null when it was fetched from its URL. */
+	openApiDocument(name: string) {
+		this.reads++;
+		return this.tables.openApiApis.document(name);
 	}
 
 	getServer(name: string) {

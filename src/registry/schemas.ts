@@ -136,6 +136,64 @@ export const PrioritySchema = z.number().int().min(0).max(1_000_000).default(100
  */
 export const ConnectorFieldSchema = z.strictObject({});
 
+/** An inline document's text is kept to export it again; larger documents are registered by URL. */
+export const MAX_INLINE_DOCUMENT_BYTES = 512 * 1024;
+
+/**
+ * `"openapi": {…}` in place of `url`: a REST API described by an OpenAPI
+ * document becomes a server whose tools are its operations (src/openapi/).
+ * The document is read once, at PUT, from `url` or as given in `document`;
+ * `credentials` fill the document's security schemes, by scheme name, with
+ * values that may reference `${UPSTREAM_…}` secrets.
+ */
+export const OpenApiFieldSchema = z
+	.strictObject({
+		url: UpstreamUrlSchema.optional().describe("Where the document is fetched from, once per PUT (JSON or YAML)."),
+		document: z
+			.union([
+				z.record(z.string(), z.unknown()),
+				z.string().min(1).max(MAX_INLINE_DOCUMENT_BYTES, "is larger than an inline document may be; give its url"),
+			])
+			.optional()
+			.describe("The document itself: an object, or JSON or YAML text."),
+		baseUrl: UpstreamUrlSchema.optional().describe(
+			"Where the API's paths are appended; absent: the document's first servers entry.",
+		),
+		credentials: z
+			.record(z.string().min(1).max(128), HeaderValueSchema)
+			.optional()
+			.describe(
+				"By security scheme name: the credential the scheme places (an API key, a token, user:password); values may reference ${UPSTREAM_NAME}.",
+			),
+	})
+	.superRefine((input, context) => {
+		if ((input.url === undefined) === (input.document === undefined)) {
+			context.addIssue({
+				code: "custom",
+				message:
+					input.url === undefined
+						? "give either url (where the document is) or document (the document itself)"
+						: "give either url or document, not both",
+			});
+		}
+	});
+export type OpenApiField = z.output<typeof OpenApiFieldSchema>;
+
+/** What a server's record says of its document; the compiled API itself is kept apart (openapi-records.ts). */
+export const OpenApiRecordSchema = z.strictObject({
+	/** Where the document was fetched from; null: it was given inline. */
+	url: z.string().nullable(),
+	/** The operator's baseUrl; null: the document's. */
+	baseUrl: z.string().nullable(),
+	/** By scheme name; values may hold `${UPSTREAM_…}` references. */
+	credentials: z.record(z.string(), z.string()),
+	/** The digest of the compiled API and credentials (part of the server's address). */
+	digest: z.string(),
+	/** How many tools the document gave (what the server lists, before shaping). */
+	tools: z.number().int(),
+});
+export type OpenApiRecord = z.infer<typeof OpenApiRecordSchema>;
+
 export const ServerInputSchema = z
 	.strictObject({
 		url: UpstreamUrlSchema.optional().describe(
@@ -143,6 +201,9 @@ export const ServerInputSchema = z
 		),
 		connector: ConnectorFieldSchema.optional().describe(
 			"{} in place of url: the server is reached through the connectors (mcpgw connect) online for it.",
+		),
+		openapi: OpenApiFieldSchema.optional().describe(
+			"In place of url: a REST API's OpenAPI document, each operation a tool the gateway answers itself.",
 		),
 		headers: z
 			.record(HeaderNameSchema, HeaderValueSchema)
@@ -176,13 +237,14 @@ export const ServerInputSchema = z
 			.describe("Whether its tool_call events carry the arguments' values (personal data); absent: only their digest."),
 	})
 	.superRefine((input, context) => {
-		if ((input.url === undefined) === (input.connector === undefined)) {
+		const given = [input.url, input.connector, input.openapi].filter((field) => field !== undefined).length;
+		if (given !== 1) {
 			context.addIssue({
 				code: "custom",
 				message:
-					input.url === undefined
-						? 'give either url (the upstream\'s address) or "connector": {} (reached through connectors)'
-						: 'give either url or "connector": {}, not both: a server reached through connectors has no address',
+					given === 0
+						? 'give one of url (the upstream\'s address), "connector": {} (reached through connectors) or openapi (a REST API\'s document)'
+						: 'give only one of url, "connector": {} and openapi: a server reached through connectors or made from a document has no address of its own',
 			});
 		}
 	});
@@ -262,6 +324,8 @@ export const ServerRecordSchema = z.object({
 	url: z.string(),
 	/** `{}`: reached through connectors (its `url` is its connector address); null: by its URL (and in records older than the field). */
 	connector: ConnectorFieldSchema.nullable().default(null),
+	/** Made from an OpenAPI document (its `url` is `openApiUrl(name, digest)`); null: not (and in records older than the field). */
+	openapi: OpenApiRecordSchema.nullable().default(null),
 	headers: z.record(z.string(), z.string()),
 	timeoutSeconds: z.number().nullable(),
 	/**

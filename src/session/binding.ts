@@ -48,9 +48,14 @@ export type StoredCaller = z.infer<typeof StoredCallerSchema>;
 
 /**
  * A member server as the session knows it: a snapshot of the registry row taken at open.
- * Not whether it is reached through connectors: its `url` (a connector address then) says where it goes.
+ * Not whether it is reached through connectors or made from a document: its `url` (a served address then) says where it goes.
  */
-export const MemberSchema = ServerRecordSchema.omit({ createdAt: true, updatedAt: true, connector: true }).extend({
+export const MemberSchema = ServerRecordSchema.omit({
+	createdAt: true,
+	updatedAt: true,
+	connector: true,
+	openapi: true,
+}).extend({
 	/** The configuration the session uses; absent in bindings older than digests (refreshed at the next recheck). */
 	configDigest: z.string().optional(),
 	/** The operator's protocol setting; absent in bindings older than it, which means "auto". */

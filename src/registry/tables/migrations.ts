@@ -4,6 +4,7 @@ import { CONNECTOR_TOKENS_SCHEMA } from "./connector-tokens-table.ts";
 import { KEYS_SCHEMA } from "./keys-table.ts";
 import { META_SCHEMA } from "./meta-table.ts";
 import { OBSERVED_TOOLS_SCHEMA } from "./observed-tools-table.ts";
+import { OPENAPI_APIS_SCHEMA } from "./openapi-apis-table.ts";
 import { OUTBOX_SCHEMA } from "./outbox-table.ts";
 import { PINS_SCHEMA } from "./pins-table.ts";
 import { POLICIES_SCHEMA } from "./policies-table.ts";
@@ -33,6 +34,7 @@ const SCHEMAS: readonly TableSchema[] = [
 	VIRTUAL_SERVERS_SCHEMA,
 	OBSERVED_TOOLS_SCHEMA,
 	CONNECTOR_TOKENS_SCHEMA,
+	OPENAPI_APIS_SCHEMA,
 ];
 
 /** Creates the tables a registry does not have yet, as this version creates them. Synchronous. */

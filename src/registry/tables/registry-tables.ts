@@ -6,6 +6,7 @@ import { KeysTable } from "./keys-table.ts";
 import { MetaTable } from "./meta-table.ts";
 import { createTables } from "./migrations.ts";
 import { ObservedToolsTable } from "./observed-tools-table.ts";
+import { OpenApiApisTable } from "./openapi-apis-table.ts";
 import { OutboxTable } from "./outbox-table.ts";
 import { PinsTable } from "./pins-table.ts";
 import { PoliciesTable } from "./policies-table.ts";
@@ -30,6 +31,8 @@ export interface RegistryTables {
 	readonly connections: ConnectionsTable;
 	/** Connector tokens, as digests, each for one server. */
 	readonly connectorTokens: ConnectorTokensTable;
+	/** The compiled APIs of servers made from OpenAPI documents. */
+	readonly openApiApis: OpenApiApisTable;
 	/** What waits to be written through to KV, and the format it was last written in. */
 	readonly outbox: OutboxTable;
 	readonly meta: MetaTable;
@@ -54,6 +57,7 @@ export function openRegistryTables(sql: SqlStorage): RegistryTables {
 		observedTools: new ObservedToolsTable(sql),
 		connections: new ConnectionsTable(sql),
 		connectorTokens: new ConnectorTokensTable(sql),
+		openApiApis: new OpenApiApisTable(sql),
 		outbox: new OutboxTable(sql),
 		meta: new MetaTable(sql),
 	};

@@ -9,6 +9,7 @@ import type { TableSchema } from "./table-schema.ts";
 const servers = new RecordTable("servers", "name", ServerRecordSchema, {
 	headers: JSON_TEXT,
 	connector: JSON_TEXT,
+	openapi: JSON_TEXT,
 	auth: JSON_TEXT,
 	tools: JSON_TEXT,
 	prompts: JSON_TEXT,
@@ -46,6 +47,7 @@ export const SERVERS_SCHEMA: TableSchema = {
 			pinning TEXT NOT NULL DEFAULT 'warn', -- block | warn | off: what a changed tool definition does
 			capture_arguments INTEGER NOT NULL DEFAULT 0, -- 1: tool_call events carry argument values
 			connector TEXT, -- JSON {}: reached through connectors, url is its connector address; NULL: by url
+			openapi TEXT, -- JSON: made from an OpenAPI document (openapi_apis holds it compiled); NULL: not
 			generation TEXT NOT NULL,
 			config_digest TEXT,
 			created_at INTEGER NOT NULL,
@@ -67,6 +69,8 @@ export const SERVERS_SCHEMA: TableSchema = {
 		added("capture_arguments", "INTEGER NOT NULL DEFAULT 0"),
 		// Servers registered before connectors are reached by their URL.
 		added("connector", "TEXT"),
+		// Servers registered before OpenAPI documents are not made from one.
+		added("openapi", "TEXT"),
 	],
 	backfill: fillConfigDigests,
 };
