@@ -19,6 +19,7 @@ type Layer =
 	| "session"
 	| "registry"
 	| "connectors"
+	| "openapi"
 	| "upstream"
 	| "mcp"
 	| "telemetry"
@@ -26,7 +27,7 @@ type Layer =
 
 /**
  * What each layer may import besides itself. Arrows point down only:
- * edge → (auth, credentials, governance, session, registry) → connectors → upstream → mcp → primitives,
+ * edge → (auth, credentials, governance, session, registry) → (connectors, openapi) → upstream → mcp → primitives,
  * with auth → registry, credentials → registry, governance → registry and
  * session → (credentials, governance, registry) among the middle ones; config (the
  * settings and the Env) sits above mcp, and telemetry (OpenTelemetry's API and export)
@@ -43,6 +44,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"session",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -55,6 +57,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"session",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -71,6 +74,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"governance",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -78,6 +82,8 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	],
 	// Servers reached through connectors: their Durable Object and its WebSockets, and the fetch that goes through it.
 	connectors: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
+	// Servers made from OpenAPI documents: the document compiled, and the tools answered as HTTP requests.
+	openapi: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	registry: ["config", "mcp", "primitives", "telemetry"],
 	config: ["mcp", "primitives"],
 	upstream: ["telemetry", "mcp", "primitives"],
