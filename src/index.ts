@@ -1,7 +1,9 @@
 import { connectorFetch } from "./connectors/connector-fetch.ts";
 import { createApp } from "./edge/app.ts";
 import type { Env } from "./env.ts";
+import { openApiFetch } from "./openapi/openapi-fetch.ts";
 import { CONNECTOR_ORIGIN } from "./registry/connector-tokens.ts";
+import { OPENAPI_ORIGIN } from "./registry/openapi-records.ts";
 import { serveOrigin } from "./upstream/served-origins.ts";
 
 export { ConnectorDO } from "./connectors/connector-do.ts";
@@ -13,6 +15,8 @@ export { CallCountsDO } from "./telemetry/call-counts.ts";
 
 // Servers reached through connectors have addresses under CONNECTOR_ORIGIN: their requests go to their ConnectorDO.
 serveOrigin(CONNECTOR_ORIGIN, connectorFetch);
+// Servers made from OpenAPI documents have addresses under OPENAPI_ORIGIN: they are answered in this isolate.
+serveOrigin(OPENAPI_ORIGIN, openApiFetch);
 
 const app = createApp();
 

@@ -14,15 +14,15 @@ const REFERENCES_ONLY = /^(?:[A-Za-z][A-Za-z0-9-]* )?(?:\$\{UPSTREAM_[A-Z0-9_]+\
  * What the admin API shows of a server: URL query values and header values
  * masked, since they may hold credentials, except header values that are only
  * `${UPSTREAM_…}` references. A server reached through connectors shows
- * `connector: {}` and no URL: its connector address is the gateway's own.
+ * `connector: {}` and no URL: its connector address is the gateway's own; one
+ * made from a document shows where the document came from (`openapi`), its
+ * credentials masked as headers are, and no URL either.
  */
 export function maskServer(server: ServerRecord) {
 	return {
 		name: server.name,
-		...(server.connector ? { connector: server.connector } : { url: maskedUrl(server.url) }),
-		headers: Object.fromEntries(
-			Object.entries(server.headers).map(([name, value]) => [name, REFERENCES_ONLY.test(value) ? value : "***"]),
-		),
+		...addressView(server),
+		headers: maskedValues(server.headers),
 		timeoutSeconds: server.timeoutSeconds,
 		protocol: server.protocol,
 		// Whose credentials its requests carry; a client secret is only ever a ${UPSTREAM_…} reference.
@@ -36,6 +36,30 @@ export function maskServer(server: ServerRecord) {
 		createdAt: new Date(server.createdAt).toISOString(),
 		updatedAt: new Date(server.updatedAt).toISOString(),
 	};
+}
+
+/** Header and credential values, each shown only when it names secrets without holding one. */
+function maskedValues(values: Record<string, string>): Record<string, string> {
+	return Object.fromEntries(
+		Object.entries(values).map(([name, value]) => [name, REFERENCES_ONLY.test(value) ? value : "***"]),
+	);
+}
+
+/** Where a server's requests go, as the operator gave it. */
+function addressView(server: ServerRecord) {
+	if (server.connector) return { connector: server.connector };
+	if (server.openapi) {
+		const { url, baseUrl, credentials, tools } = server.openapi;
+		return {
+			openapi: {
+				...(url === null ? { document: "inline" } : { url: maskedUrl(url) }),
+				...(baseUrl === null ? {} : { baseUrl: maskedUrl(baseUrl) }),
+				credentials: maskedValues(credentials),
+				tools,
+			},
+		};
+	}
+	return { url: maskedUrl(server.url) };
 }
 
 /** What the admin API shows of an access rule: all of it, with times as ISO strings. */

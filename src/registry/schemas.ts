@@ -243,7 +243,7 @@ export const ServerInputSchema = z
 				code: "custom",
 				message:
 					given === 0
-						? 'give one of url (the upstream\'s address), "connector": {} (reached through connectors) or openapi (a REST API\'s document)'
+						? "give one of url (the upstream's address), \"connector\": {} (reached through connectors) or openapi (a REST API's document)"
 						: 'give only one of url, "connector": {} and openapi: a server reached through connectors or made from a document has no address of its own',
 			});
 		}

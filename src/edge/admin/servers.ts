@@ -4,6 +4,7 @@ import { connectorObject } from "../../connectors/connector-do.ts";
 import { CONNECT_CALLBACK_PATH } from "../../credentials/client-registration.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { connectorServerOf } from "../../registry/connector-tokens.ts";
+import { openApiServerOf } from "../../registry/openapi-records.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { ServerInputSchema, ServerNameSchema } from "../../registry/schemas.ts";
 import { ToolApprovalInputSchema } from "../../registry/tool-pins.ts";
@@ -24,6 +25,7 @@ import {
 	withRefusals,
 } from "./kit.ts";
 import { noneNamed } from "./none-named.ts";
+import { compileServerDocument } from "./openapi-document.ts";
 
 /** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
 const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
@@ -68,12 +70,12 @@ const put = createRoute({
 	summary: "Register or replace a server",
 	middleware: admitted({ name, query: (c) => wantsCheck(c, true), body: true }),
 	description:
-		'Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation. `"connector": {}` in place of `url`: reached through connectors; a connector server given a `url` loses its connector tokens.',
+		'Registers the server whether or not it answers now, and says which in `check` (one bounded probe; `?check=false` skips it, for bulk registration). A replacing PUT keeps its generation. `"connector": {}` in place of `url`: reached through connectors; a connector server given a `url` loses its connector tokens. `"openapi": {…}` in place of `url`: a REST API\'s OpenAPI document, read and compiled now (a document given by URL is fetched again at each PUT), each operation a tool; `notes` says what was left out.',
 	request: {
 		params,
 		body: jsonBody(
 			ServerInputSchema,
-			"The upstream: its URL (or `connector: {}`), headers, auth, shaping and pinning.",
+			"The upstream: its URL (or `connector: {}`, or `openapi`), headers, auth, shaping and pinning.",
 		),
 	},
 	parameters: [checkQuery(true)],
@@ -158,17 +160,24 @@ export function serverRoutes(): AdminRouter {
 				'Bad Request: url: connector.invalid addresses stand for servers reached through connectors; register the server with "connector": {} instead of a url.',
 			);
 		}
+		if (input.url !== undefined && openApiServerOf(input.url) !== null) {
+			throw new GatewayError(
+				"bad_request",
+				"Bad Request: url: openapi.invalid addresses stand for servers made from OpenAPI documents; register the server with openapi instead of a url.",
+			);
+		}
 		if (input.url !== undefined && new URL(input.url).protocol === "http:" && !settingsFrom(c.env).allowHttpUpstreams) {
 			throw new GatewayError(
 				"bad_request",
 				"Bad Request: url: plain http upstreams are refused (credentials and calls would travel unencrypted); use https, or set ALLOW_HTTP_UPSTREAMS=true for local development.",
 			);
 		}
-		const result = await registryStub(c.env).putServer(name, input);
+		const made = input.openapi ? await compileServerDocument(c.env, { ...input, openapi: input.openapi }) : null;
+		const result = await registryStub(c.env).putServer(name, input, made?.compiled ?? null);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		audit(result.created ? "server.created" : "server.replaced", name);
 		await dropConnectorTokens(c.env, name, result.droppedTokens);
-		const shown = maskServer(result.server);
+		const shown = made ? { ...maskServer(result.server), notes: made.notes } : maskServer(result.server);
 		const status = result.created ? 201 : 200;
 		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
 	});
