@@ -112,6 +112,18 @@ const approve = createRoute({
 	}),
 });
 
+const document = createRoute({
+	method: "get",
+	path: "/servers/{name}/openapi",
+	tags,
+	summary: "Show a server's OpenAPI document",
+	description:
+		"For a server made from a document: the document as given inline (`{ document }`, its text), or where it is fetched from (`{ url }`); what configuration as code exports. 404 for any other server.",
+	middleware: admitted({ name }),
+	request: { params },
+	responses: withRefusals({ 200: answer("`{ url }` or `{ document }`."), 404: notFound }),
+});
+
 const remove = createRoute({
 	method: "delete",
 	path: "/servers/{name}",
@@ -180,6 +192,18 @@ export function serverRoutes(): AdminRouter {
 		const shown = made ? { ...maskServer(result.server), notes: made.notes } : maskServer(result.server);
 		const status = result.created ? 201 : 200;
 		return c.json(check ? { ...shown, check: await checkServer(c.env, result.server) } : shown, status);
+	});
+
+	router.openapi(document, async (c) => {
+		const { name } = c.req.valid("param");
+		const registry = registryStub(c.env);
+		const server = await registry.getServer(name);
+		if (!server) throw await noneNamed(c.env, "servers", name);
+		if (!server.openapi) {
+			throw new GatewayError("not_found", `Not Found: server '${name}' is not made from an OpenAPI document.`);
+		}
+		if (server.openapi.url !== null) return c.json({ url: server.openapi.url });
+		return c.json({ document: await registry.openApiDocument(name) });
 	});
 
 	router.openapi(tools, async (c) => c.json(await toolsView(c.env, c.req.valid("param").name)));
