@@ -14,6 +14,7 @@ import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
+import { startRestRecorder } from "../scripts/fixtures/rest-recorder.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
@@ -72,6 +73,9 @@ export default async function setup(project: TestProject) {
 	// The OTLP/HTTP receiver telemetry tests export to (no other test points the gateway at it).
 	const otlp = await startOtlpReceiver();
 	project.provide("otlpPort", otlp.port);
+	// A REST API with an OpenAPI document that records every request exactly, for servers made from documents.
+	const restRecorder = await startRestRecorder();
+	project.provide("restRecorderPort", restRecorder.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -97,6 +101,7 @@ export default async function setup(project: TestProject) {
 			peopleUpstream.close(),
 			identity.close(),
 			otlp.close(),
+			restRecorder.close(),
 			fault.stop(),
 		]);
 	};

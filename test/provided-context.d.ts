@@ -43,6 +43,11 @@ declare module "vitest" {
 		 * `/_control/{spans,metrics,requests,reset,mode}`; test/support/otlp.ts reads it.
 		 */
 		otlpPort: number;
+		/**
+		 * The REST recorder (scripts/fixtures/rest-recorder.ts): records every request exactly (`GET /__log`),
+		 * its OpenAPI 3.1 document at `/openapi.json`.
+		 */
+		restRecorderPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
