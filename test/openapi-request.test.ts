@@ -9,6 +9,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, inject, it } from "vitest";
 import type { RecordedRestRequest } from "../scripts/fixtures/control-shapes.ts";
+import { restRecorderSecuritySchemes } from "../scripts/fixtures/rest-recorder-document.ts";
 import { answerOf, ERROR_EXCERPT_BYTES } from "../src/openapi/http-answer.ts";
 import { type BuiltRequest, buildRequest, type CallCredentials } from "../src/openapi/http-request.ts";
 import {
@@ -75,23 +76,7 @@ function recorderApi(): CompiledApi {
 		description: null,
 		baseUrl: recorder(),
 		operations: [],
-		securitySchemes: {
-			queryKey: { type: "apiKey", in: "query", name: "api_key" },
-			headerKey: { type: "apiKey", in: "header", name: "X-API-Key" },
-			cookieKey: { type: "apiKey", in: "cookie", name: "sid" },
-			bearerAuth: { type: "http", scheme: "bearer" },
-			basicAuth: { type: "http", scheme: "basic" },
-			oauth: {
-				type: "oauth2",
-				flows: {
-					authorizationCode: {
-						authorizationUrl: `${recorder()}/oauth/authorize`,
-						tokenUrl: `${recorder()}/oauth/token`,
-						scopes: { "items:read": "Read items" },
-					},
-				},
-			},
-		},
+		securitySchemes: restRecorderSecuritySchemes(recorder()),
 		security: [{ bearerAuth: [] }],
 	});
 }
