@@ -15,6 +15,7 @@ import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
 import { startPrismMock } from "../scripts/fixtures/prism-mock.ts";
+import { startRestRecorder } from "../scripts/fixtures/rest-recorder.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
@@ -79,6 +80,9 @@ export default async function setup(project: TestProject) {
 	// The OTLP/HTTP receiver telemetry tests export to (no other test points the gateway at it).
 	const otlp = await startOtlpReceiver();
 	project.provide("otlpPort", otlp.port);
+	// A REST API with an OpenAPI document that records every request exactly, for servers made from documents.
+	const restRecorder = await startRestRecorder();
+	project.provide("restRecorderPort", restRecorder.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -107,6 +111,7 @@ export default async function setup(project: TestProject) {
 			peopleUpstream.close(),
 			identity.close(),
 			otlp.close(),
+			restRecorder.close(),
 			fault.stop(),
 			petstore30.close(),
 			petstore31.close(),

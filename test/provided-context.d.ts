@@ -49,6 +49,11 @@ declare module "vitest" {
 		 */
 		petstore30Port: number;
 		petstore31Port: number;
+		/**
+		 * The REST recorder (scripts/fixtures/rest-recorder.ts): records every request exactly (`GET /__log`),
+		 * its OpenAPI 3.1 document at `/openapi.json`.
+		 */
+		restRecorderPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
