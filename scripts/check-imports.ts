@@ -19,6 +19,7 @@ type Layer =
 	| "session"
 	| "registry"
 	| "connectors"
+	| "openapi"
 	| "upstream"
 	| "mcp"
 	| "telemetry"
@@ -43,6 +44,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"session",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -55,6 +57,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"session",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -71,6 +74,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"governance",
 		"registry",
 		"connectors",
+		"openapi",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -78,6 +82,8 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	],
 	// Servers reached through connectors: their Durable Object and its WebSockets, and the fetch that goes through it.
 	connectors: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
+	// Servers made from OpenAPI documents: documents compiled to tools, a call made one HTTP request.
+	openapi: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	registry: ["config", "mcp", "primitives", "telemetry"],
 	config: ["mcp", "primitives"],
 	upstream: ["telemetry", "mcp", "primitives"],
