@@ -55,8 +55,10 @@ export function compileApi(
 		.map((operation, index) => ({ ...operation, name: names[index] ?? "" }))
 		.filter((o) => options.keep(o.name));
 	if (kept.length === 0) {
+		const shown = names.slice(0, 10).join(", ");
+		const more = names.length > 10 ? `, and ${names.length - 10} more` : "";
 		return {
-			problem: `None of the document's ${found.length} operations is kept by the server's tools.include and tools.exclude; the tools would be: ${names.slice(0, 10).join(", ")}${names.length > 10 ? ", …" : ""}.`,
+			problem: `None of the document's ${found.length} operations is kept by the server's tools.include and tools.exclude; the tools would be: ${shown}${more}.`,
 		};
 	}
 	const operations: CompiledOperation[] = [];

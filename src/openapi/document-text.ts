@@ -52,7 +52,7 @@ function jsonValue(text: string): { value: unknown } | DocumentProblem {
 }
 
 function yamlValue(text: string): { value: unknown } | DocumentProblem {
-	const document = parseDocument(text, { merge: true, prettyErrors: false, uniqueKeys: true });
+	const document = parseDocument(text, { merge: true, prettyErrors: true, uniqueKeys: true });
 	const error = document.errors[0];
 	if (error !== undefined) {
 		const at = error.linePos?.[0];

@@ -55,7 +55,10 @@ export function boundedSchema(
 class SchemaWalk {
 	nodes = 0;
 	cutForSize = false;
-	constructor(private readonly referenceOf: WeakMap<object, string>) {}
+	private readonly referenceOf: WeakMap<object, string>;
+	constructor(referenceOf: WeakMap<object, string>) {
+		this.referenceOf = referenceOf;
+	}
 
 	/** `schema` copied; `references` are those being expanded above it, `above` the objects. */
 	copy(schema: unknown, references: readonly string[], above: ReadonlySet<object>, depth: number): JsonSchema {
