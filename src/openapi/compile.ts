@@ -62,26 +62,40 @@ export function compileApi(
 		};
 	}
 	const operations: CompiledOperation[] = [];
+	const leftOut: string[] = [];
 	let separateServers = 0;
-	for (const operation of kept) {
+	let bytes = 0;
+	let next = 0;
+	// Compiled only up to maxTools, and refused as soon as they outgrow the bound: a document of
+	// thousands of large operations costs no more than the tools a server may list.
+	for (; next < kept.length && operations.length < options.maxTools; next++) {
+		const operation = kept[next];
+		if (operation === undefined) break;
 		const compiled = compiledOperation(operation, document, security.schemes);
 		notes.push(...compiled.notes);
-		if ("leftOut" in compiled) continue;
+		if ("leftOut" in compiled) {
+			leftOut.push(...compiled.notes);
+			continue;
+		}
+		bytes += byteLength(JSON.stringify(compiled.operation));
+		if (bytes > MAX_COMPILED_BYTES) return tooLarge();
 		if (operation.operation.servers !== undefined || operation.item.servers !== undefined) separateServers++;
 		operations.push(compiled.operation);
+	}
+	if (operations.length === 0) {
+		return {
+			problem: `None of the chosen operations can be called through the gateway. ${leftOut.slice(0, 3).join(" ")}`,
+		};
 	}
 	if (separateServers > 0) {
 		notes.push(
 			`${separateServers} operation${separateServers === 1 ? " names" : "s name"} servers of ${separateServers === 1 ? "its" : "their"} own; every call goes to ${baseUrl}.`,
 		);
 	}
-	if (operations.length === 0)
-		return { problem: "None of the chosen operations can be called through the gateway; the notes say why." };
-	if (operations.length > options.maxTools) {
+	if (next < kept.length) {
 		notes.push(
-			`${operations.length - options.maxTools} more operations are left out: a server lists at most ${options.maxTools} tools; choose them with tools.include.`,
+			`${kept.length - next} more operations are left out: a server lists at most ${options.maxTools} tools; choose them with tools.include.`,
 		);
-		operations.length = options.maxTools;
 	}
 	const api: CompiledApi = {
 		title: document.info.title,
@@ -92,13 +106,18 @@ export function compileApi(
 		securitySchemes: security.schemes,
 		security: meetableRequirements(document.security ?? [], security.schemes),
 	};
-	const size = new TextEncoder().encode(JSON.stringify(api)).byteLength;
-	if (size > MAX_COMPILED_BYTES) {
-		return {
-			problem: `The compiled tools take ${Math.ceil(size / 1024)} KiB, more than the ${MAX_COMPILED_BYTES / 1024} KiB a server may; choose fewer operations with tools.include.`,
-		};
-	}
+	if (byteLength(JSON.stringify(api)) > MAX_COMPILED_BYTES) return tooLarge();
 	return { api, notes };
+}
+
+function tooLarge(): DocumentProblem {
+	return {
+		problem: `The compiled tools take more than the ${MAX_COMPILED_BYTES / 1024} KiB a server may; choose fewer operations with tools.include.`,
+	};
+}
+
+function byteLength(text: string): number {
+	return new TextEncoder().encode(text).byteLength;
 }
 
 /** The document's operations in its order, up to MAX_OPERATIONS_CONSIDERED. */
