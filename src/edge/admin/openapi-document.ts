@@ -18,7 +18,9 @@ export interface DocumentCompiled {
 }
 
 function refused(problem: string, where?: string): GatewayError {
-	return new GatewayError("bad_request", `Bad Request: openapi: ${problem}${where ? ` (at ${where})` : ""}.`);
+	// The library's sentence may end in a full stop of its own; the refusal ends in one.
+	const sentence = problem.replace(/\.$/, "");
+	return new GatewayError("bad_request", `Bad Request: openapi: ${sentence}${where ? ` (at ${where})` : ""}.`);
 }
 
 /**
@@ -31,7 +33,7 @@ function refused(problem: string, where?: string): GatewayError {
 export async function compileServerDocument(
 	env: Env,
 	input: ServerInput & { openapi: NonNullable<ServerInput["openapi"]> },
-	fetcher: typeof fetch = fetch,
+	fetcher: typeof fetch = (input, init) => fetch(input, init),
 ): Promise<DocumentCompiled> {
 	const settings = settingsFrom(env);
 	const { openapi } = input;
