@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -225,6 +227,94 @@ describe("each resource: add, list, show, remove with --json", () => {
 		const gone = await mcpgw(["connector-tokens", "list", name]);
 		expect(gone.code).toBe(1);
 		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
+	});
+
+	it("servers add --openapi <file> sends the file's YAML as the document with --base-url and --credential; the list says (openapi: N tools), a literal credential is masked, and the PUT's notes are printed", async () => {
+		const name = uniqueName("oa-file");
+		const file = join(mkdtempSync(join(tmpdir(), "mcpgw-openapi-")), "notes.yaml");
+		writeFileSync(file, SWAGGER_NOTES_YAML);
+		const args = ["servers", "add", name, "--openapi", file, "--base-url", "http://127.0.0.1:9/v2", "--no-check"];
+		const credentials = ["--credential", "apiKey=${UPSTREAM_NOTES_KEY}", "--credential", "basic=user:hush-hush"];
+		const added = await mcpgwJson<Record<string, unknown> & { notes: string[] }>([...args, ...credentials]);
+		expect(added).toMatchObject({
+			name,
+			openapi: {
+				document: "inline",
+				baseUrl: "http://127.0.0.1:9/v2",
+				credentials: { apiKey: "${UPSTREAM_NOTES_KEY}", basic: "***" },
+				tools: 2,
+			},
+		});
+		expect(added).not.toHaveProperty("url");
+		// A Swagger 2.0 document is converted to be read, and the notes say so.
+		expect(added.notes.length).toBeGreaterThan(0);
+		// The file's text is what the gateway keeps, as written.
+		expect(await adminGet(`/servers/${name}/openapi`)).toEqual({ document: SWAGGER_NOTES_YAML });
+		const again = await mcpgw([...args, ...credentials]);
+		expect(again.code, again.stderr).toBe(0);
+		for (const note of added.notes) expect(again.stdout).toContain(`\nnote: ${note}`);
+		expect(again.stdout).not.toContain("hush-hush");
+		const table = await mcpgw(["servers", "list"]);
+		expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(openapi: 2 tools\\)\\s`, "m"));
+		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("servers add --openapi <url> registers the document by its URL, which the gateway fetches", async () => {
+		const name = uniqueName("oa-url");
+		const served = await serveDocument(JSON.stringify(NOTES_DOCUMENT));
+		try {
+			const added = await mcpgwJson<Record<string, unknown>>([
+				"servers",
+				"add",
+				name,
+				"--openapi",
+				served.url,
+				"--no-check",
+			]);
+			expect(added).toMatchObject({ name, openapi: { url: served.url, credentials: {}, tools: 2 } });
+			expect(served.requests()).toBe(1);
+			const table = await mcpgw(["servers", "list"]);
+			expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(openapi: 2 tools\\)\\s`, "m"));
+		} finally {
+			await served.close();
+			await mcpgwJson(["servers", "remove", name]);
+		}
+	});
+
+	it("--openapi options the CLI cannot read are refused with a sentence naming the option, and nothing is registered", async () => {
+		const name = uniqueName("oa-bad");
+		const missing = await mcpgw(["servers", "add", name, "--openapi", join(tmpdir(), "no-such-document.yaml")]);
+		expect(missing.code).toBe(1);
+		expect(missing.stderr).toContain(
+			`mcpgw: --openapi: '${join(tmpdir(), "no-such-document.yaml")}' is neither an http(s) URL nor a file that can be read`,
+		);
+		const credential = await mcpgw([
+			"servers",
+			"add",
+			name,
+			"--openapi",
+			"https://api.example.com/openapi.json",
+			"--credential",
+			"apiKey",
+		]);
+		expect(credential.code).toBe(1);
+		expect(credential.stderr).toBe(
+			"mcpgw: --credential: 'apiKey' is not 'scheme=value' (a security scheme's name, then =).\n",
+		);
+		const alone = await mcpgw([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstream(),
+			"--base-url",
+			"https://api.example.com",
+		]);
+		expect(alone.code).toBe(1);
+		expect(alone.stderr).toBe(
+			"mcpgw: --base-url and --credential describe an OpenAPI server: give --openapi <url|file> with them.\n",
+		);
+		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
 	});
 
 	it("keys: the secret once on add, never on list or show", async () => {
@@ -641,3 +731,69 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(JSON.parse(readFileSync(SCHEMA_FILE, "utf8"))).toEqual(JSON.parse(schemaText()));
 	});
 });
+
+/** `GET /admin<path>` with the project's admin token, its JSON. */
+async function adminGet(path: string): Promise<unknown> {
+	const response = await fetch(`${inject("cliGatewayUrl")}/admin${path}`, {
+		headers: { authorization: `Bearer ${inject("cliAdminToken")}` },
+	});
+	return response.json();
+}
+
+/** A Swagger 2.0 document in YAML: two operations, an API key and HTTP basic. */
+const SWAGGER_NOTES_YAML = `swagger: "2.0"
+info:
+  title: Notes
+  version: "1"
+host: 127.0.0.1:9
+basePath: /api
+schemes: [http]
+securityDefinitions:
+  apiKey: { type: apiKey, in: header, name: X-Api-Key }
+  basic: { type: basic }
+security:
+  - apiKey: []
+paths:
+  /notes:
+    get:
+      operationId: listNotes
+      responses: { "200": { description: the notes } }
+    post:
+      operationId: createNote
+      parameters:
+        - { in: body, name: note, schema: { type: object, properties: { text: { type: string } } } }
+      responses: { "201": { description: made } }
+`;
+
+/** The same API as OpenAPI 3.1 JSON, without security. */
+const NOTES_DOCUMENT = {
+	openapi: "3.1.0",
+	info: { title: "Notes", version: "1" },
+	servers: [{ url: "http://127.0.0.1:9/api" }],
+	paths: {
+		"/notes": {
+			get: { operationId: "listNotes", responses: { "200": { description: "the notes" } } },
+			post: {
+				operationId: "createNote",
+				requestBody: { content: { "application/json": { schema: { type: "object" } } } },
+				responses: { "201": { description: "made" } },
+			},
+		},
+	},
+};
+
+/** A document served on loopback, as a REST API serves its own: its URL and how often it was fetched. */
+async function serveDocument(text: string): Promise<{ url: string; requests(): number; close(): Promise<void> }> {
+	let requests = 0;
+	const server = createServer((_request, response) => {
+		requests += 1;
+		response.writeHead(200, { "content-type": "application/json" }).end(text);
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	const { port } = server.address() as AddressInfo;
+	return {
+		url: `http://127.0.0.1:${port}/openapi.json`,
+		requests: () => requests,
+		close: () => new Promise((resolve) => server.close(() => resolve())),
+	};
+}
