@@ -624,7 +624,7 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(section.stderr).toContain('the file: unknown field "server" (did you mean "servers"?)');
 		const far = await mcpgw(["plan", "-f", configFile({ servers: { demo: { url: upstream(), colour: "blue" } } })]);
 		expect(far.stderr).toContain(
-			'servers.demo: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds,',
+			'servers.demo: unknown field "colour"; the fields are url, connector, openapi, headers, timeoutSeconds,',
 		);
 	});
 
@@ -724,6 +724,116 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(text).not.toContain(made.id);
 		expect(text).not.toContain(made.token);
 		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("servers made from OpenAPI documents round-trip through apply, plan and export: a YAML document as its text, a JSON one as its object, a URL as its URL, credentials as their references", async () => {
+		const [yaml, json, byUrl] = [uniqueName("oa-yaml"), uniqueName("oa-json"), uniqueName("oa-url")];
+		const served = await serveDocument(JSON.stringify(NOTES_DOCUMENT));
+		try {
+			const declared = {
+				[yaml]: {
+					openapi: { document: SWAGGER_NOTES_YAML, credentials: { apiKey: "${UPSTREAM_NOTES_KEY}" } },
+					pinning: "off",
+				},
+				[json]: { openapi: { document: NOTES_DOCUMENT, baseUrl: "http://127.0.0.1:9/v3" } },
+				[byUrl]: { openapi: { url: served.url } },
+			};
+			const file = configFile({ servers: declared });
+			const applied = await mcpgw(["apply", "-f", file]);
+			expect(applied.code, applied.stderr).toBe(0);
+			for (const name of [yaml, json, byUrl]) expect(applied.stdout).toContain(`created server ${name}`);
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+			const output = join(dirname(file), "exported.json");
+			const exported = await mcpgw(["export", "-o", output]);
+			expect(exported.code, exported.stderr).toBe(0);
+			const text = readFileSync(output, "utf8");
+			const servers = JSON.parse(text).servers;
+			expect(servers[yaml]).toEqual(declared[yaml]);
+			expect(servers[json]).toEqual(declared[json]);
+			expect(servers[byUrl]).toEqual(declared[byUrl]);
+			// The JSON document is written back as given, its keys in the document's order.
+			expect(Object.keys(servers[json].openapi.document)).toEqual(Object.keys(NOTES_DOCUMENT));
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", output])).changes).toEqual([]);
+		} finally {
+			await served.close();
+			for (const name of [yaml, json, byUrl]) await mcpgw(["servers", "remove", name]);
+		}
+	});
+
+	it("plan shows a changed document as one field named by size and digest, and a changed URL as its URLs; apply makes both", async () => {
+		const [inline, byUrl] = [uniqueName("oa-doc"), uniqueName("oa-moved")];
+		const [first, second] = [
+			await serveDocument(JSON.stringify(NOTES_DOCUMENT)),
+			await serveDocument(JSON.stringify(NOTES_DOCUMENT)),
+		];
+		try {
+			const before = configFile({
+				servers: { [inline]: { openapi: { document: NOTES_DOCUMENT } }, [byUrl]: { openapi: { url: first.url } } },
+			});
+			expect((await mcpgw(["apply", "-f", before])).code).toBe(0);
+			const grown = structuredClone(NOTES_DOCUMENT) as typeof NOTES_DOCUMENT & { paths: Record<string, unknown> };
+			grown.paths["/notes/{id}"] = {
+				delete: {
+					operationId: "deleteNote",
+					parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+					responses: { "204": { description: "gone" } },
+				},
+			};
+			const after = configFile({
+				servers: { [inline]: { openapi: { document: grown } }, [byUrl]: { openapi: { url: second.url } } },
+			});
+			const plan = await mcpgw(["plan", "-f", after]);
+			expect(plan.code, plan.stdout).toBe(0);
+			const digest = String.raw`"\(document, \d+ bytes, sha256 [0-9a-f]{12}…\)"`;
+			expect(plan.stdout).toMatch(
+				new RegExp(`~ replace server ${inline}\n    openapi.document: ${digest} → ${digest}\n(?! {4})`),
+			);
+			expect(plan.stdout).toContain(`~ replace server ${byUrl}\n    openapi.url: "${first.url}" → "${second.url}"`);
+			expect((await mcpgw(["apply", "-f", after])).code).toBe(0);
+			expect(await mcpgwJson(["servers", "show", inline, "--no-check"])).toMatchObject({ openapi: { tools: 3 } });
+			expect(await mcpgwJson(["servers", "show", byUrl, "--no-check"])).toMatchObject({ openapi: { url: second.url } });
+			expect(second.requests()).toBe(1);
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", after])).changes).toEqual([]);
+		} finally {
+			await Promise.all([first.close(), second.close()]);
+			for (const name of [inline, byUrl]) await mcpgw(["servers", "remove", name]);
+		}
+	});
+
+	it("a literal credential in openapi.credentials is refused by plan with a sentence saying what to do, and export notes one the gateway masks", async () => {
+		const name = uniqueName("oa-leaky");
+		const file = configFile({
+			servers: { [name]: { openapi: { document: SWAGGER_NOTES_YAML, credentials: { basic: "user:hush-hush" } } } },
+		});
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		const secret = `UPSTREAM_${name.toUpperCase().replaceAll("-", "_")}_BASIC`;
+		expect(plan.stdout).toContain(
+			`refused: servers.${name}.openapi.credentials.basic holds a literal credential; put the secret in a Worker secret (npx wrangler secret put ${secret}) and write \${${secret}} in its place.`,
+		);
+		expect((await mcpgw(["apply", "-f", file])).code).toBe(1);
+		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
+		const oaFile = join(dirname(file), "notes.yaml");
+		writeFileSync(oaFile, SWAGGER_NOTES_YAML);
+		await mcpgwJson([
+			"servers",
+			"add",
+			name,
+			"--openapi",
+			oaFile,
+			"--credential",
+			"basic=user:hush-hush",
+			"--no-check",
+		]);
+		try {
+			const exported = await mcpgw(["export"]);
+			expect(exported.stderr).toContain(
+				`note: servers.${name}.openapi.credentials.basic holds a literal value the gateway masks: exported as "***"; write a \${UPSTREAM_…} reference instead.`,
+			);
+			expect(exported.stdout).not.toContain("hush-hush");
+		} finally {
+			await mcpgwJson(["servers", "remove", name]);
+		}
 	});
 
 	it("gateway.config.schema.json is what npm run config-schema writes now", () => {
