@@ -21,6 +21,8 @@ const testBindings = {
 	KEY_SECRET: "test-key-secret-0123456789abcdefghijkl",
 	TOKEN_VAULT_KEY: "test-vault-key-0123456789abcdefghijkl",
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
+	// The API key the OpenAPI tests fill the petstore documents' api_key scheme with.
+	UPSTREAM_PETSTORE_KEY: "special-key",
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",

@@ -29,7 +29,8 @@ type Layer =
  * What each layer may import besides itself. Arrows point down only:
  * edge → (auth, credentials, governance, session, registry) → (connectors, openapi) → upstream → mcp → primitives,
  * with auth → registry, credentials → registry, governance → registry and
- * session → (credentials, governance, registry) among the middle ones; config (the
+ * session → (credentials, governance, registry) among the middle ones; openapi (servers made
+ * from documents) sits beside connectors, reached by entry, edge and session; config (the
  * settings and the Env) sits above mcp, and telemetry (OpenTelemetry's API and export)
  * below every layer that records, upstream included. Type-only imports count as imports.
  */
@@ -82,7 +83,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	],
 	// Servers reached through connectors: their Durable Object and its WebSockets, and the fetch that goes through it.
 	connectors: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
-	// Servers made from OpenAPI documents: the document compiled, and the tools answered as HTTP requests.
+	// Servers made from OpenAPI documents: a document compiled into tools, a call made one HTTP request, its answer a tool result.
 	openapi: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	registry: ["config", "mcp", "primitives", "telemetry"],
 	config: ["mcp", "primitives"],

@@ -14,11 +14,19 @@ import { startModernUpstream } from "../scripts/fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "../scripts/fixtures/oauth-upstream.ts";
 import { startIdp } from "../scripts/fixtures/oidc-idp.ts";
 import { startOtlpReceiver } from "../scripts/fixtures/otlp-receiver.ts";
+import { startPrismMock } from "../scripts/fixtures/prism-mock.ts";
+import { startRestRecorder } from "../scripts/fixtures/rest-recorder.ts";
 import { startUpstream } from "../scripts/fixtures/upstream-server.ts";
 import { buildSecondEdge } from "./build-edge.ts";
 
 /** Upstream MCP servers on loopback for the tests in workerd; their ports reach tests via inject(). */
 export default async function setup(project: TestProject) {
+	// Mock REST APIs of real OpenAPI documents (Prism takes a moment to start: it starts first, awaited last).
+	const examples = `${project.config.root}/node_modules/@readme/oas-examples`;
+	const prisms = Promise.all([
+		startPrismMock(`${examples}/3.0/json/petstore.json`),
+		startPrismMock(`${examples}/3.1/json/petstore.json`),
+	]);
 	project.provide("secondEdgePath", await buildSecondEdge(project.config.root, project.name));
 	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret", gates: true });
 	const beta = await startUpstream({ name: "beta", enableJsonResponse: true, gates: true });
@@ -72,9 +80,15 @@ export default async function setup(project: TestProject) {
 	// The OTLP/HTTP receiver telemetry tests export to (no other test points the gateway at it).
 	const otlp = await startOtlpReceiver();
 	project.provide("otlpPort", otlp.port);
+	// A REST API with an OpenAPI document that records every request exactly, for servers made from documents.
+	const restRecorder = await startRestRecorder();
+	project.provide("restRecorderPort", restRecorder.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
+	const [petstore30, petstore31] = await prisms;
+	project.provide("petstore30Port", petstore30.port);
+	project.provide("petstore31Port", petstore31.port);
 	return async () => {
 		await Promise.all([
 			alpha.close(),
@@ -97,7 +111,10 @@ export default async function setup(project: TestProject) {
 			peopleUpstream.close(),
 			identity.close(),
 			otlp.close(),
+			restRecorder.close(),
 			fault.stop(),
+			petstore30.close(),
+			petstore31.close(),
 		]);
 	};
 }

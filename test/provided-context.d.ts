@@ -43,6 +43,17 @@ declare module "vitest" {
 		 * `/_control/{spans,metrics,requests,reset,mode}`; test/support/otlp.ts reads it.
 		 */
 		otlpPort: number;
+		/**
+		 * Prism (scripts/fixtures/prism-mock.ts) mocking `@readme/oas-examples`' petstore, OpenAPI 3.0 and
+		 * 3.1: the documents' operations answered on loopback, their security enforced.
+		 */
+		petstore30Port: number;
+		petstore31Port: number;
+		/**
+		 * The REST recorder (scripts/fixtures/rest-recorder.ts): records every request exactly (`GET /__log`),
+		 * its OpenAPI 3.1 document at `/openapi.json`.
+		 */
+		restRecorderPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

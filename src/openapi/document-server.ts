@@ -31,13 +31,14 @@ export interface DocumentServerHost {
 	allowHttpUpstreams: boolean;
 	/** The fetch the API's requests go out with (tests count them). */
 	fetch: typeof fetch;
+	/** Told when the API answers 401 to a call that carried the caller's own bearer token. */
+	refusedBearer(): void;
 }
 
 /**
  * Headers of the MCP request that are the MCP transport's, not the API's: the
- * rest (the server's configured headers, trace context) go on to the API.
- * Authorization is taken apart: a bearer token is placed where the document's
- * security schemes say.
+ * rest (the server's configured headers, trace context) go on to the API, and
+ * Authorization as `passedHeaders` says.
  */
 const TRANSPORT_HEADERS = new Set([
 	"accept",
@@ -121,7 +122,7 @@ async function call(
 	}
 	const built = buildRequest(published.api, operation, args, {
 		credentials: credentials.credentials,
-		headers: passedHeaders(request),
+		headers: passedHeaders(request, published.personal),
 	});
 	if ("problem" in built) return failed(built.problem);
 	const target = new URL(built.url);
@@ -143,6 +144,7 @@ async function call(
 		console.warn(`openapi ${published.server}: ${target.host} could not be reached: ${describeError(error)}`);
 		return failed(`The API of server '${published.server}' (${target.host}) could not be reached.`);
 	}
+	if (response.status === 401 && credentials.credentials.bearer !== null) host.refusedBearer();
 	return answerOf(response, operation, host.maxReplyBytes);
 }
 
@@ -158,21 +160,24 @@ function credentialsOf(
 		if ("problem" in resolved) return { problem: `credential ${scheme} ${resolved.problem}` };
 		bySchema[scheme] = resolved.value;
 	}
-	const authorization = request?.headers.get("authorization") ?? "";
+	// Only a caller's own token is placed by the schemes; an operator's Authorization header goes as it is.
+	const authorization = published.personal ? (request?.headers.get("authorization") ?? "") : "";
 	const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1] ?? null;
 	return { credentials: { bySchema, bearer } };
 }
 
-/** The MCP request's headers that go on to the API. */
-function passedHeaders(request: Request | undefined): Record<string, string> {
+/**
+ * The MCP request's headers that go on to the API: the server's configured
+ * headers and trace context. Its Authorization goes as it is when it is the
+ * operator's (a configured header); a caller's own is placed by the schemes.
+ */
+function passedHeaders(request: Request | undefined, personal: boolean): Record<string, string> {
 	const passed: Record<string, string> = {};
 	if (!request) return passed;
 	for (const [name, value] of request.headers) {
-		if (TRANSPORT_HEADERS.has(name)) continue;
-		// An Authorization that is not a bearer token (Basic from the server's headers) goes as it is.
-		passed[name] = value;
+		if (!TRANSPORT_HEADERS.has(name)) passed[name] = value;
 	}
 	const authorization = request.headers.get("authorization");
-	if (authorization !== null && !/^Bearer\s/i.test(authorization)) passed.authorization = authorization;
+	if (authorization !== null && !personal) passed.authorization = authorization;
 	return passed;
 }

@@ -1,10 +1,15 @@
 const encoder = new TextEncoder();
 
-/** Base64url without padding: visible ASCII, safe in headers and URLs. */
-export function base64url(bytes: Uint8Array): string {
+/** Base64 with padding (RFC 4648 §4), as HTTP Basic credentials carry it. */
+export function base64(bytes: Uint8Array): string {
 	let binary = "";
 	for (const byte of bytes) binary += String.fromCharCode(byte);
-	return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+	return btoa(binary);
+}
+
+/** Base64url without padding: visible ASCII, safe in headers and URLs. */
+export function base64url(bytes: Uint8Array): string {
+	return base64(bytes).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /** `byteLength` random bytes, base64url-encoded. */

@@ -141,7 +141,8 @@ async function openApiOf(
 	if (!compiled) throw new Error("registry: a server made from a document needs its compiled API");
 	const api = CompiledApiSchema.parse(compiled.api);
 	const credentials = input.openapi.credentials ?? {};
-	const digest = (await sha256Hex(stableJson({ api, credentials }))).slice(0, 32);
+	const personal = input.auth.type !== "operator";
+	const digest = (await sha256Hex(stableJson({ api, credentials, personal }))).slice(0, 32);
 	return {
 		record: {
 			url: input.openapi.url ?? null,
@@ -150,6 +151,6 @@ async function openApiOf(
 			digest,
 			tools: api.operations.length,
 		},
-		row: { digest, api, credentials, document: compiled.document },
+		row: { digest, api, credentials, personal, document: compiled.document },
 	};
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CompiledApiSchema } from "../openapi-records.ts";
-import { JSON_TEXT, RecordTable } from "./record-rows.ts";
+import { BOOLEAN_INTEGER, JSON_TEXT, RecordTable } from "./record-rows.ts";
 import type { TableSchema } from "./table-schema.ts";
 
 /**
@@ -19,6 +19,11 @@ export const PublishedApiSchema = z.strictObject({
 	api: CompiledApiSchema,
 	/** By security scheme name; values may hold `${UPSTREAM_…}` references, resolved at each call. */
 	credentials: z.record(z.string(), z.string()),
+	/**
+	 * Whether its calls carry each caller's own token (an auth mode other than operator): the MCP
+	 * request's bearer token is then the caller's, placed where the document's schemes say.
+	 */
+	personal: z.boolean(),
 });
 export type PublishedApi = z.infer<typeof PublishedApiSchema>;
 
@@ -28,7 +33,11 @@ const ApiRowSchema = PublishedApiSchema.extend({
 });
 export type ApiRow = z.infer<typeof ApiRowSchema>;
 
-const apis = new RecordTable("openapi_apis", "server", ApiRowSchema, { api: JSON_TEXT, credentials: JSON_TEXT });
+const apis = new RecordTable("openapi_apis", "server", ApiRowSchema, {
+	api: JSON_TEXT,
+	credentials: JSON_TEXT,
+	personal: BOOLEAN_INTEGER,
+});
 
 export const OPENAPI_APIS_SCHEMA: TableSchema = {
 	create: `
@@ -38,6 +47,7 @@ export const OPENAPI_APIS_SCHEMA: TableSchema = {
 			digest TEXT NOT NULL,
 			api TEXT NOT NULL, -- JSON: the compiled API (openapi-records.ts)
 			credentials TEXT NOT NULL, -- JSON: scheme name to a value that may reference \${UPSTREAM_...}
+			personal INTEGER NOT NULL, -- 1: its calls carry each caller's own token
 			document TEXT -- the document as given inline; NULL: fetched from the server's openapi.url
 		);
 	`,
