@@ -262,8 +262,8 @@ const identityUpstream = await startIdentityUpstream({
 console.log(`Demo identity upstream listening at ${identityUpstream.url} (verifies ${GATEWAY}/.well-known/jwks.json)`);
 // A REST API with its OpenAPI document at /openapi.json: the gateway makes each of its operations a tool.
 const restDemo = await startRestDemo({ port: REST_DEMO_PORT });
-const restDemoDocument = `${restDemo.url}/openapi.json`;
-console.log(`Demo REST API listening at ${restDemo.url} (its OpenAPI document: ${restDemoDocument})`);
+const restDemoDocument = `${restDemo.base}/openapi.json`;
+console.log(`Demo REST API listening at ${restDemo.base} (its OpenAPI document: ${restDemoDocument})`);
 const otlpReceiver = localTelemetry
 	? await startLocalReceiver({ port: OTLP_RECEIVER_PORT, prefix: "[trace]" })
 	: undefined;
@@ -423,7 +423,7 @@ try {
                  write_file and more, at ${GATEWAY}/mcp/files.
 
  A REST API, served from its OpenAPI document:
-   rest-demo   : a small notes API at ${restDemo.url}; the gateway read its document
+   rest-demo   : a small notes API at ${restDemo.base}; the gateway read its document
                  (${restDemoDocument}) and answers each operation as a tool itself,
                  sending one HTTP request per call (docs/openapi.md). Its tools are
                  at ${GATEWAY}/mcp/rest-demo.
