@@ -80,7 +80,9 @@ export async function resourceMetadata(
 	const own = await publishedByApi(published.api.baseUrl, fetcher);
 	if (own) return own;
 	const flow = authorizationCodeFlow(published);
-	const issuer = openIdIssuer(published) ?? (flow ? documentIssuer(published.server, digest) : null);
+	const issuer =
+		openIdIssuer(published) ??
+		(flow ? ((await issuerAt(flow.authorizationUrl, fetcher)) ?? documentIssuer(published.server, digest)) : null);
 	if (issuer === null) return null;
 	return {
 		resource: published.api.baseUrl,
@@ -105,6 +107,47 @@ export function authorizationServerMetadata(published: PublishedApi, digest: str
 	};
 }
 
+/**
+ * The issuer of the authorization server whose endpoint `authorizationUrl`
+ * is, when it publishes RFC 8414 metadata at its origin naming that endpoint:
+ * the gateway then discovers it as it discovers any (with its registration
+ * endpoint, and its RFC 9207 `iss` checked). Null: the flow is all there is.
+ */
+async function issuerAt(authorizationUrl: string, fetcher: typeof fetch): Promise<string | null> {
+	const origin = new URL(authorizationUrl).origin;
+	const metadata = await jsonAt(new URL(AUTHORIZATION_SERVER_METADATA, origin), fetcher);
+	const issuer = typeof metadata?.issuer === "string" ? metadata.issuer.replace(/\/$/, "") : null;
+	return issuer === origin && metadata?.authorization_endpoint === authorizationUrl ? issuer : null;
+}
+
+/** A JSON object at `url`, or null for anything else; never followed through a redirect. */
+async function jsonAt(url: URL, fetcher: typeof fetch): Promise<Record<string, unknown> | null> {
+	const deadline = startDeadline(METADATA_FETCH_MS);
+	try {
+		const response = await fetcher(url, {
+			headers: { accept: "application/json" },
+			redirect: "manual",
+			signal: deadline.signal,
+		});
+		if (response.status !== 200 || !response.body) {
+			await response.body?.cancel();
+			return null;
+		}
+		const bytes = await readCapped(response.body, MAX_METADATA_BYTES);
+		const body: unknown = bytes === null ? null : JSON.parse(new TextDecoder().decode(bytes));
+		return body !== null && typeof body === "object" && !Array.isArray(body)
+			? Object.fromEntries(Object.entries(body))
+			: null;
+	} catch (error) {
+		// What publishes nothing usable is described by the document instead; the discovery that follows
+		// says what is missing if the document does not describe it either.
+		console.warn(`openapi: no metadata at ${url.origin}: ${String(error)}`);
+		return null;
+	} finally {
+		deadline.clear();
+	}
+}
+
 /** The API's own RFC 9728 metadata, if it publishes any; never followed through a redirect. */
 async function publishedByApi(baseUrl: string, fetcher: typeof fetch): Promise<Record<string, unknown> | null> {
 	const base = new URL(baseUrl);
@@ -114,29 +157,8 @@ async function publishedByApi(baseUrl: string, fetcher: typeof fetch): Promise<R
 		new URL(RESOURCE_METADATA, base),
 	];
 	for (const url of candidates) {
-		const deadline = startDeadline(METADATA_FETCH_MS);
-		try {
-			const response = await fetcher(url, {
-				headers: { accept: "application/json" },
-				redirect: "manual",
-				signal: deadline.signal,
-			});
-			if (response.status !== 200 || !response.body) {
-				await response.body?.cancel();
-				continue;
-			}
-			const bytes = await readCapped(response.body, MAX_METADATA_BYTES);
-			const body: unknown = bytes === null ? null : JSON.parse(new TextDecoder().decode(bytes));
-			if (body !== null && typeof body === "object" && !Array.isArray(body) && "resource" in body) {
-				return Object.fromEntries(Object.entries(body));
-			}
-		} catch (error) {
-			// An API that publishes nothing usable is described by its document instead; the discovery
-			// that follows says what is missing if the document does not describe it either.
-			console.warn(`openapi: no protected resource metadata at ${url.origin}: ${String(error)}`);
-		} finally {
-			deadline.clear();
-		}
+		const metadata = await jsonAt(url, fetcher);
+		if (metadata && typeof metadata.resource === "string") return metadata;
 	}
 	return null;
 }

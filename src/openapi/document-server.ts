@@ -175,7 +175,8 @@ function passedHeaders(request: Request | undefined, personal: boolean): Record<
 	const passed: Record<string, string> = {};
 	if (!request) return passed;
 	for (const [name, value] of request.headers) {
-		if (!TRANSPORT_HEADERS.has(name)) passed[name] = value;
+		// Mcp-Param-* mirror a call's arguments for routing (2026-07-28): the API gets the arguments themselves.
+		if (!TRANSPORT_HEADERS.has(name) && !name.startsWith("mcp-param-")) passed[name] = value;
 	}
 	const authorization = request.headers.get("authorization");
 	if (authorization !== null && !personal) passed.authorization = authorization;
