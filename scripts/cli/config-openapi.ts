@@ -140,3 +140,17 @@ export function maskedOpenApiNotes(name: string, openapi: Record<string, unknown
 	}
 	return notes;
 }
+
+/**
+ * A body made canonical (keys sorted, nulls dropped) to compare, with its
+ * document put back as the file gave it: a document is sent as written, since
+ * a null in it means something and its keys' order is the author's.
+ */
+export function withDocumentAsGiven(
+	body: Record<string, unknown>,
+	given: Record<string, unknown>,
+): Record<string, unknown> {
+	const document = (given.openapi as { document?: unknown } | undefined)?.document;
+	if (document === undefined) return body;
+	return { ...body, openapi: { ...(body.openapi as Record<string, unknown>), document } };
+}

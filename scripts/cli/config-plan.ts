@@ -6,7 +6,7 @@
  */
 import { CliError } from "./admin-client.ts";
 import { comparableUrl, isReferencesOnly, REFERENCE, referenceFix, SCHEME_ONLY } from "./config-masking.ts";
-import { comparableOpenApi, credentialFindings, foldDocumentChanges } from "./config-openapi.ts";
+import { comparableOpenApi, credentialFindings, foldDocumentChanges, withDocumentAsGiven } from "./config-openapi.ts";
 import { referenceProblems } from "./config-references.ts";
 import { canonical, type HeldEntry, type HeldState, sameValue } from "./config-state.ts";
 import { type GatewayConfig, KINDS, type Kind } from "./gateway-config.ts";
@@ -135,7 +135,7 @@ export function makePlan(config: GatewayConfig, held: HeldState, options: { prun
 		const byName = new Map<string, HeldEntry[]>();
 		for (const entry of held[kind]) byName.set(entry.name, [...(byName.get(entry.name) ?? []), entry]);
 		for (const [name, raw] of Object.entries(declared)) {
-			const body = canonical(raw) as Record<string, unknown>;
+			const body = withDocumentAsGiven(canonical(raw) as Record<string, unknown>, raw);
 			const candidates = byName.get(name) ?? [];
 			byName.delete(name);
 			if (kind === "keys") {

@@ -277,7 +277,7 @@ describe("each resource: add, list, show, remove with --json", () => {
 			expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(openapi: 2 tools\\)\\s`, "m"));
 		} finally {
 			await served.close();
-			await mcpgwJson(["servers", "remove", name]);
+			await mcpgw(["servers", "remove", name]);
 		}
 	});
 
