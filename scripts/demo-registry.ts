@@ -1,6 +1,7 @@
 /**
  * The servers and access rules of the local demo (`npm start`), as admin API
- * calls: the four demo servers and `files` (reached through a connector), `demo-operator` (dave: the servers and the
+ * calls: the four demo servers, `files` (reached through a connector) and, when its
+ * document is given, `rest-demo` (made from a REST API's OpenAPI document), `demo-operator` (dave: the servers and the
  * dashboard) and `demo` (verified example.com addresses: alice; bob and carol
  * are refused). The page tests register the same through `registerDemo`, so
  * the flows they drive in a browser are the ones a person meets after
@@ -17,6 +18,8 @@ export interface DemoUpstreams {
 	oauthDemo: string;
 	/** The server that verifies the gateway's identity assertion (identity-upstream.ts). */
 	whoamiDemo: string;
+	/** The demo REST API's OpenAPI document (rest-demo.ts); absent: `rest-demo` is not registered. */
+	restDemoDocument?: string;
 }
 
 /** One admin API call: `/admin<path>` with a JSON body. */
@@ -27,6 +30,7 @@ export const DEMO_SERVERS = ["demo", "modern-demo", "oauth-demo", "whoami-demo",
 
 /** Registers the demo's servers, then its rules. PUT is idempotent: a later run updates what an earlier one stored. */
 export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): Promise<void> {
+	const servers: string[] = [...DEMO_SERVERS];
 	await admin("PUT", "/servers/demo", { url: upstreams.demo });
 	await admin("PUT", "/servers/modern-demo", { url: upstreams.modernDemo });
 	// Each caller's own account at the upstream's authorization server, connected once through a link.
@@ -35,13 +39,18 @@ export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): 
 	await admin("PUT", "/servers/whoami-demo", { url: upstreams.whoamiDemo, auth: { type: "identity" } });
 	// No address: reached through whichever connectors (`mcpgw connect`) dial in for it (npm start runs one).
 	await admin("PUT", "/servers/files?check=false", { connector: {} });
+	if (upstreams.restDemoDocument !== undefined) {
+		// A REST API, not an MCP server: the gateway reads its OpenAPI document and answers each operation as a tool.
+		await admin("PUT", "/servers/rest-demo", { openapi: { url: upstreams.restDemoDocument } });
+		servers.push("rest-demo");
+	}
 	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
 	await admin("PUT", "/access-rules/demo-operator", {
 		match: { subject: "dave" },
-		servers: [...DEMO_SERVERS],
+		servers,
 		admin: true,
 		priority: 0,
 	});
 	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).
-	await admin("PUT", "/access-rules/demo", { match: { emailDomain: "example.com" }, servers: [...DEMO_SERVERS] });
+	await admin("PUT", "/access-rules/demo", { match: { emailDomain: "example.com" }, servers });
 }

@@ -26,6 +26,8 @@ export const LOCAL_SERVICES = {
 	identityUpstream: { offset: 5, role: "whoami-demo" },
 	/** The local OTLP/HTTP receiver the gateway's traces and metrics go to. */
 	otlpReceiver: { offset: 6, role: "the trace receiver" },
+	/** The demo REST API (rest-demo.ts) whose OpenAPI document the gateway makes a server of. */
+	restDemo: { offset: 7, role: "rest-demo" },
 } as const;
 
 export type LocalService = keyof typeof LOCAL_SERVICES;
@@ -84,6 +86,7 @@ export function localPorts(base: number): LocalPorts {
 		oauthUpstream: at("oauthUpstream"),
 		identityUpstream: at("identityUpstream"),
 		otlpReceiver: at("otlpReceiver"),
+		restDemo: at("restDemo"),
 	};
 }
 

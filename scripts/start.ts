@@ -3,7 +3,8 @@
  * ready to use. It creates `.dev.vars` with random secrets on first run, starts
  * the demo MCP servers, a local OpenID Connect provider for OAuth sign-in
  * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
- * creates an API key and prints how to connect.
+ * creates an API key and prints how to connect. Beside them runs a small REST
+ * API, `rest-demo`, registered from its OpenAPI document.
  *
  * Ports: the gateway on a base port (8787, or `--port N`, or `PORT`), the rest
  * at fixed offsets above it (scripts/local-ports.ts). Stopping: Ctrl-C, SIGTERM
@@ -33,6 +34,7 @@ import { startIdentityUpstream } from "./fixtures/identity-upstream.ts";
 import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
 import { DEMO_PASSWORD, startIdp } from "./fixtures/oidc-idp.ts";
+import { startRestDemo } from "./fixtures/rest-demo.ts";
 import { startUpstream } from "./fixtures/upstream-server.ts";
 import { basePortFrom, busyPortsMessage, busyServices, type LocalService, localPorts } from "./local-ports.ts";
 import { startLocalReceiver } from "./otlp-receiver.ts";
@@ -52,6 +54,7 @@ const {
 	oauthUpstream: OAUTH_UPSTREAM_PORT,
 	identityUpstream: IDENTITY_UPSTREAM_PORT,
 	otlpReceiver: OTLP_RECEIVER_PORT,
+	restDemo: REST_DEMO_PORT,
 } = PORTS;
 /** Metrics every 10 s rather than the spec's 60 s: a local run is short. */
 const LOCAL_METRIC_INTERVAL_MS = 10_000;
@@ -200,7 +203,15 @@ async function startFilesConnector(token: string): Promise<void> {
 
 // An operator's own collector in .dev.vars wins; otherwise the local receiver.
 const localTelemetry = !readDevVars().vars.OTEL_EXPORTER_OTLP_ENDPOINT;
-const needed: LocalService[] = ["gateway", "upstream", "modernUpstream", "idp", "oauthUpstream", "identityUpstream"];
+const needed: LocalService[] = [
+	"gateway",
+	"upstream",
+	"modernUpstream",
+	"idp",
+	"oauthUpstream",
+	"identityUpstream",
+	"restDemo",
+];
 if (localTelemetry) needed.push("otlpReceiver");
 // Checked before anything is written or started: a run that cannot start changes nothing.
 const busy = await busyServices(PORTS, needed);
@@ -249,12 +260,24 @@ const identityUpstream = await startIdentityUpstream({
 	issuer: GATEWAY,
 });
 console.log(`Demo identity upstream listening at ${identityUpstream.url} (verifies ${GATEWAY}/.well-known/jwks.json)`);
+// A REST API with its OpenAPI document at /openapi.json: the gateway makes each of its operations a tool.
+const restDemo = await startRestDemo({ port: REST_DEMO_PORT });
+const restDemoDocument = `${restDemo.base}/openapi.json`;
+console.log(`Demo REST API listening at ${restDemo.base} (its OpenAPI document: ${restDemoDocument})`);
 const otlpReceiver = localTelemetry
 	? await startLocalReceiver({ port: OTLP_RECEIVER_PORT, prefix: "[trace]" })
 	: undefined;
 const otlpUrl = `http://${HOST}:${OTLP_RECEIVER_PORT}`;
 if (otlpReceiver) console.log(`Local OTLP receiver listening at ${otlpUrl} (one [trace] line per span)`);
-servers.push(upstream, modernUpstream, idp, oauthUpstream, identityUpstream, ...(otlpReceiver ? [otlpReceiver] : []));
+servers.push(
+	upstream,
+	modernUpstream,
+	idp,
+	oauthUpstream,
+	identityUpstream,
+	restDemo,
+	...(otlpReceiver ? [otlpReceiver] : []),
+);
 
 // In a process group of its own (workerd and esbuild with it), stopped as one; its stdin ignored,
 // which turns off wrangler's interactive hotkeys, and Ctrl-C in the terminal reaches only us.
@@ -306,6 +329,7 @@ try {
 		modernDemo: modernUpstream.url,
 		oauthDemo: oauthUpstream.url,
 		whoamiDemo: identityUpstream.url,
+		restDemoDocument,
 	});
 	await startFilesConnector(adminToken);
 	const key = await localDevKey(adminToken);
@@ -397,6 +421,12 @@ try {
                  out to the gateway: the server has no address and opens no port
                  (docs/connectors.md). Its tools are list_directory, read_text_file,
                  write_file and more, at ${GATEWAY}/mcp/files.
+
+ A REST API, served from its OpenAPI document:
+   rest-demo   : a small notes API at ${restDemo.base}; the gateway read its document
+                 (${restDemoDocument}) and answers each operation as a tool itself,
+                 sending one HTTP request per call (docs/openapi.md). Its tools are
+                 at ${GATEWAY}/mcp/rest-demo.
 
  Try it with the MCP Inspector's command line:
    npx -y @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\

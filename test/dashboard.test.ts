@@ -515,3 +515,71 @@ describe("a server reached through connectors, on the dashboard", () => {
 		expect(await unknown.text()).toContain(`has no connector token &#39;${tokenId}&#39;`);
 	});
 });
+
+describe("a server made from an OpenAPI document, on the dashboard", () => {
+	/** Two operations, an API key and HTTP basic; its calls go where the server's baseUrl says. */
+	const NOTES_DOCUMENT = {
+		openapi: "3.1.0",
+		info: { title: "Notes", version: "1" },
+		servers: [{ url: "http://127.0.0.1:9/api" }],
+		components: {
+			securitySchemes: {
+				apiKey: { type: "apiKey", in: "header", name: "X-Api-Key" },
+				basic: { type: "http", scheme: "basic" },
+			},
+		},
+		security: [{ apiKey: [] }],
+		paths: {
+			"/notes": {
+				get: { operationId: "listNotes", responses: { "200": { description: "the notes" } } },
+				post: { operationId: "createNote", responses: { "201": { description: "made" } } },
+			},
+		},
+	};
+
+	async function documentServer(openapi: Record<string, unknown>): Promise<string> {
+		const name = uniqueName("doc");
+		const put = await admin("PUT", `/servers/${name}?check=false`, {
+			openapi: { document: NOTES_DOCUMENT, ...openapi },
+		});
+		expect(put.status, await put.clone().text()).toBe(201);
+		return name;
+	}
+
+	it("the servers list says a document server's tools come from an OpenAPI document", async () => {
+		const cookie = await tokenSession();
+		const name = await documentServer({});
+		const html = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+		expect(html).toContain(`${name}</a><br/><span class="muted">from an OpenAPI document</span>`);
+	});
+
+	it("its page shows where the document came from, the base URL, how many tools, and the credentials by scheme, a literal masked", async () => {
+		const cookie = await tokenSession();
+		const name = await documentServer({
+			baseUrl: "http://127.0.0.1:9/v2",
+			credentials: { apiKey: "${UPSTREAM_NOTES_KEY}", basic: "user:hush-hush" },
+		});
+		const html = await (await gatewayFetch(`/admin/ui/servers/${name}`, { headers: { cookie } })).text();
+		expect(html).toContain("<h2>OpenAPI document</h2>");
+		expect(html).toContain("Document: given inline (its text is kept in the registry).");
+		expect(html).toContain("Base URL: <code>http://127.0.0.1:9/v2</code>.");
+		expect(html).toContain("Tools: 2 (its operations, before shaping).");
+		expect(html).toContain(
+			'<td data-label="Security scheme" class="nowrap">apiKey</td><td data-label="Credential"><code>${UPSTREAM_NOTES_KEY}</code></td>',
+		);
+		expect(html).toContain(
+			'<td data-label="Security scheme" class="nowrap">basic</td><td data-label="Credential"><code>***</code></td>',
+		);
+		expect(html).not.toContain("hush-hush");
+	});
+
+	it("a document server without credentials says its requests carry none, and uses the document's first server", async () => {
+		const cookie = await tokenSession();
+		const name = await documentServer({});
+		const html = await (await gatewayFetch(`/admin/ui/servers/${name}`, { headers: { cookie } })).text();
+		expect(html).toContain("Base URL: the document&#39;s first server.");
+		expect(html).toContain(
+			"No credentials: its requests carry none, unless the server&#39;s auth gives the caller&#39;s.",
+		);
+	});
+});

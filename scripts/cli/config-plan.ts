@@ -5,8 +5,10 @@
  * referred to that neither the file nor the gateway has: config-references.ts).
  */
 import { CliError } from "./admin-client.ts";
+import { comparableUrl, isReferencesOnly, REFERENCE, referenceFix, SCHEME_ONLY } from "./config-masking.ts";
+import { comparableOpenApi, credentialFindings, foldDocumentChanges, withDocumentAsGiven } from "./config-openapi.ts";
 import { referenceProblems } from "./config-references.ts";
-import { canonical, comparableUrl, type HeldEntry, type HeldState, sameValue } from "./config-state.ts";
+import { canonical, type HeldEntry, type HeldState, sameValue } from "./config-state.ts";
 import { type GatewayConfig, KINDS, type Kind } from "./gateway-config.ts";
 
 export type Action = "create" | "replace" | "delete";
@@ -46,27 +48,17 @@ export const KIND_WORDS: Record<Kind, string> = {
 	keys: "key",
 };
 
-/** One `${UPSTREAM_…}` reference. */
-const REFERENCE = /\$\{UPSTREAM_[A-Z0-9_]+\}/g;
 /** Headers whose value is a credential by name. */
 const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|auth|password|session/i;
-/** What a value left after its references looks like when it is an auth scheme only ("Bearer "). */
-const SCHEME_ONLY = /^(?:[A-Za-z][A-Za-z0-9-]* )?$/;
 /** A run that looks like a token: long, without spaces, of base64 or hex characters. */
 const TOKEN_LIKE = /[A-Za-z0-9+/_=.-]{24,}/;
-
-/** A header value the admin API shows as written (src/edge/admin-views.ts): references after at most an auth scheme. */
-function isReferencesOnly(value: string): boolean {
-	return value.includes("${UPSTREAM_") && SCHEME_ONLY.test(value.replace(REFERENCE, ""));
-}
 
 /** Literal secrets in a server's headers: refused for credential headers, warned about for token-like values. */
 function secretFindings(name: string, headers: Record<string, string>, refusals: string[], warnings: string[]): void {
 	for (const [header, value] of Object.entries(headers)) {
 		const literal = value.replace(REFERENCE, "");
 		if (SCHEME_ONLY.test(literal)) continue;
-		const suggested = `UPSTREAM_${name.toUpperCase().replaceAll("-", "_")}_${header.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}`;
-		const fix = `put the secret in a Worker secret (npx wrangler secret put ${suggested}) and write \${${suggested}} in its place`;
+		const fix = referenceFix(name, header);
 		if (CREDENTIAL_HEADER.test(header)) {
 			refusals.push(`servers.${name}.headers.${header} holds a literal credential; ${fix}.`);
 		} else if (TOKEN_LIKE.test(literal)) {
@@ -117,7 +109,16 @@ function comparableServer(
 			headers[header] = "***";
 		}
 	}
-	return { ...desired, url, headers };
+	const openapi =
+		desired.openapi === undefined
+			? undefined
+			: comparableOpenApi(
+					`servers.${name}.openapi`,
+					desired.openapi as Record<string, unknown>,
+					held?.body.openapi as Record<string, unknown> | undefined,
+					warnings,
+				);
+	return { ...desired, url, headers, openapi };
 }
 
 /** The plan from a parsed config and the gateway's state; `prune` deletes what the file does not declare. */
@@ -125,6 +126,7 @@ export function makePlan(config: GatewayConfig, held: HeldState, options: { prun
 	const plan: Plan = { changes: [], unchanged: 0, warnings: [], refusals: [] };
 	for (const [name, server] of Object.entries(config.servers)) {
 		secretFindings(name, server.headers, plan.refusals, plan.warnings);
+		plan.refusals.push(...credentialFindings(name, server.openapi));
 	}
 	plan.refusals.push(...referenceProblems(config, held, options.prune));
 	const deletes: Change[] = [];
@@ -133,7 +135,7 @@ export function makePlan(config: GatewayConfig, held: HeldState, options: { prun
 		const byName = new Map<string, HeldEntry[]>();
 		for (const entry of held[kind]) byName.set(entry.name, [...(byName.get(entry.name) ?? []), entry]);
 		for (const [name, raw] of Object.entries(declared)) {
-			const body = canonical(raw) as Record<string, unknown>;
+			const body = withDocumentAsGiven(canonical(raw) as Record<string, unknown>, raw);
 			const candidates = byName.get(name) ?? [];
 			byName.delete(name);
 			if (kind === "keys") {
@@ -144,7 +146,8 @@ export function makePlan(config: GatewayConfig, held: HeldState, options: { prun
 			const comparable = kind === "servers" ? comparableServer(name, body, current, plan.warnings) : body;
 			if (!current) plan.changes.push({ kind, name, action: "create", body, diff: diffBodies({}, comparable) });
 			else {
-				const diff = diffBodies(current.body, comparable);
+				// A document is one field of a plan, however many lines it has.
+				const diff = foldDocumentChanges(diffBodies(current.body, comparable), current.body, comparable);
 				if (diff.length === 0) plan.unchanged++;
 				else plan.changes.push({ kind, name, action: "replace", body, diff });
 			}

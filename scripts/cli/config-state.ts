@@ -4,8 +4,8 @@
  * holds compare field by field (`mcpgw plan`) and export writes the same format.
  */
 import type { z } from "zod";
-import { maskedUrl } from "../../src/upstream/upstream-target.ts";
 import type { AdminClient } from "./admin-client.ts";
+import { heldOpenApi, maskedOpenApiNotes } from "./config-openapi.ts";
 import { ENTRY_SCHEMAS, type GatewayConfig, KINDS, type Kind } from "./gateway-config.ts";
 
 /** A JSON value with object keys sorted and absent (undefined, null) fields dropped: one spelling per value. */
@@ -42,7 +42,10 @@ export interface ListedKey {
 export interface HeldEntry {
 	name: string;
 	body: Record<string, unknown>;
-	/** Keys: the id; others: the generation and updatedAt, which an idempotent apply leaves alone. */
+	/**
+	 * Keys: the id; others: the generation and updatedAt, which an idempotent
+	 * apply leaves alone; a document server: its inline document as given.
+	 */
 	meta: Record<string, unknown>;
 }
 
@@ -58,6 +61,16 @@ function bodyOf(kind: Kind, record: Record<string, unknown>): Record<string, unk
 	return canonical(parsed.success ? parsed.data : picked) as Record<string, unknown>;
 }
 
+/**
+ * An inline document as it was given, for export: the body is canonical
+ * (keys sorted, nulls dropped) to compare, which a document must not be when
+ * it is written back.
+ */
+function documentOf(record: Record<string, unknown>): { document?: unknown } {
+	const openapi = record.openapi as { document?: unknown } | undefined;
+	return openapi?.document === undefined ? {} : { document: openapi.document };
+}
+
 /** Everything the gateway holds, section by section. */
 export async function readHeldState(client: AdminClient): Promise<HeldState> {
 	const [servers, virtualServers, accessRules, policies, keys] = await Promise.all([
@@ -67,14 +80,22 @@ export async function readHeldState(client: AdminClient): Promise<HeldState> {
 		client.request<{ policies: Record<string, unknown>[] }>("GET", "/policies"),
 		client.request<{ keys: ListedKey[] }>("GET", "/keys"),
 	]);
+	// A document server's openapi as the body that made it (its inline document read from the gateway).
+	const serverRecords = await Promise.all(
+		servers.servers.map(async (record) =>
+			record.openapi === undefined
+				? record
+				: { ...record, openapi: await heldOpenApi(client, String(record.name), record.openapi) },
+		),
+	);
 	const named = (kind: Kind, records: Record<string, unknown>[]): HeldEntry[] =>
 		records.map((record) => ({
 			name: String(record.name),
 			body: bodyOf(kind, record),
-			meta: { generation: record.generation, updatedAt: record.updatedAt },
+			meta: { generation: record.generation, updatedAt: record.updatedAt, ...documentOf(record) },
 		}));
 	return {
-		servers: named("servers", servers.servers),
+		servers: named("servers", serverRecords),
 		virtualServers: named("virtualServers", virtualServers.virtualServers),
 		accessRules: named("accessRules", accessRules.accessRules),
 		policies: named("policies", policies.policies),
@@ -87,11 +108,11 @@ export async function readHeldState(client: AdminClient): Promise<HeldState> {
 }
 
 /**
- * The fields each section's entries must have (of a server, the one of url and
- * connector it has); the rest have defaults, which export leaves out.
+ * The fields each section's entries must have (of a server, the one of url,
+ * connector and openapi it has); the rest have defaults, which export leaves out.
  */
 const REQUIRED: Record<Kind, readonly string[]> = {
-	servers: ["url", "connector"],
+	servers: ["url", "connector", "openapi"],
 	virtualServers: ["servers"],
 	accessRules: ["match"],
 	policies: ["expression", "effect"],
@@ -132,6 +153,10 @@ export function exportConfig(
 				continue;
 			}
 			section[entry.name] = withoutDefaults(kind, entry.body);
+			if (entry.meta.document !== undefined) {
+				const body = section[entry.name] as { openapi: Record<string, unknown> };
+				body.openapi = { ...body.openapi, document: entry.meta.document };
+			}
 			if (kind === "servers") notes.push(...maskedNotes(entry));
 		}
 		config[kind] = section;
@@ -153,12 +178,8 @@ function maskedNotes(entry: HeldEntry): string[] {
 	if (typeof entry.body.url === "string" && entry.body.url.includes("=***")) {
 		notes.push(`servers.${entry.name}.url has query values the gateway masks: exported as "***".`);
 	}
+	notes.push(...maskedOpenApiNotes(entry.name, entry.body.openapi as Record<string, unknown> | undefined));
 	return notes;
-}
-
-/** A server's URL as the admin API shows it (query values masked), to compare a file's URL with it. */
-export function comparableUrl(url: string): string {
-	return URL.canParse(url) ? maskedUrl(url) : url;
 }
 
 export type { GatewayConfig };

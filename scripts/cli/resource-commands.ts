@@ -3,6 +3,7 @@
  * virtual-servers, keys, rules (access rules), policies, connections and tools. Each request is the
  * admin API's (docs/admin-api.md); what it refuses is reported in its words.
  */
+import { readFileSync } from "node:fs";
 import { type Command, Option } from "commander";
 import { closestName } from "../../src/primitives/closest-name.ts";
 import { quotedName } from "../../src/registry/quoted-names.ts";
@@ -41,6 +42,71 @@ function headersFrom(values: string[] | undefined): Record<string, string> | und
 	);
 }
 
+/** `scheme=value` credentials into an object, by security scheme name. */
+function credentialsFrom(values: string[] | undefined): Record<string, string> | undefined {
+	if (!values) return undefined;
+	return Object.fromEntries(
+		values.map((value) => {
+			const equals = value.indexOf("=");
+			if (equals <= 0)
+				throw new CliError(`--credential: '${value}' is not 'scheme=value' (a security scheme's name, then =).`);
+			return [value.slice(0, equals), value.slice(equals + 1)];
+		}),
+	);
+}
+
+/**
+ * The body's `openapi` from `--openapi <url|file>`: an http(s) URL is sent as
+ * `url` (the gateway fetches it), anything else is a file read here and sent
+ * as `document`, its text as written (JSON or YAML: the gateway reads both).
+ */
+function openApiFrom(options: { openapi?: string; baseUrl?: string; credential?: string[] }) {
+	if (options.openapi === undefined) {
+		if (options.baseUrl !== undefined || options.credential !== undefined)
+			throw new CliError(
+				"--base-url and --credential describe an OpenAPI server: give --openapi <url|file> with them.",
+			);
+		return undefined;
+	}
+	const source = options.openapi;
+	const byUrl = URL.canParse(source) && /^https?:$/.test(new URL(source).protocol);
+	let document: string | undefined;
+	if (!byUrl) {
+		try {
+			document = readFileSync(source, "utf8");
+		} catch (error) {
+			throw new CliError(
+				`--openapi: '${source}' is neither an http(s) URL nor a file that can be read (${(error as Error).message}).`,
+				{
+					cause: error,
+				},
+			);
+		}
+	}
+	const given = {
+		url: byUrl ? source : undefined,
+		document,
+		baseUrl: options.baseUrl,
+		credentials: credentialsFrom(options.credential),
+	};
+	return Object.fromEntries(Object.entries(given).filter(([, value]) => value !== undefined));
+}
+
+/** What the list's URL column says of a server with no address of its own. */
+function addressCell(server: Row): Row {
+	if (server.connector) return { ...server, url: "(connectors)" };
+	const openapi = server.openapi as { tools?: unknown } | undefined;
+	if (openapi) return { ...server, url: `(openapi: ${String(openapi.tools)} tools)` };
+	return server;
+}
+
+/** A server as the PUT answered it, then the notes on its document (operations left out, and why). */
+function shownServer(server: Row): string {
+	const { notes, ...rest } = server;
+	const lines = Array.isArray(notes) ? notes.map((note) => `note: ${String(note)}`) : [];
+	return [details(rest), ...lines].join("\n");
+}
+
 /** `'demoo' (did you mean 'demo'?)`: a name the listed ones lack, with the one most likely meant. */
 function nameLike(name: string, listed: readonly string[]): string {
 	return quotedName(name, closestName(name, listed));
@@ -57,8 +123,8 @@ function servers(program: Command): void {
 		.description("list servers")
 		.action(async (_options, command: Command) => {
 			const { servers } = await clientFor(command).request<{ servers: Row[] }>("GET", "/servers");
-			// A server reached through connectors has no URL: the column says how it is reached instead.
-			const rows = servers.map((server) => (server.connector ? { ...server, url: "(connectors)" } : server));
+			// A server reached through connectors or made from a document has no URL: the column says how it is reached instead.
+			const rows = servers.map(addressCell);
 			print(command, servers, () =>
 				table(rows, [
 					["NAME", "name"],
@@ -87,6 +153,16 @@ function servers(program: Command): void {
 		// Not --url, which names the gateway.
 		.option("--upstream <url>", "the upstream's MCP endpoint (the body's url)")
 		.option("--connector", 'reached through connectors (mcpgw connect) instead of a URL (the body\'s "connector": {})')
+		.option(
+			"--openapi <url|file>",
+			"made from an OpenAPI document (3.x or Swagger 2.0, JSON or YAML): a URL the gateway fetches, or a file sent as the document",
+		)
+		.option("--base-url <url>", "with --openapi: where the API's paths go (absent: the document's first server)")
+		.option(
+			"--credential <scheme=value>",
+			"with --openapi: a security scheme's credential, repeatable; secrets as ${UPSTREAM_NAME} references",
+			collect,
+		)
 		.option("--header <header>", "'Name: value', repeatable; secrets as ${UPSTREAM_NAME} references", collect)
 		.option("--timeout-seconds <seconds>", "how long an upstream request may take", integerOption("--timeout-seconds"))
 		// The flag's name before it took the field's; kept so that scripts written with it still run.
@@ -100,6 +176,7 @@ function servers(program: Command): void {
 			const body = bodyFrom(options, {
 				url: options.upstream,
 				connector: options.connector ? {} : undefined,
+				openapi: openApiFrom(options),
 				headers: headersFrom(options.header),
 				timeoutSeconds: options.timeoutSeconds ?? options.timeout,
 				protocol: options.protocol,
@@ -111,7 +188,7 @@ function servers(program: Command): void {
 				`/servers/${encodeURIComponent(name)}?check=${options.check}`,
 				body,
 			);
-			print(command, server, () => details(server));
+			print(command, server, () => shownServer(server));
 		});
 	group
 		.command("remove <name>")

@@ -35,7 +35,9 @@ export async function fetchDocument(
 			}
 			let response: Response;
 			try {
-				response = await options.fetch(current, {
+				// Called on its own: workerd's fetch refuses to run as a method of another object ("Illegal invocation").
+				const fetcher = options.fetch;
+				response = await fetcher(current, {
 					headers: { accept: "application/json, application/yaml, text/yaml, */*;q=0.5" },
 					redirect: "manual",
 					signal: deadline.signal,

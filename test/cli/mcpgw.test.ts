@@ -1,4 +1,6 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -225,6 +227,94 @@ describe("each resource: add, list, show, remove with --json", () => {
 		const gone = await mcpgw(["connector-tokens", "list", name]);
 		expect(gone.code).toBe(1);
 		expect(gone.stderr).toContain(`Not Found: no server named '${name}'.`);
+	});
+
+	it("servers add --openapi <file> sends the file's YAML as the document with --base-url and --credential; the list says (openapi: N tools), a literal credential is masked, and the PUT's notes are printed", async () => {
+		const name = uniqueName("oa-file");
+		const file = join(mkdtempSync(join(tmpdir(), "mcpgw-openapi-")), "notes.yaml");
+		writeFileSync(file, SWAGGER_NOTES_YAML);
+		const args = ["servers", "add", name, "--openapi", file, "--base-url", "http://127.0.0.1:9/v2", "--no-check"];
+		const credentials = ["--credential", "apiKey=${UPSTREAM_NOTES_KEY}", "--credential", "basic=user:hush-hush"];
+		const added = await mcpgwJson<Record<string, unknown> & { notes: string[] }>([...args, ...credentials]);
+		expect(added).toMatchObject({
+			name,
+			openapi: {
+				document: "inline",
+				baseUrl: "http://127.0.0.1:9/v2",
+				credentials: { apiKey: "${UPSTREAM_NOTES_KEY}", basic: "***" },
+				tools: 2,
+			},
+		});
+		expect(added).not.toHaveProperty("url");
+		// A Swagger 2.0 document is converted to be read, and the notes say so.
+		expect(added.notes.length).toBeGreaterThan(0);
+		// The file's text is what the gateway keeps, as written.
+		expect(await adminGet(`/servers/${name}/openapi`)).toEqual({ document: SWAGGER_NOTES_YAML });
+		const again = await mcpgw([...args, ...credentials]);
+		expect(again.code, again.stderr).toBe(0);
+		for (const note of added.notes) expect(again.stdout).toContain(`\nnote: ${note}`);
+		expect(again.stdout).not.toContain("hush-hush");
+		const table = await mcpgw(["servers", "list"]);
+		expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(openapi: 2 tools\\)\\s`, "m"));
+		await mcpgwJson(["servers", "remove", name]);
+	});
+
+	it("servers add --openapi <url> registers the document by its URL, which the gateway fetches", async () => {
+		const name = uniqueName("oa-url");
+		const served = await serveDocument(JSON.stringify(NOTES_DOCUMENT));
+		try {
+			const added = await mcpgwJson<Record<string, unknown>>([
+				"servers",
+				"add",
+				name,
+				"--openapi",
+				served.url,
+				"--no-check",
+			]);
+			expect(added).toMatchObject({ name, openapi: { url: served.url, credentials: {}, tools: 2 } });
+			expect(served.requests()).toBe(1);
+			const table = await mcpgw(["servers", "list"]);
+			expect(table.stdout).toMatch(new RegExp(`^${name}\\s+\\(openapi: 2 tools\\)\\s`, "m"));
+		} finally {
+			await served.close();
+			await mcpgw(["servers", "remove", name]);
+		}
+	});
+
+	it("--openapi options the CLI cannot read are refused with a sentence naming the option, and nothing is registered", async () => {
+		const name = uniqueName("oa-bad");
+		const missing = await mcpgw(["servers", "add", name, "--openapi", join(tmpdir(), "no-such-document.yaml")]);
+		expect(missing.code).toBe(1);
+		expect(missing.stderr).toContain(
+			`mcpgw: --openapi: '${join(tmpdir(), "no-such-document.yaml")}' is neither an http(s) URL nor a file that can be read`,
+		);
+		const credential = await mcpgw([
+			"servers",
+			"add",
+			name,
+			"--openapi",
+			"https://api.example.com/openapi.json",
+			"--credential",
+			"apiKey",
+		]);
+		expect(credential.code).toBe(1);
+		expect(credential.stderr).toBe(
+			"mcpgw: --credential: 'apiKey' is not 'scheme=value' (a security scheme's name, then =).\n",
+		);
+		const alone = await mcpgw([
+			"servers",
+			"add",
+			name,
+			"--upstream",
+			upstream(),
+			"--base-url",
+			"https://api.example.com",
+		]);
+		expect(alone.code).toBe(1);
+		expect(alone.stderr).toBe(
+			"mcpgw: --base-url and --credential describe an OpenAPI server: give --openapi <url|file> with them.\n",
+		);
+		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
 	});
 
 	it("keys: the secret once on add, never on list or show", async () => {
@@ -534,7 +624,7 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(section.stderr).toContain('the file: unknown field "server" (did you mean "servers"?)');
 		const far = await mcpgw(["plan", "-f", configFile({ servers: { demo: { url: upstream(), colour: "blue" } } })]);
 		expect(far.stderr).toContain(
-			'servers.demo: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds,',
+			'servers.demo: unknown field "colour"; the fields are url, connector, openapi, headers, timeoutSeconds,',
 		);
 	});
 
@@ -636,8 +726,184 @@ describe("configuration as code: plan, apply, export", () => {
 		await mcpgwJson(["servers", "remove", name]);
 	});
 
+	it("servers made from OpenAPI documents round-trip through apply, plan and export: a YAML document as its text, a JSON one as its object, a URL as its URL, credentials as their references", async () => {
+		const [yaml, json, byUrl] = [uniqueName("oa-yaml"), uniqueName("oa-json"), uniqueName("oa-url")];
+		const served = await serveDocument(JSON.stringify(NOTES_DOCUMENT));
+		try {
+			const declared = {
+				[yaml]: {
+					openapi: { document: SWAGGER_NOTES_YAML, credentials: { apiKey: "${UPSTREAM_NOTES_KEY}" } },
+					pinning: "off",
+				},
+				[json]: { openapi: { document: NOTES_DOCUMENT, baseUrl: "http://127.0.0.1:9/v3" } },
+				[byUrl]: { openapi: { url: served.url } },
+			};
+			const file = configFile({ servers: declared });
+			const applied = await mcpgw(["apply", "-f", file]);
+			expect(applied.code, applied.stderr).toBe(0);
+			for (const name of [yaml, json, byUrl]) expect(applied.stdout).toContain(`created server ${name}`);
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+			const output = join(dirname(file), "exported.json");
+			const exported = await mcpgw(["export", "-o", output]);
+			expect(exported.code, exported.stderr).toBe(0);
+			const text = readFileSync(output, "utf8");
+			const servers = JSON.parse(text).servers;
+			expect(servers[yaml]).toEqual(declared[yaml]);
+			expect(servers[json]).toEqual(declared[json]);
+			expect(servers[byUrl]).toEqual(declared[byUrl]);
+			// The JSON document is written back as given, its keys in the document's order.
+			expect(Object.keys(servers[json].openapi.document)).toEqual(Object.keys(NOTES_DOCUMENT));
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", output])).changes).toEqual([]);
+		} finally {
+			await served.close();
+			for (const name of [yaml, json, byUrl]) await mcpgw(["servers", "remove", name]);
+		}
+	});
+
+	it("plan shows a changed document as one field named by size and digest, and a changed URL as its URLs; apply makes both", async () => {
+		const [inline, byUrl] = [uniqueName("oa-doc"), uniqueName("oa-moved")];
+		const [first, second] = [
+			await serveDocument(JSON.stringify(NOTES_DOCUMENT)),
+			await serveDocument(JSON.stringify(NOTES_DOCUMENT)),
+		];
+		try {
+			const before = configFile({
+				servers: { [inline]: { openapi: { document: NOTES_DOCUMENT } }, [byUrl]: { openapi: { url: first.url } } },
+			});
+			expect((await mcpgw(["apply", "-f", before])).code).toBe(0);
+			const grown = structuredClone(NOTES_DOCUMENT) as typeof NOTES_DOCUMENT & { paths: Record<string, unknown> };
+			grown.paths["/notes/{id}"] = {
+				delete: {
+					operationId: "deleteNote",
+					parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+					responses: { "204": { description: "gone" } },
+				},
+			};
+			const after = configFile({
+				servers: { [inline]: { openapi: { document: grown } }, [byUrl]: { openapi: { url: second.url } } },
+			});
+			const plan = await mcpgw(["plan", "-f", after]);
+			expect(plan.code, plan.stdout).toBe(0);
+			const digest = String.raw`"\(document, \d+ bytes, sha256 [0-9a-f]{12}…\)"`;
+			expect(plan.stdout).toMatch(
+				new RegExp(`~ replace server ${inline}\n    openapi.document: ${digest} → ${digest}\n(?! {4})`),
+			);
+			expect(plan.stdout).toContain(`~ replace server ${byUrl}\n    openapi.url: "${first.url}" → "${second.url}"`);
+			expect((await mcpgw(["apply", "-f", after])).code).toBe(0);
+			expect(await mcpgwJson(["servers", "show", inline, "--no-check"])).toMatchObject({ openapi: { tools: 3 } });
+			expect(await mcpgwJson(["servers", "show", byUrl, "--no-check"])).toMatchObject({ openapi: { url: second.url } });
+			expect(second.requests()).toBe(1);
+			expect((await mcpgwJson<PlanJson>(["plan", "-f", after])).changes).toEqual([]);
+		} finally {
+			await Promise.all([first.close(), second.close()]);
+			for (const name of [inline, byUrl]) await mcpgw(["servers", "remove", name]);
+		}
+	});
+
+	it("a literal credential in openapi.credentials is refused by plan with a sentence saying what to do, and export notes one the gateway masks", async () => {
+		const name = uniqueName("oa-leaky");
+		const file = configFile({
+			servers: { [name]: { openapi: { document: SWAGGER_NOTES_YAML, credentials: { basic: "user:hush-hush" } } } },
+		});
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		const secret = `UPSTREAM_${name.toUpperCase().replaceAll("-", "_")}_BASIC`;
+		expect(plan.stdout).toContain(
+			`refused: servers.${name}.openapi.credentials.basic holds a literal credential; put the secret in a Worker secret (npx wrangler secret put ${secret}) and write \${${secret}} in its place.`,
+		);
+		expect((await mcpgw(["apply", "-f", file])).code).toBe(1);
+		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
+		const oaFile = join(dirname(file), "notes.yaml");
+		writeFileSync(oaFile, SWAGGER_NOTES_YAML);
+		await mcpgwJson([
+			"servers",
+			"add",
+			name,
+			"--openapi",
+			oaFile,
+			"--credential",
+			"basic=user:hush-hush",
+			"--no-check",
+		]);
+		try {
+			const exported = await mcpgw(["export"]);
+			expect(exported.stderr).toContain(
+				`note: servers.${name}.openapi.credentials.basic holds a literal value the gateway masks: exported as "***"; write a \${UPSTREAM_…} reference instead.`,
+			);
+			expect(exported.stdout).not.toContain("hush-hush");
+		} finally {
+			await mcpgwJson(["servers", "remove", name]);
+		}
+	});
+
 	it("gateway.config.schema.json is what npm run config-schema writes now", () => {
 		// Compared as JSON: the formatter may lay the committed file out differently.
 		expect(JSON.parse(readFileSync(SCHEMA_FILE, "utf8"))).toEqual(JSON.parse(schemaText()));
 	});
 });
+
+/** `GET /admin<path>` with the project's admin token, its JSON. */
+async function adminGet(path: string): Promise<unknown> {
+	const response = await fetch(`${inject("cliGatewayUrl")}/admin${path}`, {
+		headers: { authorization: `Bearer ${inject("cliAdminToken")}` },
+	});
+	return response.json();
+}
+
+/** A Swagger 2.0 document in YAML: two operations, an API key and HTTP basic. */
+const SWAGGER_NOTES_YAML = `swagger: "2.0"
+info:
+  title: Notes
+  version: "1"
+host: 127.0.0.1:9
+basePath: /api
+schemes: [http]
+securityDefinitions:
+  apiKey: { type: apiKey, in: header, name: X-Api-Key }
+  basic: { type: basic }
+security:
+  - apiKey: []
+paths:
+  /notes:
+    get:
+      operationId: listNotes
+      responses: { "200": { description: the notes } }
+    post:
+      operationId: createNote
+      parameters:
+        - { in: body, name: note, schema: { type: object, properties: { text: { type: string } } } }
+      responses: { "201": { description: made } }
+`;
+
+/** The same API as OpenAPI 3.1 JSON, without security. */
+const NOTES_DOCUMENT = {
+	openapi: "3.1.0",
+	info: { title: "Notes", version: "1" },
+	servers: [{ url: "http://127.0.0.1:9/api" }],
+	paths: {
+		"/notes": {
+			get: { operationId: "listNotes", responses: { "200": { description: "the notes" } } },
+			post: {
+				operationId: "createNote",
+				requestBody: { content: { "application/json": { schema: { type: "object" } } } },
+				responses: { "201": { description: "made" } },
+			},
+		},
+	},
+};
+
+/** A document served on loopback, as a REST API serves its own: its URL and how often it was fetched. */
+async function serveDocument(text: string): Promise<{ url: string; requests(): number; close(): Promise<void> }> {
+	let requests = 0;
+	const server = createServer((_request, response) => {
+		requests += 1;
+		response.writeHead(200, { "content-type": "application/json" }).end(text);
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	const { port } = server.address() as AddressInfo;
+	return {
+		url: `http://127.0.0.1:${port}/openapi.json`,
+		requests: () => requests,
+		close: () => new Promise((resolve) => server.close(() => resolve())),
+	};
+}

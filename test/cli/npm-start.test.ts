@@ -8,6 +8,8 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSyn
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { busyServices, LOCAL_SERVICES, type LocalService, localPorts } from "../../scripts/local-ports.ts";
 import { type Child, HOST, Processes, waitForLine } from "../../scripts/processes.ts";
@@ -44,13 +46,13 @@ function projectCopy(): string {
 	return dir;
 }
 
-/** A base port whose seven ports are all free now, well away from 8787 and the OS's ephemeral range. */
+/** A base port whose eight ports are all free now, well away from 8787 and the OS's ephemeral range. */
 async function freeBase(): Promise<number> {
 	for (let tried = 0; tried < 50; tried += 1) {
 		const base = 20_000 + Math.floor(Math.random() * 12_000);
 		if ((await busyServices(localPorts(base), ALL_SERVICES)).length === 0) return base;
 	}
-	throw new Error("no base port with seven free ports after it");
+	throw new Error("no base port with eight free ports after it");
 }
 
 /** `npm start -- --port <base>` in `dir`; `lines` gets everything it prints (`output` keeps only the last lines). */
@@ -134,6 +136,40 @@ function occupy(port: number): Promise<Server> {
 	});
 }
 
+/** The API key npm start made, kept in .wrangler/local-dev-key as `<id> <key>`. */
+function localDevKey(dir: string): string {
+	const [, key = ""] = readFileSync(join(dir, ".wrangler", "local-dev-key"), "utf8")
+		.trim()
+		.split(" ");
+	return key;
+}
+
+/** rest-demo's operations listed as tools through the gateway with an SDK client, and getNote called: one request to the API. */
+async function expectRestDemoCall(endpoint: string, key: string): Promise<void> {
+	const client = new Client({ name: "npm-start-test", version: "1" });
+	await client.connect(
+		new StreamableHTTPClientTransport(new URL(endpoint), {
+			requestInit: { headers: { authorization: `Bearer ${key}` } },
+		}),
+	);
+	try {
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name).sort()).toEqual([
+			"createNote",
+			"deleteNote",
+			"getNote",
+			"listNotes",
+			"searchNotes",
+			"updateNote",
+		]);
+		const result = await client.callTool({ name: "getNote", arguments: { noteId: "1" } });
+		expect(result.isError ?? false, JSON.stringify(result)).toBe(false);
+		expect(JSON.stringify(result.content)).toContain("Welcome");
+	} finally {
+		await client.close();
+	}
+}
+
 describe("npm start", () => {
 	it("runs on the base port it is given (--port), every service and registration beside it, and a SIGTERM to npm stops every process it started and frees every port", {
 		timeout: READY_MS + 60_000,
@@ -171,6 +207,13 @@ describe("npm start", () => {
 		expect(files.url).toBeUndefined();
 		expect(files.connectors).toHaveLength(1);
 		expect(lines.some((line) => line.startsWith("[connector] mcpgw connect: connected to"))).toBe(true);
+		// The demo REST API is a server made from its OpenAPI document: its tools listed, and a call answered, through the gateway.
+		const restDocument = `http://${HOST}:${ports.restDemo}/openapi.json`;
+		expect(await server("rest-demo")).toMatchObject({ openapi: { url: restDocument } });
+		expect(lines.some((line) => line.includes(`(${restDocument}) and answers each operation as a tool itself`))).toBe(
+			true,
+		);
+		await expectRestDemoCall(`http://${HOST}:${base}/mcp/rest-demo`, localDevKey(dir));
 
 		const npmPid = npm.process.pid ?? 0;
 		const tree = descendants(npmPid);

@@ -8,12 +8,26 @@ import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-call
  * to be the shape the page expects; a change there fails here, by name).
  */
 
+/**
+ * Where a document server's tools come from, as the admin API shows it: the
+ * document's URL or "inline", the base URL the operator gave, its credentials
+ * by scheme (masked unless only references) and how many tools it made.
+ */
+const OpenApiSchema = z.object({
+	url: z.string().optional(),
+	document: z.literal("inline").optional(),
+	baseUrl: z.string().optional(),
+	credentials: z.record(z.string(), z.string()),
+	tools: z.number(),
+});
+export type OpenApiView = z.output<typeof OpenApiSchema>;
 const ServersSchema = z.object({
 	servers: z.array(
 		z.object({
 			name: z.string(),
-			// Absent for a server reached through connectors (`connector: {}`), which has no address.
+			// Absent for a server reached through connectors (`connector: {}`) or made from a document (`openapi`).
 			url: z.string().optional(),
+			openapi: OpenApiSchema.optional(),
 			auth: z.object({ type: z.string() }),
 			pinning: z.string(),
 		}),
@@ -35,10 +49,11 @@ const ConnectorSchema = z.object({
 	sessions: z.number(),
 });
 export type ConnectorView = z.output<typeof ConnectorSchema>;
-/** A server's check; a connector server also lists its connectors online. */
+/** A server's check; a connector server also lists its connectors online, a document server says where its document came from. */
 const CheckedSchema = z.object({
 	check: CheckSchema,
 	connector: z.object({}).optional(),
+	openapi: OpenApiSchema.optional(),
 	connectors: z.array(ConnectorSchema).optional(),
 });
 const ConnectorTokensSchema = z.object({
@@ -107,7 +122,7 @@ export type Check = z.output<typeof CheckSchema>;
 /** One server as the overview lists it: its check and its tools against their pins (each, or why not). */
 export interface ServerRow {
 	name: string;
-	/** null: reached through connectors. */
+	/** null: reached through connectors, or made from a document. */
 	url: string | null;
 	auth: string;
 	pinning: string;
@@ -115,6 +130,8 @@ export interface ServerRow {
 	tools: ToolsView | Failed;
 	/** null: reached by its URL. */
 	connectors: ConnectorsView | null;
+	/** null: not made from an OpenAPI document. */
+	openapi: OpenApiView | null;
 }
 
 export interface Overview {
@@ -153,23 +170,24 @@ export function needingApproval(view: ToolsView): string[] {
 		.map((tool) => tool.name);
 }
 
+/** What a server's page shows besides its name. */
+export type ServerDetail = Pick<ServerRow, "check" | "tools" | "connectors" | "openapi">;
+
 /** One server's check and tool states. */
-export async function serverDetail(
-	caller: AdminCaller,
-	name: string,
-): Promise<{ check: Check | Failed; tools: ToolsView | Failed; connectors: ConnectorsView | null }> {
+export async function serverDetail(caller: AdminCaller, name: string): Promise<ServerDetail> {
 	const [checked, tools] = await Promise.all([
 		orFailed(() => readAdmin(caller, `/servers/${segment(name)}?check=true`, CheckedSchema)),
 		orFailed(() => readAdmin(caller, `/servers/${segment(name)}/tools`, ToolsViewSchema)),
 	]);
-	if ("failed" in checked) return { check: checked, tools, connectors: null };
-	// A server reached by URL reads nothing more: its page is as before.
-	if (!checked.connector) return { check: checked.check, tools, connectors: null };
+	if ("failed" in checked) return { check: checked, tools, connectors: null, openapi: null };
+	const openapi = checked.openapi ?? null;
+	// A server reached by URL or made from a document reads nothing more.
+	if (!checked.connector) return { check: checked.check, tools, connectors: null, openapi };
 	const tokens = await orFailed(
 		async () =>
 			(await readAdmin(caller, `/servers/${segment(name)}/connector-tokens`, ConnectorTokensSchema)).connectorTokens,
 	);
-	return { check: checked.check, tools, connectors: { online: checked.connectors ?? [], tokens } };
+	return { check: checked.check, tools, connectors: { online: checked.connectors ?? [], tokens }, openapi };
 }
 
 /** Everything the overview shows. */
@@ -192,6 +210,8 @@ export async function readOverview(caller: AdminCaller): Promise<Overview> {
 					auth: server.auth.type,
 					pinning: server.pinning,
 					...(await serverDetail(caller, server.name)),
+					// From the list, so that a row says where its tools come from even when its check failed.
+					openapi: server.openapi ?? null,
 				})),
 			)),
 		);

@@ -121,6 +121,19 @@ function Names(props: { names: readonly string[] }) {
 /** Names a list, or "all" for a grant of everything (null). */
 const allOr = (names: readonly string[] | null | undefined) => (names ? <Names names={names} /> : "all");
 
+/** Under a server's name, how a server without an address of its own is reached. */
+function ReachedBy(props: { row: ServerRow }) {
+	const { row } = props;
+	const how = row.openapi ? "from an OpenAPI document" : row.url === null ? "via connectors" : null;
+	if (how === null) return null;
+	return (
+		<>
+			<br />
+			<span class="muted">{how}</span>
+		</>
+	);
+}
+
 function Servers(props: { servers: ServerRow[] }) {
 	return (
 		<section id="servers">
@@ -131,12 +144,7 @@ function Servers(props: { servers: ServerRow[] }) {
 				rows={props.servers.map((row) => [
 					<>
 						<a href={`${DASHBOARD_UI}/servers/${encodeURIComponent(row.name)}`}>{row.name}</a>
-						{row.url === null ? (
-							<>
-								<br />
-								<span class="muted">via connectors</span>
-							</>
-						) : null}
+						<ReachedBy row={row} />
 					</>,
 					<CheckState check={row.check} />,
 					// An era is one word: never split at its hyphens.

@@ -1,7 +1,7 @@
 import { DASHBOARD_HOME, DASHBOARD_UI } from "./layout.tsx";
 import type { NewKey } from "./new-key.ts";
 import { CheckState, DataTable } from "./overview.tsx";
-import type { Check, ConnectorsView, Failed, ToolsView } from "./overview-data.ts";
+import type { ConnectorsView, OpenApiView, ServerDetail, ToolsView } from "./overview-data.ts";
 import { needingApproval } from "./overview-data.ts";
 
 /** The dashboard's pages other than the overview: sign-in, one server's tools, a new key. */
@@ -46,12 +46,7 @@ const STATE_WORDS: Record<ToolsView["tools"][number]["state"], string> = {
 };
 
 /** One server: its check, and its tools against their pins, with approval for those that wait. */
-export function ServerPage(props: {
-	name: string;
-	check: Check | Failed;
-	tools: ToolsView | Failed;
-	connectors: ConnectorsView | null;
-}) {
+export function ServerPage(props: { name: string } & ServerDetail) {
 	const { name, tools } = props;
 	const action = `${DASHBOARD_UI}/servers/${encodeURIComponent(name)}`;
 	const waiting = "failed" in tools ? [] : needingApproval(tools);
@@ -64,6 +59,7 @@ export function ServerPage(props: {
 				{"failed" in props.check ? null : <span class="muted"> {props.check.detail}</span>}
 			</p>
 			{props.connectors ? <Connectors action={action} view={props.connectors} /> : null}
+			{props.openapi ? <OpenApiDocument view={props.openapi} /> : null}
 			<h2>Tools</h2>
 			{"failed" in tools ? (
 				<p class="bad">{tools.failed}</p>
@@ -115,6 +111,33 @@ function shownTime(time: string | number): string {
 		.toISOString()
 		.replace("T", " ")
 		.replace(/\.\d+Z$/, " UTC");
+}
+
+/**
+ * A server made from an OpenAPI document: where the document came from, where
+ * its calls go, how many tools it made, and its credentials by security scheme
+ * (as the admin API shows them: a literal masked, a `${UPSTREAM_…}` reference as written).
+ */
+function OpenApiDocument(props: { view: OpenApiView }) {
+	const { view } = props;
+	return (
+		<>
+			<h2>OpenAPI document</h2>
+			<p>
+				Document: {view.url === undefined ? "given inline (its text is kept in the registry)" : <code>{view.url}</code>}
+				.
+				<br />
+				Base URL: {view.baseUrl === undefined ? "the document's first server" : <code>{view.baseUrl}</code>}.
+				<br />
+				Tools: {view.tools} (its operations, before shaping). The gateway answers them itself.
+			</p>
+			<DataTable
+				head={["Security scheme", "Credential"]}
+				empty="No credentials: its requests carry none, unless the server's auth gives the caller's."
+				rows={Object.entries(view.credentials).map(([scheme, value]) => [scheme, <code>{value}</code>])}
+			/>
+		</>
+	);
 }
 
 /** A server reached through connectors: who is online for it, and the tokens they present. */

@@ -125,7 +125,7 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 			200,
 			`Server ${name}`,
 			<Shell operator={operator}>
-				<ServerPage name={name} check={detail.check} tools={detail.tools} connectors={detail.connectors} />
+				<ServerPage name={name} {...detail} />
 			</Shell>,
 		);
 	});
