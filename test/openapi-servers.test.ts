@@ -49,7 +49,7 @@ async function clientFor(name: string): Promise<{ client: Client; key: string }>
 	return { client, key };
 }
 
-function textOf(result: { content?: unknown }): string {
+function textOf(result: Record<string, unknown>): string {
 	return ((result.content as Array<{ type: string; text?: string }> | undefined) ?? [])
 		.map((block) => block.text ?? "")
 		.join("");
