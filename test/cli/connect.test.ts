@@ -11,6 +11,7 @@ import { InitializeResultSchema, ListToolsResultSchema } from "@modelcontextprot
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "../../scripts/cli/connect/backoff.ts";
 import { chunkFrames } from "../../scripts/cli/connect/frame-chunks.ts";
+import { challengeThroughConnector, upstreamMetadataUrls } from "../../scripts/cli/connect/resource-metadata.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
 import { MAX_FRAME_BYTES } from "../../src/connectors/frames.ts";
 import { mintConnectorToken } from "../../src/registry/connector-tokens.ts";
@@ -362,5 +363,24 @@ describe("pieces", () => {
 		const frames = chunkFrames(7, text);
 		expect(frames.map((frame) => frame.data).join("")).toBe(text);
 		for (const frame of frames) expect(Buffer.byteLength(JSON.stringify(frame))).toBeLessThanOrEqual(MAX_FRAME_BYTES);
+	});
+
+	test("a 401 naming its upstream's metadata names the connector address of it instead; metadata on another host is left alone", () => {
+		const upstream = "http://10.0.0.5:8080/mcp";
+		expect(
+			challengeThroughConnector(
+				'Bearer error="invalid_token", resource_metadata="http://10.0.0.5:8080/.well-known/oauth-protected-resource/mcp", scope="mcp"',
+				upstream,
+				SERVER,
+			),
+		).toBe(
+			'Bearer error="invalid_token", resource_metadata="https://connector.invalid/.well-known/oauth-protected-resource/files/mcp", scope="mcp"',
+		);
+		const elsewhere = 'Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"';
+		expect(challengeThroughConnector(elsewhere, upstream, SERVER)).toBe(elsewhere);
+		expect(upstreamMetadataUrls(upstream, "/.well-known/oauth-protected-resource")).toEqual([
+			"http://10.0.0.5:8080/.well-known/oauth-protected-resource/mcp",
+			"http://10.0.0.5:8080/.well-known/oauth-protected-resource",
+		]);
 	});
 });

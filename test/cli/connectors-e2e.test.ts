@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
@@ -10,6 +11,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type RunningGateway, startGateway } from "../../scripts/conformance/gateway.ts";
+import { Browser } from "../../scripts/fixtures/browser.ts";
+import type { OAuthUpstreamStats } from "../../scripts/fixtures/control-shapes.ts";
+import { type RunningOAuthUpstream, startOAuthUpstream } from "../../scripts/fixtures/oauth-upstream.ts";
 import type { RecordedRequest } from "../../scripts/fixtures/upstream-server.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
 import { type Child, Processes } from "../../scripts/processes.ts";
@@ -43,10 +47,13 @@ async function admin<T>(method: string, path: string, body?: unknown): Promise<{
 	return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
 }
 
-/** A connector server, a token for it and a key that may use it. */
-async function connectorServer(): Promise<{ name: string; token: string; tokenId: string; key: string }> {
+/** A connector server (with `auth`, when given), a token for it and a key that may use it. */
+async function connectorServer(
+	auth?: Record<string, unknown>,
+): Promise<{ name: string; token: string; tokenId: string; key: string }> {
 	const name = `files-${crypto.randomUUID().slice(0, 8)}`;
-	expect((await admin("PUT", `/servers/${name}`, { connector: {} })).status).toBe(201);
+	const body = auth === undefined ? { connector: {} } : { connector: {}, auth };
+	expect((await admin("PUT", `/servers/${name}`, body)).status).toBe(201);
 	const made = await admin<{ id: string; token: string }>("POST", `/servers/${name}/connector-tokens`);
 	expect(made.status).toBe(201);
 	const key = await admin<{ key: string }>("POST", "/keys", { name: `k-${name}`, servers: [name] });
@@ -92,11 +99,41 @@ async function legacyClient(server: string, key: string, capabilities: Record<st
 	return client;
 }
 
+/** A raw initialize to `/mcp/<server>` with `key`, for the exact reply. */
+function rawInitialize(server: string, key: string): Promise<Response> {
+	return fetch(`${gateway()}/mcp/${server}`, {
+		method: "POST",
+		headers: {
+			authorization: `Bearer ${key}`,
+			"content-type": "application/json",
+			accept: "application/json, text/event-stream",
+		},
+		body: JSON.stringify({
+			jsonrpc: "2.0",
+			id: 1,
+			method: "initialize",
+			params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
+		}),
+	});
+}
+
+/** The connect link of a -32042 answer to a raw initialize. */
+async function connectLinkOf(response: Response): Promise<string> {
+	const reply = (await response.json()) as { error: { code: number; data: { elicitations: Array<{ url: string }> } } };
+	expect(reply.error.code).toBe(-32042);
+	return reply.error.data.elicitations[0]?.url ?? "";
+}
+
 beforeAll(async () => {
 	running = await startGateway(
 		procs,
 		{ entry: inject("cliGatewayEntry") },
-		{ name: "gateway for the connector tests (wrangler dev)", dir: procs.tempDir("mcp-edge-connectors-") },
+		{
+			name: "gateway for the connector tests (wrangler dev)",
+			dir: procs.tempDir("mcp-edge-connectors-"),
+			// People's connections at an oauth server are kept sealed under it.
+			secrets: { TOKEN_VAULT_KEY: randomBytes(32).toString("base64url") },
+		},
 	);
 	folder = procs.tempDir("mcp-edge-files-");
 	mkdirSync(join(folder, "notes"));
@@ -190,20 +227,7 @@ describe("a stdio server reached through a connector", () => {
 
 	it("with no connector online, a call is answered at once with a sentence naming the server", async () => {
 		const { name, key } = await connectorServer();
-		const response = await fetch(`${gateway()}/mcp/${name}`, {
-			method: "POST",
-			headers: {
-				authorization: `Bearer ${key}`,
-				"content-type": "application/json",
-				accept: "application/json, text/event-stream",
-			},
-			body: JSON.stringify({
-				jsonrpc: "2.0",
-				id: 1,
-				method: "initialize",
-				params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
-			}),
-		});
+		const response = await rawInitialize(name, key);
 		const reply = (await response.json()) as { id: unknown; error: { message: string; data: { kind: string } } };
 		expect(reply.id).toBe(1);
 		expect(reply.error.message).toBe(
@@ -364,5 +388,48 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 			expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("echo");
 			await client.close();
 		}
+	});
+});
+
+describe("an oauth server reached through a connector (--upstream)", () => {
+	let oauthUpstream: RunningOAuthUpstream;
+
+	beforeAll(async () => {
+		oauthUpstream = await startOAuthUpstream();
+	});
+	afterAll(async () => {
+		await oauthUpstream?.close();
+	});
+
+	it("a person connects their account at the upstream's authorization server through the connector, and their calls reach the upstream with their token", async () => {
+		const { name, token, key } = await connectorServer({ type: "oauth" });
+		connector(name, token, ["--upstream", oauthUpstream.url]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		// Not connected yet: the initialize is answered -32042 with the link that connects the account.
+		const link = await connectLinkOf(await rawInitialize(name, key));
+		expect(new URL(link).pathname).toBe(`/connect/${name}`);
+		// The link leads, by the metadata the gateway read through the connector, to the upstream's own sign-in.
+		const browser = new Browser();
+		const form = await browser.get(link);
+		expect(form.url.origin).toBe(oauthUpstream.origin);
+		const done = await browser.submit(form, { fields: { user: "alice" } });
+		expect(done.status, done.html).toBe(200);
+		expect(done.html).toContain(`Connected to ${name}`);
+		// One code exchanged; the upstream takes only tokens for its own (private) address, which its
+		// metadata names as the resource: the call below is answered only if the token was asked for it.
+		const stats = (await (await fetch(`${oauthUpstream.origin}/_stats`)).json()) as OAuthUpstreamStats;
+		expect(stats.codeExchanges).toBe(1);
+		const client = await legacyClient(name, key);
+		const who = await client.callTool({ name: "whoami", arguments: {} });
+		expect(who.content).toEqual([{ type: "text", text: "alice" }]);
+		await client.close();
+	});
+
+	it("a stdio server has no protected resource metadata: connecting an account is refused with a sentence", async () => {
+		const { name, token, key } = await connectorServer({ type: "oauth" });
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const page = await new Browser().get(await connectLinkOf(await rawInitialize(name, key)));
+		expect(page.html).toContain("publishes no protected resource metadata");
 	});
 });

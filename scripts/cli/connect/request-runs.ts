@@ -15,6 +15,8 @@ type RequestFrame = z.infer<typeof RequestFrameSchema>;
 /** One request as the connector's upstream side sees it. */
 export interface IncomingCall {
 	method: "POST" | "GET" | "DELETE";
+	/** Absent: the MCP endpoint; else a well-known document of the server (RequestFrameSchema's `path`). */
+	path: RequestFrame["path"];
 	headers: Headers;
 	body: string | undefined;
 	/** Aborted when the request is over: answered, cancelled by the gateway, or its connection lost. */
@@ -93,6 +95,7 @@ export class RequestRuns {
 		};
 		const call: IncomingCall = {
 			method: frame.method,
+			path: frame.path,
 			headers: requestHeaders(frame.headers),
 			body: frame.body,
 			signal,
