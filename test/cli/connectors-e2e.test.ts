@@ -322,7 +322,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		expect(child.output.join("\n")).not.toContain(key);
 	});
 
-	it("a connector killed mid-call fails the call promptly as of unknown outcome without replaying it, and the session reads again once a connector is back", async () => {
+	it("a connector killed mid-call fails the call promptly as of unknown outcome, saying the connector went away, without replaying it, and the session reads again once a connector is back", async () => {
 		const { name, token, key } = await connectorServer();
 		const first = connector(name, token, ["--upstream", privateServer.url]);
 		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
@@ -343,6 +343,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 			_meta: { "mcp-edge-gateway/error": { kind: "outcome_uncertain", server: name } },
 		});
 		expect(JSON.stringify(answer)).toContain("may or may not have taken effect");
+		expect(JSON.stringify(answer)).toContain("connector went away; the call may have run");
 		expect(JSON.stringify(answer)).toContain("It was not retried");
 		// Promptly: far sooner than the call's own deadline (a generous bound on a loaded machine).
 		expect(Date.now() - killedAt).toBeLessThan(15_000);
