@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -375,6 +377,125 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		await eventually(() => heard.filter((data) => data.startsWith(tag)).length === 2, "both messages heard");
 		expect(heard.filter((data) => data.startsWith(tag))).toEqual([`${tag} 1`, `${tag} 2`]);
 		await client.close();
+	});
+
+	/**
+	 * A proxy between a connector and the private server that counts the POSTs the connector dropped
+	 * before their answer ended: what a `cancel` frame does (the connector aborts its request upstream).
+	 */
+	async function droppingProxy(
+		options: { holdHeads?: boolean } = {},
+	): Promise<{ url: string; dropped: () => number; close: () => Promise<void> }> {
+		let dropped = 0;
+		const server = createServer((req, res) => {
+			const forward = httpRequest(new URL(req.url ?? "/", origin()), { method: req.method, headers: req.headers });
+			forward.on("response", (answer) => {
+				if (!options.holdHeads || req.method !== "POST") {
+					res.writeHead(answer.statusCode ?? 502, answer.headers);
+					answer.pipe(res);
+					return;
+				}
+				// The whole answer at once, once it ended: until then the request has no answer at all.
+				const chunks: Buffer[] = [];
+				answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+				answer.on("end", () => {
+					res.writeHead(answer.statusCode ?? 502, answer.headers);
+					res.end(Buffer.concat(chunks));
+				});
+			});
+			forward.on("error", () => res.destroy());
+			req.pipe(forward);
+			res.on("close", () => {
+				if (res.writableFinished) return;
+				if (req.method === "POST") dropped++;
+				forward.destroy();
+			});
+		});
+		await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+		const { port } = server.address() as AddressInfo;
+		return {
+			url: `http://127.0.0.1:${port}${new URL(privateServer.url).pathname}`,
+			dropped: () => dropped,
+			close: () =>
+				new Promise<void>((resolve) => {
+					server.closeAllConnections();
+					server.close(() => resolve());
+				}),
+		};
+	}
+
+	it.each([
+		{ answer: "has begun (its SSE stream open)", holdHeads: false },
+		{ answer: "has not begun (no response yet)", holdHeads: true },
+	])(
+		"a 2025 client that cancels a call (its AbortSignal) whose answer $answer: the connector is told to cancel, and aborts its request upstream",
+		async ({ holdHeads }) => {
+			const proxy = await droppingProxy({ holdHeads });
+			try {
+				const { name, token, key } = await connectorServer();
+				connector(name, token, ["--upstream", proxy.url]);
+				await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+				const client = await legacyClient(name, key);
+				const gateName = `cancelled-${crypto.randomUUID()}`;
+				const cancelling = new AbortController();
+				const call = client
+					.callTool({ name: "gate", arguments: { name: gateName } }, undefined, { signal: cancelling.signal })
+					.catch((error: unknown) => error);
+				await eventually(async () => (await gate(gateName)).waiting === 1, "the call waiting at the server");
+				expect(proxy.dropped()).toBe(0);
+				cancelling.abort();
+				await call;
+				await eventually(() => proxy.dropped() === 1, "the connector's request upstream aborted", 15_000);
+				await release(gateName);
+				await client.close();
+			} finally {
+				await proxy.close();
+			}
+		},
+	);
+
+	it("a 2025 client whose connection drops mid-call does not cancel it: the call runs on through the connector, as the stream is resumable", async () => {
+		const proxy = await droppingProxy();
+		try {
+			const { name, token, key } = await connectorServer();
+			connector(name, token, ["--upstream", proxy.url]);
+			await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+			const client = await legacyClient(name, key);
+			const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId ?? "";
+			const gateName = `dropped-${crypto.randomUUID()}`;
+			const dropping = new AbortController();
+			const call = fetch(`${gateway()}/mcp/${name}`, {
+				method: "POST",
+				signal: dropping.signal,
+				headers: {
+					authorization: `Bearer ${key}`,
+					"content-type": "application/json",
+					accept: "application/json, text/event-stream",
+					"mcp-session-id": sessionId,
+					"mcp-protocol-version": "2025-11-25",
+				},
+				body: JSON.stringify({
+					jsonrpc: "2.0",
+					id: 7,
+					method: "tools/call",
+					params: { name: "gate", arguments: { name: gateName } },
+				}),
+			}).catch((error: unknown) => error);
+			await eventually(async () => (await gate(gateName)).waiting === 1, "the call waiting at the server");
+			dropping.abort();
+			await call;
+			// The call is released at the server and completes there: nothing aborted it on the way.
+			await release(gateName);
+			await eventually(async () => (await gate(gateName)).passed === 1, "the call passed its gate");
+			// A call of the same session after it is answered: the dropped one was handled by now.
+			expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([
+				{ type: "text", text: "after" },
+			]);
+			expect(proxy.dropped()).toBe(0);
+			await client.close();
+		} finally {
+			await proxy.close();
+		}
 	});
 
 	it("of two connectors, one killed, new sessions keep working through the other", async () => {
