@@ -297,7 +297,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 	const origin = () => new URL(privateServer.url).origin;
 	const log = async () => (await (await fetch(`${origin()}/_log`)).json()) as RecordedRequest[];
 	const gate = (name: string) =>
-		fetch(`${origin()}/_gates/${name}`).then((r) => r.json() as Promise<{ waiting: number }>);
+		fetch(`${origin()}/_gates/${name}`).then((r) => r.json() as Promise<{ waiting: number; passed: number }>);
 	const release = (name: string) =>
 		fetch(`${origin()}/_gates/${name}/release`, { method: "POST" }).then((r) => r.text());
 

@@ -86,6 +86,7 @@ export async function runConnector(options: ConnectorOptions): Promise<void> {
 	const runs = new RequestRuns(
 		(frame) => link?.send(frame),
 		(call) => upstream.handle(call),
+		() => link?.writable() ?? Promise.resolve(),
 	);
 	const signals = new StopSignals();
 	let attempt = 0;
