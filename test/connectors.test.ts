@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { breakText, withBreaks } from "../src/connectors/broken-reply.ts";
 import { type ConnectorDO, connectorObject, HELLO_TIMEOUT_MS } from "../src/connectors/connector-do.ts";
 import { MAX_FRAME_BYTES, MAX_IN_FLIGHT_PER_CONNECTOR } from "../src/connectors/frames.ts";
 import { SlotQueue } from "../src/connectors/slot-queue.ts";
@@ -92,7 +93,7 @@ describe("connectors: carrying calls", () => {
 		await client.close();
 	});
 
-	it("a connector that closes mid-call fails that call at once, and the upstream received it once (not replayed)", async () => {
+	it("a connector that closes mid-call fails that call at once, saying the connector went away and the call may have run, and the upstream received it once (not replayed)", async () => {
 		const server = await registerConnectorServer();
 		const { token } = await connectorToken(server);
 		const text = uniqueName("sent-once");
@@ -105,6 +106,8 @@ describe("connectors: carrying calls", () => {
 		const result = await client.callTool({ name: "echo", arguments: { text } });
 		expect(result.isError).toBe(true);
 		expect(JSON.stringify(result.content)).toContain("may or may not have taken effect");
+		expect(JSON.stringify(result.content)).toContain("connector went away; the call may have run");
+		expect(JSON.stringify(result.content)).toContain("It was not retried");
 		expect(await toolCallsOf("beta", "echo", { text })).toHaveLength(1);
 		await client.close();
 	});
@@ -374,5 +377,51 @@ describe("connectors: bounds", () => {
 		expect((await stub.online()).map(({ id }) => id)).toEqual([greeted.id]);
 		// Nothing awaits a hello any more: no alarm is left to wake the object.
 		expect(await runDurableObjectAlarm(stub)).toBe(false);
+	});
+});
+
+/** `pieces` as a body, one chunk each, read through `withBreaks` for `token`: what came through, and the error if any. */
+async function readThroughBreaks(pieces: string[], token: string): Promise<{ text: string; error: string | null }> {
+	const encoder = new TextEncoder();
+	const body = new ReadableStream<Uint8Array>({
+		start(controller) {
+			for (const piece of pieces) controller.enqueue(encoder.encode(piece));
+			controller.close();
+		},
+	});
+	const reader = withBreaks(body, token, (sentence) => new Error(sentence)).getReader();
+	const decoder = new TextDecoder();
+	let text = "";
+	for (;;) {
+		try {
+			const { done, value } = await reader.read();
+			if (done) return { text, error: null };
+			text += decoder.decode(value, { stream: true });
+		} catch (error) {
+			return { text, error: error instanceof Error ? error.message : String(error) };
+		}
+	}
+}
+
+describe("connectors: a reply that breaks off", () => {
+	it("a body ended by its break mark, even split across chunks, errors with the object's sentence after what came before", async () => {
+		const mark = breakText("tok123", "connector went away; the call may have run");
+		const event = "event: message\ndata: {}\n\n";
+		const whole = `${event}${mark}`;
+		const split = [
+			whole.slice(0, event.length + 3),
+			whole.slice(event.length + 3, event.length + 9),
+			whole.slice(event.length + 9),
+		];
+		expect(await readThroughBreaks(split, "tok123")).toEqual({
+			text: event,
+			error: "connector went away; the call may have run",
+		});
+	});
+
+	it("a body with another token's mark, or a NUL of its own, passes through unchanged and ends normally", async () => {
+		const other = `data: 1\n\n${breakText("other", "not ours")}`;
+		expect(await readThroughBreaks([other], "tok123")).toEqual({ text: other, error: null });
+		expect(await readThroughBreaks(["a\u0000", "b"], "tok123")).toEqual({ text: "a\u0000b", error: null });
 	});
 });

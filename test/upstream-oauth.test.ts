@@ -20,6 +20,7 @@ import { oauthTokenClient, tokenClientWith } from "../src/credentials/oauth-toke
 import { type OAuthClient, RefreshRefused, type StoredConnection } from "../src/credentials/stored-connection.ts";
 import { tokenSetOf } from "../src/credentials/token-set.ts";
 import { discoverUpstreamAuthorization, type UpstreamAuthorization } from "../src/credentials/upstream-discovery.ts";
+import { serveOrigin } from "../src/upstream/served-origins.ts";
 import { eventually } from "./support/eventually.ts";
 
 const origin = `http://127.0.0.1:${inject("oauthUpstreamPort")}`;
@@ -226,6 +227,55 @@ describe("discovery of an upstream's authorization server", () => {
 	it("falls back to the well-known URL for the server's path when the challenge names no metadata", async () => {
 		const found = await discoverUpstreamAuthorization({ serverUrl, challenge: 'Bearer realm="demo"', settings });
 		expect(found.issuer).toBe(`${origin}/`);
+	});
+});
+
+/** A served origin of this file's own: what a connector or a document stands in for, answered in-process. */
+const SERVED = "https://served-test.invalid";
+const servedUrl = `${SERVED}/private/mcp`;
+const servedMetadataUrl = `${SERVED}/.well-known/oauth-protected-resource/private/mcp`;
+
+/**
+ * Serves SERVED as a connector does for the fixture: a POST to the MCP address is the upstream's 401 with
+ * `resource_metadata` naming `named`, and the server's well-known address answers the upstream's metadata
+ * (which names the upstream's own address as the resource). Returns what it was asked, by method and URL.
+ */
+function serveFixture(named: string): string[] {
+	const asked: string[] = [];
+	serveOrigin(SERVED, async (input, init) => {
+		asked.push(`${init.method ?? "GET"} ${input}`);
+		if (input === servedUrl) {
+			return new Response(null, {
+				status: 401,
+				headers: { "www-authenticate": `Bearer resource_metadata="${named}"` },
+			});
+		}
+		if (input === servedMetadataUrl) return fetch(`${origin}/.well-known/oauth-protected-resource/mcp`);
+		return new Response("not here", { status: 404 });
+	});
+	return asked;
+}
+
+describe("discovery of a served server (an address the gateway serves itself, as a connector's)", () => {
+	it("reads the metadata through the served fetcher and accepts the resource it names, which tokens are then asked for", async () => {
+		const asked = serveFixture(servedMetadataUrl);
+		const found = await discoverUpstreamAuthorization({ serverUrl: servedUrl, settings });
+		expect(found).toMatchObject({ resource: serverUrl, issuer: `${origin}/`, tokenEndpoint: `${origin}/token` });
+		// The upstream's side through the served fetcher; the authorization server over the network.
+		expect(asked).toEqual([`POST ${servedUrl}`, `GET ${servedMetadataUrl}`]);
+		const client = await clientFor({ auth: {}, authorization: found, origin: GATEWAY, store: memoryStore(), settings });
+		const { url } = await authorizationUrl({ authorization: found, client, redirectUri, scopes: ["mcp"] });
+		expect(new URL(url).searchParams.get("resource")).toBe(serverUrl);
+	});
+
+	it("refuses metadata a served server's challenge names anywhere but its own well-known address, another served server's included", async () => {
+		const asked = serveFixture(`${SERVED}/.well-known/oauth-protected-resource/another/mcp`);
+		await expectRefused(
+			discoverUpstreamAuthorization({ serverUrl: servedUrl, settings }),
+			"resource_mismatch",
+			/names its protected resource metadata at another address/,
+		);
+		expect(asked).toEqual([`POST ${servedUrl}`]);
 	});
 });
 

@@ -1,3 +1,4 @@
+import { BREAK_HEADER, breakText, breakToken } from "./broken-reply.ts";
 import { refusal, WENT_AWAY } from "./connector-refusal.ts";
 
 /** Statuses whose Response has no body (the Response constructor refuses one). */
@@ -17,6 +18,8 @@ export class CarriedRequest {
 	private resolve!: (response: Response) => void;
 	private controller: ReadableStreamDefaultController<Uint8Array> | null = null;
 	private phase: "waiting" | "streaming" | "done" = "waiting";
+	/** The token of this reply's break mark (broken-reply.ts), named to the connector fetch in the head. */
+	private readonly breakToken = breakToken();
 
 	constructor(
 		/** The caller stopped reading: tell the connector (a `cancel` frame) and forget the stream. */
@@ -41,10 +44,13 @@ export class CarriedRequest {
 		const head = new Headers();
 		for (const [name, value] of headers) head.append(name, value);
 		if (NULL_BODY.has(status)) {
+			head.delete(BREAK_HEADER);
 			this.phase = "streaming";
 			this.resolve(new Response(null, { status, headers: head }));
 			return;
 		}
+		// Set, not appended: a connector's own header of that name is replaced.
+		head.set(BREAK_HEADER, this.breakToken);
 		const body = new ReadableStream<Uint8Array>({
 			start: (controller) => {
 				this.controller = controller;
@@ -78,10 +84,11 @@ export class CarriedRequest {
 		}
 		if (this.phase !== "streaming") return;
 		this.phase = "done";
-		// The body ends where it broke: the reader sees a reply that ended before its answer (never a
-		// complete one). Ending it, rather than erroring it, spares the runtime an uncaught rejection
-		// on each side of the object's boundary; the reason goes to the log.
+		// The body ends where it broke, with the mark and the sentence (broken-reply.ts): the connector
+		// fetch makes that ending its reader's error. Ending it, rather than erroring it, spares the
+		// runtime an uncaught rejection on each side of the object's boundary.
 		console.warn(`a connector's reply broke off: ${message}`);
+		this.controller?.enqueue(encoder.encode(breakText(this.breakToken, message)));
 		this.controller?.close();
 	}
 

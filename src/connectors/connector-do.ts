@@ -4,7 +4,7 @@ import type { Env } from "../env.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { type Clock, systemClock, systemTimers, type Timers } from "../primitives/clock.ts";
 import { randomToken, sha256Hex } from "../primitives/crypto.ts";
-import { connectorServerOf } from "../registry/connector-tokens.ts";
+import { connectorAddressOf, RESOURCE_METADATA_PATH } from "../registry/connector-tokens.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import type { ConnectorEvent } from "../telemetry/instruments.ts";
 import { CarriedRequest } from "./carried-request.ts";
@@ -269,10 +269,15 @@ export class ConnectorDO extends DurableObject<Env> {
 
 	/** One upstream request, carried to the connector that holds its session (or the least busy, for a new one). */
 	private async carry(request: Request): Promise<Response> {
-		const server = connectorServerOf(request.url) ?? "unknown";
+		const address = connectorAddressOf(request.url);
+		const server = address?.server ?? "unknown";
 		const method = request.method;
 		if (method !== "POST" && method !== "GET" && method !== "DELETE") {
 			return refusal(405, `A connector carries POST, GET and DELETE, not ${method}.`, "not_carried");
+		}
+		const metadata = address?.part === "resource-metadata";
+		if (metadata && method !== "GET") {
+			return refusal(405, `A server's protected resource metadata is read with GET, not ${method}.`, "not_carried");
 		}
 		const body = method === "POST" ? await request.text() : undefined;
 		const headers: Array<[string, string]> = [];
@@ -281,6 +286,7 @@ export class ConnectorDO extends DurableObject<Env> {
 		}
 		const carriedParts: Omit<RequestFrame, "type" | "id"> = {
 			method,
+			...(metadata ? { path: RESOURCE_METADATA_PATH } : {}),
 			headers,
 			...(body === undefined ? {} : { body }),
 		};

@@ -3,6 +3,7 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { connectorServerOf } from "../registry/connector-tokens.ts";
 import type { FetchLike } from "../upstream/upstream-fetch.ts";
+import { BREAK_HEADER, withBreaks } from "./broken-reply.ts";
 import { connectorObject } from "./connector-do.ts";
 import { REFUSAL_HEADER } from "./connector-refusal.ts";
 
@@ -23,9 +24,25 @@ export const connectorFetch: FetchLike = async (input, init) => {
 	if (server === null) throw new GatewayError("misconfigured", "A connector address names no server.");
 	const response = await connectorObject(env, server).fetch(new Request(input, init));
 	const reason = response.headers.get(REFUSAL_HEADER);
-	if (reason === null) return response;
+	if (reason === null) return withoutBreakMark(response, server);
 	const bytes = response.body ? await readCapped(response.body, MAX_SENTENCE_BYTES) : null;
 	const sentence =
 		bytes === null ? `The connectors of '${server}' could not carry the request.` : new TextDecoder().decode(bytes);
-	throw new GatewayError("upstream_unavailable", sentence, { server, details: { reason } });
+	// Gone after the request was sent: it may have run, and the sentence says so in the issue's words.
+	const kind = reason === "went_away" ? "outcome_uncertain" : "upstream_unavailable";
+	throw new GatewayError(kind, sentence, { server, details: { reason } });
 };
+
+/** A connector's answer whose body, if it breaks off, errors with the object's sentence (broken-reply.ts). */
+function withoutBreakMark(response: Response, server: string): Response {
+	const token = response.headers.get(BREAK_HEADER);
+	if (token === null || response.body === null) return response;
+	const headers = new Headers(response.headers);
+	headers.delete(BREAK_HEADER);
+	const body = withBreaks(
+		response.body,
+		token,
+		(sentence) => new GatewayError("outcome_uncertain", sentence, { server, details: { reason: "broke_off" } }),
+	);
+	return new Response(body, { status: response.status, statusText: response.statusText, headers });
+}

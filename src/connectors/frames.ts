@@ -56,11 +56,23 @@ export const WelcomeFrameSchema = z.strictObject({
 	connectorId: z.string().max(64),
 });
 
+/**
+ * The documents of a server a request may address beside its MCP endpoint: its RFC 9728 protected
+ * resource metadata, which the gateway reads to connect a person's account (`auth: oauth`).
+ */
+export const WELL_KNOWN_PATHS = ["/.well-known/oauth-protected-resource"] as const;
+
 /** Gateway → connector: one HTTP request of streamable HTTP (POST, GET or DELETE on the MCP endpoint). */
 export const RequestFrameSchema = z.strictObject({
 	type: z.literal("request"),
 	id: StreamId,
 	method: z.enum(["POST", "GET", "DELETE"]),
+	/**
+	 * Absent: the MCP endpoint. Present: a GET of that well-known document of the server, which an
+	 * `--upstream` connector reads at its upstream's address (RFC 9728 path insertion) and a stdio
+	 * connector answers 404 (a child publishes none).
+	 */
+	path: z.enum(WELL_KNOWN_PATHS).optional(),
 	headers: HeaderPairs,
 	/** The body as text (MCP bodies are JSON); absent for GET and DELETE. */
 	body: z.string().optional(),

@@ -1,4 +1,5 @@
 import * as oauth from "oauth4webapi";
+import { GatewayError } from "../mcp/gateway-error.ts";
 import { readCapped } from "../mcp/read-capped.ts";
 import { UpstreamAuthorizationRefused } from "./authorization-refused.ts";
 
@@ -71,9 +72,11 @@ export async function sendOrRefuse(send: typeof fetch, url: URL, init?: RequestI
 			signal: init?.signal ?? AbortSignal.timeout(OAUTH_REQUEST_TIMEOUT_MS),
 		});
 	} catch (error) {
+		// A served address (a connector's) fails with the gateway's own sentence: no connector online, one went away.
+		const why = error instanceof GatewayError ? ` (${error.message})` : "";
 		throw new UpstreamAuthorizationRefused(
 			"unreachable",
-			`The gateway could not reach ${hostOf(url)} to set up the connection; try again later.`,
+			`The gateway could not reach ${hostOf(url)} to set up the connection${why}; try again later.`,
 			{ cause: error },
 		);
 	}

@@ -1,6 +1,7 @@
 import * as oauth from "oauth4webapi";
 import { z } from "zod";
 import { INITIALIZE } from "../mcp/methods.ts";
+import { isServedAddress, upstreamFetch } from "../upstream/served-origins.ts";
 import { UpstreamAuthorizationRefused } from "./authorization-refused.ts";
 import {
 	checkOAuthUrl,
@@ -108,8 +109,11 @@ export interface DiscoveryInput {
 export async function discoverUpstreamAuthorization(input: DiscoveryInput): Promise<UpstreamAuthorization> {
 	const { settings } = input;
 	const serverUrl = checkOAuthUrl(input.serverUrl, settings, "upstream server's address");
-	const challenge = input.challenge === undefined ? await probeChallenge(serverUrl, settings) : input.challenge;
-	const resourceMetadata = await readResourceMetadata(serverUrl, challenge, settings);
+	// What is asked of the upstream itself goes through the upstream fetch, so a served address (a
+	// connector's, a document's) answers it; the authorization server is asked over the network.
+	const upstreamSettings: OAuthClientSettings = { ...settings, fetch: settings.fetch ?? upstreamFetchOf };
+	const challenge = input.challenge === undefined ? await probeChallenge(serverUrl, upstreamSettings) : input.challenge;
+	const resourceMetadata = await readResourceMetadata(serverUrl, challenge, upstreamSettings);
 	const [first = ""] = resourceMetadata.authorization_servers;
 	const issuer = checkOAuthUrl(first, settings, "authorization server's address");
 	const metadata = await readAuthorizationServerMetadata(issuer, settings);
@@ -144,6 +148,10 @@ export async function discoverUpstreamAuthorization(input: DiscoveryInput): Prom
 	return found.data;
 }
 
+/** `upstreamFetch` as a `fetch`: discovery's requests are made with a URL string. */
+const upstreamFetchOf: typeof fetch = (input, init) =>
+	upstreamFetch(input instanceof Request ? input.url : String(input), init ?? {});
+
 /** Sends the unauthenticated initialize and returns the 401's challenge (null: none, or not a 401). */
 async function probeChallenge(serverUrl: URL, settings: OAuthClientSettings): Promise<string | null> {
 	const response = await sendOrRefuse(settings.fetch ?? fetch, serverUrl, {
@@ -173,9 +181,11 @@ function wellKnownResourceUrls(serverUrl: URL): URL[] {
 
 async function readResourceMetadata(serverUrl: URL, challenge: string | null, settings: OAuthClientSettings) {
 	const named = resourceMetadataOf(challenge);
+	const served = isServedAddress(serverUrl.href);
 	const candidates = named
-		? [checkOAuthUrl(named, settings, "resource metadata address")]
-		: wellKnownResourceUrls(serverUrl);
+		? [served ? servedMetadataUrl(named, serverUrl) : checkOAuthUrl(named, settings, "resource metadata address")]
+		: // A served address has no root of its own: the served fetcher answers for the server's path only.
+			wellKnownResourceUrls(serverUrl).slice(0, served ? 1 : undefined);
 	const send = guardedFetch(settings);
 	for (const [index, url] of candidates.entries()) {
 		const response = await send(url.href, { headers: { accept: "application/json" } });
@@ -204,7 +214,9 @@ async function readResourceMetadata(serverUrl: URL, challenge: string | null, se
 				`The upstream's protected resource metadata at ${url.host} is not usable: ${parsed.error.issues[0]?.message ?? "malformed"}.`,
 			);
 		}
-		const resource = allowedResource(parsed.data.resource, serverUrl);
+		const resource = served
+			? servedResource(parsed.data.resource, serverUrl)
+			: allowedResource(parsed.data.resource, serverUrl);
 		try {
 			await oauth.processResourceDiscoveryResponse(resource, response);
 		} catch (error) {
@@ -242,6 +254,40 @@ function allowedResource(claimed: string, serverUrl: URL): URL {
 	const path = serverUrl.pathname.endsWith("/") ? serverUrl.pathname : `${serverUrl.pathname}/`;
 	if (!path.startsWith(prefix)) throw refuse();
 	return resource;
+}
+
+/**
+ * The metadata address a served server's challenge names, when it is the one
+ * RFC 9728 derives from the server's address (its served fetcher answers
+ * there, for that server alone). Any other address is refused: metadata read
+ * elsewhere, even at another served server, would not be this server's.
+ */
+function servedMetadataUrl(named: string, serverUrl: URL): URL {
+	const [derived] = wellKnownResourceUrls(serverUrl);
+	if (derived !== undefined && URL.canParse(named) && new URL(named).href === derived.href) return derived;
+	throw new UpstreamAuthorizationRefused(
+		"resource_mismatch",
+		`The server ${serverUrl.host}${serverUrl.pathname} names its protected resource metadata at another address (${named.slice(0, 200)}) than its own (${derived?.href ?? "none"}), so the gateway does not read it.`,
+	);
+}
+
+/**
+ * The resource a served server's metadata names, accepted as the resource it
+ * stands for (decision 0092): a connector's upstream names its private URL, a
+ * document its API's. The metadata came through the served fetcher of this
+ * server's own address, from what its operator set up for it, so it is the
+ * server's word; the resource must still be an absolute URL without fragment
+ * (RFC 8707), and tokens are asked for it as named.
+ */
+function servedResource(claimed: string, serverUrl: URL): URL {
+	if (URL.canParse(claimed)) {
+		const resource = new URL(claimed);
+		if (!resource.hash && (resource.protocol === "https:" || resource.protocol === "http:")) return resource;
+	}
+	throw new UpstreamAuthorizationRefused(
+		"resource_mismatch",
+		`The protected resource metadata of ${serverUrl.host}${serverUrl.pathname} names a resource that is not an absolute http(s) URL without fragment (${claimed.slice(0, 200)}), so the gateway does not trust it.`,
+	);
 }
 
 async function readAuthorizationServerMetadata(issuer: URL, settings: OAuthClientSettings) {

@@ -62,11 +62,41 @@ export function connectorUrl(server: string): string {
 	return `${CONNECTOR_ORIGIN}/${encodeURIComponent(server)}/mcp`;
 }
 
-/** The server a connector address stands for, or null for any other address. */
-export function connectorServerOf(url: string): string | null {
+/** Where RFC 9728 puts a protected resource's metadata: this, then the resource's path (path insertion). */
+export const RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
+
+/**
+ * The address of a connector server's protected resource metadata: RFC 9728's
+ * path insertion on `connectorUrl(server)`. The connector answers it with its
+ * upstream's metadata, and names it in its upstream's 401 challenges.
+ */
+export function connectorMetadataUrl(server: string): string {
+	return `${CONNECTOR_ORIGIN}${RESOURCE_METADATA_PATH}/${encodeURIComponent(server)}/mcp`;
+}
+
+/** What a connector address names: a server's MCP endpoint, or its protected resource metadata. */
+export interface ConnectorAddress {
+	server: string;
+	part: "mcp" | "resource-metadata";
+}
+
+/** What an address under CONNECTOR_ORIGIN names, or null for any other address. */
+export function connectorAddressOf(url: string): ConnectorAddress | null {
 	if (!url.startsWith(`${CONNECTOR_ORIGIN}/`)) return null;
-	const name = url.slice(CONNECTOR_ORIGIN.length + 1).split("/")[0];
-	return name ? decodeURIComponent(name) : null;
+	const path = url.slice(CONNECTOR_ORIGIN.length).split(/[?#]/)[0] ?? "";
+	if (path.startsWith(`${RESOURCE_METADATA_PATH}/`)) {
+		const name = path.slice(RESOURCE_METADATA_PATH.length + 1).split("/")[0];
+		return name ? { server: decodeURIComponent(name), part: "resource-metadata" } : null;
+	}
+	// The root metadata (and any other well-known document) belongs to no one server.
+	if (path.startsWith("/.well-known/")) return null;
+	const name = path.slice(1).split("/")[0];
+	return name ? { server: decodeURIComponent(name), part: "mcp" } : null;
+}
+
+/** The server a connector address stands for (its MCP endpoint or its metadata), or null for any other address. */
+export function connectorServerOf(url: string): string | null {
+	return connectorAddressOf(url)?.server ?? null;
 }
 
 /**

@@ -50,6 +50,16 @@ export function attempted(request: SessionRequest): Attempted {
 	return { method: request.message.method, tool: calledTool(request) };
 }
 
+/**
+ * What happened to a request that may have reached its upstream, for
+ * `mayHaveRun`: the upstream fetch's own words when it knows the request was
+ * delivered and then lost (an `outcome_uncertain` error, as a connector that
+ * went away gives), else `otherwise`, the gateway's view of the connection.
+ */
+export function whatLost(error: unknown, otherwise: string): string {
+	return error instanceof GatewayError && error.kind === "outcome_uncertain" ? error.message : otherwise;
+}
+
 /** The request may have reached the upstream before `what` happened: says whether it may have taken effect. */
 export function mayHaveRun(member: Pick<Member, "name">, request: Attempted, what: string): GatewayError {
 	const { method } = request;

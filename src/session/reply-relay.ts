@@ -9,7 +9,7 @@ import { type ClientAnswers, type ModernCall, relayModern } from "./2026-07-28/r
 import type { Breaker } from "./aggregate/breaker.ts";
 import { type ReplyRoute, readMemberReply } from "./aggregate/member-reply.ts";
 import type { Member } from "./binding.ts";
-import { attempted, cancelledError, mayHaveRun, SessionEnded, tooLarge } from "./call-failures.ts";
+import { attempted, cancelledError, mayHaveRun, SessionEnded, tooLarge, whatLost } from "./call-failures.ts";
 import type { RunningCall } from "./running-call.ts";
 import { withCompletion } from "./streams/stream-completion.ts";
 
@@ -194,7 +194,10 @@ function brokenOff(host: RelayHost, call: AnsweredCall, error: unknown): JSONRPC
 		return failureReply(message.method, message.id, call.connection.midStreamError(error, true));
 	}
 	host.breaker.failure(member.name);
-	const what = error === null ? "it closed the reply before answering" : "the connection broke before it answered";
+	const what =
+		error === null
+			? "it closed the reply before answering"
+			: whatLost(error, "the connection broke before it answered");
 	return failureReply(message.method, message.id, mayHaveRun(member, attempted(call.request), what));
 }
 

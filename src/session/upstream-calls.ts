@@ -28,6 +28,7 @@ import {
 	notSent,
 	paused,
 	SessionEnded,
+	whatLost,
 } from "./call-failures.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 import type { RunningCall } from "./running-call.ts";
@@ -198,7 +199,11 @@ export class UpstreamCalls {
 		this.breaker.failure(member.name);
 		return {
 			kind: "may-have-run",
-			error: mayHaveRun(member, attempted(request), "the connection failed after the request was sent"),
+			error: mayHaveRun(
+				member,
+				attempted(request),
+				whatLost(error, "the connection failed after the request was sent"),
+			),
 		};
 	}
 

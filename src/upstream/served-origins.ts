@@ -30,3 +30,13 @@ export const upstreamFetch: FetchLike = (input, init) => {
 	for (const entry of served) if (input.startsWith(entry.prefix)) return entry.fetcher(input, init);
 	return fetch(input, init);
 };
+
+/**
+ * Whether `url` is under a served origin: an address the gateway itself gave a
+ * server it reaches another way. What such a server publishes (its protected
+ * resource metadata among it) comes through its served fetcher, from the
+ * connector or document the operator set up for that server alone.
+ */
+export function isServedAddress(url: string): boolean {
+	return served.some((entry) => url.startsWith(entry.prefix));
+}

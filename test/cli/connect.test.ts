@@ -5,14 +5,21 @@
  * HTTP) to requests sent as the ConnectorDO sends them.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InitializeResultSchema, ListToolsResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { backoffDelayMs, DEFAULT_BACKOFF } from "../../scripts/cli/connect/backoff.ts";
 import { chunkFrames } from "../../scripts/cli/connect/frame-chunks.ts";
+import { GatewayLink, MAX_BUFFERED_BYTES } from "../../scripts/cli/connect/gateway-link.ts";
+import { HttpUpstream } from "../../scripts/cli/connect/http-upstream.ts";
+import { RequestRuns } from "../../scripts/cli/connect/request-runs.ts";
+import { challengeThroughConnector, upstreamMetadataUrls } from "../../scripts/cli/connect/resource-metadata.ts";
+import { systemTimers } from "../../scripts/cli/connect/timers.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
-import { MAX_FRAME_BYTES } from "../../src/connectors/frames.ts";
+import { type ConnectorFrame, MAX_FRAME_BYTES } from "../../src/connectors/frames.ts";
 import { mintConnectorToken } from "../../src/registry/connector-tokens.ts";
 import { eventually } from "../support/eventually.ts";
 import { alive, ConnectorProcess, connected, FramedSession, messagesOf, ROOT, replyTo } from "./connector-process.ts";
@@ -347,6 +354,92 @@ describe("--upstream: an HTTP server on the connector's network", () => {
 	});
 });
 
+/** An HTTP server whose every answer is `bytes` of text, written as fast as its reader takes them. */
+async function largeBodyServer(bytes: number): Promise<{ url: string; close: () => Promise<void> }> {
+	const piece = "x".repeat(64 * 1024);
+	const server = createServer((_req, res) => {
+		res.writeHead(200, { "content-type": "text/plain" });
+		let left = bytes;
+		const write = () => {
+			while (left > 0) {
+				const next = piece.slice(0, Math.min(piece.length, left));
+				left -= next.length;
+				if (!res.write(next)) {
+					res.once("drain", write);
+					return;
+				}
+			}
+			res.end();
+		};
+		write();
+	});
+	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+	return {
+		url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+		close: () =>
+			new Promise<void>((resolve) => {
+				server.closeAllConnections();
+				server.close(() => resolve());
+			}),
+	};
+}
+
+describe("backpressure toward the gateway", () => {
+	test("a large body waits while the socket's buffered bytes are above the bound: a gateway that reads slowly never has more than the bound and one frame piled up at the connector", async () => {
+		const BODY_BYTES = 48 * 1024 * 1024;
+		const upstream = await largeBodyServer(BODY_BYTES);
+		// The connector's own parts, in this process, so the socket's bufferedAmount can be read at each send.
+		let link: GatewayLink | undefined;
+		let beforeChunks = 0;
+		let afterChunks = 0;
+		const send = (frame: ConnectorFrame) => {
+			if (frame.type === "chunk" && link) beforeChunks = Math.max(beforeChunks, link.bufferedAmount);
+			link?.send(frame);
+			if (frame.type === "chunk" && link) afterChunks = Math.max(afterChunks, link.bufferedAmount);
+		};
+		const http = new HttpUpstream(upstream.url, SERVER);
+		const runs = new RequestRuns(
+			send,
+			(call) => http.handle(call),
+			() => link?.writable() ?? Promise.resolve(),
+		);
+		let welcomed = false;
+		link = new GatewayLink({
+			url: `${gateway.url.replace(/^http/, "ws")}/connector/${SERVER}`,
+			token: TOKEN,
+			hello: { type: "hello", protocol: 1, version: "test", host: "test", mode: "http", maxSessions: 1 },
+			heartbeatMs: 60_000,
+			timers: systemTimers,
+			welcomed: () => {
+				welcomed = true;
+			},
+			received: (frame) => {
+				if (frame.type === "request") runs.start(frame);
+			},
+		});
+		try {
+			await eventually(() => welcomed, "welcomed");
+			gateway.pauseReading();
+			const answer = gateway.request("GET", {});
+			// The gateway reads nothing until the connector's side holds more than the bound.
+			await eventually(
+				() => (link?.bufferedAmount ?? 0) > MAX_BUFFERED_BYTES,
+				"the connector's buffer past the bound",
+				20_000,
+			);
+			gateway.resumeReading();
+			expect(await answer.ended).toEqual({ kind: "end" });
+			expect(answer.body.length).toBe(BODY_BYTES);
+			// No chunk was sent while more than the bound waited; one sent on top adds at most a frame.
+			expect(beforeChunks).toBeLessThanOrEqual(MAX_BUFFERED_BYTES);
+			expect(afterChunks).toBeLessThanOrEqual(MAX_BUFFERED_BYTES + MAX_FRAME_BYTES);
+		} finally {
+			link.close();
+			await upstream.close();
+		}
+	});
+});
+
 describe("pieces", () => {
 	test("backoff is exponential with full jitter from 0.5 s, capped at 30 s", () => {
 		const top = () => 0.999_999;
@@ -362,5 +455,24 @@ describe("pieces", () => {
 		const frames = chunkFrames(7, text);
 		expect(frames.map((frame) => frame.data).join("")).toBe(text);
 		for (const frame of frames) expect(Buffer.byteLength(JSON.stringify(frame))).toBeLessThanOrEqual(MAX_FRAME_BYTES);
+	});
+
+	test("a 401 naming its upstream's metadata names the connector address of it instead; metadata on another host is left alone", () => {
+		const upstream = "http://10.0.0.5:8080/mcp";
+		expect(
+			challengeThroughConnector(
+				'Bearer error="invalid_token", resource_metadata="http://10.0.0.5:8080/.well-known/oauth-protected-resource/mcp", scope="mcp"',
+				upstream,
+				SERVER,
+			),
+		).toBe(
+			'Bearer error="invalid_token", resource_metadata="https://connector.invalid/.well-known/oauth-protected-resource/files/mcp", scope="mcp"',
+		);
+		const elsewhere = 'Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"';
+		expect(challengeThroughConnector(elsewhere, upstream, SERVER)).toBe(elsewhere);
+		expect(upstreamMetadataUrls(upstream, "/.well-known/oauth-protected-resource")).toEqual([
+			"http://10.0.0.5:8080/.well-known/oauth-protected-resource/mcp",
+			"http://10.0.0.5:8080/.well-known/oauth-protected-resource",
+		]);
 	});
 });

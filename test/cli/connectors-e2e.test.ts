@@ -1,4 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, request as httpRequest } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join, resolve } from "node:path";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -10,6 +13,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type RunningGateway, startGateway } from "../../scripts/conformance/gateway.ts";
+import { Browser } from "../../scripts/fixtures/browser.ts";
+import type { OAuthUpstreamStats } from "../../scripts/fixtures/control-shapes.ts";
+import { type RunningOAuthUpstream, startOAuthUpstream } from "../../scripts/fixtures/oauth-upstream.ts";
 import type { RecordedRequest } from "../../scripts/fixtures/upstream-server.ts";
 import { type RunningUpstream, startUpstream } from "../../scripts/fixtures/upstream-server.ts";
 import { type Child, Processes } from "../../scripts/processes.ts";
@@ -43,10 +49,13 @@ async function admin<T>(method: string, path: string, body?: unknown): Promise<{
 	return { status: response.status, body: (text ? JSON.parse(text) : null) as T };
 }
 
-/** A connector server, a token for it and a key that may use it. */
-async function connectorServer(): Promise<{ name: string; token: string; tokenId: string; key: string }> {
+/** A connector server (with `auth`, when given), a token for it and a key that may use it. */
+async function connectorServer(
+	auth?: Record<string, unknown>,
+): Promise<{ name: string; token: string; tokenId: string; key: string }> {
 	const name = `files-${crypto.randomUUID().slice(0, 8)}`;
-	expect((await admin("PUT", `/servers/${name}`, { connector: {} })).status).toBe(201);
+	const body = auth === undefined ? { connector: {} } : { connector: {}, auth };
+	expect((await admin("PUT", `/servers/${name}`, body)).status).toBe(201);
 	const made = await admin<{ id: string; token: string }>("POST", `/servers/${name}/connector-tokens`);
 	expect(made.status).toBe(201);
 	const key = await admin<{ key: string }>("POST", "/keys", { name: `k-${name}`, servers: [name] });
@@ -92,11 +101,41 @@ async function legacyClient(server: string, key: string, capabilities: Record<st
 	return client;
 }
 
+/** A raw initialize to `/mcp/<server>` with `key`, for the exact reply. */
+function rawInitialize(server: string, key: string): Promise<Response> {
+	return fetch(`${gateway()}/mcp/${server}`, {
+		method: "POST",
+		headers: {
+			authorization: `Bearer ${key}`,
+			"content-type": "application/json",
+			accept: "application/json, text/event-stream",
+		},
+		body: JSON.stringify({
+			jsonrpc: "2.0",
+			id: 1,
+			method: "initialize",
+			params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
+		}),
+	});
+}
+
+/** The connect link of a -32042 answer to a raw initialize. */
+async function connectLinkOf(response: Response): Promise<string> {
+	const reply = (await response.json()) as { error: { code: number; data: { elicitations: Array<{ url: string }> } } };
+	expect(reply.error.code).toBe(-32042);
+	return reply.error.data.elicitations[0]?.url ?? "";
+}
+
 beforeAll(async () => {
 	running = await startGateway(
 		procs,
 		{ entry: inject("cliGatewayEntry") },
-		{ name: "gateway for the connector tests (wrangler dev)", dir: procs.tempDir("mcp-edge-connectors-") },
+		{
+			name: "gateway for the connector tests (wrangler dev)",
+			dir: procs.tempDir("mcp-edge-connectors-"),
+			// People's connections at an oauth server are kept sealed under it.
+			secrets: { TOKEN_VAULT_KEY: randomBytes(32).toString("base64url") },
+		},
 	);
 	folder = procs.tempDir("mcp-edge-files-");
 	mkdirSync(join(folder, "notes"));
@@ -190,20 +229,7 @@ describe("a stdio server reached through a connector", () => {
 
 	it("with no connector online, a call is answered at once with a sentence naming the server", async () => {
 		const { name, key } = await connectorServer();
-		const response = await fetch(`${gateway()}/mcp/${name}`, {
-			method: "POST",
-			headers: {
-				authorization: `Bearer ${key}`,
-				"content-type": "application/json",
-				accept: "application/json, text/event-stream",
-			},
-			body: JSON.stringify({
-				jsonrpc: "2.0",
-				id: 1,
-				method: "initialize",
-				params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "e2e", version: "1" } },
-			}),
-		});
+		const response = await rawInitialize(name, key);
 		const reply = (await response.json()) as { id: unknown; error: { message: string; data: { kind: string } } };
 		expect(reply.id).toBe(1);
 		expect(reply.error.message).toBe(
@@ -271,7 +297,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 	const origin = () => new URL(privateServer.url).origin;
 	const log = async () => (await (await fetch(`${origin()}/_log`)).json()) as RecordedRequest[];
 	const gate = (name: string) =>
-		fetch(`${origin()}/_gates/${name}`).then((r) => r.json() as Promise<{ waiting: number }>);
+		fetch(`${origin()}/_gates/${name}`).then((r) => r.json() as Promise<{ waiting: number; passed: number }>);
 	const release = (name: string) =>
 		fetch(`${origin()}/_gates/${name}/release`, { method: "POST" }).then((r) => r.text());
 
@@ -298,7 +324,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		expect(child.output.join("\n")).not.toContain(key);
 	});
 
-	it("a connector killed mid-call fails the call promptly as of unknown outcome without replaying it, and the session reads again once a connector is back", async () => {
+	it("a connector killed mid-call fails the call promptly as of unknown outcome, saying the connector went away, without replaying it, and the session reads again once a connector is back", async () => {
 		const { name, token, key } = await connectorServer();
 		const first = connector(name, token, ["--upstream", privateServer.url]);
 		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
@@ -319,6 +345,7 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 			_meta: { "mcp-edge-gateway/error": { kind: "outcome_uncertain", server: name } },
 		});
 		expect(JSON.stringify(answer)).toContain("may or may not have taken effect");
+		expect(JSON.stringify(answer)).toContain("connector went away; the call may have run");
 		expect(JSON.stringify(answer)).toContain("It was not retried");
 		// Promptly: far sooner than the call's own deadline (a generous bound on a loaded machine).
 		expect(Date.now() - killedAt).toBeLessThan(15_000);
@@ -352,6 +379,125 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 		await client.close();
 	});
 
+	/**
+	 * A proxy between a connector and the private server that counts the POSTs the connector dropped
+	 * before their answer ended: what a `cancel` frame does (the connector aborts its request upstream).
+	 */
+	async function droppingProxy(
+		options: { holdHeads?: boolean } = {},
+	): Promise<{ url: string; dropped: () => number; close: () => Promise<void> }> {
+		let dropped = 0;
+		const server = createServer((req, res) => {
+			const forward = httpRequest(new URL(req.url ?? "/", origin()), { method: req.method, headers: req.headers });
+			forward.on("response", (answer) => {
+				if (!options.holdHeads || req.method !== "POST") {
+					res.writeHead(answer.statusCode ?? 502, answer.headers);
+					answer.pipe(res);
+					return;
+				}
+				// The whole answer at once, once it ended: until then the request has no answer at all.
+				const chunks: Buffer[] = [];
+				answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+				answer.on("end", () => {
+					res.writeHead(answer.statusCode ?? 502, answer.headers);
+					res.end(Buffer.concat(chunks));
+				});
+			});
+			forward.on("error", () => res.destroy());
+			req.pipe(forward);
+			res.on("close", () => {
+				if (res.writableFinished) return;
+				if (req.method === "POST") dropped++;
+				forward.destroy();
+			});
+		});
+		await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+		const { port } = server.address() as AddressInfo;
+		return {
+			url: `http://127.0.0.1:${port}${new URL(privateServer.url).pathname}`,
+			dropped: () => dropped,
+			close: () =>
+				new Promise<void>((resolve) => {
+					server.closeAllConnections();
+					server.close(() => resolve());
+				}),
+		};
+	}
+
+	it.each([
+		{ answer: "has begun (its SSE stream open)", holdHeads: false },
+		{ answer: "has not begun (no response yet)", holdHeads: true },
+	])(
+		"a 2025 client that cancels a call (its AbortSignal) whose answer $answer: the connector is told to cancel, and aborts its request upstream",
+		async ({ holdHeads }) => {
+			const proxy = await droppingProxy({ holdHeads });
+			try {
+				const { name, token, key } = await connectorServer();
+				connector(name, token, ["--upstream", proxy.url]);
+				await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+				const client = await legacyClient(name, key);
+				const gateName = `cancelled-${crypto.randomUUID()}`;
+				const cancelling = new AbortController();
+				const call = client
+					.callTool({ name: "gate", arguments: { name: gateName } }, undefined, { signal: cancelling.signal })
+					.catch((error: unknown) => error);
+				await eventually(async () => (await gate(gateName)).waiting === 1, "the call waiting at the server");
+				expect(proxy.dropped()).toBe(0);
+				cancelling.abort();
+				await call;
+				await eventually(() => proxy.dropped() === 1, "the connector's request upstream aborted", 15_000);
+				await release(gateName);
+				await client.close();
+			} finally {
+				await proxy.close();
+			}
+		},
+	);
+
+	it("a 2025 client whose connection drops mid-call does not cancel it: the call runs on through the connector, as the stream is resumable", async () => {
+		const proxy = await droppingProxy();
+		try {
+			const { name, token, key } = await connectorServer();
+			connector(name, token, ["--upstream", proxy.url]);
+			await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+			const client = await legacyClient(name, key);
+			const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId ?? "";
+			const gateName = `dropped-${crypto.randomUUID()}`;
+			const dropping = new AbortController();
+			const call = fetch(`${gateway()}/mcp/${name}`, {
+				method: "POST",
+				signal: dropping.signal,
+				headers: {
+					authorization: `Bearer ${key}`,
+					"content-type": "application/json",
+					accept: "application/json, text/event-stream",
+					"mcp-session-id": sessionId,
+					"mcp-protocol-version": "2025-11-25",
+				},
+				body: JSON.stringify({
+					jsonrpc: "2.0",
+					id: 7,
+					method: "tools/call",
+					params: { name: "gate", arguments: { name: gateName } },
+				}),
+			}).catch((error: unknown) => error);
+			await eventually(async () => (await gate(gateName)).waiting === 1, "the call waiting at the server");
+			dropping.abort();
+			await call;
+			// The call is released at the server and completes there: nothing aborted it on the way.
+			await release(gateName);
+			await eventually(async () => (await gate(gateName)).passed === 1, "the call passed its gate");
+			// A call of the same session after it is answered: the dropped one was handled by now.
+			expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([
+				{ type: "text", text: "after" },
+			]);
+			expect(proxy.dropped()).toBe(0);
+			await client.close();
+		} finally {
+			await proxy.close();
+		}
+	});
+
 	it("of two connectors, one killed, new sessions keep working through the other", async () => {
 		const { name, token, key } = await connectorServer();
 		const first = connector(name, token, ["--upstream", privateServer.url]);
@@ -364,5 +510,48 @@ describe("a private HTTP server reached through a connector (--upstream)", () =>
 			expect((await client.listTools()).tools.map((tool) => tool.name)).toContain("echo");
 			await client.close();
 		}
+	});
+});
+
+describe("an oauth server reached through a connector (--upstream)", () => {
+	let oauthUpstream: RunningOAuthUpstream;
+
+	beforeAll(async () => {
+		oauthUpstream = await startOAuthUpstream();
+	});
+	afterAll(async () => {
+		await oauthUpstream?.close();
+	});
+
+	it("a person connects their account at the upstream's authorization server through the connector, and their calls reach the upstream with their token", async () => {
+		const { name, token, key } = await connectorServer({ type: "oauth" });
+		connector(name, token, ["--upstream", oauthUpstream.url]);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		// Not connected yet: the initialize is answered -32042 with the link that connects the account.
+		const link = await connectLinkOf(await rawInitialize(name, key));
+		expect(new URL(link).pathname).toBe(`/connect/${name}`);
+		// The link leads, by the metadata the gateway read through the connector, to the upstream's own sign-in.
+		const browser = new Browser();
+		const form = await browser.get(link);
+		expect(form.url.origin).toBe(oauthUpstream.origin);
+		const done = await browser.submit(form, { fields: { user: "alice" } });
+		expect(done.status, done.html).toBe(200);
+		expect(done.html).toContain(`Connected to ${name}`);
+		// One code exchanged; the upstream takes only tokens for its own (private) address, which its
+		// metadata names as the resource: the call below is answered only if the token was asked for it.
+		const stats = (await (await fetch(`${oauthUpstream.origin}/_stats`)).json()) as OAuthUpstreamStats;
+		expect(stats.codeExchanges).toBe(1);
+		const client = await legacyClient(name, key);
+		const who = await client.callTool({ name: "whoami", arguments: {} });
+		expect(who.content).toEqual([{ type: "text", text: "alice" }]);
+		await client.close();
+	});
+
+	it("a stdio server has no protected resource metadata: connecting an account is refused with a sentence", async () => {
+		const { name, token, key } = await connectorServer({ type: "oauth" });
+		connect(name, token);
+		await eventually(async () => (await online(name)).length === 1, "the connector online", 20_000);
+		const page = await new Browser().get(await connectLinkOf(await rawInitialize(name, key)));
+		expect(page.html).toContain("publishes no protected resource metadata");
 	});
 });

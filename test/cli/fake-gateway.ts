@@ -115,6 +115,15 @@ export class FakeGateway {
 		return Object.assign(answer, { id });
 	}
 
+	/** Stops reading the connector's socket (a slow gateway): what it sends piles up on its side. */
+	pauseReading(): void {
+		this.#socket?.pause();
+	}
+
+	resumeReading(): void {
+		this.#socket?.resume();
+	}
+
 	/** Closes the connector's socket from the gateway's side (a deploy: 1001; revoked: 4001). */
 	closeConnector(code: number, reason = ""): void {
 		this.#socket?.close(code, reason);

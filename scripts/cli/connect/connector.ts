@@ -47,14 +47,20 @@ interface Upstream {
 function upstreamFor(options: ConnectorOptions): Upstream {
 	const { mode } = options;
 	if (mode.kind === "stdio") {
-		return new StdioSessions({
+		const sessions = new StdioSessions({
 			command: mode.command,
 			maxSessions: options.maxSessions,
 			envFromHeaders: mode.envFromHeaders,
 			inherited: process.env,
 		});
+		return {
+			// A child speaks MCP over stdio only: it publishes no documents (no OAuth metadata) to read.
+			handle: (call) => (call.path === undefined ? sessions.handle(call) : Promise.resolve(noDocument(call.path))),
+			stopTakingSessions: () => sessions.stopTakingSessions(),
+			closeAll: (reason) => sessions.closeAll(reason),
+		};
 	}
-	const http = new HttpUpstream(mode.upstream);
+	const http = new HttpUpstream(mode.upstream, options.server);
 	let draining = false;
 	return {
 		handle: (call) => (draining && startsSession(call) ? Promise.resolve(drainingRefusal(call)) : http.handle(call)),
@@ -65,6 +71,13 @@ function upstreamFor(options: ConnectorOptions): Upstream {
 	};
 }
 
+function noDocument(path: string): Response {
+	return Response.json(
+		{ error: "not_found", error_description: `a stdio server publishes no ${path} document` },
+		{ status: 404 },
+	);
+}
+
 /** Runs until stopped by a signal (resolves) or refused by the gateway (rejects with a CliError). */
 export async function runConnector(options: ConnectorOptions): Promise<void> {
 	const { server, timers } = options;
@@ -73,6 +86,7 @@ export async function runConnector(options: ConnectorOptions): Promise<void> {
 	const runs = new RequestRuns(
 		(frame) => link?.send(frame),
 		(call) => upstream.handle(call),
+		() => link?.writable() ?? Promise.resolve(),
 	);
 	const signals = new StopSignals();
 	let attempt = 0;

@@ -22,6 +22,12 @@ import type { Timers } from "./timers.ts";
 const WELCOME_TIMEOUT_MS = 10_000;
 /** How much of a refused upgrade's body is read for its sentence. */
 const REFUSAL_BODY_BYTES = 4096;
+/**
+ * A body's next chunk waits while more than this many bytes wait to be written to the gateway
+ * (the socket's `bufferedAmount`): a gateway that reads slowly holds the connector's memory at this
+ * and one frame, and the connector reads its upstream no faster than the gateway reads it.
+ */
+export const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 export type LinkEnd =
 	/** The upgrade was answered 401 or 403: the token is not one for this server. */
@@ -56,6 +62,8 @@ export class GatewayLink {
 	#welcomed = false;
 	#heartbeat: NodeJS.Timeout | undefined;
 	#welcomeTimer: NodeJS.Timeout | undefined;
+	/** Those waiting for the buffered bytes to fall to their bound (see `writable`). */
+	#waiting: Array<{ bound: number; resolve: () => void }> = [];
 
 	constructor(options: LinkOptions) {
 		this.#options = options;
@@ -76,7 +84,33 @@ export class GatewayLink {
 
 	/** Sends a frame if the socket is open; a frame for a connection already lost has no one to read it. */
 	send(frame: ConnectorFrame): void {
-		if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(JSON.stringify(frame));
+		if (this.#socket.readyState !== WebSocket.OPEN) return;
+		// Called once the frame is written out (or the socket failed): the buffer may have fallen under a bound.
+		this.#socket.send(JSON.stringify(frame), () => this.#wake());
+	}
+
+	/** Bytes sent and not yet written out to the network (the socket's `bufferedAmount`). */
+	get bufferedAmount(): number {
+		return this.#socket.bufferedAmount;
+	}
+
+	/**
+	 * Resolves once at most `bound` bytes wait to be written (at once when so
+	 * already), or the connection has ended (a frame then goes nowhere).
+	 */
+	writable(bound: number = MAX_BUFFERED_BYTES): Promise<void> {
+		if (this.#socket.readyState !== WebSocket.OPEN || this.bufferedAmount <= bound) return Promise.resolve();
+		return new Promise((resolve) => this.#waiting.push({ bound, resolve }));
+	}
+
+	#wake(): void {
+		const open = this.#socket.readyState === WebSocket.OPEN;
+		const still: Array<{ bound: number; resolve: () => void }> = [];
+		for (const waiter of this.#waiting) {
+			if (!open || this.bufferedAmount <= waiter.bound) waiter.resolve();
+			else still.push(waiter);
+		}
+		this.#waiting = still;
 	}
 
 	/** Closes the connection (1000 when the connector stops). */
@@ -169,6 +203,8 @@ export class GatewayLink {
 		const { timers } = this.#options;
 		if (this.#heartbeat) timers.clearInterval(this.#heartbeat);
 		if (this.#welcomeTimer) timers.clearTimeout(this.#welcomeTimer);
+		// Nothing more will be written: a body waiting for room goes on (and its frames nowhere).
+		for (const waiter of this.#waiting.splice(0)) waiter.resolve();
 		this.#settle(end);
 	}
 }

@@ -15,6 +15,8 @@ type RequestFrame = z.infer<typeof RequestFrameSchema>;
 /** One request as the connector's upstream side sees it. */
 export interface IncomingCall {
 	method: "POST" | "GET" | "DELETE";
+	/** Absent: the MCP endpoint; else a well-known document of the server (RequestFrameSchema's `path`). */
+	path: RequestFrame["path"];
 	headers: Headers;
 	body: string | undefined;
 	/** Aborted when the request is over: answered, cancelled by the gateway, or its connection lost. */
@@ -35,11 +37,14 @@ export class RequestRuns {
 	readonly #runs = new Map<number, Run>();
 	readonly #send: (frame: ConnectorFrame) => void;
 	readonly #handler: CallHandler;
+	readonly #writable: () => Promise<void>;
 	#whenIdle: (() => void) | undefined;
 
-	constructor(send: (frame: ConnectorFrame) => void, handler: CallHandler) {
+	/** `writable` resolves when the link has room for a body's next chunk (backpressure: GatewayLink.writable). */
+	constructor(send: (frame: ConnectorFrame) => void, handler: CallHandler, writable: () => Promise<void>) {
 		this.#send = send;
 		this.#handler = handler;
+		this.#writable = writable;
 	}
 
 	/** Calls under way: POSTs. A GET is a listening stream, which never ends by itself and does not hold a drain. */
@@ -93,6 +98,7 @@ export class RequestRuns {
 		};
 		const call: IncomingCall = {
 			method: frame.method,
+			path: frame.path,
 			headers: requestHeaders(frame.headers),
 			body: frame.body,
 			signal,
@@ -135,7 +141,12 @@ export class RequestRuns {
 				const { done, value } = await reader.read();
 				if (finished() || signal.aborted) return;
 				const text = done ? decoder.decode() : decoder.decode(value, { stream: true });
-				for (const chunk of chunkFrames(id, text)) this.#send(chunk);
+				for (const chunk of chunkFrames(id, text)) {
+					// The next chunk (and the next read of the upstream) waits while the gateway reads slowly.
+					await this.#writable();
+					if (finished() || signal.aborted) return;
+					this.#send(chunk);
+				}
 				if (done) return;
 			}
 		} finally {

@@ -3,8 +3,8 @@ import { settingsFrom } from "../../config.ts";
 import { connectorObject } from "../../connectors/connector-do.ts";
 import { CONNECT_CALLBACK_PATH } from "../../credentials/client-registration.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
-import { connectorServerOf } from "../../registry/connector-tokens.ts";
-import { openApiServerOf } from "../../registry/openapi-records.ts";
+import { CONNECTOR_ORIGIN } from "../../registry/connector-tokens.ts";
+import { OPENAPI_ORIGIN } from "../../registry/openapi-records.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { ServerInputSchema, ServerNameSchema } from "../../registry/schemas.ts";
 import { ToolApprovalInputSchema } from "../../registry/tool-pins.ts";
@@ -166,13 +166,13 @@ export function serverRoutes(): AdminRouter {
 				`Bad Request: an oauth server cannot be named '${RESERVED_CONNECT_NAME}': /connect/${RESERVED_CONNECT_NAME} is where authorization servers send people back.`,
 			);
 		}
-		if (input.url !== undefined && connectorServerOf(input.url) !== null) {
+		if (input.url !== undefined && new URL(input.url).origin === CONNECTOR_ORIGIN) {
 			throw new GatewayError(
 				"bad_request",
 				'Bad Request: url: connector.invalid addresses stand for servers reached through connectors; register the server with "connector": {} instead of a url.',
 			);
 		}
-		if (input.url !== undefined && openApiServerOf(input.url) !== null) {
+		if (input.url !== undefined && new URL(input.url).origin === OPENAPI_ORIGIN) {
 			throw new GatewayError(
 				"bad_request",
 				"Bad Request: url: openapi.invalid addresses stand for servers made from OpenAPI documents; register the server with openapi instead of a url.",
