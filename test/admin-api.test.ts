@@ -443,7 +443,7 @@ describe("refusals say how to fix them", () => {
 		const far = await admin("PUT", `/servers/${uniqueName("far")}`, { url: upstreamUrl("beta"), colour: "blue" });
 		expect(far.status).toBe(400);
 		expect(await refusalMessage(far)).toBe(
-			'Bad Request: body: unknown field "colour"; the fields are url, connector, headers, timeoutSeconds, protocol, auth, tools, prompts, resources, pinning, captureArguments.',
+			'Bad Request: body: unknown field "colour"; the fields are url, connector, openapi, headers, timeoutSeconds, protocol, auth, tools, prompts, resources, pinning, captureArguments.',
 		);
 	});
 

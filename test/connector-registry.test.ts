@@ -82,12 +82,12 @@ describe("servers reached through connectors", () => {
 		const both = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("alpha"), connector: {} });
 		expect(both.status).toBe(400);
 		expect(await message(both)).toBe(
-			'Bad Request: body: give either url or "connector": {}, not both: a server reached through connectors has no address.',
+			'Bad Request: body: give only one of url, "connector": {} and openapi: a server reached through connectors or made from a document has no address of its own.',
 		);
 		const neither = await admin("PUT", `/servers/${name}`, { headers: {} });
 		expect(neither.status).toBe(400);
 		expect(await message(neither)).toBe(
-			'Bad Request: body: give either url (the upstream\'s address) or "connector": {} (reached through connectors).',
+			"Bad Request: body: give one of url (the upstream's address), \"connector\": {} (reached through connectors) or openapi (a REST API's document).",
 		);
 		const fields = await admin("PUT", `/servers/${name}`, { connector: { url: upstreamUrl("alpha") } });
 		expect(fields.status).toBe(400);

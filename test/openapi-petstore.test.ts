@@ -1,7 +1,7 @@
+import { env } from "cloudflare:test";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import petstore30 from "@readme/oas-examples/3.0/json/petstore.json";
 import petstore31 from "@readme/oas-examples/3.1/json/petstore.json";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/edge/app.ts";
 import { forgetIsolateCaches } from "../src/primitives/expiring-map.ts";
@@ -98,7 +98,10 @@ describe("a server made from the petstore document", () => {
 		it(`OpenAPI ${version}: getPetById reaches the API with the operator's api_key and answers the pet as structured content and text`, async () => {
 			const { name } = await registerPetstore(document, port());
 			const { key } = await createKey({ servers: [name] });
-			const result = await (await client(`/mcp/${name}`, key)).callTool({ name: "getPetById", arguments: { petId: 7 } });
+			const result = await (await client(`/mcp/${name}`, key)).callTool({
+				name: "getPetById",
+				arguments: { petId: 7 },
+			});
 			expect(result.isError).toBeFalsy();
 			expect(result.structuredContent).toMatchObject({ name: "doggie" });
 			const [text] = result.content as Array<{ type: string; text: string }>;
@@ -185,13 +188,15 @@ describe("a server made from the petstore document", () => {
 			const names = (await connected.listTools()).tools.map((tool) => tool.name);
 			expect(names.filter((tool) => /User/.test(tool))).toEqual([]);
 			expect(names).not.toContain("deletePet");
-			const refused = await connected
-				.callTool({ name: "deletePet", arguments: { petId: 1 } })
-				.then(() => null, (error: Error) => error.message);
+			const refused = await connected.callTool({ name: "deletePet", arguments: { petId: 1 } }).then(
+				() => null,
+				(error: Error) => error.message,
+			);
 			expect(refused).toMatch(/no-deletes|policy/i);
-			const hidden = await connected
-				.callTool({ name: "getUserByName", arguments: { username: "a" } })
-				.then(() => null, (error: Error) => error.message);
+			const hidden = await connected.callTool({ name: "getUserByName", arguments: { username: "a" } }).then(
+				() => null,
+				(error: Error) => error.message,
+			);
 			expect(hidden).toMatch(/getUserByName/);
 		} finally {
 			await admin("DELETE", `/policies/${policy}`);

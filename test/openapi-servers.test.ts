@@ -1,9 +1,12 @@
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { Browser } from "../scripts/fixtures/browser.ts";
 import type { OAuthUpstreamStats, RecordedRestRequest } from "../scripts/fixtures/control-shapes.ts";
 import { restRecorderDocument } from "../scripts/fixtures/rest-recorder-document.ts";
+import { discoverUpstreamAuthorization } from "../src/credentials/upstream-discovery.ts";
+import { registryStub } from "../src/registry/registry-stub.ts";
 import { admin, BASE, connectClient, createKey, postInitialize, readReply, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, modernPost } from "./support/modern.ts";
 
@@ -270,5 +273,29 @@ describe("a document server whose API takes each person's OAuth token", () => {
 		expect(request?.target).toBe("/secure/oauth");
 		expect(request?.headers.authorization).toMatch(/^Bearer [A-Za-z0-9_-]{20,}$/);
 		expect(JSON.stringify(await recorded(run))).not.toContain(key);
+	});
+
+	it("an API known only by its document's flow: discovery finds the flow's authorization and token endpoints, and tokens are asked for the API's base URL", async () => {
+		// The recorder's own flow names endpoints at the recorder, which publishes no metadata of any kind.
+		const name = uniqueName("flow-only");
+		const document = restRecorderDocument(RECORDER);
+		const response = await admin("PUT", `/servers/${name}?check=false`, {
+			openapi: { document },
+			auth: { type: "oauth", clientId: "the-operators-client" },
+		});
+		expect(response.status, await response.clone().text()).toBe(201);
+		const record = await registryStub(env).getServer(name);
+		const found = await discoverUpstreamAuthorization({
+			serverUrl: record?.url ?? "",
+			settings: { allowHttpUpstreams: true },
+		});
+		expect(found).toMatchObject({
+			resource: `${RECORDER}/`,
+			issuer: record?.url.replace(/\/mcp$/, ""),
+			authorizationEndpoint: `${RECORDER}/oauth/authorize`,
+			tokenEndpoint: `${RECORDER}/oauth/token`,
+			registrationEndpoint: null,
+			scopesSupported: ["items:read", "items:write"],
+		});
 	});
 });

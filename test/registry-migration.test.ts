@@ -138,9 +138,10 @@ const NEW_REGISTRY_SCHEMA = [
 	"kv_outbox: CREATE TABLE kv_outbox ( name TEXT PRIMARY KEY, version INTEGER NOT NULL )",
 	"meta: CREATE TABLE meta ( key TEXT PRIMARY KEY, value TEXT NOT NULL )",
 	"observed_tools: CREATE TABLE observed_tools ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, observed_at INTEGER NOT NULL, tools TEXT NOT NULL )",
+	"openapi_apis: CREATE TABLE openapi_apis ( server TEXT PRIMARY KEY, digest TEXT NOT NULL, api TEXT NOT NULL, credentials TEXT NOT NULL, personal INTEGER NOT NULL, document TEXT )",
 	"pinned_servers: CREATE TABLE pinned_servers ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, recorded_at INTEGER NOT NULL )",
 	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
-	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT, generation TEXT NOT NULL, config_digest TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )`,
+	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT, openapi TEXT, generation TEXT NOT NULL, config_digest TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )`,
 	"tool_pins: CREATE TABLE tool_pins ( server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, definition TEXT NOT NULL, approved_at INTEGER NOT NULL, PRIMARY KEY (server, tool) )",
 	"virtual_servers: CREATE TABLE virtual_servers ( name TEXT PRIMARY KEY, servers TEXT NOT NULL, user_paths TEXT, tools TEXT, prompts TEXT, resources TEXT, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
 ];
@@ -158,9 +159,10 @@ const MIGRATED_SCHEMA = [
 	"kv_outbox: CREATE TABLE kv_outbox ( name TEXT PRIMARY KEY, version INTEGER NOT NULL )",
 	"meta: CREATE TABLE meta ( key TEXT PRIMARY KEY, value TEXT NOT NULL )",
 	"observed_tools: CREATE TABLE observed_tools ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, observed_at INTEGER NOT NULL, tools TEXT NOT NULL )",
+	"openapi_apis: CREATE TABLE openapi_apis ( server TEXT PRIMARY KEY, digest TEXT NOT NULL, api TEXT NOT NULL, credentials TEXT NOT NULL, personal INTEGER NOT NULL, document TEXT )",
 	"pinned_servers: CREATE TABLE pinned_servers ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, recorded_at INTEGER NOT NULL )",
 	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
-	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, config_digest TEXT, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT)`,
+	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, config_digest TEXT, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT, openapi TEXT)`,
 	"tool_pins: CREATE TABLE tool_pins ( server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, definition TEXT NOT NULL, approved_at INTEGER NOT NULL, PRIMARY KEY (server, tool) )",
 	"virtual_servers: CREATE TABLE virtual_servers ( name TEXT PRIMARY KEY, servers TEXT NOT NULL, user_paths TEXT, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, tools TEXT, prompts TEXT, resources TEXT, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]')",
 ];

@@ -1,5 +1,6 @@
 import * as oauth from "oauth4webapi";
 import { z } from "zod";
+import { isServedAddress } from "../upstream/served-origins.ts";
 import { UpstreamAuthorizationRefused } from "./authorization-refused.ts";
 import { clientAuthentication, oauthClientOf } from "./client-authentication.ts";
 import type { ClientStore, OAuthServerAuth } from "./client-registration.ts";
@@ -144,6 +145,20 @@ export async function completeAuthorization(input: CompletionInput): Promise<New
 	};
 }
 
+/**
+ * The callback as it is checked. An authorization server the gateway stands in
+ * for (a document's flows, decision 0105: its issuer is a served address) has
+ * an issuer of the gateway's making, which the real server cannot know: the
+ * RFC 9207 `iss` it may send names itself, so it is not compared. State and
+ * PKCE still bind the callback to the flow the gateway started.
+ */
+function withoutStandInIssuer(callback: URL, authorization: UpstreamAuthorization): URL {
+	if (!isServedAddress(authorization.issuer) || !callback.searchParams.has("iss")) return callback;
+	const checked = new URL(callback);
+	checked.searchParams.delete("iss");
+	return checked;
+}
+
 /** oauth4webapi's check of the authorization response, its failures named by what was wrong. */
 function validatedCallback(
 	as: oauth.AuthorizationServer,
@@ -153,7 +168,7 @@ function validatedCallback(
 	authorization: UpstreamAuthorization,
 ): URLSearchParams {
 	try {
-		return oauth.validateAuthResponse(as, client, callback, state);
+		return oauth.validateAuthResponse(as, client, withoutStandInIssuer(callback, authorization), state);
 	} catch (error) {
 		if (error instanceof oauth.AuthorizationResponseError) {
 			throw new UpstreamAuthorizationRefused(

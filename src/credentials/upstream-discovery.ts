@@ -116,7 +116,10 @@ export async function discoverUpstreamAuthorization(input: DiscoveryInput): Prom
 	const resourceMetadata = await readResourceMetadata(serverUrl, challenge, upstreamSettings);
 	const [first = ""] = resourceMetadata.authorization_servers;
 	const issuer = checkOAuthUrl(first, settings, "authorization server's address");
-	const metadata = await readAuthorizationServerMetadata(issuer, settings);
+	const metadata = await readAuthorizationServerMetadata(
+		issuer,
+		servedIssuer(issuer, serverUrl) ? upstreamSettings : settings,
+	);
 	const endpoint = (url: string | undefined, what: string) =>
 		url === undefined ? null : checkOAuthUrl(url, settings, what).href;
 	const methods = metadata.code_challenge_methods_supported;
@@ -287,6 +290,22 @@ function servedResource(claimed: string, serverUrl: URL): URL {
 	throw new UpstreamAuthorizationRefused(
 		"resource_mismatch",
 		`The protected resource metadata of ${serverUrl.host}${serverUrl.pathname} names a resource that is not an absolute http(s) URL without fragment (${claimed.slice(0, 200)}), so the gateway does not trust it.`,
+	);
+}
+
+/**
+ * Whether `issuer` is an authorization server the gateway stands in for, on
+ * behalf of the served server at `serverUrl`: a document server whose API's
+ * authorization server is known only from its document's flows (decision
+ * 0105) publishes that server's metadata under its own address, through its
+ * served fetcher. A served issuer of any other server is refused.
+ */
+function servedIssuer(issuer: URL, serverUrl: URL): boolean {
+	if (!isServedAddress(issuer.href)) return false;
+	if (serverUrl.href.startsWith(`${issuer.href.replace(/\/$/, "")}/`)) return true;
+	throw new UpstreamAuthorizationRefused(
+		"resource_mismatch",
+		`The server ${serverUrl.host}${serverUrl.pathname} names an authorization server the gateway serves for another server (${issuer.href.slice(0, 200)}), so the gateway does not use it.`,
 	);
 }
 
