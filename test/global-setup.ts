@@ -26,6 +26,8 @@ export default async function setup(project: TestProject) {
 	const prisms = Promise.all([
 		startPrismMock(`${examples}/3.0/json/petstore.json`),
 		startPrismMock(`${examples}/3.1/json/petstore.json`),
+		startPrismMock(`${examples}/3.1/json/train-travel.json`),
+		startPrismMock(`${examples}/3.0/json/star-trek.json`),
 	]);
 	project.provide("secondEdgePath", await buildSecondEdge(project.config.root, project.name));
 	const alpha = await startUpstream({ name: "alpha", requireToken: "alpha-secret", gates: true });
@@ -86,9 +88,11 @@ export default async function setup(project: TestProject) {
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
-	const [petstore30, petstore31] = await prisms;
+	const [petstore30, petstore31, trainTravel, starTrek] = await prisms;
 	project.provide("petstore30Port", petstore30.port);
 	project.provide("petstore31Port", petstore31.port);
+	project.provide("trainTravelPort", trainTravel.port);
+	project.provide("starTrekPort", starTrek.port);
 	return async () => {
 		await Promise.all([
 			alpha.close(),
@@ -115,6 +119,8 @@ export default async function setup(project: TestProject) {
 			fault.stop(),
 			petstore30.close(),
 			petstore31.close(),
+			trainTravel.close(),
+			starTrek.close(),
 		]);
 	};
 }

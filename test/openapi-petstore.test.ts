@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import petstore30 from "@readme/oas-examples/3.0/json/petstore.json";
+import starTrek from "@readme/oas-examples/3.0/json/star-trek.json";
 import petstore31 from "@readme/oas-examples/3.1/json/petstore.json";
+import trainTravel from "@readme/oas-examples/3.1/json/train-travel.json";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { createApp } from "../src/edge/app.ts";
 import { forgetIsolateCaches } from "../src/primitives/expiring-map.ts";
@@ -201,5 +203,72 @@ describe("a server made from the petstore document", () => {
 		} finally {
 			await admin("DELETE", `/policies/${policy}`);
 		}
+	});
+});
+
+describe("servers made from larger real documents", () => {
+	it("train-travel (OpenAPI 3.1, schemas behind chains of $refs): its tools' schemas are resolved, and a call with the operator's OAuth token answers what the API makes of them", async () => {
+		const name = uniqueName("trains");
+		const response = await admin("PUT", `/servers/${name}?check=false`, {
+			openapi: {
+				document: trainTravel,
+				baseUrl: `http://127.0.0.1:${inject("trainTravelPort")}`,
+				credentials: { OAuth2: "${UPSTREAM_PETSTORE_KEY}" },
+			},
+		});
+		expect(response.status, await response.clone().text()).toBe(201);
+		const { key } = await createKey({ servers: [name] });
+		const connected = await client(`/mcp/${name}`, key);
+		const tools = new Map((await connected.listTools()).tools.map((tool) => [tool.name, tool]));
+		expect([...tools.keys()].sort()).toEqual(
+			[
+				"create-booking",
+				"create-booking-payment",
+				"delete-booking",
+				"get-booking",
+				"get-bookings",
+				"get-stations",
+				"get-trips",
+			].sort(),
+		);
+		const schemas = JSON.stringify([...tools.values()].map((tool) => [tool.inputSchema, tool.outputSchema]));
+		expect(schemas).not.toContain("$ref");
+		expect(tools.get("get-trips")?.inputSchema).toMatchObject({
+			properties: { origin: { type: "string" }, destination: { type: "string" } },
+		});
+		const trips = await connected.callTool({
+			name: "get-trips",
+			arguments: {
+				origin: "efdbb9d1-02c2-4bc3-afb7-6788d8782b1e",
+				destination: "b2e783e1-c824-4d63-b37a-d8d698862f1d",
+				date: "2024-02-01T09:00:00Z",
+			},
+		});
+		expect(trips.isError, JSON.stringify(trips.content)).toBeFalsy();
+		expect(trips.structuredContent).toEqual(expect.any(Object));
+	});
+
+	it("star-trek (120 operations, none with an operationId): tools.include chooses a few, named <method>_<path>, and only those are listed and called", async () => {
+		const name = uniqueName("star-trek");
+		const response = await admin("PUT", `/servers/${name}?check=false`, {
+			openapi: { document: starTrek, baseUrl: `http://127.0.0.1:${inject("starTrekPort")}` },
+			tools: { include: ["get_animal*"] },
+		});
+		expect(response.status, await response.clone().text()).toBe(201);
+		const shown = (await response.json()) as { openapi: { tools: number } };
+		expect(shown.openapi.tools).toBe(2);
+		const { key } = await createKey({ servers: [name] });
+		const connected = await client(`/mcp/${name}`, key);
+		expect((await connected.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
+			"get_animal",
+			"get_animal_search",
+		]);
+		const found = await connected.callTool({ name: "get_animal_search", arguments: { pageNumber: 0, pageSize: 5 } });
+		expect(found.isError, JSON.stringify(found.content)).toBeFalsy();
+		const refused = await connected.callTool({ name: "get_book", arguments: { uid: "x" } }).then(
+			() => null,
+			(error: Error) => error.message,
+		);
+		expect(refused).toMatch(/get_book/);
 	});
 });

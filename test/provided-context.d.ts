@@ -49,6 +49,10 @@ declare module "vitest" {
 		 */
 		petstore30Port: number;
 		petstore31Port: number;
+		/** Prism mocking train-travel (OpenAPI 3.1, its schemas a web of `$ref`s; OAuth 2 on every operation). */
+		trainTravelPort: number;
+		/** Prism mocking star-trek (OpenAPI 3.0, 120 operations without operationIds). */
+		starTrekPort: number;
 		/**
 		 * The REST recorder (scripts/fixtures/rest-recorder.ts): records every request exactly (`GET /__log`),
 		 * its OpenAPI 3.1 document at `/openapi.json`.
