@@ -10,6 +10,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { describeError } from "../mcp/gateway-error.ts";
 import type { CompiledOperation } from "../registry/openapi-records.ts";
+import { GATEWAY_SET_HEADERS } from "../registry/schemas.ts";
 import type { PublishedApi } from "../registry/tables/openapi-apis-table.ts";
 import { resolveReferences } from "../upstream/upstream-target.ts";
 import { answerOf } from "./http-answer.ts";
@@ -36,23 +37,20 @@ export interface DocumentServerHost {
 }
 
 /**
- * Headers of the MCP request that are the MCP transport's, not the API's: the
- * rest (the server's configured headers, trace context) go on to the API, and
- * Authorization as `passedHeaders` says.
+ * Headers of the MCP request that are not the API's: those the gateway sets on
+ * every upstream request (the transport's), and its Authorization and
+ * encoding; the rest (the server's configured headers, trace context) go on
+ * to the API, and Authorization as `passedHeaders` says.
  */
-const TRANSPORT_HEADERS = new Set([
-	"accept",
-	"accept-encoding",
-	"authorization",
-	"content-type",
-	"content-length",
-	"host",
-	"mcp-session-id",
-	"mcp-protocol-version",
-	"mcp-method",
-	"mcp-name",
-	"last-event-id",
-]);
+function isTransportHeader(name: string): boolean {
+	// Mcp-Param-* mirror a call's arguments for routing (2026-07-28): the API gets the arguments themselves.
+	return (
+		GATEWAY_SET_HEADERS.has(name) ||
+		name === "authorization" ||
+		name === "accept-encoding" ||
+		name.startsWith("mcp-param-")
+	);
+}
 
 /** What one compiled API answers every request with: its tools list, and its operations by tool name. */
 interface Answerable {
@@ -174,10 +172,7 @@ function credentialsOf(
 function passedHeaders(request: Request | undefined, personal: boolean): Record<string, string> {
 	const passed: Record<string, string> = {};
 	if (!request) return passed;
-	for (const [name, value] of request.headers) {
-		// Mcp-Param-* mirror a call's arguments for routing (2026-07-28): the API gets the arguments themselves.
-		if (!TRANSPORT_HEADERS.has(name) && !name.startsWith("mcp-param-")) passed[name] = value;
-	}
+	for (const [name, value] of request.headers) if (!isTransportHeader(name)) passed[name] = value;
 	const authorization = request.headers.get("authorization");
 	if (authorization !== null && !personal) passed.authorization = authorization;
 	return passed;

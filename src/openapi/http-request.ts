@@ -1,4 +1,5 @@
 import type { CompiledApi, CompiledBody, CompiledOperation, CompiledParameter } from "../registry/openapi-records.ts";
+import { GATEWAY_SET_HEADERS } from "../registry/schemas.ts";
 import { type ArgumentProblem, cookiePairs, headerValue, pathValue, queryPairs } from "./parameter-style.ts";
 import { type CallCredentials, placeCredentials } from "./security.ts";
 
@@ -11,15 +12,6 @@ export type { CallCredentials };
  * value on its line. Anything that cannot be sent so is refused with a
  * sentence naming the argument, before anything leaves the gateway.
  */
-
-/** MCP's transport headers: they belong to the client's exchange with the gateway, never to the API. */
-const MCP_TRANSPORT_HEADERS = new Set([
-	"mcp-session-id",
-	"mcp-protocol-version",
-	"mcp-method",
-	"mcp-name",
-	"last-event-id",
-]);
 
 /** Header parameters OpenAPI says to ignore (3.1 §4.8.12.1): the request's own fields set them. */
 const IGNORED_HEADER_PARAMETERS = new Set(["accept", "content-type", "authorization"]);
@@ -143,8 +135,9 @@ export function buildRequest(
 	if (typeof path !== "string") return path;
 
 	const headers = new Headers();
+	// The gateway's own headers (the MCP transport's, and those this request sets itself) are not the caller's to give.
 	for (const [name, value] of Object.entries(options.headers)) {
-		if (!MCP_TRANSPORT_HEADERS.has(name.toLowerCase())) headers.set(name, value);
+		if (!GATEWAY_SET_HEADERS.has(name.toLowerCase())) headers.set(name, value);
 	}
 	const query: string[] = [];
 	const cookies: string[] = [];

@@ -19,9 +19,10 @@ export const ServerNameSchema = z
 
 /**
  * Headers the gateway sets itself on upstream requests. Letting an operator
- * override them would break the upstream session or the transport.
+ * override them would break the upstream session or the transport; a document
+ * server passes none of them on to its API.
  */
-const RESERVED_HEADERS = new Set([
+export const GATEWAY_SET_HEADERS: ReadonlySet<string> = new Set([
 	"accept",
 	"content-type",
 	"content-length",
@@ -36,7 +37,7 @@ const RESERVED_HEADERS = new Set([
 const HeaderNameSchema = z
 	.string()
 	.regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "must be a valid HTTP header name")
-	.refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), "is set by the gateway and cannot be configured");
+	.refine((name) => !GATEWAY_SET_HEADERS.has(name.toLowerCase()), "is set by the gateway and cannot be configured");
 
 /**
  * Header values may reference Worker secrets as `${UPSTREAM_NAME}`. Only names
