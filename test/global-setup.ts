@@ -1,4 +1,5 @@
 import type { TestProject } from "vitest/node";
+import { startAppServer } from "../scripts/fixtures/app-servers.ts";
 import { startFaultSupervisor } from "../scripts/fixtures/fault-supervisor.ts";
 import {
 	IDP_GATEWAY_CLIENT,
@@ -88,6 +89,15 @@ export default async function setup(project: TestProject) {
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
+	// The MCP Apps extension's example servers: two of one kind (their ui:// URIs collide), and one with an app-only tool.
+	const [appBasicA, appBasicB, appMonitor] = await Promise.all([
+		startAppServer("basic"),
+		startAppServer("basic"),
+		startAppServer("monitor"),
+	]);
+	project.provide("appBasicAPort", appBasicA.port);
+	project.provide("appBasicBPort", appBasicB.port);
+	project.provide("appMonitorPort", appMonitor.port);
 	const [petstore30, petstore31, trainTravel, starTrek] = await prisms;
 	project.provide("petstore30Port", petstore30.port);
 	project.provide("petstore31Port", petstore31.port);
@@ -121,6 +131,9 @@ export default async function setup(project: TestProject) {
 			petstore31.close(),
 			trainTravel.close(),
 			starTrek.close(),
+			appBasicA.close(),
+			appBasicB.close(),
+			appMonitor.close(),
 		]);
 	};
 }

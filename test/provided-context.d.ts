@@ -58,6 +58,14 @@ declare module "vitest" {
 		 * its OpenAPI 3.1 document at `/openapi.json`.
 		 */
 		restRecorderPort: number;
+		/**
+		 * The MCP Apps extension's example servers (scripts/fixtures/app-servers.ts): two of
+		 * `server-basic-vanillajs` (both `get-time` with `ui://get-time/mcp-app.html`) and one
+		 * `server-system-monitor` (a View and an app-only tool). MCP at `http://127.0.0.1:<port>/mcp`.
+		 */
+		appBasicAPort: number;
+		appBasicBPort: number;
+		appMonitorPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}
