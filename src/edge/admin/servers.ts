@@ -25,7 +25,6 @@ import {
 	withRefusals,
 } from "./kit.ts";
 import { noneNamed } from "./none-named.ts";
-import { compileServerDocument } from "./openapi-document.ts";
 
 /** The one name an oauth server cannot have: its connect page would be the gateway's OAuth callback. */
 const RESERVED_CONNECT_NAME = CONNECT_CALLBACK_PATH.slice(CONNECT_CALLBACK_PATH.lastIndexOf("/") + 1);
@@ -136,6 +135,16 @@ const remove = createRoute({
 	responses: withRefusals({ 204: { description: "Deleted." }, 404: notFound }),
 });
 
+/**
+ * A document server's document compiled. The parser and the YAML reader are
+ * the largest code of the Worker and only a PUT of such a server uses them:
+ * imported when first needed, so no other request's isolate evaluates them.
+ */
+async function compiledDocument(...args: Parameters<typeof import("./openapi-document.ts").compileServerDocument>) {
+	const { compileServerDocument } = await import("./openapi-document.ts");
+	return compileServerDocument(...args);
+}
+
 /** `/admin/servers`: upstream servers, their tools and approvals. */
 export function serverRoutes(): AdminRouter {
 	const router = adminRouter();
@@ -184,7 +193,7 @@ export function serverRoutes(): AdminRouter {
 				"Bad Request: url: plain http upstreams are refused (credentials and calls would travel unencrypted); use https, or set ALLOW_HTTP_UPSTREAMS=true for local development.",
 			);
 		}
-		const made = input.openapi ? await compileServerDocument(c.env, { ...input, openapi: input.openapi }) : null;
+		const made = input.openapi ? await compiledDocument(c.env, { ...input, openapi: input.openapi }) : null;
 		const result = await registryStub(c.env).putServer(name, input, made?.compiled ?? null);
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		audit(result.created ? "server.created" : "server.replaced", name);
