@@ -46,13 +46,13 @@ function projectCopy(): string {
 	return dir;
 }
 
-/** A base port whose eight ports are all free now, well away from 8787 and the OS's ephemeral range. */
+/** A base port whose ports (LOCAL_SERVICES) are all free now, well away from 8787 and the OS's ephemeral range. */
 async function freeBase(): Promise<number> {
 	for (let tried = 0; tried < 50; tried += 1) {
 		const base = 20_000 + Math.floor(Math.random() * 12_000);
 		if ((await busyServices(localPorts(base), ALL_SERVICES)).length === 0) return base;
 	}
-	throw new Error("no base port with eight free ports after it");
+	throw new Error("no base port with all its services' ports free after it");
 }
 
 /** `npm start -- --port <base>` in `dir`; `lines` gets everything it prints (`output` keeps only the last lines). */
@@ -170,6 +170,31 @@ async function expectRestDemoCall(endpoint: string, key: string): Promise<void> 
 	}
 }
 
+/**
+ * The system monitor's tool listed through the gateway with its View's address in `_meta.ui`,
+ * and that View read as the host reads it: the app's HTML, as an MCP App.
+ */
+async function expectAppView(endpoint: string, key: string): Promise<void> {
+	const client = new Client({ name: "npm-start-test", version: "1" });
+	await client.connect(
+		new StreamableHTTPClientTransport(new URL(endpoint), {
+			requestInit: { headers: { authorization: `Bearer ${key}` } },
+		}),
+	);
+	try {
+		const { tools } = await client.listTools();
+		const view = "ui://system-monitor/mcp-app.html";
+		expect(tools.find((tool) => tool.name === "get-system-info")?._meta).toMatchObject({ ui: { resourceUri: view } });
+		const { contents } = await client.readResource({ uri: view });
+		expect(contents[0]).toMatchObject({ uri: view, mimeType: "text/html;profile=mcp-app" });
+		expect(contents[0] !== undefined && "text" in contents[0] ? contents[0].text : "").toContain(
+			"<title>System Monitor</title>",
+		);
+	} finally {
+		await client.close();
+	}
+}
+
 describe("npm start", () => {
 	it("runs on the base port it is given (--port), every service and registration beside it, and a SIGTERM to npm stops every process it started and frees every port", {
 		timeout: READY_MS + 60_000,
@@ -214,6 +239,12 @@ describe("npm start", () => {
 			true,
 		);
 		await expectRestDemoCall(`http://${HOST}:${base}/mcp/rest-demo`, localDevKey(dir));
+		// The MCP App: registered on its port, printed in the banner, its View read through the gateway.
+		expect(await server("system-monitor")).toMatchObject({ url: `http://${HOST}:${ports.appDemo}/mcp` });
+		expect(
+			lines.some((line) => line.includes(`system-monitor : the MCP Apps extension's system monitor example`)),
+		).toBe(true);
+		await expectAppView(`http://${HOST}:${base}/mcp/system-monitor`, localDevKey(dir));
 
 		const npmPid = npm.process.pid ?? 0;
 		const tree = descendants(npmPid);
@@ -223,6 +254,7 @@ describe("npm start", () => {
 		expect(commands.some((command) => command.includes("wrangler"))).toBe(true);
 		expect(commands.some((command) => command.includes("workerd"))).toBe(true);
 		expect(commands.some((command) => command.includes("mcpgw.mjs connect files"))).toBe(true);
+		expect(commands.some((command) => command.includes("server-system-monitor"))).toBe(true);
 		expect(await busyServices(ports, ALL_SERVICES)).toEqual(ALL_SERVICES);
 
 		process.kill(npmPid, "SIGTERM");
