@@ -144,8 +144,8 @@ function localDevKey(dir: string): string {
 	return key;
 }
 
-/** rest-demo's operations listed as tools through the gateway with an SDK client, and getNote called: one request to the API. */
-async function expectRestDemoCall(endpoint: string, key: string): Promise<void> {
+/** An SDK client of `endpoint` with the API key, given to `use` and closed afterwards. */
+async function withClient(endpoint: string, key: string, use: (client: Client) => Promise<void>): Promise<void> {
 	const client = new Client({ name: "npm-start-test", version: "1" });
 	await client.connect(
 		new StreamableHTTPClientTransport(new URL(endpoint), {
@@ -153,6 +153,15 @@ async function expectRestDemoCall(endpoint: string, key: string): Promise<void> 
 		}),
 	);
 	try {
+		await use(client);
+	} finally {
+		await client.close();
+	}
+}
+
+/** rest-demo's operations listed as tools through the gateway with an SDK client, and getNote called: one request to the API. */
+function expectRestDemoCall(endpoint: string, key: string): Promise<void> {
+	return withClient(endpoint, key, async (client) => {
 		const { tools } = await client.listTools();
 		expect(tools.map((tool) => tool.name).sort()).toEqual([
 			"createNote",
@@ -165,23 +174,15 @@ async function expectRestDemoCall(endpoint: string, key: string): Promise<void> 
 		const result = await client.callTool({ name: "getNote", arguments: { noteId: "1" } });
 		expect(result.isError ?? false, JSON.stringify(result)).toBe(false);
 		expect(JSON.stringify(result.content)).toContain("Welcome");
-	} finally {
-		await client.close();
-	}
+	});
 }
 
 /**
  * The system monitor's tool listed through the gateway with its View's address in `_meta.ui`,
  * and that View read as the host reads it: the app's HTML, as an MCP App.
  */
-async function expectAppView(endpoint: string, key: string): Promise<void> {
-	const client = new Client({ name: "npm-start-test", version: "1" });
-	await client.connect(
-		new StreamableHTTPClientTransport(new URL(endpoint), {
-			requestInit: { headers: { authorization: `Bearer ${key}` } },
-		}),
-	);
-	try {
+function expectAppView(endpoint: string, key: string): Promise<void> {
+	return withClient(endpoint, key, async (client) => {
 		const { tools } = await client.listTools();
 		const view = "ui://system-monitor/mcp-app.html";
 		expect(tools.find((tool) => tool.name === "get-system-info")?._meta).toMatchObject({ ui: { resourceUri: view } });
@@ -190,9 +191,7 @@ async function expectAppView(endpoint: string, key: string): Promise<void> {
 		expect(contents[0] !== undefined && "text" in contents[0] ? contents[0].text : "").toContain(
 			"<title>System Monitor</title>",
 		);
-	} finally {
-		await client.close();
-	}
+	});
 }
 
 describe("npm start", () => {
