@@ -1,7 +1,8 @@
 /**
  * The servers and access rules of the local demo (`npm start`), as admin API
- * calls: the four demo servers, `files` (reached through a connector) and, when its
- * document is given, `rest-demo` (made from a REST API's OpenAPI document), `demo-operator` (dave: the servers and the
+ * calls: the four demo servers, `files` (reached through a connector), when its
+ * document is given, `rest-demo` (made from a REST API's OpenAPI document), when its address is
+ * given, `system-monitor` (an MCP App), `demo-operator` (dave: the servers and the
  * dashboard) and `demo` (verified example.com addresses: alice; bob and carol
  * are refused). The page tests register the same through `registerDemo`, so
  * the flows they drive in a browser are the ones a person meets after
@@ -20,6 +21,8 @@ export interface DemoUpstreams {
 	whoamiDemo: string;
 	/** The demo REST API's OpenAPI document (rest-demo.ts); absent: `rest-demo` is not registered. */
 	restDemoDocument?: string;
+	/** The MCP Apps system monitor example (app-servers.ts); absent: `system-monitor` is not registered. */
+	systemMonitor?: string;
 }
 
 /** One admin API call: `/admin<path>` with a JSON body. */
@@ -43,6 +46,11 @@ export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): 
 		// A REST API, not an MCP server: the gateway reads its OpenAPI document and answers each operation as a tool.
 		await admin("PUT", "/servers/rest-demo", { openapi: { url: upstreams.restDemoDocument } });
 		servers.push("rest-demo");
+	}
+	if (upstreams.systemMonitor !== undefined) {
+		// An MCP App: its tool points at a View (ui://system-monitor/mcp-app.html) that polls an app-only tool.
+		await admin("PUT", "/servers/system-monitor", { url: upstreams.systemMonitor });
+		servers.push("system-monitor");
 	}
 	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
 	await admin("PUT", "/access-rules/demo-operator", {

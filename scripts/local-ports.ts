@@ -28,6 +28,8 @@ export const LOCAL_SERVICES = {
 	otlpReceiver: { offset: 6, role: "the trace receiver" },
 	/** The demo REST API (rest-demo.ts) whose OpenAPI document the gateway makes a server of. */
 	restDemo: { offset: 7, role: "rest-demo" },
+	/** The MCP Apps extension's system monitor example (app-servers.ts): a tool whose View a host renders. */
+	appDemo: { offset: 8, role: "system-monitor" },
 } as const;
 
 export type LocalService = keyof typeof LOCAL_SERVICES;
@@ -87,6 +89,7 @@ export function localPorts(base: number): LocalPorts {
 		identityUpstream: at("identityUpstream"),
 		otlpReceiver: at("otlpReceiver"),
 		restDemo: at("restDemo"),
+		appDemo: at("appDemo"),
 	};
 }
 

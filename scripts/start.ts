@@ -4,7 +4,8 @@
  * the demo MCP servers, a local OpenID Connect provider for OAuth sign-in
  * (demo users, password `demo`) and `wrangler dev`, registers the demo server,
  * creates an API key and prints how to connect. Beside them runs a small REST
- * API, `rest-demo`, registered from its OpenAPI document.
+ * API, `rest-demo`, registered from its OpenAPI document, and an MCP App, the
+ * extension's system monitor example, registered as `system-monitor`.
  *
  * Ports: the gateway on a base port (8787, or `--port N`, or `PORT`), the rest
  * at fixed offsets above it (scripts/local-ports.ts). Stopping: Ctrl-C, SIGTERM
@@ -30,6 +31,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { exportJWK, generateKeyPair } from "jose";
 import { gatewayCallbackUrls } from "../src/auth/provider-callbacks.ts";
 import { registerDemo } from "./demo-registry.ts";
+import { startAppServer } from "./fixtures/app-servers.ts";
 import { startIdentityUpstream } from "./fixtures/identity-upstream.ts";
 import { startModernUpstream } from "./fixtures/modern-upstream.ts";
 import { startOAuthUpstream } from "./fixtures/oauth-upstream.ts";
@@ -55,7 +57,10 @@ const {
 	identityUpstream: IDENTITY_UPSTREAM_PORT,
 	otlpReceiver: OTLP_RECEIVER_PORT,
 	restDemo: REST_DEMO_PORT,
+	appDemo: APP_DEMO_PORT,
 } = PORTS;
+/** The last of this run's ports, for the banner. */
+const HIGHEST_PORT = Math.max(...Object.values(PORTS));
 /** Metrics every 10 s rather than the spec's 60 s: a local run is short. */
 const LOCAL_METRIC_INTERVAL_MS = 10_000;
 const GATEWAY = `http://${HOST}:${GATEWAY_PORT}`;
@@ -211,6 +216,7 @@ const needed: LocalService[] = [
 	"oauthUpstream",
 	"identityUpstream",
 	"restDemo",
+	"appDemo",
 ];
 if (localTelemetry) needed.push("otlpReceiver");
 // Checked before anything is written or started: a run that cannot start changes nothing.
@@ -264,6 +270,9 @@ console.log(`Demo identity upstream listening at ${identityUpstream.url} (verifi
 const restDemo = await startRestDemo({ port: REST_DEMO_PORT });
 const restDemoDocument = `${restDemo.base}/openapi.json`;
 console.log(`Demo REST API listening at ${restDemo.base} (its OpenAPI document: ${restDemoDocument})`);
+// A child process (the package runs as it ships), stopped with the servers below.
+const appDemo = await startAppServer("monitor", APP_DEMO_PORT);
+console.log(`Demo MCP App (the extension's system monitor) listening at ${appDemo.url}`);
 const otlpReceiver = localTelemetry
 	? await startLocalReceiver({ port: OTLP_RECEIVER_PORT, prefix: "[trace]" })
 	: undefined;
@@ -276,6 +285,7 @@ servers.push(
 	oauthUpstream,
 	identityUpstream,
 	restDemo,
+	appDemo,
 	...(otlpReceiver ? [otlpReceiver] : []),
 );
 
@@ -330,6 +340,7 @@ try {
 		oauthDemo: oauthUpstream.url,
 		whoamiDemo: identityUpstream.url,
 		restDemoDocument,
+		systemMonitor: appDemo.url,
 	});
 	await startFilesConnector(adminToken);
 	const key = await localDevKey(adminToken);
@@ -428,6 +439,12 @@ try {
                  sending one HTTP request per call (docs/openapi.md). Its tools are
                  at ${GATEWAY}/mcp/rest-demo.
 
+ An MCP App, a tool whose answer a host shows in a View it renders (docs/apps.md):
+   system-monitor : the MCP Apps extension's system monitor example at ${appDemo.url}.
+                 Its get-system-info points at the View ui://system-monitor/mcp-app.html,
+                 which polls poll-system-stats, a tool for the View only. Point an MCP Apps
+                 host at ${GATEWAY}/mcp/system-monitor (or ${GATEWAY}/mcp).
+
  Try it with the MCP Inspector's command line:
    npx -y @modelcontextprotocol/inspector --cli ${endpoint} --transport http \\
      --header "Authorization: Bearer ${key}" --method tools/list
@@ -441,7 +458,7 @@ try {
    ${GATEWAY}/mcp; it sends you to ${signInAt} to sign in,
    ${signInHint}
 
- Ports ${GATEWAY_PORT} to ${OTLP_RECEIVER_PORT} (npm start -- --port <base> moves them). Press Ctrl-C to stop.
+ Ports ${GATEWAY_PORT} to ${HIGHEST_PORT} (npm start -- --port <base> moves them). Press Ctrl-C to stop.
 ================================================================================`);
 } catch (error) {
 	await shutdown(1, `npm start failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -78,6 +78,8 @@ export class ClientMessages {
 			if (inner) {
 				input = inner;
 				calledTool = inner.message.params.name;
+				// A View's own tool is not the model's to call: refused here, accounted as the unknown tool it named.
+				await this.router.refuseAppOnly(inner);
 			}
 			const reply = await this.route(binding, input, call);
 			return call.leave(calledTool === null ? reply : withCalledTool(reply, calledTool));

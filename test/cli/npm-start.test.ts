@@ -46,13 +46,13 @@ function projectCopy(): string {
 	return dir;
 }
 
-/** A base port whose eight ports are all free now, well away from 8787 and the OS's ephemeral range. */
+/** A base port whose ports (LOCAL_SERVICES) are all free now, well away from 8787 and the OS's ephemeral range. */
 async function freeBase(): Promise<number> {
 	for (let tried = 0; tried < 50; tried += 1) {
 		const base = 20_000 + Math.floor(Math.random() * 12_000);
 		if ((await busyServices(localPorts(base), ALL_SERVICES)).length === 0) return base;
 	}
-	throw new Error("no base port with eight free ports after it");
+	throw new Error("no base port with all its services' ports free after it");
 }
 
 /** `npm start -- --port <base>` in `dir`; `lines` gets everything it prints (`output` keeps only the last lines). */
@@ -144,8 +144,8 @@ function localDevKey(dir: string): string {
 	return key;
 }
 
-/** rest-demo's operations listed as tools through the gateway with an SDK client, and getNote called: one request to the API. */
-async function expectRestDemoCall(endpoint: string, key: string): Promise<void> {
+/** An SDK client of `endpoint` with the API key, given to `use` and closed afterwards. */
+async function withClient(endpoint: string, key: string, use: (client: Client) => Promise<void>): Promise<void> {
 	const client = new Client({ name: "npm-start-test", version: "1" });
 	await client.connect(
 		new StreamableHTTPClientTransport(new URL(endpoint), {
@@ -153,6 +153,15 @@ async function expectRestDemoCall(endpoint: string, key: string): Promise<void> 
 		}),
 	);
 	try {
+		await use(client);
+	} finally {
+		await client.close();
+	}
+}
+
+/** rest-demo's operations listed as tools through the gateway with an SDK client, and getNote called: one request to the API. */
+function expectRestDemoCall(endpoint: string, key: string): Promise<void> {
+	return withClient(endpoint, key, async (client) => {
 		const { tools } = await client.listTools();
 		expect(tools.map((tool) => tool.name).sort()).toEqual([
 			"createNote",
@@ -165,9 +174,24 @@ async function expectRestDemoCall(endpoint: string, key: string): Promise<void> 
 		const result = await client.callTool({ name: "getNote", arguments: { noteId: "1" } });
 		expect(result.isError ?? false, JSON.stringify(result)).toBe(false);
 		expect(JSON.stringify(result.content)).toContain("Welcome");
-	} finally {
-		await client.close();
-	}
+	});
+}
+
+/**
+ * The system monitor's tool listed through the gateway with its View's address in `_meta.ui`,
+ * and that View read as the host reads it: the app's HTML, as an MCP App.
+ */
+function expectAppView(endpoint: string, key: string): Promise<void> {
+	return withClient(endpoint, key, async (client) => {
+		const { tools } = await client.listTools();
+		const view = "ui://system-monitor/mcp-app.html";
+		expect(tools.find((tool) => tool.name === "get-system-info")?._meta).toMatchObject({ ui: { resourceUri: view } });
+		const { contents } = await client.readResource({ uri: view });
+		expect(contents[0]).toMatchObject({ uri: view, mimeType: "text/html;profile=mcp-app" });
+		expect(contents[0] !== undefined && "text" in contents[0] ? contents[0].text : "").toContain(
+			"<title>System Monitor</title>",
+		);
+	});
 }
 
 describe("npm start", () => {
@@ -214,6 +238,12 @@ describe("npm start", () => {
 			true,
 		);
 		await expectRestDemoCall(`http://${HOST}:${base}/mcp/rest-demo`, localDevKey(dir));
+		// The MCP App: registered on its port, printed in the banner, its View read through the gateway.
+		expect(await server("system-monitor")).toMatchObject({ url: `http://${HOST}:${ports.appDemo}/mcp` });
+		expect(
+			lines.some((line) => line.includes(`system-monitor : the MCP Apps extension's system monitor example`)),
+		).toBe(true);
+		await expectAppView(`http://${HOST}:${base}/mcp/system-monitor`, localDevKey(dir));
 
 		const npmPid = npm.process.pid ?? 0;
 		const tree = descendants(npmPid);
@@ -223,6 +253,7 @@ describe("npm start", () => {
 		expect(commands.some((command) => command.includes("wrangler"))).toBe(true);
 		expect(commands.some((command) => command.includes("workerd"))).toBe(true);
 		expect(commands.some((command) => command.includes("mcpgw.mjs connect files"))).toBe(true);
+		expect(commands.some((command) => command.includes("server-system-monitor"))).toBe(true);
 		expect(await busyServices(ports, ALL_SERVICES)).toEqual(ALL_SERVICES);
 
 		process.kill(npmPid, "SIGTERM");

@@ -16,7 +16,11 @@ export type UpstreamName =
 	| "tasking"
 	| "modern"
 	| "dual"
-	| "modernTasking";
+	| "modernTasking"
+	// The MCP Apps extension's example servers (scripts/fixtures/app-servers.ts): they keep no log of what they got.
+	| "appBasicA"
+	| "appBasicB"
+	| "appMonitor";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);

@@ -296,6 +296,11 @@ export class AggregateRouter implements MemberListener {
 		return this.disclosure.inner(request);
 	}
 
+	/** Refuses as unknown the call a `call_tool` stands for when its tool is a View's only (see ToolDisclosure). */
+	refuseAppOnly(inner: ToolCall): Promise<void> {
+		return this.disclosure.refuseAppOnly(inner);
+	}
+
 	/** The member a tool the endpoint lists as `exposed` belongs to, and its name there (unknown names throw). */
 	routeTool(exposed: string): Promise<RouteTarget> {
 		return this.lists.routeName("tool", exposed);

@@ -1,5 +1,6 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { globMatches } from "../../governance/globs.ts";
+import { isAppOnly } from "../../mcp/app-visibility.ts";
 import type { SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import {
 	CALL_TOOL,
@@ -13,6 +14,7 @@ import {
 } from "../../mcp/disclosure-tools.ts";
 import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { buildToolIndex, searchTools, type ToolIndex } from "../../mcp/tool-search.ts";
+import { unknownName } from "../../mcp/unknown-offers.ts";
 import type { Disclosure } from "../../registry/disclosure-schema.ts";
 import { withTaskSupport } from "../2025-11-25/task-wire.ts";
 
@@ -42,6 +44,12 @@ export interface DisclosureHost {
  * a direct call goes. One index per session object, built from the list of
  * one generation and rebuilt once that list changes (a list_changed refresh,
  * a policy that now decides otherwise), never per request.
+ *
+ * All three build what the model sees, so none offers a tool that is for an
+ * MCP App's View only (`_meta.ui.visibility` of "app" without "model",
+ * docs/apps.md): it is not listed, not found, and `call_tool` refuses it as
+ * an unknown name. A direct `tools/call` of it, what a host forwards from
+ * the View, is not a model's and goes on as before.
  */
 export class ToolDisclosure {
 	private built: { generation: number; index: ToolIndex } | null = null;
@@ -63,7 +71,9 @@ export class ToolDisclosure {
 		const always =
 			globs.length === 0
 				? []
-				: (await this.host.callable()).tools.filter((tool) => globs.some((glob) => globMatches(glob, tool.name)));
+				: (await this.host.callable()).tools.filter(
+						(tool) => !isAppOnly(tool) && globs.some((glob) => globMatches(glob, tool.name)),
+					);
 		const call = this.host.holdsTasks() ? withTaskSupport(CALL_TOOL_TOOL) : CALL_TOOL_TOOL;
 		return [SEARCH_TOOLS_TOOL, call, ...always];
 	}
@@ -90,9 +100,22 @@ export class ToolDisclosure {
 		return innerCall(request, callArgumentsOf(request));
 	}
 
+	/**
+	 * Refuses the call a `call_tool` stands for when its tool is for a View
+	 * only, with the words an unknown name gets, before anything is sent. Any
+	 * other name goes on, to be routed (or refused) as a direct call is.
+	 */
+	async refuseAppOnly(inner: ToolCall): Promise<void> {
+		const { name } = inner.message.params;
+		const named = (await this.host.callable()).tools.find((tool) => tool.name === name);
+		if (named !== undefined && isAppOnly(named)) throw unknownName("tool", name);
+	}
+
 	private async index(): Promise<ToolIndex> {
 		const { tools, generation } = await this.host.callable();
-		if (this.built?.generation !== generation) this.built = { generation, index: this.build(tools) };
+		if (this.built?.generation !== generation) {
+			this.built = { generation, index: this.build(tools.filter((tool) => !isAppOnly(tool))) };
+		}
 		return this.built.index;
 	}
 }
