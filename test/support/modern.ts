@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { BASE } from "./gateway.ts";
 
 /** The protocol revision without sessions. */
@@ -48,4 +49,23 @@ export function modernPost(
 /** The text of a tool result's first content block. */
 export function textOf(result: object): string | undefined {
 	return ("content" in result ? (result.content as Array<{ text?: string }> | undefined) : undefined)?.[0]?.text;
+}
+
+/** An SDK v2 client pinned to 2026-07-28 (no fallback to 2025: it fails if not offered), connected through the gateway Worker. */
+export async function connectModernClient(
+	path: string,
+	key: string,
+	capabilities: Record<string, unknown> = {},
+): Promise<Client> {
+	const client = new Client(
+		{ name: "modern-test", version: "1.0.0" },
+		{ capabilities, versionNegotiation: { mode: { pin: MODERN } } },
+	);
+	await client.connect(
+		new StreamableHTTPClientTransport(new URL(`${BASE}${path}`), {
+			fetch: (url, init) => exports.default.fetch(new Request(url, init)),
+			requestInit: { headers: { authorization: `Bearer ${key}` } },
+		}),
+	);
+	return client;
 }

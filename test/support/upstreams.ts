@@ -4,6 +4,9 @@ import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
 export type UpstreamName =
+	// The repo's own upstreams with an MCP App each (scripts/fixtures/app-view-tools.ts).
+	| "viewOne"
+	| "viewTwo"
 	| "alpha"
 	| "beta"
 	| "gamma"
@@ -16,7 +19,11 @@ export type UpstreamName =
 	| "tasking"
 	| "modern"
 	| "dual"
-	| "modernTasking";
+	| "modernTasking"
+	// The MCP Apps extension's example servers (scripts/fixtures/app-servers.ts): they keep no log of what they got.
+	| "appBasicA"
+	| "appBasicB"
+	| "appMonitor";
 
 function upstreamPort(which: UpstreamName): number {
 	return inject(`${which}Port`);
