@@ -1,9 +1,12 @@
 import type { Client as ModernClient } from "@modelcontextprotocol/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { VIEW_MIME_TYPE, VIEW_URI, viewUiMeta } from "../scripts/fixtures/app-view-tools.ts";
+import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, openSession, readReply, rpc, uniqueName } from "./support/gateway.ts";
 import { connectModernClient, textOf } from "./support/modern.ts";
+import { upstreamSessionId } from "./support/session-object.ts";
 import { registerServer, toolCallsOf, upstreamLog } from "./support/upstreams.ts";
 
 /** What a host that renders MCP Apps declares (the extension's capability). */
@@ -136,6 +139,37 @@ describe("MCP Apps on /mcp: each member's View under a ui:// URI of its own", ()
 		expect(viewUris(tools.find((tool) => tool.name === `${two}__show_view`)).nested).toBe(`ui://${two}__view/app.html`);
 		const read = await client.readResource({ uri: `ui://${two}__view/app.html` });
 		expect((read.contents[0] as { text?: string }).text).toContain("View of view-two");
+		await client.close();
+	});
+
+	it("subscribing to a View's URI on /mcp subscribes its member under the member's own URI, and its update reaches the client under the aggregate's URI", async () => {
+		const one = await registerServer("viewOne");
+		const two = await registerServer("viewTwo");
+		const { key } = await createKey({ servers: [one, two] });
+		const updated: string[] = [];
+		const { client, transport } = await connectClient("/mcp", key, {
+			setup: (peer) =>
+				peer.setNotificationHandler(ResourceUpdatedNotificationSchema, (notification) => {
+					updated.push(notification.params.uri);
+				}),
+		});
+		const uri = `ui://${one}__view/app.html`;
+		await client.subscribeResource({ uri });
+		const upstreamSession = await upstreamSessionId(transport.sessionId ?? "", one);
+		const subscribes = (await upstreamLog("viewOne")).filter(
+			(entry) => entry.sessionId === upstreamSession && entry.body?.method === "resources/subscribe",
+		);
+		expect(subscribes.map((entry) => entry.body?.params?.uri)).toEqual([VIEW_URI]);
+		// The client's GET stream is carried by the edge, which listens on the members' streams.
+		await eventually(
+			async () =>
+				(await upstreamLog("viewOne")).some((entry) => entry.method === "GET" && entry.sessionId === upstreamSession),
+			"the edge listening on view-one",
+		);
+		const touched = await client.callTool({ name: `${one}__touch_resource`, arguments: { uri: VIEW_URI } });
+		expect(textOf(touched)).toBe(`view-one told subscribers of ${VIEW_URI}`);
+		await eventually(async () => updated.length === 1, "the update on the client's GET stream");
+		expect(updated).toEqual([uri]);
 		await client.close();
 	});
 
