@@ -142,6 +142,35 @@ describe("MCP Apps on /mcp: each member's View under a ui:// URI of its own", ()
 		await client.close();
 	});
 
+	it("a virtual server's resource globs choose Views by the members' own ui:// URIs: an excluded View is neither listed nor read in its aggregate form", async () => {
+		const one = await registerServer("viewOne");
+		const two = await registerServer("viewTwo");
+		const virtual = uniqueName("views");
+		const body = { servers: [one, two], resources: { exclude: ["ui://view/*"] } };
+		expect((await admin("PUT", `/virtual-servers/${virtual}`, body)).status).toBe(201);
+		const { key } = await createKey({ servers: [virtual] });
+		const sessionId = await openSession(`/mcp/${virtual}`, key);
+		const listed = await readReply(
+			await rpc(`/mcp/${virtual}`, key, sessionId, { jsonrpc: "2.0", id: 2, method: "resources/list" }),
+		);
+		const uris = ((listed.result?.resources ?? []) as Array<{ uri: string }>).map((resource) => resource.uri);
+		expect(uris.filter((uri) => uri.startsWith("ui://"))).toEqual([]);
+		expect(uris).toContain("demo://view-one/readme");
+		const before = (await upstreamLog("viewOne")).length;
+		const read = await readReply(
+			await rpc(`/mcp/${virtual}`, key, sessionId, {
+				jsonrpc: "2.0",
+				id: 3,
+				method: "resources/read",
+				params: { uri: `ui://${one}__view/app.html` },
+			}),
+		);
+		expect(read.error?.code).toBe(-32002);
+		expect((await upstreamLog("viewOne")).slice(before).map((entry) => entry.body?.method)).not.toContain(
+			"resources/read",
+		);
+	});
+
 	it("subscribing to a View's URI on /mcp subscribes its member under the member's own URI, and its update reaches the client under the aggregate's URI", async () => {
 		const one = await registerServer("viewOne");
 		const two = await registerServer("viewTwo");
