@@ -98,6 +98,11 @@ export default async function setup(project: TestProject) {
 	project.provide("appBasicAPort", appBasicA.port);
 	project.provide("appBasicBPort", appBasicB.port);
 	project.provide("appMonitorPort", appMonitor.port);
+	// The repo's own upstreams with an MCP App each (one ui:// URI, CSP and permissions, an app-only tool), told apart by name.
+	const viewOne = await startUpstream({ name: "view-one", apps: true, peer: true });
+	const viewTwo = await startUpstream({ name: "view-two", apps: true, peer: true });
+	project.provide("viewOnePort", viewOne.port);
+	project.provide("viewTwoPort", viewTwo.port);
 	const [petstore30, petstore31, trainTravel, starTrek] = await prisms;
 	project.provide("petstore30Port", petstore30.port);
 	project.provide("petstore31Port", petstore31.port);
@@ -134,6 +139,8 @@ export default async function setup(project: TestProject) {
 			appBasicA.close(),
 			appBasicB.close(),
 			appMonitor.close(),
+			viewOne.close(),
+			viewTwo.close(),
 		]);
 	};
 }

@@ -66,6 +66,8 @@ declare module "vitest" {
 		appBasicAPort: number;
 		appBasicBPort: number;
 		appMonitorPort: number;
+		viewOnePort: number;
+		viewTwoPort: number;
 		/** The gateway bundled as a second, separately loaded edge Worker. */
 		secondEdgePath: string;
 	}

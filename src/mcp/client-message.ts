@@ -39,7 +39,9 @@ export const MAX_REQUEST_ID_LENGTH = 256;
  * `initialize`: its params as the SDK's schema reads them (the session keeps
  * the client's capabilities and info from these), and the request as the
  * client sent it, which a transparent upstream is sent: the SDK's schema of
- * the capabilities drops what it does not know, extensions among them.
+ * the capabilities drops keys it does not know. It keeps `extensions` (MCP
+ * Apps' `io.modelcontextprotocol/ui` among them), which an aggregate's
+ * members are initialized with.
  */
 export interface InitializeMessage {
 	kind: "request";

@@ -76,6 +76,16 @@ export function withToolName(call: ToolCall, name: string): ToolCall {
 	return { ...call, message: { ...call.message, params: { ...call.message.params, name } } };
 }
 
+/** A resource request (read, subscribe, unsubscribe) for another URI: the one its member knows the resource by. */
+export function withResourceUri<R extends Extract<SessionRequest, { method: ResourceMethod }>>(
+	request: R,
+	uri: string,
+): R {
+	return { ...request, message: { ...request.message, params: { ...request.message.params, uri } } };
+}
+
+type ResourceMethod = typeof RESOURCES_READ | typeof RESOURCES_SUBSCRIBE | typeof RESOURCES_UNSUBSCRIBE;
+
 /** The same request under another id (the gateway's own, for a call it runs on a client's behalf). */
 export function withRequestId<R extends SessionRequest>(request: R, id: string | number): R {
 	return { ...request, message: { ...request.message, id } };

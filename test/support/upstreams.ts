@@ -4,6 +4,9 @@ import { newGate } from "./gates.ts";
 import { admin, uniqueName } from "./gateway.ts";
 
 export type UpstreamName =
+	// The repo's own upstreams with an MCP App each (scripts/fixtures/app-view-tools.ts).
+	| "viewOne"
+	| "viewTwo"
 	| "alpha"
 	| "beta"
 	| "gamma"

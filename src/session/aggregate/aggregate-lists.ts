@@ -18,6 +18,7 @@ import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { type ListItems, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
 import { MAX_TOOL_NAME_LENGTH, splitNamespacedName } from "../../mcp/namespacing.ts";
 import { ResourceRoutes } from "../../mcp/resource-routes.ts";
+import { splitMemberUiUri, withMemberUiMeta, withMemberUiResource, withMemberUiTemplate } from "../../mcp/ui-uris.ts";
 import { unknownName, unknownResource } from "../../mcp/unknown-offers.ts";
 import type { UriForm } from "../../mcp/uri-normalize.ts";
 import type { EndpointTools } from "../../registry/tool-shaping-schema.ts";
@@ -26,9 +27,16 @@ import type { SessionState } from "../session-state.ts";
 import { forEachBounded } from "./bounded.ts";
 import type { Catalog } from "./catalog.ts";
 import type { MemberSessions } from "./member-sessions.ts";
+import { type ListedTool, listedAppOnlyRefusal, viewCallTarget } from "./view-calls.ts";
 
 /** A refresh pass fetches each list at most once (see REFRESH_DEBOUNCE_MS in `list-refresh.ts`). */
 const ONE_ATTEMPT = 1;
+
+/** Where a resource URI of the aggregate goes: the member, and the URI as that member knows it. */
+export interface ResourceTarget {
+	server: string;
+	uri: string;
+}
 
 /**
  * An aggregate's public lists: the namespaced union of its members' lists,
@@ -37,7 +45,7 @@ const ONE_ATTEMPT = 1;
  * change from a no-op list_changed.
  */
 export class AggregateLists {
-	private toolRoutes = new Map<string, RouteTarget>();
+	private toolRoutes = new Map<string, ListedTool>();
 	private promptRoutes = new Map<string, RouteTarget>();
 	private resourceRoutes = new ResourceRoutes(new Map(), new Map());
 	/** The catalog version the resource routes were computed from; -1: never. */
@@ -58,15 +66,16 @@ export class AggregateLists {
 	) {}
 
 	async tools(attempts?: number): Promise<Tool[]> {
-		const named = aggregateNamed(await this.collect("tools", attempts));
+		// Each member's Views under URIs of its own (decision 0106), as `resources/list` names them.
+		const named = aggregateNamed(eachMember(await this.collect("tools", attempts), withMemberUiMeta));
 		// A virtual server's shaping, over the names its callers would see: what it leaves out is not routed
 		// either, and an alias routes where the name it replaces did.
 		const shaping = this.endpointTools();
 		const items = shapeTools("virtual server", shaping, named.items);
 		this.toolRoutes = new Map(
-			items.flatMap((tool): Array<[string, RouteTarget]> => {
+			items.flatMap((tool): Array<[string, ListedTool]> => {
 				const target = named.routes.get(realToolName(shaping, tool.name) ?? "");
-				return target ? [[tool.name, target]] : [];
+				return target ? [[tool.name, { target, tool }]] : [];
 			}),
 		);
 		const published = JSON.stringify(items);
@@ -90,9 +99,14 @@ export class AggregateLists {
 		const version = this.catalog.version;
 		// A virtual server's choice of resources, by URI: what it leaves out neither lists, routes nor conflicts.
 		const offers = this.endpointOffers();
+		// Each member's `ui://` URIs in a form of their own (decision 0106): two members' Views never collide.
 		const [resources, templates] = await Promise.all([
-			this.collect("resources", attempts).then((lists) => offeredPerServer(offers, "resources", lists)),
-			this.collect("resourceTemplates", attempts).then((lists) => offeredPerServer(offers, "resourceTemplates", lists)),
+			this.collect("resources", attempts).then((lists) =>
+				eachMember(offeredPerServer(offers, "resources", lists), withMemberUiResource),
+			),
+			this.collect("resourceTemplates", attempts).then((lists) =>
+				eachMember(offeredPerServer(offers, "resourceTemplates", lists), withMemberUiTemplate),
+			),
 		]);
 		this.resourceRoutes = new ResourceRoutes(resources, templates);
 		this.resourceRoutesVersion = version;
@@ -118,13 +132,25 @@ export class AggregateLists {
 
 	/** The member and its own name for an exposed tool or prompt name. */
 	async routeName(what: "tool" | "prompt", exposed: string): Promise<RouteTarget> {
-		const routes = () => (what === "tool" ? this.toolRoutes : this.promptRoutes);
-		let target = routes().get(exposed);
+		const routeOf = (name: string) =>
+			what === "tool" ? this.toolRoutes.get(name)?.target : this.promptRoutes.get(name);
+		let target = routeOf(exposed);
 		if (!target) {
 			// Not listed in this session yet (or the DO restarted): learn the list, then route.
 			if (what === "tool") await this.tools();
 			else await this.prompts();
-			target = routes().get(exposed);
+			target = routeOf(exposed);
+		}
+		if (what === "tool") {
+			// A View's calls (decision 0107): app-only tools only by a View's name, a View's name to its one member.
+			const listed = this.toolRoutes.get(exposed);
+			if (listed) {
+				const refused = listedAppOnlyRefusal(exposed, listed);
+				if (refused) throw refused;
+			} else if (!this.isMemberPrefixed(exposed)) {
+				const view = viewCallTarget(exposed, this.toolRoutes);
+				if (view) return view;
+			}
 		}
 		if (target) return target;
 		// What the virtual server hides, or the name an alias of its replaced, is unknown.
@@ -151,7 +177,16 @@ export class AggregateLists {
 	 * the catalog changed, so an exact listing is always consulted before any
 	 * template: a member's catch-all template never takes a URI another member lists.
 	 */
-	async routeUri(uri: string, form: UriForm = "uri"): Promise<string> {
+	async routeUri(uri: string, form: UriForm = "uri"): Promise<ResourceTarget> {
+		// A member's `ui://` URI in the aggregate's form names its member (decision 0106): it goes there, as the
+		// member wrote it, whether or not the member listed it (a tool's View need not be in `resources/list`).
+		const own = splitMemberUiUri(uri);
+		if (own && this.memberNames().includes(own.server)) {
+			// The virtual server chose its resources by the members' own URIs.
+			const hidden = resourceRefusal(this.endpointOffers(), own.uri, form);
+			if (hidden) throw unknownResource(uri);
+			return own;
+		}
 		// A URI the virtual server hides (in normal form, however it is spelled) is unknown, whichever member's
 		// template would match it; the routes themselves stay exact, as listed.
 		const refused = resourceRefusal(this.endpointOffers(), uri, form);
@@ -160,15 +195,17 @@ export class AggregateLists {
 		const route = this.resourceRoutes.route(uri);
 		if (route === null) throw unknownResource(uri);
 		if ("ambiguous" in route) throw ambiguous(`Resource ${uri}`, route.ambiguous);
-		return route.server;
+		return { server: route.server, uri };
 	}
 
-	/** The member whose template a completion of `uri` is for; else the member the URI itself routes to. */
-	async routeTemplate(uri: string): Promise<string> {
+	/** The member whose template a completion of `uri` is for (and the template as it wrote it); else the member the URI itself routes to. */
+	async routeTemplate(uri: string): Promise<ResourceTarget> {
+		const own = splitMemberUiUri(uri);
+		if (own && this.memberNames().includes(own.server)) return this.routeUri(uri, "template");
 		await this.currentResourceRoutes();
 		const route = this.resourceRoutes.routeTemplate(uri);
 		if (route !== null && "ambiguous" in route) throw ambiguous(`Resource template ${uri}`, route.ambiguous);
-		return route?.server ?? (await this.routeUri(uri, "template"));
+		return route ? { server: route.server, uri } : await this.routeUri(uri, "template");
 	}
 
 	private async currentResourceRoutes(): Promise<void> {
@@ -209,6 +246,12 @@ export class AggregateLists {
 		return new Map(members.filter((server) => lists.has(server)).map((server) => [server, lists.get(server) ?? []]));
 	}
 
+	/** Whether a name starts with a member's prefix (`{server}__`): never a View's own name. */
+	private isMemberPrefixed(name: string): boolean {
+		const split = splitNamespacedName(name);
+		return split !== null && this.memberNames().includes(split.server);
+	}
+
 	/** Member names, in endpoint order. */
 	private memberNames(): string[] {
 		return this.state.binding?.members.map((member) => member.name) ?? [];
@@ -233,6 +276,11 @@ export class AggregateLists {
 		const member = this.members.member(server);
 		return what === "tool" ? realToolName(member.tools ?? undefined, name) !== null : promptOffered(member, name);
 	}
+}
+
+/** Each member's list with `rewrite` applied to every item (as that member's). */
+function eachMember<T>(lists: PerServer<T>, rewrite: (server: string, item: T) => T): PerServer<T> {
+	return new Map([...lists].map(([server, items]) => [server, items.map((item) => rewrite(server, item))]));
 }
 
 /** Each member's list, less what the virtual server leaves out. */

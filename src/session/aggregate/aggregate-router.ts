@@ -1,10 +1,10 @@
-import type { JSONRPCMessage, JSONRPCNotification } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage, JSONRPCNotification, Result } from "@modelcontextprotocol/sdk/types.js";
 import type { RouteTarget } from "../../mcp/aggregate.ts";
 import type { ClientNotification, ClientResponse, SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { progressTokenOf } from "../../mcp/jsonrpc.ts";
 import { INVALIDATED_BY, type ListKind, PUBLIC_LISTS, type PublicList } from "../../mcp/list-kinds.ts";
-import { withToolName } from "../../mcp/message-accessors.ts";
+import { withResourceUri, withToolName } from "../../mcp/message-accessors.ts";
 import {
 	COMPLETION_COMPLETE,
 	LOGGING_SET_LEVEL,
@@ -27,6 +27,7 @@ import {
 	TOOLS_LIST,
 } from "../../mcp/methods.ts";
 import { SSE_HEADERS } from "../../mcp/sse.ts";
+import { memberUiUri, withMemberUiContents } from "../../mcp/ui-uris.ts";
 import type { RunningCall } from "../running-call.ts";
 import type { SessionDecisions } from "../session-decisions.ts";
 import type { SessionState } from "../session-state.ts";
@@ -127,8 +128,13 @@ export class AggregateRouter implements MemberListener {
 			}
 			case RESOURCES_READ:
 			case RESOURCES_SUBSCRIBE:
-			case RESOURCES_UNSUBSCRIBE:
-				return this.forward(await this.lists.routeUri(request.message.params.uri), request, call);
+			case RESOURCES_UNSUBSCRIBE: {
+				// Sent with the URI the member knows; a read's contents come back under the aggregate's URIs.
+				const target = await this.lists.routeUri(request.message.params.uri);
+				const sent = withResourceUri(request, target.uri);
+				if (request.method !== RESOURCES_READ) return this.forward(target.server, sent, call);
+				return this.forward(target.server, sent, call, (result) => withMemberUiContents(target.server, result));
+			}
 			case COMPLETION_COMPLETE:
 				return this.complete(request, call);
 			case LOGGING_SET_LEVEL: {
@@ -250,6 +256,13 @@ export class AggregateRouter implements MemberListener {
 			const taskId = message.params?.taskId;
 			return typeof taskId === "string" && parseTaskId(taskId).kind === "upstream" ? message : null;
 		}
+		if (message.method === NOTIFICATIONS_RESOURCES_UPDATED) {
+			// Under the URI the client subscribed with: a member's `ui://` URIs are in the aggregate's form.
+			const uri = message.params?.uri;
+			return typeof uri === "string"
+				? { ...message, params: { ...message.params, uri: memberUiUri(server, uri) } }
+				: message;
+		}
 		return PASSED_THROUGH.has(message.method) ? message : null;
 	}
 
@@ -316,9 +329,14 @@ export class AggregateRouter implements MemberListener {
 	 * until its call ends, so cancellations and progress find the right member.
 	 * Entries are removed however the call ends.
 	 */
-	private forward(server: string, request: SessionRequest, call: RunningCall): Promise<Response> {
+	private forward(
+		server: string,
+		request: SessionRequest,
+		call: RunningCall,
+		result?: (result: Result) => Result,
+	): Promise<Response> {
 		this.forwarded.track(server, request.message, call);
-		return this.calls.request(this.members.member(server), request, call, this.replyRoute(server));
+		return this.calls.request(this.members.member(server), request, call, this.replyRoute(server, result));
 	}
 
 	/**
@@ -326,8 +344,10 @@ export class AggregateRouter implements MemberListener {
 	 * own, carrying the response, the member's progress and log messages, and
 	 * its requests to the client under gateway-minted ids.
 	 */
-	private replyRoute(server: string): ReplyRoute {
+	private replyRoute(server: string, result?: (result: Result) => Result): ReplyRoute {
 		return {
+			answer: (response) =>
+				result && "result" in response ? { ...response, result: result(response.result) } : response,
 			open: async () => {
 				const stream = await this.streams.open("p");
 				const response = new Response(stream.connect(this.streams.priming(stream)), { headers: SSE_HEADERS });
@@ -361,6 +381,8 @@ export class AggregateRouter implements MemberListener {
 			const params = { ...request.message.params, ref: { ...ref, name: target.name } };
 			return this.forward(target.server, { ...request, message: { ...request.message, params } }, call);
 		}
-		return this.forward(await this.lists.routeTemplate(ref.uri), request, call);
+		const target = await this.lists.routeTemplate(ref.uri);
+		const params = { ...request.message.params, ref: { ...ref, uri: target.uri } };
+		return this.forward(target.server, { ...request, message: { ...request.message, params } }, call);
 	}
 }

@@ -12,6 +12,8 @@ import type { LiveStream } from "../streams/client-streams.ts";
 export interface ReplyRoute {
 	/** The client's stream for this reply and the response that connects the client to it. */
 	open(): Promise<{ stream: LiveStream; response: Response }>;
+	/** The response to the request as the client gets it (a member's resource URIs in the aggregate's form). */
+	answer(response: JSONRPCMessage): JSONRPCMessage;
 	/** A message of the reply other than the response: what the client gets on the stream (null: nothing). */
 	route(message: JSONRPCMessage, stream: LiveStream): JSONRPCMessage | null;
 	/** The reply is over; `task` is the reading, kept running past the client's connection. */
@@ -50,7 +52,7 @@ export async function readMemberReply(
 		if (reply === null) return false;
 		if (isResponseTo(reply, options.requestId)) {
 			// Sent and ended at once: the reply's remaining bytes are dropped afterwards, not waited for.
-			stream.send(reply);
+			stream.send(route.answer(reply));
 			stream.end();
 			answered = true;
 			return true;
