@@ -26,6 +26,8 @@ const ToolUiVisibilitySchema = z.object({
  * isAppOnly({ _meta: { ui: { visibility: ["model", "app"] } } }) // false
  */
 export function isAppOnly(tool: Pick<Tool, "_meta">): boolean {
+	// Most tools have no `ui` at all: they are answered without a parse (a failed parse builds its issues).
+	if (tool._meta?.ui === undefined) return false;
 	const parsed = ToolUiVisibilitySchema.safeParse(tool._meta);
 	if (!parsed.success) return false;
 	const { visibility } = parsed.data.ui;
