@@ -475,7 +475,7 @@ function policies(program: Command): void {
 		.alias("put")
 		.description("create or replace a policy")
 		.option("--expression <cel>", "the CEL expression")
-		.option("--effect <effect>", '"allow" or "deny"')
+		.option("--effect <effect>", '"allow", "deny" or "confirm"')
 		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
 		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules? }")
 		.option("--body <json>", "the whole admin body; the options above override its fields")

@@ -148,7 +148,17 @@ export function decideList<K extends ListKind>(
  * name where shaping gave an alias (`real`, for tools/call), or refused with
  * the answer the caller gets and why (for the gateway's own accounting).
  */
-export type CallDecision = { send: SessionRequest; real?: string } | { refused: GatewayError; why: RefusalReason };
+export type CallDecision =
+	| { send: SessionRequest; real?: string; confirm?: Confirmation }
+	| { refused: GatewayError; why: RefusalReason };
+
+/** A call a `confirm` policy holds until the caller confirms it: which policy, and the tool as the caller named it. */
+export interface Confirmation {
+	policy: string;
+	server: string;
+	/** The name the caller called (an alias where shaping gave one). */
+	tool: string;
+}
 
 /** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies. */
 export type RefusalReason = "unknown" | "held" | "denied";
@@ -158,7 +168,8 @@ export type RefusalReason = "unknown" | "held" | "denied";
  * tool the operator hides, the real name of an aliased one, a prompt or
  * resource the operator hides are refused exactly as unknown ones; a tool the
  * pins hold is refused saying it is new or changed; a call a policy denies is
- * refused naming the policy. A call of an alias is sent under the real name.
+ * refused naming the policy; one a `confirm` policy holds is sent once the
+ * caller confirms it (`confirm`). A call of an alias is sent under the real name.
  * `judges.listed`: the server's tools as shaped, whose annotations a policy
  * reads (a tool it does not list is judged with none).
  */
@@ -199,6 +210,9 @@ export function decideCall(
 				refused: new GatewayError("forbidden", sentence, { server: server.name, status: 200, code: -32602 }),
 				why: "denied",
 			};
+		}
+		if (verdict.confirm !== undefined) {
+			return { send, real, confirm: { policy: verdict.confirm, server: server.name, tool: exposed } };
 		}
 	}
 	return { send, real };

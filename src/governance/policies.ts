@@ -7,13 +7,16 @@ import { type CelBindings, type CelProgram, type Compiled, compileExpression } f
 
 /**
  * Tool policies: CEL expressions that allow or deny a caller a tool, on lists
- * (what the caller sees) and on calls. Compiled once per published list and
+ * (what the caller sees) and on calls, or have the caller confirm a call. Compiled once per published list and
  * kept per isolate; evaluated per tool with one activation per verdict.
  *
  * The rule: a policy applies where its `applies` matches (absent: everywhere).
  * No applicable policy: allowed (the gateway's behaviour without policies).
  * An applicable `deny` that is true denies; if any applicable `allow` exists,
- * at least one must be true. An expression that cannot be evaluated (an error,
+ * at least one must be true. A `confirm` that is true lets an allowed call
+ * through only once the caller confirms it (deny > confirm > allow: a deny
+ * that holds refuses without asking; decision 0110); it neither hides a tool
+ * from lists nor counts as an `allow`. An expression that cannot be evaluated (an error,
  * or not a boolean) denies and logs a line naming the policy, never a value.
  * Policies are evaluated by priority, then name, so the policy a refusal
  * names is always the same one.
@@ -80,11 +83,14 @@ export interface PolicyRequest {
 	now: number;
 }
 
-export type PolicyVerdict = { readonly allowed: true } | { readonly allowed: false; readonly policy: string };
+/** Allowed (`confirm`: the first policy, in evaluation order, that has the caller confirm the call), or refused by `policy`. */
+export type PolicyVerdict =
+	| { readonly allowed: true; readonly confirm?: string }
+	| { readonly allowed: false; readonly policy: string };
 
 interface CompiledPolicy {
 	readonly name: string;
-	readonly effect: "allow" | "deny";
+	readonly effect: PolicyRecord["effect"];
 	readonly applies: PolicyApplies | null;
 	readonly compiled: Compiled;
 	/** This policy's refusal, made once. */
@@ -156,6 +162,7 @@ function programFor(expression: string): Compiled {
 export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest): PolicyVerdict {
 	let bindings: CelBindings | undefined;
 	let firstAllow: CompiledPolicy | undefined;
+	let confirmBy: CompiledPolicy | undefined;
 	let allowed = false;
 	for (const policy of compiled.policies) {
 		if (!appliesTo(policy.applies, input)) continue;
@@ -167,12 +174,15 @@ export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest):
 		}
 		if (policy.effect === "deny") {
 			if (outcome) return policy.denial;
+		} else if (policy.effect === "confirm") {
+			if (outcome) confirmBy ??= policy;
 		} else {
 			firstAllow ??= policy;
 			if (outcome) allowed = true;
 		}
 	}
-	return firstAllow && !allowed ? firstAllow.denial : ALLOWED;
+	if (firstAllow && !allowed) return firstAllow.denial;
+	return confirmBy ? { allowed: true, confirm: confirmBy.name } : ALLOWED;
 }
 
 /** Every list `applies` gives must name the request's server, virtual server, key or rule. */

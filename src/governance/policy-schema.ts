@@ -12,7 +12,7 @@ export {
 
 /**
  * The body of `PUT /admin/policies/:name`: `{ expression (≤ 2,000
- * characters), effect: "allow" | "deny", applies?: { servers?,
+ * characters), effect: "allow" | "deny" | "confirm", applies?: { servers?,
  * virtualServers?, keys?, rules? }, priority? (100) }`, refused with the
  * compiler's message when the expression does not compile, nests too deep, or
  * names what a policy cannot see. The registry's record shape

@@ -4,7 +4,8 @@ import { PrioritySchema, ServerNameSchema } from "./schemas.ts";
 
 /**
  * Tool policies as the registry keeps and publishes them: a CEL expression,
- * what it decides (allow or deny) and where it applies. The registry only
+ * what it decides (allow, deny, or confirm: the caller is asked first) and
+ * where it applies. The registry only
  * stores and publishes them; compiling and evaluating is governance's
  * (src/governance/policies.ts), which also checks at `PUT` that the
  * expression compiles. The shapes live here because the registry parses
@@ -18,6 +19,9 @@ export const PolicyNameSchema = z
 
 /** Longest expression accepted: long enough for any policy worth reading, short enough to review. */
 export const MAX_EXPRESSION_CHARS = 2_000;
+
+/** What a policy does when its expression holds: allow or deny the tool, or have the caller confirm each call first. */
+export const POLICY_EFFECTS = ["allow", "deny", "confirm"] as const;
 
 /** Key ids as `POST /admin/keys` makes them (see api-key.ts). */
 const KeyIdSchema = z.string().regex(/^key_[A-Za-z0-9_-]{12}$/, "must be an API key id (key_...)");
@@ -53,8 +57,10 @@ export const PolicyFieldsSchema = z.strictObject({
 		.max(MAX_EXPRESSION_CHARS)
 		.describe("A CEL expression over principal, server, tool, arguments, method and request.time."),
 	effect: z
-		.enum(["allow", "deny"], { error: 'must be "allow" or "deny"' })
-		.describe("What the policy does to a tool when its expression holds."),
+		.enum(POLICY_EFFECTS, { error: 'must be "allow", "deny" or "confirm"' })
+		.describe(
+			"What the policy does to a tool when its expression holds; confirm: each call is sent only once the caller confirms it.",
+		),
 	applies: PolicyAppliesSchema.optional().describe(
 		"Where it applies: servers, virtualServers, keys, rules (every list given must name the request's); absent: everywhere.",
 	),
@@ -67,7 +73,7 @@ export type PolicyInput = z.output<typeof PolicyFieldsSchema>;
 export const PolicyRecordSchema = z.object({
 	name: z.string(),
 	expression: z.string(),
-	effect: z.enum(["allow", "deny"]),
+	effect: z.enum(POLICY_EFFECTS),
 	/** null: everywhere. */
 	applies: z.object(APPLIES_FIELDS).nullable(),
 	priority: z.number(),

@@ -9,6 +9,7 @@ import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { NOTIFICATIONS_CANCELLED, TOOLS_CALL } from "../mcp/methods.ts";
+import { callArguments } from "../mcp/message-accessors.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
@@ -31,6 +32,7 @@ import {
 	whatLost,
 } from "./call-failures.ts";
 import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
+import { sendOnceConfirmed } from "./confirmed-call.ts";
 import type { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionState } from "./session-state.ts";
@@ -99,7 +101,25 @@ export class UpstreamCalls {
 		if ("refused" in decision) {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
-		return withCallNote(await this.forward(member, decision.send, call, route), method, note);
+		const { send, confirm } = decision;
+		if (confirm !== undefined && original.method === TOOLS_CALL) {
+			// A `confirm` policy holds the call: nothing is sent until the caller confirms it.
+			const held = {
+				confirmation: confirm,
+				message: original.message,
+				arguments: callArguments(original),
+				clientCapabilities: this.state.binding?.clientCapabilities,
+				answers: this.answers,
+				waitMs: this.pool.connection(member).timeoutMs,
+				running: call,
+			};
+			return withCallNote(
+				sendOnceConfirmed(held, () => this.forward(member, send, call, route)),
+				method,
+				note,
+			);
+		}
+		return withCallNote(await this.forward(member, send, call, route), method, note);
 	}
 
 	private forward(member: Member, request: SessionRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {
