@@ -27,7 +27,8 @@ import type { McpContext } from "../request-context.ts";
  * upstream and answered in one page, private, as a session answers it; a
  * refused request is answered as a session answers it; anything else goes on
  * as on the ungoverned stateless path, under the upstream's own tool name
- * where the operator gave an alias (decision 0072).
+ * where the operator gave an alias (decision 0072). A call a `confirm`
+ * policy holds is the one the edge hands to a session (decision 0110).
  */
 
 /** A 2026-07-28 request to a governed server, as the edge holds it (the rest is the request's context). */
@@ -49,8 +50,23 @@ export interface Renamed {
 /** How a request the decision lets through goes on: the stateless path's own forwarding. */
 export type PassOn = (request: SessionRequest, renamed?: Renamed) => Promise<Response>;
 
-/** The answer to a request to a governed server: its decided list, its refusal, or what the upstream answers. */
-export async function serveGoverned(c: McpContext, governed: GovernedRequest, passOn: PassOn): Promise<Response> {
+/**
+ * What the edge does not answer itself: a call a `confirm` policy holds goes
+ * to the session (decision 0110), which asks the caller through the bridge's
+ * `input_required` round and sends the call once confirmed.
+ */
+export const TO_SESSION = Symbol("to the session");
+
+/**
+ * The answer to a request to a governed server: its decided list, its
+ * refusal, or what the upstream answers; TO_SESSION for a call the caller
+ * must confirm first.
+ */
+export async function serveGoverned(
+	c: McpContext,
+	governed: GovernedRequest,
+	passOn: PassOn,
+): Promise<Response | typeof TO_SESSION> {
 	const { request, member, reach } = governed;
 	const { message } = request;
 	const source = edgeSource(c, governed);
@@ -64,7 +80,8 @@ export async function serveGoverned(c: McpContext, governed: GovernedRequest, pa
 		const answer = Response.json(modernReply(message.method, refusal, { uri: requestName(request) }));
 		return withCallNote(answer, message.method, note);
 	}
-	const { send, real } = decision;
+	const { send, real, confirm } = decision;
+	if (confirm !== undefined) return TO_SESSION;
 	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it.
 	const renamed =
 		send === request

@@ -23,7 +23,7 @@ import { planEndpoint } from "../endpoint-plan.ts";
 import type { McpContext } from "../request-context.ts";
 import { cachedResult } from "./cache.ts";
 import { forwardModern, modernTarget, upstreamFailureAnswer } from "./forward.ts";
-import { type PassOn, serveGoverned } from "./governed.ts";
+import { type PassOn, serveGoverned, TO_SESSION } from "./governed.ts";
 import { modernListenStream } from "./listen.ts";
 import { offeringTasks, serveTaskMethod, upstreamHeldCall } from "./tasks.ts";
 
@@ -38,8 +38,8 @@ export interface ModernPlan {
  * A 2026-07-28 request, validated. To a 2026-07-28 upstream behind a server
  * endpoint it is served statelessly by the edge, which makes the governance
  * decision itself where the server is governed (`governed.ts`);
- * anything that needs a 2025 session (a 2025 upstream, an aggregate) is
- * served by the SessionDO that holds one for this key, endpoint and client
+ * anything that needs a 2025 session (a 2025 upstream, an aggregate, a
+ * call the caller must confirm first) is served by the SessionDO that holds one for this key, endpoint and client
  * capabilities. `body`: the request's body as it goes upstream.
  */
 export async function serveModern(
@@ -90,7 +90,8 @@ export async function serveModern(
 					});
 				};
 				if (!touches(reach)) return await passOn(request);
-				return await serveGoverned(c, { member: sole, target, request, envelope, reach, pins }, passOn);
+				const served = await serveGoverned(c, { member: sole, target, request, envelope, reach, pins }, passOn);
+				if (served !== TO_SESSION) return served;
 			}
 		} catch (error) {
 			return upstreamFailureAnswer(message, error, envelope.clientCapabilities);

@@ -11,8 +11,10 @@ import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts
 import type { ClientResponse, SessionRequest } from "../../mcp/client-message.ts";
 import { describeError, GatewayError } from "../../mcp/gateway-error.ts";
 import { isNotification, parseJsonRpcMessage } from "../../mcp/jsonrpc.ts";
-import { PING } from "../../mcp/methods.ts";
+import { callArguments } from "../../mcp/message-accessors.ts";
+import { PING, TOOLS_CALL } from "../../mcp/methods.ts";
 import { SseMessageReader, sseMessage } from "../../mcp/sse.ts";
+import { stableJson } from "../../mcp/stable-json.ts";
 import { randomToken } from "../../primitives/crypto.ts";
 import { isJsonObject } from "../../primitives/json-object.ts";
 import { CALL_NOTE_HEADER } from "../../telemetry/tool-call.ts";
@@ -56,7 +58,8 @@ interface CallIds {
  * result: the call itself stays open here, its reply unread, and the client's
  * retry with `inputResponses` answers the peer and reads on. `requestState`
  * names the round under a MAC that binds it to the key, the endpoint, the
- * method and the name, with an expiry; a round is answered once.
+ * method and the name (a call's arguments too), with an expiry; a round is
+ * answered once.
  */
 export class ModernBridge {
 	private readonly rounds = new Map<string, Round>();
@@ -84,6 +87,7 @@ export class ModernBridge {
 	async request(request: SessionRequest, owner: Omit<RoundOwner, "method" | "name">): Promise<Response> {
 		const { message } = request;
 		const full: RoundOwner = { ...owner, method: message.method, name: requestName(request) };
+		if (request.method === TOOLS_CALL) full.arguments = stableJson(callArguments(request));
 		const state = message.params?.requestState;
 		if (state !== undefined) return this.retry(message, state, full);
 		const response = await this.session.postAsClient(withoutEnvelope(request));

@@ -7,12 +7,19 @@ export interface RoundOwner {
 	method: string;
 	/** The tool, prompt or resource the request names. */
 	name: string;
+	/**
+	 * A call's arguments as stable JSON: a retry with other arguments is not
+	 * the request the round (a confirmation, say) was about. Absent for
+	 * other methods, whose states are as they always were.
+	 */
+	arguments?: string;
 }
 
 /**
  * A round's `requestState`: `<round id>.<expiry>.<mac>`, a signed token whose
  * MAC (under SESSION_SECRET) also covers the key, endpoint, method and name of
- * the request, so a state copied to another request, key or endpoint is refused.
+ * the request (and a call's arguments), so a state copied to another request,
+ * key or endpoint is refused.
  */
 export function signRequestState(
 	secret: string,
@@ -43,5 +50,6 @@ export async function openRequestState(
 }
 
 function stateBody(roundId: string, expiresAt: number, owner: RoundOwner): string {
-	return JSON.stringify(["mrtr", roundId, expiresAt, owner.keyId, owner.endpoint, owner.method, owner.name]);
+	const bound = ["mrtr", roundId, expiresAt, owner.keyId, owner.endpoint, owner.method, owner.name];
+	return JSON.stringify(owner.arguments === undefined ? bound : [...bound, owner.arguments]);
 }
