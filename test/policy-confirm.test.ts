@@ -8,6 +8,7 @@ import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
 import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { TASKS_CLIENT } from "./support/tasks.ts";
 import { toolCallsOf, type UpstreamName, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -409,3 +410,42 @@ async function resultOf(response: Response): Promise<Record<string, unknown>> {
 	if (!message.result) throw new Error(`no result: ${text}`);
 	return message.result;
 }
+
+describe("a task-augmented call (2025-11-25, the gateway holding the task)", () => {
+	for (const answer of ["accept", "decline"] as const) {
+		it(`${answer === "accept" ? "accepted: the task completes with the call's result, sent once" : "declined: the task ends refused and nothing reaches the upstream"}`, async () => {
+			const name = await server();
+			await policy({ expression: 'tool.name == "add"', effect: "confirm", applies: { servers: [name] } });
+			const key = await createKey({ servers: [name] });
+			const asked: string[] = [];
+			const { client } = await connectClient(`/mcp/${name}`, key.key, {
+				capabilities: { ...TASKS_CLIENT, elicitation: { form: {} } },
+				setup: (peer) =>
+					peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+						asked.push(request.params.message);
+						return answerOf(answer);
+					}),
+			});
+			await client.listTools();
+			const args = uniqueArgs();
+			const seen: string[] = [];
+			let outcome: unknown;
+			for await (const message of client.experimental.tasks.callToolStream({ name: "add", arguments: args })) {
+				seen.push(message.type === "taskStatus" ? message.task.status : message.type);
+				if (message.type === "result") outcome = message.result;
+				if (message.type === "error") outcome = message.error;
+			}
+			expect(seen[0]).toBe("taskCreated");
+			expect(asked).toHaveLength(1);
+			expect(asked[0]).toContain("tool 'add'");
+			if (answer === "accept") {
+				expect(textOf(outcome as object)).toBe(String(args.a + args.b));
+				expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+			} else {
+				expect(String(outcome)).toMatch(NOT_CONFIRMED);
+				expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+			}
+			await client.close();
+		});
+	}
+});
