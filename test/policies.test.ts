@@ -494,7 +494,7 @@ describe("PUT /admin/policies/:name", () => {
 		expect((await admin("GET", `/policies/${name}`)).status).toBe(404);
 	});
 
-	it("refuses an effect other than allow or deny, unknown fields, and a bad name", async () => {
+	it("refuses an effect other than allow, deny or confirm, unknown fields, and a bad name", async () => {
 		expect((await put(uniqueName("policy"), { expression: "true", effect: "maybe" })).status).toBe(400);
 		expect((await put(uniqueName("policy"), { expression: "true", effect: "deny", when: "now" })).status).toBe(400);
 		expect((await put("Not_A_Name", { expression: "true", effect: "deny" })).status).toBe(400);

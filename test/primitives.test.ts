@@ -57,6 +57,17 @@ describe("signed tokens keep their wire format", () => {
 		expect(await openRequestState(SECRET, `${OLD_REQUEST_STATE}.extra`, ROUND_OWNER, now)).toBeNull();
 	});
 
+	it("a requestState bound to a call's arguments opens only for those arguments", async () => {
+		const now = Date.parse("2026-01-01T00:00:00Z");
+		const owner = { ...ROUND_OWNER, arguments: '{"a":1}' };
+		const state = await signRequestState(SECRET, "RoundIdRoundIdRoundId0", 4102444800000, owner);
+		expect(state).not.toBe(OLD_REQUEST_STATE);
+		expect(await openRequestState(SECRET, state, owner, now)).toBe("RoundIdRoundIdRoundId0");
+		expect(await openRequestState(SECRET, state, { ...owner, arguments: '{"a":2}' }, now)).toBeNull();
+		expect(await openRequestState(SECRET, state, ROUND_OWNER, now)).toBeNull();
+		expect(await openRequestState(SECRET, OLD_REQUEST_STATE, owner, now)).toBeNull();
+	});
+
 	it("a token is its body, a dot and the MAC of what it covers", async () => {
 		const token = await signToken(SECRET, "body.with.dots");
 		expect(token).toMatch(/^body\.with\.dots\.[A-Za-z0-9_-]{43}$/);
