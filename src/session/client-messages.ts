@@ -120,7 +120,8 @@ export class ClientMessages {
 		// An answer to what a held task's call asked settles that question; it goes on as any answer.
 		if (input.kind === "response") await this.tasks.answered(input.message);
 		// The answer to a question the session asked on its own behalf (a confirmation) stays here.
-		if (input.kind === "response" && this.calls.answers.answer(input.message)) return new Response(null, { status: 202 });
+		if (input.kind === "response" && this.calls.answers.answer(input.message))
+			return new Response(null, { status: 202 });
 		const current = this.state.binding ?? binding;
 		if (current.mode === "transparent") return this.calls.notify(this.members.transparentMember(current), input);
 		if (input.kind === "notification") await this.router.notify(input);

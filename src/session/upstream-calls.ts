@@ -8,8 +8,8 @@ import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
 import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
-import { NOTIFICATIONS_CANCELLED, TOOLS_CALL } from "../mcp/methods.ts";
 import { callArguments } from "../mcp/message-accessors.ts";
+import { NOTIFICATIONS_CANCELLED, TOOLS_CALL } from "../mcp/methods.ts";
 import { normalizeOutgoing } from "../mcp/outgoing.ts";
 import { REPEATABLE_METHODS } from "../mcp/repeatable-methods.ts";
 import { withCallNote } from "../telemetry/tool-call.ts";
@@ -31,8 +31,8 @@ import {
 	SessionEnded,
 	whatLost,
 } from "./call-failures.ts";
-import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 import { sendOnceConfirmed } from "./confirmed-call.ts";
+import { type AnsweredCall, type RelayHost, relayReply } from "./reply-relay.ts";
 import type { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionState } from "./session-state.ts";
