@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -6,8 +7,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { argumentSummary, MAX_SUMMARY_CHARS } from "../src/governance/call-confirmation.ts";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
-import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import type { SessionDO } from "../src/session/session-do.ts";
+import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { eventReader } from "./support/sse-events.ts";
 import { TASKS_CLIENT } from "./support/tasks.ts";
 import { toolCallsOf, type UpstreamName, upstreamUrl } from "./support/upstreams.ts";
 
@@ -250,6 +255,45 @@ describe("a 2025-11-25 client confirms a call on /mcp/<server>", () => {
 		expect(asked.messages).toEqual([]);
 		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
 		await client.close();
+	});
+});
+
+describe("a question nobody answers (2025-11-25, raw, the session on manual timers)", () => {
+	it("once the server's timeout passes the call is refused with the sentence, and a late accept sends nothing", async () => {
+		const name = await server();
+		await policy({ expression: 'tool.name == "add"', effect: "confirm", applies: { servers: [name] } });
+		const key = await createKey({ servers: [name] });
+		const path = `/mcp/${name}`;
+		const sessionId = await openSession(path, key.key, {}, { elicitation: { form: {} } });
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock();
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			instance.timers = timers;
+		});
+		const args = uniqueArgs();
+		const call = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "add", arguments: args } };
+		const response = await rpc(path, key.key, sessionId, call);
+		expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+		const events = eventReader<{ id?: unknown; method?: string; error?: { message: string } }>(
+			response.body ?? new ReadableStream(),
+		);
+		const question = await events.next();
+		expect(question.method).toBe("elicitation/create");
+		// Past the server's timeout (at most an hour): the wait for the answer ends.
+		clock.advance(3_600_000 + 1);
+		await runInDurableObject(stub, () => timers.runDue());
+		const answer = await events.next();
+		expect(answer.id).toBe(7);
+		expect(answer.error?.message).toMatch(NOT_CONFIRMED);
+		const late = await rpc(path, key.key, sessionId, {
+			jsonrpc: "2.0",
+			id: question.id,
+			result: { action: "accept", content: { confirm: true } },
+		});
+		expect(late.status).toBe(202);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
 	});
 });
 
