@@ -366,6 +366,7 @@ describe("sessions recheck from KV", () => {
 				servers: () => fresh.servers(),
 				rules: () => fresh.rules(),
 				policies: () => fresh.policies(),
+				guards: () => fresh.guards(),
 				pins: (server) => fresh.pins(server),
 			};
 			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
@@ -388,6 +389,7 @@ describe("an unreadable KV", () => {
 		servers: () => Promise.reject(new Error("KV read failed (test)")),
 		rules: () => Promise.reject(new Error("KV read failed (test)")),
 		policies: () => Promise.reject(new Error("KV read failed (test)")),
+		guards: () => Promise.reject(new Error("KV read failed (test)")),
 		pins: () => Promise.reject(new Error("KV read failed (test)")),
 	};
 
@@ -426,6 +428,7 @@ describe("an unreadable KV", () => {
 			servers: slow.servers,
 			rules: slow.rules,
 			policies: slow.policies,
+			guards: slow.guards,
 			pins: slow.pins,
 		};
 		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
@@ -458,7 +461,7 @@ describe("the edge reads the registry through the request's reader only", () => 
 	/** A reader of the real KV that counts what it is asked, method by method. */
 	function countingReader(overrides: Partial<RegistryReader> = {}) {
 		const kv = kvRegistryReader(env.REGISTRY_KV, 0);
-		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, pins: 0 };
+		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, guards: 0, pins: 0 };
 		const counted =
 			<A extends unknown[], R>(name: keyof typeof asked, read: (...args: A) => R) =>
 			(...args: A): R => {
@@ -471,6 +474,7 @@ describe("the edge reads the registry through the request's reader only", () => 
 			servers: counted("servers", overrides.servers ?? kv.servers),
 			rules: counted("rules", overrides.rules ?? kv.rules),
 			policies: counted("policies", overrides.policies ?? kv.policies),
+			guards: counted("guards", overrides.guards ?? kv.guards),
 			pins: counted("pins", overrides.pins ?? kv.pins),
 		};
 		return { reader, asked };
