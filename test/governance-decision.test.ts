@@ -105,6 +105,7 @@ function countingSource(compiled: CompiledPolicies, listed: readonly Tool[] = TO
 			asked.push("policies");
 			return compiled;
 		},
+		guards: async () => [],
 		asker: () => {
 			asked.push("asker");
 			return asker;

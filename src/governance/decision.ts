@@ -1,10 +1,12 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { SessionRequest } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import type { GuardNote } from "../mcp/guard-notes.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { callArguments, withToolName } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
 import type { PinnedServer } from "./pin-records.ts";
@@ -148,10 +150,19 @@ export function decideList<K extends ListKind>(
  * name where shaping gave an alias (`real`, for tools/call), or refused with
  * the answer the caller gets and why (for the gateway's own accounting).
  */
-export type CallDecision = { send: SessionRequest; real?: string } | { refused: GatewayError; why: RefusalReason };
+export type CallDecision =
+	| {
+			send: SessionRequest;
+			real?: string;
+			/** What request-stage content guards found in the arguments (guarded-call.ts). */
+			guardNotes?: readonly GuardNote[];
+			/** The response-stage guards the reply passes through; absent or empty: none. */
+			responseGuards?: readonly GuardRecord[];
+	  }
+	| { refused: GatewayError; why: RefusalReason; guarded?: GuardNote };
 
-/** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies. */
-export type RefusalReason = "unknown" | "held" | "denied";
+/** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies, arguments a guard blocks. */
+export type RefusalReason = "unknown" | "held" | "denied" | "guarded";
 
 /**
  * Whether and how a request goes to the server, before anything is sent: a

@@ -4,12 +4,14 @@ import { type DecisionSource, decideListFor, decidesListFor, type ListedTools } 
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
 import { type CompiledPolicies, policyPrincipal } from "../governance/policies.ts";
+import { loadGuards } from "../governance/guards/guard-cache.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { endpointToolView, exposedToolName } from "../governance/tool-shaping.ts";
 import type { RequestOf } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import type { TOOLS_LIST } from "../mcp/methods.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
 import { withTaskSupport } from "./2025-11-25/task-wire.ts";
@@ -53,6 +55,10 @@ export class SessionDecisions implements DecisionSource {
 
 	policies(): Promise<CompiledPolicies> {
 		return loadPolicies(this.reader, this.state.settings.endpointCacheTtlMs);
+	}
+
+	guards(): Promise<readonly GuardRecord[]> {
+		return loadGuards(this.reader, this.state.settings.endpointCacheTtlMs);
 	}
 
 	asker(): Asker {

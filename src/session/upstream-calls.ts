@@ -5,6 +5,7 @@ import type {
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
+import { guardedReply } from "../governance/guards/guarded-call.ts";
 import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
@@ -99,7 +100,13 @@ export class UpstreamCalls {
 		if ("refused" in decision) {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
-		return withCallNote(await this.forward(member, decision.send, call, route), method, note);
+		const reply = await this.forward(member, decision.send, call, route);
+		const guards = decision.responseGuards ?? [];
+		if (guards.length === 0) return withCallNote(reply, method, note);
+		// The response-stage guards read the reply on its way out; its end still ends the call (see RunningCall).
+		const maxBytes = this.pool.connection(member).maxReplyBytes;
+		const guarded = await guardedReply(reply, { id, method }, guards, maxBytes, this.decisions.telemetry);
+		return withCallNote(call.carriedOn(reply, guarded), method, note);
 	}
 
 	private forward(member: Member, request: SessionRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {

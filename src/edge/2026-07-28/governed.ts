@@ -1,8 +1,10 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { decidesList, type Reach, shapeList } from "../../governance/decision.ts";
 import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../../governance/decision-inputs.ts";
+import { guardedReply } from "../../governance/guards/guarded-call.ts";
 import type { PinContext } from "../../governance/listed-tools.ts";
 import { policyPrincipal } from "../../governance/policies.ts";
+import { loadGuards } from "../../governance/guards/guard-cache.ts";
 import { loadPolicies } from "../../governance/policy-cache.ts";
 import { headerValue } from "../../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
@@ -70,7 +72,11 @@ export async function serveGoverned(c: McpContext, governed: GovernedRequest, pa
 		send === request
 			? undefined
 			: { body: JSON.stringify(send.message), headers: { "mcp-name": headerValue(real ?? "") } };
-	return withCallNote(await passOn(send, renamed), message.method, note);
+	const reply = await passOn(send, renamed);
+	const guards = decision.responseGuards ?? [];
+	if (guards.length === 0) return withCallNote(reply, message.method, note);
+	const guarded = await guardedReply(reply, message, guards, governed.target.maxReplyBytes, source.telemetry);
+	return withCallNote(guarded, message.method, note);
 }
 
 /** A list the decision makes: every page from the upstream, shaped, held and filtered, in one private page. */
@@ -97,6 +103,7 @@ function edgeSource(c: McpContext, governed: GovernedRequest): DecisionSource {
 	const ttlMs = c.get("settings").endpointCacheTtlMs;
 	return {
 		policies: () => loadPolicies(pins.reader, ttlMs),
+		guards: () => loadGuards(pins.reader, ttlMs),
 		asker: () => ({
 			principal: policyPrincipal(
 				scope.keyId,
