@@ -4,8 +4,8 @@ import { describeError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { calledTool } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
-import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import type { GuardRecord } from "../registry/guard-records.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { CallNote } from "../telemetry/tool-call.ts";
 import {
@@ -19,10 +19,10 @@ import {
 	reachOf,
 	upstreamName,
 } from "./decision.ts";
+import { guardCall, guardsRead } from "./guards/guarded-call.ts";
 import { checkListed, type PinContext } from "./listed-tools.ts";
 import { logPinVerdict } from "./pin-records.ts";
 import { DEFAULT_PINNING } from "./pinning.ts";
-import { guardCall, guardsRead } from "./guards/guarded-call.ts";
 import { type CompiledPolicies, NO_POLICIES } from "./policies.ts";
 
 /**
@@ -78,7 +78,11 @@ export async function decideCallFor(
 }
 
 /** Shaping, pins and policies on a request. */
-async function judgeCall(source: DecisionSource, server: GovernedServer, request: SessionRequest): Promise<CallDecision> {
+async function judgeCall(
+	source: DecisionSource,
+	server: GovernedServer,
+	request: SessionRequest,
+): Promise<CallDecision> {
 	const shaped = decideCall(server, request, null);
 	if ("refused" in shaped || request.method !== TOOLS_CALL) return shaped;
 	const policies = await source.policies();

@@ -1,16 +1,16 @@
 import type { z } from "zod";
 import { withTimeout } from "../primitives/timing.ts";
 import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
+import type { GuardRecord } from "./guard-records.ts";
 import {
 	AccessRuleListSchema,
-	KV_NAMES,
 	GuardListSchema,
+	KV_NAMES,
 	PolicyListSchema,
 	ServerListSchema,
 	type StoredKey,
 	StoredKeySchema,
 } from "./kv-records.ts";
-import type { GuardRecord } from "./guard-records.ts";
 import type { PolicyRecord } from "./policy-records.ts";
 import {
 	type ResolvedEndpoint,

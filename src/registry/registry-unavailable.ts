@@ -1,7 +1,7 @@
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { AccessRuleRecord } from "./access-rules.ts";
-import type { StoredKey } from "./kv-records.ts";
 import type { GuardRecord } from "./guard-records.ts";
+import type { StoredKey } from "./kv-records.ts";
 import type { PolicyRecord } from "./policy-records.ts";
 import type { RegistryReader } from "./registry-reader.ts";
 import type { ResolvedEndpoint, ServerRecord } from "./schemas.ts";

@@ -1,10 +1,10 @@
 import type { RequestId, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Asker, GovernedServer } from "../governance/decision.ts";
 import { type DecisionSource, decideListFor, decidesListFor, type ListedTools } from "../governance/decision-inputs.ts";
+import { loadGuards } from "../governance/guards/guard-cache.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
 import { type CompiledPolicies, policyPrincipal } from "../governance/policies.ts";
-import { loadGuards } from "../governance/guards/guard-cache.ts";
 import { loadPolicies } from "../governance/policy-cache.ts";
 import { endpointToolView, exposedToolName } from "../governance/tool-shaping.ts";
 import type { RequestOf } from "../mcp/client-message.ts";

@@ -25,8 +25,8 @@ import {
 	type ToolCallEvent,
 	type ToolCallPrincipal,
 	takeCallNote,
-	withAnswerGuards,
 	toolCallOutcome,
+	withAnswerGuards,
 } from "./tool-call.ts";
 import { injectMeta, parentContext } from "./trace-context.ts";
 

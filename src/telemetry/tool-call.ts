@@ -1,5 +1,5 @@
-import type { Span } from "@opentelemetry/api";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { Span } from "@opentelemetry/api";
 import { type GuardNote, GuardNotesSchema, guardNotesOf } from "../mcp/guard-notes.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";

@@ -1,10 +1,10 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { decidesList, type Reach, shapeList } from "../../governance/decision.ts";
 import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../../governance/decision-inputs.ts";
+import { loadGuards } from "../../governance/guards/guard-cache.ts";
 import { guardedReply } from "../../governance/guards/guarded-call.ts";
 import type { PinContext } from "../../governance/listed-tools.ts";
 import { policyPrincipal } from "../../governance/policies.ts";
-import { loadGuards } from "../../governance/guards/guard-cache.ts";
 import { loadPolicies } from "../../governance/policy-cache.ts";
 import { headerValue } from "../../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";

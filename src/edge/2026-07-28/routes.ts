@@ -1,8 +1,8 @@
 import { reachOf, touches } from "../../governance/decision.ts";
-import { type PinContext, watchedToolsReply } from "../../governance/listed-tools.ts";
-import { registryRecorder } from "../../governance/pin-records.ts";
 import { guardsReach } from "../../governance/guards/applicable-guards.ts";
 import { loadGuards } from "../../governance/guards/guard-cache.ts";
+import { type PinContext, watchedToolsReply } from "../../governance/listed-tools.ts";
+import { registryRecorder } from "../../governance/pin-records.ts";
 import { loadPolicies } from "../../governance/policy-cache.ts";
 import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
 import type { SubscriptionFilter } from "../../mcp/2026-07-28/subscription-filter.ts";

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { GuardInputSchema, GuardNameSchema } from "../../registry/guard-records.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
+import { GuardInputSchema, GuardNameSchema } from "../../registry/guard-records.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { audit } from "../admin-audit.ts";
 import { showGuard } from "../admin-views.ts";

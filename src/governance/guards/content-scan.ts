@@ -1,4 +1,4 @@
-import { type GuardNote, GUARD_META_KEY } from "../../mcp/guard-notes.ts";
+import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
 import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
 import type { GuardRecord } from "../../registry/guard-records.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../../telemetry/instruments.ts";
@@ -79,7 +79,8 @@ export const rewriteResult: StringRewrite<Record<string, unknown>> = (result, ma
 function rewriteItem(item: unknown, map: (text: string) => string): unknown {
 	if (!isObject(item)) return item;
 	if (item.type === "text") return rewriteText(item, map);
-	if (item.type === "resource" && isObject(item.resource)) return { ...item, resource: rewriteText(item.resource, map) };
+	if (item.type === "resource" && isObject(item.resource))
+		return { ...item, resource: rewriteText(item.resource, map) };
 	return item;
 }
 

@@ -9,9 +9,11 @@ import type { RegistryReader } from "../../registry/registry-reader.ts";
  */
 const publishedGuards = isolateCache<readonly GuardRecord[]>({ maxEntries: 1 });
 
-export function loadGuards(
-	reader: Pick<RegistryReader, "guards">,
-	ttlMs: number,
-): Promise<readonly GuardRecord[]> {
-	return publishedGuards.load("guards", () => reader.guards(), () => ttlMs, reader);
+export function loadGuards(reader: Pick<RegistryReader, "guards">, ttlMs: number): Promise<readonly GuardRecord[]> {
+	return publishedGuards.load(
+		"guards",
+		() => reader.guards(),
+		() => ttlMs,
+		reader,
+	);
 }

@@ -29,13 +29,7 @@ export function unknownApplies(tables: RegistryTables, applies: PolicyApplies | 
 			() => virtualServers.names(),
 		],
 		["keys", "no API key with id", applies.keys, (ids) => keys.existing(ids), () => keys.ids()],
-		[
-			"rules",
-			"no access rule named",
-			applies.rules,
-			(names) => accessRules.existing(names),
-			() => accessRules.names(),
-		],
+		["rules", "no access rule named", applies.rules, (names) => accessRules.existing(names), () => accessRules.names()],
 	];
 	const problems = checks.flatMap(([field, words, names, known, candidates]) => {
 		if (!names) return [];

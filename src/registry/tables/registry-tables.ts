@@ -42,7 +42,10 @@ export interface RegistryTables {
 }
 
 /** The records named by their operators, by the words the admin API uses for them. */
-export type NamedKind = keyof Pick<RegistryTables, "servers" | "virtualServers" | "accessRules" | "policies" | "guards">;
+export type NamedKind = keyof Pick<
+	RegistryTables,
+	"servers" | "virtualServers" | "accessRules" | "policies" | "guards"
+>;
 
 /** The tables of the registry in `sql`, created where missing (older ones are migrated by `migrateTables`). */
 export function openRegistryTables(sql: SqlStorage): RegistryTables {
