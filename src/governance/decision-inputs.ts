@@ -74,6 +74,9 @@ export async function decideCallFor(
 		countRefusal(source.telemetry, "guarded");
 		return { refused: guarded.refused, why: "guarded", guarded: guarded.note };
 	}
+	const { send, guardNotes, responseGuards } = guarded;
+	// Nothing applied: the decision as it was (no guard fields on a call no guard touches).
+	if (send === decision.send && guardNotes.length === 0 && responseGuards.length === 0) return decision;
 	return { ...decision, ...guarded };
 }
 
