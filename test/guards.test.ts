@@ -205,6 +205,68 @@ describe("response guards", () => {
 		await client.close();
 	});
 
+	it("on an aggregate, a guard naming the tool without its server__ prefix redacts the member's result", async () => {
+		const server = await echoingServer();
+		await putGuard({
+			stage: "response",
+			applies: { servers: [server], tools: ["profile"] },
+			detect: ["email"],
+			action: "redact",
+		});
+		const { key } = await createKey({ servers: [server] });
+		const { client } = await connectClient("/mcp", key);
+		const result = (await client.callTool({
+			name: `${server}__profile`,
+			arguments: { note: `mail ${EMAIL}` },
+		})) as CallToolResult;
+		expect(texts(result)).toEqual(["mail [redacted:email]"]);
+		expect(result.structuredContent).toEqual({
+			echoed: { note: "mail [redacted:email]" },
+			nested: [{ again: ["mail [redacted:email]"] }],
+		});
+		await client.close();
+	});
+
+	it("a guard for a virtual server redacts results there, and not on the member's own endpoint", async () => {
+		const server = await echoingServer();
+		const virtual = uniqueName("guarded-vs");
+		const made = await admin("PUT", `/virtual-servers/${virtual}`, { servers: [server] });
+		expect(made.status).toBe(201);
+		await putGuard({
+			stage: "response",
+			applies: { virtualServers: [virtual] },
+			detect: ["secrets"],
+			action: "redact",
+		});
+		const { key } = await createKey();
+		const through = await connectClient(`/mcp/${virtual}`, key);
+		// A virtual server names its members' tools `server__tool`.
+		const profile = (await through.client.listTools()).tools.find((tool) => tool.name.endsWith("profile"))?.name;
+		const guarded = (await through.client.callTool({
+			name: profile ?? "",
+			arguments: { note: AWS_KEY },
+		})) as CallToolResult;
+		expect(texts(guarded)).toEqual(["[redacted:secrets]"]);
+		await through.client.close();
+		const direct = await connectClient(`/mcp/${server}`, key);
+		const plain = (await direct.client.callTool({ name: "profile", arguments: { note: AWS_KEY } })) as CallToolResult;
+		expect(texts(plain)).toEqual([AWS_KEY]);
+		await direct.client.close();
+		await admin("DELETE", `/virtual-servers/${virtual}`);
+	});
+
+	it("a redact guard without tools redacts a resource read's text", async () => {
+		const server = uniqueName("guarded-beta");
+		const response = await admin("PUT", `/servers/${server}`, { url: upstreamUrl("beta") });
+		expect(response.status).toBe(201);
+		await putGuard({ stage: "response", applies: { servers: [server] }, detect: ["email"], action: "redact" });
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const read = await client.readResource({ uri: `demo://beta/notes/${EMAIL}` });
+		expect(read.contents).toEqual([{ uri: `demo://beta/notes/${EMAIL}`, text: "note [redacted:email]" }]);
+		await client.close();
+	});
+
 	it("a guard that applies to another server leaves this server's results as they came, with no note", async () => {
 		const server = await echoingServer();
 		const other = await echoingServer();
