@@ -321,6 +321,20 @@ describe("request guards", () => {
 		await client.close();
 	});
 
+	it("a redact guard at the edge redacts an argument and the Mcp-Param header that mirrors it alike (2026-07-28)", async () => {
+		const server = await modernServer();
+		await putGuard({ stage: "request", applies: { servers: [server] }, detect: ["email"], action: "redact" });
+		const { key } = await createKey();
+		const client = await connectModernClient(`/mcp/${server}`, key);
+		const region = `eu ${EMAIL} ${uniqueName("call")}`;
+		const result = (await client.callTool({ name: "region_echo", arguments: { region } })) as CallToolResult;
+		const redacted = region.replace(EMAIL, "[redacted:email]");
+		// The fixture answers with the argument and the header it received: neither holds the address.
+		expect(result.structuredContent).toEqual({ region: redacted, header: redacted });
+		expect(JSON.stringify(await upstreamLog("modern"))).not.toContain(region);
+		await client.close();
+	});
+
 	it("a redact guard sends the call with its arguments redacted", async () => {
 		const server = await echoingServer();
 		await putGuard({

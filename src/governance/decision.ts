@@ -158,6 +158,8 @@ export type CallDecision =
 			guardNotes?: readonly GuardNote[];
 			/** The response-stage guards the reply passes through; absent or empty: none. */
 			responseGuards?: readonly GuardRecord[];
+			/** Set when a guard redacted the arguments: its redactions over any text (guarded-call.ts). */
+			redactText?: (text: string) => string;
 	  }
 	| { refused: GatewayError; why: RefusalReason; guarded?: GuardNote };
 

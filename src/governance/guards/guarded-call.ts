@@ -10,6 +10,8 @@ import type { Telemetry } from "../../telemetry/telemetry.ts";
 import type { Asker } from "../decision.ts";
 import { applicableGuards } from "./applicable-guards.ts";
 import { foundWords, rewriteJson, rewriteResult, runGuards, withGuardNotes } from "./content-scan.ts";
+import type { DetectorKind } from "./detector-kinds.ts";
+import { detect, redact } from "./detectors.ts";
 
 /**
  * Content guards on a call, where the governance decision lets it go: the
@@ -34,6 +36,11 @@ export interface GuardedSend {
 	guardNotes: readonly GuardNote[];
 	/** The response-stage guards that apply; empty: the reply passes as it comes. */
 	responseGuards: readonly GuardRecord[];
+	/**
+	 * Set when a guard redacted the arguments: the same redactions over any text,
+	 * for what mirrors an argument outside the body (2026-07-28's `Mcp-Param-*` headers).
+	 */
+	redactText?: (text: string) => string;
 }
 
 export type GuardVerdict = GuardedSend | { refused: GatewayError; note: GuardNote };
@@ -77,10 +84,15 @@ export async function guardCall(
 		};
 	}
 	const redacted = scanned.value !== callArguments(send) && isRecord(scanned.value);
+	if (!redacted || !isRecord(scanned.value)) {
+		return { send, guardNotes: scanned.notes, responseGuards: applicable.response };
+	}
+	const redacting = applicable.request.filter((guard) => guard.action === "redact");
 	return {
-		send: redacted ? withArguments(send, scanned.value) : send,
+		send: withArguments(send, scanned.value),
 		guardNotes: scanned.notes,
 		responseGuards: applicable.response,
+		redactText: (text) => redactWith(redacting, text),
 	};
 }
 
@@ -124,6 +136,13 @@ function guardedMessage(
 	};
 	if (typeof result.resultType === "string") withheld.resultType = result.resultType;
 	return { ...message, result: withheld };
+}
+
+/** `text` with every redacting guard's matches replaced, in order, as `runGuards` replaces them in content. */
+function redactWith(guards: readonly GuardRecord[], text: string): string {
+	let out = text;
+	for (const guard of guards) out = redact(out, detect(out, new Set<DetectorKind>(guard.detect)));
+	return out;
 }
 
 function capitalized(words: string): string {
