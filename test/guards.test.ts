@@ -227,6 +227,20 @@ describe("response guards", () => {
 		await client.close();
 	});
 
+	it("on an aggregate, a 2026-07-28 client's call of a 2025 member is redacted in the session that bridges it", async () => {
+		const server = await echoingServer();
+		await putGuard({ stage: "response", applies: { servers: [server] }, detect: ["secrets"], action: "redact" });
+		const { key } = await createKey({ servers: [server] });
+		const client = await connectModernClient("/mcp", key);
+		const result = (await client.callTool({
+			name: `${server}__profile`,
+			arguments: { note: AWS_KEY },
+		})) as CallToolResult;
+		expect(texts(result)).toEqual(["[redacted:secrets]"]);
+		expect(JSON.stringify(result)).not.toContain(AWS_KEY);
+		await client.close();
+	});
+
 	it("a guard for a virtual server redacts results there, and not on the member's own endpoint", async () => {
 		const server = await echoingServer();
 		const virtual = uniqueName("guarded-vs");
