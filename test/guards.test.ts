@@ -8,6 +8,7 @@ import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { parsedCall } from "./support/messages.ts";
 import { connectModernClient } from "./support/modern.ts";
+import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
 import { putCatalog, toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -239,6 +240,18 @@ describe("response guards", () => {
 		expect(texts(result)).toEqual(["[redacted:secrets]"]);
 		expect(JSON.stringify(result)).not.toContain(AWS_KEY);
 		await client.close();
+	});
+
+	it("a call the gateway holds as a task has its result redacted when the client reads it (tasks/result)", async () => {
+		const server = await echoingServer();
+		await putGuard({ stage: "response", applies: { servers: [server] }, detect: ["email"], action: "redact" });
+		const { key } = await createKey();
+		const { send } = await openWith(`/mcp/${server}`, key);
+		const call = { name: "profile", arguments: { note: EMAIL }, task: {} };
+		const task = createdTask(await send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: call }));
+		const result = (await send(taskRequest(3, "tasks/result", task.taskId))).result as CallToolResult;
+		expect(texts(result)).toEqual(["[redacted:email]"]);
+		expect(JSON.stringify(result)).not.toContain(EMAIL);
 	});
 
 	it("a guard for a virtual server redacts results there, and not on the member's own endpoint", async () => {
