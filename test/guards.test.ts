@@ -324,11 +324,19 @@ describe("request guards", () => {
 		const { key } = await createKey();
 		const { client } = await connectClient(`/mcp/${server}`, key);
 		const note = `${PLANTED} ${uniqueName("call")}`;
+		const lines = toolCallLines(server);
 		await expect(client.callTool({ name: "profile", arguments: { note } })).rejects.toThrow(
 			`The gateway's guard '${guard}' found 1 secrets in this call's arguments, so it was not sent; ask its operator.`,
 		);
 		const log = await upstreamLog("mutable");
 		expect(log.filter((entry) => JSON.stringify(entry.body ?? {}).includes(note))).toEqual([]);
+		// Accounted as a refusal, with what the guard found and not the text.
+		const [line] = await eventually(() => (lines.length > 0 ? lines : null), "the tool_call line");
+		expect(line).toMatchObject({
+			outcome: "refused_policy",
+			guards: [{ guard, action: "block", kinds: { secrets: 1 } }],
+		});
+		expect(JSON.stringify(line)).not.toContain(AWS_KEY);
 		await client.close();
 	});
 
