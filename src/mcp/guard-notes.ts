@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isJsonObject } from "../primitives/json-object.ts";
 
 /**
  * What a content guard did to a call, as the gateway tells the client (in a
@@ -22,7 +23,7 @@ export const GuardNotesSchema = z.array(GuardNoteSchema).max(64);
 
 /** The guard notes in a result's `_meta`; none when it has none or they do not parse. */
 export function guardNotesOf(meta: unknown): GuardNote[] {
-	if (typeof meta !== "object" || meta === null || !(GUARD_META_KEY in meta)) return [];
-	const parsed = GuardNotesSchema.safeParse((meta as Record<string, unknown>)[GUARD_META_KEY]);
+	if (!isJsonObject(meta) || !(GUARD_META_KEY in meta)) return [];
+	const parsed = GuardNotesSchema.safeParse(meta[GUARD_META_KEY]);
 	return parsed.success ? parsed.data : [];
 }

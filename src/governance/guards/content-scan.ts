@@ -1,5 +1,6 @@
 import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
 import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import type { GuardRecord } from "../../registry/guard-records.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../../telemetry/instruments.ts";
 import type { Telemetry } from "../../telemetry/telemetry.ts";
@@ -77,26 +78,22 @@ export const rewriteResult: StringRewrite<Record<string, unknown>> = (result, ma
 
 /** A content item: text, or an embedded resource's text. */
 function rewriteItem(item: unknown, map: (text: string) => string): unknown {
-	if (!isObject(item)) return item;
+	if (!isJsonObject(item)) return item;
 	if (item.type === "text") return rewriteText(item, map);
-	if (item.type === "resource" && isObject(item.resource))
+	if (item.type === "resource" && isJsonObject(item.resource))
 		return { ...item, resource: rewriteText(item.resource, map) };
 	return item;
 }
 
 function rewriteText(item: unknown, map: (text: string) => string): unknown {
-	if (!isObject(item) || typeof item.text !== "string") return item;
+	if (!isJsonObject(item) || typeof item.text !== "string") return item;
 	return { ...item, text: map(item.text) };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** A result with the guards' notes added to its `_meta` (none: the result as it was). */
 export function withGuardNotes(result: Record<string, unknown>, notes: readonly GuardNote[]): Record<string, unknown> {
 	if (notes.length === 0) return result;
-	const meta = isObject(result._meta) ? result._meta : {};
+	const meta = isJsonObject(result._meta) ? result._meta : {};
 	return { ...result, _meta: { ...meta, [GUARD_META_KEY]: notes } };
 }
 

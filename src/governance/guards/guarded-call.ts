@@ -5,6 +5,7 @@ import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
 import { callArguments, calledTool, withArguments } from "../../mcp/message-accessors.ts";
 import { RESOURCES_READ, TOOLS_CALL } from "../../mcp/methods.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
 import type { GuardRecord } from "../../registry/guard-records.ts";
 import type { Telemetry } from "../../telemetry/telemetry.ts";
 import type { Asker } from "../decision.ts";
@@ -75,7 +76,8 @@ export async function guardCall(
 	if (applicable.request.length === 0 || send.method !== TOOLS_CALL) {
 		return { send, guardNotes: [], responseGuards: applicable.response };
 	}
-	const scanned = runGuards(applicable.request, callArguments(send), rewriteJson, source.telemetry);
+	const args = callArguments(send);
+	const scanned = runGuards(applicable.request, args, rewriteJson, source.telemetry);
 	if ("blocked" in scanned) {
 		const sentence = `${capitalized(foundWords(scanned.blocked))} in this call's arguments, so it was not sent; ask its operator.`;
 		return {
@@ -83,8 +85,8 @@ export async function guardCall(
 			note: scanned.blocked,
 		};
 	}
-	const redacted = scanned.value !== callArguments(send) && isRecord(scanned.value);
-	if (!redacted || !isRecord(scanned.value)) {
+	// The arguments are a new value only where a redacting guard found something.
+	if (scanned.value === args || !isJsonObject(scanned.value)) {
 		return { send, guardNotes: scanned.notes, responseGuards: applicable.response };
 	}
 	const redacting = applicable.request.filter((guard) => guard.action === "redact");
@@ -147,8 +149,4 @@ function redactWith(guards: readonly GuardRecord[], text: string): string {
 
 function capitalized(words: string): string {
 	return words.charAt(0).toUpperCase() + words.slice(1);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
 }
