@@ -535,7 +535,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 20 actions (servers, their tools approved, connector tokens, virtual servers, keys, access rules, policies, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 23 actions (servers, their tools approved, connector tokens, virtual servers, keys, access rules, policies, content guards, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -559,6 +559,7 @@ describe("every admin action is one audit line", () => {
 		const virtual = uniqueName("audited-vs");
 		const rule = uniqueName("audited-rule");
 		const policy = uniqueName("audited-policy");
+		const guard = uniqueName("audited-guard");
 		const subject = uniqueName("person");
 		const withSecrets = {
 			url: `${upstreamUrl("beta")}?token=${secrets[0]}`,
@@ -624,6 +625,11 @@ describe("every admin action is one audit line", () => {
 			400,
 		);
 		expect((await act("DELETE", `/policies/${policy}`, "/policies/:name")).status).toBe(204);
+		const scan = { stage: "response", applies: { servers: [server] }, detect: ["email"], action: "log" };
+		expect((await act("PUT", `/guards/${guard}`, "/guards/:name", scan)).status).toBe(201);
+		expect((await act("PUT", `/guards/${guard}`, "/guards/:name", { ...scan, action: "redact" })).status).toBe(200);
+		expect((await act("PUT", `/guards/${guard}`, "/guards/:name", { ...scan, detect: ["ssn"] })).status).toBe(400);
+		expect((await act("DELETE", `/guards/${guard}`, "/guards/:name")).status).toBe(204);
 		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({
 			revoked: 0,
 			disconnected: 0,
@@ -660,6 +666,9 @@ describe("every admin action is one audit line", () => {
 			line("policy.created", policy),
 			line("policy.replaced", policy),
 			line("policy.deleted", policy),
+			line("guard.created", guard),
+			line("guard.replaced", guard),
+			line("guard.deleted", guard),
 			line("oauth_grants.revoked", `subject:${subject}`),
 			line("connection.deleted", `${server} key:${keyId}`),
 			line("registry.synced", "kv"),

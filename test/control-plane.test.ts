@@ -132,7 +132,7 @@ describe("keys verify themselves at the edge", () => {
 		expect(counts).toEqual({ durableObjects: 0, durableObjectCalls: 0, kvReads: 1 });
 	});
 
-	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost four KV reads (key, endpoint, tool policies, pins), no session, and one registry call (its first list recorded)", async () => {
+	it("ten 2026-07-28 requests to a 2026-07-28 server, with the edge caches on, cost five KV reads (key, endpoint, tool policies, content guards, pins), no session, and one registry call (its first list recorded)", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey();
 		const app = createApp();
@@ -146,10 +146,10 @@ describe("keys verify themselves at the edge", () => {
 		}
 		// The first list is recorded in the background, once; the lists after it find the pins in the isolate.
 		await eventually(() => counts.durableObjectCalls > 0, "the first list recorded");
-		expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 4 });
+		expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 5 });
 	});
 
-	it("ten 2026-07-28 requests to a governed 2026-07-28 server (an alias, a policy for it), caches on, cost the same four KV reads and no session: lists shaped and filtered, the denied call refused", async () => {
+	it("ten 2026-07-28 requests to a governed 2026-07-28 server (an alias, a policy for it), caches on, cost the same five KV reads and no session: lists shaped and filtered, the denied call refused", async () => {
 		const server = uniqueName("governed-stateless");
 		const tools = { overrides: { echo: { name: "say_back" } } };
 		expect((await admin("PUT", `/servers/${server}`, { url: upstreamUrl("modern"), tools })).status).toBe(201);
@@ -188,7 +188,7 @@ describe("keys verify themselves at the edge", () => {
 			).toMatchObject({ content: [{ type: "text", text: "governed" }] });
 			// The first list is recorded in the background, once; nothing else reaches a Durable Object.
 			await eventually(() => counts.durableObjectCalls > 0, "the first list recorded");
-			expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 4 });
+			expect(counts).toEqual({ durableObjects: 1, durableObjectCalls: 1, kvReads: 5 });
 		} finally {
 			await admin("DELETE", `/policies/${policy}`);
 		}
@@ -366,6 +366,7 @@ describe("sessions recheck from KV", () => {
 				servers: () => fresh.servers(),
 				rules: () => fresh.rules(),
 				policies: () => fresh.policies(),
+				guards: () => fresh.guards(),
 				pins: (server) => fresh.pins(server),
 			};
 			instance.registry = { checkSession: (input) => checkSessionWith(reader, input), kvReads: 0 };
@@ -388,6 +389,7 @@ describe("an unreadable KV", () => {
 		servers: () => Promise.reject(new Error("KV read failed (test)")),
 		rules: () => Promise.reject(new Error("KV read failed (test)")),
 		policies: () => Promise.reject(new Error("KV read failed (test)")),
+		guards: () => Promise.reject(new Error("KV read failed (test)")),
 		pins: () => Promise.reject(new Error("KV read failed (test)")),
 	};
 
@@ -426,6 +428,7 @@ describe("an unreadable KV", () => {
 			servers: slow.servers,
 			rules: slow.rules,
 			policies: slow.policies,
+			guards: slow.guards,
 			pins: slow.pins,
 		};
 		const response = await createApp({ reader: () => reader }).fetch(initializeRequest(`/mcp/${server}`, key), env);
@@ -458,7 +461,7 @@ describe("the edge reads the registry through the request's reader only", () => 
 	/** A reader of the real KV that counts what it is asked, method by method. */
 	function countingReader(overrides: Partial<RegistryReader> = {}) {
 		const kv = kvRegistryReader(env.REGISTRY_KV, 0);
-		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, pins: 0 };
+		const asked = { key: 0, endpoint: 0, servers: 0, rules: 0, policies: 0, guards: 0, pins: 0 };
 		const counted =
 			<A extends unknown[], R>(name: keyof typeof asked, read: (...args: A) => R) =>
 			(...args: A): R => {
@@ -471,12 +474,13 @@ describe("the edge reads the registry through the request's reader only", () => 
 			servers: counted("servers", overrides.servers ?? kv.servers),
 			rules: counted("rules", overrides.rules ?? kv.rules),
 			policies: counted("policies", overrides.policies ?? kv.policies),
+			guards: counted("guards", overrides.guards ?? kv.guards),
 			pins: counted("pins", overrides.pins ?? kv.pins),
 		};
 		return { reader, asked };
 	}
 
-	it("a stateless 2026-07-28 tools/list reads the key, the endpoint, the tool policies and the pins through the injected reader, each once", async () => {
+	it("a stateless 2026-07-28 tools/list reads the key, the endpoint, the tool policies, the content guards and the pins through the injected reader, each once", async () => {
 		const server = await registerServer("modern");
 		const { key } = await createKey();
 		// Nothing kept from other tests: every record is read for this request.
@@ -486,7 +490,7 @@ describe("the edge reads the registry through the request's reader only", () => 
 		const response = await createApp({ reader: () => reader }).fetch(modernRequest(`/mcp/${server}`, key, body), env);
 		expect(response.status).toBe(200);
 		expect(((await readReply(response)).result?.tools as unknown[] | undefined)?.length).toBeGreaterThan(0);
-		expect(asked).toEqual({ key: 1, endpoint: 1, servers: 0, rules: 0, policies: 1, pins: 1 });
+		expect(asked).toEqual({ key: 1, endpoint: 1, servers: 0, rules: 0, policies: 1, guards: 1, pins: 1 });
 	});
 
 	it("a stateless 2026-07-28 call whose tool policies cannot be read is answered 503 registry_unavailable under its id, and the call never reaches the upstream", async () => {

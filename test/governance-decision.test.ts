@@ -105,6 +105,7 @@ function countingSource(compiled: CompiledPolicies, listed: readonly Tool[] = TO
 			asked.push("policies");
 			return compiled;
 		},
+		guards: async () => [],
 		asker: () => {
 			asked.push("asker");
 			return asker;
@@ -120,6 +121,7 @@ function countingSource(compiled: CompiledPolicies, listed: readonly Tool[] = TO
 				servers: () => Promise.reject(new Error("not read")),
 				rules: () => Promise.reject(new Error("not read")),
 				policies: () => Promise.reject(new Error("not read")),
+				guards: () => Promise.reject(new Error("not read")),
 				pins: async (name) => {
 					asked.push(`pins ${name}`);
 					return name === "files" ? pins : null;

@@ -29,6 +29,7 @@ function heldReader() {
 		endpoint: unused,
 		servers: unused,
 		rules: unused,
+		guards: unused,
 		policies: async () => {
 			counts.policies++;
 			await held;

@@ -572,6 +572,37 @@ describe("refusals before any session", () => {
 	});
 });
 
+describe("content guard verdicts", () => {
+	it("a guard that redacts a 2026-07-28 result at the edge is counted in mcp_gateway.guard.verdicts by guard and action, and noted on the tool_call event without the text", async () => {
+		const tenant = newOtlpTenant();
+		const gateway = gatewayWith(otlpEnv(tenant));
+		const server = await registerServer("modern");
+		const guard = uniqueName("counted-guard");
+		const scan = { stage: "response", applies: { servers: [server] }, detect: ["email"], action: "redact" };
+		expect((await admin("PUT", `/guards/${guard}`, scan)).status).toBe(201);
+		const { key } = await createKey();
+		const log = vi.spyOn(console, "log").mockImplementation(() => {});
+		const body = {
+			id: 1,
+			method: "tools/call",
+			params: { name: "echo", arguments: { text: "ada@example.com" }, _meta: ENVELOPE },
+		};
+		const { response, text } = await gateway.fetch(modernRequest(`/mcp/${server}`, key, body));
+		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text", text: "[redacted:email]" }] });
+		const counted = async () =>
+			(await otlpMetrics(tenant))
+				.filter((metric) => metric.name === "mcp_gateway.guard.verdicts")
+				.flatMap((metric) => metric.points.map((point) => point.attributes));
+		expect(
+			await eventually(async () => (await counted()).find((point) => point["mcp_gateway.guard.name"] === guard)),
+		).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "redact" });
+		const event = await eventually(() => toolCalls(log).find((call) => call.server === server));
+		expect(event.guards).toEqual([{ guard, action: "redact", kinds: { email: 1 } }]);
+		expect(JSON.stringify(event)).not.toContain("ada@example.com");
+		await admin("DELETE", `/guards/${guard}`);
+	});
+});
+
 describe("telemetry never changes an answer", () => {
 	it("with the collector failing or unreachable, a client gets the same answers as with telemetry off", async () => {
 		const tenant = newOtlpTenant();

@@ -6,6 +6,7 @@ import { accessRuleRoutes } from "./admin/access-rules.ts";
 import { connectionRoutes } from "./admin/connections.ts";
 import { connectorTokenRoutes } from "./admin/connector-tokens.ts";
 import { type ApiDocument, docsPage } from "./admin/docs-page.ts";
+import { guardRoutes } from "./admin/guards.ts";
 import { keyRoutes } from "./admin/keys.ts";
 import type { AdminEnv, AdminRouter } from "./admin/kit.ts";
 import { answer, withRefusals } from "./admin/kit.ts";
@@ -71,6 +72,7 @@ export function createAdminRoutes(): AdminRouter {
 	admin.route("/", keyRoutes());
 	admin.route("/", accessRuleRoutes());
 	admin.route("/", policyRoutes());
+	admin.route("/", guardRoutes());
 	admin.route("/", connectionRoutes());
 	admin.route("/", operationRoutes());
 
@@ -110,7 +112,7 @@ export function adminDocument(admin: AdminRouter): ApiDocument {
 			title: "mcp-edge-gateway admin API",
 			version: "1",
 			description:
-				"Registry management: servers and their connector tokens, virtual servers, API keys, access rules, tool policies, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>` (this description also opens to the dashboard's sign-in); every refusal is `{ error: { kind, message } }`.",
+				"Registry management: servers and their connector tokens, virtual servers, API keys, access rules, tool policies, content guards, people's connections. Every route takes `Authorization: Bearer <ADMIN_TOKEN>` (this description also opens to the dashboard's sign-in); every refusal is `{ error: { kind, message } }`.",
 		},
 		security: [{ adminToken: [] }],
 	});

@@ -1,4 +1,5 @@
 import type { AccessRuleRecord } from "../registry/access-rules.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import type { PolicyRecord } from "../registry/policy-records.ts";
 import type { ServerRecord, VirtualServerRecord } from "../registry/schemas.ts";
 import { maskedUrl } from "../upstream/upstream-target.ts";
@@ -94,5 +95,14 @@ export function showPolicy(policy: PolicyRecord) {
 		...policy,
 		createdAt: new Date(policy.createdAt).toISOString(),
 		updatedAt: new Date(policy.updatedAt).toISOString(),
+	};
+}
+
+/** What the admin API shows of a content guard: all of it, with times as ISO strings. */
+export function showGuard(guard: GuardRecord) {
+	return {
+		...guard,
+		createdAt: new Date(guard.createdAt).toISOString(),
+		updatedAt: new Date(guard.updatedAt).toISOString(),
 	};
 }

@@ -4,6 +4,7 @@ import { describeError } from "../mcp/gateway-error.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { calledTool } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
 import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { CallNote } from "../telemetry/tool-call.ts";
@@ -18,6 +19,7 @@ import {
 	reachOf,
 	upstreamName,
 } from "./decision.ts";
+import { guardCall, guardsRead } from "./guards/guarded-call.ts";
 import { checkListed, type PinContext } from "./listed-tools.ts";
 import { logPinVerdict } from "./pin-records.ts";
 import { DEFAULT_PINNING } from "./pinning.ts";
@@ -42,6 +44,8 @@ export interface ListedTools {
 export interface DecisionSource {
 	/** The published policies, compiled (`loadPolicies`: the isolate's cache). */
 	policies(): Promise<CompiledPolicies>;
+	/** The published content guards (`loadGuards`: the isolate's cache). */
+	guards(): Promise<readonly GuardRecord[]>;
 	/** Who asks, now. */
 	asker(): Asker;
 	/** The server's tools as listed, for a call that needs them; a source that cannot list them logs why and gives none. */
@@ -55,8 +59,29 @@ export interface DecisionSource {
  * The decision on a request (`decideCall`), with what it needs loaded first:
  * shaping decides first, so a name the server does not offer is refused
  * before anything is read; a refusal is counted in the gateway's metrics.
+ * What shaping, pins and policies let go then passes the content guards
+ * (guards/guarded-call.ts): its arguments scanned, its reply's guards named.
  */
 export async function decideCallFor(
+	source: DecisionSource,
+	server: GovernedServer,
+	request: SessionRequest,
+): Promise<CallDecision> {
+	const decision = await judgeCall(source, server, request);
+	if ("refused" in decision || !guardsRead(request.method)) return decision;
+	const guarded = await guardCall(source, server.name, request, decision.send);
+	if ("refused" in guarded) {
+		countRefusal(source.telemetry, "guarded");
+		return { refused: guarded.refused, why: "guarded", guarded: guarded.note };
+	}
+	const { send, guardNotes, responseGuards } = guarded;
+	// Nothing applied: the decision as it was (no guard fields on a call no guard touches).
+	if (send === decision.send && guardNotes.length === 0 && responseGuards.length === 0) return decision;
+	return { ...decision, ...guarded };
+}
+
+/** Shaping, pins and policies on a request. */
+async function judgeCall(
 	source: DecisionSource,
 	server: GovernedServer,
 	request: SessionRequest,
@@ -125,11 +150,12 @@ export function callNoteOf(server: GovernedServer & { captureArguments?: boolean
 	if ("refused" in decision) {
 		if (decision.why === "unknown") return { server: server.name, refused: "unknown_tool" };
 		if (decision.why === "held") return { server: server.name, refused: "refused_pinning" };
-		// A policy's refusal is accounted by its kind (`forbidden`).
-		return { server: server.name };
+		// A policy's or a guard's refusal is accounted by its kind (`forbidden`); a guard's also names what it found.
+		return decision.guarded ? { server: server.name, guards: [decision.guarded] } : { server: server.name };
 	}
 	const note: CallNote = { server: server.name, real: calledTool(decision.send) ?? "" };
 	if (server.captureArguments) note.capture = true;
+	if (decision.guardNotes && decision.guardNotes.length > 0) note.guards = [...decision.guardNotes];
 	return note;
 }
 
@@ -144,5 +170,7 @@ function countRefusal(telemetry: Telemetry, why: RefusalReason): void {
 		instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "pinning" });
 	} else if (why === "denied") {
 		instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "policy" });
+	} else if (why === "guarded") {
+		instruments.refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: "guard" });
 	}
 }

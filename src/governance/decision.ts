@@ -1,10 +1,12 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { SessionRequest } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import type { GuardNote } from "../mcp/guard-notes.ts";
 import type { ListItems, ListKind } from "../mcp/list-kinds.ts";
 import { callArguments, withToolName } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
 import type { PinnedServer } from "./pin-records.ts";
@@ -149,8 +151,19 @@ export function decideList<K extends ListKind>(
  * the answer the caller gets and why (for the gateway's own accounting).
  */
 export type CallDecision =
-	| { send: SessionRequest; real?: string; confirm?: Confirmation }
-	| { refused: GatewayError; why: RefusalReason };
+	| {
+			send: SessionRequest;
+			real?: string;
+			/** A `confirm` policy holds the call until the caller confirms it. */
+			confirm?: Confirmation;
+			/** What request-stage content guards found in the arguments (guarded-call.ts). */
+			guardNotes?: readonly GuardNote[];
+			/** The response-stage guards the reply passes through; absent or empty: none. */
+			responseGuards?: readonly GuardRecord[];
+			/** Set when a guard redacted the arguments: its redactions over any text (guarded-call.ts). */
+			redactText?: (text: string) => string;
+	  }
+	| { refused: GatewayError; why: RefusalReason; guarded?: GuardNote };
 
 /** A call a `confirm` policy holds until the caller confirms it: which policy, and the tool as the caller named it. */
 export interface Confirmation {
@@ -160,8 +173,8 @@ export interface Confirmation {
 	tool: string;
 }
 
-/** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies. */
-export type RefusalReason = "unknown" | "held" | "denied";
+/** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies, arguments a guard blocks. */
+export type RefusalReason = "unknown" | "held" | "denied" | "guarded";
 
 /**
  * Whether and how a request goes to the server, before anything is sent: a

@@ -185,8 +185,11 @@ export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest):
 	return confirmBy ? { allowed: true, confirm: confirmBy.name } : ALLOWED;
 }
 
-/** Every list `applies` gives must name the request's server, virtual server, key or rule. */
-function appliesTo(applies: PolicyApplies | null, input: PolicyRequest): boolean {
+/** Every list `applies` gives must name the request's server, virtual server, key or rule (content guards use it too). */
+export function appliesTo(
+	applies: PolicyApplies | null,
+	input: Pick<PolicyRequest, "principal" | "server" | "virtualServer">,
+): boolean {
 	if (applies === null) return true;
 	const { principal } = input;
 	if (applies.servers && !applies.servers.includes(input.server)) return false;

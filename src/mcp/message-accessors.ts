@@ -76,6 +76,11 @@ export function withToolName(call: ToolCall, name: string): ToolCall {
 	return { ...call, message: { ...call.message, params: { ...call.message.params, name } } };
 }
 
+/** The same call with other arguments (a request-stage guard's redactions). */
+export function withArguments(call: ToolCall, args: Record<string, unknown>): ToolCall {
+	return { ...call, message: { ...call.message, params: { ...call.message.params, arguments: args } } };
+}
+
 /** A resource request (read, subscribe, unsubscribe) for another URI: the one its member knows the resource by. */
 export function withResourceUri<R extends Extract<SessionRequest, { method: ResourceMethod }>>(
 	request: R,

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AccessRuleRecordSchema } from "./access-rules.ts";
+import { GuardRecordSchema } from "./guard-records.ts";
 import { PolicyRecordSchema } from "./policy-records.ts";
 import { ApiKeyRecordSchema, ServerRecordSchema } from "./schemas.ts";
 import type { RegistryTables } from "./tables/registry-tables.ts";
@@ -15,6 +16,7 @@ import type { RegistryTables } from "./tables/registry-tables.ts";
  * - `servers`: every server, for the aggregate `/mcp`.
  * - `access-rules`: every access rule, in the order they are tried (OAuth sign-ins).
  * - `policies`: every tool policy, in the order they are evaluated (governance compiles them).
+ * - `guards`: every content guard, by name (governance scans with them); absent until the first is made.
  * - `pins/<server>`: a server's approved tool definitions (tool-pins.ts); absent until first recorded.
  * - `connector-token/<id>`: a connector token's server and digest (connector-tokens.ts), what admits a connector.
  * - `openapi/<server>`: a server's compiled API (tables/openapi-apis-table.ts), what its tools are answered from.
@@ -25,6 +27,7 @@ export const KV_NAMES = {
 	servers: "servers",
 	rules: "access-rules",
 	policies: "policies",
+	guards: "guards",
 	pins: (server: string) => `pins/${server}`,
 	connectorToken: (id: string) => `connector-token/${id}`,
 	openApi: (server: string) => `openapi/${server}`,
@@ -34,8 +37,9 @@ export const KV_NAMES = {
  * Bumped when the published records change shape: a registry that finds an
  * older format recorded republishes everything at start. 2: servers carry `protocol`.
  * 3: access rules are published. 4: keys and access rules carry `rateClass`, and tool policies are published.
+ * 5: content guards are published.
  */
-export const KV_FORMAT = 4;
+export const KV_FORMAT = 5;
 
 /** An API key's record as published: with the SHA-256 (hex) of the whole key, which itself is never stored. */
 export const StoredKeySchema = ApiKeyRecordSchema.extend({ digest: z.string() });
@@ -46,6 +50,8 @@ export const ServerListSchema = z.array(ServerRecordSchema);
 export const AccessRuleListSchema = z.array(AccessRuleRecordSchema);
 
 export const PolicyListSchema = z.array(PolicyRecordSchema);
+
+export const GuardListSchema = z.array(GuardRecordSchema);
 
 /** Every KV name the registry publishes now. */
 export function publishedNames(tables: RegistryTables): string[] {
@@ -58,6 +64,7 @@ export function publishedNames(tables: RegistryTables): string[] {
 		KV_NAMES.servers,
 		KV_NAMES.rules,
 		KV_NAMES.policies,
+		KV_NAMES.guards,
 		...endpoints,
 		...keys,
 		...pins,
@@ -70,6 +77,7 @@ export function publishedNames(tables: RegistryTables): string[] {
 export function publishedValue(tables: RegistryTables, name: string): unknown {
 	if (name === KV_NAMES.rules) return tables.accessRules.list();
 	if (name === KV_NAMES.policies) return tables.policies.list();
+	if (name === KV_NAMES.guards) return tables.guards.list();
 	if (name === KV_NAMES.servers) return tables.servers.list();
 	const [kind, ...rest] = name.split("/");
 	const id = rest.join("/");

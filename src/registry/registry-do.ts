@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { closestName } from "../primitives/closest-name.ts";
 import type { AccessRuleInput } from "./access-rules.ts";
+import type { GuardInput } from "./guard-records.ts";
 import { KvPublisher } from "./kv-publisher.ts";
 import { publishedNames, publishedValue } from "./kv-records.ts";
 import type { PolicyInput } from "./policy-records.ts";
@@ -9,6 +10,7 @@ import { AccessRulesResource } from "./resources/access-rules.ts";
 import { ConnectionsResource } from "./resources/connections.ts";
 import { ConnectorTokensResource } from "./resources/connector-tokens.ts";
 import { EndpointsResource } from "./resources/endpoints.ts";
+import { GuardsResource } from "./resources/guards.ts";
 import { KeysResource } from "./resources/keys.ts";
 import { PinsResource } from "./resources/pins.ts";
 import { PoliciesResource } from "./resources/policies.ts";
@@ -48,6 +50,7 @@ export class RegistryDO extends DurableObject<Env> {
 	private readonly keys: KeysResource;
 	private readonly accessRules: AccessRulesResource;
 	private readonly policies: PoliciesResource;
+	private readonly guards: GuardsResource;
 	private readonly connectionRecords: ConnectionsResource;
 	private readonly connectorTokens: ConnectorTokensResource;
 
@@ -69,6 +72,7 @@ export class RegistryDO extends DurableObject<Env> {
 		this.keys = new KeysResource(tables, this.publisher, env);
 		this.accessRules = new AccessRulesResource(tables, this.publisher);
 		this.policies = new PoliciesResource(tables, this.publisher);
+		this.guards = new GuardsResource(tables, this.publisher);
 		this.connectionRecords = new ConnectionsResource(tables);
 		this.connectorTokens = new ConnectorTokensResource(tables, this.publisher);
 		void ctx.blockConcurrencyWhile(async () => {
@@ -245,6 +249,26 @@ export class RegistryDO extends DurableObject<Env> {
 
 	deletePolicy(name: string) {
 		return this.policies.delete(name);
+	}
+
+	// Content guards (resources/guards.ts)
+
+	putGuard(name: string, input: GuardInput) {
+		return this.guards.put(name, input);
+	}
+
+	getGuard(name: string) {
+		this.reads++;
+		return this.guards.get(name);
+	}
+
+	listGuards() {
+		this.reads++;
+		return this.guards.list();
+	}
+
+	deleteGuard(name: string) {
+		return this.guards.delete(name);
 	}
 
 	// People's connections to oauth servers (resources/connections.ts)

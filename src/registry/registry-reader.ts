@@ -1,8 +1,10 @@
 import type { z } from "zod";
 import { withTimeout } from "../primitives/timing.ts";
 import { type AccessRuleRecord, parsePrincipalId, principalRecord } from "./access-rules.ts";
+import type { GuardRecord } from "./guard-records.ts";
 import {
 	AccessRuleListSchema,
+	GuardListSchema,
 	KV_NAMES,
 	PolicyListSchema,
 	ServerListSchema,
@@ -29,6 +31,8 @@ export interface RegistryReader {
 	rules(): Promise<AccessRuleRecord[]>;
 	/** Every tool policy, in the order they are evaluated (compiled by governance, per isolate). */
 	policies(): Promise<PolicyRecord[]>;
+	/** Every content guard, by name (run by governance, kept per isolate). */
+	guards(): Promise<GuardRecord[]>;
 	/** A server's approved tool definitions; null until its tools were first recorded. */
 	pins(server: string): Promise<ServerPins | null>;
 }
@@ -71,6 +75,7 @@ export function kvRegistryReader(
 		servers: async () => (await read(KV_NAMES.servers, ServerListSchema)) ?? [],
 		rules: async () => (await read(KV_NAMES.rules, AccessRuleListSchema)) ?? [],
 		policies: async () => (await read(KV_NAMES.policies, PolicyListSchema)) ?? [],
+		guards: async () => (await read(KV_NAMES.guards, GuardListSchema)) ?? [],
 		pins: (server) => read(KV_NAMES.pins(server), ServerPinsSchema),
 	};
 }

@@ -1,5 +1,6 @@
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import type { AccessRuleRecord } from "./access-rules.ts";
+import type { GuardRecord } from "./guard-records.ts";
 import type { StoredKey } from "./kv-records.ts";
 import type { PolicyRecord } from "./policy-records.ts";
 import type { RegistryReader } from "./registry-reader.ts";
@@ -50,6 +51,10 @@ export class UnavailableOnFailure implements RegistryReader {
 
 	policies(): Promise<PolicyRecord[]> {
 		return this.reader.policies().catch(unavailable);
+	}
+
+	guards(): Promise<GuardRecord[]> {
+		return this.reader.guards().catch(unavailable);
 	}
 
 	pins(server: string): Promise<ServerPins | null> {

@@ -1,6 +1,7 @@
 import type { RequestId, Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Asker, GovernedServer } from "../governance/decision.ts";
 import { type DecisionSource, decideListFor, decidesListFor, type ListedTools } from "../governance/decision-inputs.ts";
+import { loadGuards } from "../governance/guards/guard-cache.ts";
 import { type PinContext, watchedToolsReply } from "../governance/listed-tools.ts";
 import { registryRecorder } from "../governance/pin-records.ts";
 import { type CompiledPolicies, policyPrincipal } from "../governance/policies.ts";
@@ -10,6 +11,7 @@ import type { RequestOf } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import type { TOOLS_LIST } from "../mcp/methods.ts";
+import type { GuardRecord } from "../registry/guard-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
 import { withTaskSupport } from "./2025-11-25/task-wire.ts";
@@ -53,6 +55,10 @@ export class SessionDecisions implements DecisionSource {
 
 	policies(): Promise<CompiledPolicies> {
 		return loadPolicies(this.reader, this.state.settings.endpointCacheTtlMs);
+	}
+
+	guards(): Promise<readonly GuardRecord[]> {
+		return loadGuards(this.reader, this.state.settings.endpointCacheTtlMs);
 	}
 
 	asker(): Asker {

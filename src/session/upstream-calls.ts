@@ -5,6 +5,7 @@ import type {
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
 import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
+import { guardedReply } from "../governance/guards/guarded-call.ts";
 import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
@@ -102,6 +103,15 @@ export class UpstreamCalls {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
 		const { send, confirm } = decision;
+		const guards = decision.responseGuards ?? [];
+		const forwarded = async (): Promise<Response> => {
+			const reply = await this.forward(member, send, call, route);
+			if (guards.length === 0) return reply;
+			// The response-stage guards read the reply on its way out; its end still ends the call (see RunningCall).
+			const maxBytes = this.pool.connection(member).maxReplyBytes;
+			const guarded = await guardedReply(reply, { id, method }, guards, maxBytes, this.decisions.telemetry);
+			return call.carriedOn(reply, guarded);
+		};
 		if (confirm !== undefined && original.method === TOOLS_CALL) {
 			// A `confirm` policy holds the call: nothing is sent until the caller confirms it.
 			const held = {
@@ -113,13 +123,9 @@ export class UpstreamCalls {
 				waitMs: this.pool.connection(member).timeoutMs,
 				running: call,
 			};
-			return withCallNote(
-				sendOnceConfirmed(held, () => this.forward(member, send, call, route)),
-				method,
-				note,
-			);
+			return withCallNote(sendOnceConfirmed(held, forwarded), method, note);
 		}
-		return withCallNote(await this.forward(member, send, call, route), method, note);
+		return withCallNote(await forwarded(), method, note);
 	}
 
 	private forward(member: Member, request: SessionRequest, call: RunningCall, route?: ReplyRoute): Promise<Response> {

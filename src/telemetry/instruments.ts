@@ -30,6 +30,10 @@ export const GATEWAY_ATTRIBUTES = {
 	serverName: "mcp_gateway.server.name",
 	/** What happened to a connector's connection: one of CONNECTOR_EVENTS. */
 	connectorEvent: "mcp_gateway.connector.event",
+	/** A content guard's name. */
+	guardName: "mcp_gateway.guard.name",
+	/** What a guard did: `redact`, `block` or `log`. */
+	guardAction: "mcp_gateway.guard.action",
 } as const;
 
 /**
@@ -63,6 +67,8 @@ export interface Instruments {
 	readonly telemetryDropped: Counter;
 	/** `mcp_gateway.connector.connections`: connectors connecting and going, by server and event. */
 	readonly connectorConnections: Counter;
+	/** `mcp_gateway.guard.verdicts`: content guards that found something, by guard and action. */
+	readonly guardVerdicts: Counter;
 }
 
 const made = new WeakMap<Telemetry, Instruments>();
@@ -116,6 +122,11 @@ function makeInstruments({ meter }: Telemetry): Instruments {
 			description:
 				"Connectors that connected (said hello) or went (closed, dropped, revoked), by mcp_gateway.server.name and mcp_gateway.connector.event.",
 			unit: "{connection}",
+		}),
+		guardVerdicts: meter.createCounter("mcp_gateway.guard.verdicts", {
+			description:
+				"Content guards that found something in a call's arguments or result, by mcp_gateway.guard.name and mcp_gateway.guard.action.",
+			unit: "{verdict}",
 		}),
 	};
 }

@@ -26,6 +26,7 @@ import {
 	type ToolCallPrincipal,
 	takeCallNote,
 	toolCallOutcome,
+	withAnswerGuards,
 } from "./tool-call.ts";
 import { injectMeta, parentContext } from "./trace-context.ts";
 
@@ -137,7 +138,8 @@ export class ServerOperation {
 		return watchAnswer(
 			response,
 			id,
-			(answer, bytes) => this.end(outcomeOf(answer), answer !== null || id === null, bytes, note),
+			(answer, bytes) =>
+				this.end(outcomeOf(answer), answer !== null || id === null, bytes, withAnswerGuards(note, answer)),
 			headers,
 		);
 	}
@@ -225,6 +227,7 @@ export class ServerOperation {
 			arguments_digest: digest,
 		};
 		if (note?.capture) event.arguments = this.callArguments ?? {};
+		if (note?.guards) event.guards = note.guards;
 		const traceId = this.span?.spanContext().traceId;
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope);

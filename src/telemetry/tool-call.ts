@@ -1,4 +1,6 @@
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Span } from "@opentelemetry/api";
+import { type GuardNote, GuardNotesSchema, guardNotesOf } from "../mcp/guard-notes.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
@@ -55,6 +57,8 @@ export interface CallNote {
 	 * it through the gateway's `call_tool` (search mode): the call is accounted as that tool's.
 	 */
 	tool?: string;
+	/** What content guards found in the call (kinds and counts): its arguments' here, its result's from the answer. */
+	guards?: GuardNote[];
 }
 
 /** A tool call's reply with the object's note on it (any other method's reply unchanged). */
@@ -81,18 +85,27 @@ export function takeCallNote(headers: Headers): CallNote | null {
 	try {
 		const value: unknown = JSON.parse(text);
 		if (typeof value !== "object" || value === null) return null;
-		const { server, real, capture, refused, tool } = value as Record<string, unknown>;
+		const { server, real, capture, refused, tool, guards } = value as Record<string, unknown>;
+		const guardNotes = GuardNotesSchema.safeParse(guards);
 		return {
 			...(typeof tool === "string" ? { tool } : {}),
 			...(typeof server === "string" ? { server } : {}),
 			...(typeof real === "string" ? { real } : {}),
 			...(capture === true ? { capture } : {}),
 			...(refused === "refused_pinning" || refused === "unknown_tool" ? { refused } : {}),
+			...(guardNotes.success && guardNotes.data.length > 0 ? { guards: guardNotes.data } : {}),
 		};
 	} catch (error) {
 		if (error instanceof SyntaxError) return null;
 		throw error;
 	}
+}
+
+/** The note with what response-stage guards noted on the answer's result (its `_meta`) added. */
+export function withAnswerGuards(note: CallNote | null, answer: JSONRPCMessage | null): CallNote | null {
+	const found = answer !== null && "result" in answer ? guardNotesOf(answer.result._meta) : [];
+	if (found.length === 0) return note;
+	return { ...note, guards: [...(note?.guards ?? []), ...found] };
 }
 
 /** Gateway failure kinds (`data.kind`) and the outcome each one is. */
@@ -169,6 +182,8 @@ export interface ToolCallEvent {
 	arguments?: unknown;
 	/** The server span's trace, when traces are exported. */
 	trace_id?: string;
+	/** What content guards found (guard, action, kinds and counts; never the text), when any found something. */
+	guards?: GuardNote[];
 }
 
 /** The digest of a call's arguments (absent arguments are `{}`, as the SDK sends them). */

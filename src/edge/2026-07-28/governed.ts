@@ -1,10 +1,12 @@
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { decidesList, type Reach, shapeList } from "../../governance/decision.ts";
 import { callNoteOf, type DecisionSource, decideCallFor, decideListFor } from "../../governance/decision-inputs.ts";
+import { loadGuards } from "../../governance/guards/guard-cache.ts";
+import { guardedReply } from "../../governance/guards/guarded-call.ts";
 import type { PinContext } from "../../governance/listed-tools.ts";
 import { policyPrincipal } from "../../governance/policies.ts";
 import { loadPolicies } from "../../governance/policy-cache.ts";
-import { headerValue } from "../../mcp/2026-07-28/header-value.ts";
+import { decodeHeaderValue, headerValue } from "../../mcp/2026-07-28/header-value.ts";
 import type { Envelope } from "../../mcp/2026-07-28/modern-request.ts";
 import { modernReply, requestName } from "../../mcp/2026-07-28/modern-results.ts";
 import type { SessionRequest } from "../../mcp/client-message.ts";
@@ -82,12 +84,40 @@ export async function serveGoverned(
 	}
 	const { send, real, confirm } = decision;
 	if (confirm !== undefined) return TO_SESSION;
-	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it.
+	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it;
+	// arguments a guard redacted go out redacted in the Mcp-Param-* headers that mirror them too.
 	const renamed =
 		send === request
 			? undefined
-			: { body: JSON.stringify(send.message), headers: { "mcp-name": headerValue(real ?? "") } };
-	return withCallNote(await passOn(send, renamed), message.method, note);
+			: {
+					body: JSON.stringify(send.message),
+					headers: {
+						...(real === undefined ? {} : { "mcp-name": headerValue(real) }),
+						...redactedParamHeaders(c.req.raw.headers, decision.redactText),
+					},
+				};
+	const reply = await passOn(send, renamed);
+	const guards = decision.responseGuards ?? [];
+	if (guards.length === 0) return withCallNote(reply, message.method, note);
+	const guarded = await guardedReply(reply, message, guards, governed.target.maxReplyBytes, source.telemetry);
+	return withCallNote(guarded, message.method, note);
+}
+
+/** The client's `Mcp-Param-*` headers a guard's redactions change, redacted as their arguments were; none without redactions. */
+function redactedParamHeaders(
+	headers: Headers,
+	redactText: ((text: string) => string) | undefined,
+): Record<string, string> {
+	if (!redactText) return {};
+	const changed: Record<string, string> = {};
+	for (const [name, value] of headers) {
+		if (!name.startsWith("mcp-param-")) continue;
+		const decoded = decodeHeaderValue(value);
+		if (decoded === undefined) continue;
+		const redacted = redactText(decoded);
+		if (redacted !== decoded) changed[name] = headerValue(redacted);
+	}
+	return changed;
 }
 
 /** A list the decision makes: every page from the upstream, shaped, held and filtered, in one private page. */
@@ -114,6 +144,7 @@ function edgeSource(c: McpContext, governed: GovernedRequest): DecisionSource {
 	const ttlMs = c.get("settings").endpointCacheTtlMs;
 	return {
 		policies: () => loadPolicies(pins.reader, ttlMs),
+		guards: () => loadGuards(pins.reader, ttlMs),
 		asker: () => ({
 			principal: policyPrincipal(
 				scope.keyId,

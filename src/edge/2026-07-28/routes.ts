@@ -1,4 +1,6 @@
 import { reachOf, touches } from "../../governance/decision.ts";
+import { guardsReach } from "../../governance/guards/applicable-guards.ts";
+import { loadGuards } from "../../governance/guards/guard-cache.ts";
 import { type PinContext, watchedToolsReply } from "../../governance/listed-tools.ts";
 import { registryRecorder } from "../../governance/pin-records.ts";
 import { loadPolicies } from "../../governance/policy-cache.ts";
@@ -89,7 +91,9 @@ export async function serveModern(
 						return watchedToolsReply(pins, sole, sent.message, reply, target.maxReplyBytes);
 					});
 				};
-				if (!touches(reach)) return await passOn(request);
+				// A content guard that may apply to the server is run here too, as a session runs it (decision 0114).
+				const guarded = guardsReach(await loadGuards(reader, settings.endpointCacheTtlMs), sole.name);
+				if (!touches(reach) && !guarded) return await passOn(request);
 				const served = await serveGoverned(c, { member: sole, target, request, envelope, reach, pins }, passOn);
 				if (served !== TO_SESSION) return served;
 			}

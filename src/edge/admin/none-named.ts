@@ -10,6 +10,7 @@ const WORDS: Record<NamedKind, string> = {
 	virtualServers: "virtual server",
 	accessRules: "access rule",
 	policies: "policy",
+	guards: "guard",
 };
 
 /**

@@ -1,8 +1,8 @@
 import type { KvPublisher } from "../kv-publisher.ts";
 import { KV_NAMES } from "../kv-records.ts";
-import type { PolicyApplies, PolicyInput, PolicyRecord } from "../policy-records.ts";
-import { quoteList } from "../quoted-names.ts";
+import type { PolicyInput, PolicyRecord } from "../policy-records.ts";
 import type { RegistryTables } from "../tables/registry-tables.ts";
+import { unknownApplies } from "./unknown-applies.ts";
 
 /** The RegistryDO's tool policies: kept and published here, compiled by governance. */
 export class PoliciesResource {
@@ -22,7 +22,7 @@ export class PoliciesResource {
 		name: string,
 		input: PolicyInput,
 	): Promise<{ policy: PolicyRecord; created: boolean } | { invalid: string }> {
-		const invalid = this.unknownApplies(input.applies);
+		const invalid = unknownApplies(this.tables, input.applies);
 		if (invalid) return { invalid };
 		const written = this.tables.policies.write(name, input, Date.now());
 		await this.publisher.publishWrite([KV_NAMES.policies]);
@@ -39,45 +39,5 @@ export class PoliciesResource {
 
 	delete(name: string): Promise<boolean> {
 		return this.publisher.publishDelete(this.tables.policies.delete(name), () => [KV_NAMES.policies]);
-	}
-
-	/** Why a policy's `applies` names what is not there, in a sentence; null when everything it names exists. */
-	private unknownApplies(applies: PolicyApplies | undefined): string | null {
-		if (!applies) return null;
-		const { servers, virtualServers, keys, accessRules } = this.tables;
-		// Each: the field, its words, the names it gives, which of them exist, and every name it could have meant.
-		const checks: Array<
-			[string, string, readonly string[] | undefined, (names: string[]) => Set<string>, () => string[]]
-		> = [
-			[
-				"servers",
-				"no server named",
-				applies.servers,
-				(names) => new Set(servers.named(names).map((server) => server.name)),
-				() => servers.names(),
-			],
-			[
-				"virtualServers",
-				"no virtual server named",
-				applies.virtualServers,
-				(names) => new Set(names.filter((name) => virtualServers.get(name) !== null)),
-				() => virtualServers.names(),
-			],
-			["keys", "no API key with id", applies.keys, (ids) => keys.existing(ids), () => keys.ids()],
-			[
-				"rules",
-				"no access rule named",
-				applies.rules,
-				(names) => accessRules.existing(names),
-				() => accessRules.names(),
-			],
-		];
-		const problems = checks.flatMap(([field, words, names, known, candidates]) => {
-			if (!names) return [];
-			const present = known([...names]);
-			const unknown = [...new Set(names.filter((name) => !present.has(name)))];
-			return unknown.length === 0 ? [] : [`applies.${field}: ${words} ${quoteList(unknown, candidates())}`];
-		});
-		return problems.length === 0 ? null : problems.join("; ");
 	}
 }

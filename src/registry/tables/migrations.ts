@@ -1,6 +1,7 @@
 import { ACCESS_RULES_SCHEMA } from "./access-rules-table.ts";
 import { CONNECTIONS_SCHEMA } from "./connections-table.ts";
 import { CONNECTOR_TOKENS_SCHEMA } from "./connector-tokens-table.ts";
+import { GUARDS_SCHEMA } from "./guards-table.ts";
 import { KEYS_SCHEMA } from "./keys-table.ts";
 import { META_SCHEMA } from "./meta-table.ts";
 import { OBSERVED_TOOLS_SCHEMA } from "./observed-tools-table.ts";
@@ -35,6 +36,7 @@ const SCHEMAS: readonly TableSchema[] = [
 	OBSERVED_TOOLS_SCHEMA,
 	CONNECTOR_TOKENS_SCHEMA,
 	OPENAPI_APIS_SCHEMA,
+	GUARDS_SCHEMA,
 ];
 
 /** Creates the tables a registry does not have yet, as this version creates them. Synchronous. */

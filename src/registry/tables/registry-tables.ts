@@ -2,6 +2,7 @@ import { AccessRulesTable } from "./access-rules-table.ts";
 import { ConnectionsTable } from "./connections-table.ts";
 import { ConnectorTokensTable } from "./connector-tokens-table.ts";
 import { EndpointsTable } from "./endpoints-table.ts";
+import { GuardsTable } from "./guards-table.ts";
 import { KeysTable } from "./keys-table.ts";
 import { MetaTable } from "./meta-table.ts";
 import { createTables } from "./migrations.ts";
@@ -26,6 +27,8 @@ export interface RegistryTables {
 	readonly keys: KeysTable;
 	readonly accessRules: AccessRulesTable;
 	readonly policies: PoliciesTable;
+	/** Content guards (src/governance/guards/). */
+	readonly guards: GuardsTable;
 	readonly pins: PinsTable;
 	readonly observedTools: ObservedToolsTable;
 	readonly connections: ConnectionsTable;
@@ -39,7 +42,10 @@ export interface RegistryTables {
 }
 
 /** The records named by their operators, by the words the admin API uses for them. */
-export type NamedKind = keyof Pick<RegistryTables, "servers" | "virtualServers" | "accessRules" | "policies">;
+export type NamedKind = keyof Pick<
+	RegistryTables,
+	"servers" | "virtualServers" | "accessRules" | "policies" | "guards"
+>;
 
 /** The tables of the registry in `sql`, created where missing (older ones are migrated by `migrateTables`). */
 export function openRegistryTables(sql: SqlStorage): RegistryTables {
@@ -53,6 +59,7 @@ export function openRegistryTables(sql: SqlStorage): RegistryTables {
 		keys: new KeysTable(sql),
 		accessRules: new AccessRulesTable(sql),
 		policies: new PoliciesTable(sql),
+		guards: new GuardsTable(sql),
 		pins: new PinsTable(sql),
 		observedTools: new ObservedToolsTable(sql),
 		connections: new ConnectionsTable(sql),

@@ -1,0 +1,152 @@
+import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { SessionRequest } from "../../mcp/client-message.ts";
+import { GatewayError } from "../../mcp/gateway-error.ts";
+import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
+import { callArguments, calledTool, withArguments } from "../../mcp/message-accessors.ts";
+import { RESOURCES_READ, TOOLS_CALL } from "../../mcp/methods.ts";
+import { mapReplyMessages } from "../../mcp/reply-messages.ts";
+import { isJsonObject } from "../../primitives/json-object.ts";
+import type { GuardRecord } from "../../registry/guard-records.ts";
+import type { Telemetry } from "../../telemetry/telemetry.ts";
+import type { Asker } from "../decision.ts";
+import { applicableGuards } from "./applicable-guards.ts";
+import { foundWords, rewriteJson, rewriteResult, runGuards, withGuardNotes } from "./content-scan.ts";
+import type { DetectorKind } from "./detector-kinds.ts";
+import { detect, redact } from "./detectors.ts";
+
+/**
+ * Content guards on a call, where the governance decision lets it go: the
+ * request stage before anything is sent (arguments blocked or redacted), and
+ * the response stage carried with the decision to the one place its reply
+ * leaves (`guardedReply`). A request no guard applies to costs one look at the
+ * isolate's cached list (invariant "A feature nobody configured costs a call nothing").
+ */
+
+/** What guarding a call needs of the decision's source. */
+export interface GuardSource {
+	/** The published guards (`loadGuards`: the isolate's cache). */
+	guards(): Promise<readonly GuardRecord[]>;
+	asker(): Asker;
+	telemetry: Telemetry;
+}
+
+/** A call the guards let go: as it is sent, what its arguments' guards found, and the guards its reply passes. */
+export interface GuardedSend {
+	send: SessionRequest;
+	/** The request-stage guards' notes (redacted or logged). */
+	guardNotes: readonly GuardNote[];
+	/** The response-stage guards that apply; empty: the reply passes as it comes. */
+	responseGuards: readonly GuardRecord[];
+	/**
+	 * Set when a guard redacted the arguments: the same redactions over any text,
+	 * for what mirrors an argument outside the body (2026-07-28's `Mcp-Param-*` headers).
+	 */
+	redactText?: (text: string) => string;
+}
+
+export type GuardVerdict = GuardedSend | { refused: GatewayError; note: GuardNote };
+
+/** The methods whose content guards read: a tool call (both stages) and a resource read (its result). */
+export function guardsRead(method: string | null): boolean {
+	return method === TOOLS_CALL || method === RESOURCES_READ;
+}
+
+/**
+ * The guards' verdict on `send`, a request the decision lets go to `server`
+ * (a tool call under the upstream's name: guards match the tool as `request`,
+ * the caller's, names it). A block is a refusal naming the guard and what it
+ * found, never the text.
+ */
+export async function guardCall(
+	source: GuardSource,
+	server: string,
+	request: SessionRequest,
+	send: SessionRequest,
+): Promise<GuardVerdict> {
+	const unguarded = { send, guardNotes: [], responseGuards: [] };
+	const published = await source.guards();
+	if (published.length === 0 || !guardsRead(send.method)) return unguarded;
+	const asker = source.asker();
+	const applicable = applicableGuards(published, {
+		principal: asker.principal,
+		server,
+		virtualServer: asker.virtualServer,
+		tool: calledTool(request),
+	});
+	if (applicable.request.length === 0 || send.method !== TOOLS_CALL) {
+		return { send, guardNotes: [], responseGuards: applicable.response };
+	}
+	const args = callArguments(send);
+	const scanned = runGuards(applicable.request, args, rewriteJson, source.telemetry);
+	if ("blocked" in scanned) {
+		const sentence = `${capitalized(foundWords(scanned.blocked))} in this call's arguments, so it was not sent; ask its operator.`;
+		return {
+			refused: new GatewayError("forbidden", sentence, { server, status: 200, code: -32602 }),
+			note: scanned.blocked,
+		};
+	}
+	// The arguments are a new value only where a redacting guard found something.
+	if (scanned.value === args || !isJsonObject(scanned.value)) {
+		return { send, guardNotes: scanned.notes, responseGuards: applicable.response };
+	}
+	const redacting = applicable.request.filter((guard) => guard.action === "redact");
+	return {
+		send: withArguments(send, scanned.value),
+		guardNotes: scanned.notes,
+		responseGuards: applicable.response,
+		redactText: (text) => redactWith(redacting, text),
+	};
+}
+
+/**
+ * The reply to `id` with the response-stage guards run over its result, JSON
+ * or SSE message by message (the other messages pass as they are). A tool
+ * result a guard blocks becomes an error result naming the guard; a resource
+ * read it blocks, a refusal. What the guards found is noted in the result's `_meta`.
+ */
+export function guardedReply(
+	reply: Response,
+	request: { id: RequestId; method: string },
+	guards: readonly GuardRecord[],
+	maxReplyBytes: number,
+	telemetry: Telemetry,
+): Promise<Response> {
+	return mapReplyMessages(reply, maxReplyBytes, async (message) => guardedMessage(message, request, guards, telemetry));
+}
+
+function guardedMessage(
+	message: JSONRPCMessage,
+	request: { id: RequestId; method: string },
+	guards: readonly GuardRecord[],
+	telemetry: Telemetry,
+): JSONRPCMessage {
+	if (!("result" in message) || message.id !== request.id) return message;
+	const { result } = message;
+	// A 2026-07-28 result that asks for input, or a task's handle, holds no content yet.
+	if (typeof result.resultType === "string" && result.resultType !== "complete") return message;
+	const scanned = runGuards(guards, result, rewriteResult, telemetry);
+	if (!("blocked" in scanned)) return { ...message, result: withGuardNotes(scanned.value, scanned.notes) };
+	const sentence = `${capitalized(foundWords(scanned.blocked))} in this result, so it was withheld; ask its operator.`;
+	if (request.method !== TOOLS_CALL) {
+		const refused = new GatewayError("forbidden", sentence, { status: 200, code: -32602 });
+		return { jsonrpc: "2.0", id: message.id, error: refused.toJsonRpcError() };
+	}
+	const withheld: Record<string, unknown> = {
+		content: [{ type: "text", text: sentence }],
+		isError: true,
+		_meta: { [GUARD_META_KEY]: [scanned.blocked] },
+	};
+	if (typeof result.resultType === "string") withheld.resultType = result.resultType;
+	return { ...message, result: withheld };
+}
+
+/** `text` with every redacting guard's matches replaced, in order, as `runGuards` replaces them in content. */
+function redactWith(guards: readonly GuardRecord[], text: string): string {
+	let out = text;
+	for (const guard of guards) out = redact(out, detect(out, new Set<DetectorKind>(guard.detect)));
+	return out;
+}
+
+function capitalized(words: string): string {
+	return words.charAt(0).toUpperCase() + words.slice(1);
+}
