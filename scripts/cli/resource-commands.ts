@@ -475,8 +475,13 @@ function policies(program: Command): void {
 		.alias("put")
 		.description("create or replace a policy")
 		.option("--expression <cel>", "the CEL expression")
-		.option("--effect <effect>", '"allow", "deny" or "confirm"')
+		.option("--effect <effect>", '"allow", "deny", "confirm" or "approve"')
 		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
+		.option(
+			"--approval-timeout <seconds>",
+			"for approve: how long a call waits for an approver (default 600)",
+			integerOption("--approval-timeout"),
+		)
 		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules? }")
 		.option("--body <json>", "the whole admin body; the options above override its fields")
 		.action(async (name: string, options: Record<string, string & number>, command: Command) => {
@@ -484,6 +489,7 @@ function policies(program: Command): void {
 				expression: options.expression,
 				effect: options.effect,
 				priority: options.priority,
+				approvalTimeoutSeconds: options.approvalTimeout,
 				applies: options.applies === undefined ? undefined : parseJsonOption("--applies", options.applies),
 			});
 			const policy = await clientFor(command).request<Row>("PUT", `/policies/${encodeURIComponent(name)}`, body);

@@ -149,7 +149,7 @@ export function decideList<K extends ListKind>(
  * the answer the caller gets and why (for the gateway's own accounting).
  */
 export type CallDecision =
-	| { send: SessionRequest; real?: string; confirm?: Confirmation }
+	| { send: SessionRequest; real?: string; confirm?: Confirmation; approve?: Approval }
 	| { refused: GatewayError; why: RefusalReason };
 
 /** A call a `confirm` policy holds until the caller confirms it: which policy, and the tool as the caller named it. */
@@ -158,6 +158,11 @@ export interface Confirmation {
 	server: string;
 	/** The name the caller called (an alias where shaping gave one). */
 	tool: string;
+}
+
+/** A call an `approve` policy holds until an approver decides it, within `timeoutMs`. */
+export interface Approval extends Confirmation {
+	timeoutMs: number;
 }
 
 /** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies. */
@@ -169,7 +174,8 @@ export type RefusalReason = "unknown" | "held" | "denied";
  * resource the operator hides are refused exactly as unknown ones; a tool the
  * pins hold is refused saying it is new or changed; a call a policy denies is
  * refused naming the policy; one a `confirm` policy holds is sent once the
- * caller confirms it (`confirm`). A call of an alias is sent under the real name.
+ * caller confirms it (`confirm`), one an `approve` policy holds once an
+ * approver approves it (`approve`). A call of an alias is sent under the real name.
  * `judges.listed`: the server's tools as shaped, whose annotations a policy
  * reads (a tool it does not list is judged with none).
  */
@@ -210,6 +216,10 @@ export function decideCall(
 				refused: new GatewayError("forbidden", sentence, { server: server.name, status: 200, code: -32602 }),
 				why: "denied",
 			};
+		}
+		if (verdict.approve !== undefined) {
+			const { policy, timeoutMs } = verdict.approve;
+			return { send, real, approve: { policy, server: server.name, tool: exposed, timeoutMs } };
 		}
 		if (verdict.confirm !== undefined) {
 			return { send, real, confirm: { policy: verdict.confirm, server: server.name, tool: exposed } };

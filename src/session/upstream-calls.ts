@@ -4,6 +4,7 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { notApproved } from "../governance/call-approval.ts";
 import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
 import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
 import { failureReply } from "../mcp/failure-reply.ts";
@@ -101,7 +102,11 @@ export class UpstreamCalls {
 		if ("refused" in decision) {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
-		const { send, confirm } = decision;
+		const { send, confirm, approve } = decision;
+		if (approve !== undefined && original.method === TOOLS_CALL) {
+			// An `approve` policy holds the call: it is never sent unless an approver approved it.
+			return withCallNote(call.answered(notApproved(approve).toRpcResponse(id)), method, note);
+		}
 		if (confirm !== undefined && original.method === TOOLS_CALL) {
 			// A `confirm` policy holds the call: nothing is sent until the caller confirms it.
 			const held = {
