@@ -1,10 +1,16 @@
+import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
-import { admin, BASE, connectClient, createKey, uniqueName } from "./support/gateway.ts";
-import { MODERN } from "./support/modern.ts";
+import type { SessionDO } from "../src/session/session-do.ts";
+import { eventually } from "./support/eventually.ts";
+import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
+import { MODERN, textOf } from "./support/modern.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { TASKS_CLIENT } from "./support/tasks.ts";
 import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -54,7 +60,33 @@ async function modernClient(path: string, key: string): Promise<ModernClient> {
 	return client;
 }
 
-const NOT_APPROVED = /requires an approver's approval of each call of 'add', and none was given; nothing was sent/;
+const DENIED =
+	/An approver denied the call of 'add' on server '[^']+' \(policy '[^']+'\): not today\. Nothing was sent\./;
+const TIMED_OUT =
+	/No approver decided the call of 'add' on server '[^']+' within 30 s \(policy '[^']+'\), so the gateway did not send it/;
+
+interface Listed {
+	id: string;
+	policy: string;
+	principal: string;
+	server: string;
+	tool: string;
+	arguments: string;
+	since: number;
+	until: number;
+}
+
+/** The approval waiting for the call with these arguments, once the admin's list shows it. */
+async function waitingFor(args: Record<string, unknown>): Promise<Listed> {
+	return eventually(async () => {
+		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: Listed[] };
+		return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
+	}, "the approval listed");
+}
+
+function decide(id: string, decision: "approve" | "deny", reason?: string): Promise<Response> {
+	return admin("POST", `/approvals/${id}`, reason === undefined ? { decision } : { decision, reason });
+}
 
 describe("policy verdicts: deny > approve > confirm > allow", () => {
 	const record = (
@@ -145,33 +177,167 @@ describe("PUT /admin/policies accepts effect approve", () => {
 	});
 });
 
-describe("a call an approve policy holds is never sent unapproved", () => {
-	it("2025-11-25 client: refused with a sentence naming the policy; nothing reaches the upstream", async () => {
+describe("a 2025-11-25 client without tasks support waits on its request", () => {
+	it("approved: listed with who, server, tool, arguments and its wait; the call is sent once and its result answers the request; a second decision is refused with 409 and sends nothing", async () => {
 		const name = await server();
 		const approving = await policy({
 			expression: 'tool.name == "add"',
 			effect: "approve",
+			approvalTimeoutSeconds: 120,
 			applies: { servers: [name] },
 		});
 		const key = await createKey({ servers: [name] });
 		const { client } = await connectClient(`/mcp/${name}`, key.key);
 		const args = uniqueArgs();
-		const refused = await client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
-		expect(String(refused)).toMatch(NOT_APPROVED);
-		expect(String(refused)).toContain(`policy '${approving}'`);
+		const called = client.callTool({ name: "add", arguments: args });
+		const waiting = await waitingFor(args);
+		expect(waiting).toMatchObject({ policy: approving, principal: key.id, server: name, tool: "add" });
+		expect(waiting.until - waiting.since).toBe(120_000);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+		const approved = await decide(waiting.id, "approve");
+		expect(approved.status).toBe(200);
+		expect(await approved.json()).toEqual({ id: waiting.id, status: "approved" });
+		expect(textOf((await called) as object)).toBe(String(args.a + args.b));
+		const again = await decide(waiting.id, "approve");
+		expect(again.status).toBe(409);
+		expect(await again.text()).toContain("approved already");
+		expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: Listed[] };
+		expect(listed.approvals.map((entry) => entry.id)).not.toContain(waiting.id);
+		await client.close();
+	});
+
+	it("denied: the request fails with the approver's reason and nothing reaches the upstream; approving afterwards is refused with 409", async () => {
+		const name = await server();
+		await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
+		const key = await createKey({ servers: [name] });
+		const { client } = await connectClient(`/mcp/${name}`, key.key);
+		const args = uniqueArgs();
+		const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
+		const waiting = await waitingFor(args);
+		expect((await decide(waiting.id, "deny", "not today")).status).toBe(200);
+		expect(String(await called)).toMatch(DENIED);
+		expect((await decide(waiting.id, "approve")).status).toBe(409);
 		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
 		await client.close();
 	});
 
-	it("2026-07-28 client: refused with a sentence naming the policy; nothing reaches the upstream", async () => {
-		const name = await server();
-		await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
-		const key = await createKey({ servers: [name] });
-		const client = await modernClient(`/mcp/${name}`, key.key);
-		const args = uniqueArgs();
-		const refused = await client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
-		expect(String(refused)).toMatch(NOT_APPROVED);
-		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
-		await client.close();
+	it("an unknown approval id is 404, a decision other than approve or deny is 400", async () => {
+		const unknown = await decide(`${"a".repeat(64)}.${"b".repeat(22)}`, "approve");
+		expect(unknown.status).toBe(404);
+		expect((await admin("POST", "/approvals/nothing", { decision: "approve" })).status).toBe(404);
+		const bad = await admin("POST", `/approvals/${"a".repeat(64)}.${"b".repeat(22)}`, { decision: "maybe" });
+		expect(bad.status).toBe(400);
+		expect(await bad.text()).toContain('must be \\"approve\\" or \\"deny\\"');
 	});
+});
+
+describe("nobody decides in time (2025-11-25, raw, the session on manual timers)", () => {
+	it("once approvalTimeoutSeconds pass the request fails saying so, nothing reaches the upstream, and a late approval is refused with 409", async () => {
+		const name = await server();
+		await policy({
+			expression: 'tool.name == "add"',
+			effect: "approve",
+			approvalTimeoutSeconds: 30,
+			applies: { servers: [name] },
+		});
+		const key = await createKey({ servers: [name] });
+		const path = `/mcp/${name}`;
+		const sessionId = await openSession(path, key.key);
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock();
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			instance.timers = timers;
+		});
+		const args = uniqueArgs();
+		const call = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "add", arguments: args } };
+		const answered = rpc(path, key.key, sessionId, call);
+		const waiting = await waitingFor(args);
+		clock.advance(30_000);
+		await runInDurableObject(stub, () => timers.runDue());
+		const reply = (await (await answered).json()) as { id: number; error?: { message: string } };
+		expect(reply.id).toBe(7);
+		expect(reply.error?.message).toMatch(TIMED_OUT);
+		const late = await decide(waiting.id, "approve");
+		expect(late.status).toBe(409);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+	});
+});
+
+describe("a 2025-11-25 client with tasks support: the gateway holds the call as a task", () => {
+	for (const decision of ["approve", "deny"] as const) {
+		it(
+			decision === "approve"
+				? "approved: the task completes with the call's result, sent once"
+				: "denied: the task fails with the reason and nothing reaches the upstream",
+			async () => {
+				const name = await server();
+				await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
+				const key = await createKey({ servers: [name] });
+				const { client } = await connectClient(`/mcp/${name}`, key.key, { capabilities: TASKS_CLIENT });
+				await client.listTools();
+				const args = uniqueArgs();
+				const seen: string[] = [];
+				let outcome: unknown;
+				let taskId = "";
+				const streamed = (async () => {
+					for await (const message of client.experimental.tasks.callToolStream({ name: "add", arguments: args })) {
+						seen.push(message.type === "taskStatus" ? message.task.status : message.type);
+						if (message.type === "taskCreated") taskId = message.task.taskId;
+						if (message.type === "result") outcome = message.result;
+						if (message.type === "error") outcome = message.error;
+					}
+				})();
+				const waiting = await waitingFor(args);
+				expect(seen[0]).toBe("taskCreated");
+				expect((await decide(waiting.id, decision, "not today")).status).toBe(200);
+				await streamed;
+				if (decision === "approve") {
+					expect(textOf(outcome as object)).toBe(String(args.a + args.b));
+					expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+				} else {
+					expect(String(outcome)).toContain(`Task ${taskId} failed`);
+					const task = await client.experimental.tasks.getTask(taskId);
+					expect(task.status).toBe("failed");
+					expect(task.statusMessage).toMatch(DENIED);
+					expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+				}
+				expect((await decide(waiting.id, "approve")).status).toBe(409);
+				expect(await toolCallsOf("beta", "add", args)).toHaveLength(decision === "approve" ? 1 : 0);
+				await client.close();
+			},
+		);
+	}
+});
+
+describe("a 2026-07-28 client waits on its request (the call goes to a session)", () => {
+	for (const decision of ["approve", "deny"] as const) {
+		it(
+			decision === "approve"
+				? "approved: the call is sent once and its result answers the request"
+				: "denied: the request fails with the reason and nothing reaches the upstream",
+			async () => {
+				const name = await server();
+				await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
+				const key = await createKey({ servers: [name] });
+				const client = await modernClient(`/mcp/${name}`, key.key);
+				const args = uniqueArgs();
+				const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
+				const waiting = await waitingFor(args);
+				expect((await decide(waiting.id, decision, "not today")).status).toBe(200);
+				const outcome = await called;
+				if (decision === "approve") {
+					expect(textOf(outcome as object)).toBe(String(args.a + args.b));
+					expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
+				} else {
+					expect(String(outcome)).toMatch(DENIED);
+					expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+				}
+				expect((await decide(waiting.id, "deny")).status).toBe(409);
+				await client.close();
+			},
+		);
+	}
 });

@@ -20,6 +20,7 @@ import { ClientAnswers } from "./2026-07-28/rounds.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
+import { SessionApprovals } from "./approvals.ts";
 import type { Member } from "./binding.ts";
 import {
 	attempted,
@@ -69,6 +70,8 @@ export class UpstreamCalls {
 	private readonly longer = new Map<RequestId, number>();
 	/** The client's answers to what 2026-07-28 upstreams asked it during calls (see relayModern). */
 	readonly answers: ClientAnswers;
+	/** Calls an `approve` policy holds, waiting for an approver (decision 0117). */
+	readonly approvals: SessionApprovals;
 	private readonly relaying: RelayHost;
 
 	constructor(
@@ -80,6 +83,7 @@ export class UpstreamCalls {
 		private readonly decisions: SessionDecisions,
 	) {
 		this.answers = new ClientAnswers(() => state.timers);
+		this.approvals = new SessionApprovals(state);
 		this.relaying = {
 			breaker,
 			answers: this.answers,
@@ -104,8 +108,13 @@ export class UpstreamCalls {
 		}
 		const { send, confirm, approve } = decision;
 		if (approve !== undefined && original.method === TOOLS_CALL) {
-			// An `approve` policy holds the call: it is never sent unless an approver approved it.
-			return withCallNote(call.answered(notApproved(approve).toRpcResponse(id)), method, note);
+			// An `approve` policy holds the call: sent once, and only if an approver approves it in time.
+			const principal = this.decisions.asker().principal.id;
+			const outcome = await this.approvals.wait(approve, callArguments(original), principal);
+			if (outcome.decision !== "approve") {
+				return withCallNote(call.answered(notApproved(approve, outcome).toRpcResponse(id)), method, note);
+			}
+			return withCallNote(await this.forward(member, send, call, route), method, note);
 		}
 		if (confirm !== undefined && original.method === TOOLS_CALL) {
 			// A `confirm` policy holds the call: nothing is sent until the caller confirms it.

@@ -1,0 +1,92 @@
+import type { NotApproved } from "../governance/call-approval.ts";
+import { argumentSummary } from "../governance/call-confirmation.ts";
+import type { Approval } from "../governance/decision.ts";
+import { describeError } from "../mcp/gateway-error.ts";
+import { randomToken } from "../primitives/crypto.ts";
+import type { ApprovalDecision } from "../registry/approval-records.ts";
+import { registryStub } from "../registry/registry-stub.ts";
+import type { SessionState } from "./session-state.ts";
+
+/** How a wait for an approver ended (`unlisted`: the registry could not be told, so no approver could see it). */
+export type ApprovalOutcome = { decision: "approve" } | NotApproved;
+
+interface Waiting {
+	settle(outcome: ApprovalOutcome): void;
+}
+
+/**
+ * The calls this session holds for an approver (decision 0117): each waits
+ * here, in memory, as the call itself does (an open request or a task's
+ * runner), listed in the registry for `GET /admin/approvals` under an id
+ * that names this object, so `POST /admin/approvals/:id` reaches it
+ * directly. Whichever comes first settles the wait, once: the approver's
+ * decision or the policy's timeout on the session's timers.
+ */
+export class SessionApprovals {
+	private readonly waiting = new Map<string, Waiting>();
+
+	constructor(private readonly state: SessionState) {}
+
+	/** Waits for an approver's decision on the call, at most `approval.timeoutMs`. */
+	async wait(
+		approval: Approval,
+		args: Readonly<Record<string, unknown>> | undefined,
+		/** Who called: a key id or a person's principal id. */
+		principal: string,
+	): Promise<ApprovalOutcome> {
+		const id = `${this.state.place}.${randomToken(16)}`;
+		const since = this.state.clock.now();
+		const registry = registryStub(this.state.env);
+		let settle: (outcome: ApprovalOutcome) => void = () => {};
+		const settled = new Promise<ApprovalOutcome>((resolve) => {
+			settle = resolve;
+		});
+		this.waiting.set(id, { settle });
+		const cancelTimer = this.state.timers.set(approval.timeoutMs, () => this.settle(id, { decision: "timed_out" }));
+		try {
+			await registry.approvalHeld({
+				id,
+				policy: approval.policy,
+				principal,
+				server: approval.server,
+				tool: approval.tool,
+				arguments: argumentSummary(args),
+				since,
+				until: since + approval.timeoutMs,
+				status: "waiting",
+			});
+		} catch (error) {
+			console.error(`approval ${id} could not be listed for approvers: ${describeError(error)}`);
+			this.settle(id, { decision: "unlisted" });
+		}
+		const outcome = await settled;
+		cancelTimer();
+		if (outcome.decision === "timed_out") {
+			await registry
+				.approvalEnded(id, "timed_out")
+				.catch((error: unknown) => console.warn(`approval ${id}: its timeout not recorded (${describeError(error)})`));
+		}
+		return outcome;
+	}
+
+	/**
+	 * An approver's decision on `id`: true when it settled a wait here, false
+	 * when nothing waits under it any more (decided, timed out, or the object
+	 * restarted and the call with it).
+	 */
+	decide(id: string, decision: ApprovalDecision): boolean {
+		if (!this.waiting.has(id)) return false;
+		this.settle(
+			id,
+			decision.decision === "approve" ? { decision: "approve" } : { decision: "deny", reason: decision.reason },
+		);
+		return true;
+	}
+
+	private settle(id: string, outcome: ApprovalOutcome): void {
+		const waiting = this.waiting.get(id);
+		if (!waiting) return;
+		this.waiting.delete(id);
+		waiting.settle(outcome);
+	}
+}
