@@ -270,7 +270,7 @@ describe("a 2025-11-25 client with tasks support: the gateway holds the call as 
 	for (const decision of ["approve", "deny"] as const) {
 		it(
 			decision === "approve"
-				? "approved: the task completes with the call's result, sent once"
+				? "approved: the task works, saying it waits for an approver, then completes with the call's result, sent once"
 				: "denied: the task fails with the reason and nothing reaches the upstream",
 			async () => {
 				const name = await server();
@@ -292,6 +292,13 @@ describe("a 2025-11-25 client with tasks support: the gateway holds the call as 
 				})();
 				const waiting = await waitingFor(args);
 				expect(seen[0]).toBe("taskCreated");
+				// While it waits the task is working, its status message naming the approval.
+				const held = await eventually(async () => {
+					const task = await client.experimental.tasks.getTask(taskId);
+					return task.statusMessage?.includes(waiting.id) ? task : null;
+				}, "the task's status message");
+				expect(held.status).toBe("working");
+				expect(held.statusMessage).toContain("Waiting for an approver's decision on the call of 'add'");
 				expect((await decide(waiting.id, decision, "not today")).status).toBe(200);
 				await streamed;
 				if (decision === "approve") {

@@ -1,3 +1,4 @@
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { NotApproved } from "../governance/call-approval.ts";
 import { argumentSummary } from "../governance/call-confirmation.ts";
 import type { Approval } from "../governance/decision.ts";
@@ -24,11 +25,19 @@ interface Waiting {
  */
 export class SessionApprovals {
 	private readonly waiting = new Map<string, Waiting>();
+	/** Told when a request starts (a sentence) and stops (null) waiting: a held task shows it. */
+	private watcher: (requestId: RequestId, sentence: string | null) => void = () => {};
 
 	constructor(private readonly state: SessionState) {}
 
+	/** Who is told when a request starts and stops waiting (the session's held tasks). */
+	watch(watcher: (requestId: RequestId, sentence: string | null) => void): void {
+		this.watcher = watcher;
+	}
+
 	/** Waits for an approver's decision on the call, at most `approval.timeoutMs`. */
 	async wait(
+		requestId: RequestId,
 		approval: Approval,
 		args: Readonly<Record<string, unknown>> | undefined,
 		/** Who called: a key id or a person's principal id. */
@@ -59,8 +68,13 @@ export class SessionApprovals {
 			console.error(`approval ${id} could not be listed for approvers: ${describeError(error)}`);
 			this.settle(id, { decision: "unlisted" });
 		}
+		this.watcher(
+			requestId,
+			`Waiting for an approver's decision on the call of '${approval.tool}' (policy '${approval.policy}', approval ${id}).`,
+		);
 		const outcome = await settled;
 		cancelTimer();
+		if (outcome.decision === "approve") this.watcher(requestId, null);
 		if (outcome.decision === "timed_out") {
 			await registry
 				.approvalEnded(id, "timed_out")

@@ -110,7 +110,7 @@ export class UpstreamCalls {
 		if (approve !== undefined && original.method === TOOLS_CALL) {
 			// An `approve` policy holds the call: sent once, and only if an approver approves it in time.
 			const principal = this.decisions.asker().principal.id;
-			const outcome = await this.approvals.wait(approve, callArguments(original), principal);
+			const outcome = await this.approvals.wait(id, approve, callArguments(original), principal);
 			if (outcome.decision !== "approve") {
 				return withCallNote(call.answered(notApproved(approve, outcome).toRpcResponse(id)), method, note);
 			}
