@@ -8,10 +8,10 @@ import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
 import { ManualTimers } from "./support/manual-timers.ts";
-import { MODERN, textOf } from "./support/modern.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
+import { ManualClock, objectMadeBy, sessionObject } from "./support/session-object.ts";
 import { TASKS_CLIENT } from "./support/tasks.ts";
-import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
+import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * `effect: "approve"` (decision 0117): a call an approve policy holds is
@@ -344,6 +344,79 @@ describe("a 2026-07-28 client waits on its request (the call goes to a session)"
 				}
 				expect((await decide(waiting.id, "deny")).status).toBe(409);
 				await client.close();
+			},
+		);
+	}
+});
+
+/** The envelope of a 2026-07-28 client that declares the tasks extension. */
+const TASKING_ENVELOPE = {
+	...ENVELOPE,
+	"io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
+};
+
+async function modernSend(path: string, key: string, body: Record<string, unknown>, name: string) {
+	const response = await modernPost(path, key, body, { "mcp-name": name });
+	return (await response.json()) as { result?: Record<string, unknown>; error?: { message: string } };
+}
+
+describe("a 2026-07-28 client with the tasks extension: the held call becomes a task the gateway holds", () => {
+	for (const decision of ["approve", "deny"] as const) {
+		it(
+			decision === "approve"
+				? "approved: the task works while it waits, then completes with the call's result, sent once"
+				: "denied: the task fails with the reason and nothing reaches the upstream",
+			async () => {
+				const name = await registerServer("modern");
+				await policy({
+					expression: 'tool.name == "echo" && arguments.text.startsWith("held-")',
+					effect: "approve",
+					applies: { servers: [name] },
+				});
+				const { key } = await createKey({ servers: [name] });
+				const path = `/mcp/${name}`;
+				const echo = (id: string, text: string) => ({
+					id,
+					method: "tools/call",
+					params: { name: "echo", arguments: { text }, _meta: TASKING_ENVELOPE },
+				});
+				// A first call no policy holds makes the session that holds this client's calls.
+				const made = await objectMadeBy(() => modernSend(path, key, echo("first", "before"), "echo"));
+				const { stub, clock, timers } = made;
+				const args = { text: `held-${uniqueArgs().a}` };
+				const answer = modernSend(path, key, echo("held", args.text), "echo");
+				const waiting = await waitingFor(args);
+				// The call is promoted to a task while it waits.
+				await eventually(() => timers.count > 0);
+				clock.advance(5_000);
+				await runInDurableObject(stub, () => timers.runDue());
+				const created = (await answer).result ?? {};
+				expect(created).toMatchObject({ resultType: "task", status: "working" });
+				const taskId = String(created.taskId);
+				const taskGet = () =>
+					modernSend(
+						path,
+						key,
+						{ id: "get", method: "tasks/get", params: { taskId, inputResponses: {}, _meta: TASKING_ENVELOPE } },
+						taskId,
+					);
+				expect((await taskGet()).result?.status).toBe("working");
+				expect((await decide(waiting.id, decision, "not today")).status).toBe(200);
+				const ended = await eventually(async () => {
+					const task = (await taskGet()).result;
+					return task?.status === "working" ? null : task;
+				}, "the task ended");
+				if (decision === "approve") {
+					expect(ended.status).toBe("completed");
+					expect(JSON.stringify(ended)).toContain(args.text);
+					expect(await toolCallsOf("modern", "echo", args)).toHaveLength(1);
+				} else {
+					expect(ended.status).toBe("failed");
+					expect(JSON.stringify(ended)).toMatch(/An approver denied the call of 'echo'/);
+					expect(await toolCallsOf("modern", "echo", args)).toEqual([]);
+				}
+				expect((await decide(waiting.id, "approve")).status).toBe(409);
+				expect(await toolCallsOf("modern", "echo", args)).toHaveLength(decision === "approve" ? 1 : 0);
 			},
 		);
 	}
