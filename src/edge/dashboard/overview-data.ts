@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApprovalRecordSchema } from "../../registry/approval-records.ts";
 import type { CallerAuth } from "../server-check.ts";
 import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-calls.ts";
 
@@ -113,20 +114,8 @@ const AccessRulesSchema = z.object({
 const PoliciesSchema = z.object({
 	policies: z.array(z.object({ name: z.string(), expression: z.string(), effect: z.string(), priority: z.number() })),
 });
-const ApprovalsSchema = z.object({
-	approvals: z.array(
-		z.object({
-			id: z.string(),
-			policy: z.string(),
-			principal: z.string(),
-			server: z.string(),
-			tool: z.string(),
-			arguments: z.string(),
-			since: z.number(),
-			until: z.number(),
-		}),
-	),
-});
+/** What `GET /admin/approvals` answers: the registry's records of what waits. */
+const ApprovalsSchema = z.object({ approvals: z.array(ApprovalRecordSchema) });
 const ConnectionsSchema = z.object({
 	connections: z.array(z.object({ server: z.string(), who: z.string(), connectedAt: z.string() })),
 });
