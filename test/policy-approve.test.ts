@@ -266,6 +266,34 @@ describe("nobody decides in time (2025-11-25, raw, the session on manual timers)
 	});
 });
 
+describe("a caller cancels a call waiting for an approver (2025-11-25, raw)", () => {
+	it("the wait ends, the request is answered saying so, nothing reaches the upstream, and a later approval is refused with 409", async () => {
+		const name = await server();
+		await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
+		const key = await createKey({ servers: [name] });
+		const path = `/mcp/${name}`;
+		const sessionId = await openSession(path, key.key);
+		const args = uniqueArgs();
+		const call = { jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "add", arguments: args } };
+		const answered = rpc(path, key.key, sessionId, call);
+		const waiting = await waitingFor(args);
+		const cancelled = {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: 9, reason: "changed my mind" },
+		};
+		await (await rpc(path, key.key, sessionId, cancelled)).body?.cancel();
+		const reply = (await (await answered).json()) as { id: number; error?: { message: string } };
+		expect(reply.error?.message).toBe(
+			"The call of 'add' was cancelled before an approver decided it; nothing was sent.",
+		);
+		const late = await decide(waiting.id, "approve");
+		expect(late.status).toBe(409);
+		expect(await late.text()).toContain("gone already");
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+	});
+});
+
 describe("a 2025-11-25 client with tasks support: the gateway holds the call as a task", () => {
 	for (const decision of ["approve", "deny"] as const) {
 		it(

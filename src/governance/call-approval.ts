@@ -12,7 +12,9 @@ import type { Approval } from "./decision.ts";
 export type NotApproved =
 	| { decision: "deny"; reason?: string | undefined }
 	| { decision: "timed_out" }
-	| { decision: "unlisted" };
+	| { decision: "unlisted" }
+	/** The caller cancelled the call (or its task) before anyone decided. */
+	| { decision: "cancelled" };
 
 /** The refusal of a held call that was not approved: nothing was sent. */
 export function notApproved(approval: Approval, why: NotApproved): GatewayError {
@@ -23,6 +25,8 @@ export function notApproved(approval: Approval, why: NotApproved): GatewayError 
 		sentence = `An approver denied ${call} (policy '${approval.policy}')${reason}. Nothing was sent.`;
 	} else if (why.decision === "timed_out") {
 		sentence = `No approver decided ${call} within ${Math.round(approval.timeoutMs / 1_000)} s (policy '${approval.policy}'), so the gateway did not send it.`;
+	} else if (why.decision === "cancelled") {
+		sentence = `The call of '${approval.tool}' was cancelled before an approver decided it; nothing was sent.`;
 	} else {
 		sentence = `The gateway's policy '${approval.policy}' requires an approver's decision on ${call}, and the call could not be put before an approver; nothing was sent.`;
 	}

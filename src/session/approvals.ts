@@ -12,6 +12,7 @@ import type { SessionState } from "./session-state.ts";
 export type ApprovalOutcome = { decision: "approve" } | NotApproved;
 
 interface Waiting {
+	requestId: RequestId;
 	settle(outcome: ApprovalOutcome): void;
 }
 
@@ -50,7 +51,7 @@ export class SessionApprovals {
 		const settled = new Promise<ApprovalOutcome>((resolve) => {
 			settle = resolve;
 		});
-		this.waiting.set(id, { settle });
+		this.waiting.set(id, { requestId, settle });
 		const cancelTimer = this.state.timers.set(approval.timeoutMs, () => this.settle(id, { decision: "timed_out" }));
 		try {
 			await registry.approvalHeld({
@@ -75,9 +76,9 @@ export class SessionApprovals {
 		const outcome = await settled;
 		cancelTimer();
 		if (outcome.decision === "approve") this.watcher(requestId, null);
-		if (outcome.decision === "timed_out") {
+		if (outcome.decision === "timed_out" || outcome.decision === "cancelled") {
 			await registry
-				.approvalEnded(id, "timed_out")
+				.approvalEnded(id, outcome.decision === "timed_out" ? "timed_out" : "gone")
 				.catch((error: unknown) => console.warn(`approval ${id}: its timeout not recorded (${describeError(error)})`));
 		}
 		return outcome;
@@ -95,6 +96,13 @@ export class SessionApprovals {
 			decision.decision === "approve" ? { decision: "approve" } : { decision: "deny", reason: decision.reason },
 		);
 		return true;
+	}
+
+	/** The caller cancelled `requestId` (its own request, or its task's): a wait for it ends, and nothing is sent. */
+	cancel(requestId: RequestId): void {
+		for (const [id, waiting] of this.waiting) {
+			if (waiting.requestId === requestId) this.settle(id, { decision: "cancelled" });
+		}
 	}
 
 	private settle(id: string, outcome: ApprovalOutcome): void {

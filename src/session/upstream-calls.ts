@@ -290,6 +290,8 @@ export class UpstreamCalls {
 		if (client.kind === "notification" && client.method === NOTIFICATIONS_CANCELLED) {
 			const { requestId } = client.message.params;
 			const running = requestId === undefined ? undefined : this.running.get(requestId);
+			// A call still waiting for an approver is never sent now.
+			if (requestId !== undefined) this.approvals.cancel(requestId);
 			try {
 				return await this.send(member, message);
 			} finally {
