@@ -347,6 +347,34 @@ describe("a 2025-11-25 client with tasks support: the gateway holds the call as 
 	}
 });
 
+describe("a caller cancels a task waiting for an approver (2025-11-25)", () => {
+	it("tasks/cancel ends the wait: the task is cancelled, nothing reaches the upstream, and a later approval is refused with 409", async () => {
+		const name = await server();
+		await policy({ expression: 'tool.name == "add"', effect: "approve", applies: { servers: [name] } });
+		const key = await createKey({ servers: [name] });
+		const { client } = await connectClient(`/mcp/${name}`, key.key, { capabilities: TASKS_CLIENT });
+		await client.listTools();
+		const args = uniqueArgs();
+		let taskId = "";
+		const streamed = (async () => {
+			for await (const message of client.experimental.tasks.callToolStream({ name: "add", arguments: args })) {
+				if (message.type === "taskCreated") taskId = message.task.taskId;
+			}
+		})().catch((error: unknown) => error);
+		const waiting = await waitingFor(args);
+		await eventually(() => taskId !== "", "the task created");
+		await client.experimental.tasks.cancelTask(taskId);
+		await streamed;
+		expect((await client.experimental.tasks.getTask(taskId)).status).toBe("cancelled");
+		// The wait ended with the cancellation: the session refuses, whether or not the registry has recorded it yet.
+		const late = await decide(waiting.id, "approve");
+		expect(late.status).toBe(409);
+		expect(await late.text()).toMatch(/gone already|nothing waits for it any more/);
+		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
+		await client.close();
+	});
+});
+
 describe("a 2026-07-28 client waits on its request (the call goes to a session)", () => {
 	for (const decision of ["approve", "deny"] as const) {
 		it(
