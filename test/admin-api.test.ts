@@ -4,7 +4,17 @@ import { ADMIN_ACTIONS } from "../src/edge/admin-audit.ts";
 import { createAdminRoutes } from "../src/edge/admin-routes.ts";
 import { sha256Hex } from "../src/primitives/crypto.ts";
 import { REGISTRY_NAME, type RegistryDO } from "../src/registry/registry-do.ts";
-import { admin, createKey, gatewayFetch, openSession, rpc, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { eventually } from "./support/eventually.ts";
+import {
+	admin,
+	connectClient,
+	createKey,
+	gatewayFetch,
+	openSession,
+	rpc,
+	TEST_ADMIN_BEARER,
+	uniqueName,
+} from "./support/gateway.ts";
 import { hostileBase, hostileLog, hostileUrl } from "./support/hostile.ts";
 import { identityLog, identityTenant } from "./support/identity-upstream.ts";
 import { gatewayWith, ORIGIN } from "./support/oauth-client.ts";
@@ -535,7 +545,7 @@ describe("every admin action is one audit line", () => {
 		.routes.filter((route) => route.method !== "GET" && route.method !== "ALL")
 		.map((route) => `${route.method} ${route.path}`);
 
-	it("all 23 actions (servers, their tools approved, connector tokens, virtual servers, keys, access rules, policies, content guards, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
+	it("all 26 actions (servers, their tools approved, connector tokens, virtual servers, keys, access rules, policies, content guards, approvals approved and denied, grant revocation, a connection removed, sync) log one line each with actor, action and target; refusals and reads log none; no line holds a secret", async () => {
 		const lines: string[] = [];
 		for (const level of ["log", "info", "warn", "error", "debug"] as const) {
 			vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
@@ -630,6 +640,32 @@ describe("every admin action is one audit line", () => {
 		expect((await act("PUT", `/guards/${guard}`, "/guards/:name", { ...scan, action: "redact" })).status).toBe(200);
 		expect((await act("PUT", `/guards/${guard}`, "/guards/:name", { ...scan, detect: ["ssn"] })).status).toBe(400);
 		expect((await act("DELETE", `/guards/${guard}`, "/guards/:name")).status).toBe(204);
+		// Two calls an approve policy holds on this test's server: one approved, one denied, each decided once.
+		const approving = uniqueName("audited-approve");
+		const holding = { expression: 'tool.name == "add"', effect: "approve", applies: { servers: [server] } };
+		expect((await act("PUT", `/policies/${approving}`, "/policies/:name", holding)).status).toBe(201);
+		const caller = await act("POST", "/keys", "/keys", { servers: [server] });
+		const callerId = String(caller.body.id);
+		secrets.push(String(caller.body.key));
+		const { client } = await connectClient(`/mcp/${server}`, String(caller.body.key));
+		const decided: string[] = [];
+		for (const decision of ["approve", "deny"] as const) {
+			const args = { a: 7_000_000 + Math.floor(Math.random() * 1_000_000_000), b: decided.length };
+			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
+			const waiting = await eventually(async () => {
+				const listed = (await act("GET", "/approvals", "/approvals")).body as {
+					approvals: Array<{ id: string; arguments: string }>;
+				};
+				return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
+			}, "the approval listed");
+			expect((await act("POST", `/approvals/${waiting.id}`, "/approvals/:id", { decision })).status).toBe(200);
+			await called;
+			decided.push(waiting.id);
+		}
+		expect((await act("POST", `/approvals/${decided[0]}`, "/approvals/:id", { decision: "deny" })).status).toBe(409);
+		await client.close();
+		expect((await act("DELETE", `/keys/${callerId}`, "/keys/:id")).status).toBe(204);
+		expect((await act("DELETE", `/policies/${approving}`, "/policies/:name")).status).toBe(204);
 		expect((await act("DELETE", `/oauth-grants?subject=${subject}`, "/oauth-grants")).body).toEqual({
 			revoked: 0,
 			disconnected: 0,
@@ -669,6 +705,12 @@ describe("every admin action is one audit line", () => {
 			line("guard.created", guard),
 			line("guard.replaced", guard),
 			line("guard.deleted", guard),
+			line("policy.created", approving),
+			line("key.created", callerId),
+			line("approval.approved", decided[0] ?? ""),
+			line("approval.denied", decided[1] ?? ""),
+			line("key.deleted", callerId),
+			line("policy.deleted", approving),
 			line("oauth_grants.revoked", `subject:${subject}`),
 			line("connection.deleted", `${server} key:${keyId}`),
 			line("registry.synced", "kv"),

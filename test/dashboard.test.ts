@@ -7,6 +7,7 @@ import {
 	admin,
 	BASE,
 	BROWSER_ACCEPT,
+	connectClient,
 	createKey,
 	gatewayFetch,
 	openSession,
@@ -16,8 +17,9 @@ import {
 	uniqueName,
 } from "./support/gateway.ts";
 import { identityTenant } from "./support/identity-upstream.ts";
+import { textOf } from "./support/modern.ts";
 import { gatewayWith, ORIGIN, testAccessRules } from "./support/oauth-client.ts";
-import { registerServer, upstreamUrl } from "./support/upstreams.ts";
+import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 const IDP = inject("idpIssuer");
 
@@ -581,5 +583,51 @@ describe("a server made from an OpenAPI document, on the dashboard", () => {
 		expect(html).toContain(
 			"No credentials: its requests carry none, unless the server&#39;s auth gives the caller&#39;s.",
 		);
+	});
+});
+
+describe("the dashboard's approvals queue", () => {
+	it("lists a waiting call with who, server, tool and arguments; Deny with a reason fails it and Approve sends the other once; then the queue is empty", async () => {
+		const server = await registerServer("beta");
+		const policy = uniqueName("queue");
+		const made = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "approve",
+			applies: { servers: [server] },
+		});
+		expect(made.status).toBe(201);
+		const key = await createKey({ servers: [server] });
+		const { client } = await connectClient(`/mcp/${server}`, key.key);
+		const cookie = await tokenSession();
+		const outcomes: unknown[] = [];
+		const sent: Array<{ a: number; b: number }> = [];
+		for (const decision of ["deny", "approve"] as const) {
+			const args = { a: 9_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 3 };
+			sent.push(args);
+			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
+			const html = await eventually(async () => {
+				const page = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+				return page.includes(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`) ? page : null;
+			}, "the waiting call on the dashboard");
+			expect(html).toContain(key.id);
+			const id = /\/admin\/ui\/approvals\/([^/"]+)\/approve/.exec(html)?.[1];
+			expect(id).toBeDefined();
+			const posted = await formPost(
+				`/admin/ui/approvals/${id}/${decision}`,
+				decision === "deny" ? { reason: "not on a Friday" } : {},
+				{ cookie },
+			);
+			expect(posted.status).toBe(303);
+			expect(posted.headers.get("location")).toBe("/admin/#approvals");
+			outcomes.push(await called);
+			expect(await toolCallsOf("beta", "add", args)).toHaveLength(decision === "approve" ? 1 : 0);
+		}
+		expect(String(outcomes[0])).toContain("An approver denied the call of 'add'");
+		expect(String(outcomes[0])).toContain("not on a Friday");
+		expect(textOf(outcomes[1] as object)).toBe(String((sent[1]?.a ?? 0) + 3));
+		const after = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+		for (const args of sent) expect(after).not.toContain(`{&quot;a&quot;:${args.a},`);
+		await client.close();
+		await admin("DELETE", `/policies/${policy}`);
 	});
 });

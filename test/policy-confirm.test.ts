@@ -153,13 +153,13 @@ describe("policy verdicts: deny > confirm > allow", () => {
 });
 
 describe("PUT /admin/policies accepts effect confirm", () => {
-	it("stores and publishes a confirm policy, and refuses an unknown effect with a sentence naming the three", async () => {
+	it("stores and publishes a confirm policy, and refuses an unknown effect with a sentence naming the four", async () => {
 		const name = await policy({ expression: "tool.annotations.destructiveHint", effect: "confirm" });
 		const read = (await (await admin("GET", `/policies/${name}`)).json()) as { effect: string };
 		expect(read.effect).toBe("confirm");
 		const refused = await admin("PUT", `/policies/${uniqueName("confirm")}`, { expression: "true", effect: "ask" });
 		expect(refused.status).toBe(400);
-		expect(await refused.text()).toContain('must be \\"allow\\", \\"deny\\" or \\"confirm\\"');
+		expect(await refused.text()).toContain('must be \\"allow\\", \\"deny\\", \\"confirm\\" or \\"approve\\"');
 	});
 });
 

@@ -475,8 +475,13 @@ function policies(program: Command): void {
 		.alias("put")
 		.description("create or replace a policy")
 		.option("--expression <cel>", "the CEL expression")
-		.option("--effect <effect>", '"allow", "deny" or "confirm"')
+		.option("--effect <effect>", '"allow", "deny", "confirm" or "approve"')
 		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
+		.option(
+			"--approval-timeout-seconds <seconds>",
+			"for approve: how long a call waits for an approver (default 600)",
+			integerOption("--approval-timeout-seconds"),
+		)
 		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules? }")
 		.option("--body <json>", "the whole admin body; the options above override its fields")
 		.action(async (name: string, options: Record<string, string & number>, command: Command) => {
@@ -484,6 +489,7 @@ function policies(program: Command): void {
 				expression: options.expression,
 				effect: options.effect,
 				priority: options.priority,
+				approvalTimeoutSeconds: options.approvalTimeoutSeconds,
 				applies: options.applies === undefined ? undefined : parseJsonOption("--applies", options.applies),
 			});
 			const policy = await clientFor(command).request<Row>("PUT", `/policies/${encodeURIComponent(name)}`, body);
@@ -573,6 +579,40 @@ function tools(program: Command): void {
 		});
 }
 
+function approvals(program: Command): void {
+	const group = program.command("approvals").description("calls an approve policy holds for an approver");
+	group
+		.command("list")
+		.description("the calls waiting for an approver, oldest first")
+		.action(async (_options, command: Command) => {
+			const { approvals: waiting } = await clientFor(command).request<{ approvals: Row[] }>("GET", "/approvals");
+			print(command, waiting, () =>
+				table(waiting, [
+					["ID", "id"],
+					["WHO", "principal"],
+					["SERVER", "server"],
+					["TOOL", "tool"],
+					["ARGUMENTS", "arguments"],
+					["POLICY", "policy"],
+				]),
+			);
+		});
+	for (const decision of ["approve", "deny"] as const) {
+		group
+			.command(`${decision} <id>`)
+			.description(decision === "approve" ? "send the waiting call, once" : "fail the waiting call; nothing is sent")
+			.option("--reason <text>", "why (a denied call's error carries it)")
+			.action(async (id: string, options: { reason?: string }, command: Command) => {
+				const answer = await clientFor(command).request<{ id: string; status: string }>(
+					"POST",
+					`/approvals/${encodeURIComponent(id)}`,
+					options.reason === undefined ? { decision } : { decision, reason: options.reason },
+				);
+				print(command, answer, () => `Approval ${answer.id}: ${answer.status}.`);
+			});
+	}
+}
+
 export function addResourceCommands(program: Command): void {
 	servers(program);
 	connectorTokens(program);
@@ -580,6 +620,7 @@ export function addResourceCommands(program: Command): void {
 	keys(program);
 	rules(program);
 	policies(program);
+	approvals(program);
 	connections(program);
 	tools(program);
 }

@@ -23,6 +23,8 @@ export const ADMIN_ACTIONS = [
 	"key.created",
 	"key.deleted",
 	"registry.synced",
+	"approval.approved",
+	"approval.denied",
 ] as const;
 export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 

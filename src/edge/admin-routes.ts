@@ -3,6 +3,7 @@ import { settingsFrom } from "../config.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { secretsEqual } from "../primitives/crypto.ts";
 import { accessRuleRoutes } from "./admin/access-rules.ts";
+import { approvalRoutes } from "./admin/approvals.ts";
 import { connectionRoutes } from "./admin/connections.ts";
 import { connectorTokenRoutes } from "./admin/connector-tokens.ts";
 import { type ApiDocument, docsPage } from "./admin/docs-page.ts";
@@ -73,6 +74,7 @@ export function createAdminRoutes(): AdminRouter {
 	admin.route("/", accessRuleRoutes());
 	admin.route("/", policyRoutes());
 	admin.route("/", guardRoutes());
+	admin.route("/", approvalRoutes());
 	admin.route("/", connectionRoutes());
 	admin.route("/", operationRoutes());
 

@@ -156,6 +156,8 @@ export type CallDecision =
 			real?: string;
 			/** A `confirm` policy holds the call until the caller confirms it. */
 			confirm?: Confirmation;
+			/** An `approve` policy holds the call until an approver decides it. */
+			approve?: Approval;
 			/** What request-stage content guards found in the arguments (guarded-call.ts). */
 			guardNotes?: readonly GuardNote[];
 			/** The response-stage guards the reply passes through; absent or empty: none. */
@@ -173,6 +175,11 @@ export interface Confirmation {
 	tool: string;
 }
 
+/** A call an `approve` policy holds until an approver decides it, within `timeoutMs`. */
+export interface Approval extends Confirmation {
+	timeoutMs: number;
+}
+
 /** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies, arguments a guard blocks. */
 export type RefusalReason = "unknown" | "held" | "denied" | "guarded";
 
@@ -182,7 +189,8 @@ export type RefusalReason = "unknown" | "held" | "denied" | "guarded";
  * resource the operator hides are refused exactly as unknown ones; a tool the
  * pins hold is refused saying it is new or changed; a call a policy denies is
  * refused naming the policy; one a `confirm` policy holds is sent once the
- * caller confirms it (`confirm`). A call of an alias is sent under the real name.
+ * caller confirms it (`confirm`), one an `approve` policy holds once an
+ * approver approves it (`approve`). A call of an alias is sent under the real name.
  * `judges.listed`: the server's tools as shaped, whose annotations a policy
  * reads (a tool it does not list is judged with none).
  */
@@ -223,6 +231,10 @@ export function decideCall(
 				refused: new GatewayError("forbidden", sentence, { server: server.name, status: 200, code: -32602 }),
 				why: "denied",
 			};
+		}
+		if (verdict.approve !== undefined) {
+			const { policy, timeoutMs } = verdict.approve;
+			return { send, real, approve: { policy, server: server.name, tool: exposed, timeoutMs } };
 		}
 		if (verdict.confirm !== undefined) {
 			return { send, real, confirm: { policy: verdict.confirm, server: server.name, tool: exposed } };

@@ -2,7 +2,12 @@ import type { CelInput } from "@bufbuild/cel";
 import { isCelError } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type Identity, parsePrincipalId } from "../registry/access-rules.ts";
-import { orderPolicies, type PolicyApplies, type PolicyRecord } from "../registry/policy-records.ts";
+import {
+	DEFAULT_APPROVAL_TIMEOUT_SECONDS,
+	orderPolicies,
+	type PolicyApplies,
+	type PolicyRecord,
+} from "../registry/policy-records.ts";
 import { type CelBindings, type CelProgram, type Compiled, compileExpression } from "./cel-program.ts";
 
 /**
@@ -16,7 +21,10 @@ import { type CelBindings, type CelProgram, type Compiled, compileExpression } f
  * at least one must be true. A `confirm` that is true lets an allowed call
  * through only once the caller confirms it (deny > confirm > allow: a deny
  * that holds refuses without asking; decision 0110); it neither hides a tool
- * from lists nor counts as an `allow`. An expression that cannot be evaluated (an error,
+ * from lists nor counts as an `allow`. An `approve` that is true holds the
+ * call until an approver decides (deny > approve > confirm > allow: an
+ * approver's yes is the stronger check, so a call both would hold waits for
+ * the approver and the caller is not asked as well; decision 0117). An expression that cannot be evaluated (an error,
  * or not a boolean) denies and logs a line naming the policy, never a value.
  * Policies are evaluated by priority, then name, so the policy a refusal
  * names is always the same one.
@@ -83,14 +91,26 @@ export interface PolicyRequest {
 	now: number;
 }
 
-/** Allowed (`confirm`: the first policy, in evaluation order, that has the caller confirm the call), or refused by `policy`. */
+/**
+ * Allowed (`approve`: the first policy, in evaluation order, that has an
+ * approver decide the call, and how long it waits; else `confirm`: the first
+ * that has the caller confirm it), or refused by `policy`.
+ */
 export type PolicyVerdict =
-	| { readonly allowed: true; readonly confirm?: string }
+	| { readonly allowed: true; readonly confirm?: string; readonly approve?: ApprovalHold }
 	| { readonly allowed: false; readonly policy: string };
+
+/** An `approve` policy's hold: its name and how long the call waits for an approver. */
+export interface ApprovalHold {
+	readonly policy: string;
+	readonly timeoutMs: number;
+}
 
 interface CompiledPolicy {
 	readonly name: string;
 	readonly effect: PolicyRecord["effect"];
+	/** For `approve`: how long a call it holds waits. */
+	readonly approvalTimeoutMs: number;
 	readonly applies: PolicyApplies | null;
 	readonly compiled: Compiled;
 	/** This policy's refusal, made once. */
@@ -139,6 +159,7 @@ export function compilePolicies(records: readonly PolicyRecord[]): CompiledPolic
 		(record): CompiledPolicy => ({
 			name: record.name,
 			effect: record.effect,
+			approvalTimeoutMs: (record.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1_000,
 			applies: record.applies,
 			compiled: programFor(record.expression),
 			denial: Object.freeze({ allowed: false, policy: record.name }),
@@ -163,6 +184,7 @@ export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest):
 	let bindings: CelBindings | undefined;
 	let firstAllow: CompiledPolicy | undefined;
 	let confirmBy: CompiledPolicy | undefined;
+	let approveBy: CompiledPolicy | undefined;
 	let allowed = false;
 	for (const policy of compiled.policies) {
 		if (!appliesTo(policy.applies, input)) continue;
@@ -176,12 +198,15 @@ export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest):
 			if (outcome) return policy.denial;
 		} else if (policy.effect === "confirm") {
 			if (outcome) confirmBy ??= policy;
+		} else if (policy.effect === "approve") {
+			if (outcome) approveBy ??= policy;
 		} else {
 			firstAllow ??= policy;
 			if (outcome) allowed = true;
 		}
 	}
 	if (firstAllow && !allowed) return firstAllow.denial;
+	if (approveBy) return { allowed: true, approve: { policy: approveBy.name, timeoutMs: approveBy.approvalTimeoutMs } };
 	return confirmBy ? { allowed: true, confirm: confirmBy.name } : ALLOWED;
 }
 

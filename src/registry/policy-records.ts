@@ -4,7 +4,8 @@ import { PrioritySchema, ServerNameSchema } from "./schemas.ts";
 
 /**
  * Tool policies as the registry keeps and publishes them: a CEL expression,
- * what it decides (allow, deny, or confirm: the caller is asked first) and
+ * what it decides (allow, deny, confirm: the caller is asked first, or
+ * approve: an approver decides, within `approvalTimeoutSeconds`) and
  * where it applies. The registry only
  * stores and publishes them; compiling and evaluating is governance's
  * (src/governance/policies.ts), which also checks at `PUT` that the
@@ -20,8 +21,13 @@ export const PolicyNameSchema = z
 /** Longest expression accepted: long enough for any policy worth reading, short enough to review. */
 export const MAX_EXPRESSION_CHARS = 2_000;
 
-/** What a policy does when its expression holds: allow or deny the tool, or have the caller confirm each call first. */
-export const POLICY_EFFECTS = ["allow", "deny", "confirm"] as const;
+/** What a policy does when its expression holds: allow or deny the tool, have the caller confirm each call first, or have an approver decide it. */
+export const POLICY_EFFECTS = ["allow", "deny", "confirm", "approve"] as const;
+
+/** How long a call an `approve` policy holds waits for an approver when the policy says nothing: ten minutes. */
+export const DEFAULT_APPROVAL_TIMEOUT_SECONDS = 600;
+/** The longest wait a policy may ask: a day, so a forgotten approval ends and its task with it. */
+export const MAX_APPROVAL_TIMEOUT_SECONDS = 86_400;
 
 /** Key ids as `POST /admin/keys` makes them (see api-key.ts). */
 const KeyIdSchema = z.string().regex(/^key_[A-Za-z0-9_-]{12}$/, "must be an API key id (key_...)");
@@ -57,9 +63,17 @@ export const PolicyFieldsSchema = z.strictObject({
 		.max(MAX_EXPRESSION_CHARS)
 		.describe("A CEL expression over principal, server, tool, arguments, method and request.time."),
 	effect: z
-		.enum(POLICY_EFFECTS, { error: 'must be "allow", "deny" or "confirm"' })
+		.enum(POLICY_EFFECTS, { error: 'must be "allow", "deny", "confirm" or "approve"' })
 		.describe(
-			"What the policy does to a tool when its expression holds; confirm: each call is sent only once the caller confirms it.",
+			"What the policy does to a tool when its expression holds; confirm: each call is sent only once the caller confirms it; approve: only once an approver approves it.",
+		),
+	approvalTimeoutSeconds: z
+		.int()
+		.min(1)
+		.max(MAX_APPROVAL_TIMEOUT_SECONDS)
+		.optional()
+		.describe(
+			`For effect approve: how long a held call waits for an approver before it fails (seconds, at most ${MAX_APPROVAL_TIMEOUT_SECONDS}); absent: ${DEFAULT_APPROVAL_TIMEOUT_SECONDS}.`,
 		),
 	applies: PolicyAppliesSchema.optional().describe(
 		"Where it applies: servers, virtualServers, keys, rules (every list given must name the request's); absent: everywhere.",
@@ -76,6 +90,8 @@ export const PolicyRecordSchema = z.object({
 	effect: z.enum(POLICY_EFFECTS),
 	/** null: everywhere. */
 	applies: z.object(APPLIES_FIELDS).nullable(),
+	/** Null or absent: the default, or an effect that waits for nobody. */
+	approvalTimeoutSeconds: z.number().nullable().optional(),
 	priority: z.number(),
 	createdAt: z.number(),
 	updatedAt: z.number(),

@@ -2,11 +2,13 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env.ts";
 import { closestName } from "../primitives/closest-name.ts";
 import type { AccessRuleInput } from "./access-rules.ts";
+import type { ApprovalRecord, ApprovalStatus } from "./approval-records.ts";
 import type { GuardInput } from "./guard-records.ts";
 import { KvPublisher } from "./kv-publisher.ts";
 import { publishedNames, publishedValue } from "./kv-records.ts";
 import type { PolicyInput } from "./policy-records.ts";
 import { AccessRulesResource } from "./resources/access-rules.ts";
+import { ApprovalsResource } from "./resources/approvals.ts";
 import { ConnectionsResource } from "./resources/connections.ts";
 import { ConnectorTokensResource } from "./resources/connector-tokens.ts";
 import { EndpointsResource } from "./resources/endpoints.ts";
@@ -53,6 +55,7 @@ export class RegistryDO extends DurableObject<Env> {
 	private readonly guards: GuardsResource;
 	private readonly connectionRecords: ConnectionsResource;
 	private readonly connectorTokens: ConnectorTokensResource;
+	private readonly approvals: ApprovalsResource;
 
 	constructor(ctx: DurableObjectState, env: Env) {
 		super(ctx, env);
@@ -75,6 +78,7 @@ export class RegistryDO extends DurableObject<Env> {
 		this.guards = new GuardsResource(tables, this.publisher);
 		this.connectionRecords = new ConnectionsResource(tables);
 		this.connectorTokens = new ConnectorTokensResource(tables, this.publisher);
+		this.approvals = new ApprovalsResource(ctx.storage);
 		void ctx.blockConcurrencyWhile(async () => {
 			await migrateTables(ctx.storage.sql);
 			// The first start of this version (or of a new record format) publishes everything.
@@ -86,6 +90,24 @@ export class RegistryDO extends DurableObject<Env> {
 	/** Publishing retries (and the first start's full publish) run here. */
 	override async alarm(): Promise<void> {
 		await this.publisher.publish();
+	}
+
+	// Approvals (resources/approvals.ts): sessions say what waits and how it ended; the admin lists and decides
+
+	approvalHeld(record: ApprovalRecord) {
+		return this.approvals.held(record);
+	}
+
+	approval(id: string) {
+		return this.approvals.get(id);
+	}
+
+	approvalEnded(id: string, status: Exclude<ApprovalStatus, "waiting">) {
+		return this.approvals.ended(id, status);
+	}
+
+	waitingApprovals(now: number) {
+		return this.approvals.waiting(now);
 	}
 
 	// Operations

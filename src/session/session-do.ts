@@ -5,6 +5,7 @@ import { type ModernTaskRequest, unknownTask } from "../mcp/2026-07-28/tasks-ext
 import type { ClientResponse } from "../mcp/client-message.ts";
 import { NOTIFICATIONS_ELICITATION_COMPLETE } from "../mcp/methods.ts";
 import type { Clock, Timers } from "../primitives/clock.ts";
+import type { ApprovalDecision } from "../registry/approval-records.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import type { ModernBridge } from "./2026-07-28/bridge.ts";
 import { answerModernTask } from "./2026-07-28/task-wire.ts";
@@ -255,6 +256,15 @@ export class SessionDO extends DurableObject<Env> {
 				});
 			}
 		});
+	}
+
+	/**
+	 * An approver's decision on a call this object holds for one (decision
+	 * 0117): true when it settled the wait, false when nothing waits under
+	 * `id` here (decided already, timed out, or gone with a restart).
+	 */
+	async decideApproval(id: string, decision: ApprovalDecision): Promise<boolean> {
+		return this.whileActive(async () => this.parts.calls.approvals.decide(id, decision));
 	}
 
 	/** Ends the session at the client's request: upstream DELETE, storage cleared, 204. */

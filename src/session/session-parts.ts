@@ -93,6 +93,7 @@ export function sessionParts(state: SessionState, owner: SessionOwner): SessionP
 	const lifecycle = new SessionLifecycle(state, store, members, pool, owner);
 	const listening = new Listening(state, streams, router, members, lifecycle);
 	const tasks = new HeldTasks(state, store, lifecycle, calls, owner);
+	calls.approvals.watch((requestId, sentence) => tasks.approvalWait(requestId, sentence));
 	const upstreamTasks = new UpstreamTasks(state, members, router, calls, catalog);
 	const messages = new ClientMessages(
 		state,

@@ -4,6 +4,7 @@ import type {
 	JSONRPCRequest,
 	RequestId,
 } from "@modelcontextprotocol/sdk/types.js";
+import { notApproved } from "../governance/call-approval.ts";
 import { callNoteOf, decideCallFor } from "../governance/decision-inputs.ts";
 import { guardedReply } from "../governance/guards/guarded-call.ts";
 import type { ClientNotification, ClientResponse, SessionRequest } from "../mcp/client-message.ts";
@@ -20,6 +21,7 @@ import { ClientAnswers } from "./2026-07-28/rounds.ts";
 import type { Breaker } from "./aggregate/breaker.ts";
 import type { ReplyRoute } from "./aggregate/member-reply.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
+import { SessionApprovals } from "./approvals.ts";
 import type { Member } from "./binding.ts";
 import {
 	attempted,
@@ -69,6 +71,8 @@ export class UpstreamCalls {
 	private readonly longer = new Map<RequestId, number>();
 	/** The client's answers to what 2026-07-28 upstreams asked it during calls (see relayModern). */
 	readonly answers: ClientAnswers;
+	/** Calls an `approve` policy holds, waiting for an approver (decision 0117). */
+	readonly approvals: SessionApprovals;
 	private readonly relaying: RelayHost;
 
 	constructor(
@@ -80,6 +84,7 @@ export class UpstreamCalls {
 		private readonly decisions: SessionDecisions,
 	) {
 		this.answers = new ClientAnswers(() => state.timers);
+		this.approvals = new SessionApprovals(state);
 		this.relaying = {
 			breaker,
 			answers: this.answers,
@@ -102,7 +107,7 @@ export class UpstreamCalls {
 		if ("refused" in decision) {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
-		const { send, confirm } = decision;
+		const { send, confirm, approve } = decision;
 		const guards = decision.responseGuards ?? [];
 		const forwarded = async (): Promise<Response> => {
 			const reply = await this.forward(member, send, call, route);
@@ -112,6 +117,15 @@ export class UpstreamCalls {
 			const guarded = await guardedReply(reply, { id, method }, guards, maxBytes, this.decisions.telemetry);
 			return call.carriedOn(reply, guarded);
 		};
+		if (approve !== undefined && original.method === TOOLS_CALL) {
+			// An `approve` policy holds the call: sent once, and only if an approver approves it in time.
+			const principal = this.decisions.asker().principal.id;
+			const outcome = await this.approvals.wait(id, approve, callArguments(original), principal);
+			if (outcome.decision !== "approve") {
+				return withCallNote(call.answered(notApproved(approve, outcome).toRpcResponse(id)), method, note);
+			}
+			return withCallNote(await forwarded(), method, note);
+		}
 		if (confirm !== undefined && original.method === TOOLS_CALL) {
 			// A `confirm` policy holds the call: nothing is sent until the caller confirms it.
 			const held = {
@@ -282,6 +296,8 @@ export class UpstreamCalls {
 		if (client.kind === "notification" && client.method === NOTIFICATIONS_CANCELLED) {
 			const { requestId } = client.message.params;
 			const running = requestId === undefined ? undefined : this.running.get(requestId);
+			// A call still waiting for an approver is never sent now.
+			if (requestId !== undefined) this.approvals.cancel(requestId);
 			try {
 				return await this.send(member, message);
 			} finally {

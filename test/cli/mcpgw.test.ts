@@ -25,6 +25,7 @@ describe("mcpgw's help and errors", () => {
 			"keys",
 			"rules",
 			"policies",
+			"approvals",
 			"connections",
 			"tools",
 			"status",
@@ -356,6 +357,30 @@ describe("each resource: add, list, show, remove with --json", () => {
 		expect(bad.stderr).toContain("Bad Request: expression:");
 		await mcpgwJson(["policies", "remove", name]);
 		expect((await mcpgw(["policies", "show", name])).code).toBe(1);
+	});
+
+	it("an approve policy with its timeout; approvals list answers what waits, and a decision on an unknown id exits 1 naming it", async () => {
+		const name = uniqueName("pol");
+		const added = await mcpgwJson([
+			"policies",
+			"add",
+			name,
+			"--expression",
+			"tool.name == 'never-called'",
+			"--effect",
+			"approve",
+			"--approval-timeout-seconds",
+			"60",
+		]);
+		expect(added).toMatchObject({ name, effect: "approve", approvalTimeoutSeconds: 60 });
+		expect(Array.isArray(await mcpgwJson(["approvals", "list"]))).toBe(true);
+		const id = `${"a".repeat(64)}.${"b".repeat(22)}`;
+		for (const decision of ["approve", "deny"]) {
+			const refused = await mcpgw(["approvals", decision, id, "--reason", "no"]);
+			expect(refused.code).toBe(1);
+			expect(refused.stderr).toContain(`No approval has the id '${id}'.`);
+		}
+		await mcpgwJson(["policies", "remove", name]);
 	});
 
 	it("connections: none at a server nobody connected to", async () => {

@@ -55,7 +55,8 @@ export type PassOn = (request: SessionRequest, renamed?: Renamed) => Promise<Res
 /**
  * What the edge does not answer itself: a call a `confirm` policy holds goes
  * to the session (decision 0110), which asks the caller through the bridge's
- * `input_required` round and sends the call once confirmed.
+ * `input_required` round and sends the call once confirmed; one an `approve`
+ * policy holds goes there too, to wait for an approver (decision 0117).
  */
 export const TO_SESSION = Symbol("to the session");
 
@@ -82,8 +83,9 @@ export async function serveGoverned(
 		const answer = Response.json(modernReply(message.method, refusal, { uri: requestName(request) }));
 		return withCallNote(answer, message.method, note);
 	}
-	const { send, real, confirm } = decision;
-	if (confirm !== undefined) return TO_SESSION;
+	const { send, real, confirm, approve } = decision;
+	// A held call waits in a session: for its caller's answer, or for an approver's (decision 0117).
+	if (confirm !== undefined || approve !== undefined) return TO_SESSION;
 	// A call of an alias goes out under the upstream's name, in the body and in the header that mirrors it;
 	// arguments a guard redacted go out redacted in the Mcp-Param-* headers that mirror them too.
 	const renamed =

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApprovalRecordSchema } from "../../registry/approval-records.ts";
 import type { CallerAuth } from "../server-check.ts";
 import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-calls.ts";
 
@@ -113,6 +114,8 @@ const AccessRulesSchema = z.object({
 const PoliciesSchema = z.object({
 	policies: z.array(z.object({ name: z.string(), expression: z.string(), effect: z.string(), priority: z.number() })),
 });
+/** What `GET /admin/approvals` answers: the registry's records of what waits. */
+const ApprovalsSchema = z.object({ approvals: z.array(ApprovalRecordSchema) });
 const ConnectionsSchema = z.object({
 	connections: z.array(z.object({ server: z.string(), who: z.string(), connectedAt: z.string() })),
 });
@@ -140,6 +143,8 @@ export interface Overview {
 	keys: z.output<typeof KeysSchema>["keys"];
 	accessRules: z.output<typeof AccessRulesSchema>["accessRules"];
 	policies: z.output<typeof PoliciesSchema>["policies"];
+	/** Calls an approve policy holds, waiting for an approver (decision 0117). */
+	approvals: z.output<typeof ApprovalsSchema>["approvals"];
 	connections: z.output<typeof ConnectionsSchema>["connections"];
 }
 
@@ -192,12 +197,13 @@ export async function serverDetail(caller: AdminCaller, name: string): Promise<S
 
 /** Everything the overview shows. */
 export async function readOverview(caller: AdminCaller): Promise<Overview> {
-	const [servers, virtualServers, keys, accessRules, policies] = await Promise.all([
+	const [servers, virtualServers, keys, accessRules, policies, approvals] = await Promise.all([
 		readAdmin(caller, "/servers", ServersSchema),
 		readAdmin(caller, "/virtual-servers", VirtualServersSchema),
 		readAdmin(caller, "/keys", KeysSchema),
 		readAdmin(caller, "/access-rules", AccessRulesSchema),
 		readAdmin(caller, "/policies", PoliciesSchema),
+		readAdmin(caller, "/approvals", ApprovalsSchema),
 	]);
 	const rows: ServerRow[] = [];
 	for (let at = 0; at < servers.servers.length; at += SERVERS_AT_ONCE) {
@@ -233,6 +239,7 @@ export async function readOverview(caller: AdminCaller): Promise<Overview> {
 		keys: keys.keys,
 		accessRules: accessRules.accessRules,
 		policies: policies.policies,
+		approvals: approvals.approvals,
 		connections,
 	};
 }

@@ -13,6 +13,7 @@ const SECTIONS = [
 	["keys", "Keys"],
 	["access-rules", "Access rules"],
 	["policies", "Policies"],
+	["approvals", "Approvals"],
 	["connections", "Connected accounts"],
 ] as const;
 
@@ -32,6 +33,7 @@ export function OverviewPage(props: { overview: Overview; figures: CallFigures; 
 			<Keys rows={overview.keys} />
 			<AccessRules rows={overview.accessRules} peopleSignIn={props.peopleSignIn} />
 			<Policies rows={overview.policies} />
+			<Approvals rows={overview.approvals} />
 			<Connections rows={overview.connections} />
 		</>
 	);
@@ -292,6 +294,39 @@ function Policies(props: { rows: Overview["policies"] }) {
 					<code>{policy.expression}</code>,
 					`${policy.priority}`,
 				])}
+			/>
+		</section>
+	);
+}
+
+/** The calls waiting for an approver, each with its Approve and Deny (decision 0117). */
+function Approvals(props: { rows: Overview["approvals"] }) {
+	return (
+		<section id="approvals">
+			<h2>Approvals</h2>
+			<DataTable
+				head={["Who", "Server", "Tool", "Arguments", "Policy", "Until", "Decide"]}
+				empty="No call waits for an approver."
+				rows={props.rows.map((row) => {
+					const action = `${DASHBOARD_UI}/approvals/${encodeURIComponent(row.id)}`;
+					return [
+						row.principal,
+						row.server,
+						row.tool,
+						<code>{row.arguments}</code>,
+						row.policy,
+						new Date(row.until).toISOString(),
+						<>
+							<form method="post" action={`${action}/approve`}>
+								<button type="submit">Approve</button>
+							</form>
+							<form method="post" action={`${action}/deny`}>
+								<input name="reason" aria-label="Reason" placeholder="Reason (optional)" maxlength={500} />
+								<button type="submit">Deny</button>
+							</form>
+						</>,
+					];
+				})}
 			/>
 		</section>
 	);

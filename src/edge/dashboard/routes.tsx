@@ -43,6 +43,7 @@ const ServerFormSchema = z.object({
 	pinning: z.enum(["warn", "block", "off"]).default("warn"),
 });
 const ApproveFormSchema = z.object({ tool: z.string().min(1).max(256).optional() });
+const DenyFormSchema = z.object({ reason: z.string().max(500).optional() });
 const KeyFormSchema = z.object({ name: z.string().min(1).max(100), servers: z.string().max(4096).default("") });
 
 /**
@@ -135,6 +136,16 @@ export function createDashboardRoutes(): Hono<EdgeContext> {
 			const form = ServerFormSchema.parse(await formOf(c));
 			await callAdmin(caller, "PUT", `/servers/${segment(form.name)}`, { url: form.url, pinning: form.pinning });
 			return serverPage(form.name);
+		}),
+	);
+
+	routes.post(`${DASHBOARD_UI}/approvals/:id/:decision{approve|deny}`, (c) =>
+		action(c, async (caller) => {
+			const decision = c.req.param("decision") === "approve" ? "approve" : "deny";
+			const { reason } = decision === "deny" ? DenyFormSchema.parse(await formOf(c)) : {};
+			const body = reason ? { decision, reason } : { decision };
+			await callAdmin(caller, "POST", `/approvals/${segment(c.req.param("id"))}`, body);
+			return `${DASHBOARD_HOME}#approvals`;
 		}),
 	);
 

@@ -11,14 +11,18 @@ export const POLICIES_SCHEMA: TableSchema = {
 		CREATE TABLE IF NOT EXISTS policies (
 			name TEXT PRIMARY KEY,
 			expression TEXT NOT NULL,
-			effect TEXT NOT NULL, -- 'allow' or 'deny'
+			effect TEXT NOT NULL, -- 'allow', 'deny', 'confirm' or 'approve'
 			applies TEXT, -- JSON object of servers, virtualServers, keys, rules; NULL means everywhere
 			priority INTEGER NOT NULL,
 			created_at INTEGER NOT NULL,
-			updated_at INTEGER NOT NULL
+			updated_at INTEGER NOT NULL,
+			approval_timeout_seconds INTEGER -- NULL: the default wait of an approve policy
 		);
 	`,
-	addedColumns: [],
+	addedColumns: [
+		// Policies made before approvals wait the default, if they ever approve.
+		{ table: "policies", column: "approval_timeout_seconds", type: "INTEGER" },
+	],
 };
 
 export class PoliciesTable {
@@ -46,6 +50,7 @@ export class PoliciesTable {
 			expression: input.expression,
 			effect: input.effect,
 			applies: input.applies ?? null,
+			approvalTimeoutSeconds: input.approvalTimeoutSeconds ?? null,
 			priority: input.priority,
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,

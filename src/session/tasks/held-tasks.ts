@@ -384,6 +384,26 @@ export class HeldTasks {
 		}).catch((error: unknown) => console.error(`task input_required not stored: ${describeError(error)}`));
 	}
 
+	/**
+	 * The call running under `requestId` waits for an approver (decision
+	 * 0117), or (`sentence` null) no longer does: a task's status message
+	 * says so while it is `working`; the spec's `input_required` is for what
+	 * the client itself must answer, which an approval is not.
+	 */
+	approvalWait(requestId: RequestId, sentence: string | null): void {
+		for (const [taskId, runner] of this.runners) {
+			if (runner.requestId !== requestId) continue;
+			const task = this.tasks?.get(taskId);
+			if (task?.status !== "working") return;
+			const change =
+				sentence === null ? { status: "working" as const } : { status: "working" as const, statusMessage: sentence };
+			this.update(task, change).catch((error: unknown) =>
+				console.error(`task status message not stored: ${describeError(error)}`),
+			);
+			return;
+		}
+	}
+
 	/** A call's outcome, once: completed with its result, or failed with its error. */
 	private async finish(taskId: string, outcome: TaskOutcome): Promise<void> {
 		const task = this.tasks?.get(taskId);
