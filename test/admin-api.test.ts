@@ -652,12 +652,16 @@ describe("every admin action is one audit line", () => {
 		for (const decision of ["approve", "deny"] as const) {
 			const args = { a: 7_000_000 + Math.floor(Math.random() * 1_000_000_000), b: decided.length };
 			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
-			const waiting = await eventually(async () => {
-				const listed = (await act("GET", "/approvals", "/approvals")).body as {
-					approvals: Array<{ id: string; arguments: string }>;
-				};
-				return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
-			}, "the approval listed");
+			const waiting = await eventually(
+				async () => {
+					const listed = (await act("GET", "/approvals", "/approvals")).body as {
+						approvals: Array<{ id: string; arguments: string }>;
+					};
+					return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
+				},
+				"the approval listed",
+				20_000,
+			);
 			expect((await act("POST", `/approvals/${waiting.id}`, "/approvals/:id", { decision })).status).toBe(200);
 			await called;
 			decided.push(waiting.id);

@@ -605,10 +605,15 @@ describe("the dashboard's approvals queue", () => {
 			const args = { a: 9_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 3 };
 			sent.push(args);
 			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
-			const html = await eventually(async () => {
-				const page = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
-				return page.includes(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`) ? page : null;
-			}, "the waiting call on the dashboard");
+			const html = await eventually(
+				async () => {
+					const page = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+					return page.includes(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`) ? page : null;
+					// Each poll renders the whole page, which a loaded machine takes a while to do.
+				},
+				"the waiting call on the dashboard",
+				20_000,
+			);
 			expect(html).toContain(key.id);
 			const id = /\/admin\/ui\/approvals\/([^/"]+)\/approve/.exec(html)?.[1];
 			expect(id).toBeDefined();
