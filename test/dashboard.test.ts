@@ -605,11 +605,11 @@ describe("the dashboard's approvals queue", () => {
 			const args = { a: 9_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 3 };
 			sent.push(args);
 			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
+			// Each poll renders the whole page, which a loaded machine takes a while to do.
 			const html = await eventually(
 				async () => {
 					const page = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
 					return page.includes(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`) ? page : null;
-					// Each poll renders the whole page, which a loaded machine takes a while to do.
 				},
 				"the waiting call on the dashboard",
 				20_000,
