@@ -587,7 +587,9 @@ describe("a server made from an OpenAPI document, on the dashboard", () => {
 });
 
 describe("the dashboard's approvals queue", () => {
-	it("lists a waiting call with who, server, tool and arguments; Deny with a reason fails it and Approve sends the other once; then the queue is empty", async () => {
+	it("lists a waiting call with who, server, tool and arguments; Deny with a reason fails it and Approve sends the other once; then the queue is empty", {
+		timeout: 90_000,
+	}, async () => {
 		const server = await registerServer("beta");
 		const policy = uniqueName("queue");
 		const made = await admin("PUT", `/policies/${policy}`, {
@@ -605,15 +607,20 @@ describe("the dashboard's approvals queue", () => {
 			const args = { a: 9_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 3 };
 			sent.push(args);
 			const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
-			// Each poll renders the whole page, which a loaded machine takes a while to do.
-			const html = await eventually(
+			// Waited for through the admin API, then the page is rendered once: a render checks every
+			// registered server, which takes seconds on a loaded machine.
+			await eventually(
 				async () => {
-					const page = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
-					return page.includes(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`) ? page : null;
+					const listed = (await (await admin("GET", "/approvals")).json()) as {
+						approvals: Array<{ arguments: string }>;
+					};
+					return listed.approvals.some((entry) => entry.arguments === JSON.stringify(args));
 				},
-				"the waiting call on the dashboard",
+				"the waiting call listed",
 				20_000,
 			);
+			const html = await (await gatewayFetch("/admin/", { headers: { cookie } })).text();
+			expect(html).toContain(`{&quot;a&quot;:${args.a},&quot;b&quot;:3}`);
 			expect(html).toContain(key.id);
 			const id = /\/admin\/ui\/approvals\/([^/"]+)\/approve/.exec(html)?.[1];
 			expect(id).toBeDefined();
