@@ -4,6 +4,7 @@ import { ExpiringMap, keepFound } from "../src/primitives/expiring-map.ts";
 import { LapsingSlot } from "../src/primitives/lapsing-slot.ts";
 import { once } from "../src/primitives/once.ts";
 import { openToken, signToken } from "../src/primitives/signed-token.ts";
+import { signWebhook, webhookSignatureHeaders } from "../src/primitives/webhook-signature.ts";
 import { verifyApiKey } from "../src/registry/api-key.ts";
 import { openRequestState, signRequestState } from "../src/session/2026-07-28/request-state.ts";
 import { mintTaskId, openUpstreamTaskId, parseTaskId, upstreamTaskSealer } from "../src/session/tasks/task-ids.ts";
@@ -30,6 +31,34 @@ function sameBytesSpellings(last: string): string[] {
 function lastCharacter(token: string, replacement: string): string {
 	return `${token.slice(0, -1)}${replacement}`;
 }
+
+describe("webhook signatures follow Standard Webhooks", () => {
+	it("signs the specification's own example as its libraries do", async () => {
+		// The example secret, message and signature of the Standard Webhooks specification.
+		const signature = await signWebhook(
+			"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+			"msg_p5jXN8AQM9LWM0D4loKWxJek",
+			1614265330,
+			'{"test": 2432232314}',
+		);
+		expect(signature).toBe("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+	});
+
+	it("signs with a plain secret's UTF-8 bytes, and a changed body or time gets another signature", async () => {
+		const headers = await webhookSignatureHeaders("a plain shared secret", "msg_1", 1700000000, "{}");
+		expect(headers).toEqual({
+			"webhook-id": "msg_1",
+			"webhook-timestamp": "1700000000",
+			"webhook-signature": expect.stringMatching(/^v1,[A-Za-z0-9+/]{43}=$/),
+		});
+		expect(await signWebhook("a plain shared secret", "msg_1", 1700000000, "{ }")).not.toBe(
+			headers["webhook-signature"],
+		);
+		expect(await signWebhook("a plain shared secret", "msg_1", 1700000001, "{}")).not.toBe(
+			headers["webhook-signature"],
+		);
+	});
+});
 
 describe("signed tokens keep their wire format", () => {
 	it("a session id, an API key and a requestState minted before still verify", async () => {

@@ -81,6 +81,18 @@ const SecretReferenceSchema = z
 		"must be a reference to a Worker secret, ${UPSTREAM_NAME}, never the secret itself",
 	);
 
+/**
+ * An operator's webhook (a guard's scanner, an approval's notice): its URL, and a reference to
+ * the Worker secret that signs each POST (Standard Webhooks; src/primitives/webhook-signature.ts).
+ * Extended by each use with what it adds (a guard's timeout and failure mode).
+ */
+export const WebhookSchema = z.strictObject({
+	url: UpstreamUrlSchema.describe("Where the gateway POSTs (JSON); redirects are not followed."),
+	secret: SecretReferenceSchema.describe(
+		"The Worker secret that signs each POST, ${UPSTREAM_NAME}: the receiver checks the webhook-signature header with it.",
+	),
+});
+
 const ScopesSchema = z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "must be an OAuth scope")).max(50);
 
 /**
