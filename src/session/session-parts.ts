@@ -94,7 +94,7 @@ export function sessionParts(state: SessionState, owner: SessionOwner): SessionP
 	const listening = new Listening(state, streams, router, members, lifecycle);
 	const tasks = new HeldTasks(state, store, lifecycle, calls, owner);
 	calls.approvals.watch((requestId, sentence) => tasks.approvalWait(requestId, sentence));
-	const upstreamTasks = new UpstreamTasks(state, members, router, calls, catalog);
+	const upstreamTasks = new UpstreamTasks(state, members, router, calls, catalog, () => decisions.guards());
 	const messages = new ClientMessages(
 		state,
 		owner,

@@ -69,8 +69,11 @@ export async function serveModern(
 		try {
 			const target = modernTarget(c, sole);
 			const tasking = request.method === TOOLS_CALL && declaresTasks(envelope.clientCapabilities);
-			// A call the client lets become a task goes to the session unless the upstream holds tasks itself.
-			const holdsTasks = tasking ? await upstreamHoldsTasks(target, sole) : false;
+			// A content guard that may apply to the server is run here too, as a session runs it (decision 0114).
+			const guarded = guardsReach(await loadGuards(reader, settings.endpointCacheTtlMs), sole.name);
+			// A call the client lets become a task goes to the session unless the upstream holds tasks itself, and
+			// no guard may read its result: one read later from the upstream's task would pass none (decision 0130).
+			const holdsTasks = tasking && !guarded ? await upstreamHoldsTasks(target, sole) : false;
 			if (!listensForHidden && (await upstreamEra(target, sole)) === "modern" && tasking === holdsTasks) {
 				const pins: PinContext = {
 					reader,
@@ -91,8 +94,6 @@ export async function serveModern(
 						return watchedToolsReply(pins, sole, sent.message, reply, target.maxReplyBytes);
 					});
 				};
-				// A content guard that may apply to the server is run here too, as a session runs it (decision 0114).
-				const guarded = guardsReach(await loadGuards(reader, settings.endpointCacheTtlMs), sole.name);
 				if (!touches(reach) && !guarded) return await passOn(request);
 				const served = await serveGoverned(c, { member: sole, target, request, envelope, reach, pins }, passOn);
 				if (served !== TO_SESSION) return served;

@@ -5,11 +5,13 @@ import {
 	type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { guardsReach } from "../../governance/guards/applicable-guards.ts";
 import type { RequestOf, SessionRequest, ToolCall } from "../../mcp/client-message.ts";
 import { namedTaskId, taskAsked, withTaskId } from "../../mcp/message-accessors.ts";
 import { NOTIFICATIONS_TASKS_STATUS, TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT } from "../../mcp/methods.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { randomToken } from "../../primitives/crypto.ts";
+import type { GuardRecord } from "../../registry/guard-records.ts";
 import type { AggregateRouter } from "../aggregate/aggregate-router.ts";
 import type { Catalog } from "../aggregate/catalog.ts";
 import type { MemberSessions } from "../aggregate/member-sessions.ts";
@@ -40,8 +42,8 @@ const RelatedSchema = z.object({ _meta: z.object({ [RELATED_TASK]: TaskIdSchema 
  * reaches the client under the gateway's id for it: sealed to this session
  * and principal, naming the server, so `tasks/get`, `tasks/result` and
  * `tasks/cancel` go back to that member under the upstream's own id, on
- * transparent and aggregate sessions alike. A call of any other tool is one
- * the session holds (HeldTasks).
+ * transparent and aggregate sessions alike. A call of any other tool, or of
+ * a server a content guard may apply to, is one the session holds (HeldTasks).
  */
 export class UpstreamTasks {
 	/** The gateway's secret, which seals the ids it gives upstreams' tasks; none: no upstream task is passed through. */
@@ -55,6 +57,8 @@ export class UpstreamTasks {
 		private readonly calls: UpstreamCalls,
 		/** The members' tools as the session lists them (shaped; their `execution` as the upstream said). */
 		private readonly catalog: Catalog,
+		/** The published content guards (the isolate's cache). */
+		private readonly guards: () => Promise<readonly GuardRecord[]>,
 	) {
 		this.secret = state.settings.sessionSecret;
 		this.maxReplyBytes = state.settings.maxReplyBytes;
@@ -67,7 +71,10 @@ export class UpstreamTasks {
 		if (!route) return null;
 		const tool = (await this.tools(route.member)).find((listed) => listed.name === route.name);
 		const support = tool?.execution?.taskSupport;
-		return support === "required" || support === "optional" ? route.member : null;
+		if (support !== "required" && support !== "optional") return null;
+		// A result read later from the upstream's own task would pass no response guard: a server a guard
+		// may apply to has its tasks held by the session, whose call's reply the guards read (decision 0130).
+		return guardsReach(await this.guards(), route.member.name) ? null : route.member;
 	}
 
 	/**
