@@ -643,3 +643,46 @@ describe("the dashboard's approvals queue", () => {
 		await admin("DELETE", `/policies/${policy}`);
 	});
 });
+
+/** The rows of a section's table, each as its cells' text (tags dropped, entities as the page wrote them). */
+function tableRows(html: string, section: string): string[][] {
+	const body = new RegExp(`<section id="${section}">(.*?)</section>`, "s").exec(html)?.[1] ?? "";
+	const rows = /<tbody>(.*?)<\/tbody>/s.exec(body)?.[1] ?? "";
+	return [...rows.matchAll(/<tr>(.*?)<\/tr>/gs)].map((row) =>
+		[...(row[1] ?? "").matchAll(/<td[^>]*>(.*?)<\/td>/gs)].map((cell) =>
+			(cell[1] ?? "").replace(/<br\/?>/g, "; ").replace(/<[^>]+>/g, ""),
+		),
+	);
+}
+
+describe("content guards on the dashboard", () => {
+	// A render checks every registered server: generous on a loaded machine.
+	it("lists each guard in name order with its stage, where it applies, its detectors and its action", {
+		timeout: 60_000,
+	}, async () => {
+		const server = await registerServer("beta");
+		const prefix = uniqueName("shown");
+		const guards = {
+			[`${prefix}-b`]: { stage: "request", applies: { servers: [server] }, detect: ["card"], action: "block" },
+			[`${prefix}-a`]: {
+				stage: "response",
+				applies: { servers: [server], tools: ["get_*", "read_*"] },
+				detect: ["secrets", "email"],
+				action: "redact",
+			},
+		};
+		for (const [name, guard] of Object.entries(guards)) {
+			expect((await admin("PUT", `/guards/${name}`, guard)).status).toBe(201);
+		}
+		const response = await gatewayFetch("/admin/", { headers: { cookie: await tokenSession() } });
+		expect(response.status).toBe(200);
+		const html = await response.text();
+		expect(html).toContain('<a href="#guards">Guards</a>');
+		const mine = tableRows(html, "guards").filter((row) => row[0]?.startsWith(prefix));
+		expect(mine).toEqual([
+			[`${prefix}-a`, "response", `servers: ${server}; tools: get_*, read_*`, "secrets, email", "redact"],
+			[`${prefix}-b`, "request", `servers: ${server}`, "card", "block"],
+		]);
+		for (const name of Object.keys(guards)) expect((await admin("DELETE", `/guards/${name}`)).status).toBe(204);
+	});
+});
