@@ -1,6 +1,8 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "../scripts/fixtures/browser.ts";
+import { OverviewPage } from "../src/edge/dashboard/overview.tsx";
+import { GuardsSchema, type Overview } from "../src/edge/dashboard/overview-data.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectorToken, startConnector } from "./support/fake-connector.ts";
 import {
@@ -684,5 +686,46 @@ describe("content guards on the dashboard", () => {
 			[`${prefix}-b`, "request", `servers: ${server}`, "card", "block"],
 		]);
 		for (const name of Object.keys(guards)) expect((await admin("DELETE", `/guards/${name}`)).status).toBe(204);
+	});
+});
+
+describe("a guard's row, as the dashboard renders a listing", () => {
+	it("shows a webhook guard by its URL alone, never its secret's reference, and a guard without applies as applying everywhere", async () => {
+		// A listing as the admin API shows a webhook guard: its secret is a Worker secret's reference.
+		const { guards } = GuardsSchema.parse({
+			guards: [
+				{
+					name: "org-scanner",
+					stage: "request",
+					applies: null,
+					action: "block",
+					webhook: {
+						url: "https://scanner.example/hook",
+						secret: "${UPSTREAM_SCANNER_SECRET}",
+						timeoutMs: 2000,
+						onFailure: "block",
+					},
+					createdAt: "2026-01-01T00:00:00.000Z",
+					updatedAt: "2026-01-01T00:00:00.000Z",
+				},
+			],
+		});
+		const overview: Overview = {
+			servers: [],
+			virtualServers: [],
+			keys: [],
+			accessRules: [],
+			policies: [],
+			guards,
+			approvals: [],
+			connections: [],
+		};
+		const html = String(
+			await OverviewPage({ overview, figures: { unavailable: "", source: "" }, peopleSignIn: true }).toString(),
+		);
+		expect(tableRows(html, "guards")).toEqual([
+			["org-scanner", "request", "everywhere", "webhook https://scanner.example/hook", "block"],
+		]);
+		expect(html).not.toContain("SCANNER_SECRET");
 	});
 });

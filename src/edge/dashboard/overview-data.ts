@@ -120,7 +120,7 @@ const PoliciesSchema = z.object({
  * scans with is its detectors or its webhook, of which only the URL is read
  * (the page never holds a webhook's secret, not even its reference).
  */
-const GuardsSchema = z.object({
+export const GuardsSchema = z.object({
 	guards: z.array(
 		GuardRecordSchema.pick({ name: true, stage: true, applies: true, action: true }).extend({
 			detect: GuardRecordSchema.shape.detect.optional(),
