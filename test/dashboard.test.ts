@@ -1,6 +1,8 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser } from "../scripts/fixtures/browser.ts";
+import { OverviewPage } from "../src/edge/dashboard/overview.tsx";
+import { GuardsSchema, type Overview } from "../src/edge/dashboard/overview-data.ts";
 import { eventually } from "./support/eventually.ts";
 import { connectorToken, startConnector } from "./support/fake-connector.ts";
 import {
@@ -641,5 +643,89 @@ describe("the dashboard's approvals queue", () => {
 		for (const args of sent) expect(after).not.toContain(`{&quot;a&quot;:${args.a},`);
 		await client.close();
 		await admin("DELETE", `/policies/${policy}`);
+	});
+});
+
+/** The rows of a section's table, each as its cells' text (tags dropped, entities as the page wrote them). */
+function tableRows(html: string, section: string): string[][] {
+	const body = new RegExp(`<section id="${section}">(.*?)</section>`, "s").exec(html)?.[1] ?? "";
+	const rows = /<tbody>(.*?)<\/tbody>/s.exec(body)?.[1] ?? "";
+	return [...rows.matchAll(/<tr>(.*?)<\/tr>/gs)].map((row) =>
+		[...(row[1] ?? "").matchAll(/<td[^>]*>(.*?)<\/td>/gs)].map((cell) =>
+			(cell[1] ?? "").replace(/<br\/?>/g, "; ").replace(/<[^>]+>/g, ""),
+		),
+	);
+}
+
+describe("content guards on the dashboard", () => {
+	// A render checks every registered server: generous on a loaded machine.
+	it("lists each guard in name order with its stage, where it applies, its detectors and its action", {
+		timeout: 60_000,
+	}, async () => {
+		const server = await registerServer("beta");
+		const prefix = uniqueName("shown");
+		const guards = {
+			[`${prefix}-b`]: { stage: "request", applies: { servers: [server] }, detect: ["card"], action: "block" },
+			[`${prefix}-a`]: {
+				stage: "response",
+				applies: { servers: [server], tools: ["get_*", "read_*"] },
+				detect: ["secrets", "email"],
+				action: "redact",
+			},
+		};
+		for (const [name, guard] of Object.entries(guards)) {
+			expect((await admin("PUT", `/guards/${name}`, guard)).status).toBe(201);
+		}
+		const response = await gatewayFetch("/admin/", { headers: { cookie: await tokenSession() } });
+		expect(response.status).toBe(200);
+		const html = await response.text();
+		expect(html).toContain('<a href="#guards">Guards</a>');
+		const mine = tableRows(html, "guards").filter((row) => row[0]?.startsWith(prefix));
+		expect(mine).toEqual([
+			[`${prefix}-a`, "response", `servers: ${server}; tools: get_*, read_*`, "secrets, email", "redact"],
+			[`${prefix}-b`, "request", `servers: ${server}`, "card", "block"],
+		]);
+		for (const name of Object.keys(guards)) expect((await admin("DELETE", `/guards/${name}`)).status).toBe(204);
+	});
+});
+
+describe("a guard's row, as the dashboard renders a listing", () => {
+	it("shows a webhook guard by its URL alone, never its secret's reference, and a guard without applies as applying everywhere", async () => {
+		// A listing as the admin API shows a webhook guard: its secret is a Worker secret's reference.
+		const { guards } = GuardsSchema.parse({
+			guards: [
+				{
+					name: "org-scanner",
+					stage: "request",
+					applies: null,
+					action: "block",
+					webhook: {
+						url: "https://scanner.example/hook",
+						secret: "${UPSTREAM_SCANNER_SECRET}",
+						timeoutMs: 2000,
+						onFailure: "block",
+					},
+					createdAt: "2026-01-01T00:00:00.000Z",
+					updatedAt: "2026-01-01T00:00:00.000Z",
+				},
+			],
+		});
+		const overview: Overview = {
+			servers: [],
+			virtualServers: [],
+			keys: [],
+			accessRules: [],
+			policies: [],
+			guards,
+			approvals: [],
+			connections: [],
+		};
+		const html = String(
+			await OverviewPage({ overview, figures: { unavailable: "", source: "" }, peopleSignIn: true }).toString(),
+		);
+		expect(tableRows(html, "guards")).toEqual([
+			["org-scanner", "request", "everywhere", "webhook https://scanner.example/hook", "block"],
+		]);
+		expect(html).not.toContain("SCANNER_SECRET");
 	});
 });

@@ -1,6 +1,6 @@
 /**
  * `mcpgw apply`: a plan carried out through the admin API, in its order
- * (servers, virtual servers, access rules, policies, keys; deletes the other
+ * (servers, virtual servers, access rules, policies, guards, keys; deletes the other
  * way round). Entries the plan leaves unchanged are not written at all, so a
  * second apply changes nothing: no generation, no `updatedAt`, no key moves.
  */
@@ -14,6 +14,7 @@ const PATHS: Record<Exclude<Kind, "keys">, string> = {
 	virtualServers: "/virtual-servers",
 	accessRules: "/access-rules",
 	policies: "/policies",
+	guards: "/guards",
 };
 
 export interface Applied {

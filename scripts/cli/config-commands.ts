@@ -53,7 +53,10 @@ export function addConfigCommands(program: Command): void {
 		.command("apply")
 		.description("make the gateway match the file (entries already matching are not written)")
 		.requiredOption("-f, --file <path>", "the config file (gateway.config.json)")
-		.option("--prune", "also delete what the file does not declare (keys, policies, rules, virtual servers, servers)")
+		.option(
+			"--prune",
+			"also delete what the file does not declare (keys, guards, policies, rules, virtual servers, servers)",
+		)
 		.action(async (options: { file: string; prune?: boolean }, command: Command) => {
 			const plan = await planFor(command, options.file, options.prune === true);
 			const [{ assertApplicable, KIND_WORDS }, { applyPlan }] = await Promise.all([

@@ -45,6 +45,7 @@ export const KIND_WORDS: Record<Kind, string> = {
 	virtualServers: "virtual server",
 	accessRules: "access rule",
 	policies: "policy",
+	guards: "guard",
 	keys: "key",
 };
 

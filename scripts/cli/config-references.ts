@@ -1,11 +1,12 @@
 /**
  * What `mcpgw plan` checks before `apply` would meet it: every name an entry
  * refers to (a virtual server's members, a key's or an access rule's servers,
- * a policy's `applies`) is declared in the file or held by the gateway, and no
+ * a policy's or a guard's `applies`) is declared in the file or held by the gateway, and no
  * name is both a server and a virtual server. Under --prune only the file
  * counts, since what it does not declare is deleted. Each problem is one
  * sentence naming the entry, the field and the name most likely meant.
  */
+import type { PolicyApplies } from "../../src/registry/policy-records.ts";
 import { quoteList } from "../../src/registry/quoted-names.ts";
 import type { HeldState } from "./config-state.ts";
 import type { GatewayConfig, Kind } from "./gateway-config.ts";
@@ -23,6 +24,7 @@ function namesAfter(config: GatewayConfig, held: HeldState, prune: boolean): Aft
 		virtualServers: names("virtualServers"),
 		accessRules: names("accessRules"),
 		policies: names("policies"),
+		guards: names("guards"),
 		keyIds: new Set(keys.map((entry) => String(entry.meta.id))),
 	};
 }
@@ -80,21 +82,25 @@ export function referenceProblems(config: GatewayConfig, held: HeldState, prune:
 		const where = `accessRules.${name}.servers`;
 		problems.push(...missing(where, "server or virtual server named", rule.servers, endpoints, place));
 	}
-	for (const [name, policy] of Object.entries(config.policies)) {
-		const applies = policy.applies;
-		const where = `policies.${name}.applies`;
-		problems.push(
-			...missing(`${where}.servers`, "server named", applies?.servers, after.servers, place),
-			...missing(
-				`${where}.virtualServers`,
-				"virtual server named",
-				applies?.virtualServers,
-				after.virtualServers,
-				place,
-			),
-			...missing(`${where}.rules`, "access rule named", applies?.rules, after.accessRules, place),
-			...missing(`${where}.keys`, "API key with id", applies?.keys, after.keyIds, "on the gateway"),
-		);
+	for (const section of ["policies", "guards"] as const) {
+		for (const [name, entry] of Object.entries(config[section])) {
+			problems.push(...appliesProblems(`${section}.${name}.applies`, entry.applies, after, place));
+		}
 	}
 	return problems;
+}
+
+/** The names a policy's or a guard's `applies` gives that there will not be (its `tools` are globs, not names). */
+function appliesProblems(
+	where: string,
+	applies: PolicyApplies | null | undefined,
+	after: After,
+	place: string,
+): string[] {
+	return [
+		...missing(`${where}.servers`, "server named", applies?.servers, after.servers, place),
+		...missing(`${where}.virtualServers`, "virtual server named", applies?.virtualServers, after.virtualServers, place),
+		...missing(`${where}.rules`, "access rule named", applies?.rules, after.accessRules, place),
+		...missing(`${where}.keys`, "API key with id", applies?.keys, after.keyIds, "on the gateway"),
+	];
 }

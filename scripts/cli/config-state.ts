@@ -73,11 +73,12 @@ function documentOf(record: Record<string, unknown>): { document?: unknown } {
 
 /** Everything the gateway holds, section by section. */
 export async function readHeldState(client: AdminClient): Promise<HeldState> {
-	const [servers, virtualServers, accessRules, policies, keys] = await Promise.all([
+	const [servers, virtualServers, accessRules, policies, guards, keys] = await Promise.all([
 		client.request<{ servers: Record<string, unknown>[] }>("GET", "/servers"),
 		client.request<{ virtualServers: Record<string, unknown>[] }>("GET", "/virtual-servers"),
 		client.request<{ accessRules: Record<string, unknown>[] }>("GET", "/access-rules"),
 		client.request<{ policies: Record<string, unknown>[] }>("GET", "/policies"),
+		client.request<{ guards: Record<string, unknown>[] }>("GET", "/guards"),
 		client.request<{ keys: ListedKey[] }>("GET", "/keys"),
 	]);
 	// A document server's openapi as the body that made it (its inline document read from the gateway).
@@ -99,6 +100,7 @@ export async function readHeldState(client: AdminClient): Promise<HeldState> {
 		virtualServers: named("virtualServers", virtualServers.virtualServers),
 		accessRules: named("accessRules", accessRules.accessRules),
 		policies: named("policies", policies.policies),
+		guards: named("guards", guards.guards),
 		keys: keys.keys.map((key) => ({
 			name: key.name ?? "",
 			body: bodyOf("keys", key as unknown as Record<string, unknown>),
@@ -116,6 +118,8 @@ const REQUIRED: Record<Kind, readonly string[]> = {
 	virtualServers: ["servers"],
 	accessRules: ["match"],
 	policies: ["expression", "effect"],
+	// A guard has detectors or a webhook, whichever it has.
+	guards: ["stage", "action", "detect", "webhook"],
 	keys: [],
 };
 

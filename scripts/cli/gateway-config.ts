@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { PolicyInputSchema } from "../../src/governance/policy-schema.ts";
 import { AccessRuleInputSchema, RuleNameSchema } from "../../src/registry/access-rules.ts";
+import { GuardInputSchema, GuardNameSchema } from "../../src/registry/guard-records.ts";
 import { PolicyNameSchema } from "../../src/registry/policy-records.ts";
 import {
 	describeIssues,
@@ -31,12 +32,16 @@ export const GatewayConfigSchema = z.strictObject({
 	virtualServers: z.record(ServerNameSchema, VirtualServerInputSchema).default({}),
 	accessRules: z.record(RuleNameSchema, AccessRuleInputSchema).default({}),
 	policies: z.record(PolicyNameSchema, PolicyInputSchema).default({}),
+	guards: z.record(GuardNameSchema, GuardInputSchema).default({}),
 	keys: z.record(KeyNameSchema, KeyDeclarationSchema).default({}),
 });
 export type GatewayConfig = z.output<typeof GatewayConfigSchema>;
 
-/** The sections, in the order apply makes them (prune removes in reverse). */
-export const KINDS = ["servers", "virtualServers", "accessRules", "policies", "keys"] as const;
+/**
+ * The sections, in the order apply makes them (prune removes in reverse):
+ * policies and guards after what their `applies` names, keys last.
+ */
+export const KINDS = ["servers", "virtualServers", "accessRules", "policies", "guards", "keys"] as const;
 export type Kind = (typeof KINDS)[number];
 
 /** The schema of each section's entries, for parsing what the gateway holds into the same shape. */
@@ -45,6 +50,7 @@ export const ENTRY_SCHEMAS = {
 	virtualServers: VirtualServerInputSchema,
 	accessRules: AccessRuleInputSchema,
 	policies: PolicyInputSchema,
+	guards: GuardInputSchema,
 	keys: KeyDeclarationSchema,
 } as const satisfies Record<Kind, z.ZodType>;
 

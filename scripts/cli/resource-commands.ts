@@ -1,6 +1,6 @@
 /**
  * The registry's resources, one command each: servers, connector-tokens,
- * virtual-servers, keys, rules (access rules), policies, connections and tools. Each request is the
+ * virtual-servers, keys, rules (access rules), policies, guards, connections and tools. Each request is the
  * admin API's (docs/admin-api.md); what it refuses is reported in its words.
  */
 import { readFileSync } from "node:fs";
@@ -504,6 +504,66 @@ function policies(program: Command): void {
 		});
 }
 
+/** What the list's SCANS WITH column says of a guard: its detectors, or its webhook's URL (never its secret). */
+function scanCell(guard: Row): Row {
+	const webhook = guard.webhook as { url?: unknown } | null | undefined;
+	return { ...guard, scan: webhook?.url === undefined ? guard.detect : `webhook ${String(webhook.url)}` };
+}
+
+function guards(program: Command): void {
+	const group = program
+		.command("guards")
+		.description("content guards: what is scanned, where, and what is done with a find");
+	group
+		.command("list")
+		.description("list guards, in the order they run (by name)")
+		.action(async (_options, command: Command) => {
+			const { guards: listed } = await clientFor(command).request<{ guards: Row[] }>("GET", "/guards");
+			print(command, listed, () =>
+				table(listed.map(scanCell), [
+					["NAME", "name"],
+					["STAGE", "stage"],
+					["SCANS WITH", "scan"],
+					["ACTION", "action"],
+					["APPLIES", "applies"],
+				]),
+			);
+		});
+	group
+		.command("show <name>")
+		.description("one guard")
+		.action(async (name: string, _options, command: Command) => {
+			const guard = await clientFor(command).request<Row>("GET", `/guards/${encodeURIComponent(name)}`);
+			print(command, guard, () => details(guard));
+		});
+	group
+		.command("add <name>")
+		.alias("put")
+		.description("create or replace a guard (a webhook guard through --body)")
+		.option("--stage <stage>", '"request" (a call\'s arguments) or "response" (its result, and resource reads)')
+		.option("--detect <kind>", "a built-in detector (secrets, email, phone, card, iban), repeatable", collect)
+		.option("--action <action>", '"redact", "block" or "log"')
+		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules?, tools? }")
+		.option("--body <json>", "the whole admin body; the options above override its fields")
+		.action(async (name: string, options: Record<string, string & string[]>, command: Command) => {
+			const body = bodyFrom(options, {
+				stage: options.stage,
+				detect: options.detect,
+				action: options.action,
+				applies: options.applies === undefined ? undefined : parseJsonOption("--applies", options.applies),
+			});
+			const guard = await clientFor(command).request<Row>("PUT", `/guards/${encodeURIComponent(name)}`, body);
+			print(command, guard, () => details(guard));
+		});
+	group
+		.command("remove <name>")
+		.description("delete a guard")
+		.action(async (name: string, _options, command: Command) => {
+			await clientFor(command).request("DELETE", `/guards/${encodeURIComponent(name)}`);
+			removed(command, `guard ${name}`);
+		});
+}
+
 function connections(program: Command): void {
 	const group = program.command("connections").description("accounts people (or keys) connected at oauth servers");
 	group
@@ -620,6 +680,7 @@ export function addResourceCommands(program: Command): void {
 	keys(program);
 	rules(program);
 	policies(program);
+	guards(program);
 	approvals(program);
 	connections(program);
 	tools(program);

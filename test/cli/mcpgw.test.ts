@@ -359,6 +359,46 @@ describe("each resource: add, list, show, remove with --json", () => {
 		expect((await mcpgw(["policies", "show", name])).code).toBe(1);
 	});
 
+	it("guards: add with --stage, --detect (repeatable), --action and --applies; list says what each scans with; show; an unknown detector gets the API's sentence; remove", async () => {
+		const name = uniqueName("grd");
+		const added = await mcpgwJson([
+			"guards",
+			"add",
+			name,
+			"--stage",
+			"response",
+			"--detect",
+			"secrets",
+			"--detect",
+			"email",
+			"--action",
+			"redact",
+			"--applies",
+			'{"tools":["get_*"]}',
+		]);
+		expect(added).toMatchObject({
+			name,
+			stage: "response",
+			detect: ["secrets", "email"],
+			action: "redact",
+			applies: { tools: ["get_*"] },
+		});
+		expect(await mcpgwJson(["guards", "show", name])).toMatchObject({ name, detect: ["secrets", "email"] });
+		expect((await mcpgwJson<Array<{ name: string }>>(["guards", "list"])).map((guard) => guard.name)).toContain(name);
+		const listed = await mcpgw(["guards", "list"]);
+		expect(listed.stdout).toMatch(/^NAME +STAGE +SCANS WITH +ACTION +APPLIES$/m);
+		const row = listed.stdout.split("\n").find((line) => line.startsWith(`${name} `));
+		expect(row?.split(/ {2,}/)).toEqual([name, "response", "secrets,email", "redact", '{"tools":["get_*"]}']);
+		const bad = await mcpgw(["guards", "put", name, "--stage", "request", "--detect", "passport", "--action", "block"]);
+		expect(bad.code).toBe(1);
+		expect(bad.stderr).toContain("must be one of secrets, email, phone, card, iban");
+		expect(await mcpgwJson(["guards", "show", name])).toMatchObject({ stage: "response", action: "redact" });
+		await mcpgwJson(["guards", "remove", name]);
+		const gone = await mcpgw(["guards", "show", name]);
+		expect(gone.code).toBe(1);
+		expect(gone.stderr).toContain(`no guard named '${name}'`);
+	});
+
 	it("an approve policy with its timeout; approvals list answers what waits, and a decision on an unknown id exits 1 naming it", async () => {
 		const name = uniqueName("pol");
 		const added = await mcpgwJson([
@@ -514,8 +554,8 @@ function exampleConfig(): Record<string, Record<string, Record<string, unknown>>
 
 /** What must not move when nothing changes: each record's generation and updatedAt, and the keys' ids. */
 async function registryMarks(): Promise<unknown> {
-	const [servers, virtualServers, rules, policies, keys] = await Promise.all(
-		["servers", "virtual-servers", "rules", "policies", "keys"].map((group) =>
+	const [servers, virtualServers, rules, policies, guards, keys] = await Promise.all(
+		["servers", "virtual-servers", "rules", "policies", "guards", "keys"].map((group) =>
 			mcpgwJson<Array<Record<string, unknown>>>([group, "list"]),
 		),
 	);
@@ -526,6 +566,7 @@ async function registryMarks(): Promise<unknown> {
 		virtualServers: marks(virtualServers),
 		rules: marks(rules),
 		policies: marks(policies),
+		guards: marks(guards),
 		keys: marks(keys),
 	};
 }
@@ -551,12 +592,12 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(first.stdout).toMatch(/created key ci-smoke: key_\S+, key \S+ \(shown this once/);
 		const before = await registryMarks();
 		const second = await mcpgwJson<{ applied: unknown[]; unchanged: number }>(["apply", "-f", file]);
-		expect(second).toMatchObject({ applied: [], unchanged: 6 });
+		expect(second).toMatchObject({ applied: [], unchanged: 7 });
 		expect(await registryMarks()).toEqual(before);
 		const plan = await mcpgwJson<PlanJson>(["plan", "-f", file]);
 		expect(plan.changes).toEqual([]);
 		expect((await mcpgw(["plan", "-f", file])).stdout).toContain(
-			"No changes: the gateway matches the file (6 unchanged).",
+			"No changes: the gateway matches the file (7 unchanged).",
 		);
 	});
 
@@ -575,7 +616,7 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(plan.stdout).toContain("+ create server demo-auth\n");
 		expect(plan.stdout).toContain('~ replace server demo-math\n    pinning: "block" → "warn"');
 		expect(plan.stdout).toContain("~ replace access rule demo-team\n    priority: 50 → 60");
-		expect(plan.stdout).toContain("Plan: 1 to create, 2 to replace, 0 to delete, 4 unchanged.");
+		expect(plan.stdout).toContain("Plan: 1 to create, 2 to replace, 0 to delete, 5 unchanged.");
 		await mcpgwJson(["apply", "-f", file]);
 		expect(await mcpgwJson(["servers", "show", "demo-math", "--no-check"])).toMatchObject({ pinning: "warn" });
 		expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
@@ -594,6 +635,55 @@ describe("configuration as code: plan, apply, export", () => {
 		expect(made?.key.length).toBeGreaterThan(20);
 		const after = await mcpgwJson<Array<{ id: string; userPath: string }>>(["keys", "list"]);
 		expect(after).toEqual([expect.objectContaining({ id: made?.id, userPath: "/team/demo/ci" })]);
+	});
+
+	it("a guard is created, changed field by field and deleted under --prune by plan and apply, and export writes it", async () => {
+		const name = uniqueName("guard");
+		const guard = { stage: "request", applies: { servers: ["demo"] }, detect: ["email"], action: "log" };
+		const file = configFile({ guards: { [name]: guard } });
+		const create = await mcpgw(["plan", "-f", file]);
+		expect(create.code, create.stdout).toBe(0);
+		expect(create.stdout).toContain(`+ create guard ${name}\n`);
+		expect((await mcpgw(["apply", "-f", file])).stdout).toContain(`created guard ${name}\n`);
+		expect(await mcpgwJson(["guards", "show", name])).toMatchObject({ ...guard, name });
+		expect((await mcpgwJson<PlanJson>(["plan", "-f", file])).changes).toEqual([]);
+
+		const changed = configFile({ guards: { [name]: { ...guard, detect: ["email", "card"], action: "block" } } });
+		const replace = await mcpgw(["plan", "-f", changed]);
+		expect(replace.stdout).toContain(
+			`~ replace guard ${name}\n    action: "log" → "block"\n    detect: ["email"] → ["email","card"]\n`,
+		);
+		expect((await mcpgw(["apply", "-f", changed])).stdout).toContain(`replaced guard ${name}\n`);
+		expect(await mcpgwJson(["guards", "show", name])).toMatchObject({ detect: ["email", "card"], action: "block" });
+
+		// The whole state, as export writes it, without the guard: --prune deletes the guard and nothing else.
+		const output = join(dirname(configFile({})), "exported.json");
+		expect((await mcpgw(["export", "-o", output])).code).toBe(0);
+		const exported = JSON.parse(readFileSync(output, "utf8"));
+		expect(exported.guards[name]).toEqual({ ...guard, detect: ["email", "card"], action: "block" });
+		delete exported.guards[name];
+		writeFileSync(output, JSON.stringify(exported));
+		const prune = await mcpgwJson<PlanJson>(["plan", "-f", output, "--prune"]);
+		expect(prune.changes.map(({ kind, name, action }) => ({ kind, name, action }))).toEqual([
+			{ kind: "guards", name, action: "delete" },
+		]);
+		expect((await mcpgw(["apply", "-f", output, "--prune"])).stdout).toContain(`deleted guard ${name}\n`);
+		expect((await mcpgw(["guards", "show", name])).code).toBe(1);
+	});
+
+	it("plan refuses a guard whose applies names a server that does not exist, with the name most likely meant, and apply writes nothing", async () => {
+		const name = uniqueName("guard");
+		const file = configFile({
+			guards: { [name]: { stage: "response", applies: { servers: ["demoo"] }, detect: ["secrets"], action: "redact" } },
+		});
+		const refusal = `guards.${name}.applies.servers: no server named 'demoo' (did you mean 'demo'?) in the file or on the gateway.`;
+		const plan = await mcpgw(["plan", "-f", file]);
+		expect(plan.code).toBe(1);
+		expect(plan.stdout).toContain(`refused: ${refusal}\n`);
+		const apply = await mcpgw(["apply", "-f", file]);
+		expect(apply.code).toBe(1);
+		expect(apply.stderr).toContain(refusal);
+		expect((await mcpgw(["guards", "show", name])).code).toBe(1);
 	});
 
 	it("export writes the state in the same format, without secrets, and plan of it is empty", async () => {

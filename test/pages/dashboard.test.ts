@@ -111,7 +111,7 @@ describe("the operators' dashboard", () => {
 	it("every dashboard page with a table reads on a laptop and on a 390 px phone, where its rows stack: no cell splits a word, no table or last column reaches past the window", async () => {
 		const { page } = tab();
 		// Something in every table of the overview: npm start's servers and rules, and a key, a
-		// virtual server, a policy and a call of this test's own.
+		// virtual server, a policy, a guard and a call of this test's own.
 		const created = z
 			.object({ id: z.string(), key: z.string() })
 			.parse(await admin("POST", "/keys", { name: "phone" }));
@@ -120,6 +120,12 @@ describe("the operators' dashboard", () => {
 			expression: 'tool == "never-called"',
 			effect: "deny",
 			applies: { servers: ["demo"] },
+		});
+		await admin("PUT", "/guards/phone-guard", {
+			stage: "response",
+			applies: { servers: ["demo"], tools: ["get_*", "read_*"] },
+			detect: ["secrets", "email", "phone"],
+			action: "redact",
 		});
 		try {
 			await callThroughGateway(created.key);
@@ -131,7 +137,7 @@ describe("the operators' dashboard", () => {
 			for (const viewport of [WIDE, PHONE]) {
 				await page.setViewportSize(viewport);
 				await page.goto(`${GATEWAY}/admin/`);
-				for (const section of ["servers", "calls", "virtual-servers", "keys", "access-rules", "policies"]) {
+				for (const section of ["servers", "calls", "virtual-servers", "keys", "access-rules", "policies", "guards"]) {
 					expect(await page.locator(`#${section} table`).count(), section).toBe(1);
 				}
 				expect(await tableProblems(page), `${viewport.width} px`).toEqual([]);
@@ -161,6 +167,7 @@ describe("the operators' dashboard", () => {
 			await artifactScreenshot(page, "dashboard-phone-tables");
 			await keepScreenshot(page, "dashboard-phone");
 		} finally {
+			await admin("DELETE", "/guards/phone-guard");
 			await admin("DELETE", "/policies/phone-policy");
 			await admin("DELETE", "/virtual-servers/phone-mix");
 			await admin("DELETE", `/keys/${created.id}`);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApprovalRecordSchema } from "../../registry/approval-records.ts";
+import { GuardRecordSchema } from "../../registry/guard-records.ts";
 import type { CallerAuth } from "../server-check.ts";
 import { type AdminCaller, AdminRefused, readAdmin, segment } from "./admin-calls.ts";
 
@@ -114,6 +115,20 @@ const AccessRulesSchema = z.object({
 const PoliciesSchema = z.object({
 	policies: z.array(z.object({ name: z.string(), expression: z.string(), effect: z.string(), priority: z.number() })),
 });
+/**
+ * What `GET /admin/guards` answers, as the registry's records: what each
+ * scans with is its detectors or its webhook, of which only the URL is read
+ * (the page never holds a webhook's secret, not even its reference).
+ */
+export const GuardsSchema = z.object({
+	guards: z.array(
+		GuardRecordSchema.pick({ name: true, stage: true, applies: true, action: true }).extend({
+			detect: GuardRecordSchema.shape.detect.optional(),
+			webhook: z.object({ url: z.string() }).nullish(),
+		}),
+	),
+});
+export type GuardView = z.output<typeof GuardsSchema>["guards"][number];
 /** What `GET /admin/approvals` answers: the registry's records of what waits. */
 const ApprovalsSchema = z.object({ approvals: z.array(ApprovalRecordSchema) });
 const ConnectionsSchema = z.object({
@@ -143,6 +158,8 @@ export interface Overview {
 	keys: z.output<typeof KeysSchema>["keys"];
 	accessRules: z.output<typeof AccessRulesSchema>["accessRules"];
 	policies: z.output<typeof PoliciesSchema>["policies"];
+	/** Content guards, in the order they run (by name). */
+	guards: GuardView[];
 	/** Calls an approve policy holds, waiting for an approver (decision 0117). */
 	approvals: z.output<typeof ApprovalsSchema>["approvals"];
 	connections: z.output<typeof ConnectionsSchema>["connections"];
@@ -197,12 +214,13 @@ export async function serverDetail(caller: AdminCaller, name: string): Promise<S
 
 /** Everything the overview shows. */
 export async function readOverview(caller: AdminCaller): Promise<Overview> {
-	const [servers, virtualServers, keys, accessRules, policies, approvals] = await Promise.all([
+	const [servers, virtualServers, keys, accessRules, policies, guards, approvals] = await Promise.all([
 		readAdmin(caller, "/servers", ServersSchema),
 		readAdmin(caller, "/virtual-servers", VirtualServersSchema),
 		readAdmin(caller, "/keys", KeysSchema),
 		readAdmin(caller, "/access-rules", AccessRulesSchema),
 		readAdmin(caller, "/policies", PoliciesSchema),
+		readAdmin(caller, "/guards", GuardsSchema),
 		readAdmin(caller, "/approvals", ApprovalsSchema),
 	]);
 	const rows: ServerRow[] = [];
@@ -239,6 +257,7 @@ export async function readOverview(caller: AdminCaller): Promise<Overview> {
 		keys: keys.keys,
 		accessRules: accessRules.accessRules,
 		policies: policies.policies,
+		guards: guards.guards,
 		approvals: approvals.approvals,
 		connections,
 	};

@@ -2,7 +2,14 @@ import type { Child } from "hono/jsx";
 import type { CallerAuth } from "../server-check.ts";
 import type { CallFigures } from "./call-figures.ts";
 import { DASHBOARD_UI } from "./layout.tsx";
-import { type Check, type Failed, needingApproval, type Overview, type ServerRow } from "./overview-data.ts";
+import {
+	type Check,
+	type Failed,
+	type GuardView,
+	needingApproval,
+	type Overview,
+	type ServerRow,
+} from "./overview-data.ts";
 
 /** The overview at /admin/: every section on one page, each a table whose rows stack on a phone. */
 
@@ -13,6 +20,7 @@ const SECTIONS = [
 	["keys", "Keys"],
 	["access-rules", "Access rules"],
 	["policies", "Policies"],
+	["guards", "Guards"],
 	["approvals", "Approvals"],
 	["connections", "Connected accounts"],
 ] as const;
@@ -33,6 +41,7 @@ export function OverviewPage(props: { overview: Overview; figures: CallFigures; 
 			<Keys rows={overview.keys} />
 			<AccessRules rows={overview.accessRules} peopleSignIn={props.peopleSignIn} />
 			<Policies rows={overview.policies} />
+			<Guards rows={overview.guards} />
 			<Approvals rows={overview.approvals} />
 			<Connections rows={overview.connections} />
 		</>
@@ -295,6 +304,51 @@ function Policies(props: { rows: Overview["policies"] }) {
 					`${policy.priority}`,
 				])}
 			/>
+		</section>
+	);
+}
+
+/** Where a guard applies, list by list (every list given must match), or everywhere. */
+function GuardApplies(props: { applies: GuardView["applies"] }) {
+	const lists = Object.entries(props.applies ?? {}).filter(
+		(entry): entry is [string, string[]] => Array.isArray(entry[1]) && entry[1].length > 0,
+	);
+	if (lists.length === 0) return <>everywhere</>;
+	return (
+		<>
+			{lists.map(([field, names], at) => (
+				<>
+					{at > 0 ? <br /> : null}
+					{field}: <Names names={names} />
+				</>
+			))}
+		</>
+	);
+}
+
+/** Content guards: what each scans, where, with what (its detectors, or its webhook's URL alone) and what it does. */
+function Guards(props: { rows: Overview["guards"] }) {
+	return (
+		<section id="guards">
+			<h2>Guards</h2>
+			<DataTable
+				head={["Name", "Stage", "Applies to", "Scans with", "Action"]}
+				empty="No content guards."
+				rows={props.rows.map((guard) => [
+					guard.name,
+					guard.stage,
+					<GuardApplies applies={guard.applies} />,
+					guard.webhook ? (
+						<>
+							webhook <code>{guard.webhook.url}</code>
+						</>
+					) : (
+						<Names names={guard.detect ?? []} />
+					),
+					guard.action,
+				])}
+			/>
+			<p class="muted">Guards run in name order; change them with mcpgw, a gateway.config.json or the admin API.</p>
 		</section>
 	);
 }
