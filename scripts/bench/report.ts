@@ -21,6 +21,7 @@ import {
 	serverCpuPerCall,
 } from "./report-format.ts";
 import { evaluateTargets } from "./report-goals.ts";
+import { guardsSection } from "./report-guards.ts";
 import { modernSection } from "./report-modern.ts";
 import { personSection } from "./report-person.ts";
 import { policySection } from "./report-policy.ts";
@@ -44,6 +45,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...modernSection(results.modern, results.meta),
 		...personSection(results),
 		...policySection(results.policy),
+		...guardsSection(results.guards),
 		...telemetrySection(results.telemetry),
 		...connectorsSection(results.connectors),
 		...costsSection(results),
