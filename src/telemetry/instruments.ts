@@ -13,7 +13,8 @@ export const MCP_DURATION_BUCKETS: readonly number[] = Object.freeze([
  * Why the gateway refused a request, the value of `mcp_gateway.refusal.kind`. A `confirm`
  * policy's refusals are kinds of their own, not `policy`: the policy let the call go and its
  * caller did not confirm it (`confirm_declined`: declined, cancelled, not confirmed or not
- * answered in time), or could not be asked (`confirm_unavailable`: no form elicitation).
+ * answered in time), or could not be asked (`confirm_unavailable`: no form elicitation);
+ * decision 0126.
  */
 export const REFUSAL_KINDS = [
 	"auth",
