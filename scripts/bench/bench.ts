@@ -21,7 +21,9 @@
  * header to the same upstream, its key connected once through the connect
  * link (scripts/bench/person.ts); and tools/call with one tool policy against
  * none, the calls alternating between the sessions (scripts/bench/policy.ts);
- * and tools/call with OTLP export on against off, at gateway processes of their
+ * and a 64 KiB result with a response guard against without, and a call under
+ * a confirm policy whose question is always accepted against without
+ * (scripts/bench/guards.ts); and tools/call with OTLP export on against off, at gateway processes of their
  * own exporting to a sink that only drains (scripts/bench/telemetry.ts); and
  * tools/call to the upstream registered by URL against through a connector
  * (`mcpgw connect --upstream`), and a stdio server's first call in a session
@@ -35,7 +37,7 @@
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
  * 2026-07-28 clients, person.ts for the per-person credentials stage,
- * policy.ts for the policy stage, telemetry.ts for the telemetry stage, connector.ts for the
+ * policy.ts for the policy stage, guards.ts for the guards stage, telemetry.ts for the telemetry stage, connector.ts for the
  * connector stage), the measured rounds (measurements.ts), what
  * sessions cost (costs.ts, idle-listener.ts, from the gateway's counters in
  * gateway-admin.ts), the per-stage microbenchmark (stages.ts), and the
@@ -52,6 +54,7 @@ import { performance } from "node:perf_hooks";
 import { groupCpuMs, installShutdown, Processes } from "../processes.ts";
 import { closeConnectorStage } from "./connector.ts";
 import { busySessions, startLongRun } from "./costs.ts";
+import { closeGuardsStage } from "./guards.ts";
 import { idleListeners } from "./idle-listener.ts";
 import { measureRound, newSamples, openLiveSessions, type Samples, warmUp } from "./measurements.ts";
 import { BUSY_CONCURRENCY, MD_NAME, OUT_DIR, PLAN, QUICK, RAW_PATH, SVG_NAME } from "./plan.ts";
@@ -97,6 +100,7 @@ async function main(): Promise<void> {
 		modern: measured.samples.modern,
 		person: measured.samples.person,
 		policy: measured.samples.policy,
+		guards: measured.samples.guards,
 		telemetry: measured.samples.telemetry,
 		connectors: measured.samples.connectors,
 		costs: measured.costs,
@@ -182,6 +186,7 @@ async function measure(
 	const idle = await idleRun;
 	for (const client of Object.values(live.raw)) await client.close();
 	await closePolicyStage(targets.policy);
+	await closeGuardsStage(targets.guards);
 	await closeTelemetryStage(targets.telemetry);
 	await closeConnectorStage(targets.connectors);
 	return { samples, costs: { busy, longRun: longRunCosts }, idle };

@@ -9,6 +9,7 @@ import { performance } from "node:perf_hooks";
 import { delay, groupCpuMs } from "../processes.ts";
 import { measureConnectorRound, newConnectorResults, warmUpConnectorStage } from "./connector.ts";
 import { resetUpstreamLog, upstreamLog } from "./gateway-admin.ts";
+import { measureGuardsRound, newGuardsResults, warmUpGuardsStage } from "./guards.ts";
 import {
 	addDifference,
 	durableObjectRequests,
@@ -23,6 +24,7 @@ import { percentile, rate } from "./report-format.ts";
 import {
 	type ConnectorResults,
 	type CpuUse,
+	type GuardsResults,
 	MODERN_TARGET_IDS,
 	type ModernResults,
 	type ModernTargetId,
@@ -59,6 +61,7 @@ export interface Samples {
 	modern: ModernResults;
 	person: PersonResults | { error: string };
 	policy: PolicyResults | { error: string };
+	guards: GuardsResults | { error: string };
 	telemetry: TelemetryResults | { error: string };
 	connectors: ConnectorResults | { error: string };
 	setup: Record<TargetId, number[]>;
@@ -87,6 +90,7 @@ export function newSamples(t: Targets): Samples {
 		},
 		person: newPersonResults(t.person),
 		policy: newPolicyResults(t.policy),
+		guards: newGuardsResults(t.guards),
 		telemetry: newTelemetryResults(t.telemetry),
 		connectors: newConnectorResults(t.connectors),
 		setup: byTarget(() => []),
@@ -137,6 +141,7 @@ export async function warmUp(t: Targets, live: LiveSessions): Promise<void> {
 		for (let i = 0; i < PLAN.warmupCalls; i++) await live.person?.[id].echo();
 	}
 	await warmUpPolicyStage(t.policy);
+	await warmUpGuardsStage(t.guards);
 	await warmUpTelemetryStage(t.telemetry);
 	await warmUpConnectorStage(t.connectors);
 	for (const id of TARGET_IDS) {
@@ -157,6 +162,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 	await measureModernLatency(t, live, samples, round);
 	await measurePersonRound(t.gateway.url, t.person, live.person, samples.person, round);
 	await measurePolicyRound(t.policy, samples.policy, round);
+	await measureGuardsRound(t.guards, samples.guards, round, t.cpuGroups.runtime.server);
 	await measureTelemetryRound(t.telemetry, samples.telemetry, round);
 	await measureConnectorRound(t.connectors, samples.connectors, round);
 	await measureThroughput(t, live, samples, order);
@@ -172,6 +178,7 @@ export async function measureRound(t: Targets, live: LiveSessions, samples: Samp
 			? []
 			: [`personOAuth p50 ${percentile(samples.person.latency.personOAuth, 50).toFixed(2)} ms`]),
 		...policySummary(samples.policy),
+		...guardsSummary(samples.guards),
 		...telemetrySummary(samples.telemetry),
 		...connectorSummary(samples.connectors),
 	].join(", ");
@@ -189,6 +196,22 @@ function policySummary(policy: PolicyResults | { error: string }): string[] {
 			50,
 		).toFixed(2);
 	return [`no policy p50 ${p50("plain")} ms`, `one policy p50 ${p50("policy")} ms`];
+}
+
+/** The guards stage's p50s so far, for the round's log line. */
+function guardsSummary(guards: GuardsResults | { error: string }): string[] {
+	if ("error" in guards) return [];
+	const p50 = (id: "blobPlain" | "blobGuarded" | "echoPlain" | "echoConfirmed") =>
+		percentile(
+			guards.rounds.flatMap((round) => round[id]),
+			50,
+		).toFixed(2);
+	return [
+		`64 KiB unguarded p50 ${p50("blobPlain")} ms`,
+		`guarded p50 ${p50("blobGuarded")} ms`,
+		`echo p50 ${p50("echoPlain")} ms`,
+		`confirmed p50 ${p50("echoConfirmed")} ms`,
+	];
 }
 
 /** The telemetry stage's p50s so far, for the round's log line. */

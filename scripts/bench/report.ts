@@ -21,6 +21,7 @@ import {
 	serverCpuPerCall,
 } from "./report-format.ts";
 import { evaluateTargets } from "./report-goals.ts";
+import { guardsSection } from "./report-guards.ts";
 import { modernSection } from "./report-modern.ts";
 import { personSection } from "./report-person.ts";
 import { policySection } from "./report-policy.ts";
@@ -44,6 +45,7 @@ export function renderMarkdown(results: BenchResults, svgName: string): string {
 		...modernSection(results.modern, results.meta),
 		...personSection(results),
 		...policySection(results.policy),
+		...guardsSection(results.guards),
 		...telemetrySection(results.telemetry),
 		...connectorsSection(results.connectors),
 		...costsSection(results),
@@ -305,7 +307,9 @@ function methodSection(): string[] {
 		"  and the OAuth fixture's 2026-07-28 endpoint as `bench-oauth` (each caller's own token) and `bench-oauth-operator`",
 		"  (the operator's header), with a key connected once through the connect link (`TOKEN_VAULT_KEY` generated too);",
 		"  for the connectors section, the upstream again as `bench-by-url` and as the connector servers `bench-connector`",
-		"  and `bench-stdio`, each served by a `mcpgw connect` process the bench starts and stops with the others.",
+		"  and `bench-stdio`, each served by a `mcpgw connect` process the bench starts and stops with the others; for the",
+		"  guards section, the upstream again as `bench-unguarded`, `bench-guarded` (a response guard applies to it alone)",
+		"  and `bench-confirmed` (a confirm policy applies to it alone).",
 		"- Every measurement is interleaved: each round runs every scenario against every target, in an order rotated",
 		"  each round, so all targets see the same machine noise. Warm-up calls and sessions come first and are not counted.",
 		`- Latency: \`performance.now()\` around each SDK call. Percentiles are nearest-rank over all rounds' samples.`,

@@ -102,6 +102,40 @@ export interface PolicyResults {
 }
 
 /**
+ * The sessions of the guards stage (scripts/bench/guards.ts), all 2025-11-25 through `/mcp/<server>`
+ * with the SDK client, one upstream: a 64 KiB result without and with a response guard, and
+ * `tools/call echo` without and with a `confirm` policy whose question the client always accepts.
+ */
+export type GuardsTargetId = "blobPlain" | "blobGuarded" | "echoPlain" | "echoConfirmed";
+/** The pairs measured against each other: each call alternates between the two sessions of its pair. */
+export const GUARDS_PAIRS = [
+	{ name: "guard", baseline: "blobPlain", measured: "blobGuarded" },
+	{ name: "confirm", baseline: "echoPlain", measured: "echoConfirmed" },
+] as const satisfies ReadonlyArray<{ name: string; baseline: GuardsTargetId; measured: GuardsTargetId }>;
+export const GUARDS_TARGET_IDS: readonly GuardsTargetId[] = ["blobPlain", "blobGuarded", "echoPlain", "echoConfirmed"];
+export const GUARDS_TARGET_LABELS: Record<GuardsTargetId, string> = {
+	blobPlain: "64 KiB result, no guard (`bench-unguarded`)",
+	blobGuarded: "64 KiB result, a response guard (`bench-guarded`)",
+	echoPlain: "echo, no policy (`bench-unguarded`)",
+	echoConfirmed: "echo, a confirm policy, accepted (`bench-confirmed`)",
+};
+
+/** The guards stage: latency per round (calls alternate within each pair) and the gateway's CPU per call. */
+export interface GuardsResults {
+	/** The response guard as registered (stage, detect, action). */
+	guard: { detect: readonly string[]; action: string };
+	/** The confirm policy's CEL expression. */
+	expression: string;
+	/** Each round's latencies in ms, per session. */
+	rounds: Array<Record<GuardsTargetId, number[]>>;
+	/**
+	 * The gateway's processes' CPU (wrangler and workerd, ms) over blocks of calls on one session at a
+	 * time, per session; null where /proc cannot be read.
+	 */
+	cpu: Record<GuardsTargetId, { calls: number; ms: number }> | null;
+}
+
+/**
  * The sessions of the telemetry stage (scripts/bench/telemetry.ts), all 2025-11-25 through `/mcp/bench`:
  * export on at one gateway process, export off at a second (twice), and at a third.
  */
@@ -276,6 +310,8 @@ export interface BenchResults {
 	policy: PolicyResults | { error: string };
 	/** The telemetry stage, or why it could not run. */
 	telemetry: TelemetryResults | { error: string };
+	/** The guards stage (a response guard, a confirm policy), or why it could not run. */
+	guards: GuardsResults | { error: string };
 	/** The connector stage, or why it could not run. */
 	connectors: ConnectorResults | { error: string };
 	costs: { busy: Record<GatewayEndpoint, CostWindow>; longRun: Record<GatewayEndpoint, CostWindow> };

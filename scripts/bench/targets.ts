@@ -14,6 +14,7 @@ import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-de
 import { type ConnectorStage, setUpConnectorStage } from "./connector.ts";
 import { installCountingEntry } from "./counting-entry.ts";
 import { admin, type Gateway, MODERN_SERVER, registerModernServer } from "./gateway-admin.ts";
+import { type GuardsStage, setUpGuardsStage } from "./guards.ts";
 import { LEGACY_VERSION, MODERN_VERSION, type RawTarget } from "./modern.ts";
 import { type PersonStage, setUpPersonStage } from "./person.ts";
 import { type PolicyStage, setUpPolicyStage } from "./policy.ts";
@@ -43,6 +44,8 @@ export interface Targets {
 	person: PersonStage;
 	/** The policy stage's sessions: one policy against none (scripts/bench/policy.ts). */
 	policy: PolicyStage;
+	/** The guards stage's sessions: a response guard and a confirm policy against neither (scripts/bench/guards.ts). */
+	guards: GuardsStage;
 	/** The telemetry stage's sessions: export on against off, at gateway processes of their own (scripts/bench/telemetry.ts). */
 	telemetry: TelemetryStage;
 	/** The connector stage's sessions: by URL against through `mcpgw connect`, and the stdio server (scripts/bench/connector.ts). */
@@ -135,6 +138,13 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 			return { error: describe(error) };
 		},
 	);
+	// Next: its guard and policy reach the isolates within their cache's lifetime, which the stage waits out if need be.
+	const guards = await setUpGuardsStage({ url: gatewayDev.url, adminToken: state.adminToken }, upstream.url).catch(
+		(error: unknown) => {
+			warn(`the guards stage could not be set up: ${describe(error)}`);
+			return { error: describe(error) };
+		},
+	);
 	const registered = await registerTargets(
 		{ url: gatewayDev.url, adminToken: state.adminToken },
 		{ upstream, modernUpstream, floorDev, statelessFloorDev },
@@ -158,6 +168,7 @@ export async function startTargets(procs: Processes): Promise<Targets> {
 		...registered,
 		person,
 		policy,
+		guards,
 		telemetry,
 		connectors,
 		upstreamUrl: upstream.url,

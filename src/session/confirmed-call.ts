@@ -17,6 +17,8 @@ import { GatewayError } from "../mcp/gateway-error.ts";
 import { ELICITATION_CREATE } from "../mcp/methods.ts";
 import { SSE_HEADERS, sseMessage } from "../mcp/sse.ts";
 import { randomToken } from "../primitives/crypto.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { RunningCall } from "./running-call.ts";
 
 /** Where the client's answer to a request the session sent it arrives (the calls' `ClientAnswers`). */
@@ -37,6 +39,8 @@ export interface HeldForConfirmation {
 	/** How long the caller has to answer; no answer refuses the call. */
 	waitMs: number;
 	running: RunningCall;
+	/** Where a refusal is counted (`mcp_gateway.refusals`), as a policy's deny is. */
+	telemetry: Telemetry;
 }
 
 /**
@@ -52,6 +56,7 @@ export interface HeldForConfirmation {
 export function sendOnceConfirmed(held: HeldForConfirmation, send: () => Promise<Response>): Response {
 	const { confirmation, message, running } = held;
 	if (!acceptsFormElicitation(held.clientCapabilities)) {
+		countRefusal(held.telemetry, "confirm_unavailable");
 		return running.answered(Response.json(refusalOf(message.id, cannotConfirm(confirmation))));
 	}
 	let gone = false;
@@ -66,6 +71,7 @@ export function sendOnceConfirmed(held: HeldForConfirmation, send: () => Promise
 				const answered = await answer;
 				if (gone) return;
 				if (!("result" in answered) || !isConfirmed(answered.result)) {
+					countRefusal(held.telemetry, "confirm_declined");
 					controller.enqueue(sseMessage(refusalOf(message.id, notConfirmed(confirmation))));
 					return;
 				}
@@ -123,6 +129,14 @@ async function carryOn(
 		if (done) return;
 		controller.enqueue(value);
 	}
+}
+
+/**
+ * A refused confirmation counted in `mcp_gateway.refusals`: the session's next flush exports it.
+ * A client gone before it answered is not counted: it was refused nothing, it left.
+ */
+function countRefusal(telemetry: Telemetry, kind: Extract<RefusalKind, `confirm_${string}`>): void {
+	instrumentsOf(telemetry).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: kind });
 }
 
 function refusalOf(id: RequestId, error: GatewayError): JSONRPCMessage {

@@ -136,6 +136,7 @@ export class UpstreamCalls {
 				answers: this.answers,
 				waitMs: this.pool.connection(member).timeoutMs,
 				running: call,
+				telemetry: this.decisions.telemetry,
 			};
 			return withCallNote(sendOnceConfirmed(held, forwarded), method, note);
 		}

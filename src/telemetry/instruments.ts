@@ -9,12 +9,21 @@ export const MCP_DURATION_BUCKETS: readonly number[] = Object.freeze([
 	0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
 ]);
 
-/** Why the gateway refused a request, the value of `mcp_gateway.refusal.kind`. */
+/**
+ * Why the gateway refused a request, the value of `mcp_gateway.refusal.kind`. A `confirm`
+ * policy's refusals are kinds of their own, not `policy`: the policy let the call go and its
+ * caller did not confirm it (`confirm_declined`: declined, cancelled, not confirmed or not
+ * answered in time), or could not be asked (`confirm_unavailable`: no form elicitation);
+ * decision 0126.
+ */
 export const REFUSAL_KINDS = [
 	"auth",
 	"rate_limit",
 	"policy",
 	"pinning",
+	"guard",
+	"confirm_declined",
+	"confirm_unavailable",
 	"limit",
 	"origin",
 	"unknown_endpoint",
