@@ -58,6 +58,7 @@ describe("registry migration", () => {
 			priority: 100,
 			rateClass: "high",
 			admin: false,
+			approver: false,
 			disclosure: "search",
 			alwaysList: ["old__*"],
 		});
