@@ -1,7 +1,7 @@
 import type { Env } from "../env.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
-import { APPROVAL_ID, type ApprovalDecision, type ApprovalRecord } from "../registry/approval-records.ts";
 import { parsePrincipalId } from "../registry/access-rules.ts";
+import { APPROVAL_ID, type ApprovalDecision, type ApprovalRecord } from "../registry/approval-records.ts";
 import { registryStub } from "../registry/registry-stub.ts";
 import { audit } from "./admin-audit.ts";
 import { sessionObjectAt } from "./session-routing.ts";
