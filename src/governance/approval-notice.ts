@@ -34,7 +34,9 @@ const MAX_QUOTED = 1_000;
 export function approvalNotice(record: ApprovalRecord, origin: string | undefined): ApprovalNotice {
 	const until = new Date(record.until).toISOString();
 	const links = origin === undefined ? undefined : { approvals: `${origin}/approvals`, dashboard: `${origin}/admin/` };
-	const text = `A call of ${record.tool} on ${record.server} by ${record.principal} waits for an approver until ${until} (policy ${record.policy}).`;
+	const text = slackEscaped(
+		`A call of ${record.tool} on ${record.server} by ${record.principal} waits for an approver until ${until} (policy ${record.policy}).`,
+	);
 	const quoted = record.arguments.length > MAX_QUOTED ? `${record.arguments.slice(0, MAX_QUOTED)}…` : record.arguments;
 	const summary = slackEscaped(quoted);
 	const fields = [
