@@ -3,7 +3,7 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { Browser, type Page } from "../scripts/fixtures/browser.ts";
 import type { ReceivedNotice } from "../scripts/fixtures/control-shapes.ts";
-import type { ApprovalNotice } from "../src/governance/approval-notice.ts";
+import { type ApprovalNotice, approvalNotice } from "../src/governance/approval-notice.ts";
 import { registryStub } from "../src/registry/registry-stub.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
@@ -317,6 +317,36 @@ describe("an approve policy's approvalWebhook is told of each held call", () => 
 			await client.close();
 		});
 	}
+
+	it("a policy keeps its approvalWebhook as given: the secret as its reference, never resolved", async () => {
+		const webhook = { url: `${RECEIVER}/ok/${uniqueName("kept")}`, secret };
+		const { policy: name } = await heldServer({ approvalWebhook: webhook });
+		expect(await (await admin("GET", `/policies/${name}`)).json()).toMatchObject({ name, approvalWebhook: webhook });
+	});
+
+	it("a caller's text cannot make Slack markup: <, > and & in the arguments and names are escaped in text and blocks", () => {
+		const notice = approvalNotice(
+			{
+				id: "id",
+				policy: "p",
+				principal: "key_abcdefghijkl",
+				server: "s",
+				tool: "add",
+				arguments: JSON.stringify({ text: "<!channel> & <https://evil.example|click>" }),
+				since: 0,
+				until: 60_000,
+				status: "waiting",
+			},
+			"https://gw.example",
+		);
+		const slack = JSON.stringify({ text: notice.text, blocks: notice.blocks });
+		expect(slack).not.toContain("<!channel>");
+		expect(slack).not.toContain("<https://evil.example");
+		expect(slack).toContain("&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;");
+		expect(slack).toContain("<https://gw.example/approvals|Decide on the approvals page>");
+		// The machine-readable summary is the arguments as the approvers' lists show them.
+		expect(notice.approval.summary).toBe(JSON.stringify({ text: "<!channel> & <https://evil.example|click>" }));
+	});
 
 	it("a webhook whose secret is not a ${UPSTREAM_…} reference is refused with 400, and no policy is stored", async () => {
 		const name = uniqueName("approvers");
