@@ -1,7 +1,7 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
-import { GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
+import { APPROVAL_WEBHOOK_SECRET, GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
 import { cliProject } from "./test/cli/project.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
@@ -23,6 +23,8 @@ const testBindings = {
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// The API key the OpenAPI tests fill the petstore documents' api_key scheme with.
 	UPSTREAM_PETSTORE_KEY: "special-key",
+	// What approval notices are signed with; the approval webhook receiver checks it.
+	UPSTREAM_APPROVAL_WEBHOOK_SECRET: APPROVAL_WEBHOOK_SECRET,
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",

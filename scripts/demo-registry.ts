@@ -52,11 +52,13 @@ export async function registerDemo(admin: AdminCall, upstreams: DemoUpstreams): 
 		await admin("PUT", "/servers/system-monitor", { url: upstreams.systemMonitor });
 		servers.push("system-monitor");
 	}
-	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first).
+	// The operator: dave signs in to the dashboard at /admin/ (the first matching rule decides, so his comes first),
+	// and decides the calls an approve policy holds at /approvals.
 	await admin("PUT", "/access-rules/demo-operator", {
 		match: { subject: "dave" },
 		servers,
 		admin: true,
+		approver: true,
 		priority: 0,
 	});
 	// Who may sign in: people with a verified example.com address (alice; bob and carol are refused).

@@ -29,6 +29,7 @@ function rule(name: string, match: AccessRuleRecord["match"], priority = 100): A
 		rateClass: "standard",
 		priority,
 		admin: false,
+		approver: false,
 		disclosure: "full",
 		alwaysList: [],
 		generation: `gen-${name}`,

@@ -1,7 +1,9 @@
 import type { TestProject } from "vitest/node";
 import { startAppServer } from "../scripts/fixtures/app-servers.ts";
+import { startApprovalWebhookReceiver } from "../scripts/fixtures/approval-webhook-receiver.ts";
 import { startFaultSupervisor } from "../scripts/fixtures/fault-supervisor.ts";
 import {
+	APPROVAL_WEBHOOK_SECRET,
 	IDP_GATEWAY_CLIENT,
 	IDP_RESOURCE,
 	IDP_TEST_CLIENT,
@@ -86,6 +88,9 @@ export default async function setup(project: TestProject) {
 	// A REST API with an OpenAPI document that records every request exactly, for servers made from documents.
 	const restRecorder = await startRestRecorder();
 	project.provide("restRecorderPort", restRecorder.port);
+	// Receives approval notices in its own process and checks their signatures (test/approvers.test.ts).
+	const approvalReceiver = await startApprovalWebhookReceiver(APPROVAL_WEBHOOK_SECRET);
+	project.provide("approvalReceiverPort", approvalReceiver.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -132,6 +137,7 @@ export default async function setup(project: TestProject) {
 			otlp.close(),
 			restRecorder.close(),
 			fault.stop(),
+			approvalReceiver.close(),
 			petstore30.close(),
 			petstore31.close(),
 			trainTravel.close(),

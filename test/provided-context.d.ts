@@ -21,6 +21,8 @@ declare module "vitest" {
 		modernTaskingPort: number;
 		/** The fault-injecting upstream (scripts/fixtures/fault-upstream.ts), a separate process on a fixed port. */
 		faultPort: number;
+		/** scripts/fixtures/approval-webhook-receiver.ts: checks and records approval notices. */
+		approvalReceiverPort: number;
 		/** The HTTP supervisor that starts, stops and restarts the fault upstream (scripts/fixtures/fault-supervisor.ts). */
 		faultSupervisorPort: number;
 		/** The hostile upstream (scripts/fixtures/hostile-upstream.ts): redirects, floods, forged ids, catch-all templates. */

@@ -58,6 +58,7 @@ describe("registry migration", () => {
 			priority: 100,
 			rateClass: "high",
 			admin: false,
+			approver: false,
 			disclosure: "search",
 			alwaysList: ["old__*"],
 		});
@@ -131,7 +132,7 @@ function schemaOf(state: DurableObjectState): string[] {
 
 /** The tables a new registry creates, as this version has always created them (golden). */
 const NEW_REGISTRY_SCHEMA = [
-	"access_rules: CREATE TABLE access_rules ( name TEXT PRIMARY KEY, match TEXT NOT NULL, servers TEXT, user_path TEXT NOT NULL, max_sessions INTEGER, rate_class TEXT NOT NULL DEFAULT 'standard', priority INTEGER NOT NULL, admin INTEGER NOT NULL DEFAULT 0, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
+	"access_rules: CREATE TABLE access_rules ( name TEXT PRIMARY KEY, match TEXT NOT NULL, servers TEXT, user_path TEXT NOT NULL, max_sessions INTEGER, rate_class TEXT NOT NULL DEFAULT 'standard', priority INTEGER NOT NULL, admin INTEGER NOT NULL DEFAULT 0, approver INTEGER NOT NULL DEFAULT 0, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
 	"api_keys: CREATE TABLE api_keys ( id TEXT PRIMARY KEY, name TEXT, digest TEXT NOT NULL UNIQUE, user_path TEXT NOT NULL, servers TEXT, max_sessions INTEGER, rate_class TEXT NOT NULL DEFAULT 'standard', disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', key_format INTEGER NOT NULL DEFAULT 2, created_at INTEGER NOT NULL )",
 	"connections: CREATE TABLE connections ( id TEXT PRIMARY KEY, server TEXT NOT NULL, vault TEXT NOT NULL, issuer TEXT, subject TEXT, key_id TEXT, label TEXT NOT NULL, rule TEXT, connected_at INTEGER NOT NULL )",
 	"connector_tokens: CREATE TABLE connector_tokens ( id TEXT PRIMARY KEY, server TEXT NOT NULL, digest TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, last_seen_at INTEGER )",
@@ -141,7 +142,7 @@ const NEW_REGISTRY_SCHEMA = [
 	"observed_tools: CREATE TABLE observed_tools ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, observed_at INTEGER NOT NULL, tools TEXT NOT NULL )",
 	"openapi_apis: CREATE TABLE openapi_apis ( server TEXT PRIMARY KEY, digest TEXT NOT NULL, api TEXT NOT NULL, credentials TEXT NOT NULL, personal INTEGER NOT NULL, document TEXT )",
 	"pinned_servers: CREATE TABLE pinned_servers ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, recorded_at INTEGER NOT NULL )",
-	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, approval_timeout_seconds INTEGER )",
+	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, approval_timeout_seconds INTEGER, approval_webhook TEXT )",
 	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT, openapi TEXT, generation TEXT NOT NULL, config_digest TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )`,
 	"tool_pins: CREATE TABLE tool_pins ( server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, definition TEXT NOT NULL, approved_at INTEGER NOT NULL, PRIMARY KEY (server, tool) )",
 	"virtual_servers: CREATE TABLE virtual_servers ( name TEXT PRIMARY KEY, servers TEXT NOT NULL, user_paths TEXT, tools TEXT, prompts TEXT, resources TEXT, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL )",
@@ -153,7 +154,7 @@ const NEW_REGISTRY_SCHEMA = [
  * the versions added them; the tables it lacked created as new.
  */
 const MIGRATED_SCHEMA = [
-	"access_rules: CREATE TABLE access_rules ( name TEXT PRIMARY KEY, match TEXT NOT NULL, servers TEXT, user_path TEXT NOT NULL, max_sessions INTEGER, priority INTEGER NOT NULL, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, rate_class TEXT NOT NULL DEFAULT 'standard', admin INTEGER NOT NULL DEFAULT 0, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]')",
+	"access_rules: CREATE TABLE access_rules ( name TEXT PRIMARY KEY, match TEXT NOT NULL, servers TEXT, user_path TEXT NOT NULL, max_sessions INTEGER, priority INTEGER NOT NULL, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, rate_class TEXT NOT NULL DEFAULT 'standard', admin INTEGER NOT NULL DEFAULT 0, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]', approver INTEGER NOT NULL DEFAULT 0)",
 	"api_keys: CREATE TABLE api_keys ( id TEXT PRIMARY KEY, name TEXT, digest TEXT NOT NULL UNIQUE, user_path TEXT NOT NULL, servers TEXT, created_at INTEGER NOT NULL, max_sessions INTEGER, key_format INTEGER NOT NULL DEFAULT 1, rate_class TEXT NOT NULL DEFAULT 'standard', disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]')",
 	"connections: CREATE TABLE connections ( id TEXT PRIMARY KEY, server TEXT NOT NULL, vault TEXT NOT NULL, issuer TEXT, subject TEXT, key_id TEXT, label TEXT NOT NULL, rule TEXT, connected_at INTEGER NOT NULL )",
 	"connector_tokens: CREATE TABLE connector_tokens ( id TEXT PRIMARY KEY, server TEXT NOT NULL, digest TEXT NOT NULL UNIQUE, created_at INTEGER NOT NULL, last_seen_at INTEGER )",
@@ -163,7 +164,7 @@ const MIGRATED_SCHEMA = [
 	"observed_tools: CREATE TABLE observed_tools ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, observed_at INTEGER NOT NULL, tools TEXT NOT NULL )",
 	"openapi_apis: CREATE TABLE openapi_apis ( server TEXT PRIMARY KEY, digest TEXT NOT NULL, api TEXT NOT NULL, credentials TEXT NOT NULL, personal INTEGER NOT NULL, document TEXT )",
 	"pinned_servers: CREATE TABLE pinned_servers ( server TEXT PRIMARY KEY, generation TEXT NOT NULL, recorded_at INTEGER NOT NULL )",
-	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, approval_timeout_seconds INTEGER )",
+	"policies: CREATE TABLE policies ( name TEXT PRIMARY KEY, expression TEXT NOT NULL, effect TEXT NOT NULL, applies TEXT, priority INTEGER NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, approval_timeout_seconds INTEGER, approval_webhook TEXT )",
 	`servers: CREATE TABLE servers ( name TEXT PRIMARY KEY, url TEXT NOT NULL, headers TEXT NOT NULL, timeout_seconds INTEGER, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, config_digest TEXT, protocol TEXT NOT NULL DEFAULT 'auto', auth TEXT NOT NULL DEFAULT '{"type":"operator"}', tools TEXT, prompts TEXT, resources TEXT, pinning TEXT NOT NULL DEFAULT 'warn', capture_arguments INTEGER NOT NULL DEFAULT 0, connector TEXT, openapi TEXT)`,
 	"tool_pins: CREATE TABLE tool_pins ( server TEXT NOT NULL, tool TEXT NOT NULL, digest TEXT NOT NULL, definition TEXT NOT NULL, approved_at INTEGER NOT NULL, PRIMARY KEY (server, tool) )",
 	"virtual_servers: CREATE TABLE virtual_servers ( name TEXT PRIMARY KEY, servers TEXT NOT NULL, user_paths TEXT, generation TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, tools TEXT, prompts TEXT, resources TEXT, disclosure TEXT NOT NULL DEFAULT 'full', always_list TEXT NOT NULL DEFAULT '[]')",

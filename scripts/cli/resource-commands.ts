@@ -411,6 +411,7 @@ function rules(program: Command): void {
 		.option("--max-sessions <n>", "live sessions one identity may hold at once", integerOption("--max-sessions"))
 		.option("--rate-class <class>", "which rate limit counts each identity")
 		.option("--admin", "may also run the gateway from the dashboard at /admin/")
+		.option("--approver", "may decide calls an approve policy holds, at /approvals (never their own)")
 		.option("--priority <n>", "lower first (default 100)", integerOption("--priority"))
 		.option("--body <json>", "the whole admin body; the options above override its fields")
 		.action(async (name: string, options: Record<string, string & string[] & number & boolean>, command: Command) => {
@@ -430,6 +431,7 @@ function rules(program: Command): void {
 				maxSessions: options.maxSessions,
 				rateClass: options.rateClass,
 				admin: options.admin,
+				approver: options.approver,
 				priority: options.priority,
 				disclosure: options.disclosure,
 				alwaysList: options.alwaysList,
@@ -482,6 +484,8 @@ function policies(program: Command): void {
 			"for approve: how long a call waits for an approver (default 600)",
 			integerOption("--approval-timeout-seconds"),
 		)
+		.option("--approval-webhook-url <url>", "for approve: where a notice of each held call is POSTed")
+		.option("--approval-webhook-secret <reference>", "for approve: the ${UPSTREAM_NAME} secret that signs the notices")
 		.option("--applies <json>", "where it applies: { servers?, virtualServers?, keys?, rules? }")
 		.option("--body <json>", "the whole admin body; the options above override its fields")
 		.action(async (name: string, options: Record<string, string & number>, command: Command) => {
@@ -490,6 +494,10 @@ function policies(program: Command): void {
 				effect: options.effect,
 				priority: options.priority,
 				approvalTimeoutSeconds: options.approvalTimeoutSeconds,
+				approvalWebhook:
+					options.approvalWebhookUrl === undefined && options.approvalWebhookSecret === undefined
+						? undefined
+						: { url: options.approvalWebhookUrl, secret: options.approvalWebhookSecret },
 				applies: options.applies === undefined ? undefined : parseJsonOption("--applies", options.applies),
 			});
 			const policy = await clientFor(command).request<Row>("PUT", `/policies/${encodeURIComponent(name)}`, body);

@@ -12,7 +12,7 @@
  */
 
 /** The gateway's pages a return may name: these paths, or anything under a prefix ending in `/`. */
-const OWN_PAGES = ["/", "/connections", "/connect/", "/admin/"] as const;
+const OWN_PAGES = ["/", "/connections", "/approvals", "/connect/", "/admin/"] as const;
 
 /**
  * A backslash, an ASCII control character or DEL percent-encoded (once or

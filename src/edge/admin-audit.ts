@@ -31,7 +31,10 @@ export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 /**
  * One structured line per admin change: who (the admin token's holder), what,
  * and the target's name or key id. Never a value: no URL, header or secret.
+ * A decision on a held call names its approver too (`by`: "admin", or the
+ * principal id of the person who decided it on the /approvals page).
  */
-export function audit(action: AdminAction, target: string): void {
-	console.log(JSON.stringify({ event: "admin_audit", actor: "admin", action, target }));
+export function audit(action: AdminAction, target: string, by?: string): void {
+	const actor = by === undefined || by === "admin" ? "admin" : "approver";
+	console.log(JSON.stringify({ event: "admin_audit", actor, action, target, ...(by === undefined ? {} : { by }) }));
 }

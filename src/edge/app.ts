@@ -12,6 +12,7 @@ import { UnavailableOnFailure } from "../registry/registry-unavailable.ts";
 import { GATEWAY_ATTRIBUTES, instrumentsOf, type RefusalKind } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
 import { adminErrorResponse, createAdminRoutes } from "./admin-routes.ts";
+import { createApproverRoutes } from "./approver-routes.ts";
 import { createConnectRoutes } from "./connect-routes.ts";
 import { handleConnectorDial } from "./connector-route.ts";
 import { referenceForOperators } from "./dashboard/reference-access.ts";
@@ -94,6 +95,7 @@ export function createApp(options: AppOptions = {}): Hono<EdgeContext> {
 	app.route("/", createOAuthRoutes());
 	app.route("/", createBrowserSignInRoutes());
 	app.route("/", createConnectRoutes());
+	app.route("/", createApproverRoutes());
 	app.get(`${CONNECTOR_PATH}/:server`, handleConnectorDial);
 	app.all("/mcp", admitMcpRequest, handleMcpEndpoint);
 	app.all("/mcp/:name", admitMcpRequest, handleMcpEndpoint);

@@ -15,14 +15,24 @@ import { vaultObject } from "../credentials/vault-do.ts";
 import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { randomToken } from "../primitives/crypto.ts";
 import { keyMayUseServer } from "../registry/access.ts";
-import { type Identity, parsePrincipalId, principalId, principalRecord, ruleFor } from "../registry/access-rules.ts";
+import { parsePrincipalId } from "../registry/access-rules.ts";
 import { SERVER_NAME, type ServerRecord } from "../registry/schemas.ts";
 import { connected, disconnected } from "./connection-events.ts";
 import { type ConnectionRow, connectionsPage, messagePage, signInFirstPage } from "./connection-pages.ts";
+import { type PersonPage, personHere } from "./person-here.ts";
 import type { EdgeContext } from "./request-context.ts";
 
 /** The cookie binding an authorization flow to the browser that started it. */
 const FLOW_COOKIE = "gw_connect";
+
+/** The connections page, for the signed-in person it shows. */
+const CONNECTIONS_PAGE: PersonPage = {
+	path: "/connections",
+	name: "connections",
+	shows: "your connections",
+	noSignIn:
+		"This gateway does not sign people in itself (OIDC_ISSUER is not set), so it has no connections page; connect from the link your client shows.",
+};
 
 /**
  * A person connects their own account at an `oauth` server: the connect link
@@ -161,7 +171,7 @@ export function createConnectRoutes(): Hono<EdgeContext> {
 	});
 
 	routes.get("/connections", async (c) => {
-		const person = await personHere(c);
+		const person = await personHere(c, CONNECTIONS_PAGE);
 		if (person instanceof Response) return person;
 		const servers = await c.get("reader").servers();
 		const mine = servers.filter(
@@ -180,7 +190,7 @@ export function createConnectRoutes(): Hono<EdgeContext> {
 	});
 
 	routes.post("/connections/connect", async (c) => {
-		const person = await personHere(c);
+		const person = await personHere(c, CONNECTIONS_PAGE);
 		if (person instanceof Response) return person;
 		const name = await postedServer(c);
 		const server = name === null ? null : await oauthServer(c, name);
@@ -194,7 +204,7 @@ export function createConnectRoutes(): Hono<EdgeContext> {
 	});
 
 	routes.post("/connections/disconnect", async (c) => {
-		const person = await personHere(c);
+		const person = await personHere(c, CONNECTIONS_PAGE);
 		if (person instanceof Response) return person;
 		const name = await postedServer(c);
 		if (name !== null) await disconnected(c.env, person.vault, name);
@@ -222,46 +232,6 @@ async function oauthServer(c: Context<EdgeContext>, name: string): Promise<Serve
 	if (!SERVER_NAME.test(name)) return null;
 	const endpoint = await c.get("reader").endpoint(name);
 	return endpoint?.kind === "server" && endpoint.server.auth.type === "oauth" ? endpoint.server : null;
-}
-
-/**
- * The person the browser signed in as, with what their rule grants; a
- * sign-in page when it did not (or the gateway signs nobody in), a refusal
- * when no rule admits them. A form post must come from this origin.
- */
-async function personHere(
-	c: Context<EdgeContext>,
-): Promise<{ identity: Identity; vault: string; record: NonNullable<ReturnType<typeof principalRecord>> } | Response> {
-	const env = c.env;
-	const settings = settingsFrom(env);
-	if (settings.oauth.mode !== "gateway") {
-		return messagePage(
-			404,
-			"No connections page here",
-			"This gateway does not sign people in itself (OIDC_ISSUER is not set), so it has no connections page; connect from the link your client shows.",
-			false,
-		);
-	}
-	if (c.req.method === "POST" && c.req.header("origin") !== new URL(c.req.url).origin) {
-		return messagePage(403, "Refused", "This form may only be sent from the gateway's own pages.");
-	}
-	const identity = await signedInPerson(c.req.raw, env);
-	if (!identity) return signInFirstPage(signInUrl("/connections"), "Sign in to the gateway to see your connections.");
-	const rules = await c.get("reader").rules();
-	const rule = ruleFor(rules, identity, settings.oauth.oidc.issuer);
-	const userId = await userIdOf(identity);
-	const record = rule
-		? principalRecord(principalId({ rule: rule.name, generation: rule.generation, userId, grantId: null }), [rule])
-		: null;
-	if (!record) {
-		return messagePage(
-			403,
-			"Your account may not use this gateway",
-			"Ask the operator of this gateway for access.",
-			false,
-		);
-	}
-	return { identity, vault: `person:${userId}`, record };
 }
 
 async function postedServer(c: Context<EdgeContext>): Promise<string | null> {

@@ -11,7 +11,13 @@ import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
 import type { PinnedServer } from "./pin-records.ts";
 import { DEFAULT_PINNING, heldToolSentence, type PinVerdict } from "./pinning.ts";
-import { type CompiledPolicies, type PolicyPrincipal, type PolicyTool, policyVerdict } from "./policies.ts";
+import {
+	type CompiledPolicies,
+	type PolicyPrincipal,
+	type PolicyTool,
+	type PolicyWebhook,
+	policyVerdict,
+} from "./policies.ts";
 import { endpointToolView, realToolName, shapeTools } from "./tool-shaping.ts";
 
 /**
@@ -178,6 +184,8 @@ export interface Confirmation {
 /** A call an `approve` policy holds until an approver decides it, within `timeoutMs`. */
 export interface Approval extends Confirmation {
 	timeoutMs: number;
+	/** Where approvers are told of the held call: a URL and a `${UPSTREAM_NAME}` reference to the signing secret. */
+	webhook?: PolicyWebhook;
 }
 
 /** Why a request was refused: a name or URI not offered, a tool the pins hold, a call a policy denies, arguments a guard blocks. */
@@ -233,8 +241,9 @@ export function decideCall(
 			};
 		}
 		if (verdict.approve !== undefined) {
-			const { policy, timeoutMs } = verdict.approve;
-			return { send, real, approve: { policy, server: server.name, tool: exposed, timeoutMs } };
+			const { policy, timeoutMs, webhook } = verdict.approve;
+			const approve: Approval = { policy, server: server.name, tool: exposed, timeoutMs, ...(webhook && { webhook }) };
+			return { send, real, approve };
 		}
 		if (verdict.confirm !== undefined) {
 			return { send, real, confirm: { policy: verdict.confirm, server: server.name, tool: exposed } };

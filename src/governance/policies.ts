@@ -100,17 +100,21 @@ export type PolicyVerdict =
 	| { readonly allowed: true; readonly confirm?: string; readonly approve?: ApprovalHold }
 	| { readonly allowed: false; readonly policy: string };
 
-/** An `approve` policy's hold: its name and how long the call waits for an approver. */
+/** An `approve` policy's hold: its name, how long the call waits for an approver, and where approvers are told (absent: nowhere). */
 export interface ApprovalHold {
 	readonly policy: string;
 	readonly timeoutMs: number;
+	readonly webhook?: PolicyWebhook;
 }
+
+/** A policy's approval webhook as the registry keeps it: the URL and a `${UPSTREAM_NAME}` reference to its secret. */
+export type PolicyWebhook = NonNullable<PolicyRecord["approvalWebhook"]>;
 
 interface CompiledPolicy {
 	readonly name: string;
 	readonly effect: PolicyRecord["effect"];
-	/** For `approve`: how long a call it holds waits. */
-	readonly approvalTimeoutMs: number;
+	/** For `approve`: the hold it makes (its wait, its webhook), made once. */
+	readonly hold: ApprovalHold;
 	readonly applies: PolicyApplies | null;
 	readonly compiled: Compiled;
 	/** This policy's refusal, made once. */
@@ -159,7 +163,7 @@ export function compilePolicies(records: readonly PolicyRecord[]): CompiledPolic
 		(record): CompiledPolicy => ({
 			name: record.name,
 			effect: record.effect,
-			approvalTimeoutMs: (record.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1_000,
+			hold: holdOf(record),
 			applies: record.applies,
 			compiled: programFor(record.expression),
 			denial: Object.freeze({ allowed: false, policy: record.name }),
@@ -168,6 +172,14 @@ export function compilePolicies(records: readonly PolicyRecord[]): CompiledPolic
 	const compiled: CompiledPolicies = { policies, logged: new Set() };
 	byRecords.set(records, compiled);
 	return compiled;
+}
+
+function holdOf(record: PolicyRecord): ApprovalHold {
+	const timeoutMs = (record.approvalTimeoutSeconds ?? DEFAULT_APPROVAL_TIMEOUT_SECONDS) * 1_000;
+	const webhook = record.approvalWebhook ?? undefined;
+	return Object.freeze(
+		webhook === undefined ? { policy: record.name, timeoutMs } : { policy: record.name, timeoutMs, webhook },
+	);
 }
 
 function programFor(expression: string): Compiled {
@@ -206,7 +218,7 @@ export function policyVerdict(compiled: CompiledPolicies, input: PolicyRequest):
 		}
 	}
 	if (firstAllow && !allowed) return firstAllow.denial;
-	if (approveBy) return { allowed: true, approve: { policy: approveBy.name, timeoutMs: approveBy.approvalTimeoutMs } };
+	if (approveBy) return { allowed: true, approve: approveBy.hold };
 	return confirmBy ? { allowed: true, confirm: confirmBy.name } : ALLOWED;
 }
 

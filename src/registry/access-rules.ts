@@ -81,6 +81,12 @@ export const AccessRuleInputSchema = z.strictObject({
 		.describe(
 			"Whether the identities it admits may also run the gateway from the operators' dashboard at /admin/ (docs/dashboard.md). Only the rule that decides counts.",
 		),
+	approver: z
+		.boolean()
+		.default(false)
+		.describe(
+			"Whether the identities it admits may approve or deny calls an approve policy holds, on the gateway's /approvals page (never their own). Only the rule that decides counts.",
+		),
 	/** How the identities' `/mcp` discloses tools; see disclosure-schema.ts. */
 	...DISCLOSURE_INPUT_FIELDS,
 });
@@ -98,6 +104,8 @@ export const AccessRuleRecordSchema = z.object({
 	priority: z.number(),
 	/** Rules published before the admin grant grant no admin, as they did not. */
 	admin: z.boolean().default(false),
+	/** Rules published before approvers make no approvers, as they did not. */
+	approver: z.boolean().default(false),
 	/** Rules published before the fields disclose every tool, as they did. */
 	...DISCLOSURE_RECORD_FIELDS,
 	/**

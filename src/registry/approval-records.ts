@@ -34,6 +34,8 @@ export const ApprovalRecordSchema = z.object({
 	until: z.number(),
 	/** waiting; else how it ended, kept until `until` so a late decision is refused as already decided. */
 	status: z.enum(["waiting", "approved", "denied", "timed_out", "gone"]),
+	/** Who decided it, once approved or denied: "admin", or the approving person's principal id. */
+	decidedBy: z.string().optional(),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
 export type ApprovalStatus = ApprovalRecord["status"];

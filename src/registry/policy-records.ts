@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { RuleNameSchema } from "./access-rules.ts";
-import { PrioritySchema, ServerNameSchema } from "./schemas.ts";
+import { PrioritySchema, ServerNameSchema, WebhookSchema } from "./schemas.ts";
 
 /**
  * Tool policies as the registry keeps and publishes them: a CEL expression,
@@ -75,6 +75,9 @@ export const PolicyFieldsSchema = z.strictObject({
 		.describe(
 			`For effect approve: how long a held call waits for an approver before it fails (seconds, at most ${MAX_APPROVAL_TIMEOUT_SECONDS}); absent: ${DEFAULT_APPROVAL_TIMEOUT_SECONDS}.`,
 		),
+	approvalWebhook: WebhookSchema.optional().describe(
+		"For effect approve: where the gateway POSTs a notice (Slack-compatible JSON, signed) each time the policy holds a call; absent: approvers learn of it from their lists.",
+	),
 	applies: PolicyAppliesSchema.optional().describe(
 		"Where it applies: servers, virtualServers, keys, rules (every list given must name the request's); absent: everywhere.",
 	),
@@ -92,6 +95,8 @@ export const PolicyRecordSchema = z.object({
 	applies: z.object(APPLIES_FIELDS).nullable(),
 	/** Null or absent: the default, or an effect that waits for nobody. */
 	approvalTimeoutSeconds: z.number().nullable().optional(),
+	/** Null or absent: no notice is sent. */
+	approvalWebhook: z.object({ url: z.string(), secret: z.string() }).nullable().optional(),
 	priority: z.number(),
 	createdAt: z.number(),
 	updatedAt: z.number(),

@@ -102,8 +102,8 @@ export class RegistryDO extends DurableObject<Env> {
 		return this.approvals.get(id);
 	}
 
-	approvalEnded(id: string, status: Exclude<ApprovalStatus, "waiting">) {
-		return this.approvals.ended(id, status);
+	approvalEnded(id: string, status: Exclude<ApprovalStatus, "waiting">, decidedBy?: string) {
+		return this.approvals.ended(id, status, decidedBy);
 	}
 
 	waitingApprovals(now: number) {

@@ -4,8 +4,9 @@ import { argumentSummary } from "../governance/call-confirmation.ts";
 import type { Approval } from "../governance/decision.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { randomToken } from "../primitives/crypto.ts";
-import type { ApprovalDecision } from "../registry/approval-records.ts";
+import type { ApprovalDecision, ApprovalRecord } from "../registry/approval-records.ts";
 import { registryStub } from "../registry/registry-stub.ts";
+import { notifyApprovers } from "./approval-webhook.ts";
 import type { SessionState } from "./session-state.ts";
 
 /** How a wait for an approver ended (`unlisted`: the registry could not be told, so no approver could see it). */
@@ -53,18 +54,21 @@ export class SessionApprovals {
 		});
 		this.waiting.set(id, { requestId, settle });
 		const cancelTimer = this.state.timers.set(approval.timeoutMs, () => this.settle(id, { decision: "timed_out" }));
+		const record: ApprovalRecord = {
+			id,
+			policy: approval.policy,
+			principal,
+			server: approval.server,
+			tool: approval.tool,
+			arguments: argumentSummary(args),
+			since,
+			until: since + approval.timeoutMs,
+			status: "waiting",
+		};
 		try {
-			await registry.approvalHeld({
-				id,
-				policy: approval.policy,
-				principal,
-				server: approval.server,
-				tool: approval.tool,
-				arguments: argumentSummary(args),
-				since,
-				until: since + approval.timeoutMs,
-				status: "waiting",
-			});
+			await registry.approvalHeld(record);
+			// Approvers are told once the call is listed, beside the wait: the notice never delays or decides it.
+			if (approval.webhook) this.state.waitUntil(notifyApprovers(this.state, approval.webhook, record));
 		} catch (error) {
 			console.error(`approval ${id} could not be listed for approvers: ${describeError(error)}`);
 			this.settle(id, { decision: "unlisted" });

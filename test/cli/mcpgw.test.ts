@@ -138,7 +138,7 @@ describe("each resource: add, list, show, remove with --json", () => {
 		expect((await mcpgw(["servers", "show", name, "--no-check"])).code).toBe(1);
 	});
 
-	it("each setting has the config file's name: --timeout-seconds sets timeoutSeconds (--timeout still works, unlisted), rules take --max-sessions, --rate-class and --admin", async () => {
+	it("each setting has the config file's name: --timeout-seconds sets timeoutSeconds (--timeout still works, unlisted), rules take --max-sessions, --rate-class, --admin and --approver", async () => {
 		const name = uniqueName("flags");
 		const help = await mcpgw(["servers", "add", "--help"]);
 		expect(help.stdout).toContain("--timeout-seconds <seconds>");
@@ -169,8 +169,9 @@ describe("each resource: add, list, show, remove with --json", () => {
 			"--rate-class",
 			"high",
 			"--admin",
+			"--approver",
 		]);
-		expect(ruleAdded).toMatchObject({ maxSessions: 3, rateClass: "high", admin: true });
+		expect(ruleAdded).toMatchObject({ maxSessions: 3, rateClass: "high", admin: true, approver: true });
 		await mcpgwJson(["rules", "remove", rule]);
 	});
 
@@ -399,7 +400,7 @@ describe("each resource: add, list, show, remove with --json", () => {
 		expect(gone.stderr).toContain(`no guard named '${name}'`);
 	});
 
-	it("an approve policy with its timeout; approvals list answers what waits, and a decision on an unknown id exits 1 naming it", async () => {
+	it("an approve policy with its timeout and webhook; approvals list answers what waits, and a decision on an unknown id exits 1 naming it", async () => {
 		const name = uniqueName("pol");
 		const added = await mcpgwJson([
 			"policies",
@@ -411,8 +412,17 @@ describe("each resource: add, list, show, remove with --json", () => {
 			"approve",
 			"--approval-timeout-seconds",
 			"60",
+			"--approval-webhook-url",
+			"https://hooks.example/approvals",
+			"--approval-webhook-secret",
+			"${UPSTREAM_APPROVAL_HOOK}",
 		]);
-		expect(added).toMatchObject({ name, effect: "approve", approvalTimeoutSeconds: 60 });
+		expect(added).toMatchObject({
+			name,
+			effect: "approve",
+			approvalTimeoutSeconds: 60,
+			approvalWebhook: { url: "https://hooks.example/approvals", secret: "${UPSTREAM_APPROVAL_HOOK}" },
+		});
 		expect(Array.isArray(await mcpgwJson(["approvals", "list"]))).toBe(true);
 		const id = `${"a".repeat(64)}.${"b".repeat(22)}`;
 		for (const decision of ["approve", "deny"]) {

@@ -1,9 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { GatewayError } from "../../mcp/gateway-error.ts";
-import { APPROVAL_ID, ApprovalDecisionSchema } from "../../registry/approval-records.ts";
+import { ApprovalDecisionSchema } from "../../registry/approval-records.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
-import { audit } from "../admin-audit.ts";
-import { sessionObjectAt } from "../session-routing.ts";
+import { decideApproval } from "../approval-decision.ts";
 import {
 	type AdminRouter,
 	adminRouter,
@@ -51,26 +49,8 @@ export function approvalRoutes(): AdminRouter {
 	router.openapi(list, async (c) => c.json({ approvals: await registryStub(c.env).waitingApprovals(Date.now()) }));
 
 	router.openapi(decide, async (c) => {
-		const { id } = c.req.valid("param");
-		const decision = c.req.valid("json");
-		const registry = registryStub(c.env);
-		const place = APPROVAL_ID.exec(id)?.[1];
-		const record = place === undefined ? null : await registry.approval(id);
-		const holder = place === undefined ? null : sessionObjectAt(c.env, place);
-		if (record === null || holder === null) throw new GatewayError("not_found", `No approval has the id '${id}'.`);
-		if (record.status !== "waiting" || record.until < Date.now()) {
-			const ended = record.status === "waiting" ? "timed out" : record.status.replace("_", " ");
-			throw new GatewayError("conflict", `The approval '${id}' cannot be decided: it is ${ended} already.`);
-		}
-		// The session holding the call settles its wait once: a second decision finds nothing waiting.
-		if (!(await holder.decideApproval(id, decision))) {
-			await registry.approvalEnded(id, "gone");
-			throw new GatewayError("conflict", `The approval '${id}' cannot be decided: nothing waits for it any more.`);
-		}
-		const status = decision.decision === "approve" ? "approved" : "denied";
-		await registry.approvalEnded(id, status);
-		audit(status === "approved" ? "approval.approved" : "approval.denied", id);
-		return c.json({ id, status }, 200);
+		const decided = await decideApproval(c.env, c.req.valid("param").id, c.req.valid("json"), { kind: "admin" });
+		return c.json(decided, 200);
 	});
 
 	return router;

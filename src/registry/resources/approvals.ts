@@ -22,11 +22,11 @@ export class ApprovalsResource {
 		return ApprovalRecordSchema.parse(stored);
 	}
 
-	/** It ended (`status`); returns false when it had ended already, which changes nothing. */
-	async ended(id: string, status: Exclude<ApprovalStatus, "waiting">): Promise<boolean> {
+	/** It ended (`status`, decided by `decidedBy`); returns false when it had ended already, which changes nothing. */
+	async ended(id: string, status: Exclude<ApprovalStatus, "waiting">, decidedBy?: string): Promise<boolean> {
 		const record = await this.get(id);
 		if (record === null || record.status !== "waiting") return false;
-		await this.storage.put(PREFIX + id, { ...record, status });
+		await this.storage.put(PREFIX + id, { ...record, status, ...(decidedBy === undefined ? {} : { decidedBy }) });
 		return true;
 	}
 

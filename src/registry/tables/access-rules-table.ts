@@ -15,6 +15,7 @@ const accessRules = new RecordTable("access_rules", "name", AccessRuleRecordSche
 	match: JSON_TEXT,
 	servers: JSON_TEXT,
 	admin: BOOLEAN_INTEGER,
+	approver: BOOLEAN_INTEGER,
 	alwaysList: JSON_TEXT,
 });
 
@@ -31,6 +32,7 @@ export const ACCESS_RULES_SCHEMA: TableSchema = {
 			rate_class TEXT NOT NULL DEFAULT 'standard',
 			priority INTEGER NOT NULL,
 			admin INTEGER NOT NULL DEFAULT 0, -- 1: its identities may use the operators' dashboard
+			approver INTEGER NOT NULL DEFAULT 0, -- 1: its identities may decide held calls at /approvals
 			disclosure TEXT NOT NULL DEFAULT 'full',
 			always_list TEXT NOT NULL DEFAULT '[]', -- JSON array of globs
 			generation TEXT NOT NULL,
@@ -46,6 +48,8 @@ export const ACCESS_RULES_SCHEMA: TableSchema = {
 		// Rules made before tool search list every tool, as they did.
 		added("disclosure", "TEXT NOT NULL DEFAULT 'full'"),
 		added("always_list", "TEXT NOT NULL DEFAULT '[]'"),
+		// Rules made before approvers make no approvers.
+		added("approver", "INTEGER NOT NULL DEFAULT 0"),
 	],
 };
 
@@ -83,6 +87,7 @@ export class AccessRulesTable {
 			rateClass: input.rateClass,
 			priority: input.priority,
 			admin: input.admin,
+			approver: input.approver,
 			disclosure: input.disclosure,
 			alwaysList: input.alwaysList,
 			generation: existing && !matchChanged(existing.match, input.match) ? existing.generation : randomToken(12),

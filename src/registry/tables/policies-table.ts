@@ -4,7 +4,10 @@ import type { TableSchema } from "./table-schema.ts";
 
 /** Tool policies (CEL), one row per name: governance compiles them; the registry keeps and publishes them. */
 
-const policies = new RecordTable("policies", "name", PolicyRecordSchema, { applies: JSON_TEXT });
+const policies = new RecordTable("policies", "name", PolicyRecordSchema, {
+	applies: JSON_TEXT,
+	approvalWebhook: JSON_TEXT,
+});
 
 export const POLICIES_SCHEMA: TableSchema = {
 	create: `
@@ -16,12 +19,15 @@ export const POLICIES_SCHEMA: TableSchema = {
 			priority INTEGER NOT NULL,
 			created_at INTEGER NOT NULL,
 			updated_at INTEGER NOT NULL,
-			approval_timeout_seconds INTEGER -- NULL: the default wait of an approve policy
+			approval_timeout_seconds INTEGER, -- NULL: the default wait of an approve policy
+			approval_webhook TEXT -- JSON object { url, secret reference }; NULL: no notice
 		);
 	`,
 	addedColumns: [
 		// Policies made before approvals wait the default, if they ever approve.
 		{ table: "policies", column: "approval_timeout_seconds", type: "INTEGER" },
+		// Policies made before approvers' notices send none.
+		{ table: "policies", column: "approval_webhook", type: "TEXT" },
 	],
 };
 
@@ -51,6 +57,7 @@ export class PoliciesTable {
 			effect: input.effect,
 			applies: input.applies ?? null,
 			approvalTimeoutSeconds: input.approvalTimeoutSeconds ?? null,
+			approvalWebhook: input.approvalWebhook ?? null,
 			priority: input.priority,
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
