@@ -405,6 +405,10 @@ describe("scanning is skipped when no guard applies", () => {
 				asked.push("asker");
 				return { principal: policyPrincipal("key_abcdefghijkl", null, null), virtualServer: null, now: 0 };
 			},
+			guardWebhook: async () => {
+				asked.push("guardWebhook");
+				return new Response(null, { status: 500 });
+			},
 			telemetry: { enabled: false } as unknown as Telemetry,
 		};
 		return { source, asked };
@@ -425,6 +429,7 @@ describe("scanning is skipped when no guard applies", () => {
 			applies: { servers: ["other"] },
 			detect: ["secrets" as const],
 			action: "block" as const,
+			webhook: null,
 			createdAt: 0,
 			updatedAt: 0,
 		};

@@ -7,6 +7,7 @@ import { callArguments, withToolName } from "../mcp/message-accessors.ts";
 import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
 import type { GuardRecord } from "../registry/guard-records.ts";
+import type { GuardRun } from "./guards/content-scan.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
 import type { PinnedServer } from "./pin-records.ts";
@@ -162,6 +163,8 @@ export type CallDecision =
 			guardNotes?: readonly GuardNote[];
 			/** The response-stage guards the reply passes through; absent or empty: none. */
 			responseGuards?: readonly GuardRecord[];
+			/** What the response-stage guards run with, set with them (guarded-call.ts). */
+			responseRun?: GuardRun;
 			/** Set when a guard redacted the arguments: its redactions over any text (guarded-call.ts). */
 			redactText?: (text: string) => string;
 	  }

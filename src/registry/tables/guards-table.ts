@@ -4,7 +4,7 @@ import type { TableSchema } from "./table-schema.ts";
 
 /** Content guards, one row per name: governance scans with them; the registry keeps and publishes them. */
 
-const guards = new RecordTable("guards", "name", GuardRecordSchema, { applies: JSON_TEXT, detect: JSON_TEXT });
+const guards = new RecordTable("guards", "name", GuardRecordSchema, { applies: JSON_TEXT, detect: JSON_TEXT, webhook: JSON_TEXT });
 
 export const GUARDS_SCHEMA: TableSchema = {
 	create: `
@@ -13,12 +13,13 @@ export const GUARDS_SCHEMA: TableSchema = {
 			stage TEXT NOT NULL, -- 'request' or 'response'
 			applies TEXT, -- JSON object of servers, virtualServers, keys, rules, tools; NULL means everywhere
 			detect TEXT NOT NULL, -- JSON array of detector kinds
-			action TEXT NOT NULL, -- 'redact', 'block' or 'log'
+			action TEXT, -- 'redact', 'block' or 'log'; NULL for a webhook guard
 			created_at INTEGER NOT NULL,
-			updated_at INTEGER NOT NULL
+			updated_at INTEGER NOT NULL,
+			webhook TEXT -- JSON object: url, secret (a reference), timeoutMs, onFailure; NULL for a detect guard
 		);
 	`,
-	addedColumns: [],
+	addedColumns: [{ table: "guards", column: "webhook", type: "TEXT" }],
 };
 
 export class GuardsTable {
@@ -46,7 +47,8 @@ export class GuardsTable {
 			stage: input.stage,
 			applies: input.applies ?? null,
 			detect: input.detect ?? [],
-			action: input.action,
+			action: input.webhook ? null : (input.action ?? null),
+			webhook: input.webhook ?? null,
 			createdAt: existing?.createdAt ?? now,
 			updatedAt: now,
 		});
