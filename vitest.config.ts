@@ -1,7 +1,11 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
-import { GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
+import {
+	GATEWAY_OTLP_TENANT,
+	GUARD_WEBHOOK_SECRET,
+	GUARD_WEBHOOK_WRONG_SECRET,
+} from "./scripts/fixtures/fixture-names.ts";
 import { cliProject } from "./test/cli/project.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
@@ -23,6 +27,9 @@ const testBindings = {
 	UPSTREAM_ALPHA_TOKEN: "alpha-secret",
 	// The API key the OpenAPI tests fill the petstore documents' api_key scheme with.
 	UPSTREAM_PETSTORE_KEY: "special-key",
+	// The guard webhook receiver's signing secret, and one it refuses (test/guard-webhook.test.ts).
+	UPSTREAM_GUARD_WEBHOOK_SECRET: GUARD_WEBHOOK_SECRET,
+	UPSTREAM_GUARD_WEBHOOK_WRONG: GUARD_WEBHOOK_WRONG_SECRET,
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",

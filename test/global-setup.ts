@@ -8,6 +8,7 @@ import {
 	OAUTH_UPSTREAM_STATIC_CLIENT,
 	RESUME_RETRY_MS,
 } from "../scripts/fixtures/fixture-names.ts";
+import { startGuardWebhook } from "../scripts/fixtures/guard-webhook.ts";
 import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
 import { startIdentityUpstream } from "../scripts/fixtures/identity-upstream.ts";
 import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
@@ -86,6 +87,9 @@ export default async function setup(project: TestProject) {
 	// A REST API with an OpenAPI document that records every request exactly, for servers made from documents.
 	const restRecorder = await startRestRecorder();
 	project.provide("restRecorderPort", restRecorder.port);
+	// An organisation's own content scanner for webhook guards: checks signatures, records, answers by rule.
+	const guardWebhook = await startGuardWebhook();
+	project.provide("guardWebhookPort", guardWebhook.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -131,6 +135,7 @@ export default async function setup(project: TestProject) {
 			identity.close(),
 			otlp.close(),
 			restRecorder.close(),
+			guardWebhook.close(),
 			fault.stop(),
 			petstore30.close(),
 			petstore31.close(),

@@ -94,7 +94,7 @@ export async function guardCall(
 	const run: GuardRun = {
 		telemetry: source.telemetry,
 		webhook: {
-			post: source.guardWebhook,
+			post: (webhook, body) => source.guardWebhook(webhook, body),
 			subject: {
 				server,
 				tool,
