@@ -190,6 +190,21 @@ describe("request-stage webhook guards", () => {
 		expect(await toolCallsOf("modern", "echo", { text: `rewritten ${unique}` })).toHaveLength(1);
 		await client.close();
 	});
+
+	it("a modified argument that a 2026-07-28 tool mirrors in an Mcp-Param header goes out modified in both", async () => {
+		const server = await modernServer();
+		await webhookGuard("request", server);
+		const { key } = await createKey();
+		const client = await connectModernClient(`/mcp/${server}`, key);
+		const unique = uniqueName("call");
+		const result = (await client.callTool({
+			name: "region_echo",
+			arguments: { region: `rewrite-me ${unique}` },
+		})) as CallToolResult;
+		// The fixture answers with the argument and the header it received: both modified, so it accepted the call.
+		expect(result.structuredContent).toEqual({ region: `rewritten ${unique}`, header: `rewritten ${unique}` });
+		await client.close();
+	});
 });
 
 describe("response-stage webhook guards", () => {

@@ -165,7 +165,7 @@ export type CallDecision =
 			responseGuards?: readonly GuardRecord[];
 			/** What the response-stage guards run with, set with them (guarded-call.ts). */
 			responseRun?: GuardRun;
-			/** Set when a guard redacted the arguments: its redactions over any text (guarded-call.ts). */
+			/** Set when a guard redacted or its scanner modified the arguments: the same change over any text (guarded-call.ts). */
 			redactText?: (text: string) => string;
 	  }
 	| { refused: GatewayError; why: RefusalReason; guarded?: GuardNote };

@@ -9,6 +9,7 @@ import { GatewayError } from "../../mcp/gateway-error.ts";
 import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
 import { callArguments, calledTool, withArguments } from "../../mcp/message-accessors.ts";
 import { RESOURCES_READ, TOOLS_CALL } from "../../mcp/methods.ts";
+import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { isJsonObject } from "../../primitives/json-object.ts";
 import type { GuardRecord } from "../../registry/guard-records.ts";
@@ -55,8 +56,9 @@ export interface GuardedSend {
 	/** What the response-stage guards run with (set with them): the telemetry, and the call as a scanner is told of it. */
 	responseRun?: GuardRun;
 	/**
-	 * Set when a guard redacted the arguments: the same redactions over any text,
-	 * for what mirrors an argument outside the body (2026-07-28's `Mcp-Param-*` headers).
+	 * Set when a guard redacted or its scanner modified the arguments: the same
+	 * change over any text, for what mirrors an argument outside the body
+	 * (2026-07-28's `Mcp-Param-*` headers).
 	 */
 	redactText?: (text: string) => string;
 }
@@ -121,13 +123,34 @@ export async function guardCall(
 		return { send, guardNotes: scanned.notes, responseGuards: applicable.response, ...responseRun };
 	}
 	const redacting = applicable.request.filter((guard) => guard.action === "redact");
+	const modified = scanned.notes.some((note) => note.action === "modify");
+	// A scanner's modification is not a rule to apply again: a mirrored value becomes what its argument became.
+	const changed = modified ? changedStrings(args, scanned.value) : null;
 	return {
 		send: withArguments(send, scanned.value),
 		guardNotes: scanned.notes,
 		responseGuards: applicable.response,
 		...responseRun,
-		redactText: (text) => redactWith(redacting, text),
+		redactText: changed ? (text) => changed.get(text) ?? text : (text) => redactWith(redacting, text),
 	};
+}
+
+/**
+ * Each string of `before` that `after` holds changed at the same place (by
+ * key and index), as a map from the old string to the new. A place `after`
+ * no longer has, or holds as something else, maps nothing.
+ */
+function changedStrings(before: unknown, after: unknown, into = new Map<string, string>(), depth = 0): Map<string, string> {
+	if (typeof before === "string") {
+		if (typeof after === "string" && after !== before) into.set(before, after);
+	} else if (depth <= MAX_JSON_DEPTH && typeof before === "object" && before !== null) {
+		if (Array.isArray(before)) {
+			if (Array.isArray(after)) before.forEach((item, index) => changedStrings(item, after[index], into, depth + 1));
+		} else if (isJsonObject(before) && isJsonObject(after)) {
+			for (const [key, item] of Object.entries(before)) changedStrings(item, after[key], into, depth + 1);
+		}
+	}
+	return into;
 }
 
 /** A call's arguments as guards read them: every string; a scanner's modification must be a JSON object. */
