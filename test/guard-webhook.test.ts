@@ -3,8 +3,9 @@ import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { GUARD_META_KEY } from "../src/mcp/guard-notes.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { echoingServer, modernServer, texts, toolCallLines } from "./support/guarded-servers.ts";
 import { connectModernClient } from "./support/modern.ts";
-import { putCatalog, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
+import { toolCallsOf } from "./support/upstreams.ts";
 
 /**
  * Webhook guards (docs/guards.md, "Webhook guards"): a guard sends the stage's
@@ -54,40 +55,6 @@ function webhookGuard(stage: "request" | "response", server: string, path = "/",
 async function received(guard: string): Promise<Received[]> {
 	const log = (await (await fetch(`${RECEIVER}/log`)).json()) as Received[];
 	return log.filter((entry) => entry.body?.guard === guard);
-}
-
-async function echoingServer(): Promise<string> {
-	const catalog = uniqueName("hooked-catalog");
-	await putCatalog(catalog, [{ name: "profile", args: ["note"], echoes: true }]);
-	const name = uniqueName("hooked");
-	const response = await admin("PUT", `/servers/${name}`, { url: `${upstreamUrl("mutable")}?catalog=${catalog}` });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-async function modernServer(): Promise<string> {
-	const name = uniqueName("hooked-modern");
-	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("modern") });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-function texts(result: CallToolResult): string[] {
-	return result.content.map((item) => (item.type === "text" ? item.text : `(${item.type})`));
-}
-
-/** The tool_call lines printed from now on for `server`. */
-function toolCallLines(server: string): Array<Record<string, unknown>> {
-	const lines: Array<Record<string, unknown>> = [];
-	const log = console.log.bind(console);
-	vi.spyOn(console, "log").mockImplementation((line: unknown) => {
-		if (typeof line === "string" && line.startsWith('{"event":"tool_call"') && line.includes(server)) {
-			lines.push(JSON.parse(line) as Record<string, unknown>);
-		} else {
-			log(line);
-		}
-	});
-	return lines;
 }
 
 describe("admin: webhook guards", () => {
@@ -185,7 +152,10 @@ describe("request-stage webhook guards", () => {
 		);
 		expect(await toolCallsOf("modern", "echo", { text: blocked })).toEqual([]);
 		const unique = uniqueName("call");
-		const result = (await client.callTool({ name: "echo", arguments: { text: `rewrite-me ${unique}` } })) as CallToolResult;
+		const result = (await client.callTool({
+			name: "echo",
+			arguments: { text: `rewrite-me ${unique}` },
+		})) as CallToolResult;
 		expect(texts(result)).toEqual([`rewritten ${unique}`]);
 		expect(await toolCallsOf("modern", "echo", { text: `rewritten ${unique}` })).toHaveLength(1);
 		await client.close();
@@ -246,7 +216,10 @@ describe("response-stage webhook guards", () => {
 		const { key } = await createKey();
 		const client = await connectModernClient(`/mcp/${server}`, key);
 		const unique = uniqueName("call");
-		const modified = (await client.callTool({ name: "echo", arguments: { text: `rewrite-me ${unique}` } })) as CallToolResult;
+		const modified = (await client.callTool({
+			name: "echo",
+			arguments: { text: `rewrite-me ${unique}` },
+		})) as CallToolResult;
 		expect(texts(modified)).toEqual([`rewritten ${unique}`]);
 		const blocked = (await client.callTool({ name: "echo", arguments: { text: "block-me" } })) as CallToolResult;
 		expect(blocked.isError).toBe(true);

@@ -6,10 +6,11 @@ import { GUARD_META_KEY } from "../src/mcp/guard-notes.ts";
 import type { Telemetry } from "../src/telemetry/telemetry.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { echoingServer, modernServer, texts, toolCallLines } from "./support/guarded-servers.ts";
 import { parsedCall } from "./support/messages.ts";
 import { connectModernClient } from "./support/modern.ts";
 import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
-import { putCatalog, toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * Content guards (docs/guards.md): a guard scans a call's arguments (stage
@@ -38,41 +39,6 @@ async function putGuard(body: Record<string, unknown>): Promise<string> {
 	if (response.status !== 201) throw new Error(`guard: ${response.status} ${await response.text()}`);
 	made.push(name);
 	return name;
-}
-
-/** A server of the mutable upstream whose `profile` tool echoes its `note` (a catalog of the test's own). */
-async function echoingServer(): Promise<string> {
-	const catalog = uniqueName("guarded-catalog");
-	await putCatalog(catalog, [{ name: "profile", args: ["note"], echoes: true }]);
-	const name = uniqueName("guarded");
-	const response = await admin("PUT", `/servers/${name}`, { url: `${upstreamUrl("mutable")}?catalog=${catalog}` });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-async function modernServer(): Promise<string> {
-	const name = uniqueName("guarded-modern");
-	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("modern") });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-/** The tool_call lines printed while `run` runs, for `server`. */
-function toolCallLines(server: string): Array<Record<string, unknown>> {
-	const lines: Array<Record<string, unknown>> = [];
-	const log = console.log.bind(console);
-	vi.spyOn(console, "log").mockImplementation((line: unknown) => {
-		if (typeof line === "string" && line.startsWith('{"event":"tool_call"') && line.includes(server)) {
-			lines.push(JSON.parse(line) as Record<string, unknown>);
-		} else {
-			log(line);
-		}
-	});
-	return lines;
-}
-
-function texts(result: CallToolResult): string[] {
-	return result.content.map((item) => (item.type === "text" ? item.text : `(${item.type})`));
 }
 
 describe("admin: /admin/guards", () => {

@@ -75,7 +75,8 @@ export const GuardInputSchema = GuardFieldsSchema.superRefine((guard, context) =
 			context.addIssue({
 				code: "custom",
 				path: ["webhook"],
-				message: "a guard has either detect and action (the built-in detectors) or a webhook (its own scanner), not both",
+				message:
+					"a guard has either detect and action (the built-in detectors) or a webhook (its own scanner), not both",
 			});
 		}
 		return;

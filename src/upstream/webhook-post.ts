@@ -1,8 +1,8 @@
 import { randomToken } from "../primitives/crypto.ts";
 import { webhookSignatureHeaders } from "../primitives/webhook-signature.ts";
 import { upstreamFetch } from "./served-origins.ts";
-import { resolveReferences } from "./upstream-target.ts";
 import type { FetchLike } from "./upstream-fetch.ts";
+import { resolveReferences } from "./upstream-target.ts";
 
 /**
  * One signed POST to a webhook an operator configured (a guard's scanner, an

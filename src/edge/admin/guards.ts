@@ -30,7 +30,13 @@ const put = createRoute({
 	description:
 		"Scans a call's arguments (stage request) or its result and resource reads (stage response): with built-in detectors (detect), redacting, blocking or logging what they find (action); or with the organisation's own scanner (webhook), sent the content in a signed POST, which answers allow, block or modify; a scanner that does not answer in timeoutMs leaves the call to onFailure.",
 	middleware: admitted({ name, body: true }),
-	request: { params, body: jsonBody(GuardInputSchema, "Its stage, where it applies, and either what it detects and its action, or its webhook.") },
+	request: {
+		params,
+		body: jsonBody(
+			GuardInputSchema,
+			"Its stage, where it applies, and either what it detects and its action, or its webhook.",
+		),
+	},
 	responses: withBodyRefusals(REPLACED_OR_CREATED),
 });
 

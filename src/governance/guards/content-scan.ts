@@ -113,7 +113,9 @@ async function scannerVerdict<T>(
 		}
 		case "failed": {
 			// The operator's log says why (a variable that is not set, a status, a timeout); the caller is told only that it did not answer.
-			console.warn(`guard ${guard.name}: its webhook failed, so onFailure ${guard.webhook.onFailure} applies (${verdict.why})`);
+			console.warn(
+				`guard ${guard.name}: its webhook failed, so onFailure ${guard.webhook.onFailure} applies (${verdict.why})`,
+			);
 			if (guard.webhook.onFailure === "allow") return { value, note: noted("failed") };
 			return {
 				blocked: noted("failed"),

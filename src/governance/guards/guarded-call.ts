@@ -7,9 +7,9 @@ import {
 import type { SessionRequest } from "../../mcp/client-message.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
+import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
 import { callArguments, calledTool, withArguments } from "../../mcp/message-accessors.ts";
 import { RESOURCES_READ, TOOLS_CALL } from "../../mcp/methods.ts";
-import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
 import { isJsonObject } from "../../primitives/json-object.ts";
 import type { GuardRecord } from "../../registry/guard-records.ts";
@@ -140,12 +140,18 @@ export async function guardCall(
  * key and index), as a map from the old string to the new. A place `after`
  * no longer has, or holds as something else, maps nothing.
  */
-function changedStrings(before: unknown, after: unknown, into = new Map<string, string>(), depth = 0): Map<string, string> {
+function changedStrings(
+	before: unknown,
+	after: unknown,
+	into = new Map<string, string>(),
+	depth = 0,
+): Map<string, string> {
 	if (typeof before === "string") {
 		if (typeof after === "string" && after !== before) into.set(before, after);
 	} else if (depth <= MAX_JSON_DEPTH && typeof before === "object" && before !== null) {
 		if (Array.isArray(before)) {
-			if (Array.isArray(after)) before.forEach((item, index) => changedStrings(item, after[index], into, depth + 1));
+			if (Array.isArray(after))
+				for (const [index, item] of before.entries()) changedStrings(item, after[index], into, depth + 1);
 		} else if (isJsonObject(before) && isJsonObject(after)) {
 			for (const [key, item] of Object.entries(before)) changedStrings(item, after[key], into, depth + 1);
 		}
