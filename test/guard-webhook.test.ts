@@ -5,7 +5,7 @@ import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
 import { echoingServer, modernServer, texts, toolCallLines } from "./support/guarded-servers.ts";
 import { connectModernClient } from "./support/modern.ts";
-import { toolCallsOf } from "./support/upstreams.ts";
+import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * Webhook guards (docs/guards.md, "Webhook guards"): a guard sends the stage's
@@ -141,6 +141,22 @@ describe("request-stage webhook guards", () => {
 		await client.close();
 	});
 
+	it("a block's reason reaches the caller cut to 200 characters on one line", async () => {
+		const server = await echoingServer();
+		const guard = await webhookGuard("request", server);
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const refusal = await client.callTool({ name: "profile", arguments: { note: "long-reason" } }).then(
+			() => "",
+			(error: unknown) => String(error),
+		);
+		const reason = `first line ${"x".repeat(189)}…`;
+		expect(refusal).toContain(
+			`The gateway's guard '${guard}' blocked this call's arguments (its scanner said: ${reason}), so it was not sent`,
+		);
+		await client.close();
+	});
+
 	it("blocks and modifies a 2026-07-28 call at the edge", async () => {
 		const server = await modernServer();
 		const guard = await webhookGuard("request", server);
@@ -210,6 +226,22 @@ describe("response-stage webhook guards", () => {
 		await client.close();
 	});
 
+	it("modifies a resource read's contents, and blocks another with a refusal", async () => {
+		const server = uniqueName("hooked-beta");
+		expect((await admin("PUT", `/servers/${server}`, { url: upstreamUrl("beta") })).status).toBe(201);
+		const guard = await webhookGuard("response", server);
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const read = await client.readResource({ uri: "demo://beta/notes/rewrite-me" });
+		expect(read.contents).toEqual([{ uri: "demo://beta/notes/rewritten", text: "note rewritten" }]);
+		await expect(client.readResource({ uri: "demo://beta/notes/block-me" })).rejects.toThrow(
+			`The gateway's guard '${guard}' blocked this result (its scanner said: ${BLOCK_REASON}), so it was withheld; ask its operator.`,
+		);
+		const posts = await received(guard);
+		expect(posts[0]?.body).toMatchObject({ stage: "response", tool: null, method: "resources/read" });
+		await client.close();
+	});
+
 	it("modifies and blocks a 2026-07-28 result at the edge", async () => {
 		const server = await modernServer();
 		const guard = await webhookGuard("response", server);
@@ -255,6 +287,19 @@ describe("a webhook that fails", () => {
 		const result = (await client.callTool({ name: "profile", arguments: { note } })) as CallToolResult;
 		expect(texts(result)).toEqual([note]);
 		expect(result._meta?.[GUARD_META_KEY]).toEqual([{ guard, action: "failed", kinds: {} }]);
+		await client.close();
+	});
+
+	it("an answer over 1 MiB is a failure: onFailure block refuses the call", async () => {
+		const server = await echoingServer();
+		const guard = await webhookGuard("request", server, "/huge");
+		const { key } = await createKey();
+		const { client } = await connectClient(`/mcp/${server}`, key);
+		const note = uniqueName("call");
+		await expect(client.callTool({ name: "profile", arguments: { note } })).rejects.toThrow(
+			`guard '${guard}' could not check this call's arguments: its scanner did not answer`,
+		);
+		expect(await toolCallsOf("mutable", "profile", { note })).toEqual([]);
 		await client.close();
 	});
 
