@@ -1,7 +1,12 @@
 import { availableParallelism } from "node:os";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
-import { APPROVAL_WEBHOOK_SECRET, GATEWAY_OTLP_TENANT } from "./scripts/fixtures/fixture-names.ts";
+import {
+	APPROVAL_WEBHOOK_SECRET,
+	GATEWAY_OTLP_TENANT,
+	GUARD_WEBHOOK_SECRET,
+	GUARD_WEBHOOK_WRONG_SECRET,
+} from "./scripts/fixtures/fixture-names.ts";
 import { cliProject } from "./test/cli/project.ts";
 import { pagesProject } from "./test/pages/project.ts";
 
@@ -25,6 +30,9 @@ const testBindings = {
 	UPSTREAM_PETSTORE_KEY: "special-key",
 	// What approval notices are signed with; the approval webhook receiver checks it.
 	UPSTREAM_APPROVAL_WEBHOOK_SECRET: APPROVAL_WEBHOOK_SECRET,
+	// The guard webhook receiver's signing secret, and one it refuses (test/guard-webhook.test.ts).
+	UPSTREAM_GUARD_WEBHOOK_SECRET: GUARD_WEBHOOK_SECRET,
+	UPSTREAM_GUARD_WEBHOOK_WRONG: GUARD_WEBHOOK_WRONG_SECRET,
 	// Short timeouts keep failure tests fast; expiry tests use an injected clock.
 	UPSTREAM_TIMEOUT_SECONDS: "10",
 	KEY_CACHE_TTL_SECONDS: "0",

@@ -10,6 +10,7 @@ import {
 	OAUTH_UPSTREAM_STATIC_CLIENT,
 	RESUME_RETRY_MS,
 } from "../scripts/fixtures/fixture-names.ts";
+import { startGuardWebhook } from "../scripts/fixtures/guard-webhook.ts";
 import { startHostileUpstream } from "../scripts/fixtures/hostile-upstream.ts";
 import { startIdentityUpstream } from "../scripts/fixtures/identity-upstream.ts";
 import { startJwtIssuer } from "../scripts/fixtures/jwt-issuer.ts";
@@ -91,6 +92,9 @@ export default async function setup(project: TestProject) {
 	// Receives approval notices in its own process and checks their signatures (test/approvers.test.ts).
 	const approvalReceiver = await startApprovalWebhookReceiver(APPROVAL_WEBHOOK_SECRET);
 	project.provide("approvalReceiverPort", approvalReceiver.port);
+	// An organisation's own content scanner for webhook guards: checks signatures, records, answers by rule.
+	const guardWebhook = await startGuardWebhook();
+	project.provide("guardWebhookPort", guardWebhook.port);
 	const fault = await startFaultSupervisor(project.config.root);
 	project.provide("faultPort", fault.faultPort);
 	project.provide("faultSupervisorPort", fault.supervisorPort);
@@ -136,6 +140,7 @@ export default async function setup(project: TestProject) {
 			identity.close(),
 			otlp.close(),
 			restRecorder.close(),
+			guardWebhook.close(),
 			fault.stop(),
 			approvalReceiver.close(),
 			petstore30.close(),

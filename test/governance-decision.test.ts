@@ -106,6 +106,10 @@ function countingSource(compiled: CompiledPolicies, listed: readonly Tool[] = TO
 			return compiled;
 		},
 		guards: async () => [],
+		guardWebhook: async () => {
+			asked.push("guardWebhook");
+			return new Response(null, { status: 500 });
+		},
 		asker: () => {
 			asked.push("asker");
 			return asker;

@@ -6,10 +6,11 @@ import { GUARD_META_KEY } from "../src/mcp/guard-notes.ts";
 import type { Telemetry } from "../src/telemetry/telemetry.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { echoingServer, modernServer, texts, toolCallLines } from "./support/guarded-servers.ts";
 import { parsedCall } from "./support/messages.ts";
 import { connectModernClient } from "./support/modern.ts";
 import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
-import { putCatalog, toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
+import { toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
 
 /**
  * Content guards (docs/guards.md): a guard scans a call's arguments (stage
@@ -40,43 +41,8 @@ async function putGuard(body: Record<string, unknown>): Promise<string> {
 	return name;
 }
 
-/** A server of the mutable upstream whose `profile` tool echoes its `note` (a catalog of the test's own). */
-async function echoingServer(): Promise<string> {
-	const catalog = uniqueName("guarded-catalog");
-	await putCatalog(catalog, [{ name: "profile", args: ["note"], echoes: true }]);
-	const name = uniqueName("guarded");
-	const response = await admin("PUT", `/servers/${name}`, { url: `${upstreamUrl("mutable")}?catalog=${catalog}` });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-async function modernServer(): Promise<string> {
-	const name = uniqueName("guarded-modern");
-	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("modern") });
-	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
-	return name;
-}
-
-/** The tool_call lines printed while `run` runs, for `server`. */
-function toolCallLines(server: string): Array<Record<string, unknown>> {
-	const lines: Array<Record<string, unknown>> = [];
-	const log = console.log.bind(console);
-	vi.spyOn(console, "log").mockImplementation((line: unknown) => {
-		if (typeof line === "string" && line.startsWith('{"event":"tool_call"') && line.includes(server)) {
-			lines.push(JSON.parse(line) as Record<string, unknown>);
-		} else {
-			log(line);
-		}
-	});
-	return lines;
-}
-
-function texts(result: CallToolResult): string[] {
-	return result.content.map((item) => (item.type === "text" ? item.text : `(${item.type})`));
-}
-
 describe("admin: /admin/guards", () => {
-	it("creates, shows, lists and deletes a guard; a webhook guard is refused saying it is not yet supported", async () => {
+	it("creates, shows, lists and deletes a guard", async () => {
 		const server = await echoingServer();
 		const name = uniqueName("guard");
 		const body = {
@@ -91,13 +57,6 @@ describe("admin: /admin/guards", () => {
 		expect(await (await admin("GET", `/guards/${name}`)).json()).toMatchObject({ name, ...body });
 		const listed = (await (await admin("GET", "/guards")).json()) as { guards: Array<{ name: string }> };
 		expect(listed.guards.map((guard) => guard.name)).toContain(name);
-		const webhook = await admin("PUT", `/guards/${uniqueName("hook")}`, {
-			stage: "request",
-			action: "block",
-			webhook: { url: "https://scanner.example/hook", timeoutMs: 500, onFailure: "block" },
-		});
-		expect(webhook.status).toBe(400);
-		expect(JSON.stringify(await webhook.json())).toContain("webhook guards are not yet supported");
 		expect((await admin("DELETE", `/guards/${name}`)).status).toBe(204);
 		expect((await admin("GET", `/guards/${name}`)).status).toBe(404);
 	});
@@ -405,6 +364,10 @@ describe("scanning is skipped when no guard applies", () => {
 				asked.push("asker");
 				return { principal: policyPrincipal("key_abcdefghijkl", null, null), virtualServer: null, now: 0 };
 			},
+			guardWebhook: async () => {
+				asked.push("guardWebhook");
+				return new Response(null, { status: 500 });
+			},
 			telemetry: { enabled: false } as unknown as Telemetry,
 		};
 		return { source, asked };
@@ -425,6 +388,7 @@ describe("scanning is skipped when no guard applies", () => {
 			applies: { servers: ["other"] },
 			detect: ["secrets" as const],
 			action: "block" as const,
+			webhook: null,
 			createdAt: 0,
 			updatedAt: 0,
 		};

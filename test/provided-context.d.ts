@@ -60,6 +60,8 @@ declare module "vitest" {
 		 * its OpenAPI 3.1 document at `/openapi.json`.
 		 */
 		restRecorderPort: number;
+		/** The guard webhook receiver (scripts/fixtures/guard-webhook.ts): `/`, `/hang`, `/broken`, and `GET /log`. */
+		guardWebhookPort: number;
 		/**
 		 * The MCP Apps extension's example servers (scripts/fixtures/app-servers.ts): two of
 		 * `server-basic-vanillajs` (both `get-time` with `ui://get-time/mcp-app.html`) and one

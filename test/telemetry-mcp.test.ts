@@ -1,5 +1,5 @@
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, inject, it, vi } from "vitest";
 import { sha256Hex } from "../src/primitives/crypto.ts";
 import type { ToolCallEvent } from "../src/telemetry/tool-call.ts";
 import { eventually } from "./support/eventually.ts";
@@ -599,6 +599,38 @@ describe("content guard verdicts", () => {
 		const event = await eventually(() => toolCalls(log).find((call) => call.server === server));
 		expect(event.guards).toEqual([{ guard, action: "redact", kinds: { email: 1 } }]);
 		expect(JSON.stringify(event)).not.toContain("ada@example.com");
+		await admin("DELETE", `/guards/${guard}`);
+	});
+
+	it("a webhook guard's verdict on a 2026-07-28 result at the edge is counted by guard and action (modify), and noted on the tool_call event", async () => {
+		const tenant = newOtlpTenant();
+		const gateway = gatewayWith(otlpEnv(tenant));
+		const server = await registerServer("modern");
+		const guard = uniqueName("counted-hook");
+		const scanner = {
+			stage: "response",
+			applies: { servers: [server] },
+			webhook: { url: `http://127.0.0.1:${inject("guardWebhookPort")}/`, secret: "${UPSTREAM_GUARD_WEBHOOK_SECRET}" },
+		};
+		expect((await admin("PUT", `/guards/${guard}`, scanner)).status).toBe(201);
+		const { key } = await createKey();
+		const log = vi.spyOn(console, "log").mockImplementation(() => {});
+		const body = {
+			id: 1,
+			method: "tools/call",
+			params: { name: "echo", arguments: { text: "rewrite-me" }, _meta: ENVELOPE },
+		};
+		const { response, text } = await gateway.fetch(modernRequest(`/mcp/${server}`, key, body));
+		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text", text: "rewritten" }] });
+		const counted = async () =>
+			(await otlpMetrics(tenant))
+				.filter((metric) => metric.name === "mcp_gateway.guard.verdicts")
+				.flatMap((metric) => metric.points.map((point) => point.attributes));
+		expect(
+			await eventually(async () => (await counted()).find((point) => point["mcp_gateway.guard.name"] === guard)),
+		).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "modify" });
+		const event = await eventually(() => toolCalls(log).find((call) => call.server === server));
+		expect(event.guards).toEqual([{ guard, action: "modify", kinds: {} }]);
 		await admin("DELETE", `/guards/${guard}`);
 	});
 });

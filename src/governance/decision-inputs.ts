@@ -20,6 +20,7 @@ import {
 	upstreamName,
 } from "./decision.ts";
 import { guardCall, guardsRead } from "./guards/guarded-call.ts";
+import type { GuardWebhookPost } from "./guards/webhook-guard.ts";
 import { checkListed, type PinContext } from "./listed-tools.ts";
 import { logPinVerdict } from "./pin-records.ts";
 import { DEFAULT_PINNING } from "./pinning.ts";
@@ -46,6 +47,8 @@ export interface DecisionSource {
 	policies(): Promise<CompiledPolicies>;
 	/** The published content guards (`loadGuards`: the isolate's cache). */
 	guards(): Promise<readonly GuardRecord[]>;
+	/** One signed POST to a webhook guard's scanner, its secret resolved from the Worker's vars. */
+	guardWebhook: GuardWebhookPost;
 	/** Who asks, now. */
 	asker(): Asker;
 	/** The server's tools as listed, for a call that needs them; a source that cannot list them logs why and gives none. */

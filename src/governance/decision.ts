@@ -8,6 +8,7 @@ import { TOOLS_CALL, TOOLS_LIST } from "../mcp/methods.ts";
 import { unknownName } from "../mcp/unknown-offers.ts";
 import type { GuardRecord } from "../registry/guard-records.ts";
 import type { EndpointTools, ToolShaping } from "../registry/tool-shaping-schema.ts";
+import type { GuardRun } from "./guards/content-scan.ts";
 import { hiddenOfferRefusal, type OfferShaping, offeredItems } from "./offer-shaping.ts";
 import type { PinnedServer } from "./pin-records.ts";
 import { DEFAULT_PINNING, heldToolSentence, type PinVerdict } from "./pinning.ts";
@@ -168,7 +169,9 @@ export type CallDecision =
 			guardNotes?: readonly GuardNote[];
 			/** The response-stage guards the reply passes through; absent or empty: none. */
 			responseGuards?: readonly GuardRecord[];
-			/** Set when a guard redacted the arguments: its redactions over any text (guarded-call.ts). */
+			/** What the response-stage guards run with, set with them (guarded-call.ts). */
+			responseRun?: GuardRun;
+			/** Set when a guard redacted or its scanner modified the arguments: the same change over any text (guarded-call.ts). */
 			redactText?: (text: string) => string;
 	  }
 	| { refused: GatewayError; why: RefusalReason; guarded?: GuardNote };

@@ -5,7 +5,8 @@ import { isJsonObject } from "../primitives/json-object.ts";
  * What a content guard did to a call, as the gateway tells the client (in a
  * result's `_meta`) and its own accounting (the `tool_call` record): which
  * guard, its action, and how many matches of each kind. Never the matched
- * text.
+ * text. A webhook guard's note is its scanner's verdict (`allow`, `block`,
+ * `modify`, or `failed` when it did not answer as it should), with no kinds.
  */
 
 /** The `_meta` key of a guarded result: the verdicts of the response-stage guards that found something. */
@@ -13,8 +14,8 @@ export const GUARD_META_KEY = "mcp-edge-gateway/guards";
 
 export const GuardNoteSchema = z.object({
 	guard: z.string(),
-	action: z.enum(["redact", "block", "log"]),
-	/** Matches by detector kind (secrets, email, phone, card, iban). */
+	action: z.enum(["redact", "block", "log", "allow", "modify", "failed"]),
+	/** Matches by detector kind (secrets, email, phone, card, iban); none for a webhook guard. */
 	kinds: z.record(z.string(), z.number().int().nonnegative()),
 });
 export type GuardNote = z.output<typeof GuardNoteSchema>;

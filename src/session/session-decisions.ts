@@ -11,9 +11,10 @@ import type { RequestOf } from "../mcp/client-message.ts";
 import { describeError } from "../mcp/gateway-error.ts";
 import { LIST_KIND_OF_METHOD, LIST_KINDS, type ListItems, type ListKind } from "../mcp/list-kinds.ts";
 import type { TOOLS_LIST } from "../mcp/methods.ts";
-import type { GuardRecord } from "../registry/guard-records.ts";
+import type { GuardRecord, GuardWebhook } from "../registry/guard-records.ts";
 import type { RegistryReader } from "../registry/registry-reader.ts";
 import { type Telemetry, telemetryFor } from "../telemetry/telemetry.ts";
+import { postReferencedWebhook } from "../upstream/webhook-post.ts";
 import { withTaskSupport } from "./2025-11-25/task-wire.ts";
 import type { Catalog } from "./aggregate/catalog.ts";
 import type { MemberLists } from "./aggregate/member-lists.ts";
@@ -55,6 +56,10 @@ export class SessionDecisions implements DecisionSource {
 
 	policies(): Promise<CompiledPolicies> {
 		return loadPolicies(this.reader, this.state.settings.endpointCacheTtlMs);
+	}
+
+	guardWebhook(webhook: GuardWebhook, body: string): Promise<Response> {
+		return postReferencedWebhook(webhook, this.state.env, body);
 	}
 
 	guards(): Promise<readonly GuardRecord[]> {

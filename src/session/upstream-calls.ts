@@ -108,13 +108,13 @@ export class UpstreamCalls {
 			return withCallNote(call.answered(decision.refused.toRpcResponse(id)), method, note);
 		}
 		const { send, confirm, approve } = decision;
-		const guards = decision.responseGuards ?? [];
+		const { responseGuards: guards = [], responseRun } = decision;
 		const forwarded = async (): Promise<Response> => {
 			const reply = await this.forward(member, send, call, route);
-			if (guards.length === 0) return reply;
+			if (guards.length === 0 || responseRun === undefined) return reply;
 			// The response-stage guards read the reply on its way out; its end still ends the call (see RunningCall).
 			const maxBytes = this.pool.connection(member).maxReplyBytes;
-			const guarded = await guardedReply(reply, { id, method }, guards, maxBytes, this.decisions.telemetry);
+			const guarded = await guardedReply(reply, { id, method }, guards, maxBytes, responseRun);
 			return call.carriedOn(reply, guarded);
 		};
 		if (approve !== undefined && original.method === TOOLS_CALL) {

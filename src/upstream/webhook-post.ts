@@ -2,6 +2,7 @@ import { randomToken } from "../primitives/crypto.ts";
 import { webhookSignatureHeaders } from "../primitives/webhook-signature.ts";
 import { upstreamFetch } from "./served-origins.ts";
 import type { FetchLike } from "./upstream-fetch.ts";
+import { resolveReferences } from "./upstream-target.ts";
 
 /**
  * One signed POST to a webhook an operator configured (a guard's scanner, an
@@ -38,4 +39,27 @@ export async function postWebhook(
 		redirect: "manual",
 		signal: AbortSignal.timeout(target.timeoutMs),
 	});
+}
+
+/** A webhook as the registry keeps it: its signing secret a `${UPSTREAM_NAME}` reference, resolved at each use. */
+export interface ReferencedWebhook {
+	url: string;
+	secret: string;
+	timeoutMs: number;
+}
+
+/**
+ * `postWebhook` to a registry's webhook, its secret resolved from the
+ * Worker's secrets and vars; a secret that does not resolve rejects with a
+ * sentence naming the variable (for the operator's log), and nothing is sent.
+ */
+export function postReferencedWebhook(
+	webhook: ReferencedWebhook,
+	vars: Record<string, unknown>,
+	body: string,
+	options: WebhookPostOptions = {},
+): Promise<Response> {
+	const secret = resolveReferences(webhook.secret, vars);
+	if ("problem" in secret) return Promise.reject(new Error(`its secret ${secret.problem}`));
+	return postWebhook({ url: webhook.url, secret: secret.value, timeoutMs: webhook.timeoutMs }, body, options);
 }

@@ -18,6 +18,7 @@ import { telemetryFor } from "../../telemetry/telemetry.ts";
 import { withCallNote } from "../../telemetry/tool-call.ts";
 import { UpstreamConnection } from "../../upstream/upstream-connection.ts";
 import type { UpstreamTarget } from "../../upstream/upstream-target.ts";
+import { postReferencedWebhook } from "../../upstream/webhook-post.ts";
 import type { McpContext } from "../request-context.ts";
 
 /**
@@ -99,9 +100,9 @@ export async function serveGoverned(
 					},
 				};
 	const reply = await passOn(send, renamed);
-	const guards = decision.responseGuards ?? [];
-	if (guards.length === 0) return withCallNote(reply, message.method, note);
-	const guarded = await guardedReply(reply, message, guards, governed.target.maxReplyBytes, source.telemetry);
+	const { responseGuards: guards = [], responseRun } = decision;
+	if (guards.length === 0 || responseRun === undefined) return withCallNote(reply, message.method, note);
+	const guarded = await guardedReply(reply, message, guards, governed.target.maxReplyBytes, responseRun);
 	return withCallNote(guarded, message.method, note);
 }
 
@@ -147,6 +148,7 @@ function edgeSource(c: McpContext, governed: GovernedRequest): DecisionSource {
 	return {
 		policies: () => loadPolicies(pins.reader, ttlMs),
 		guards: () => loadGuards(pins.reader, ttlMs),
+		guardWebhook: (webhook, body) => postReferencedWebhook(webhook, c.env, body),
 		asker: () => ({
 			principal: policyPrincipal(
 				scope.keyId,

@@ -28,9 +28,15 @@ const put = createRoute({
 	tags,
 	summary: "Create or replace a content guard",
 	description:
-		"Scans a call's arguments (stage request) or its result and resource reads (stage response) with built-in detectors, and redacts, blocks or logs what it finds. A webhook guard is refused: not yet supported.",
+		"Scans a call's arguments (stage request) or its result and resource reads (stage response): with built-in detectors (detect), redacting, blocking or logging what they find (action); or with the organisation's own scanner (webhook), sent the content in a signed POST, which answers allow, block or modify; a scanner that does not answer in timeoutMs leaves the call to onFailure.",
 	middleware: admitted({ name, body: true }),
-	request: { params, body: jsonBody(GuardInputSchema, "Its stage, where it applies, what it detects and its action.") },
+	request: {
+		params,
+		body: jsonBody(
+			GuardInputSchema,
+			"Its stage, where it applies, and either what it detects and its action, or its webhook.",
+		),
+	},
 	responses: withBodyRefusals(REPLACED_OR_CREATED),
 });
 

@@ -1,7 +1,13 @@
-import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import {
+	CallToolResultSchema,
+	type JSONRPCMessage,
+	ReadResourceResultSchema,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { SessionRequest } from "../../mcp/client-message.ts";
 import { GatewayError } from "../../mcp/gateway-error.ts";
 import { GUARD_META_KEY, type GuardNote } from "../../mcp/guard-notes.ts";
+import { MAX_JSON_DEPTH } from "../../mcp/json-depth.ts";
 import { callArguments, calledTool, withArguments } from "../../mcp/message-accessors.ts";
 import { RESOURCES_READ, TOOLS_CALL } from "../../mcp/methods.ts";
 import { mapReplyMessages } from "../../mcp/reply-messages.ts";
@@ -10,9 +16,17 @@ import type { GuardRecord } from "../../registry/guard-records.ts";
 import type { Telemetry } from "../../telemetry/telemetry.ts";
 import type { Asker } from "../decision.ts";
 import { applicableGuards } from "./applicable-guards.ts";
-import { foundWords, rewriteJson, rewriteResult, runGuards, withGuardNotes } from "./content-scan.ts";
+import {
+	type GuardRun,
+	rewriteJson,
+	rewriteResult,
+	runGuards,
+	type StageContent,
+	withGuardNotes,
+} from "./content-scan.ts";
 import type { DetectorKind } from "./detector-kinds.ts";
 import { detect, redact } from "./detectors.ts";
+import type { GuardWebhookPost } from "./webhook-guard.ts";
 
 /**
  * Content guards on a call, where the governance decision lets it go: the
@@ -27,6 +41,8 @@ export interface GuardSource {
 	/** The published guards (`loadGuards`: the isolate's cache). */
 	guards(): Promise<readonly GuardRecord[]>;
 	asker(): Asker;
+	/** One signed POST to a webhook guard's scanner (the session's or the edge's; governance reaches no network). */
+	guardWebhook: GuardWebhookPost;
 	telemetry: Telemetry;
 }
 
@@ -37,9 +53,12 @@ export interface GuardedSend {
 	guardNotes: readonly GuardNote[];
 	/** The response-stage guards that apply; empty: the reply passes as it comes. */
 	responseGuards: readonly GuardRecord[];
+	/** What the response-stage guards run with (set with them): the telemetry, and the call as a scanner is told of it. */
+	responseRun?: GuardRun;
 	/**
-	 * Set when a guard redacted the arguments: the same redactions over any text,
-	 * for what mirrors an argument outside the body (2026-07-28's `Mcp-Param-*` headers).
+	 * Set when a guard redacted or its scanner modified the arguments: the same
+	 * change over any text, for what mirrors an argument outside the body
+	 * (2026-07-28's `Mcp-Param-*` headers).
 	 */
 	redactText?: (text: string) => string;
 }
@@ -67,34 +86,91 @@ export async function guardCall(
 	const published = await source.guards();
 	if (published.length === 0 || !guardsRead(send.method)) return unguarded;
 	const asker = source.asker();
+	const tool = calledTool(request);
 	const applicable = applicableGuards(published, {
 		principal: asker.principal,
 		server,
 		virtualServer: asker.virtualServer,
-		tool: calledTool(request),
+		tool,
 	});
+	const run: GuardRun = {
+		telemetry: source.telemetry,
+		webhook: {
+			post: (webhook, body) => source.guardWebhook(webhook, body),
+			subject: {
+				server,
+				tool,
+				method: send.message.method,
+				caller: { kind: asker.principal.kind, id: asker.principal.id },
+			},
+		},
+	};
+	const responseRun = applicable.response.length === 0 ? {} : { responseRun: run };
 	if (applicable.request.length === 0 || send.method !== TOOLS_CALL) {
-		return { send, guardNotes: [], responseGuards: applicable.response };
+		return { send, guardNotes: [], responseGuards: applicable.response, ...responseRun };
 	}
 	const args = callArguments(send);
-	const scanned = runGuards(applicable.request, args, rewriteJson, source.telemetry);
+	const scanned = await runGuards(applicable.request, args, ARGUMENTS, run);
 	if ("blocked" in scanned) {
-		const sentence = `${capitalized(foundWords(scanned.blocked))} in this call's arguments, so it was not sent; ask its operator.`;
+		const sentence = `${scanned.sentence("this call's arguments", "it was not sent")}; ask its operator.`;
 		return {
 			refused: new GatewayError("forbidden", sentence, { server, status: 200, code: -32602 }),
 			note: scanned.blocked,
 		};
 	}
-	// The arguments are a new value only where a redacting guard found something.
+	// The arguments are a new value only where a redacting guard found something or a scanner modified them.
 	if (scanned.value === args || !isJsonObject(scanned.value)) {
-		return { send, guardNotes: scanned.notes, responseGuards: applicable.response };
+		return { send, guardNotes: scanned.notes, responseGuards: applicable.response, ...responseRun };
 	}
 	const redacting = applicable.request.filter((guard) => guard.action === "redact");
+	const modified = scanned.notes.some((note) => note.action === "modify");
+	// A scanner's modification is not a rule to apply again: a mirrored value becomes what its argument became.
+	const changed = modified ? changedStrings(args, scanned.value) : null;
 	return {
 		send: withArguments(send, scanned.value),
 		guardNotes: scanned.notes,
 		responseGuards: applicable.response,
-		redactText: (text) => redactWith(redacting, text),
+		...responseRun,
+		redactText: changed ? (text) => changed.get(text) ?? text : (text) => redactWith(redacting, text),
+	};
+}
+
+/**
+ * Each string of `before` that `after` holds changed at the same place (by
+ * key and index), as a map from the old string to the new. A place `after`
+ * no longer has, or holds as something else, maps nothing.
+ */
+function changedStrings(
+	before: unknown,
+	after: unknown,
+	into = new Map<string, string>(),
+	depth = 0,
+): Map<string, string> {
+	if (typeof before === "string") {
+		if (typeof after === "string" && after !== before) into.set(before, after);
+	} else if (depth <= MAX_JSON_DEPTH && typeof before === "object" && before !== null) {
+		if (Array.isArray(before)) {
+			if (Array.isArray(after))
+				for (const [index, item] of before.entries()) changedStrings(item, after[index], into, depth + 1);
+		} else if (isJsonObject(before) && isJsonObject(after)) {
+			for (const [key, item] of Object.entries(before)) changedStrings(item, after[key], into, depth + 1);
+		}
+	}
+	return into;
+}
+
+/** A call's arguments as guards read them: every string; a scanner's modification must be a JSON object. */
+const ARGUMENTS: StageContent<unknown> = {
+	rewrite: rewriteJson,
+	accept: (modified) => (isJsonObject(modified) ? modified : null),
+};
+
+/** A result as guards read it: the strings a model reads; a scanner's modification must be a result of the method's shape. */
+function resultContent(method: string): StageContent<Record<string, unknown>> {
+	const schema = method === TOOLS_CALL ? CallToolResultSchema : ReadResourceResultSchema;
+	return {
+		rewrite: rewriteResult,
+		accept: (modified) => (isJsonObject(modified) && schema.safeParse(modified).success ? modified : null),
 	};
 }
 
@@ -109,24 +185,29 @@ export function guardedReply(
 	request: { id: RequestId; method: string },
 	guards: readonly GuardRecord[],
 	maxReplyBytes: number,
-	telemetry: Telemetry,
+	run: GuardRun,
 ): Promise<Response> {
-	return mapReplyMessages(reply, maxReplyBytes, async (message) => guardedMessage(message, request, guards, telemetry));
+	return mapReplyMessages(reply, maxReplyBytes, async (message) => guardedMessage(message, request, guards, run));
 }
 
-function guardedMessage(
+async function guardedMessage(
 	message: JSONRPCMessage,
 	request: { id: RequestId; method: string },
 	guards: readonly GuardRecord[],
-	telemetry: Telemetry,
-): JSONRPCMessage {
+	run: GuardRun,
+): Promise<JSONRPCMessage> {
 	if (!("result" in message) || message.id !== request.id) return message;
 	const { result } = message;
 	// A 2026-07-28 result that asks for input, or a task's handle, holds no content yet.
 	if (typeof result.resultType === "string" && result.resultType !== "complete") return message;
-	const scanned = runGuards(guards, result, rewriteResult, telemetry);
-	if (!("blocked" in scanned)) return { ...message, result: withGuardNotes(scanned.value, scanned.notes) };
-	const sentence = `${capitalized(foundWords(scanned.blocked))} in this result, so it was withheld; ask its operator.`;
+	const scanned = await runGuards(guards, result, resultContent(request.method), run);
+	if (!("blocked" in scanned)) {
+		const value = withGuardNotes(scanned.value, scanned.notes);
+		// A scanner's modified result is of the method's shape; it keeps the era's resultType the upstream gave.
+		const kept = typeof result.resultType === "string" ? { ...value, resultType: result.resultType } : value;
+		return { ...message, result: kept };
+	}
+	const sentence = `${scanned.sentence("this result", "it was withheld")}; ask its operator.`;
 	if (request.method !== TOOLS_CALL) {
 		const refused = new GatewayError("forbidden", sentence, { status: 200, code: -32602 });
 		return { jsonrpc: "2.0", id: message.id, error: refused.toJsonRpcError() };
@@ -145,8 +226,4 @@ function redactWith(guards: readonly GuardRecord[], text: string): string {
 	let out = text;
 	for (const guard of guards) out = redact(out, detect(out, new Set<DetectorKind>(guard.detect)));
 	return out;
-}
-
-function capitalized(words: string): string {
-	return words.charAt(0).toUpperCase() + words.slice(1);
 }
