@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { RE2JS } from "re2js";
 import { parse } from "smol-toml";
 import { z } from "zod";
+import { maxMatchLength, needsItsEnd } from "./match-length.ts";
 
 /** The gitleaks commit config/gitleaks.toml was taken from (README.md says so too). */
 export const GITLEAKS_COMMIT = "b58d3f102cf3a2c84cb7f923d05c25c9b1aed84b";
@@ -62,6 +63,8 @@ interface Rule {
 	keywords: string[];
 	secretGroup?: number;
 	entropy?: number;
+	maxLength?: number;
+	needsItsEnd?: boolean;
 	allowlists: Allowlist[];
 }
 
@@ -126,6 +129,11 @@ export function generate(toml: string): Generated {
 			keywords: (rule.keywords ?? []).map((word) => word.toLowerCase()),
 			...(rule.secretGroup ? { secretGroup: rule.secretGroup } : {}),
 			...(rule.entropy ? { entropy: rule.entropy } : {}),
+			...(maxMatchLength(rule.regex) === undefined
+				? needsItsEnd(rule.regex)
+					? { needsItsEnd: true }
+					: {}
+				: { maxLength: maxMatchLength(rule.regex) }),
 			allowlists,
 		});
 	}

@@ -24,5 +24,12 @@ export interface SecretRule {
 	readonly secretGroup?: number;
 	/** The secret's Shannon entropy must exceed this. */
 	readonly entropy?: number;
+	/** The most code points a match can span; absent when the regex repeats without a bound. */
+	readonly maxLength?: number;
+	/**
+	 * Set on a rule without a `maxLength` whose match, cut short by the end of
+	 * what is read, does not match at all (a PEM block without its END line).
+	 */
+	readonly needsItsEnd?: boolean;
 	readonly allowlists: readonly SecretAllowlist[];
 }
