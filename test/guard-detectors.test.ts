@@ -5,7 +5,7 @@ import { detect, redact } from "../src/governance/guards/detectors.ts";
 import { KeywordAutomaton } from "../src/governance/guards/keyword-automaton.ts";
 import { luhnValid, mod97 } from "../src/governance/guards/number-scanners.ts";
 import { SECRET_RULES } from "../src/governance/guards/secret-rules.generated.ts";
-import { SCAN_BUDGET } from "../src/governance/guards/secret-scanners.ts";
+import { RULE_BUDGET } from "../src/governance/guards/secret-scanners.ts";
 
 /** Made-up tokens in their issuers' formats (gitleaks' rules allow the documented examples such as `AKIAIOSFODNN7EXAMPLE`). */
 const AWS_KEY = "AKIAZ52QW7XJ4RTGMN3H";
@@ -62,8 +62,23 @@ describe("built-in detectors", () => {
 		expect(redacted(allowed, new Set(["secrets"]))).toBe(allowed);
 	});
 
-	it("report the rest of a string whose rule windows outgrow the scan budget as a secret, unread", () => {
-		const padding = "key=".repeat(SCAN_BUDGET / 2);
+	it("read a 64 KiB JSON result dense with keywords whole: each record's key and token found, nothing reported unread", () => {
+		const records = Array.from({ length: 400 }, (_, id) => ({
+			id,
+			api_key: `Zx9Qw3Er7Ty1Ui5Op2As${id}`,
+			token: GITHUB_TOKEN,
+		}));
+		const text = JSON.stringify(records);
+		expect(text.length).toBeGreaterThan(RULE_BUDGET / 2);
+		expect(text.length).toBeLessThan(RULE_BUDGET);
+		const found = detect(text, new Set(["secrets"]));
+		expect(found.map((match) => text.slice(match.start, match.end))).toEqual(
+			records.flatMap((record) => [record.api_key, GITHUB_TOKEN]),
+		);
+	});
+
+	it("report the rest of a string a rule cannot read within its budget as a secret, unread", () => {
+		const padding = "key=".repeat(RULE_BUDGET / 2);
 		const found = detect(`${padding} ${AWS_KEY}`, new Set(["secrets"]));
 		const last = found.at(-1);
 		expect(last?.kind).toBe("secrets");

@@ -14,11 +14,11 @@ import { GLOBAL_ALLOWLIST, SECRET_RULES } from "./secret-rules.generated.ts";
  * allowlist may hold — and what is reported is the secret's span, so a
  * redaction replaces the secret and keeps `key=` before it.
  *
- * Linear is not cheap: RE2JS reads 0.5 to 3 µs a character for gitleaks'
- * generic rules. So what one string may cost is bounded: the windows every
- * rule reads add up to at most `SCAN_BUDGET` characters, and windows past
- * the budget are reported as secrets unread (fail closed: a redact guard
- * redacts them, a block guard blocks), never passed as clean.
+ * Linear is not cheap: RE2JS reads gitleaks' generic rules at 0.5 to 5 µs a
+ * character. So what one string may cost is bounded: one rule reads at most
+ * `RULE_BUDGET` characters of it and all rules together `SCAN_BUDGET`, and
+ * windows past a budget are reported as secrets unread (fail closed: a redact
+ * guard redacts them, a block guard blocks), never passed as clean.
  */
 
 /**
@@ -34,8 +34,10 @@ import { GLOBAL_ALLOWLIST, SECRET_RULES } from "./secret-rules.generated.ts";
 const UNBOUNDED_BEFORE = 64;
 const UNBOUNDED_AFTER = 1024;
 const NEEDS_ITS_END_AFTER = 8 * 1024;
-/** The characters all rules together may read of one string: twice what a 64 KiB result of ordinary text and JSON needs. */
-export const SCAN_BUDGET = 96 * 1024;
+/** The characters one rule may read of one string: a 64 KiB result whole, however dense its keywords. */
+export const RULE_BUDGET = 64 * 1024;
+/** The characters all rules together may read of one string: three rules reading a 64 KiB result whole. */
+export const SCAN_BUDGET = 192 * 1024;
 
 /** Every keyword of every rule, one automaton per isolate, and for each keyword (by index) the rules (by index) that name it. */
 let prefilter: { automaton: KeywordAutomaton; rules: number[][] } | undefined;
@@ -108,12 +110,17 @@ export function ruleWindows(text: string): Map<SecretRule, number[]> {
 /** Every secret in `text`, in order; the detector (detectors.ts) keeps the first of overlapping ones. */
 export function scanSecrets(text: string): Found[] {
 	const found: Found[] = [];
-	const budget = { left: SCAN_BUDGET };
-	for (const [rule, windows] of ruleWindows(text)) found.push(...ruleFindings(text, rule, windows, budget));
+	let left = SCAN_BUDGET;
+	for (const [rule, windows] of ruleWindows(text)) {
+		const budget = { left: Math.min(left, RULE_BUDGET) };
+		const allowed = budget.left;
+		found.push(...ruleFindings(text, rule, windows, budget));
+		left -= allowed - budget.left;
+	}
 	return found.sort((a, b) => a.start - b.start || b.end - a.end);
 }
 
-/** What `rule` finds in its windows of `text`, each read within what is left of `budget`. */
+/** What `rule` finds in its windows of `text`, each read within what is left of `budget` (which it lowers). */
 function ruleFindings(text: string, rule: SecretRule, windows: number[], budget: { left: number }): Found[] {
 	const found: Found[] = [];
 	let reached = 0;
