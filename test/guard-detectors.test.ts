@@ -77,6 +77,21 @@ describe("built-in detectors", () => {
 		);
 	});
 
+	it("apply gitleaks' allowlists to the secret (stopwords), the match and the match's line, and only there", () => {
+		const secrets = new Set<DetectorKind>(["secrets"]);
+		// A stopword in the secret; a name the match allowlist knows (a public key); a Dockerfile's secret mount on its line.
+		const allowed = [
+			'api_key = "Zx9Qw3Er7Tyadmin1Ui5"',
+			'public_key = "Zx9Qw3Er7Ty1Ui5Op2As"',
+			'RUN --mount=type=secret,id=api_key = "Zx9Qw3Er7Ty1Ui5Op2As"',
+		];
+		for (const text of allowed) expect(redacted(text, secrets)).toBe(text);
+		// The same secret on the line after the mount is not allowed.
+		expect(redacted('RUN --mount=type=secret,id=x\napi_key = "Zx9Qw3Er7Ty1Ui5Op2As"', secrets)).toBe(
+			'RUN --mount=type=secret,id=x\napi_key = "[redacted:secrets]"',
+		);
+	});
+
 	it("report the rest of a string a rule cannot read within its budget as a secret, unread", () => {
 		const padding = "key=".repeat(RULE_BUDGET / 2);
 		const found = detect(`${padding} ${AWS_KEY}`, new Set(["secrets"]));

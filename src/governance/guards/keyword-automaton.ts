@@ -92,4 +92,16 @@ export class KeywordAutomaton {
 			}
 		}
 	}
+
+	/** Whether any keyword occurs in `text`: the same pass, ended at the first. */
+	anyIn(text: string): boolean {
+		let state = 0;
+		for (let i = 0; i < text.length; i++) {
+			const code = text.charCodeAt(i);
+			const column = code < 128 ? (this.#alphabet[code] ?? OTHER) : OTHER;
+			state = this.#next[state * this.#columns + column] ?? 0;
+			if ((this.#outputs[state]?.length ?? 0) > 0) return true;
+		}
+		return false;
+	}
 }

@@ -185,7 +185,10 @@ function checked(text: string, rule: SecretRule, matcher: Matcher, offset: numbe
 	const value = text.slice(secret.start, secret.end);
 	if (rule.entropy !== undefined && shannonEntropy(value) <= rule.entropy) return undefined;
 	const finding = { text, secret: value, match: text.slice(start, end), start, end };
-	if (allowed(GLOBAL_ALLOWLIST, finding) || rule.allowlists.some((list) => allowed(list, finding))) return undefined;
+	// Allowlists reading the secret before those reading the match, before those reading its line: the cheaper first.
+	if (allowed(GLOBAL_ALLOWLIST, finding)) return undefined;
+	for (const target of TARGETS)
+		if (rule.allowlists.some((list) => list.target === target && allowed(list, finding))) return undefined;
 	return { kind: "secrets", start: secret.start, end: secret.end };
 }
 
@@ -209,8 +212,15 @@ function secretSpan(matcher: Matcher, rule: SecretRule, groups: number): Span | 
 	return undefined;
 }
 
-/** How far a `line` allowlist looks on either side of a match for its line's ends. */
-const LINE_BOUND = 1024;
+/**
+ * How far a `line` allowlist looks on either side of a match for its line's
+ * ends: enough for the lines gitleaks' rules allow (a Dockerfile's
+ * `--mount=type=secret,`, an `import { … } from "…"`), and bounded, since a
+ * minified or JSON text is one line and each finding would read all of it.
+ */
+const LINE_BOUND = 256;
+
+const TARGETS = ["secret", "match", "line"] as const;
 
 interface Finding {
 	readonly text: string;
@@ -220,14 +230,35 @@ interface Finding {
 	readonly end: number;
 }
 
+/** An allowlist made ready once per isolate: its regexes as one alternation, its stopwords as one automaton. */
+interface ReadyAllowlist {
+	readonly regex: RE2JS | undefined;
+	readonly stopwords: KeywordAutomaton | undefined;
+}
+const readyAllowlists = new Map<SecretAllowlist, ReadyAllowlist>();
+
+function ready(list: SecretAllowlist): ReadyAllowlist {
+	let made = readyAllowlists.get(list);
+	if (made === undefined) {
+		// Flags such as (?i) inside a group end with it, so each regex keeps its own.
+		const regex = list.regexes.length > 0 ? compile(list.regexes.map((one) => `(?:${one})`).join("|")) : undefined;
+		const stopwords = list.stopwords.length > 0 ? new KeywordAutomaton(list.stopwords) : undefined;
+		made = { regex, stopwords };
+		readyAllowlists.set(list, made);
+	}
+	return made;
+}
+
 /** Whether `list` allows `finding`, as gitleaks decides it (regexes on the list's target, stopwords on the secret). */
 function allowed(list: SecretAllowlist, finding: Finding): boolean {
-	const target =
+	const { regex, stopwords } = ready(list);
+	const target = () =>
 		list.target === "secret" ? finding.secret : list.target === "match" ? finding.match : lineOf(finding, LINE_BOUND);
-	const regexHolds = list.regexes.some((regex) => compile(regex).matcher(target).find());
-	const lower = list.stopwords.length > 0 ? finding.secret.toLowerCase() : "";
-	const stopwordHolds = list.stopwords.some((word) => lower.includes(word));
-	return list.and ? regexHolds && stopwordHolds : regexHolds || stopwordHolds;
+	// gitleaks compares stopwords with the lowercased secret; the automaton ignores ASCII case, and stopwords are ASCII.
+	// They are asked first: a short secret is cheaper to read than a match or a line.
+	const stopwordHolds = stopwords?.anyIn(finding.secret) ?? false;
+	if (list.and ? !stopwordHolds : stopwordHolds) return stopwordHolds;
+	return regex?.matcher(target()).find() ?? false;
 }
 
 /** The line around a match, looking at most `bound` characters either side for its ends. */
