@@ -92,6 +92,11 @@ describe("built-in detectors", () => {
 		);
 	});
 
+	it("redact at the right place in text with characters outside the Basic Multilingual Plane", () => {
+		const text = `🔑😀 ${AWS_KEY} é 𝒜 api_key = "Zx9Qw3Er7Ty1Ui5Op2As" 😀`;
+		expect(redacted(text, new Set(["secrets"]))).toBe('🔑😀 [redacted:secrets] é 𝒜 api_key = "[redacted:secrets]" 😀');
+	});
+
 	it("report the rest of a string a rule cannot read within its budget as a secret, unread", () => {
 		const padding = "key=".repeat(RULE_BUDGET / 2);
 		const found = detect(`${padding} ${AWS_KEY}`, new Set(["secrets"]));
