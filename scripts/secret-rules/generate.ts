@@ -162,11 +162,6 @@ export function generate(toml: string): Generated {
 	return { source, kept: rules.length, dropped };
 }
 
-/** Whether the generated file on disk is what the vendored TOML generates. */
-export function isCurrent(): boolean {
-	return readFileSync(GENERATED_PATH, "utf8") === generate(readFileSync(TOML_PATH, "utf8")).source;
-}
-
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
 	const generated = generate(readFileSync(TOML_PATH, "utf8"));
 	if (process.argv.includes("--check")) {

@@ -64,13 +64,13 @@ function keywordPrefilter(): { automaton: KeywordAutomaton; rules: number[][] } 
 	return prefilter;
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /**
  * Each rule one of whose keywords `text` contains (ASCII case ignored), in
  * the rule set's order, with the windows it reads: `[start, end)` pairs in
  * order, merged where they meet. A rule without keywords reads the whole text.
  */
-const SURROGATE = /[\uD800-\uDFFF]/;
-
 export function ruleWindows(text: string): Map<SecretRule, number[]> {
 	const { automaton, rules } = keywordPrefilter();
 	const windows: Array<number[] | undefined> = SECRET_RULES.map((rule) =>
