@@ -22,7 +22,8 @@ import { toolCallsOf, upstreamLog, upstreamUrl } from "./support/upstreams.ts";
  * applies to the test's own server only.
  */
 
-const AWS_KEY = "AKIAIOSFODNN7EXAMPLE";
+/** A made-up AWS access key id: gitleaks' rules allow AWS's documented `…EXAMPLE` keys, so this one is not one. */
+const AWS_KEY = "AKIAZ52QW7XJ4RTGMN3H";
 const EMAIL = "ada.lovelace@example.com";
 const PLANTED = `key ${AWS_KEY} mail ${EMAIL}`;
 const REDACTED = "key [redacted:secrets] mail [redacted:email]";
