@@ -1,4 +1,6 @@
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { GATEWAY_ATTRIBUTES, instrumentsOf } from "../telemetry/instruments.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { Approval } from "./decision.ts";
 
 /**
@@ -16,8 +18,21 @@ export type NotApproved =
 	/** The caller cancelled the call (or its task) before anyone decided. */
 	| { decision: "cancelled" };
 
-/** The refusal of a held call that was not approved: nothing was sent. */
-export function notApproved(approval: Approval, why: NotApproved): GatewayError {
+/**
+ * The refusal of a held call that was not approved: nothing was sent. It is
+ * counted in `mcp_gateway.refusals` by why (decision 0126's vocabulary), except
+ * a call its caller cancelled: it was refused nothing, it left.
+ */
+export function notApproved(approval: Approval, why: NotApproved, telemetry: Telemetry): GatewayError {
+	if (why.decision !== "cancelled") {
+		const kind =
+			why.decision === "deny"
+				? "approval_denied"
+				: why.decision === "timed_out"
+					? "approval_timed_out"
+					: "approval_unavailable";
+		instrumentsOf(telemetry).refusals.add(1, { [GATEWAY_ATTRIBUTES.refusalKind]: kind });
+	}
 	const call = `the call of '${approval.tool}' on server '${approval.server}'`;
 	let sentence: string;
 	if (why.decision === "deny") {

@@ -122,7 +122,11 @@ export class UpstreamCalls {
 			const principal = this.decisions.asker().principal.id;
 			const outcome = await this.approvals.wait(id, approve, callArguments(original), principal);
 			if (outcome.decision !== "approve") {
-				return withCallNote(call.answered(notApproved(approve, outcome).toRpcResponse(id)), method, note);
+				return withCallNote(
+					call.answered(notApproved(approve, outcome, this.decisions.telemetry).toRpcResponse(id)),
+					method,
+					note,
+				);
 			}
 			return withCallNote(await forwarded(), method, note);
 		}

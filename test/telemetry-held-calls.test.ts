@@ -1,15 +1,20 @@
+import { runInDurableObject } from "cloudflare:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { admin, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { ManualTimers } from "./support/manual-timers.ts";
 import { GATEWAY_OTLP_TENANT, otlpMetrics, resetOtlp } from "./support/otlp.ts";
+import { ManualClock, sessionObject } from "./support/session-object.ts";
 import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
- * A `confirm` policy's refusals in `mcp_gateway.refusals` (decision 0110): a
- * caller who does not confirm, and a client that cannot be asked, are counted
- * as a policy's deny is, each under a kind of its own. The question is asked
+ * Held calls' refusals in `mcp_gateway.refusals` (decision 0126): a `confirm`
+ * policy's caller who does not confirm, and a client that cannot be asked,
+ * and an `approve` policy's call an approver denies or nobody decides in time,
+ * are counted as a policy's deny is, each under a kind of its own. The question is asked
  * in the SessionDO, which exports to this project's gateway tenant; a ping in
  * the session flushes what the object counted after its last request. Each
  * test starts with the tenant emptied, so the counts are its own.
@@ -24,15 +29,16 @@ afterEach(async () => {
 	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
 });
 
-/** A server of its own with a confirm policy on `add`, and a key for it. */
-async function confirmingServer(): Promise<{ server: string; key: string }> {
+/** A server of its own with a confirm (or approve) policy on `add`, and a key for it. */
+async function confirmingServer(effect: "confirm" | "approve" = "confirm"): Promise<{ server: string; key: string }> {
 	const server = uniqueName("confirm-counted");
 	expect((await admin("PUT", `/servers/${server}`, { url: upstreamUrl("beta") })).status).toBe(201);
 	const policy = uniqueName("confirm-counted");
 	const put = await admin("PUT", `/policies/${policy}`, {
 		expression: 'tool.name == "add"',
-		effect: "confirm",
+		effect,
 		applies: { servers: [server] },
+		...(effect === "approve" ? { approvalTimeoutSeconds: 30 } : {}),
 	});
 	expect(put.status).toBe(201);
 	made.push(policy);
@@ -112,5 +118,59 @@ describe("a confirmation the caller does not give is a refusal in mcp_gateway.re
 		expect(totals.confirm_unavailable).toBe(1);
 		expect(totals.confirm_declined).toBeUndefined();
 		await client.close();
+	});
+});
+
+/** The approval waiting for the call with these arguments, once the admin's list shows it. */
+async function waitingFor(args: Record<string, unknown>): Promise<string> {
+	return eventually(async () => {
+		const listed = (await (await admin("GET", "/approvals")).json()) as {
+			approvals: Array<{ id: string; arguments: string }>;
+		};
+		return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args))?.id;
+	}, "the approval listed");
+}
+
+describe("a call no approver lets through is a refusal in mcp_gateway.refusals", () => {
+	it("a denied approval is counted with kind approval_denied and one nobody decided in time with approval_timed_out; nothing reaches the upstream", async () => {
+		const { server, key } = await confirmingServer("approve");
+		const path = `/mcp/${server}`;
+		const sessionId = await openSession(path, key);
+		const stub = await sessionObject(sessionId);
+		const clock = new ManualClock();
+		const timers = new ManualTimers(clock);
+		await runInDurableObject(stub, (instance: SessionDO) => {
+			instance.clock = clock;
+			instance.timers = timers;
+		});
+		const call = (id: number, args: Record<string, unknown>) =>
+			rpc(path, key, sessionId, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "add", arguments: args } });
+
+		const denied = uniqueArgs();
+		const deniedReply = call(1, denied);
+		expect((await admin("POST", `/approvals/${await waitingFor(denied)}`, { decision: "deny" })).status).toBe(200);
+		expect(((await (await deniedReply).json()) as { error?: { message: string } }).error?.message).toMatch(
+			/An approver denied the call of 'add'/,
+		);
+
+		const unanswered = uniqueArgs();
+		const unansweredReply = call(2, unanswered);
+		await waitingFor(unanswered);
+		clock.advance(30_000);
+		await runInDurableObject(stub, () => timers.runDue());
+		expect(((await (await unansweredReply).json()) as { error?: { message: string } }).error?.message).toMatch(
+			/No approver decided the call of 'add'/,
+		);
+
+		expect(await toolCallsOf("beta", "add", denied)).toEqual([]);
+		expect(await toolCallsOf("beta", "add", unanswered)).toEqual([]);
+		const totals = await eventually(async () => {
+			const counted = await refusalsByKind();
+			if ((counted.approval_denied ?? 0) >= 1 && (counted.approval_timed_out ?? 0) >= 1) return counted;
+			await (await rpc(path, key, sessionId, { jsonrpc: "2.0", id: 9, method: "ping" })).body?.cancel();
+			return undefined;
+		}, "an approval_denied and an approval_timed_out refusal");
+		expect(totals.approval_denied).toBe(1);
+		expect(totals.approval_timed_out).toBe(1);
 	});
 });
