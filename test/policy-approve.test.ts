@@ -4,12 +4,10 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { afterEach, describe, expect, it } from "vitest";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
-import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
-import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
-import { ManualClock, objectMadeBy, sessionObject } from "./support/session-object.ts";
+import { manualTime, objectMadeBy, sessionObject } from "./support/session-object.ts";
 import { TASKS_CLIENT } from "./support/tasks.ts";
 import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
@@ -245,12 +243,7 @@ describe("nobody decides in time (2025-11-25, raw, the session on manual timers)
 		const path = `/mcp/${name}`;
 		const sessionId = await openSession(path, key.key);
 		const stub = await sessionObject(sessionId);
-		const clock = new ManualClock();
-		const timers = new ManualTimers(clock);
-		await runInDurableObject(stub, (instance: SessionDO) => {
-			instance.clock = clock;
-			instance.timers = timers;
-		});
+		const { clock, timers } = await manualTime(stub);
 		const args = uniqueArgs();
 		const call = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "add", arguments: args } };
 		const answered = rpc(path, key.key, sessionId, call);

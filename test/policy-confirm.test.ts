@@ -7,11 +7,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { argumentSummary, MAX_SUMMARY_CHARS } from "../src/governance/call-confirmation.ts";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
-import type { SessionDO } from "../src/session/session-do.ts";
 import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
-import { ManualTimers } from "./support/manual-timers.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { manualTime, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
 import { TASKS_CLIENT } from "./support/tasks.ts";
 import { toolCallsOf, type UpstreamName, upstreamUrl } from "./support/upstreams.ts";
@@ -266,12 +264,7 @@ describe("a question nobody answers (2025-11-25, raw, the session on manual time
 		const path = `/mcp/${name}`;
 		const sessionId = await openSession(path, key.key, {}, { elicitation: { form: {} } });
 		const stub = await sessionObject(sessionId);
-		const clock = new ManualClock();
-		const timers = new ManualTimers(clock);
-		await runInDurableObject(stub, (instance: SessionDO) => {
-			instance.clock = clock;
-			instance.timers = timers;
-		});
+		const { clock, timers } = await manualTime(stub);
 		const args = uniqueArgs();
 		const call = { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "add", arguments: args } };
 		const response = await rpc(path, key.key, sessionId, call);

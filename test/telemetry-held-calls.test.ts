@@ -2,12 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
-import { ManualTimers } from "./support/manual-timers.ts";
 import { GATEWAY_OTLP_TENANT, otlpMetrics, resetOtlp } from "./support/otlp.ts";
-import { ManualClock, sessionObject } from "./support/session-object.ts";
+import { manualTime, sessionObject } from "./support/session-object.ts";
 import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
 
 /**
@@ -137,12 +135,7 @@ describe("a call no approver lets through is a refusal in mcp_gateway.refusals",
 		const path = `/mcp/${server}`;
 		const sessionId = await openSession(path, key);
 		const stub = await sessionObject(sessionId);
-		const clock = new ManualClock();
-		const timers = new ManualTimers(clock);
-		await runInDurableObject(stub, (instance: SessionDO) => {
-			instance.clock = clock;
-			instance.timers = timers;
-		});
+		const { clock, timers } = await manualTime(stub);
 		const call = (id: number, args: Record<string, unknown>) =>
 			rpc(path, key, sessionId, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "add", arguments: args } });
 

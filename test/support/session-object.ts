@@ -31,13 +31,17 @@ export async function objectMadeBy<T>(request: () => Promise<T>) {
 	const [created] = (await listDurableObjectIds(env.SESSIONS)).filter((id) => !known.has(id.toString()));
 	if (!created) throw new Error("the request made no session object");
 	const stub = env.SESSIONS.get(created);
-	const clock = new ManualClock();
+	return { made, stub, ...(await manualTime(stub)) };
+}
+
+/** The session object's clock and timers made manual: the test moves the clock and runs the timers that came due. */
+export async function manualTime(stub: DurableObjectStub<SessionDO>, clock = new ManualClock()) {
 	const timers = new ManualTimers(clock);
 	await runInDurableObject(stub, (instance: SessionDO) => {
 		instance.clock = clock;
 		instance.timers = timers;
 	});
-	return { made, stub, clock, timers };
+	return { clock, timers };
 }
 
 /** A registry for SessionDOs that counts reads, can fail, and can hold reads open until released. */
