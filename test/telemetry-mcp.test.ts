@@ -573,65 +573,56 @@ describe("refusals before any session", () => {
 });
 
 describe("content guard verdicts", () => {
-	it("a guard that redacts a 2026-07-28 result at the edge is counted in mcp_gateway.guard.verdicts by guard and action, and noted on the tool_call event without the text", async () => {
+	/**
+	 * `guard` (of `server`) over a 2026-07-28 `echo` of `text` at the edge: the result the client got, the
+	 * verdict counted in mcp_gateway.guard.verdicts for the guard, and the call's tool_call event.
+	 */
+	async function guardedEcho(scan: (server: string) => Record<string, unknown>, text: string) {
 		const tenant = newOtlpTenant();
 		const gateway = gatewayWith(otlpEnv(tenant));
 		const server = await registerServer("modern");
 		const guard = uniqueName("counted-guard");
-		const scan = { stage: "response", applies: { servers: [server] }, detect: ["email"], action: "redact" };
-		expect((await admin("PUT", `/guards/${guard}`, scan)).status).toBe(201);
+		expect((await admin("PUT", `/guards/${guard}`, scan(server))).status).toBe(201);
 		const { key } = await createKey();
 		const log = vi.spyOn(console, "log").mockImplementation(() => {});
-		const body = {
-			id: 1,
-			method: "tools/call",
-			params: { name: "echo", arguments: { text: "ada@example.com" }, _meta: ENVELOPE },
-		};
-		const { response, text } = await gateway.fetch(modernRequest(`/mcp/${server}`, key, body));
-		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text", text: "[redacted:email]" }] });
+		const body = { id: 1, method: "tools/call", params: { name: "echo", arguments: { text }, _meta: ENVELOPE } };
+		const { response, text: answered } = await gateway.fetch(modernRequest(`/mcp/${server}`, key, body));
 		const counted = async () =>
 			(await otlpMetrics(tenant))
 				.filter((metric) => metric.name === "mcp_gateway.guard.verdicts")
 				.flatMap((metric) => metric.points.map((point) => point.attributes));
-		expect(
-			await eventually(async () => (await counted()).find((point) => point["mcp_gateway.guard.name"] === guard)),
-		).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "redact" });
+		const verdict = await eventually(async () =>
+			(await counted()).find((point) => point["mcp_gateway.guard.name"] === guard),
+		);
 		const event = await eventually(() => toolCalls(log).find((call) => call.server === server));
+		await admin("DELETE", `/guards/${guard}`);
+		return { guard, result: replyOf(response, answered).result, verdict, event };
+	}
+
+	it("a guard that redacts a 2026-07-28 result at the edge is counted in mcp_gateway.guard.verdicts by guard and action, and noted on the tool_call event without the text", async () => {
+		const detect = (server: string) => ({
+			stage: "response",
+			applies: { servers: [server] },
+			detect: ["email"],
+			action: "redact",
+		});
+		const { guard, result, verdict, event } = await guardedEcho(detect, "ada@example.com");
+		expect(result).toMatchObject({ content: [{ type: "text", text: "[redacted:email]" }] });
+		expect(verdict).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "redact" });
 		expect(event.guards).toEqual([{ guard, action: "redact", kinds: { email: 1 } }]);
 		expect(JSON.stringify(event)).not.toContain("ada@example.com");
-		await admin("DELETE", `/guards/${guard}`);
 	});
 
 	it("a webhook guard's verdict on a 2026-07-28 result at the edge is counted by guard and action (modify), and noted on the tool_call event", async () => {
-		const tenant = newOtlpTenant();
-		const gateway = gatewayWith(otlpEnv(tenant));
-		const server = await registerServer("modern");
-		const guard = uniqueName("counted-hook");
-		const scanner = {
+		const scanner = (server: string) => ({
 			stage: "response",
 			applies: { servers: [server] },
 			webhook: { url: `http://127.0.0.1:${inject("guardWebhookPort")}/`, secret: "${UPSTREAM_GUARD_WEBHOOK_SECRET}" },
-		};
-		expect((await admin("PUT", `/guards/${guard}`, scanner)).status).toBe(201);
-		const { key } = await createKey();
-		const log = vi.spyOn(console, "log").mockImplementation(() => {});
-		const body = {
-			id: 1,
-			method: "tools/call",
-			params: { name: "echo", arguments: { text: "rewrite-me" }, _meta: ENVELOPE },
-		};
-		const { response, text } = await gateway.fetch(modernRequest(`/mcp/${server}`, key, body));
-		expect(replyOf(response, text).result).toMatchObject({ content: [{ type: "text", text: "rewritten" }] });
-		const counted = async () =>
-			(await otlpMetrics(tenant))
-				.filter((metric) => metric.name === "mcp_gateway.guard.verdicts")
-				.flatMap((metric) => metric.points.map((point) => point.attributes));
-		expect(
-			await eventually(async () => (await counted()).find((point) => point["mcp_gateway.guard.name"] === guard)),
-		).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "modify" });
-		const event = await eventually(() => toolCalls(log).find((call) => call.server === server));
+		});
+		const { guard, result, verdict, event } = await guardedEcho(scanner, "rewrite-me");
+		expect(result).toMatchObject({ content: [{ type: "text", text: "rewritten" }] });
+		expect(verdict).toEqual({ "mcp_gateway.guard.name": guard, "mcp_gateway.guard.action": "modify" });
 		expect(event.guards).toEqual([{ guard, action: "modify", kinds: {} }]);
-		await admin("DELETE", `/guards/${guard}`);
 	});
 });
 
