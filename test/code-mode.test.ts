@@ -1,0 +1,187 @@
+import { createExecutionContext, env } from "cloudflare:test";
+import { afterEach, describe, expect, it } from "vitest";
+import { guardLoops } from "../src/codemode/loop-guard.ts";
+import worker from "../src/index.ts";
+import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { registerServer, toolCallsOf } from "./support/upstreams.ts";
+
+/**
+ * An aggregate in code mode (docs/code-mode.md): `tools/list` answers
+ * search_tools and execute_code; a program runs in a fresh isolate through
+ * the Worker Loader, and each of its inner calls is a call of this caller,
+ * through the session's own request path. SDK client (2025-11-25) on /mcp of a key.
+ */
+
+const policies: string[] = [];
+afterEach(async () => {
+	for (const name of policies.splice(0)) await admin("DELETE", `/policies/${name}`);
+});
+
+function uniqueNumber(): number {
+	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+}
+
+interface ProgramAnswer {
+	isError?: boolean;
+	content: Array<{ type: string; text?: string }>;
+	structuredContent?: { result: unknown; logs: string[] };
+}
+
+async function codeClient(servers: string[]) {
+	const { key } = await createKey({ servers, disclosure: "code" });
+	const { client } = await connectClient("/mcp", key);
+	const run = async (code: string, timeoutMs?: number) =>
+		(await client.callTool({
+			name: "execute_code",
+			arguments: { code, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
+		})) as ProgramAnswer;
+	return { client, run };
+}
+
+describe("code mode", () => {
+	it("lists search_tools and execute_code, whose description carries the calling convention and the typed API of a small catalog", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code"]);
+		const description = tools[1]?.description ?? "";
+		expect(description).toContain("await codemode.<tool name>(arguments)");
+		expect(description).toContain(`${beta.replaceAll("-", "_")}__add: (input:`);
+		await client.close();
+	});
+
+	it("search_tools gives each match its TypeScript signature", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const found = (await client.callTool({ name: "search_tools", arguments: { query: "adds two numbers" } })) as {
+			structuredContent?: { tools: Array<{ name: string; signature?: string }> };
+		};
+		const add = (found.structuredContent?.tools ?? []).find((tool) => tool.name === `${beta}__add`);
+		expect(add?.signature).toContain("a: number;");
+		await client.close();
+	});
+
+	it("a program calls two tools and combines their results; the upstream gets exactly those two calls", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const text = `code-${a}`;
+		const answer = await run(`
+			const sum = await codemode.${api}__add({ a: ${a}, b: 2 });
+			const echoed = await codemode.${api}__echo({ text: "${text}" });
+			console.log("sum is", sum.sum);
+			return { total: sum.sum + 1, echoed };
+		`);
+		expect(answer.isError).not.toBe(true);
+		expect(answer.structuredContent).toEqual({ result: { total: a + 3, echoed: text }, logs: [`sum is ${a + 2}`] });
+		expect(await toolCallsOf("beta", "add", { a, b: 2 })).toHaveLength(1);
+		expect(await toolCallsOf("beta", "echo", { text })).toHaveLength(1);
+		await client.close();
+	});
+
+	it("a tool a policy denies throws inside the program with the sentence its direct call gets, and never reaches the upstream", async () => {
+		const beta = await registerServer("beta");
+		const policy = uniqueName("policy");
+		const response = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "deny",
+			applies: { servers: [beta] },
+		});
+		expect(response.status).toBe(201);
+		policies.push(policy);
+		const { client, run } = await codeClient([beta]);
+		const a = uniqueNumber();
+		const answer = await run(`
+			try { await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 1 }); return "called"; }
+			catch (error) { return error.message; }
+		`);
+		const direct = await client.callTool({ name: `${beta}__add`, arguments: { a, b: 1 } }).catch((e: unknown) => e);
+		expect(String(direct)).toContain(`policy '${policy}'`);
+		// The SDK's error reads "MCP error <code>: <message>"; the program got the message itself.
+		expect(String(direct)).toContain(String(answer.structuredContent?.result));
+		expect(answer.structuredContent?.result).toContain(`policy '${policy}'`);
+		expect(await toolCallsOf("beta", "add", { a, b: 1 })).toEqual([]);
+		await client.close();
+	});
+
+	it("fetch inside a program is stopped with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run(`const r = await fetch("${BASE}/healthz"); return r.status;`);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toContain("not permitted to access the internet");
+		await client.close();
+	});
+
+	it("a loop that never ends is stopped by the program's bound with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("let n = 0; while (true) { n++; }");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toContain("is there a loop that never ends?");
+		await client.close();
+	});
+
+	it("a program that waits longer than its timeoutMs is stopped with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("await new Promise(() => {});", 200);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toBe(
+			"The program was stopped after 200 ms, its time bound: make it do less, or pass a larger timeoutMs.",
+		);
+		await client.close();
+	});
+
+	it("a thrown error is a tool error with its message, beside what the program logged", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run('console.log("before"); throw new Error("no such issue");');
+		expect(answer).toMatchObject({
+			isError: true,
+			content: [
+				{ type: "text", text: "no such issue" },
+				{ type: "text", text: "console:\nbefore" },
+			],
+		});
+		await client.close();
+	});
+
+	it("a program that is not JavaScript is refused with the parser's sentence, and nothing runs", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("return (;");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toMatch(/^The program is not valid JavaScript: .*\(\d+:\d+\)\.$/);
+		await client.close();
+	});
+});
+
+describe("code mode's program guard", () => {
+	it("puts a step at the start of every loop body and function body, single statements included", () => {
+		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
+			"async () => {__gatewayStep(); while (x) {__gatewayStep();y();} for (;;) {__gatewayStep(); z(); } const f = () => (__gatewayStep(), 1); }",
+		);
+	});
+});
+
+describe("code mode needs the Worker Loader binding", () => {
+	it("a key in code mode is refused at creation with a sentence when the Worker has no LOADER binding, and nothing is created", async () => {
+		const name = uniqueName("no-loader");
+		const { LOADER: _loader, ...withoutLoader } = env;
+		const response = await worker.fetch(
+			new Request(`${BASE}/admin/keys`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "application/json" },
+				body: JSON.stringify({ name, servers: [], disclosure: "code" }),
+			}),
+			withoutLoader,
+			createExecutionContext(),
+		);
+		expect(response.status).toBe(400);
+		expect(await response.text()).toContain('disclosure \\"code\\" runs programs through a Worker Loader binding');
+		const keys = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name: string }> };
+		expect(keys.keys.map((key) => key.name)).not.toContain(name);
+	});
+});
