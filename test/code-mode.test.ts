@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { guardLoops } from "../src/codemode/loop-guard.ts";
 import worker from "../src/index.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { connectModernClient } from "./support/modern.ts";
 import { registerServer, toolCallsOf } from "./support/upstreams.ts";
 
 /**
@@ -154,6 +155,37 @@ describe("code mode", () => {
 		const answer = await run("return (;");
 		expect(answer.isError).toBe(true);
 		expect(answer.content[0]?.text).toMatch(/^The program is not valid JavaScript: .*\(\d+:\d+\)\.$/);
+		await client.close();
+	});
+});
+
+describe("code mode on a virtual server, with a 2026-07-28 client", () => {
+	it("a program calls two members' tools by the virtual server's names and combines them; each upstream gets its one call", async () => {
+		const beta = await registerServer("beta");
+		const delta = await registerServer("delta");
+		const name = uniqueName("coding");
+		const put = await admin("PUT", `/virtual-servers/${name}`, { servers: [beta, delta], disclosure: "code" });
+		expect(put.status).toBe(201);
+		const { key } = await createKey({ servers: [beta, delta] });
+		const client = await connectModernClient(`/mcp/${name}`, key);
+		const listed = await client.listTools();
+		expect(listed.tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code"]);
+		const a = uniqueNumber();
+		const text = `virtual-${a}`;
+		const answer = (await client.callTool({
+			name: "execute_code",
+			arguments: {
+				code: `
+					const one = await codemode["${beta}__add"]({ a: ${a}, b: 1 });
+					const two = await codemode.${delta.replaceAll("-", "_")}__echo({ text: "${text}" });
+					return [one.sum, two];
+				`,
+			},
+		})) as ProgramAnswer;
+		expect(answer.isError).not.toBe(true);
+		expect(answer.structuredContent).toEqual({ result: [a + 1, text], logs: [] });
+		expect(await toolCallsOf("beta", "add", { a, b: 1 })).toHaveLength(1);
+		expect(await toolCallsOf("delta", "echo", { text })).toHaveLength(1);
 		await client.close();
 	});
 });
