@@ -1,7 +1,8 @@
 import { createExecutionContext, env } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { guardLoops } from "../src/codemode/loop-guard.ts";
 import worker from "../src/index.ts";
+import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { connectModernClient } from "./support/modern.ts";
 import { registerServer, toolCallsOf } from "./support/upstreams.ts";
@@ -16,6 +17,7 @@ import { registerServer, toolCallsOf } from "./support/upstreams.ts";
 const policies: string[] = [];
 afterEach(async () => {
 	for (const name of policies.splice(0)) await admin("DELETE", `/policies/${name}`);
+	vi.restoreAllMocks();
 });
 
 function uniqueNumber(): number {
@@ -78,6 +80,34 @@ describe("code mode", () => {
 		expect(answer.structuredContent).toEqual({ result: { total: a + 3, echoed: text }, logs: [`sum is ${a + 2}`] });
 		expect(await toolCallsOf("beta", "add", { a, b: 2 })).toHaveLength(1);
 		expect(await toolCallsOf("beta", "echo", { text })).toHaveLength(1);
+		await client.close();
+	});
+
+	it("each inner call is accounted as a tool_call event of its own, within execute_code, beside the program's own", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const log = vi.spyOn(console, "log");
+		const a = uniqueNumber();
+		const text = `accounted-${a}`;
+		await run(`
+			await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 1 });
+			return await codemode.${beta.replaceAll("-", "_")}__echo({ text: "${text}" });
+		`);
+		const events = () =>
+			log.mock.calls
+				.map(([line]) =>
+					typeof line === "string" && line.startsWith('{"event":"tool_call"') ? JSON.parse(line) : null,
+				)
+				.filter((entry) => entry !== null);
+		const program = await eventually(() => events().find((entry) => entry.tool === "execute_code"));
+		const inner = events().filter((entry) => entry.within === "execute_code");
+		expect(program).toMatchObject({ tool: "execute_code", outcome: "ok" });
+		expect(program.within).toBeUndefined();
+		expect(inner).toEqual([
+			expect.objectContaining({ server: beta, tool: `${beta}__add`, tool_real: "add", outcome: "ok" }),
+			expect.objectContaining({ server: beta, tool: `${beta}__echo`, tool_real: "echo", outcome: "ok" }),
+		]);
+		expect(inner[0].principal).toEqual(program.principal);
 		await client.close();
 	});
 

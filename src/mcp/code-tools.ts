@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { ToolCall } from "./client-message.ts";
-import { GatewayError } from "./gateway-error.ts";
+import { parsed } from "./disclosure-tools.ts";
 import { callArguments } from "./message-accessors.ts";
 
 /**
@@ -74,10 +74,7 @@ export type ExecuteArguments = z.infer<typeof ExecuteArgumentsSchema>;
 
 /** `execute_code`'s arguments from its call; bad ones are invalid params, said plainly, and nothing runs. */
 export function executeArgumentsOf(call: ToolCall): ExecuteArguments {
-	const result = ExecuteArgumentsSchema.safeParse(callArguments(call));
-	if (result.success) return result.data;
-	const said = result.error.issues.map((issue) => issue.message).join("; ");
-	throw new GatewayError("invalid_params", `Invalid params: ${EXECUTE_CODE}: ${said}.`);
+	return parsed(EXECUTE_CODE, ExecuteArgumentsSchema, callArguments(call));
 }
 
 /** What a program returned, as JSON text and structured content, with its console lines beside it. */

@@ -121,7 +121,8 @@ export function callArgumentsOf(call: ToolCall): CallArguments {
 	return parsed(CALL_TOOL, CallArgumentsSchema, callArguments(call));
 }
 
-function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
+/** A gateway tool's arguments parsed by `schema`; refused ones are invalid params naming the tool, said plainly. */
+export function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
 	const result = schema.safeParse(value);
 	if (result.success) return result.data;
 	const said = result.error.issues.map((issue) => issue.message).join("; ");

@@ -4,7 +4,16 @@ import { endpointToolName } from "../codemode/tool-names.ts";
 import type { ToolCall } from "../mcp/client-message.ts";
 import { executeArgumentsOf, innerValue, programFailure, programResult } from "../mcp/code-tools.ts";
 import { innerCall } from "../mcp/disclosure-tools.ts";
+import { TOOLS_CALL } from "../mcp/methods.ts";
 import { answerOf } from "../mcp/reply-answer.ts";
+import { outcomeOf } from "../telemetry/mcp-spans.ts";
+import {
+	argumentsDigest,
+	type InnerCallNote,
+	takeCallNote,
+	toolCallOutcome,
+	withCallNote,
+} from "../telemetry/tool-call.ts";
 import type { SessionState } from "./session-state.ts";
 
 /** Bounds of every program besides its time (docs/code-mode.md, "Limits"). */
@@ -24,6 +33,8 @@ export interface ProgramSession {
 	callableNames(): Promise<string[]>;
 }
 
+const encoder = new TextEncoder();
+
 /**
  * `execute_code` of an aggregate in code mode (docs/code-mode.md): the
  * program runs in a fresh isolate, and each of its inner calls is sent
@@ -31,6 +42,8 @@ export interface ProgramSession {
  * `tools/call` of this caller would be: recheck, shaping, policies (confirm
  * and approve included), pinning, at-most-once, the caller's credentials. A
  * refused call throws inside the program with the sentence a direct call gets.
+ * Each inner call is accounted in the reply's call note, so the edge records
+ * a `tool_call` event for each (decision 0133).
  */
 export class CodePrograms {
 	constructor(private readonly state: SessionState) {}
@@ -38,7 +51,9 @@ export class CodePrograms {
 	/** Runs the program of `call`; bad arguments throw invalid params before anything runs. */
 	async run(call: ToolCall, session: ProgramSession): Promise<Response> {
 		const { code, timeoutMs } = executeArgumentsOf(call);
-		const answer = (result: object) => Response.json({ jsonrpc: "2.0", id: call.message.id, result });
+		const notes: InnerCallNote[] = [];
+		const answer = (result: object) =>
+			withCallNote(Response.json({ jsonrpc: "2.0", id: call.message.id, result }), TOOLS_CALL, { inner: notes });
 		const loader = this.state.env.LOADER;
 		if (loader === undefined) {
 			return answer(
@@ -55,17 +70,23 @@ export class CodePrograms {
 				throw new Error(`The arguments of ${name} must be an object.`);
 			}
 			sent += 1;
-			const request = innerCall(call, { name, arguments: Object.fromEntries(Object.entries(args)) });
-			// Its own id, so that it is a request of its own beside the program's; the program's progress token is not its.
-			const { _meta, task: _task, ...params } = request.message.params;
-			const { progressToken: _progress, ...meta } = _meta ?? {};
-			const message = {
-				...request.message,
-				id: `${String(call.message.id)}:code:${sent}`,
-				params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
-			};
-			const reply = await session.send({ ...request, message });
+			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent);
+			const started = this.state.clock.now();
+			const reply = await session.send(request);
+			const headers = new Headers(reply.headers);
+			const note = takeCallNote(headers);
 			const answered = await answerOf(reply, this.state.settings.maxReplyBytes);
+			notes.push({
+				tool: name,
+				...(note?.server !== undefined ? { server: note.server } : {}),
+				...(note?.real !== undefined ? { real: note.real } : {}),
+				outcome: toolCallOutcome(answered !== null, outcomeOf(answered), note),
+				time: new Date(started).toISOString(),
+				duration_ms: this.state.clock.now() - started,
+				bytes_in: encoder.encode(JSON.stringify(request.message)).byteLength,
+				bytes_out: answered === null ? 0 : encoder.encode(JSON.stringify(answered)).byteLength,
+				arguments_digest: await argumentsDigest(request.message.params.arguments),
+			});
 			if (answered === null) throw new Error(`The call of ${name} got no answer.`);
 			if ("error" in answered) throw new Error(answered.error.message);
 			return innerValue(CallToolResultSchema.parse(answered.result));
@@ -74,5 +95,21 @@ export class CodePrograms {
 		return answer(
 			outcome.ok ? programResult(outcome.value, outcome.logs) : programFailure(outcome.error, outcome.logs),
 		);
+	}
+
+	/**
+	 * The `tools/call` of one inner call: its own id beside the program's, the
+	 * program's `_meta` (trace context) without its progress token, no task.
+	 */
+	private innerRequest(call: ToolCall, name: string, args: Record<string, unknown>, n: number): ToolCall {
+		const request = innerCall(call, { name, arguments: args });
+		const { _meta, task: _task, ...params } = request.message.params;
+		const { progressToken: _progress, ...meta } = _meta ?? {};
+		const message = {
+			...request.message,
+			id: `${String(call.message.id)}:code:${n}`,
+			params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+		};
+		return { ...request, message };
 	}
 }

@@ -232,6 +232,27 @@ export class ServerOperation {
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope);
 		scope.tally?.(event);
+		// A program's inner calls: each its own event, under the program's span (docs/code-mode.md).
+		for (const inner of note?.inner ?? []) {
+			const split = inner.tool.indexOf("__");
+			const innerEvent: ToolCallEvent = {
+				...event,
+				time: inner.time,
+				server: inner.server ?? (split > 0 ? inner.tool.slice(0, split) : scope.server),
+				tool: inner.tool,
+				tool_real: inner.real ?? (split > 0 ? inner.tool.slice(split + 2) : inner.tool),
+				outcome: inner.outcome,
+				duration_ms: inner.duration_ms,
+				bytes_in: inner.bytes_in,
+				bytes_out: inner.bytes_out,
+				arguments_digest: inner.arguments_digest,
+				within: tool,
+			};
+			delete innerEvent.arguments;
+			delete innerEvent.guards;
+			emitToolCall(innerEvent, this.span, scope);
+			scope.tally?.(innerEvent);
+		}
 	}
 
 	private metricAttributes(outcome: AnswerOutcome): Attributes {

@@ -1,5 +1,6 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Span } from "@opentelemetry/api";
+import { z } from "zod";
 import { type GuardNote, GuardNotesSchema, guardNotesOf } from "../mcp/guard-notes.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";
@@ -59,7 +60,24 @@ export interface CallNote {
 	tool?: string;
 	/** What content guards found in the call (kinds and counts): its arguments' here, its result's from the answer. */
 	guards?: GuardNote[];
+	/** The inner calls of a code-mode program (`execute_code`): one `tool_call` event each, beside the program's own. */
+	inner?: InnerCallNote[];
 }
+
+/** One inner call of a program as the session accounted it: what its event needs that the edge cannot see. */
+export const InnerCallNoteSchema = z.object({
+	/** The tool as the endpoint names it. */
+	tool: z.string(),
+	server: z.string().optional(),
+	real: z.string().optional(),
+	outcome: z.enum(TOOL_CALL_OUTCOMES),
+	time: z.string(),
+	duration_ms: z.number(),
+	bytes_in: z.number(),
+	bytes_out: z.number(),
+	arguments_digest: z.string(),
+});
+export type InnerCallNote = z.infer<typeof InnerCallNoteSchema>;
 
 /** A tool call's reply with the object's note on it (any other method's reply unchanged). */
 export function withCallNote(response: Response, method: string, note: CallNote): Response {
@@ -85,8 +103,9 @@ export function takeCallNote(headers: Headers): CallNote | null {
 	try {
 		const value: unknown = JSON.parse(text);
 		if (typeof value !== "object" || value === null) return null;
-		const { server, real, capture, refused, tool, guards } = value as Record<string, unknown>;
+		const { server, real, capture, refused, tool, guards, inner } = value as Record<string, unknown>;
 		const guardNotes = GuardNotesSchema.safeParse(guards);
+		const innerNotes = z.array(InnerCallNoteSchema).safeParse(inner);
 		return {
 			...(typeof tool === "string" ? { tool } : {}),
 			...(typeof server === "string" ? { server } : {}),
@@ -94,6 +113,7 @@ export function takeCallNote(headers: Headers): CallNote | null {
 			...(capture === true ? { capture } : {}),
 			...(refused === "refused_pinning" || refused === "unknown_tool" ? { refused } : {}),
 			...(guardNotes.success && guardNotes.data.length > 0 ? { guards: guardNotes.data } : {}),
+			...(innerNotes.success && innerNotes.data.length > 0 ? { inner: innerNotes.data } : {}),
 		};
 	} catch (error) {
 		if (error instanceof SyntaxError) return null;
@@ -184,6 +204,8 @@ export interface ToolCallEvent {
 	trace_id?: string;
 	/** What content guards found (guard, action, kinds and counts; never the text), when any found something. */
 	guards?: GuardNote[];
+	/** Set on an inner call of a code-mode program: the tool that ran the program (`execute_code`). */
+	within?: string;
 }
 
 /** The digest of a call's arguments (absent arguments are `{}`, as the SDK sends them). */
