@@ -8,11 +8,15 @@ import { SseMessageReader } from "./sse.ts";
 export type Answer = JSONRPCResultResponse | JSONRPCErrorResponse;
 
 /**
- * The answer in a reply to one request, JSON or SSE (read under `maxBytes`,
- * whatever else the stream carried before it: progress, notifications), or
- * null when the reply holds none.
+ * The answer in a reply to one request, JSON or SSE (read under `maxBytes`),
+ * or null when the reply holds none. Whatever else the stream carried before
+ * it (progress, notifications, requests to the client) goes to `other`.
  */
-export async function answerOf(reply: Response, maxBytes: number): Promise<Answer | null> {
+export async function answerOf(
+	reply: Response,
+	maxBytes: number,
+	other: (message: JSONRPCMessage) => void = () => {},
+): Promise<Answer | null> {
 	if (reply.body === null) return null;
 	const type = mediaTypeOf(reply.headers.get("content-type"));
 	if (type === "application/json") {
@@ -30,6 +34,7 @@ export async function answerOf(reply: Response, maxBytes: number): Promise<Answe
 			await reader.cancel();
 			return message;
 		}
+		other(message);
 	}
 	return null;
 }

@@ -82,7 +82,7 @@ export class ClientMessages {
 					send: (inner: ToolCall) => this.handle(scope, inner),
 					callableNames: () => this.router.callableNames(),
 				};
-				return call.answered(await this.programs.run(input, session));
+				return call.leave(await this.programs.run(input, session));
 			}
 			// In search mode a `call_tool` is, from here on, the call of the tool it names: tasks, shaping,
 			// policies, pinning and at-most-once hold for it as for the direct call it stands for.

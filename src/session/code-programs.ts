@@ -1,18 +1,19 @@
-import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, CallToolResultSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { type InnerCall, type ProgramLimits, runProgram } from "../codemode/program-run.ts";
 import { endpointToolName } from "../codemode/tool-names.ts";
 import type { ToolCall } from "../mcp/client-message.ts";
 import { executeArgumentsOf, innerValue, programFailure, programResult } from "../mcp/code-tools.ts";
 import { innerCall } from "../mcp/disclosure-tools.ts";
-import { TOOLS_CALL } from "../mcp/methods.ts";
+import { NOTIFICATIONS_PROGRESS } from "../mcp/methods.ts";
 import { answerOf } from "../mcp/reply-answer.ts";
+import { SSE_HEADERS, sseMessage } from "../mcp/sse.ts";
 import { outcomeOf } from "../telemetry/mcp-spans.ts";
 import {
 	argumentsDigest,
+	INNER_CALLS_META_KEY,
 	type InnerCallNote,
 	takeCallNote,
 	toolCallOutcome,
-	withCallNote,
 } from "../telemetry/tool-call.ts";
 import type { SessionState } from "./session-state.ts";
 
@@ -42,8 +43,12 @@ const encoder = new TextEncoder();
  * `tools/call` of this caller would be: recheck, shaping, policies (confirm
  * and approve included), pinning, at-most-once, the caller's credentials. A
  * refused call throws inside the program with the sentence a direct call gets.
- * Each inner call is accounted in the reply's call note, so the edge records
- * a `tool_call` event for each (decision 0133).
+ *
+ * The reply is a stream: what an inner call's reply carries before its
+ * answer (progress, under the program's own token; the upstream's requests
+ * to the client, such as an elicitation, or a confirmation's question) goes
+ * to the client as it comes, then the program's answer, whose `_meta` lists
+ * the inner calls for the edge to account (decision 0133).
  */
 export class CodePrograms {
 	constructor(private readonly state: SessionState) {}
@@ -51,18 +56,21 @@ export class CodePrograms {
 	/** Runs the program of `call`; bad arguments throw invalid params before anything runs. */
 	async run(call: ToolCall, session: ProgramSession): Promise<Response> {
 		const { code, timeoutMs } = executeArgumentsOf(call);
-		const notes: InnerCallNote[] = [];
-		const answer = (result: object) =>
-			withCallNote(Response.json({ jsonrpc: "2.0", id: call.message.id, result }), TOOLS_CALL, { inner: notes });
 		const loader = this.state.env.LOADER;
 		if (loader === undefined) {
-			return answer(
-				programFailure(
-					"This gateway has no Worker Loader binding (LOADER) to run programs in: code mode cannot run here.",
-					[],
-				),
+			const refused = programFailure(
+				"This gateway has no Worker Loader binding (LOADER) to run programs in: code mode cannot run here.",
+				[],
 			);
+			return Response.json({ jsonrpc: "2.0", id: call.message.id, result: refused });
 		}
+		const stream = new TransformStream<Uint8Array, Uint8Array>();
+		const writer = stream.writable.getWriter();
+		const send = (message: JSONRPCMessage) =>
+			// A client gone away stops reading; the program still runs to its end and its calls are still accounted.
+			writer.write(sseMessage(message)).catch(() => undefined);
+		const notes: InnerCallNote[] = [];
+		const outerToken = call.message.params._meta?.progressToken;
 		let sent = 0;
 		const inner: InnerCall = async (written, args) => {
 			const name = endpointToolName(written, await session.callableNames());
@@ -70,12 +78,14 @@ export class CodePrograms {
 				throw new Error(`The arguments of ${name} must be an object.`);
 			}
 			sent += 1;
-			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent);
+			const token = outerToken === undefined ? undefined : `${String(outerToken)}:code:${sent}`;
+			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent, token);
 			const started = this.state.clock.now();
 			const reply = await session.send(request);
-			const headers = new Headers(reply.headers);
-			const note = takeCallNote(headers);
-			const answered = await answerOf(reply, this.state.settings.maxReplyBytes);
+			const note = takeCallNote(new Headers(reply.headers));
+			const answered = await answerOf(reply, this.state.settings.maxReplyBytes, (message) => {
+				void send(withOuterProgress(message, token, outerToken));
+			});
 			notes.push({
 				tool: name,
 				...(note?.server !== undefined ? { server: note.server } : {}),
@@ -91,25 +101,54 @@ export class CodePrograms {
 			if ("error" in answered) throw new Error(answered.error.message);
 			return innerValue(CallToolResultSchema.parse(answered.result));
 		};
-		const outcome = await runProgram(loader, code, inner, { ...PROGRAM_LIMITS, timeoutMs });
-		return answer(
-			outcome.ok ? programResult(outcome.value, outcome.logs) : programFailure(outcome.error, outcome.logs),
-		);
+		const finish = async () => {
+			const outcome = await runProgram(loader, code, inner, { ...PROGRAM_LIMITS, timeoutMs });
+			const result: CallToolResult = outcome.ok
+				? programResult(outcome.value, outcome.logs)
+				: programFailure(outcome.error, outcome.logs);
+			const _meta = notes.length > 0 ? { [INNER_CALLS_META_KEY]: notes } : undefined;
+			await send({ jsonrpc: "2.0", id: call.message.id, result: { ...result, ...(_meta ? { _meta } : {}) } });
+			await writer.close();
+		};
+		// The reply ends with the program; a failure of the gateway's own (not the program's) fails the stream, so the client sees it.
+		this.state.waitUntil(finish().catch((error: unknown) => writer.abort(error).catch(() => undefined)));
+		return new Response(stream.readable, { headers: { ...SSE_HEADERS, "x-accel-buffering": "no" } });
 	}
 
 	/**
 	 * The `tools/call` of one inner call: its own id beside the program's, the
-	 * program's `_meta` (trace context) without its progress token, no task.
+	 * program's `_meta` (trace context) with a progress token of its own when
+	 * the program has one, no task.
 	 */
-	private innerRequest(call: ToolCall, name: string, args: Record<string, unknown>, n: number): ToolCall {
+	private innerRequest(
+		call: ToolCall,
+		name: string,
+		args: Record<string, unknown>,
+		n: number,
+		token: string | undefined,
+	): ToolCall {
 		const request = innerCall(call, { name, arguments: args });
 		const { _meta, task: _task, ...params } = request.message.params;
 		const { progressToken: _progress, ...meta } = _meta ?? {};
+		const carried = token === undefined ? meta : { ...meta, progressToken: token };
 		const message = {
 			...request.message,
 			id: `${String(call.message.id)}:code:${n}`,
-			params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+			params: { ...params, ...(Object.keys(carried).length > 0 ? { _meta: carried } : {}) },
 		};
 		return { ...request, message };
 	}
+}
+
+/** An inner call's progress under the program's own token, so the client hears it on `execute_code`; anything else as it is. */
+function withOuterProgress(
+	message: JSONRPCMessage,
+	token: string | undefined,
+	outer: string | number | undefined,
+): JSONRPCMessage {
+	if (token === undefined || outer === undefined) return message;
+	if (!("method" in message) || message.method !== NOTIFICATIONS_PROGRESS || "id" in message) return message;
+	const params = message.params ?? {};
+	if (params.progressToken !== token) return message;
+	return { ...message, params: { ...params, progressToken: outer } };
 }

@@ -27,6 +27,7 @@ import {
 	takeCallNote,
 	toolCallOutcome,
 	withAnswerGuards,
+	withAnswerInnerCalls,
 } from "./tool-call.ts";
 import { injectMeta, parentContext } from "./trace-context.ts";
 
@@ -139,7 +140,12 @@ export class ServerOperation {
 			response,
 			id,
 			(answer, bytes) =>
-				this.end(outcomeOf(answer), answer !== null || id === null, bytes, withAnswerGuards(note, answer)),
+				this.end(
+					outcomeOf(answer),
+					answer !== null || id === null,
+					bytes,
+					withAnswerInnerCalls(withAnswerGuards(note, answer), answer),
+				),
 			headers,
 		);
 	}

@@ -5,6 +5,7 @@ import { type GuardNote, GuardNotesSchema, guardNotesOf } from "../mcp/guard-not
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
+import { isJsonObject } from "../primitives/json-object.ts";
 import type { AnswerOutcome } from "./mcp-spans.ts";
 
 /**
@@ -119,6 +120,23 @@ export function takeCallNote(headers: Headers): CallNote | null {
 		if (error instanceof SyntaxError) return null;
 		throw error;
 	}
+}
+
+/**
+ * Where an `execute_code` answer carries its inner calls' accounts (its
+ * result's `_meta`): the answer streams while the program runs, after the
+ * reply's headers (and their note) have left.
+ */
+export const INNER_CALLS_META_KEY = "mcp-edge-gateway/inner-calls";
+
+/** The note with the inner calls an `execute_code` answer names in its `_meta` added. */
+export function withAnswerInnerCalls(note: CallNote | null, answer: JSONRPCMessage | null): CallNote | null {
+	if (answer === null || !("result" in answer)) return note;
+	const meta = answer.result._meta;
+	if (!isJsonObject(meta)) return note;
+	const inner = z.array(InnerCallNoteSchema).safeParse(meta[INNER_CALLS_META_KEY]);
+	if (!inner.success || inner.data.length === 0) return note;
+	return { ...note, inner: inner.data };
 }
 
 /** The note with what response-stage guards noted on the answer's result (its `_meta`) added. */
