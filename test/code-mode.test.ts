@@ -1,4 +1,5 @@
 import { createExecutionContext, env } from "cloudflare:test";
+import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { guardLoops } from "../src/codemode/loop-guard.ts";
 import worker from "../src/index.ts";
@@ -108,6 +109,43 @@ describe("code mode", () => {
 			expect.objectContaining({ server: beta, tool: `${beta}__echo`, tool_real: "echo", outcome: "ok" }),
 		]);
 		expect(inner[0].principal).toEqual(program.principal);
+		await client.close();
+	});
+
+	it("an inner call's progress reaches the client on the execute_code call, under its own token", async () => {
+		// delta answers on an SSE stream, where progress can travel (beta answers plain JSON).
+		const delta = await registerServer("delta");
+		const { client } = await codeClient([delta]);
+		const seen: number[] = [];
+		const result = await client.callTool(
+			{
+				name: "execute_code",
+				arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__progress({ steps: 3 });` },
+			},
+			CallToolResultSchema,
+			{ onprogress: (progress) => seen.push(progress.progress) },
+		);
+		expect(result.structuredContent).toEqual({ result: "done in 3 steps", logs: [] });
+		expect(seen).toEqual([1, 2, 3]);
+		await client.close();
+	});
+
+	it("an upstream's elicitation during an inner call reaches the client, and its answer reaches the upstream", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "code" });
+		const { client } = await connectClient("/mcp", key, {
+			capabilities: { elicitation: { form: {} } },
+			setup: (peer) =>
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => ({
+					action: "accept",
+					content: { answer: `yes to ${request.params.message}` },
+				})),
+		});
+		const result = await client.callTool({
+			name: "execute_code",
+			arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__ask_user({});` },
+		});
+		expect(result.structuredContent).toEqual({ result: "delta got accept: yes to delta needs an answer", logs: [] });
 		await client.close();
 	});
 
