@@ -217,6 +217,58 @@ describe("code mode", () => {
 		await client.close();
 	});
 
+	it("the 51st inner call of a program throws: at most 50 calls reach the upstream", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const a = uniqueNumber();
+		const answer = await run(`
+			let calls = 0;
+			try { for (let i = 0; i < 60; i++) { await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 0 }); calls++; } }
+			catch (error) { return { calls, error: error.message }; }
+		`);
+		expect(answer.structuredContent?.result).toEqual({
+			calls: 50,
+			error: "This program made more than 50 tool calls, the most one program may make.",
+		});
+		expect(await toolCallsOf("beta", "add", { a, b: 0 })).toHaveLength(50);
+		await client.close();
+	});
+
+	it("a tool the endpoint does not offer throws inside the program with the sentence its direct call gets", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("try { await codemode.nowhere__nothing({}); } catch (error) { return error.message; }");
+		const direct = await client.callTool({ name: "nowhere__nothing", arguments: {} }).catch(String);
+		expect(answer.structuredContent?.result).toContain(
+			"Unknown tool: 'nowhere__nothing' is not offered by this endpoint.",
+		);
+		expect(direct).toContain(String(answer.structuredContent?.result));
+		await client.close();
+	});
+
+	it("a returned value larger than the bound is cut, still JSON, with a marker", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run('return { text: "x".repeat(300000) };');
+		const text = answer.content[0]?.text ?? "";
+		expect(text.length).toBeLessThan(110_000);
+		expect(text).toContain("--- TRUNCATED ---");
+		expect(JSON.parse(text)).toHaveProperty("text");
+		await client.close();
+	});
+
+	it("execute_code without code is invalid params with a sentence, and nothing runs", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const refused = await client.callTool({ name: "execute_code", arguments: { code: "" } }).catch(String);
+		expect(refused).toContain("Invalid params: execute_code: code must be the program; it is empty.");
+		const slow = await client
+			.callTool({ name: "execute_code", arguments: { code: "return 1;", timeoutMs: 60_000 } })
+			.catch(String);
+		expect(slow).toContain("timeoutMs must be between 1 and 30000");
+		await client.close();
+	});
+
 	it("a program that is not JavaScript is refused with the parser's sentence, and nothing runs", async () => {
 		const beta = await registerServer("beta");
 		const { client, run } = await codeClient([beta]);
@@ -283,5 +335,23 @@ describe("code mode needs the Worker Loader binding", () => {
 		expect(await response.text()).toContain('disclosure \\"code\\" runs programs through a Worker Loader binding');
 		const keys = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name: string }> };
 		expect(keys.keys.map((key) => key.name)).not.toContain(name);
+	});
+
+	it("a virtual server in code mode is refused at PUT with the same sentence when the Worker has no LOADER binding, and nothing is written", async () => {
+		const beta = await registerServer("beta");
+		const name = uniqueName("no-loader-vs");
+		const { LOADER: _loader, ...withoutLoader } = env;
+		const response = await worker.fetch(
+			new Request(`${BASE}/admin/virtual-servers/${name}`, {
+				method: "PUT",
+				headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "application/json" },
+				body: JSON.stringify({ servers: [beta], disclosure: "code" }),
+			}),
+			withoutLoader,
+			createExecutionContext(),
+		);
+		expect(response.status).toBe(400);
+		expect(await response.text()).toContain('disclosure \\"code\\" runs programs through a Worker Loader binding');
+		expect((await admin("GET", `/virtual-servers/${name}`)).status).toBe(404);
 	});
 });
