@@ -149,6 +149,52 @@ describe("code mode", () => {
 		await client.close();
 	});
 
+	it("a confirm policy asks the client before an inner call is sent: declined, it throws and nothing reaches the upstream; accepted, it is sent", async () => {
+		const beta = await registerServer("beta");
+		const policy = uniqueName("policy");
+		const put = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "confirm",
+			applies: { servers: [beta] },
+		});
+		expect(put.status).toBe(201);
+		policies.push(policy);
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const asked: string[] = [];
+		const confirming = async (action: "accept" | "decline") => {
+			const { client } = await connectClient("/mcp", key, {
+				capabilities: { elicitation: { form: {} } },
+				setup: (peer) =>
+					peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+						asked.push(request.params.message);
+						return action === "accept" ? { action, content: { confirm: true } } : { action };
+					}),
+			});
+			return client;
+		};
+		const program = (a: number) => ({
+			name: "execute_code",
+			arguments: {
+				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
+			},
+		});
+		const declining = await confirming("decline");
+		const declined = uniqueNumber();
+		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
+		expect(String(refused.structuredContent?.result)).toMatch(/was not confirmed, so the gateway did not send it/);
+		expect(await toolCallsOf("beta", "add", { a: declined, b: 2 })).toEqual([]);
+		await declining.close();
+
+		const accepting = await confirming("accept");
+		const accepted = uniqueNumber();
+		const answered = (await accepting.callTool(program(accepted))) as ProgramAnswer;
+		expect(answered.structuredContent?.result).toBe(accepted + 2);
+		expect(await toolCallsOf("beta", "add", { a: accepted, b: 2 })).toHaveLength(1);
+		expect(asked).toHaveLength(2);
+		expect(asked[0]).toContain("add");
+		await accepting.close();
+	});
+
 	it("a tool a policy denies throws inside the program with the sentence its direct call gets, and never reaches the upstream", async () => {
 		const beta = await registerServer("beta");
 		const policy = uniqueName("policy");
