@@ -356,6 +356,28 @@ describe("code mode on a virtual server, with a 2026-07-28 client", () => {
 	});
 });
 
+describe("code mode with a 2026-07-28 client on /mcp", () => {
+	it("an upstream's elicitation during an inner call comes back as input_required, and the retry's answer reaches the upstream; the program ran once", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "code" });
+		const client = await connectModernClient("/mcp", key, { elicitation: { form: {} } });
+		client.setRequestHandler("elicitation/create", async (request) => ({
+			action: "accept",
+			content: { answer: `yes to ${request.params.message}` },
+		}));
+		const result = (await client.callTool({
+			name: "execute_code",
+			arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__ask_user({});` },
+		})) as ProgramAnswer & { _meta?: Record<string, unknown> };
+		expect(result.structuredContent).toEqual({ result: "delta got accept: yes to delta needs an answer", logs: [] });
+		// The answer's own account of its inner calls: one, answered, not a second run of the program.
+		expect(result._meta?.["mcp-edge-gateway/inner-calls"]).toEqual([
+			expect.objectContaining({ tool: `${delta}__ask_user`, outcome: "ok" }),
+		]);
+		await client.close();
+	});
+});
+
 describe("code mode's program guard", () => {
 	it("puts a step at the start of every loop body and function body, single statements included", () => {
 		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
