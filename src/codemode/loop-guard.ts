@@ -53,8 +53,8 @@ const LOOPS = new Set(["ForStatement", "ForInStatement", "ForOfStatement", "Whil
 const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression"]);
 
 function visit(node: Node, insertions: Insertion[], depth: number): void {
-	const fields = node as unknown as Record<string, unknown>;
-	const body = fields.body;
+	// acorn's Node type names only what every node has; a node's children are its other fields, read as they come.
+	const body: unknown = Reflect.get(node, "body");
 	if (isNode(body) && (LOOPS.has(node.type) || FUNCTIONS.has(node.type))) {
 		if (body.type === "BlockStatement") insertions.push({ at: body.start + 1, text: STEP_CALL, closing: false, depth });
 		else {
@@ -66,7 +66,7 @@ function visit(node: Node, insertions: Insertion[], depth: number): void {
 			);
 		}
 	}
-	for (const value of Object.values(fields)) {
+	for (const value of Object.values(node)) {
 		if (Array.isArray(value)) {
 			for (const item of value) if (isNode(item)) visit(item, insertions, depth + 1);
 		} else if (isNode(value)) visit(value, insertions, depth + 1);
@@ -74,5 +74,5 @@ function visit(node: Node, insertions: Insertion[], depth: number): void {
 }
 
 function isNode(value: unknown): value is Node {
-	return typeof value === "object" && value !== null && typeof (value as { type?: unknown }).type === "string";
+	return typeof value === "object" && value !== null && "type" in value && typeof value.type === "string";
 }

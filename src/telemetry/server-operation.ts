@@ -238,11 +238,13 @@ export class ServerOperation {
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope);
 		scope.tally?.(event);
-		// A program's inner calls: each its own event, under the program's span (docs/code-mode.md).
+		// A program's inner calls: each its own event, under the program's span (docs/code-mode.md); the
+		// program's captured arguments and guard notes are its own, not theirs.
+		const { arguments: _arguments, guards: _guards, ...common } = event;
 		for (const inner of note?.inner ?? []) {
 			const split = inner.tool.indexOf("__");
 			const innerEvent: ToolCallEvent = {
-				...event,
+				...common,
 				time: inner.time,
 				server: inner.server ?? (split > 0 ? inner.tool.slice(0, split) : scope.server),
 				tool: inner.tool,
@@ -254,8 +256,6 @@ export class ServerOperation {
 				arguments_digest: inner.arguments_digest,
 				within: tool,
 			};
-			delete innerEvent.arguments;
-			delete innerEvent.guards;
 			emitToolCall(innerEvent, this.span, scope);
 			scope.tally?.(innerEvent);
 		}
