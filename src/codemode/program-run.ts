@@ -56,10 +56,11 @@ export async function runProgram(
 		if (!(error instanceof ProgramSyntaxError)) throw error;
 		return { ok: false, error: `The program is not valid JavaScript: ${error.message}.`, logs: [] };
 	}
+	// The counter's name is the gateway's, like the step's, so that a program's own `steps` is never it.
 	const program = `async () => {
-  let steps = 0;
+  let ${STEP}s = 0;
   const ${STEP} = () => {
-    if (++steps > ${limits.maxSteps}) throw new Error(${JSON.stringify(stepsSentence(limits.maxSteps))});
+    if (++${STEP}s > ${limits.maxSteps}) throw new Error(${JSON.stringify(stepsSentence(limits.maxSteps))});
   };
   return await (${guarded})();
 }`;
