@@ -54,6 +54,15 @@ describe("code mode", () => {
 		await client.close();
 	});
 
+	it("lists the tools alwaysList names after the gateway's two", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code", alwaysList: [`${beta}__echo`] });
+		const { client } = await connectClient("/mcp", key);
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code", `${beta}__echo`]);
+		await client.close();
+	});
+
 	it("search_tools gives each match its TypeScript signature", async () => {
 		const beta = await registerServer("beta");
 		const { client } = await codeClient([beta]);
