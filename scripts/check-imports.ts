@@ -20,6 +20,7 @@ type Layer =
 	| "registry"
 	| "connectors"
 	| "openapi"
+	| "codemode"
 	| "upstream"
 	| "mcp"
 	| "telemetry"
@@ -76,6 +77,7 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 		"registry",
 		"connectors",
 		"openapi",
+		"codemode",
 		"upstream",
 		"mcp",
 		"primitives",
@@ -83,6 +85,8 @@ const ALLOWED: Record<Layer, readonly Layer[]> = {
 	],
 	// Servers reached through connectors: their Durable Object and its WebSockets, and the fetch that goes through it.
 	connectors: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
+	// Programs in Worker Loader isolates (code mode): the sandbox, its limits, the typed API; calls go back through the session.
+	codemode: ["mcp", "primitives"],
 	// Servers made from OpenAPI documents: a document compiled into tools, a call made one HTTP request, its answer a tool result.
 	openapi: ["config", "registry", "upstream", "mcp", "primitives", "telemetry"],
 	registry: ["config", "mcp", "primitives", "telemetry"],

@@ -5,7 +5,12 @@
  * which wrangler.toml does not list (`wrangler secret put`; locally .dev.vars).
  * The rest of src imports `Env` from here.
  */
-export interface Env extends WranglerEnv {
+export interface Env extends Omit<WranglerEnv, "LOADER"> {
+	/**
+	 * The Worker Loader binding code mode runs programs through (docs/code-mode.md). Optional: a
+	 * deployment without it works, and refuses `disclosure: "code"` at PUT.
+	 */
+	LOADER?: WorkerLoader;
 	/** Guards /admin (32+ characters). */
 	ADMIN_TOKEN?: string;
 	/** Signs session IDs (32+ characters). */

@@ -417,7 +417,7 @@ describe("search mode on a virtual server (2025-11-25, SDK 1.32)", () => {
 		const refused = await admin("PUT", `/virtual-servers/${plain}`, { servers: [beta], disclosure: "hidden" });
 		expect(refused.status).toBe(400);
 		expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
-			'disclosure: must be "full" or "search"',
+			'disclosure: must be "full", "search" or "code"',
 		);
 		expect(await (await admin("GET", `/virtual-servers/${plain}`)).json()).toMatchObject({ disclosure: "full" });
 	});

@@ -26,8 +26,15 @@ function bodyFrom(options: { body?: string }, fields: Record<string, unknown>): 
 /** The tool disclosure options of an aggregate's definition (a key's `/mcp`, an access rule's, a virtual server). */
 function disclosureOptions(command: Command): Command {
 	return command
-		.option("--disclosure <mode>", '"full" (every tool listed) or "search" (search_tools and call_tool)')
-		.option("--always-list <glob>", "in search mode, tools still listed (e.g. github__*), repeatable", collect);
+		.option(
+			"--disclosure <mode>",
+			'"full" (every tool listed), "search" (search_tools and call_tool) or "code" (search_tools and execute_code)',
+		)
+		.option(
+			"--always-list <glob>",
+			"in search and code mode, tools still listed (e.g. github__*), repeatable",
+			collect,
+		);
 }
 
 /** `Name: value` headers into an object. */

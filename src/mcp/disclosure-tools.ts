@@ -28,6 +28,7 @@ const FOUND_TOOL_JSON_SCHEMA = {
 		description: { type: "string" },
 		inputSchema: { type: "object" },
 		annotations: { type: "object" },
+		signature: { type: "string", description: "In code mode: how a program calls it, as TypeScript." },
 	},
 	required: ["name", "inputSchema"],
 } as const;
@@ -120,7 +121,8 @@ export function callArgumentsOf(call: ToolCall): CallArguments {
 	return parsed(CALL_TOOL, CallArgumentsSchema, callArguments(call));
 }
 
-function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
+/** A gateway tool's arguments parsed by `schema`; refused ones are invalid params naming the tool, said plainly. */
+export function parsed<T>(tool: string, schema: z.ZodType<T>, value: unknown): T {
 	const result = schema.safeParse(value);
 	if (result.success) return result.data;
 	const said = result.error.issues.map((issue) => issue.message).join("; ");
@@ -148,14 +150,18 @@ export function innerCall(call: ToolCall, named: CallArguments): ToolCall {
 	};
 }
 
-/** `search_tools`' answer: the tools found, best first, as structured content and the same JSON as text. */
-export function searchResult(found: readonly Tool[]): CallToolResult {
+/**
+ * `search_tools`' answer: the tools found, best first, as structured content
+ * and the same JSON as text; in code mode each with its TypeScript `signature`.
+ */
+export function searchResult(found: readonly Tool[], signatureOf?: (tool: Tool) => string): CallToolResult {
 	const tools = found.map((tool) => ({
 		name: tool.name,
 		...(tool.title !== undefined ? { title: tool.title } : {}),
 		...(tool.description !== undefined ? { description: tool.description } : {}),
 		inputSchema: tool.inputSchema,
 		...(tool.annotations !== undefined ? { annotations: tool.annotations } : {}),
+		...(signatureOf !== undefined ? { signature: signatureOf(tool) } : {}),
 	}));
 	const structuredContent = { tools };
 	return { content: [{ type: "text", text: JSON.stringify(structuredContent) }], structuredContent };

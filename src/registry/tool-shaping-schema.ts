@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EXECUTE_CODE } from "../mcp/code-tools.ts";
 import { CALL_TOOL, SEARCH_TOOLS } from "../mcp/disclosure-tools.ts";
 
 /**
@@ -71,13 +72,14 @@ export type ToolShaping = z.infer<typeof ToolShapingSchema>;
  * that tool, logged, as on a server).
  */
 export const EndpointToolsSchema = ToolShapingSchema.superRefine((shaping, context) => {
-	// In search mode these names are the gateway's own tools: an alias taking one would be unreachable.
+	// In search and code mode these names are the gateway's own tools: an alias taking one would be unreachable.
 	for (const [real, override] of Object.entries(shaping.overrides ?? {})) {
-		if (override.name === SEARCH_TOOLS || override.name === CALL_TOOL) {
+		if (override.name === SEARCH_TOOLS || override.name === CALL_TOOL || override.name === EXECUTE_CODE) {
+			const mode = override.name === EXECUTE_CODE ? "code mode" : "search mode";
 			context.addIssue({
 				code: "custom",
 				path: ["overrides", real, "name"],
-				message: `'${override.name}' is the name of the gateway's own tool in search mode; choose another`,
+				message: `'${override.name}' is the name of the gateway's own tool in ${mode}; choose another`,
 			});
 		}
 	}

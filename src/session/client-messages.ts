@@ -1,5 +1,5 @@
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
-import type { ClientNotification, SessionMessage, SessionRequest } from "../mcp/client-message.ts";
+import type { ClientNotification, SessionMessage, SessionRequest, ToolCall } from "../mcp/client-message.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
 import { NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED, TOOLS_LIST } from "../mcp/methods.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
@@ -10,6 +10,7 @@ import type { ActivityMeter } from "./activity-meter.ts";
 import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
 import type { MemberSessions } from "./aggregate/member-sessions.ts";
 import type { Member, SessionBinding, SessionScope } from "./binding.ts";
+import { CodePrograms } from "./code-programs.ts";
 import { RunningCall } from "./running-call.ts";
 import type { SessionDecisions } from "./session-decisions.ts";
 import type { SessionLifecycle } from "./session-lifecycle.ts";
@@ -36,6 +37,8 @@ export interface SessionAccess {
  * router — its reply leaving through the call.
  */
 export class ClientMessages {
+	private readonly programs: CodePrograms;
+
 	constructor(
 		private readonly state: SessionState,
 		private readonly access: SessionAccess,
@@ -48,7 +51,9 @@ export class ClientMessages {
 		private readonly decisions: SessionDecisions,
 		private readonly tasks: HeldTasks,
 		private readonly upstreamTasks: UpstreamTasks,
-	) {}
+	) {
+		this.programs = new CodePrograms(state);
+	}
 
 	/** Handles one client message (request, notification or response), if `scope` is the session's own. */
 	async handle(scope: SessionScope, input: SessionMessage): Promise<Response> {
@@ -69,12 +74,19 @@ export class ClientMessages {
 		let calledTool: string | null = null;
 		try {
 			if (!(await this.lifecycle.recheckIfDue(binding))) return call.answered(notFound());
+			const aggregate = (this.state.binding ?? binding).mode === "aggregate";
+			// In code mode an `execute_code` runs its program here; each inner call comes back in at the top,
+			// as a request of this caller's own (docs/code-mode.md).
+			if (input.kind === "request" && aggregate && this.router.isExecute(input)) {
+				const session = {
+					send: (inner: ToolCall) => this.handle(scope, inner),
+					callableNames: () => this.router.callableNames(),
+				};
+				return call.leave(await this.programs.run(input, session));
+			}
 			// In search mode a `call_tool` is, from here on, the call of the tool it names: tasks, shaping,
 			// policies, pinning and at-most-once hold for it as for the direct call it stands for.
-			const inner =
-				input.kind === "request" && (this.state.binding ?? binding).mode === "aggregate"
-					? this.router.innerCall(input)
-					: null;
+			const inner = input.kind === "request" && aggregate ? this.router.innerCall(input) : null;
 			if (inner) {
 				input = inner;
 				calledTool = inner.message.params.name;

@@ -157,7 +157,9 @@ function draft(input: OpenSessionInput, protocolVersion: string, upstreams: Sess
 		...(input.endpointPrompts ? { endpointPrompts: input.endpointPrompts } : {}),
 		...(input.endpointResources ? { endpointResources: input.endpointResources } : {}),
 		// Only an aggregate searches; a binding without the field lists in full, as older ones did.
-		...(input.mode === "aggregate" && input.disclosure?.mode === "search" ? { disclosure: input.disclosure } : {}),
+		...(input.mode === "aggregate" && input.disclosure !== undefined && input.disclosure.mode !== "full"
+			? { disclosure: input.disclosure }
+			: {}),
 		upstreams,
 	};
 }

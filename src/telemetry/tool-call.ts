@@ -1,9 +1,11 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Span } from "@opentelemetry/api";
+import { z } from "zod";
 import { type GuardNote, GuardNotesSchema, guardNotesOf } from "../mcp/guard-notes.ts";
 import { TOOLS_CALL } from "../mcp/methods.ts";
 import { stableJson } from "../mcp/stable-json.ts";
 import { sha256Hex } from "../primitives/crypto.ts";
+import { isJsonObject } from "../primitives/json-object.ts";
 import type { AnswerOutcome } from "./mcp-spans.ts";
 
 /**
@@ -59,7 +61,24 @@ export interface CallNote {
 	tool?: string;
 	/** What content guards found in the call (kinds and counts): its arguments' here, its result's from the answer. */
 	guards?: GuardNote[];
+	/** The inner calls of a code-mode program (`execute_code`): one `tool_call` event each, beside the program's own. */
+	inner?: InnerCallNote[];
 }
+
+/** One inner call of a program as the session accounted it: what its event needs that the edge cannot see. */
+export const InnerCallNoteSchema = z.object({
+	/** The tool as the endpoint names it. */
+	tool: z.string(),
+	server: z.string().optional(),
+	real: z.string().optional(),
+	outcome: z.enum(TOOL_CALL_OUTCOMES),
+	time: z.string(),
+	duration_ms: z.number(),
+	bytes_in: z.number(),
+	bytes_out: z.number(),
+	arguments_digest: z.string(),
+});
+export type InnerCallNote = z.infer<typeof InnerCallNoteSchema>;
 
 /** A tool call's reply with the object's note on it (any other method's reply unchanged). */
 export function withCallNote(response: Response, method: string, note: CallNote): Response {
@@ -85,8 +104,9 @@ export function takeCallNote(headers: Headers): CallNote | null {
 	try {
 		const value: unknown = JSON.parse(text);
 		if (typeof value !== "object" || value === null) return null;
-		const { server, real, capture, refused, tool, guards } = value as Record<string, unknown>;
+		const { server, real, capture, refused, tool, guards, inner } = value as Record<string, unknown>;
 		const guardNotes = GuardNotesSchema.safeParse(guards);
+		const innerNotes = z.array(InnerCallNoteSchema).safeParse(inner);
 		return {
 			...(typeof tool === "string" ? { tool } : {}),
 			...(typeof server === "string" ? { server } : {}),
@@ -94,11 +114,29 @@ export function takeCallNote(headers: Headers): CallNote | null {
 			...(capture === true ? { capture } : {}),
 			...(refused === "refused_pinning" || refused === "unknown_tool" ? { refused } : {}),
 			...(guardNotes.success && guardNotes.data.length > 0 ? { guards: guardNotes.data } : {}),
+			...(innerNotes.success && innerNotes.data.length > 0 ? { inner: innerNotes.data } : {}),
 		};
 	} catch (error) {
 		if (error instanceof SyntaxError) return null;
 		throw error;
 	}
+}
+
+/**
+ * Where an `execute_code` answer carries its inner calls' accounts (its
+ * result's `_meta`): the answer streams while the program runs, after the
+ * reply's headers (and their note) have left.
+ */
+export const INNER_CALLS_META_KEY = "mcp-edge-gateway/inner-calls";
+
+/** The note with the inner calls an `execute_code` answer names in its `_meta` added. */
+export function withAnswerInnerCalls(note: CallNote | null, answer: JSONRPCMessage | null): CallNote | null {
+	if (answer === null || !("result" in answer)) return note;
+	const meta = answer.result._meta;
+	if (!isJsonObject(meta)) return note;
+	const inner = z.array(InnerCallNoteSchema).safeParse(meta[INNER_CALLS_META_KEY]);
+	if (!inner.success || inner.data.length === 0) return note;
+	return { ...note, inner: inner.data };
 }
 
 /** The note with what response-stage guards noted on the answer's result (its `_meta`) added. */
@@ -184,6 +222,8 @@ export interface ToolCallEvent {
 	trace_id?: string;
 	/** What content guards found (guard, action, kinds and counts; never the text), when any found something. */
 	guards?: GuardNote[];
+	/** Set on an inner call of a code-mode program: the tool that ran the program (`execute_code`). */
+	within?: string;
 }
 
 /** The digest of a call's arguments (absent arguments are `{}`, as the SDK sends them). */

@@ -48,7 +48,7 @@ export async function createKey(
 		userPath?: string;
 		name?: string;
 		rateClass?: string;
-		disclosure?: "full" | "search";
+		disclosure?: "full" | "search" | "code";
 		alwaysList?: string[];
 	} = {},
 ) {

@@ -5,6 +5,7 @@ import { registryStub } from "../../registry/registry-stub.ts";
 import { audit } from "../admin-audit.ts";
 import { showAccessRule } from "../admin-views.ts";
 import { disconnectedUnderRule } from "../connection-events.ts";
+import { refuseCodeWithoutLoader } from "./code-mode-binding.ts";
 import {
 	type AdminRouter,
 	adminRouter,
@@ -61,6 +62,7 @@ export function accessRuleRoutes(): AdminRouter {
 	const router = adminRouter();
 
 	router.openapi(put, async (c) => {
+		refuseCodeWithoutLoader(c.env, c.req.valid("json"));
 		const result = await registryStub(c.env).putAccessRule(c.req.valid("param").name, c.req.valid("json"));
 		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
 		const { rule, created } = result;

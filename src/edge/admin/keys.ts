@@ -3,6 +3,7 @@ import { GatewayError } from "../../mcp/gateway-error.ts";
 import { registryStub } from "../../registry/registry-stub.ts";
 import { KeyInputSchema } from "../../registry/schemas.ts";
 import { audit } from "../admin-audit.ts";
+import { refuseCodeWithoutLoader } from "./code-mode-binding.ts";
 import {
 	type AdminRouter,
 	adminRouter,
@@ -55,6 +56,7 @@ export function keyRoutes(): AdminRouter {
 	const router = adminRouter();
 
 	router.openapi(create, async (c) => {
+		refuseCodeWithoutLoader(c.env, c.req.valid("json"));
 		const result = await registryStub(c.env).createKey(c.req.valid("json"));
 		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);
 		const { record, key } = result;

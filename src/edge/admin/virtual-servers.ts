@@ -4,6 +4,7 @@ import { registryStub } from "../../registry/registry-stub.ts";
 import { ServerNameSchema, VirtualServerInputSchema } from "../../registry/schemas.ts";
 import { audit } from "../admin-audit.ts";
 import { showVirtualServer } from "../admin-views.ts";
+import { refuseCodeWithoutLoader } from "./code-mode-binding.ts";
 import {
 	type AdminRouter,
 	adminRouter,
@@ -86,6 +87,7 @@ export function virtualServerRoutes(): AdminRouter {
 
 	router.openapi(put, async (c) => {
 		const { name } = c.req.valid("param");
+		refuseCodeWithoutLoader(c.env, c.req.valid("json"));
 		const result = await registryStub(c.env).putVirtualServer(name, c.req.valid("json"));
 		if ("conflict" in result) throw new GatewayError("conflict", `Conflict: ${result.conflict}.`);
 		if ("invalid" in result) throw new GatewayError("bad_request", `Bad Request: ${result.invalid}.`);

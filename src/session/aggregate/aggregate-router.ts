@@ -309,6 +309,16 @@ export class AggregateRouter implements MemberListener {
 		return this.disclosure.inner(request);
 	}
 
+	/** Whether `request` is the gateway's own `execute_code` of an aggregate in code mode (docs/code-mode.md). */
+	isExecute(request: SessionRequest): request is ToolCall {
+		return this.disclosure.isExecute(request);
+	}
+
+	/** The names of the tools the caller may call now. */
+	callableNames(): Promise<string[]> {
+		return this.disclosure.callableNames();
+	}
+
 	/** Refuses as unknown the call a `call_tool` stands for when its tool is a View's only (see ToolDisclosure). */
 	refuseAppOnly(inner: ToolCall): Promise<void> {
 		return this.disclosure.refuseAppOnly(inner);

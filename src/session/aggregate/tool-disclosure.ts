@@ -1,7 +1,9 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { MAX_TOOLS_DESCRIBED, signatureOf, typedApi } from "../../codemode/tool-types.ts";
 import { globMatches } from "../../governance/globs.ts";
 import { isAppOnly } from "../../mcp/app-visibility.ts";
 import type { SessionRequest, ToolCall } from "../../mcp/client-message.ts";
+import { EXECUTE_CODE, executeCodeTool } from "../../mcp/code-tools.ts";
 import {
 	CALL_TOOL,
 	CALL_TOOL_TOOL,
@@ -60,12 +62,21 @@ export class ToolDisclosure {
 		private readonly build: (tools: readonly Tool[]) => ToolIndex = buildToolIndex,
 	) {}
 
-	/** Whether the endpoint is in search mode. */
+	/** Whether the endpoint lists the gateway's own tools instead of its tools: search mode or code mode. */
 	get searching(): boolean {
-		return this.host.disclosure()?.mode === "search";
+		const mode = this.host.disclosure()?.mode;
+		return mode === "search" || mode === "code";
 	}
 
-	/** `tools/list` in search mode: the gateway's two tools, then those `alwaysList` names, in endpoint order. */
+	/** Whether the endpoint is in code mode (docs/code-mode.md). */
+	get coding(): boolean {
+		return this.host.disclosure()?.mode === "code";
+	}
+
+	/**
+	 * `tools/list` in search mode: the gateway's two tools, then those `alwaysList` names, in endpoint order.
+	 * In code mode `execute_code` stands where `call_tool` would, with the typed API of a small catalog.
+	 */
 	async list(): Promise<Tool[]> {
 		const globs = this.host.disclosure()?.alwaysList ?? [];
 		const always =
@@ -74,8 +85,24 @@ export class ToolDisclosure {
 				: (await this.host.callable()).tools.filter(
 						(tool) => !isAppOnly(tool) && globs.some((glob) => globMatches(glob, tool.name)),
 					);
+		if (this.coding) return [SEARCH_TOOLS_TOOL, await this.executeCode(), ...always];
 		const call = this.host.holdsTasks() ? withTaskSupport(CALL_TOOL_TOOL) : CALL_TOOL_TOOL;
 		return [SEARCH_TOOLS_TOOL, call, ...always];
+	}
+
+	/** Whether a call is the gateway's own `execute_code` (code mode), run by the session. */
+	isExecute(request: SessionRequest): request is ToolCall {
+		return this.coding && request.method === TOOLS_CALL && request.message.params.name === EXECUTE_CODE;
+	}
+
+	/** The names of the tools the caller may call, as the endpoint gives them (a program's calls are resolved against them). */
+	async callableNames(): Promise<string[]> {
+		return (await this.host.callable()).tools.map((tool) => tool.name);
+	}
+
+	private async executeCode(): Promise<Tool> {
+		const tools = (await this.host.callable()).tools.filter((tool) => !isAppOnly(tool));
+		return executeCodeTool(tools.length <= MAX_TOOLS_DESCRIBED ? typedApi(tools) : null);
 	}
 
 	/** Whether a call is the gateway's own `search_tools`, answered here. */
@@ -86,7 +113,8 @@ export class ToolDisclosure {
 	/** `search_tools`: the best matches among the tools the caller may call. Bad arguments throw invalid params. */
 	async search(call: ToolCall): Promise<CallToolResult> {
 		const { query, limit } = searchArgumentsOf(call);
-		return searchResult(searchTools(await this.index(), query, limit));
+		const found = searchTools(await this.index(), query, limit);
+		return this.coding ? searchResult(found, signatureOf) : searchResult(found);
 	}
 
 	/**
@@ -96,7 +124,8 @@ export class ToolDisclosure {
 	 * call of it is, exactly as one.
 	 */
 	inner(request: SessionRequest): ToolCall | null {
-		if (!this.searching || request.method !== TOOLS_CALL || request.message.params.name !== CALL_TOOL) return null;
+		if (this.host.disclosure()?.mode !== "search") return null;
+		if (request.method !== TOOLS_CALL || request.message.params.name !== CALL_TOOL) return null;
 		return innerCall(request, callArgumentsOf(request));
 	}
 

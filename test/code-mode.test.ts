@@ -1,0 +1,434 @@
+import { createExecutionContext, env } from "cloudflare:test";
+import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { guardLoops } from "../src/codemode/loop-guard.ts";
+import worker from "../src/index.ts";
+import { eventually } from "./support/eventually.ts";
+import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import { connectModernClient } from "./support/modern.ts";
+import { registerServer, toolCallsOf } from "./support/upstreams.ts";
+
+/**
+ * An aggregate in code mode (docs/code-mode.md): `tools/list` answers
+ * search_tools and execute_code; a program runs in a fresh isolate through
+ * the Worker Loader, and each of its inner calls is a call of this caller,
+ * through the session's own request path. SDK client (2025-11-25) on /mcp of a key.
+ */
+
+const policies: string[] = [];
+afterEach(async () => {
+	for (const name of policies.splice(0)) await admin("DELETE", `/policies/${name}`);
+	vi.restoreAllMocks();
+});
+
+function uniqueNumber(): number {
+	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
+}
+
+interface ProgramAnswer {
+	isError?: boolean;
+	content: Array<{ type: string; text?: string }>;
+	structuredContent?: { result: unknown; logs: string[] };
+}
+
+async function codeClient(servers: string[]) {
+	const { key } = await createKey({ servers, disclosure: "code" });
+	const { client } = await connectClient("/mcp", key);
+	const run = async (code: string, timeoutMs?: number) =>
+		(await client.callTool({
+			name: "execute_code",
+			arguments: { code, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
+		})) as ProgramAnswer;
+	return { client, run };
+}
+
+describe("code mode", () => {
+	it("lists search_tools and execute_code, whose description carries the calling convention and the typed API of a small catalog", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code"]);
+		const description = tools[1]?.description ?? "";
+		expect(description).toContain("await codemode.<tool name>(arguments)");
+		expect(description).toContain(`${beta.replaceAll("-", "_")}__add: (input:`);
+		await client.close();
+	});
+
+	it("lists the tools alwaysList names after the gateway's two", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code", alwaysList: [`${beta}__echo`] });
+		const { client } = await connectClient("/mcp", key);
+		const { tools } = await client.listTools();
+		expect(tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code", `${beta}__echo`]);
+		await client.close();
+	});
+
+	it("search_tools gives each match its TypeScript signature", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const found = (await client.callTool({ name: "search_tools", arguments: { query: "adds two numbers" } })) as {
+			structuredContent?: { tools: Array<{ name: string; signature?: string }> };
+		};
+		const add = (found.structuredContent?.tools ?? []).find((tool) => tool.name === `${beta}__add`);
+		expect(add?.signature).toContain("a: number;");
+		await client.close();
+	});
+
+	it("a program calls two tools and combines their results; the upstream gets exactly those two calls", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const text = `code-${a}`;
+		const answer = await run(`
+			const sum = await codemode.${api}__add({ a: ${a}, b: 2 });
+			const echoed = await codemode.${api}__echo({ text: "${text}" });
+			console.log("sum is", sum.sum);
+			return { total: sum.sum + 1, echoed };
+		`);
+		expect(answer.isError).not.toBe(true);
+		expect(answer.structuredContent).toEqual({ result: { total: a + 3, echoed: text }, logs: [`sum is ${a + 2}`] });
+		expect(await toolCallsOf("beta", "add", { a, b: 2 })).toHaveLength(1);
+		expect(await toolCallsOf("beta", "echo", { text })).toHaveLength(1);
+		await client.close();
+	});
+
+	it("each inner call is accounted as a tool_call event of its own, within execute_code, beside the program's own", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const log = vi.spyOn(console, "log");
+		const a = uniqueNumber();
+		const text = `accounted-${a}`;
+		await run(`
+			await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 1 });
+			return await codemode.${beta.replaceAll("-", "_")}__echo({ text: "${text}" });
+		`);
+		const events = () =>
+			log.mock.calls
+				.map(([line]) =>
+					typeof line === "string" && line.startsWith('{"event":"tool_call"') ? JSON.parse(line) : null,
+				)
+				.filter((entry) => entry !== null);
+		const program = await eventually(() => events().find((entry) => entry.tool === "execute_code"));
+		const inner = events().filter((entry) => entry.within === "execute_code");
+		expect(program).toMatchObject({ tool: "execute_code", outcome: "ok" });
+		expect(program.within).toBeUndefined();
+		expect(inner).toEqual([
+			expect.objectContaining({ server: beta, tool: `${beta}__add`, tool_real: "add", outcome: "ok" }),
+			expect.objectContaining({ server: beta, tool: `${beta}__echo`, tool_real: "echo", outcome: "ok" }),
+		]);
+		expect(inner[0].principal).toEqual(program.principal);
+		await client.close();
+	});
+
+	it("an inner call's progress reaches the client on the execute_code call, under its own token", async () => {
+		// delta answers on an SSE stream, where progress can travel (beta answers plain JSON).
+		const delta = await registerServer("delta");
+		const { client } = await codeClient([delta]);
+		const seen: number[] = [];
+		const result = await client.callTool(
+			{
+				name: "execute_code",
+				arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__progress({ steps: 3 });` },
+			},
+			CallToolResultSchema,
+			{ onprogress: (progress) => seen.push(progress.progress) },
+		);
+		expect(result.structuredContent).toEqual({ result: "done in 3 steps", logs: [] });
+		expect(seen).toEqual([1, 2, 3]);
+		await client.close();
+	});
+
+	it("an upstream's elicitation during an inner call reaches the client, and its answer reaches the upstream", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "code" });
+		const { client } = await connectClient("/mcp", key, {
+			capabilities: { elicitation: { form: {} } },
+			setup: (peer) =>
+				peer.setRequestHandler(ElicitRequestSchema, async (request) => ({
+					action: "accept",
+					content: { answer: `yes to ${request.params.message}` },
+				})),
+		});
+		const result = await client.callTool({
+			name: "execute_code",
+			arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__ask_user({});` },
+		});
+		expect(result.structuredContent).toEqual({ result: "delta got accept: yes to delta needs an answer", logs: [] });
+		await client.close();
+	});
+
+	it("a confirm policy asks the client before an inner call is sent: declined, it throws and nothing reaches the upstream; accepted, it is sent", async () => {
+		const beta = await registerServer("beta");
+		const policy = uniqueName("policy");
+		const put = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "confirm",
+			applies: { servers: [beta] },
+		});
+		expect(put.status).toBe(201);
+		policies.push(policy);
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const asked: string[] = [];
+		const confirming = async (action: "accept" | "decline") => {
+			const { client } = await connectClient("/mcp", key, {
+				capabilities: { elicitation: { form: {} } },
+				setup: (peer) =>
+					peer.setRequestHandler(ElicitRequestSchema, async (request) => {
+						asked.push(request.params.message);
+						return action === "accept" ? { action, content: { confirm: true } } : { action };
+					}),
+			});
+			return client;
+		};
+		const program = (a: number) => ({
+			name: "execute_code",
+			arguments: {
+				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
+			},
+		});
+		const declining = await confirming("decline");
+		const declined = uniqueNumber();
+		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
+		expect(String(refused.structuredContent?.result)).toMatch(/was not confirmed, so the gateway did not send it/);
+		expect(await toolCallsOf("beta", "add", { a: declined, b: 2 })).toEqual([]);
+		await declining.close();
+
+		const accepting = await confirming("accept");
+		const accepted = uniqueNumber();
+		const answered = (await accepting.callTool(program(accepted))) as ProgramAnswer;
+		expect(answered.structuredContent?.result).toBe(accepted + 2);
+		expect(await toolCallsOf("beta", "add", { a: accepted, b: 2 })).toHaveLength(1);
+		expect(asked).toHaveLength(2);
+		expect(asked[0]).toContain("add");
+		await accepting.close();
+	});
+
+	it("a tool a policy denies throws inside the program with the sentence its direct call gets, and never reaches the upstream", async () => {
+		const beta = await registerServer("beta");
+		const policy = uniqueName("policy");
+		const response = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "deny",
+			applies: { servers: [beta] },
+		});
+		expect(response.status).toBe(201);
+		policies.push(policy);
+		const { client, run } = await codeClient([beta]);
+		const a = uniqueNumber();
+		const answer = await run(`
+			try { await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 1 }); return "called"; }
+			catch (error) { return error.message; }
+		`);
+		const direct = await client.callTool({ name: `${beta}__add`, arguments: { a, b: 1 } }).catch((e: unknown) => e);
+		expect(String(direct)).toContain(`policy '${policy}'`);
+		// The SDK's error reads "MCP error <code>: <message>"; the program got the message itself.
+		expect(String(direct)).toContain(String(answer.structuredContent?.result));
+		expect(answer.structuredContent?.result).toContain(`policy '${policy}'`);
+		expect(await toolCallsOf("beta", "add", { a, b: 1 })).toEqual([]);
+		await client.close();
+	});
+
+	it("fetch inside a program is stopped with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run(`const r = await fetch("${BASE}/healthz"); return r.status;`);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toContain("not permitted to access the internet");
+		await client.close();
+	});
+
+	it("a loop that never ends is stopped by the program's bound with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("let n = 0; while (true) { n++; }");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toContain("is there a loop that never ends?");
+		await client.close();
+	});
+
+	it("a program that waits longer than its timeoutMs is stopped with a sentence", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("await new Promise(() => {});", 200);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toBe(
+			"The program was stopped after 200 ms, its time bound: make it do less, or pass a larger timeoutMs.",
+		);
+		await client.close();
+	});
+
+	it("a thrown error is a tool error with its message, beside what the program logged", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run('console.log("before"); throw new Error("no such issue");');
+		expect(answer).toMatchObject({
+			isError: true,
+			content: [
+				{ type: "text", text: "no such issue" },
+				{ type: "text", text: "console:\nbefore" },
+			],
+		});
+		await client.close();
+	});
+
+	it("the 51st inner call of a program throws: at most 50 calls reach the upstream", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const a = uniqueNumber();
+		const answer = await run(`
+			let calls = 0;
+			try { for (let i = 0; i < 60; i++) { await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 0 }); calls++; } }
+			catch (error) { return { calls, error: error.message }; }
+		`);
+		expect(answer.structuredContent?.result).toEqual({
+			calls: 50,
+			error: "This program made more than 50 tool calls, the most one program may make.",
+		});
+		expect(await toolCallsOf("beta", "add", { a, b: 0 })).toHaveLength(50);
+		await client.close();
+	});
+
+	it("a tool the endpoint does not offer throws inside the program with the sentence its direct call gets", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("try { await codemode.nowhere__nothing({}); } catch (error) { return error.message; }");
+		const direct = await client.callTool({ name: "nowhere__nothing", arguments: {} }).catch(String);
+		expect(answer.structuredContent?.result).toContain(
+			"Unknown tool: 'nowhere__nothing' is not offered by this endpoint.",
+		);
+		expect(direct).toContain(String(answer.structuredContent?.result));
+		await client.close();
+	});
+
+	it("a returned value larger than the bound is cut, still JSON, with a marker", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run('return { text: "x".repeat(300000) };');
+		const text = answer.content[0]?.text ?? "";
+		expect(text.length).toBeLessThan(110_000);
+		expect(text).toContain("--- TRUNCATED ---");
+		expect(JSON.parse(text)).toHaveProperty("text");
+		await client.close();
+	});
+
+	it("execute_code without code is invalid params with a sentence, and nothing runs", async () => {
+		const beta = await registerServer("beta");
+		const { client } = await codeClient([beta]);
+		const refused = await client.callTool({ name: "execute_code", arguments: { code: "" } }).catch(String);
+		expect(refused).toContain("Invalid params: execute_code: code must be the program; it is empty.");
+		const slow = await client
+			.callTool({ name: "execute_code", arguments: { code: "return 1;", timeoutMs: 60_000 } })
+			.catch(String);
+		expect(slow).toContain("timeoutMs must be between 1 and 30000");
+		await client.close();
+	});
+
+	it("a program that is not JavaScript is refused with the parser's sentence, and nothing runs", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("return (;");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toMatch(/^The program is not valid JavaScript: .*\(\d+:\d+\)\.$/);
+		await client.close();
+	});
+});
+
+describe("code mode on a virtual server, with a 2026-07-28 client", () => {
+	it("a program calls two members' tools by the virtual server's names and combines them; each upstream gets its one call", async () => {
+		const beta = await registerServer("beta");
+		const delta = await registerServer("delta");
+		const name = uniqueName("coding");
+		const put = await admin("PUT", `/virtual-servers/${name}`, { servers: [beta, delta], disclosure: "code" });
+		expect(put.status).toBe(201);
+		const { key } = await createKey({ servers: [beta, delta] });
+		const client = await connectModernClient(`/mcp/${name}`, key);
+		const listed = await client.listTools();
+		expect(listed.tools.map((tool) => tool.name)).toEqual(["search_tools", "execute_code"]);
+		const a = uniqueNumber();
+		const text = `virtual-${a}`;
+		const answer = (await client.callTool({
+			name: "execute_code",
+			arguments: {
+				code: `
+					const one = await codemode["${beta}__add"]({ a: ${a}, b: 1 });
+					const two = await codemode.${delta.replaceAll("-", "_")}__echo({ text: "${text}" });
+					return [one.sum, two];
+				`,
+			},
+		})) as ProgramAnswer;
+		expect(answer.isError).not.toBe(true);
+		expect(answer.structuredContent).toEqual({ result: [a + 1, text], logs: [] });
+		expect(await toolCallsOf("beta", "add", { a, b: 1 })).toHaveLength(1);
+		expect(await toolCallsOf("delta", "echo", { text })).toHaveLength(1);
+		await client.close();
+	});
+});
+
+describe("code mode with a 2026-07-28 client on /mcp", () => {
+	it("an upstream's elicitation during an inner call comes back as input_required, and the retry's answer reaches the upstream; the program ran once", async () => {
+		const delta = await registerServer("delta");
+		const { key } = await createKey({ servers: [delta], disclosure: "code" });
+		const client = await connectModernClient("/mcp", key, { elicitation: { form: {} } });
+		client.setRequestHandler("elicitation/create", async (request) => ({
+			action: "accept",
+			content: { answer: `yes to ${request.params.message}` },
+		}));
+		const result = (await client.callTool({
+			name: "execute_code",
+			arguments: { code: `return await codemode.${delta.replaceAll("-", "_")}__ask_user({});` },
+		})) as ProgramAnswer & { _meta?: Record<string, unknown> };
+		expect(result.structuredContent).toEqual({ result: "delta got accept: yes to delta needs an answer", logs: [] });
+		// The answer's own account of its inner calls: one, answered, not a second run of the program.
+		expect(result._meta?.["mcp-edge-gateway/inner-calls"]).toEqual([
+			expect.objectContaining({ tool: `${delta}__ask_user`, outcome: "ok" }),
+		]);
+		await client.close();
+	});
+});
+
+describe("code mode's program guard", () => {
+	it("puts a step at the start of every loop body and function body, single statements included", () => {
+		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
+			"async () => {__gatewayStep(); while (x) {__gatewayStep();y();} for (;;) {__gatewayStep(); z(); } const f = () => (__gatewayStep(), 1); }",
+		);
+	});
+});
+
+describe("code mode needs the Worker Loader binding", () => {
+	it("a key in code mode is refused at creation with a sentence when the Worker has no LOADER binding, and nothing is created", async () => {
+		const name = uniqueName("no-loader");
+		const { LOADER: _loader, ...withoutLoader } = env;
+		const response = await worker.fetch(
+			new Request(`${BASE}/admin/keys`, {
+				method: "POST",
+				headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "application/json" },
+				body: JSON.stringify({ name, servers: [], disclosure: "code" }),
+			}),
+			withoutLoader,
+			createExecutionContext(),
+		);
+		expect(response.status).toBe(400);
+		expect(await response.text()).toContain('disclosure \\"code\\" runs programs through a Worker Loader binding');
+		const keys = (await (await admin("GET", "/keys")).json()) as { keys: Array<{ name: string }> };
+		expect(keys.keys.map((key) => key.name)).not.toContain(name);
+	});
+
+	it("a virtual server in code mode is refused at PUT with the same sentence when the Worker has no LOADER binding, and nothing is written", async () => {
+		const beta = await registerServer("beta");
+		const name = uniqueName("no-loader-vs");
+		const { LOADER: _loader, ...withoutLoader } = env;
+		const response = await worker.fetch(
+			new Request(`${BASE}/admin/virtual-servers/${name}`, {
+				method: "PUT",
+				headers: { authorization: `Bearer ${TEST_ADMIN_BEARER}`, "content-type": "application/json" },
+				body: JSON.stringify({ servers: [beta], disclosure: "code" }),
+			}),
+			withoutLoader,
+			createExecutionContext(),
+		);
+		expect(response.status).toBe(400);
+		expect(await response.text()).toContain('disclosure \\"code\\" runs programs through a Worker Loader binding');
+		expect((await admin("GET", `/virtual-servers/${name}`)).status).toBe(404);
+	});
+});
