@@ -1,14 +1,11 @@
 /** The tool-search figures as Markdown: the `## Measured` section of docs/tool-search.md. */
 
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import { writeDocSection } from "./report-doc-section.ts";
 import type { ToolSearchFigures } from "./tool-search-measure.ts";
 
 export const TOOL_SEARCH_DOC = join(import.meta.dirname, "..", "..", "docs", "tool-search.md");
-const MEASURED_HEADING = "## Measured";
 
 /** The line that says where and when the figures were taken. */
 export function toolSearchRunLine(): string {
@@ -21,14 +18,7 @@ export function toolSearchRunLine(): string {
  * (the other sections of docs/tool-search.md are written by hand); starts the file if it is missing.
  */
 export function writeMeasuredSection(figures: ToolSearchFigures, runLine: string, path: string): void {
-	const section = toolSearchSection(figures, runLine).join("\n");
-	const current = existsSync(path) ? readFileSync(path, "utf8") : "# Tool search\n";
-	const at = current.indexOf(`\n${MEASURED_HEADING}\n`);
-	const above = at < 0 ? `${current.trimEnd()}\n` : current.slice(0, at + 1);
-	writeFileSync(path, `${above}\n${section}`);
-	// The file is checked by `npm run lint` like any hand-written doc: its tables padded as Biome pads them.
-	const biome = createRequire(import.meta.url).resolve("@biomejs/biome/bin/biome");
-	execFileSync(process.execPath, [biome, "format", "--write", path], { stdio: "ignore" });
+	writeDocSection(path, toolSearchSection(figures, runLine), "# Tool search");
 }
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
