@@ -13,9 +13,9 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
-import { freePort, HOST, type Processes, waitForLine } from "../processes.ts";
 import { startModernUpstream } from "../fixtures/modern-upstream.ts";
 import { startUpstream } from "../fixtures/upstream-server.ts";
+import { freePort, HOST, type Processes, waitForLine } from "../processes.ts";
 import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-dev.ts";
 import { ModelSession, type Tally } from "./code-mode-session.ts";
 import { type Mode, TASKS } from "./code-mode-tasks.ts";
@@ -24,6 +24,8 @@ import { percentile } from "./report-format.ts";
 export interface CodeModeFigures {
 	servers: { name: string; tools: number }[];
 	tools: number;
+	/** Bytes of the tools/list reply a model reads, per mode. */
+	listBytes: Record<Mode, number>;
 	tasks: { id: string; what: string; modes: Record<Mode, Tally> }[];
 	/** ms of each call, `execute_code` with one inner call and the direct call, alternating. */
 	latency: { calls: number; direct: { p50: number; p95: number }; program: { p50: number; p95: number } };
@@ -124,10 +126,24 @@ export async function measureCodeMode(
 			KeySchema.parse(
 				await admin(gateway, "POST", "/keys", { name: `code-mode-bench-${mode}`, servers, disclosure: mode }),
 			).key;
-		const keys: Record<Mode, string> = { full: await keyOf("full"), search: await keyOf("search"), code: await keyOf("code") };
+		const keys: Record<Mode, string> = {
+			full: await keyOf("full"),
+			search: await keyOf("search"),
+			code: await keyOf("code"),
+		};
 
 		const listing = await ModelSession.open(gateway.url, keys.full);
 		const { tools } = ListSchema.parse(await listing.listTools());
+		const listed = async (mode: Mode) => {
+			const session = await ModelSession.open(gateway.url, keys[mode]);
+			await session.listTools();
+			return session.tally.read;
+		};
+		const listBytes: Record<Mode, number> = {
+			full: listing.tally.read,
+			search: await listed("search"),
+			code: await listed("code"),
+		};
 		const counts = servers.map((name) => ({
 			name,
 			tools: tools.filter((tool) => tool.name.startsWith(`${name}__`)).length,
@@ -147,7 +163,8 @@ export async function measureCodeMode(
 				search: await tallyOf("search"),
 				code: await tallyOf("code"),
 			};
-			if (new Set(answers).size !== 1) throw new Error(`task ${task.id} answered differently by mode: ${answers.join(" | ")}`);
+			if (new Set(answers).size !== 1)
+				throw new Error(`task ${task.id} answered differently by mode: ${answers.join(" | ")}`);
 			tasks.push({ id: task.id, what: task.what, modes });
 		}
 
@@ -169,6 +186,7 @@ export async function measureCodeMode(
 		return {
 			servers: counts,
 			tools: tools.length,
+			listBytes,
 			tasks,
 			latency: { calls, direct: figures(directMs), program: figures(programMs) },
 		};

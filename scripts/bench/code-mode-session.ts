@@ -1,7 +1,7 @@
 /**
  * A model's session with an aggregate endpoint, spoken in raw JSON-RPC (the SDK's latest 2025 era, one session) so
  * that every byte is counted as it crosses: what the model reads (each reply it sees, as the message
- * the gateway sent) and writes (each request it produces: a tool's name and arguments, a program),
+ * the gateway sent less the result's `_meta`) and writes (each request it produces: a tool's name and arguments, a program),
  * and each request to the gateway a round trip. `initialize` is the client's, not the model's, and
  * is not counted.
  */
@@ -41,6 +41,18 @@ function replyText(body: string, contentType: string, id: number): string {
 		if (message.success && message.data.id === id) return data;
 	}
 	throw new Error(`the stream ended without the reply to request ${id}: ${body.slice(0, 300)}`);
+}
+
+/**
+ * The reply as a model reads it: the message without its result's `_meta`, which is for the client
+ * (for `execute_code`, the inner calls' notes), not passed to a model. The gateway sends compact
+ * JSON, so the rest is byte for byte what it sent.
+ */
+function forTheModel(reply: z.infer<typeof ReplySchema>): unknown {
+	const result = z.record(z.string(), z.unknown()).safeParse(reply.result);
+	if (!result.success || !("_meta" in result.data)) return reply;
+	const { _meta: _forTheClient, ...rest } = result.data;
+	return { ...reply, result: rest };
 }
 
 export class ModelSession {
@@ -92,9 +104,9 @@ export class ModelSession {
 		const id = this.nextId++;
 		const response = await this.post({ jsonrpc: "2.0", id, method, params });
 		const text = replyText(await response.text(), response.headers.get("content-type") ?? "", id);
-		this.tally.read += utf8(text);
-		this.tally.roundTrips += 1;
 		const reply = ReplySchema.parse(JSON.parse(text));
+		this.tally.read += utf8(JSON.stringify(forTheModel(reply)));
+		this.tally.roundTrips += 1;
 		if (reply.error !== undefined) throw new Error(`${method} answered ${reply.error.code}: ${reply.error.message}`);
 		return reply.result;
 	}

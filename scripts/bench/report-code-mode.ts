@@ -19,7 +19,9 @@ const share = (part: number, whole: number) => (whole > 0 ? (part / whole).toFix
 function taskRows(id: string, modes: Record<(typeof MODES)[number], Tally>): string[] {
 	const { full, search, code } = modes;
 	return [
-		...MODES.map((mode) => `| ${id} | ${mode} | ${modes[mode].read} | ${modes[mode].written} | ${modes[mode].roundTrips} |`),
+		...MODES.map(
+			(mode) => `| ${id} | ${mode} | ${modes[mode].read} | ${modes[mode].written} | ${modes[mode].roundTrips} |`,
+		),
 		`| ${id} | code ÷ full | ${share(code.read, full.read)} | ${share(code.written, full.written)} | ${share(code.roundTrips, full.roundTrips)} |`,
 		`| ${id} | code ÷ search | ${share(code.read, search.read)} | ${share(code.written, search.written)} | ${share(code.roundTrips, search.roundTrips)} |`,
 	];
@@ -45,9 +47,17 @@ export function codeModeSection(f: CodeModeFigures, runLine: string): string[] {
 		"`full` lists the tools and calls each; `search` lists its two tools, finds each tool it needs with `search_tools`",
 		"(limit 5) and calls it through `call_tool`; `code` lists its tools, finds each tool it needs (its signature) with",
 		"`search_tools` and runs one `execute_code`. **read**: the bytes of every reply the model sees (the JSON-RPC",
-		"message as the gateway sent it, `tools/list` and searches included); **written**: the bytes of every request",
+		"message as the gateway sent it, `tools/list` and searches included, less a result's `_meta`, which is for the",
+		"client: for `execute_code`, the inner calls' notes); **written**: the bytes of every request",
 		"the model produces (a tool's name and arguments as JSON, a program); **round trips**: requests to the gateway",
 		"after `initialize` (`tools/list` included). Every mode's answer is checked to be the same.",
+		"",
+		`The \`tools/list\` reply alone: ${f.listBytes.full} bytes in \`full\`, ${f.listBytes.search} in \`search\`, ${f.listBytes.code} in \`code\``,
+		"(`execute_code`'s description carries the calling convention). A `search_tools` answer in code mode carries",
+		"each match's input schema and its TypeScript signature, and, as in search mode, all of it twice (structured",
+		"content and the same JSON as text): on a catalog this small one search can cost the model about as much as",
+		"the whole list, and code mode's gain is in round trips and in the intermediate results that stay in the",
+		"program; the larger the catalog ([tool-search.md](tool-search.md#measured)), the more the list weighs instead.",
 		"",
 		"| task | mode | read (bytes) | written (bytes) | round trips |",
 		"|---|---|---:|---:|---:|",
