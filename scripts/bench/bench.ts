@@ -32,7 +32,8 @@
  * Durable Object requests and the bundle size, and writes docs/benchmarks.md and docs/benchmarks-latency.svg. Before
  * any server starts, it runs the per-stage microbenchmark of one request's
  * plain code (scripts/bench/stages.ts), then the tool-search figures over their own
- * catalog's servers (scripts/bench/tool-search.ts, written to docs/tool-search.md).
+ * catalog's servers (scripts/bench/tool-search.ts, written to docs/tool-search.md), then the code-mode
+ * figures at a gateway of their own (scripts/bench/code-mode.ts, written to docs/code-mode.md).
  *
  * The parts: what the run does (plan.ts), its targets started and registered
  * (targets.ts), the sessions and calls (sessions.ts, modern.ts for raw
@@ -52,6 +53,7 @@ import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { groupCpuMs, installShutdown, Processes } from "../processes.ts";
+import { measureCodeMode } from "./code-mode-measure.ts";
 import { closeConnectorStage } from "./connector.ts";
 import { busySessions, startLongRun } from "./costs.ts";
 import { closeGuardsStage } from "./guards.ts";
@@ -60,6 +62,7 @@ import { measureRound, newSamples, openLiveSessions, type Samples, warmUp } from
 import { BUSY_CONCURRENCY, MD_NAME, OUT_DIR, PLAN, QUICK, RAW_PATH, SVG_NAME } from "./plan.ts";
 import { closePolicyStage } from "./policy.ts";
 import { renderMarkdown, renderSvg } from "./report.ts";
+import { CODE_MODE_DOC, writeCodeModeSection } from "./report-code-mode.ts";
 import { TOOL_SEARCH_DOC, toolSearchRunLine, writeMeasuredSection } from "./report-tool-search.ts";
 import type { BenchResults } from "./results.ts";
 import { countListenerWarnings, describe, log, logWhatTheRunSaw, warn, warnings } from "./run-log.ts";
@@ -85,6 +88,7 @@ async function main(): Promise<void> {
 	const watchdog = startWatchdog();
 	const stages = await measureStagesFirst();
 	await measureToolSearchFirst();
+	await measureCodeModeFirst();
 	const targets = await startTargets(procs);
 	const measured = await measure(targets);
 	logWhatTheRunSaw();
@@ -159,6 +163,27 @@ async function measureToolSearchFirst(): Promise<void> {
 		);
 	} catch (error) {
 		warn(`the tool-search measurement failed: ${describe(error)}`);
+	}
+}
+
+/**
+ * The code-mode figures (scripts/bench/code-mode.ts), after tool search and before the other targets
+ * start: a gateway of their own (stopped after) with the demo servers and server-everything. Written to
+ * docs/code-mode.md (a quick run: next to its report); a failure is reported, not fatal.
+ */
+async function measureCodeModeFirst(): Promise<void> {
+	log("code mode: bytes and round trips of three tasks in full, search and code mode (scripts/bench/code-mode.ts)...");
+	try {
+		const figures = await measureCodeMode(procs, { quick: QUICK, log });
+		const path = QUICK ? join(OUT_DIR, "code-mode.md") : CODE_MODE_DOC;
+		mkdirSync(OUT_DIR, { recursive: true });
+		writeCodeModeSection(figures, toolSearchRunLine(), path);
+		const { direct, program } = figures.latency;
+		log(
+			`code mode: ${figures.tasks.length} tasks measured; one inner call p50 ${program.p50.toFixed(1)} ms against ${direct.p50.toFixed(1)} ms direct; wrote ${path}`,
+		);
+	} catch (error) {
+		warn(`the code-mode measurement failed: ${describe(error)}`);
 	}
 }
 
