@@ -7,8 +7,6 @@
  * inner call (`demo__add`) against the direct `tools/call` of the same tool, alternating.
  */
 
-import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -19,6 +17,7 @@ import { freePort, HOST, type Processes, waitForLine } from "../processes.ts";
 import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-dev.ts";
 import { ModelSession, type Tally } from "./code-mode-session.ts";
 import { type Mode, TASKS } from "./code-mode-tasks.ts";
+import { writeGatewayFiles } from "./gateway-files.ts";
 import { percentile } from "./report-format.ts";
 
 export interface CodeModeFigures {
@@ -56,20 +55,7 @@ async function admin(gateway: Gateway, method: string, path: string, body: unkno
 async function startGateway(procs: Processes): Promise<Gateway> {
 	const tmp = procs.tempDir("mcp-edge-code-mode-");
 	const env = wranglerEnv(tmp);
-	const adminToken = randomBytes(32).toString("base64url");
-	const secret = () => randomBytes(32).toString("base64url");
-	const envFile = join(tmp, "gateway.env");
-	writeFileSync(
-		envFile,
-		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${secret()}"\nKEY_SECRET="${secret()}"\nTOKEN_VAULT_KEY="${secret()}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
-		{ mode: 0o600 },
-	);
-	// Hundreds of calls with one key, past a deployment's per-key limit: the limits raised, the limiter still on.
-	const config = join(tmp, "wrangler.toml");
-	writeFileSync(
-		config,
-		readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace(/limit = \d+, period/g, "limit = 100000000, period"),
-	);
+	const { adminToken, envFile, gatewayConfig: config } = writeGatewayFiles(tmp);
 	const built = await buildWorker(procs, {
 		name: "gateway",
 		config: join(ROOT, "wrangler.toml"),

@@ -5,8 +5,7 @@
  * client, the 2026-07-28 ones through raw `fetch`).
  */
 
-import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { type Child, HOST, type Processes, waitForLine } from "../processes.ts";
@@ -14,6 +13,7 @@ import { buildWorker, ROOT, startWranglerDev, wranglerEnv } from "../wrangler-de
 import { type ConnectorStage, setUpConnectorStage } from "./connector.ts";
 import { installCountingEntry } from "./counting-entry.ts";
 import { admin, type Gateway, MODERN_SERVER, registerModernServer } from "./gateway-admin.ts";
+import { writeGatewayFiles } from "./gateway-files.ts";
 import { type GuardsStage, setUpGuardsStage } from "./guards.ts";
 import { LEGACY_VERSION, MODERN_VERSION, type RawTarget } from "./modern.ts";
 import { type PersonStage, setUpPersonStage } from "./person.ts";
@@ -189,23 +189,7 @@ export function prepareState(procs: Processes): RunState {
 	// wrangler keeps its build output next to the floor's config.
 	procs.removeOnExit(join(ROOT, "scripts", "bench", "floor", ".wrangler"));
 	procs.removeOnExit(join(ROOT, "scripts", "bench", "floor-stateless", ".wrangler"));
-	const adminToken = randomBytes(32).toString("base64url");
-	const envFile = join(tmp, "gateway.env");
-	// The bench upstream is plain http on loopback, which deployments refuse. TOKEN_VAULT_KEY seals the
-	// per-person stage's tokens in their vault.
-	const secret = () => randomBytes(32).toString("base64url");
-	writeFileSync(
-		envFile,
-		`ADMIN_TOKEN="${adminToken}"\nSESSION_SECRET="${secret()}"\nKEY_SECRET="${secret()}"\nTOKEN_VAULT_KEY="${secret()}"\nALLOW_HTTP_UPSTREAMS="true"\n`,
-		{ mode: 0o600 },
-	);
-	// The benchmark drives one key far past the per-key rate limit of a deployment: the same
-	// configuration with the limits raised, so the limiter still runs on every request.
-	const gatewayConfig = join(tmp, "wrangler.toml");
-	writeFileSync(
-		gatewayConfig,
-		readFileSync(join(ROOT, "wrangler.toml"), "utf8").replace(/limit = \d+, period/g, "limit = 100000000, period"),
-	);
+	const { adminToken, envFile, gatewayConfig } = writeGatewayFiles(tmp);
 	return { tmp, env, adminToken, envFile, gatewayConfig };
 }
 
