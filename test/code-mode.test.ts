@@ -6,7 +6,8 @@ import worker from "../src/index.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { connectModernClient } from "./support/modern.ts";
-import { registerServer, toolCallsOf } from "./support/upstreams.ts";
+import { openWith } from "./support/tasks.ts";
+import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
  * An aggregate in code mode (docs/code-mode.md): `tools/list` answers
@@ -322,6 +323,66 @@ describe("code mode", () => {
 			.catch(String);
 		expect(slow).toContain("timeoutMs must be between 1 and 30000");
 		await client.close();
+	});
+
+	it("execute_code asked as a task by a 2025-11-25 task client is answered at once with the task; tasks/result gives the program's combined result, and the upstream gets exactly its inner calls", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { client } = await connectClient("/mcp", key, { capabilities: { tasks: { list: {}, cancel: {} } } });
+		const listed = (await client.listTools()).tools.find((tool) => tool.name === "execute_code");
+		expect(listed?.execution?.taskSupport).toBe("optional");
+		const gate = upstreamGate("alpha");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const seen: string[] = [];
+		let answer: unknown;
+		for await (const message of client.experimental.tasks.callToolStream({
+			name: "execute_code",
+			arguments: {
+				code: `
+					const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 3 });
+					return { passed, sum: sum.sum };
+				`,
+			},
+		})) {
+			seen.push(message.type);
+			// The task is created before the program's first call is let through: the program runs after the answer.
+			if (message.type === "taskCreated") {
+				await gate.arrived();
+				await gate.release();
+			}
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(seen.at(-1)).toBe("result");
+		expect(answer).toMatchObject({
+			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 3 }, logs: [] },
+		});
+		// Every call of this program the upstream saw, in order: its two inner calls, once each, and nothing else.
+		const mine = (await upstreamLog("alpha")).filter((entry) => {
+			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
+			return entry.body?.method === "tools/call" && (args.includes(gate.name) || args.includes(String(a)));
+		});
+		expect(mine.map((entry) => entry.body?.params?.name)).toEqual(["gate", "add"]);
+		await client.close();
+	});
+
+	it("execute_code asked as a task with bad arguments is invalid params with a sentence, and no task is held", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const { send } = await openWith("/mcp", key);
+		const refused = await send({
+			jsonrpc: "2.0",
+			id: 2,
+			method: "tools/call",
+			params: { name: "execute_code", arguments: { code: "" }, task: {} },
+		});
+		expect(refused.error?.code).toBe(-32602);
+		expect(refused.error?.message).toContain("execute_code: code must be the program; it is empty.");
+		const listed = await send({ jsonrpc: "2.0", id: 3, method: "tasks/list", params: {} });
+		expect(listed.result).toEqual({ tasks: [] });
 	});
 
 	it("a program that is not JavaScript is refused with the parser's sentence, and nothing runs", async () => {

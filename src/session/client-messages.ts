@@ -1,10 +1,13 @@
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { ClientNotification, SessionMessage, SessionRequest, ToolCall } from "../mcp/client-message.ts";
+import { executeArgumentsOf } from "../mcp/code-tools.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { taskAsked } from "../mcp/message-accessors.ts";
 import { NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED, TOOLS_LIST } from "../mcp/methods.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import { meetsTasks, routeTaskRequest } from "./2025-11-25/task-requests.ts";
+import { answerTaskRequest } from "./2025-11-25/task-wire.ts";
 import type { UpstreamTasks } from "./2025-11-25/upstream-tasks.ts";
 import type { ActivityMeter } from "./activity-meter.ts";
 import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
@@ -78,6 +81,14 @@ export class ClientMessages {
 			// In code mode an `execute_code` runs its program here; each inner call comes back in at the top,
 			// as a request of this caller's own (docs/code-mode.md).
 			if (input.kind === "request" && aggregate && this.router.isExecute(input)) {
+				// Asked as a task by a client the session holds tasks for, the program is held as one: the task
+				// comes back at once, and the held call re-enters here without `params.task` and runs the program.
+				if (taskAsked(input) && this.state.holdsTasks()) {
+					// Bad arguments are refused now, as an untasked call's are: no task is held for a program that cannot run.
+					executeArgumentsOf(input);
+					const held = await answerTaskRequest(this.tasks, input, call);
+					if (held) return held;
+				}
 				const session = {
 					send: (inner: ToolCall) => this.handle(scope, inner),
 					callableNames: () => this.router.callableNames(),
