@@ -266,10 +266,38 @@ describe("code mode", () => {
 		expect(answer).toMatchObject({
 			isError: true,
 			content: [
-				{ type: "text", text: "no such issue" },
+				{ type: "text", text: "no such issue (thrown at line 1, column 30 of the program)" },
 				{ type: "text", text: "console:\nbefore" },
 			],
 		});
+		await client.close();
+	});
+
+	it("a thrown error names the line and column where the program threw it, counted in the program as written, past loops the guard rewrote", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run(
+			[
+				"",
+				"  let total = 0;",
+				"  for (let i = 0; i < 3; i++) total += i;",
+				'  if (total === 3) { const items = [1, 2].map((n) => n * 2); throw new Error("total is " + total); }',
+				"  return total;",
+			].join("\n"),
+		);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toBe("total is 3 (thrown at line 4, column 68 of the program)");
+		await client.close();
+	});
+
+	it("an inner call's error the program does not catch names the line of its call", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("const a = 1;\nawait codemode.nowhere__nothing({});\nreturn a;");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toMatch(
+			/^Unknown tool: 'nowhere__nothing' is not offered by this endpoint\..* \(thrown at line 2, column \d+ of the program\)$/,
+		);
 		await client.close();
 	});
 
