@@ -476,6 +476,53 @@ describe("code mode with a 2026-07-28 client on /mcp", () => {
 	});
 });
 
+describe("code mode with a 2026-07-28 client confirming an inner call", () => {
+	it("a confirm policy on an inner call asks through input_required: declined, it throws inside the program and nothing is sent; accepted, it is sent once", async () => {
+		const beta = await registerServer("beta");
+		const policy = uniqueName("policy");
+		const put = await admin("PUT", `/policies/${policy}`, {
+			expression: 'tool.name == "add"',
+			effect: "confirm",
+			applies: { servers: [beta] },
+		});
+		expect(put.status).toBe(201);
+		policies.push(policy);
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const asked: string[] = [];
+		const confirming = async (action: "accept" | "decline") => {
+			const client = await connectModernClient("/mcp", key, { elicitation: { form: {} } });
+			client.setRequestHandler("elicitation/create", async (request) => {
+				asked.push(String(request.params.message));
+				return action === "accept" ? { action, content: { confirm: true } } : { action };
+			});
+			return client;
+		};
+		const program = (a: number) => ({
+			name: "execute_code",
+			arguments: {
+				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
+			},
+		});
+		const declining = await confirming("decline");
+		const declined = uniqueNumber();
+		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
+		expect(refused.isError).not.toBe(true);
+		expect(String(refused.structuredContent?.result)).toMatch(/was not confirmed, so the gateway did not send it/);
+		expect(asked).toHaveLength(1);
+		expect(asked[0]).toContain(`server '${beta}'`);
+		expect(await toolCallsOf("beta", "add", { a: declined, b: 2 })).toEqual([]);
+		await declining.close();
+
+		const accepting = await confirming("accept");
+		const accepted = uniqueNumber();
+		const answered = (await accepting.callTool(program(accepted))) as ProgramAnswer;
+		expect(answered.structuredContent?.result).toBe(accepted + 2);
+		expect(asked).toHaveLength(2);
+		expect(await toolCallsOf("beta", "add", { a: accepted, b: 2 })).toHaveLength(1);
+		await accepting.close();
+	});
+});
+
 describe("code mode's program guard", () => {
 	it("puts a step at the start of every loop body and function body, single statements included", () => {
 		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
