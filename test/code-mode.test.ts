@@ -1,11 +1,12 @@
-import { createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
 import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { guardLoops } from "../src/codemode/loop-guard.ts";
 import worker from "../src/index.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
-import { connectModernClient } from "./support/modern.ts";
+import { connectModernClient, ENVELOPE, modernPost } from "./support/modern.ts";
+import { objectMadeBy } from "./support/session-object.ts";
 import { openWith } from "./support/tasks.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
@@ -473,6 +474,63 @@ describe("code mode with a 2026-07-28 client on /mcp", () => {
 			expect.objectContaining({ tool: `${delta}__ask_user`, outcome: "ok" }),
 		]);
 		await client.close();
+	});
+});
+
+describe("code mode with a 2026-07-28 client that declares the tasks extension", () => {
+	const envelope = {
+		...ENVELOPE,
+		"io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
+	};
+	const post = async (key: string, id: string, method: string, params: Record<string, unknown>) => {
+		const name = params.name ?? params.taskId;
+		const response = await modernPost(
+			"/mcp",
+			key,
+			{ id, method, params: { ...params, _meta: envelope } },
+			typeof name === "string" ? { "mcp-name": name } : {},
+		);
+		return (await response.json()) as { result?: Record<string, unknown>; error?: { message: string } };
+	};
+
+	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const quick = await objectMadeBy(() =>
+			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
+		);
+		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const pending = post(key, "long", "tools/call", {
+			name: "execute_code",
+			arguments: {
+				code: `const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
+					return { passed, sum: sum.sum };`,
+			},
+		});
+		await gate.arrived();
+		await eventually(() => quick.timers.count > 0);
+		quick.clock.advance(5_000);
+		await runInDurableObject(quick.stub, () => quick.timers.runDue());
+		const created = await pending;
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		const done = await eventually(async () => {
+			const got = await post(key, "get", "tasks/get", { taskId });
+			return got.result?.status === "completed" ? got.result : undefined;
+		});
+		expect(done.result).toMatchObject({
+			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
+		});
+		const mine = (await upstreamLog("beta")).filter((entry) => {
+			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
+			return entry.body?.method === "tools/call" && (args.includes(gate.name) || args.includes(String(a)));
+		});
+		expect(mine.map((entry) => entry.body?.params?.name)).toEqual(["gate", "add"]);
 	});
 });
 
