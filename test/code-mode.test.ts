@@ -1,7 +1,9 @@
 import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { normalizeCode } from "@cloudflare/codemode";
 import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { guardLoops } from "../src/codemode/loop-guard.ts";
+import { guardLoops, guardLoopsMapped } from "../src/codemode/loop-guard.ts";
+import { writtenPosition } from "../src/codemode/program-position.ts";
 import worker from "../src/index.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
@@ -586,6 +588,27 @@ describe("code mode's program guard", () => {
 		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
 			"async () => {__gatewayStep(); while (x) {__gatewayStep();y();} for (;;) {__gatewayStep(); z(); } const f = () => (__gatewayStep(), 1); }",
 		);
+	});
+});
+
+describe("code mode's place of a thrown error", () => {
+	const at = (code: string, line: number, column: number) => {
+		const normalized = normalizeCode(code);
+		return writtenPosition(code, normalized, guardLoopsMapped(normalized), { line, column });
+	};
+
+	it("maps a place in the guarded program back to the program as written: past a fence, blank lines, a step and a returned last expression", () => {
+		const code = "\n```js\nconst xs = [1];\nfor (const x of xs) y(x);\nz(xs)\n```\n";
+		const normalized = normalizeCode(code);
+		expect(normalized).toBe("async () => {\nconst xs = [1];\nfor (const x of xs) y(x);\nreturn (z(xs))\n}");
+		// `y` on the loop's line, after the step the guard put before it.
+		const guarded = guardLoopsMapped(normalized).code.split("\n")[2] ?? "";
+		expect(at(code, 3, guarded.indexOf("y(x)") + 1)).toEqual({ line: 4, column: 21 });
+		// `z`, after the `return (` normalizeCode put before the last expression.
+		expect(at(code, 4, 9)).toEqual({ line: 5, column: 1 });
+		expect(at("return 1;", 2, 8)).toEqual({ line: 1, column: 8 });
+		// The function normalizeCode wraps a body in is not the program: no place there.
+		expect(at("return 1;", 1, 1)).toBeNull();
 	});
 });
 
