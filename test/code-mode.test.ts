@@ -46,6 +46,39 @@ async function codeClient(servers: string[]) {
 	return { client, run };
 }
 
+/** A key in code mode for `server`, under a confirm policy on its `add` (removed after the test). */
+async function codeKeyConfirmingAdd(server: string) {
+	const policy = uniqueName("policy");
+	const put = await admin("PUT", `/policies/${policy}`, {
+		expression: 'tool.name == "add"',
+		effect: "confirm",
+		applies: { servers: [server] },
+	});
+	expect(put.status).toBe(201);
+	policies.push(policy);
+	return createKey({ servers: [server], disclosure: "code" });
+}
+
+/** An execute_code whose program returns the sum of `server`'s add of `a` and 2, or the message of what that call threw. */
+function addOrMessage(server: string, a: number) {
+	return {
+		name: "execute_code",
+		arguments: {
+			code: `try { return (await codemode.${server.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
+		},
+	};
+}
+
+/** The tools the upstream `which` was called with, in order, by the calls whose arguments hold one of `marks`. */
+async function callsNaming(which: "alpha" | "beta", marks: string[]): Promise<unknown[]> {
+	return (await upstreamLog(which))
+		.filter((entry) => {
+			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
+			return entry.body?.method === "tools/call" && marks.some((mark) => args.includes(mark));
+		})
+		.map((entry) => entry.body?.params?.name);
+}
+
 describe("code mode", () => {
 	it("lists search_tools and execute_code, whose description carries the calling convention and the typed API of a small catalog", async () => {
 		const beta = await registerServer("beta");
@@ -164,15 +197,7 @@ describe("code mode", () => {
 
 	it("a confirm policy asks the client before an inner call is sent: declined, it throws and nothing reaches the upstream; accepted, it is sent", async () => {
 		const beta = await registerServer("beta");
-		const policy = uniqueName("policy");
-		const put = await admin("PUT", `/policies/${policy}`, {
-			expression: 'tool.name == "add"',
-			effect: "confirm",
-			applies: { servers: [beta] },
-		});
-		expect(put.status).toBe(201);
-		policies.push(policy);
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const { key } = await codeKeyConfirmingAdd(beta);
 		const asked: string[] = [];
 		const confirming = async (action: "accept" | "decline") => {
 			const { client } = await connectClient("/mcp", key, {
@@ -185,12 +210,7 @@ describe("code mode", () => {
 			});
 			return client;
 		};
-		const program = (a: number) => ({
-			name: "execute_code",
-			arguments: {
-				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
-			},
-		});
+		const program = (a: number) => addOrMessage(beta, a);
 		const declining = await confirming("decline");
 		const declined = uniqueNumber();
 		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
@@ -392,11 +412,7 @@ describe("code mode", () => {
 			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 3 }, logs: [] },
 		});
 		// Every call of this program the upstream saw, in order: its two inner calls, once each, and nothing else.
-		const mine = (await upstreamLog("alpha")).filter((entry) => {
-			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
-			return entry.body?.method === "tools/call" && (args.includes(gate.name) || args.includes(String(a)));
-		});
-		expect(mine.map((entry) => entry.body?.params?.name)).toEqual(["gate", "add"]);
+		expect(await callsNaming("alpha", [gate.name, String(a)])).toEqual(["gate", "add"]);
 		await client.close();
 	});
 
@@ -528,26 +544,14 @@ describe("code mode with a 2026-07-28 client that declares the tasks extension",
 		expect(done.result).toMatchObject({
 			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
 		});
-		const mine = (await upstreamLog("beta")).filter((entry) => {
-			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
-			return entry.body?.method === "tools/call" && (args.includes(gate.name) || args.includes(String(a)));
-		});
-		expect(mine.map((entry) => entry.body?.params?.name)).toEqual(["gate", "add"]);
+		expect(await callsNaming("beta", [gate.name, String(a)])).toEqual(["gate", "add"]);
 	});
 });
 
 describe("code mode with a 2026-07-28 client confirming an inner call", () => {
 	it("a confirm policy on an inner call asks through input_required: declined, it throws inside the program and nothing is sent; accepted, it is sent once", async () => {
 		const beta = await registerServer("beta");
-		const policy = uniqueName("policy");
-		const put = await admin("PUT", `/policies/${policy}`, {
-			expression: 'tool.name == "add"',
-			effect: "confirm",
-			applies: { servers: [beta] },
-		});
-		expect(put.status).toBe(201);
-		policies.push(policy);
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const { key } = await codeKeyConfirmingAdd(beta);
 		const asked: string[] = [];
 		const confirming = async (action: "accept" | "decline") => {
 			const client = await connectModernClient("/mcp", key, { elicitation: { form: {} } });
@@ -557,12 +561,7 @@ describe("code mode with a 2026-07-28 client confirming an inner call", () => {
 			});
 			return client;
 		};
-		const program = (a: number) => ({
-			name: "execute_code",
-			arguments: {
-				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
-			},
-		});
+		const program = (a: number) => addOrMessage(beta, a);
 		const declining = await confirming("decline");
 		const declined = uniqueNumber();
 		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
