@@ -5,11 +5,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { guardLoops, guardLoopsMapped } from "../src/codemode/loop-guard.ts";
 import { writtenPosition } from "../src/codemode/program-position.ts";
 import worker from "../src/index.ts";
+import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
 import { connectModernClient, ENVELOPE, modernPost } from "./support/modern.ts";
-import { objectMadeBy } from "./support/session-object.ts";
-import { openWith } from "./support/tasks.ts";
+import { objectMadeBy, sessionObject } from "./support/session-object.ts";
+import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
 import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
@@ -414,6 +415,39 @@ describe("code mode", () => {
 		// Every call of this program the upstream saw, in order: its two inner calls, once each, and nothing else.
 		expect(await callsNaming("alpha", [gate.name, String(a)])).toEqual(["gate", "add"]);
 		await client.close();
+	});
+
+	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { sessionId, send } = await openWith("/mcp", key);
+		const gate = upstreamGate("alpha");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = createdTask(
+			await send({
+				jsonrpc: "2.0",
+				id: 2,
+				method: "tools/call",
+				params: {
+					name: "execute_code",
+					arguments: {
+						code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+							return await codemode.${api}__add({ a: ${a}, b: 5 });`,
+					},
+					task: {},
+				},
+			}),
+		);
+		await gate.arrived();
+		const cancelled = await send(taskRequest(3, "tasks/cancel", created.taskId));
+		expect(cancelled.result).toMatchObject({ taskId: created.taskId, status: "cancelled" });
+		await eventually(async () => (await gate.status()).cancelled === 1, "the inner call cancelled at the gate");
+		// The program has ended once the session has nothing in flight: its call after the cancel was never sent.
+		const stub = await sessionObject(sessionId);
+		await eventually(() => runInDurableObject(stub, (instance: SessionDO) => instance.stats().inFlight === 0));
+		expect((await gate.status()).passed).toBe(0);
+		expect(await toolCallsOf("alpha", "add", { a, b: 5 })).toEqual([]);
 	});
 
 	it("execute_code asked as a task with bad arguments is invalid params with a sentence, and no task is held", async () => {

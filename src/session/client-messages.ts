@@ -124,9 +124,15 @@ export class ClientMessages {
 	 * `notifications/cancelled` would (it ends the wait for the reply too).
 	 * Reads the binding synchronously, so it still works as a session ends.
 	 */
-	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+	async cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+		// A program (a held execute_code) makes no more inner calls; those in flight are cancelled upstream.
+		const inner = this.programs.cancel(requestId, reason);
+		if (inner !== null) {
+			await Promise.all(inner.map((id) => this.cancelUpstream(id, reason)));
+			return;
+		}
 		const binding = this.state.binding;
-		if (!binding) return Promise.resolve();
+		if (!binding) return;
 		const cancelled: ClientNotification = {
 			kind: "notification",
 			method: NOTIFICATIONS_CANCELLED,
@@ -134,7 +140,7 @@ export class ClientMessages {
 		};
 		if (binding.mode === "aggregate") return this.router.notify(cancelled);
 		const member = this.members.transparentMember(binding);
-		return this.calls.notify(member, cancelled).then((response) => response.body?.cancel());
+		await (await this.calls.notify(member, cancelled)).body?.cancel();
 	}
 
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
