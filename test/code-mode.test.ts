@@ -7,7 +7,17 @@ import { writtenPosition } from "../src/codemode/program-position.ts";
 import worker from "../src/index.ts";
 import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
+import {
+	admin,
+	BASE,
+	connectClient,
+	createKey,
+	openSession,
+	readReply,
+	rpc,
+	TEST_ADMIN_BEARER,
+	uniqueName,
+} from "./support/gateway.ts";
 import { connectModernClient, ENVELOPE, modernPost } from "./support/modern.ts";
 import { objectMadeBy, sessionObject } from "./support/session-object.ts";
 import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
@@ -448,6 +458,45 @@ describe("code mode", () => {
 		await eventually(() => runInDurableObject(stub, (instance: SessionDO) => instance.stats().inFlight === 0));
 		expect((await gate.status()).passed).toBe(0);
 		expect(await toolCallsOf("alpha", "add", { a, b: 5 })).toEqual([]);
+	});
+
+	it("a client's notifications/cancelled of execute_code cancels its inner call in flight upstream; its next inner call throws inside the program and is never sent", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const sessionId = await openSession("/mcp", key);
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const id = `cancel-${a}`;
+		const pending = rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			id,
+			method: "tools/call",
+			params: {
+				name: "execute_code",
+				arguments: {
+					code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+						return await codemode.${api}__add({ a: ${a}, b: 6 });`,
+				},
+			},
+		});
+		await gate.arrived();
+		const cancel = await rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: id, reason: "user" },
+		});
+		expect(cancel.status).toBe(202);
+		const answer = await readReply(await pending);
+		expect(answer.result).toMatchObject({
+			isError: true,
+			content: [
+				{ type: "text", text: expect.stringContaining(`The program was cancelled: ${beta}__add was not called.`) },
+			],
+		});
+		await eventually(async () => (await gate.status()).cancelled === 1, "the inner call cancelled at the gate");
+		expect((await gate.status()).passed).toBe(0);
+		expect(await toolCallsOf("beta", "add", { a, b: 6 })).toEqual([]);
 	});
 
 	it("execute_code asked as a task with bad arguments is invalid params with a sentence, and no task is held", async () => {

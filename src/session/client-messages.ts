@@ -125,12 +125,8 @@ export class ClientMessages {
 	 * Reads the binding synchronously, so it still works as a session ends.
 	 */
 	async cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
-		// A program (a held execute_code) makes no more inner calls; those in flight are cancelled upstream.
-		const inner = this.programs.cancel(requestId, reason);
-		if (inner !== null) {
-			await Promise.all(inner.map((id) => this.cancelUpstream(id, reason)));
-			return;
-		}
+		const cancelling = this.cancelProgram(requestId, reason);
+		if (cancelling !== null) return cancelling;
 		const binding = this.state.binding;
 		if (!binding) return;
 		const cancelled: ClientNotification = {
@@ -143,6 +139,17 @@ export class ClientMessages {
 		await (await this.calls.notify(member, cancelled)).body?.cancel();
 	}
 
+	/**
+	 * Cancels the program (code mode's `execute_code`) running under
+	 * `requestId`: it makes no more inner calls, and those in flight are
+	 * cancelled upstream. Null, synchronously, when no program runs under it.
+	 */
+	private cancelProgram(requestId: RequestId, reason: string): Promise<void> | null {
+		const inner = this.programs.cancel(requestId);
+		if (inner === null) return null;
+		return Promise.all(inner.map((id) => this.cancelUpstream(id, reason))).then(() => undefined);
+	}
+
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
 	private async route(binding: SessionBinding, input: SessionMessage, call: RunningCall): Promise<Response> {
 		if (input.kind === "request") return this.routeRequest(binding, input, call);
@@ -153,6 +160,16 @@ export class ClientMessages {
 			return new Response(null, { status: 202 });
 		const current = this.state.binding ?? binding;
 		if (current.mode === "transparent") return this.calls.notify(this.members.transparentMember(current), input);
+		// The client cancelling its `execute_code` (code mode) cancels the program, as a held program's task is.
+		if (input.kind === "notification" && input.method === NOTIFICATIONS_CANCELLED) {
+			const { requestId, reason } = input.message.params;
+			const cancelling =
+				requestId === undefined ? null : this.cancelProgram(requestId, reason ?? "The client cancelled the program.");
+			if (cancelling !== null) {
+				await cancelling;
+				return new Response(null, { status: 202 });
+			}
+		}
 		if (input.kind === "notification") await this.router.notify(input);
 		else await this.router.clientResponse(input);
 		return new Response(null, { status: 202 });

@@ -57,21 +57,22 @@ const encoder = new TextEncoder();
  */
 export class CodePrograms {
 	/** The programs running, by the id of their `execute_code`: whether one was cancelled, and the ids of its inner calls in flight. */
-	private readonly running = new Map<RequestId, { cancelled: string | null; inFlight: Set<string> }>();
+	private readonly running = new Map<RequestId, { cancelled: boolean; inFlight: Set<string> }>();
 
 	constructor(private readonly state: SessionState) {}
 
 	/**
 	 * Cancels the program running under `requestId` (a held task's, on
-	 * `tasks/cancel`): its later inner calls throw `reason` and are not sent.
+	 * `tasks/cancel`, or its client's `notifications/cancelled`): its later
+	 * inner calls throw inside it and are not sent.
 	 * Returns the ids of its inner calls in flight, for their upstreams to be
 	 * told; null when no program runs under that id. The isolate itself cannot
 	 * be stopped from outside: the program runs on to its end or its bound.
 	 */
-	cancel(requestId: RequestId, reason: string): string[] | null {
+	cancel(requestId: RequestId): string[] | null {
 		const program = this.running.get(requestId);
 		if (!program) return null;
-		program.cancelled ??= reason;
+		program.cancelled = true;
 		return [...program.inFlight];
 	}
 
@@ -91,7 +92,7 @@ export class CodePrograms {
 		const send = (message: JSONRPCMessage) =>
 			// A client gone away stops reading; the program still runs to its end and its calls are still accounted.
 			writer.write(sseMessage(message)).catch(() => undefined);
-		const program = { cancelled: null as string | null, inFlight: new Set<string>() };
+		const program = { cancelled: false, inFlight: new Set<string>() };
 		this.running.set(call.message.id, program);
 		const notes: InnerCallNote[] = [];
 		const outerToken = call.message.params._meta?.progressToken;
@@ -101,8 +102,7 @@ export class CodePrograms {
 			if (typeof args !== "object" || args === null || Array.isArray(args)) {
 				throw new Error(`The arguments of ${name} must be an object.`);
 			}
-			if (program.cancelled !== null)
-				throw new Error(`The program was cancelled (${program.cancelled}): ${name} was not called.`);
+			if (program.cancelled) throw new Error(`The program was cancelled: ${name} was not called.`);
 			sent += 1;
 			const token = outerToken === undefined ? undefined : `${String(outerToken)}:code:${sent}`;
 			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent, token);
