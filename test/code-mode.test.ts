@@ -1,12 +1,27 @@
-import { createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { normalizeCode } from "@cloudflare/codemode";
 import { CallToolResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { guardLoops } from "../src/codemode/loop-guard.ts";
+import { guardLoops, guardLoopsMapped } from "../src/codemode/loop-guard.ts";
+import { writtenPosition } from "../src/codemode/program-position.ts";
 import worker from "../src/index.ts";
+import type { SessionDO } from "../src/session/session-do.ts";
 import { eventually } from "./support/eventually.ts";
-import { admin, BASE, connectClient, createKey, TEST_ADMIN_BEARER, uniqueName } from "./support/gateway.ts";
-import { connectModernClient } from "./support/modern.ts";
-import { registerServer, toolCallsOf } from "./support/upstreams.ts";
+import {
+	admin,
+	BASE,
+	connectClient,
+	createKey,
+	openSession,
+	readReply,
+	rpc,
+	TEST_ADMIN_BEARER,
+	uniqueName,
+} from "./support/gateway.ts";
+import { connectModernClient, ENVELOPE, modernPost } from "./support/modern.ts";
+import { objectMadeBy, sessionObject } from "./support/session-object.ts";
+import { createdTask, openWith, taskRequest } from "./support/tasks.ts";
+import { registerServer, toolCallsOf, upstreamGate, upstreamLog } from "./support/upstreams.ts";
 
 /**
  * An aggregate in code mode (docs/code-mode.md): `tools/list` answers
@@ -40,6 +55,39 @@ async function codeClient(servers: string[]) {
 			arguments: { code, ...(timeoutMs !== undefined ? { timeoutMs } : {}) },
 		})) as ProgramAnswer;
 	return { client, run };
+}
+
+/** A key in code mode for `server`, under a confirm policy on its `add` (removed after the test). */
+async function codeKeyConfirmingAdd(server: string) {
+	const policy = uniqueName("policy");
+	const put = await admin("PUT", `/policies/${policy}`, {
+		expression: 'tool.name == "add"',
+		effect: "confirm",
+		applies: { servers: [server] },
+	});
+	expect(put.status).toBe(201);
+	policies.push(policy);
+	return createKey({ servers: [server], disclosure: "code" });
+}
+
+/** An execute_code whose program returns the sum of `server`'s add of `a` and 2, or the message of what that call threw. */
+function addOrMessage(server: string, a: number) {
+	return {
+		name: "execute_code",
+		arguments: {
+			code: `try { return (await codemode.${server.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
+		},
+	};
+}
+
+/** The tools the upstream `which` was called with, in order, by the calls whose arguments hold one of `marks`. */
+async function callsNaming(which: "alpha" | "beta", marks: string[]): Promise<unknown[]> {
+	return (await upstreamLog(which))
+		.filter((entry) => {
+			const args = JSON.stringify(entry.body?.params?.arguments ?? {});
+			return entry.body?.method === "tools/call" && marks.some((mark) => args.includes(mark));
+		})
+		.map((entry) => entry.body?.params?.name);
 }
 
 describe("code mode", () => {
@@ -160,15 +208,7 @@ describe("code mode", () => {
 
 	it("a confirm policy asks the client before an inner call is sent: declined, it throws and nothing reaches the upstream; accepted, it is sent", async () => {
 		const beta = await registerServer("beta");
-		const policy = uniqueName("policy");
-		const put = await admin("PUT", `/policies/${policy}`, {
-			expression: 'tool.name == "add"',
-			effect: "confirm",
-			applies: { servers: [beta] },
-		});
-		expect(put.status).toBe(201);
-		policies.push(policy);
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const { key } = await codeKeyConfirmingAdd(beta);
 		const asked: string[] = [];
 		const confirming = async (action: "accept" | "decline") => {
 			const { client } = await connectClient("/mcp", key, {
@@ -181,12 +221,7 @@ describe("code mode", () => {
 			});
 			return client;
 		};
-		const program = (a: number) => ({
-			name: "execute_code",
-			arguments: {
-				code: `try { return (await codemode.${beta.replaceAll("-", "_")}__add({ a: ${a}, b: 2 })).sum; } catch (error) { return error.message; }`,
-			},
-		});
+		const program = (a: number) => addOrMessage(beta, a);
 		const declining = await confirming("decline");
 		const declined = uniqueNumber();
 		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
@@ -265,10 +300,38 @@ describe("code mode", () => {
 		expect(answer).toMatchObject({
 			isError: true,
 			content: [
-				{ type: "text", text: "no such issue" },
+				{ type: "text", text: "no such issue (thrown at line 1, column 30 of the program)" },
 				{ type: "text", text: "console:\nbefore" },
 			],
 		});
+		await client.close();
+	});
+
+	it("a thrown error names the line and column where the program threw it, counted in the program as written, past loops the guard rewrote", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run(
+			[
+				"",
+				"  let total = 0;",
+				"  for (let i = 0; i < 3; i++) total += i;",
+				'  if (total === 3) { const items = [1, 2].map((n) => n * 2); throw new Error("total is " + total); }',
+				"  return total;",
+			].join("\n"),
+		);
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toBe("total is 3 (thrown at line 4, column 68 of the program)");
+		await client.close();
+	});
+
+	it("an inner call's error the program does not catch names the line of its call", async () => {
+		const beta = await registerServer("beta");
+		const { client, run } = await codeClient([beta]);
+		const answer = await run("const a = 1;\nawait codemode.nowhere__nothing({});\nreturn a;");
+		expect(answer.isError).toBe(true);
+		expect(answer.content[0]?.text).toMatch(
+			/^Unknown tool: 'nowhere__nothing' is not offered by this endpoint\..* \(thrown at line 2, column \d+ of the program\)$/,
+		);
 		await client.close();
 	});
 
@@ -322,6 +385,134 @@ describe("code mode", () => {
 			.catch(String);
 		expect(slow).toContain("timeoutMs must be between 1 and 30000");
 		await client.close();
+	});
+
+	it("execute_code asked as a task by a 2025-11-25 task client is answered at once with the task; tasks/result gives the program's combined result, and the upstream gets exactly its inner calls", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { client } = await connectClient("/mcp", key, { capabilities: { tasks: { list: {}, cancel: {} } } });
+		const listed = (await client.listTools()).tools.find((tool) => tool.name === "execute_code");
+		expect(listed?.execution?.taskSupport).toBe("optional");
+		const gate = upstreamGate("alpha");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const seen: string[] = [];
+		let answer: unknown;
+		for await (const message of client.experimental.tasks.callToolStream({
+			name: "execute_code",
+			arguments: {
+				code: `
+					const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 3 });
+					return { passed, sum: sum.sum };
+				`,
+			},
+		})) {
+			seen.push(message.type);
+			// The task is created before the program's first call is let through: the program runs after the answer.
+			if (message.type === "taskCreated") {
+				await gate.arrived();
+				await gate.release();
+			}
+			if (message.type === "result") answer = message.result;
+			if (message.type === "error") throw message.error;
+		}
+		expect(seen[0]).toBe("taskCreated");
+		expect(seen.at(-1)).toBe("result");
+		expect(answer).toMatchObject({
+			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 3 }, logs: [] },
+		});
+		// Every call of this program the upstream saw, in order: its two inner calls, once each, and nothing else.
+		expect(await callsNaming("alpha", [gate.name, String(a)])).toEqual(["gate", "add"]);
+		await client.close();
+	});
+
+	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { sessionId, send } = await openWith("/mcp", key);
+		const gate = upstreamGate("alpha");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = createdTask(
+			await send({
+				jsonrpc: "2.0",
+				id: 2,
+				method: "tools/call",
+				params: {
+					name: "execute_code",
+					arguments: {
+						code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+							return await codemode.${api}__add({ a: ${a}, b: 5 });`,
+					},
+					task: {},
+				},
+			}),
+		);
+		await gate.arrived();
+		const cancelled = await send(taskRequest(3, "tasks/cancel", created.taskId));
+		expect(cancelled.result).toMatchObject({ taskId: created.taskId, status: "cancelled" });
+		await eventually(async () => (await gate.status()).cancelled === 1, "the inner call cancelled at the gate");
+		// The program has ended once the session has nothing in flight: its call after the cancel was never sent.
+		const stub = await sessionObject(sessionId);
+		await eventually(() => runInDurableObject(stub, (instance: SessionDO) => instance.stats().inFlight === 0));
+		expect((await gate.status()).passed).toBe(0);
+		expect(await toolCallsOf("alpha", "add", { a, b: 5 })).toEqual([]);
+	});
+
+	it("a client's notifications/cancelled of execute_code cancels its inner call in flight upstream; its next inner call throws inside the program and is never sent", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const sessionId = await openSession("/mcp", key);
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const id = `cancel-${a}`;
+		const pending = rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			id,
+			method: "tools/call",
+			params: {
+				name: "execute_code",
+				arguments: {
+					code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+						return await codemode.${api}__add({ a: ${a}, b: 6 });`,
+				},
+			},
+		});
+		await gate.arrived();
+		const cancel = await rpc("/mcp", key, sessionId, {
+			jsonrpc: "2.0",
+			method: "notifications/cancelled",
+			params: { requestId: id, reason: "user" },
+		});
+		expect(cancel.status).toBe(202);
+		const answer = await readReply(await pending);
+		expect(answer.result).toMatchObject({
+			isError: true,
+			content: [
+				{ type: "text", text: expect.stringContaining(`The program was cancelled: ${beta}__add was not called.`) },
+			],
+		});
+		await eventually(async () => (await gate.status()).cancelled === 1, "the inner call cancelled at the gate");
+		expect((await gate.status()).passed).toBe(0);
+		expect(await toolCallsOf("beta", "add", { a, b: 6 })).toEqual([]);
+	});
+
+	it("execute_code asked as a task with bad arguments is invalid params with a sentence, and no task is held", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const { send } = await openWith("/mcp", key);
+		const refused = await send({
+			jsonrpc: "2.0",
+			id: 2,
+			method: "tools/call",
+			params: { name: "execute_code", arguments: { code: "" }, task: {} },
+		});
+		expect(refused.error?.code).toBe(-32602);
+		expect(refused.error?.message).toContain("execute_code: code must be the program; it is empty.");
+		const listed = await send({ jsonrpc: "2.0", id: 3, method: "tasks/list", params: {} });
+		expect(listed.result).toEqual({ tasks: [] });
 	});
 
 	it("a program that is not JavaScript is refused with the parser's sentence, and nothing runs", async () => {
@@ -387,11 +578,119 @@ describe("code mode with a 2026-07-28 client on /mcp", () => {
 	});
 });
 
+describe("code mode with a 2026-07-28 client that declares the tasks extension", () => {
+	const envelope = {
+		...ENVELOPE,
+		"io.modelcontextprotocol/clientCapabilities": { extensions: { "io.modelcontextprotocol/tasks": {} } },
+	};
+	const post = async (key: string, id: string, method: string, params: Record<string, unknown>) => {
+		const name = params.name ?? params.taskId;
+		const response = await modernPost(
+			"/mcp",
+			key,
+			{ id, method, params: { ...params, _meta: envelope } },
+			typeof name === "string" ? { "mcp-name": name } : {},
+		);
+		return (await response.json()) as { result?: Record<string, unknown>; error?: { message: string } };
+	};
+
+	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const quick = await objectMadeBy(() =>
+			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
+		);
+		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const pending = post(key, "long", "tools/call", {
+			name: "execute_code",
+			arguments: {
+				code: `const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
+					return { passed, sum: sum.sum };`,
+			},
+		});
+		await gate.arrived();
+		await eventually(() => quick.timers.count > 0);
+		quick.clock.advance(5_000);
+		await runInDurableObject(quick.stub, () => quick.timers.runDue());
+		const created = await pending;
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		const done = await eventually(async () => {
+			const got = await post(key, "get", "tasks/get", { taskId });
+			return got.result?.status === "completed" ? got.result : undefined;
+		});
+		expect(done.result).toMatchObject({
+			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
+		});
+		expect(await callsNaming("beta", [gate.name, String(a)])).toEqual(["gate", "add"]);
+	});
+});
+
+describe("code mode with a 2026-07-28 client confirming an inner call", () => {
+	it("a confirm policy on an inner call asks through input_required: declined, it throws inside the program and nothing is sent; accepted, it is sent once", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await codeKeyConfirmingAdd(beta);
+		const asked: string[] = [];
+		const confirming = async (action: "accept" | "decline") => {
+			const client = await connectModernClient("/mcp", key, { elicitation: { form: {} } });
+			client.setRequestHandler("elicitation/create", async (request) => {
+				asked.push(String(request.params.message));
+				return action === "accept" ? { action, content: { confirm: true } } : { action };
+			});
+			return client;
+		};
+		const program = (a: number) => addOrMessage(beta, a);
+		const declining = await confirming("decline");
+		const declined = uniqueNumber();
+		const refused = (await declining.callTool(program(declined))) as ProgramAnswer;
+		expect(refused.isError).not.toBe(true);
+		expect(String(refused.structuredContent?.result)).toMatch(/was not confirmed, so the gateway did not send it/);
+		expect(asked).toHaveLength(1);
+		expect(asked[0]).toContain(`server '${beta}'`);
+		expect(await toolCallsOf("beta", "add", { a: declined, b: 2 })).toEqual([]);
+		await declining.close();
+
+		const accepting = await confirming("accept");
+		const accepted = uniqueNumber();
+		const answered = (await accepting.callTool(program(accepted))) as ProgramAnswer;
+		expect(answered.structuredContent?.result).toBe(accepted + 2);
+		expect(asked).toHaveLength(2);
+		expect(await toolCallsOf("beta", "add", { a: accepted, b: 2 })).toHaveLength(1);
+		await accepting.close();
+	});
+});
+
 describe("code mode's program guard", () => {
 	it("puts a step at the start of every loop body and function body, single statements included", () => {
 		expect(guardLoops("async () => { while (x) y(); for (;;) { z(); } const f = () => 1; }")).toBe(
 			"async () => {__gatewayStep(); while (x) {__gatewayStep();y();} for (;;) {__gatewayStep(); z(); } const f = () => (__gatewayStep(), 1); }",
 		);
+	});
+});
+
+describe("code mode's place of a thrown error", () => {
+	const at = (code: string, line: number, column: number) => {
+		const normalized = normalizeCode(code);
+		return writtenPosition(code, normalized, guardLoopsMapped(normalized), { line, column });
+	};
+
+	it("maps a place in the guarded program back to the program as written: past a fence, blank lines, a step and a returned last expression", () => {
+		const code = "\n```js\nconst xs = [1];\nfor (const x of xs) y(x);\nz(xs)\n```\n";
+		const normalized = normalizeCode(code);
+		expect(normalized).toBe("async () => {\nconst xs = [1];\nfor (const x of xs) y(x);\nreturn (z(xs))\n}");
+		// `y` on the loop's line, after the step the guard put before it.
+		const guarded = guardLoopsMapped(normalized).code.split("\n")[2] ?? "";
+		expect(at(code, 3, guarded.indexOf("y(x)") + 1)).toEqual({ line: 4, column: 21 });
+		// `z`, after the `return (` normalizeCode put before the last expression.
+		expect(at(code, 4, 9)).toEqual({ line: 5, column: 1 });
+		expect(at("return 1;", 2, 8)).toEqual({ line: 1, column: 8 });
+		// The function normalizeCode wraps a body in is not the program: no place there.
+		expect(at("return 1;", 1, 1)).toBeNull();
 	});
 });
 

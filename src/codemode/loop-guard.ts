@@ -26,6 +26,17 @@ interface Insertion {
  * process (decision 0132), so the count is the bound everywhere.
  */
 export function guardLoops(source: string): string {
+	return guardLoopsMapped(source).code;
+}
+
+/** A piece of text the guard put in: where in the source, and how long. */
+export interface Inserted {
+	at: number;
+	length: number;
+}
+
+/** `guardLoops`, with what it put in where, so that a place in the guarded program maps back to the source (`sourceOffset`). */
+export function guardLoopsMapped(source: string): { code: string; inserted: Inserted[] } {
 	let program: Node;
 	try {
 		program = parse(source, { ecmaVersion: "latest", sourceType: "module" });
@@ -45,7 +56,22 @@ export function guardLoops(source: string): string {
 		guarded += source.slice(from, at) + text;
 		from = at;
 	}
-	return guarded + source.slice(from);
+	return {
+		code: guarded + source.slice(from),
+		inserted: insertions.map(({ at, text }) => ({ at, length: text.length })),
+	};
+}
+
+/** The source offset of a guarded program's offset `guarded` (one inside an insertion: where it was put in). */
+export function sourceOffset(guarded: number, inserted: readonly Inserted[]): number {
+	let added = 0;
+	for (const { at, length } of inserted) {
+		const start = at + added;
+		if (guarded < start) break;
+		if (guarded < start + length) return at;
+		added += length;
+	}
+	return guarded - added;
 }
 
 const STEP_CALL = `${STEP}();`;

@@ -1,5 +1,6 @@
 import { DynamicWorkerExecutor, normalizeCode, truncateResult } from "@cloudflare/codemode";
-import { guardLoops, ProgramSyntaxError, STEP } from "./loop-guard.ts";
+import { guardLoopsMapped, type Inserted, ProgramSyntaxError, STEP } from "./loop-guard.ts";
+import { type ProgramPosition, writtenPosition } from "./program-position.ts";
 
 /** What one program may use (docs/code-mode.md, "Limits"). */
 export interface ProgramLimits {
@@ -26,6 +27,11 @@ export type ProgramOutcome =
 /** The sandbox's namespace for tool calls, and the one function behind it. */
 const NAMESPACE = "codemode";
 const GATEWAY = "__gateway";
+/** The wrapper's own names: the stack frames of an error, and the frame of the origin mark. */
+const FRAMES = "__gatewayFrames";
+const ORIGIN = "__gatewayOrigin";
+/** Lines from the origin mark (`new Error().stack`) to the program's first line, in the wrapper below. */
+const ORIGIN_TO_PROGRAM = 3;
 
 /**
  * Any property of `codemode` is a call of the tool of that name, known or not:
@@ -49,23 +55,45 @@ export async function runProgram(
 	call: InnerCall,
 	limits: ProgramLimits,
 ): Promise<ProgramOutcome> {
-	let guarded: string;
+	let normalized: string;
+	let guarded: { code: string; inserted: Inserted[] };
 	try {
-		guarded = guardLoops(normalizeCode(code));
+		normalized = normalizeCode(code);
+		guarded = guardLoopsMapped(normalized);
 	} catch (error) {
 		if (!(error instanceof ProgramSyntaxError)) throw error;
 		return { ok: false, error: `The program is not valid JavaScript: ${error.message}.`, logs: [] };
 	}
 	// The counter's name is the gateway's, like the step's, so that a program's own `steps` is never it.
+	// The program starts ORIGIN_TO_PROGRAM lines below the origin mark: a stack frame between there and its
+	// last line is the program's own, and its line there is the program's (mapped back to the text as written).
+	const lines = guarded.code.split("\n").length;
 	const program = `async () => {
   let ${STEP}s = 0;
   const ${STEP} = () => {
     if (++${STEP}s > ${limits.maxSteps}) throw new Error(${JSON.stringify(stepsSentence(limits.maxSteps))});
   };
-  return await (${guarded})();
+  const ${FRAMES} = (stack) => String(stack ?? "").split("\\n").map((line) => /([^\\s(]+):(\\d+):(\\d+)\\)?\\s*$/.exec(line)).filter((m) => m !== null);
+  const [${ORIGIN}] = ${FRAMES}(new Error().stack);
+  try {
+    return await (
+${guarded.code}
+    )();
+  } catch (error) {
+    const first = ${ORIGIN} === undefined ? 0 : Number(${ORIGIN}[2]) + ${ORIGIN_TO_PROGRAM};
+    const own = ${FRAMES}(error?.stack).find((m) => m[1] === ${ORIGIN}?.[1] && Number(m[2]) >= first && Number(m[2]) < first + ${lines});
+    if (own !== undefined) await ${GATEWAY}.where(Number(own[2]) - first + 1, Number(own[3]));
+    throw error instanceof Error ? error : new Error(String(error));
+  }
 }`;
 	let calls = 0;
+	let where: ProgramPosition | null = null;
 	const gateway = {
+		where: async (...args: unknown[]): Promise<void> => {
+			const [line, column] = args;
+			if (typeof line !== "number" || typeof column !== "number") return;
+			where = writtenPosition(code, normalized, guarded, { line, column });
+		},
 		call: async (...args: unknown[]): Promise<unknown> => {
 			const [name, input] = args;
 			if (typeof name !== "string") throw new Error("A tool's name must be a string.");
@@ -83,8 +111,15 @@ export async function runProgram(
 	});
 	const result = await executor.execute(program, [{ name: GATEWAY, fns: gateway, prelude: PRELUDE }]);
 	const logs = result.logs ?? [];
-	if (result.error !== undefined) return { ok: false, error: sentenceOf(result.error, limits), logs };
+	if (result.error !== undefined) return { ok: false, error: located(sentenceOf(result.error, limits), where), logs };
 	return { ok: true, value: truncateResult(result.result, { maxChars: limits.maxResultChars }), logs };
+}
+
+/** A thrown error's sentence, with where the program threw it, as written. */
+function located(sentence: string, where: ProgramPosition | null): string {
+	if (where === null) return sentence;
+	const at = where.column === undefined ? `line ${where.line}` : `line ${where.line}, column ${where.column}`;
+	return `${sentence} (thrown at ${at} of the program)`;
 }
 
 function stepsSentence(maxSteps: number): string {

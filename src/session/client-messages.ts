@@ -1,10 +1,13 @@
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { ClientNotification, SessionMessage, SessionRequest, ToolCall } from "../mcp/client-message.ts";
+import { executeArgumentsOf } from "../mcp/code-tools.ts";
 import { GatewayError } from "../mcp/gateway-error.ts";
+import { taskAsked } from "../mcp/message-accessors.ts";
 import { NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED, TOOLS_LIST } from "../mcp/methods.ts";
 import { UnknownToolRefusal } from "../mcp/unknown-offers.ts";
 import { withCalledTool, withCallNote } from "../telemetry/tool-call.ts";
 import { meetsTasks, routeTaskRequest } from "./2025-11-25/task-requests.ts";
+import { answerTaskRequest } from "./2025-11-25/task-wire.ts";
 import type { UpstreamTasks } from "./2025-11-25/upstream-tasks.ts";
 import type { ActivityMeter } from "./activity-meter.ts";
 import type { AggregateRouter } from "./aggregate/aggregate-router.ts";
@@ -78,6 +81,14 @@ export class ClientMessages {
 			// In code mode an `execute_code` runs its program here; each inner call comes back in at the top,
 			// as a request of this caller's own (docs/code-mode.md).
 			if (input.kind === "request" && aggregate && this.router.isExecute(input)) {
+				// Asked as a task by a client the session holds tasks for, the program is held as one: the task
+				// comes back at once, and the held call re-enters here without `params.task` and runs the program.
+				if (taskAsked(input) && this.state.holdsTasks()) {
+					// Bad arguments are refused now, as an untasked call's are: no task is held for a program that cannot run.
+					executeArgumentsOf(input);
+					const held = await answerTaskRequest(this.tasks, input, call);
+					if (held) return held;
+				}
 				const session = {
 					send: (inner: ToolCall) => this.handle(scope, inner),
 					callableNames: () => this.router.callableNames(),
@@ -113,9 +124,11 @@ export class ClientMessages {
 	 * `notifications/cancelled` would (it ends the wait for the reply too).
 	 * Reads the binding synchronously, so it still works as a session ends.
 	 */
-	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+	async cancelUpstream(requestId: RequestId, reason: string): Promise<void> {
+		const cancelling = this.cancelProgram(requestId, reason);
+		if (cancelling !== null) return cancelling;
 		const binding = this.state.binding;
-		if (!binding) return Promise.resolve();
+		if (!binding) return;
 		const cancelled: ClientNotification = {
 			kind: "notification",
 			method: NOTIFICATIONS_CANCELLED,
@@ -123,7 +136,18 @@ export class ClientMessages {
 		};
 		if (binding.mode === "aggregate") return this.router.notify(cancelled);
 		const member = this.members.transparentMember(binding);
-		return this.calls.notify(member, cancelled).then((response) => response.body?.cancel());
+		await (await this.calls.notify(member, cancelled)).body?.cancel();
+	}
+
+	/**
+	 * Cancels the program (code mode's `execute_code`) running under
+	 * `requestId`: it makes no more inner calls, and those in flight are
+	 * cancelled upstream. Null, synchronously, when no program runs under it.
+	 */
+	private cancelProgram(requestId: RequestId, reason: string): Promise<void> | null {
+		const inner = this.programs.cancel(requestId);
+		if (inner === null) return null;
+		return Promise.all(inner.map((id) => this.cancelUpstream(id, reason))).then(() => undefined);
 	}
 
 	/** A client message of a session it belongs to, after the recheck: where it goes, and its reply. */
@@ -136,6 +160,16 @@ export class ClientMessages {
 			return new Response(null, { status: 202 });
 		const current = this.state.binding ?? binding;
 		if (current.mode === "transparent") return this.calls.notify(this.members.transparentMember(current), input);
+		// The client cancelling its `execute_code` (code mode) cancels the program, as a held program's task is.
+		if (input.kind === "notification" && input.method === NOTIFICATIONS_CANCELLED) {
+			const { requestId, reason } = input.message.params;
+			const cancelling =
+				requestId === undefined ? null : this.cancelProgram(requestId, reason ?? "The client cancelled the program.");
+			if (cancelling !== null) {
+				await cancelling;
+				return new Response(null, { status: 202 });
+			}
+		}
 		if (input.kind === "notification") await this.router.notify(input);
 		else await this.router.clientResponse(input);
 		return new Response(null, { status: 202 });

@@ -1,4 +1,9 @@
-import { type CallToolResult, CallToolResultSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import {
+	type CallToolResult,
+	CallToolResultSchema,
+	type JSONRPCMessage,
+	type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
 import { type InnerCall, type ProgramLimits, runProgram } from "../codemode/program-run.ts";
 import { endpointToolName } from "../codemode/tool-names.ts";
 import type { ToolCall } from "../mcp/client-message.ts";
@@ -51,7 +56,25 @@ const encoder = new TextEncoder();
  * the inner calls for the edge to account (decision 0133).
  */
 export class CodePrograms {
+	/** The programs running, by the id of their `execute_code`: whether one was cancelled, and the ids of its inner calls in flight. */
+	private readonly running = new Map<RequestId, { cancelled: boolean; inFlight: Set<string> }>();
+
 	constructor(private readonly state: SessionState) {}
+
+	/**
+	 * Cancels the program running under `requestId` (a held task's, on
+	 * `tasks/cancel`, or its client's `notifications/cancelled`): its later
+	 * inner calls throw inside it and are not sent.
+	 * Returns the ids of its inner calls in flight, for their upstreams to be
+	 * told; null when no program runs under that id. The isolate itself cannot
+	 * be stopped from outside: the program runs on to its end or its bound.
+	 */
+	cancel(requestId: RequestId): string[] | null {
+		const program = this.running.get(requestId);
+		if (!program) return null;
+		program.cancelled = true;
+		return [...program.inFlight];
+	}
 
 	/** Runs the program of `call`; bad arguments throw invalid params before anything runs. */
 	async run(call: ToolCall, session: ProgramSession): Promise<Response> {
@@ -69,6 +92,8 @@ export class CodePrograms {
 		const send = (message: JSONRPCMessage) =>
 			// A client gone away stops reading; the program still runs to its end and its calls are still accounted.
 			writer.write(sseMessage(message)).catch(() => undefined);
+		const program = { cancelled: false, inFlight: new Set<string>() };
+		this.running.set(call.message.id, program);
 		const notes: InnerCallNote[] = [];
 		const outerToken = call.message.params._meta?.progressToken;
 		let sent = 0;
@@ -77,15 +102,25 @@ export class CodePrograms {
 			if (typeof args !== "object" || args === null || Array.isArray(args)) {
 				throw new Error(`The arguments of ${name} must be an object.`);
 			}
+			if (program.cancelled) throw new Error(`The program was cancelled: ${name} was not called.`);
 			sent += 1;
 			const token = outerToken === undefined ? undefined : `${String(outerToken)}:code:${sent}`;
 			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent, token);
 			const started = this.state.clock.now();
-			const reply = await session.send(request);
+			const innerId = String(request.message.id);
+			// In flight until its answer has been read: a streamed reply starts long before it answers.
+			program.inFlight.add(innerId);
+			let reply: Response;
+			let answered: Awaited<ReturnType<typeof answerOf>>;
+			try {
+				reply = await session.send(request);
+				answered = await answerOf(reply, this.state.settings.maxReplyBytes, (message) => {
+					void send(withOuterProgress(message, token, outerToken));
+				});
+			} finally {
+				program.inFlight.delete(innerId);
+			}
 			const note = takeCallNote(new Headers(reply.headers));
-			const answered = await answerOf(reply, this.state.settings.maxReplyBytes, (message) => {
-				void send(withOuterProgress(message, token, outerToken));
-			});
 			notes.push({
 				tool: name,
 				...(note?.server !== undefined ? { server: note.server } : {}),
@@ -111,7 +146,11 @@ export class CodePrograms {
 			await writer.close();
 		};
 		// The reply ends with the program; a failure of the gateway's own (not the program's) fails the stream, so the client sees it.
-		this.state.waitUntil(finish().catch((error: unknown) => writer.abort(error).catch(() => undefined)));
+		this.state.waitUntil(
+			finish()
+				.catch((error: unknown) => writer.abort(error).catch(() => undefined))
+				.finally(() => this.running.delete(call.message.id)),
+		);
 		return new Response(stream.readable, { headers: { ...SSE_HEADERS, "x-accel-buffering": "no" } });
 	}
 

@@ -85,7 +85,11 @@ export class ToolDisclosure {
 				: (await this.host.callable()).tools.filter(
 						(tool) => !isAppOnly(tool) && globs.some((glob) => globMatches(glob, tool.name)),
 					);
-		if (this.coding) return [SEARCH_TOOLS_TOOL, await this.executeCode(), ...always];
+		if (this.coding) {
+			// A program may run long: a client that holds tasks may have it held as one, as any call.
+			const execute = await this.executeCode();
+			return [SEARCH_TOOLS_TOOL, this.host.holdsTasks() ? withTaskSupport(execute) : execute, ...always];
+		}
 		const call = this.host.holdsTasks() ? withTaskSupport(CALL_TOOL_TOOL) : CALL_TOOL_TOOL;
 		return [SEARCH_TOOLS_TOOL, call, ...always];
 	}
