@@ -12,7 +12,9 @@ import { innerCall } from "../mcp/disclosure-tools.ts";
 import { NOTIFICATIONS_PROGRESS } from "../mcp/methods.ts";
 import { answerOf } from "../mcp/reply-answer.ts";
 import { SSE_HEADERS, sseMessage } from "../mcp/sse.ts";
+import { InnerCallSpan } from "../telemetry/inner-call-span.ts";
 import { outcomeOf } from "../telemetry/mcp-spans.ts";
+import { telemetryFor } from "../telemetry/telemetry.ts";
 import {
 	argumentsDigest,
 	INNER_CALLS_META_KEY,
@@ -97,17 +99,27 @@ export class CodePrograms {
 		const notes: InnerCallNote[] = [];
 		const outerToken = call.message.params._meta?.progressToken;
 		let sent = 0;
+		const telemetry = telemetryFor(this.state.env);
+		const waitUntil = (promise: Promise<unknown>) => this.state.waitUntil(promise);
 		const inner: InnerCall = async (written, args) => {
 			const name = endpointToolName(written, await session.callableNames());
+			sent += 1;
+			const innerId = innerIdOf(call, sent);
+			const span = InnerCallSpan.start(telemetry, waitUntil, call.message.params._meta, name, innerId);
 			if (typeof args !== "object" || args === null || Array.isArray(args)) {
+				span?.refused("invalid_params");
 				throw new Error(`The arguments of ${name} must be an object.`);
 			}
-			if (program.cancelled) throw new Error(`The program was cancelled: ${name} was not called.`);
-			sent += 1;
+			if (program.cancelled) {
+				span?.refused("cancelled");
+				throw new Error(`The program was cancelled: ${name} was not called.`);
+			}
 			const token = outerToken === undefined ? undefined : `${String(outerToken)}:code:${sent}`;
-			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), sent, token);
+			const request = this.innerRequest(call, name, Object.fromEntries(Object.entries(args)), innerId, {
+				...(token !== undefined ? { progressToken: token } : {}),
+				...span?.meta,
+			});
 			const started = this.state.clock.now();
-			const innerId = String(request.message.id);
 			// In flight until its answer has been read: a streamed reply starts long before it answers.
 			program.inFlight.add(innerId);
 			let reply: Response;
@@ -117,9 +129,13 @@ export class CodePrograms {
 				answered = await answerOf(reply, this.state.settings.maxReplyBytes, (message) => {
 					void send(withOuterProgress(message, token, outerToken));
 				});
+			} catch (error) {
+				span?.failed(error);
+				throw error;
 			} finally {
 				program.inFlight.delete(innerId);
 			}
+			span?.answered(answered);
 			const note = takeCallNote(new Headers(reply.headers));
 			notes.push({
 				tool: name,
@@ -156,27 +172,32 @@ export class CodePrograms {
 
 	/**
 	 * The `tools/call` of one inner call: its own id beside the program's, the
-	 * program's `_meta` (trace context) with a progress token of its own when
-	 * the program has one, no task.
+	 * program's `_meta` with `own` over it (a progress token of its own when the
+	 * program has one; the trace context of its inner span), no task.
 	 */
 	private innerRequest(
 		call: ToolCall,
 		name: string,
 		args: Record<string, unknown>,
-		n: number,
-		token: string | undefined,
+		id: string,
+		own: Record<string, string>,
 	): ToolCall {
 		const request = innerCall(call, { name, arguments: args });
 		const { _meta, task: _task, ...params } = request.message.params;
 		const { progressToken: _progress, ...meta } = _meta ?? {};
-		const carried = token === undefined ? meta : { ...meta, progressToken: token };
+		const carried = { ...meta, ...own };
 		const message = {
 			...request.message,
-			id: `${String(call.message.id)}:code:${n}`,
+			id,
 			params: { ...params, ...(Object.keys(carried).length > 0 ? { _meta: carried } : {}) },
 		};
 		return { ...request, message };
 	}
+}
+
+/** The id of a program's `n`th inner call, beside the program's own. */
+function innerIdOf(call: ToolCall, n: number): string {
+	return `${String(call.message.id)}:code:${n}`;
 }
 
 /** An inner call's progress under the program's own token, so the client hears it on `execute_code`; anything else as it is. */

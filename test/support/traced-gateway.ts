@@ -104,18 +104,24 @@ export function spanOf(tenant: string, trace: string, name: string, kind: "SERVE
 }
 
 /**
- * The SessionDO's span named `name` in `trace`, from the project's gateway tenant. A span that ended
- * while the object's previous export was in flight rides its next flush: `poke` sends the session a
- * request (a ping) each time the span is not there yet, as the session's next request would.
+ * The SessionDO's span named `name` in `trace` (a CLIENT span unless `kind` says otherwise), from
+ * the project's gateway tenant. A span that ended while the object's previous export was in flight
+ * rides its next flush: `poke` sends the session a request (a ping) each time the span is not there
+ * yet, as the session's next request would.
  */
-export function sessionSpanOf(trace: string, name: string, poke: () => Promise<unknown>): Promise<ReceivedSpan> {
+export function sessionSpanOf(
+	trace: string,
+	name: string,
+	poke: () => Promise<unknown>,
+	kind: "CLIENT" | "INTERNAL" = "CLIENT",
+): Promise<ReceivedSpan> {
 	return eventually(async () => {
 		const found = (await otlpSpans(GATEWAY_OTLP_TENANT)).find(
-			(span) => span.traceId === trace && span.name === name && span.kind === "CLIENT",
+			(span) => span.traceId === trace && span.name === name && span.kind === kind,
 		);
 		if (!found) await poke();
 		return found;
-	}, `CLIENT span ${name} of the session`);
+	}, `${kind} span ${name} of the session`);
 }
 
 /** Flushes the telemetry of this project's env (the Durable Objects' own), as the isolate's next request would. */
