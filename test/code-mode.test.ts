@@ -40,6 +40,13 @@ function uniqueNumber(): number {
 	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
 }
 
+/** The `tool_call` events logged through `log` (a spy on console.log), in order. */
+function toolCallEvents(log: { mock: { calls: unknown[][] } }): Array<Record<string, unknown>> {
+	return log.mock.calls
+		.map(([line]) => (typeof line === "string" && line.startsWith('{"event":"tool_call"') ? JSON.parse(line) : null))
+		.filter((entry) => entry !== null);
+}
+
 interface ProgramAnswer {
 	isError?: boolean;
 	content: Array<{ type: string; text?: string }>;
@@ -427,6 +434,45 @@ describe("code mode", () => {
 		await client.close();
 	});
 
+	it("a held program's two inner calls are accounted exactly once, as two tool_call events within execute_code, however often tasks/result is read", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { send } = await openWith("/mcp", key);
+		const log = vi.spyOn(console, "log");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = createdTask(
+			await send({
+				jsonrpc: "2.0",
+				id: 2,
+				method: "tools/call",
+				params: {
+					name: "execute_code",
+					arguments: {
+						code: `const sum = await codemode.${api}__add({ a: ${a}, b: 6 });
+							return await codemode.${api}__echo({ text: String(sum.sum) });`,
+					},
+					task: {},
+				},
+			}),
+		);
+		const first = await send(taskRequest(3, "tasks/result", created.taskId));
+		const second = await send(taskRequest(4, "tasks/result", created.taskId));
+		expect(first.result).toMatchObject({ structuredContent: { logs: [] } });
+		expect(second.result).toEqual(first.result);
+		// The accounts are the gateway's: the client's result carries none.
+		expect(JSON.stringify(first.result)).not.toContain("mcp-edge-gateway/inner-calls");
+		const events = () => toolCallEvents(log).filter((entry) => entry.endpoint === "/mcp");
+		const program = await eventually(() => events().find((entry) => entry.tool === "execute_code"));
+		const inner = events().filter((entry) => entry.server === alpha);
+		expect(inner).toEqual([
+			expect.objectContaining({ tool: `${alpha}__add`, tool_real: "add", outcome: "ok", within: "execute_code" }),
+			expect.objectContaining({ tool: `${alpha}__echo`, tool_real: "echo", outcome: "ok", within: "execute_code" }),
+		]);
+		expect(inner[0]?.principal).toEqual(program.principal);
+		expect(inner[0]?.era).toBe("2025");
+	});
+
 	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent", async () => {
 		const alpha = await registerServer("alpha");
 		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
@@ -628,6 +674,43 @@ describe("code mode with a 2026-07-28 client that declares the tasks extension",
 			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
 		});
 		expect(await callsNaming("beta", [gate.name, String(a)])).toEqual(["gate", "add"]);
+	});
+
+	it("a promoted program's two inner calls are accounted exactly once, as two tool_call events within execute_code, however often tasks/get is read", async () => {
+		const beta = await registerServer("beta");
+		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+		const quick = await objectMadeBy(() =>
+			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
+		);
+		const log = vi.spyOn(console, "log");
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const pending = post(key, "long", "tools/call", {
+			name: "execute_code",
+			arguments: {
+				code: `await codemode.${api}__gate({ name: "${gate.name}" });
+					return await codemode.${api}__add({ a: ${a}, b: 7 });`,
+			},
+		});
+		await gate.arrived();
+		await eventually(() => quick.timers.count > 0);
+		quick.clock.advance(5_000);
+		await runInDurableObject(quick.stub, () => quick.timers.runDue());
+		const taskId = String((await pending).result?.taskId);
+		await gate.release();
+		const done = await eventually(async () => {
+			const got = await post(key, "get", "tasks/get", { taskId });
+			return got.result?.status === "completed" ? got.result : undefined;
+		});
+		const again = await post(key, "again", "tasks/get", { taskId });
+		expect(again.result?.result).toEqual(done.result);
+		expect(JSON.stringify(done.result)).not.toContain("mcp-edge-gateway/inner-calls");
+		const inner = toolCallEvents(log).filter((entry) => entry.server === beta && entry.within !== undefined);
+		expect(inner).toEqual([
+			expect.objectContaining({ tool: `${beta}__gate`, outcome: "ok", within: "execute_code", era: "2026-07-28" }),
+			expect.objectContaining({ tool: `${beta}__add`, outcome: "ok", within: "execute_code", era: "2026-07-28" }),
+		]);
 	});
 });
 
