@@ -47,6 +47,16 @@ function toolCallEvents(log: { mock: { calls: unknown[][] } }): Array<Record<str
 		.filter((entry) => entry !== null);
 }
 
+/** A 2025-11-25 `tools/call` of execute_code running `code`, asked as a task. */
+function heldProgram(code: string) {
+	return {
+		jsonrpc: "2.0",
+		id: 2,
+		method: "tools/call",
+		params: { name: "execute_code", arguments: { code }, task: {} },
+	};
+}
+
 interface ProgramAnswer {
 	isError?: boolean;
 	content: Array<{ type: string; text?: string }>;
@@ -442,19 +452,10 @@ describe("code mode", () => {
 		const api = alpha.replaceAll("-", "_");
 		const a = uniqueNumber();
 		const created = createdTask(
-			await send({
-				jsonrpc: "2.0",
-				id: 2,
-				method: "tools/call",
-				params: {
-					name: "execute_code",
-					arguments: {
-						code: `const sum = await codemode.${api}__add({ a: ${a}, b: 6 });
-							return await codemode.${api}__echo({ text: String(sum.sum) });`,
-					},
-					task: {},
-				},
-			}),
+			await send(
+				heldProgram(`const sum = await codemode.${api}__add({ a: ${a}, b: 6 });
+			return await codemode.${api}__echo({ text: String(sum.sum) });`),
+			),
 		);
 		const first = await send(taskRequest(3, "tasks/result", created.taskId));
 		const second = await send(taskRequest(4, "tasks/result", created.taskId));
@@ -481,19 +482,10 @@ describe("code mode", () => {
 		const api = alpha.replaceAll("-", "_");
 		const a = uniqueNumber();
 		const created = createdTask(
-			await send({
-				jsonrpc: "2.0",
-				id: 2,
-				method: "tools/call",
-				params: {
-					name: "execute_code",
-					arguments: {
-						code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
-							return await codemode.${api}__add({ a: ${a}, b: 5 });`,
-					},
-					task: {},
-				},
-			}),
+			await send(
+				heldProgram(`try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+			return await codemode.${api}__add({ a: ${a}, b: 5 });`),
+			),
 		);
 		await gate.arrived();
 		const cancelled = await send(taskRequest(3, "tasks/cancel", created.taskId));
@@ -640,36 +632,59 @@ describe("code mode with a 2026-07-28 client that declares the tasks extension",
 		return (await response.json()) as { result?: Record<string, unknown>; error?: { message: string } };
 	};
 
-	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
-		const beta = await registerServer("beta");
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+	/** A key in code mode for `server`, and the session object a quick program made, its time manual. */
+	const quickSession = async (server: string) => {
+		const { key } = await createKey({ servers: [server], disclosure: "code" });
 		const quick = await objectMadeBy(() =>
 			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
 		);
-		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
-		const gate = upstreamGate("beta");
-		const api = beta.replaceAll("-", "_");
-		const a = uniqueNumber();
-		const pending = post(key, "long", "tools/call", {
-			name: "execute_code",
-			arguments: {
-				code: `const passed = await codemode.${api}__gate({ name: "${gate.name}" });
-					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
-					return { passed, sum: sum.sum };`,
-			},
-		});
+		return { key, quick };
+	};
+
+	/**
+	 * `code` run by execute_code on the session `quick` made: once its inner call waits at `gate`, the
+	 * promotion delay passes, and the answer is the task's creation.
+	 */
+	const promotedProgram = async (
+		key: string,
+		quick: Awaited<ReturnType<typeof quickSession>>["quick"],
+		gate: { arrived(): Promise<unknown> },
+		code: string,
+	) => {
+		const pending = post(key, "long", "tools/call", { name: "execute_code", arguments: { code } });
 		await gate.arrived();
 		await eventually(() => quick.timers.count > 0);
 		quick.clock.advance(5_000);
 		await runInDurableObject(quick.stub, () => quick.timers.runDue());
-		const created = await pending;
-		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
-		const taskId = String(created.result?.taskId);
-		await gate.release();
-		const done = await eventually(async () => {
+		return pending;
+	};
+
+	/** The task's `tasks/get` once it has completed. */
+	const completed = (key: string, taskId: string) =>
+		eventually(async () => {
 			const got = await post(key, "get", "tasks/get", { taskId });
 			return got.result?.status === "completed" ? got.result : undefined;
 		});
+
+	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
+		const beta = await registerServer("beta");
+		const { key, quick } = await quickSession(beta);
+		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = await promotedProgram(
+			key,
+			quick,
+			gate,
+			`const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
+					return { passed, sum: sum.sum };`,
+		);
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		const done = await completed(key, taskId);
 		expect(done.result).toMatchObject({
 			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
 		});
@@ -678,31 +693,21 @@ describe("code mode with a 2026-07-28 client that declares the tasks extension",
 
 	it("a promoted program's two inner calls are accounted exactly once, as two tool_call events within execute_code, however often tasks/get is read", async () => {
 		const beta = await registerServer("beta");
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
-		const quick = await objectMadeBy(() =>
-			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
-		);
+		const { key, quick } = await quickSession(beta);
 		const log = vi.spyOn(console, "log");
 		const gate = upstreamGate("beta");
 		const api = beta.replaceAll("-", "_");
 		const a = uniqueNumber();
-		const pending = post(key, "long", "tools/call", {
-			name: "execute_code",
-			arguments: {
-				code: `await codemode.${api}__gate({ name: "${gate.name}" });
+		const created = await promotedProgram(
+			key,
+			quick,
+			gate,
+			`await codemode.${api}__gate({ name: "${gate.name}" });
 					return await codemode.${api}__add({ a: ${a}, b: 7 });`,
-			},
-		});
-		await gate.arrived();
-		await eventually(() => quick.timers.count > 0);
-		quick.clock.advance(5_000);
-		await runInDurableObject(quick.stub, () => quick.timers.runDue());
-		const taskId = String((await pending).result?.taskId);
+		);
+		const taskId = String(created.result?.taskId);
 		await gate.release();
-		const done = await eventually(async () => {
-			const got = await post(key, "get", "tasks/get", { taskId });
-			return got.result?.status === "completed" ? got.result : undefined;
-		});
+		const done = await completed(key, taskId);
 		const again = await post(key, "again", "tasks/get", { taskId });
 		expect(again.result?.result).toEqual(done.result);
 		expect(JSON.stringify(done.result)).not.toContain("mcp-edge-gateway/inner-calls");
