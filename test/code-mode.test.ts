@@ -474,10 +474,11 @@ describe("code mode", () => {
 		expect(inner[0]?.era).toBe("2025");
 	});
 
-	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent", async () => {
+	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent; the call it made is accounted", async () => {
 		const alpha = await registerServer("alpha");
 		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
 		const { sessionId, send } = await openWith("/mcp", key);
+		const log = vi.spyOn(console, "log");
 		const gate = upstreamGate("alpha");
 		const api = alpha.replaceAll("-", "_");
 		const a = uniqueNumber();
@@ -496,6 +497,12 @@ describe("code mode", () => {
 		await eventually(() => runInDurableObject(stub, (instance: SessionDO) => instance.stats().inFlight === 0));
 		expect((await gate.status()).passed).toBe(0);
 		expect(await toolCallsOf("alpha", "add", { a, b: 5 })).toEqual([]);
+		// The one inner call it made is accounted, once; the call never sent is not.
+		const inner = await eventually(() => {
+			const found = toolCallEvents(log).filter((entry) => entry.server === alpha && entry.within === "execute_code");
+			return found.length > 0 ? found : undefined;
+		});
+		expect(inner).toEqual([expect.objectContaining({ tool: `${alpha}__gate`, tool_real: "gate" })]);
 	});
 
 	it("a client's notifications/cancelled of execute_code cancels its inner call in flight upstream; its next inner call throws inside the program and is never sent", async () => {

@@ -378,8 +378,13 @@ export class HeldTasks {
 		} finally {
 			runner.stopDeadline();
 		}
-		// A task cancelled, forgotten or expired meanwhile has no runner any more, and stays as it is.
-		if (this.runners.get(taskId) !== runner) return;
+		// A task cancelled, forgotten or expired meanwhile has no runner any more, and stays as it is; a
+		// cancelled program's inner calls were made all the same, and are accounted (a forgotten one's by the edge).
+		if (this.runners.get(taskId) !== runner) {
+			const task = this.tasks?.get(taskId);
+			if (task && "result" in outcome) this.accounted(task, outcome.result);
+			return;
+		}
 		this.runners.delete(taskId);
 		await this.finish(taskId, outcome).catch((error: unknown) =>
 			console.error(`task outcome not stored: ${describeError(error)}`),
