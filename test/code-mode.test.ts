@@ -40,6 +40,23 @@ function uniqueNumber(): number {
 	return 1_000_000 + Math.floor(Math.random() * 1_000_000_000);
 }
 
+/** The `tool_call` events logged through `log` (a spy on console.log), in order. */
+function toolCallEvents(log: { mock: { calls: unknown[][] } }): Array<Record<string, unknown>> {
+	return log.mock.calls
+		.map(([line]) => (typeof line === "string" && line.startsWith('{"event":"tool_call"') ? JSON.parse(line) : null))
+		.filter((entry) => entry !== null);
+}
+
+/** A 2025-11-25 `tools/call` of execute_code running `code`, asked as a task. */
+function heldProgram(code: string) {
+	return {
+		jsonrpc: "2.0",
+		id: 2,
+		method: "tools/call",
+		params: { name: "execute_code", arguments: { code }, task: {} },
+	};
+}
+
 interface ProgramAnswer {
 	isError?: boolean;
 	content: Array<{ type: string; text?: string }>;
@@ -427,27 +444,49 @@ describe("code mode", () => {
 		await client.close();
 	});
 
-	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent", async () => {
+	it("a held program's two inner calls are accounted exactly once, as two tool_call events within execute_code, however often tasks/result is read", async () => {
+		const alpha = await registerServer("alpha");
+		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
+		const { send } = await openWith("/mcp", key);
+		const log = vi.spyOn(console, "log");
+		const api = alpha.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = createdTask(
+			await send(
+				heldProgram(`const sum = await codemode.${api}__add({ a: ${a}, b: 6 });
+			return await codemode.${api}__echo({ text: String(sum.sum) });`),
+			),
+		);
+		const first = await send(taskRequest(3, "tasks/result", created.taskId));
+		const second = await send(taskRequest(4, "tasks/result", created.taskId));
+		expect(first.result).toMatchObject({ structuredContent: { logs: [] } });
+		expect(second.result).toEqual(first.result);
+		// The accounts are the gateway's: the client's result carries none.
+		expect(JSON.stringify(first.result)).not.toContain("mcp-edge-gateway/inner-calls");
+		const events = () => toolCallEvents(log).filter((entry) => entry.endpoint === "/mcp");
+		const program = await eventually(() => events().find((entry) => entry.tool === "execute_code"));
+		const inner = events().filter((entry) => entry.server === alpha);
+		expect(inner).toEqual([
+			expect.objectContaining({ tool: `${alpha}__add`, tool_real: "add", outcome: "ok", within: "execute_code" }),
+			expect.objectContaining({ tool: `${alpha}__echo`, tool_real: "echo", outcome: "ok", within: "execute_code" }),
+		]);
+		expect(inner[0]?.principal).toEqual(program.principal);
+		expect(inner[0]?.era).toBe("2025");
+	});
+
+	it("tasks/cancel of a held program cancels its inner call in flight upstream, and its later inner calls throw and are never sent; the call it made is accounted", async () => {
 		const alpha = await registerServer("alpha");
 		const { key } = await createKey({ servers: [alpha], disclosure: "code" });
 		const { sessionId, send } = await openWith("/mcp", key);
+		const log = vi.spyOn(console, "log");
 		const gate = upstreamGate("alpha");
 		const api = alpha.replaceAll("-", "_");
 		const a = uniqueNumber();
 		const created = createdTask(
-			await send({
-				jsonrpc: "2.0",
-				id: 2,
-				method: "tools/call",
-				params: {
-					name: "execute_code",
-					arguments: {
-						code: `try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
-							return await codemode.${api}__add({ a: ${a}, b: 5 });`,
-					},
-					task: {},
-				},
-			}),
+			await send(
+				heldProgram(`try { await codemode.${api}__gate({ name: "${gate.name}" }); } catch {}
+			return await codemode.${api}__add({ a: ${a}, b: 5 });`),
+			),
 		);
 		await gate.arrived();
 		const cancelled = await send(taskRequest(3, "tasks/cancel", created.taskId));
@@ -458,6 +497,12 @@ describe("code mode", () => {
 		await eventually(() => runInDurableObject(stub, (instance: SessionDO) => instance.stats().inFlight === 0));
 		expect((await gate.status()).passed).toBe(0);
 		expect(await toolCallsOf("alpha", "add", { a, b: 5 })).toEqual([]);
+		// The one inner call it made is accounted, once; the call never sent is not.
+		const inner = await eventually(() => {
+			const found = toolCallEvents(log).filter((entry) => entry.server === alpha && entry.within === "execute_code");
+			return found.length > 0 ? found : undefined;
+		});
+		expect(inner).toEqual([expect.objectContaining({ tool: `${alpha}__gate`, tool_real: "gate" })]);
 	});
 
 	it("a client's notifications/cancelled of execute_code cancels its inner call in flight upstream; its next inner call throws inside the program and is never sent", async () => {
@@ -594,40 +639,90 @@ describe("code mode with a 2026-07-28 client that declares the tasks extension",
 		return (await response.json()) as { result?: Record<string, unknown>; error?: { message: string } };
 	};
 
-	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
-		const beta = await registerServer("beta");
-		const { key } = await createKey({ servers: [beta], disclosure: "code" });
+	/** A key in code mode for `server`, and the session object a quick program made, its time manual. */
+	const quickSession = async (server: string) => {
+		const { key } = await createKey({ servers: [server], disclosure: "code" });
 		const quick = await objectMadeBy(() =>
 			post(key, "quick", "tools/call", { name: "execute_code", arguments: { code: "return 1;" } }),
 		);
-		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
-		const gate = upstreamGate("beta");
-		const api = beta.replaceAll("-", "_");
-		const a = uniqueNumber();
-		const pending = post(key, "long", "tools/call", {
-			name: "execute_code",
-			arguments: {
-				code: `const passed = await codemode.${api}__gate({ name: "${gate.name}" });
-					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
-					return { passed, sum: sum.sum };`,
-			},
-		});
+		return { key, quick };
+	};
+
+	/**
+	 * `code` run by execute_code on the session `quick` made: once its inner call waits at `gate`, the
+	 * promotion delay passes, and the answer is the task's creation.
+	 */
+	const promotedProgram = async (
+		key: string,
+		quick: Awaited<ReturnType<typeof quickSession>>["quick"],
+		gate: { arrived(): Promise<unknown> },
+		code: string,
+	) => {
+		const pending = post(key, "long", "tools/call", { name: "execute_code", arguments: { code } });
 		await gate.arrived();
 		await eventually(() => quick.timers.count > 0);
 		quick.clock.advance(5_000);
 		await runInDurableObject(quick.stub, () => quick.timers.runDue());
-		const created = await pending;
-		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
-		const taskId = String(created.result?.taskId);
-		await gate.release();
-		const done = await eventually(async () => {
+		return pending;
+	};
+
+	/** The task's `tasks/get` once it has completed. */
+	const completed = (key: string, taskId: string) =>
+		eventually(async () => {
 			const got = await post(key, "get", "tasks/get", { taskId });
 			return got.result?.status === "completed" ? got.result : undefined;
 		});
+
+	it("a program still running after the promotion delay becomes a task; tasks/get gives its combined result, and the upstream gets exactly its inner calls", async () => {
+		const beta = await registerServer("beta");
+		const { key, quick } = await quickSession(beta);
+		expect(quick.made.result).toMatchObject({ resultType: "complete", structuredContent: { result: 1, logs: [] } });
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = await promotedProgram(
+			key,
+			quick,
+			gate,
+			`const passed = await codemode.${api}__gate({ name: "${gate.name}" });
+					const sum = await codemode.${api}__add({ a: ${a}, b: 4 });
+					return { passed, sum: sum.sum };`,
+		);
+		expect(created.result).toMatchObject({ resultType: "task", status: "working" });
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		const done = await completed(key, taskId);
 		expect(done.result).toMatchObject({
 			structuredContent: { result: { passed: `gate ${gate.name} passed`, sum: a + 4 }, logs: [] },
 		});
 		expect(await callsNaming("beta", [gate.name, String(a)])).toEqual(["gate", "add"]);
+	});
+
+	it("a promoted program's two inner calls are accounted exactly once, as two tool_call events within execute_code, however often tasks/get is read", async () => {
+		const beta = await registerServer("beta");
+		const { key, quick } = await quickSession(beta);
+		const log = vi.spyOn(console, "log");
+		const gate = upstreamGate("beta");
+		const api = beta.replaceAll("-", "_");
+		const a = uniqueNumber();
+		const created = await promotedProgram(
+			key,
+			quick,
+			gate,
+			`await codemode.${api}__gate({ name: "${gate.name}" });
+					return await codemode.${api}__add({ a: ${a}, b: 7 });`,
+		);
+		const taskId = String(created.result?.taskId);
+		await gate.release();
+		const done = await completed(key, taskId);
+		const again = await post(key, "again", "tasks/get", { taskId });
+		expect(again.result?.result).toEqual(done.result);
+		expect(JSON.stringify(done.result)).not.toContain("mcp-edge-gateway/inner-calls");
+		const inner = toolCallEvents(log).filter((entry) => entry.server === beta && entry.within !== undefined);
+		expect(inner).toEqual([
+			expect.objectContaining({ tool: `${beta}__gate`, outcome: "ok", within: "execute_code", era: "2026-07-28" }),
+			expect.objectContaining({ tool: `${beta}__add`, outcome: "ok", within: "execute_code", era: "2026-07-28" }),
+		]);
 	});
 });
 

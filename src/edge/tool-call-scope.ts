@@ -1,6 +1,6 @@
 import type { Settings } from "../config.ts";
+import { toolCallPrincipal } from "../credentials/tool-call-principal.ts";
 import type { Env } from "../env.ts";
-import { parsePrincipalId } from "../registry/access-rules.ts";
 import { tallyCall } from "../telemetry/call-counts.ts";
 import type { ToolCallScope } from "../telemetry/server-operation.ts";
 import type { McpContext } from "./request-context.ts";
@@ -14,17 +14,8 @@ export function toolCallScope(c: McpContext): ToolCallScope {
 	const { env } = c;
 	const { caller } = c.get("principal");
 	const waitUntil = c.get("waitUntil");
-	const identity = caller.identity;
 	return {
-		principal: {
-			kind: identity ? "person" : "key",
-			id: caller.principalId,
-			subject: identity?.subject ?? null,
-			// `email` is set only when the issuer verified it (identityFromClaims).
-			email: identity?.email ?? null,
-			rule: parsePrincipalId(caller.principalId)?.rule ?? null,
-			key_name: caller.keyName ?? null,
-		},
+		principal: toolCallPrincipal(caller),
 		endpoint: c.get("scope").endpoint,
 		server: c.req.param("name") ?? null,
 		dataset: env.TOOL_CALLS,

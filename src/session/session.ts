@@ -4,9 +4,11 @@ import { describeError, GatewayError } from "../mcp/gateway-error.ts";
 import { keySessions } from "../registry/key-sessions-do.ts";
 import { instrumentsOf } from "../telemetry/instruments.ts";
 import { telemetryFor } from "../telemetry/telemetry.ts";
+import type { InnerCallNote } from "../telemetry/tool-call.ts";
 import { statusNotification, withTasksCapability } from "./2025-11-25/task-wire.ts";
 import { helloOf } from "./2026-07-28/discover.ts";
 import { type SessionBinding, type SessionScope, scopeMatches, scopeOf } from "./binding.ts";
+import { accountHeldInnerCalls } from "./held-inner-calls.ts";
 import { type OpenSessionInput, openAggregate, openTransparent } from "./session-open.ts";
 import { type SessionOwner, type SessionParts, sessionParts } from "./session-parts.ts";
 import { asGatewayError, notFound } from "./session-responses.ts";
@@ -109,6 +111,10 @@ export class Session implements SessionOwner {
 	/** A held task's call, run as its client's request would run. */
 	runAsClient(request: SessionRequest): Promise<Response> {
 		return this.postAsClient(request);
+	}
+
+	innerCallsRan(within: string, notes: readonly InnerCallNote[], era: "2025" | "2026-07-28"): void {
+		accountHeldInnerCalls(this.state, within, notes, era);
 	}
 
 	cancelUpstream(requestId: RequestId, reason: string): Promise<void> {

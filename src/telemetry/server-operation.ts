@@ -21,6 +21,7 @@ import {
 	argumentsDigest,
 	type CallNote,
 	emitToolCall,
+	innerCallEvents,
 	type ToolCallDataset,
 	type ToolCallEvent,
 	type ToolCallPrincipal,
@@ -238,24 +239,8 @@ export class ServerOperation {
 		if (traceId) event.trace_id = traceId;
 		emitToolCall(event, this.span, scope);
 		scope.tally?.(event);
-		// A program's inner calls: each its own event, under the program's span (docs/code-mode.md); the
-		// program's captured arguments and guard notes are its own, not theirs.
-		const { arguments: _arguments, guards: _guards, ...common } = event;
-		for (const inner of note?.inner ?? []) {
-			const split = inner.tool.indexOf("__");
-			const innerEvent: ToolCallEvent = {
-				...common,
-				time: inner.time,
-				server: inner.server ?? (split > 0 ? inner.tool.slice(0, split) : scope.server),
-				tool: inner.tool,
-				tool_real: inner.real ?? (split > 0 ? inner.tool.slice(split + 2) : inner.tool),
-				outcome: inner.outcome,
-				duration_ms: inner.duration_ms,
-				bytes_in: inner.bytes_in,
-				bytes_out: inner.bytes_out,
-				arguments_digest: inner.arguments_digest,
-				within: tool,
-			};
+		// A program's inner calls: each its own event, under the program's span (docs/code-mode.md).
+		for (const innerEvent of innerCallEvents(event, tool, note?.inner ?? [], scope.server)) {
 			emitToolCall(innerEvent, this.span, scope);
 			scope.tally?.(innerEvent);
 		}

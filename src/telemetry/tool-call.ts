@@ -129,14 +129,65 @@ export function takeCallNote(headers: Headers): CallNote | null {
  */
 export const INNER_CALLS_META_KEY = "mcp-edge-gateway/inner-calls";
 
+/** The inner calls a result's `_meta` names (none when it names none, or not as the session writes them). */
+export function innerCallsOf(meta: unknown): InnerCallNote[] {
+	if (!isJsonObject(meta)) return [];
+	const inner = z.array(InnerCallNoteSchema).safeParse(meta[INNER_CALLS_META_KEY]);
+	return inner.success ? inner.data : [];
+}
+
+/** A result with its inner calls' accounts taken out of its `_meta` (once accounted, they are the gateway's, not the client's). */
+export function withoutInnerCalls(result: Record<string, unknown>): Record<string, unknown> {
+	const meta = result._meta;
+	if (!isJsonObject(meta) || !(INNER_CALLS_META_KEY in meta)) return result;
+	const { [INNER_CALLS_META_KEY]: _inner, ...kept } = meta;
+	const { _meta: _old, ...rest } = result;
+	return Object.keys(kept).length > 0 ? { ...rest, _meta: kept } : rest;
+}
+
 /** The note with the inner calls an `execute_code` answer names in its `_meta` added. */
 export function withAnswerInnerCalls(note: CallNote | null, answer: JSONRPCMessage | null): CallNote | null {
 	if (answer === null || !("result" in answer)) return note;
-	const meta = answer.result._meta;
-	if (!isJsonObject(meta)) return note;
-	const inner = z.array(InnerCallNoteSchema).safeParse(meta[INNER_CALLS_META_KEY]);
-	if (!inner.success || inner.data.length === 0) return note;
-	return { ...note, inner: inner.data };
+	const inner = innerCallsOf(answer.result._meta);
+	if (inner.length === 0) return note;
+	return { ...note, inner };
+}
+
+/** What a program's inner calls' events share with the program's own: who called, where, in which era and trace. */
+export type InnerCallBase = Pick<ToolCallEvent, "principal" | "endpoint" | "era" | "protocol_version" | "trace_id">;
+
+/**
+ * The `tool_call` events of a program's inner calls, one each, `within` the
+ * tool that ran the program; `server` is the endpoint's, for a tool whose
+ * name and note do not say (docs/code-mode.md).
+ */
+export function innerCallEvents(
+	base: InnerCallBase,
+	within: string,
+	notes: readonly InnerCallNote[],
+	server: string | null,
+): ToolCallEvent[] {
+	return notes.map((inner) => {
+		const split = inner.tool.indexOf("__");
+		return {
+			event: "tool_call",
+			time: inner.time,
+			principal: base.principal,
+			endpoint: base.endpoint,
+			server: inner.server ?? (split > 0 ? inner.tool.slice(0, split) : server),
+			tool: inner.tool,
+			tool_real: inner.real ?? (split > 0 ? inner.tool.slice(split + 2) : inner.tool),
+			outcome: inner.outcome,
+			duration_ms: inner.duration_ms,
+			era: base.era,
+			protocol_version: base.protocol_version,
+			bytes_in: inner.bytes_in,
+			bytes_out: inner.bytes_out,
+			arguments_digest: inner.arguments_digest,
+			...(base.trace_id !== undefined ? { trace_id: base.trace_id } : {}),
+			within,
+		};
+	});
 }
 
 /** The note with what response-stage guards noted on the answer's result (its `_meta`) added. */

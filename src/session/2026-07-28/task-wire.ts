@@ -35,7 +35,7 @@ export async function promotedCall(tasks: HeldTasks, call: ToolCall, promoteAfte
 	const { message } = call;
 	try {
 		// Nothing is written unless the call outlives the delay: a quick call costs no storage.
-		const started = await tasks.start(call, undefined, { unsaved: true });
+		const started = await tasks.start(call, undefined, { unsaved: true, era: "2026-07-28" });
 		const settled = (await tasks.settle(started.taskId, promoteAfterMs)) ?? started;
 		if (!isTerminal(settled.status)) {
 			// Durable before the client learns its id (the extension's rule for a CreateTaskResult).

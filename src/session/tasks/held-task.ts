@@ -28,6 +28,8 @@ export const HeldTaskSchema = z.object({
 	error: TaskErrorSchema.optional(),
 	/** The tool as the client called it: what a failure's sentence names. */
 	tool: z.string().optional(),
+	/** The era of the client it was held for, when a 2026-07-28 call was promoted to it (absent: 2025). */
+	era: z.literal("2026-07-28").optional(),
 });
 export type HeldTask = z.infer<typeof HeldTaskSchema>;
 

@@ -5,6 +5,7 @@ import { withRequestId } from "../../mcp/message-accessors.ts";
 import { TOOLS_CALL } from "../../mcp/methods.ts";
 import { splitNamespacedName } from "../../mcp/namespacing.ts";
 import { randomToken } from "../../primitives/crypto.ts";
+import { type InnerCallNote, innerCallsOf, withoutInnerCalls } from "../../telemetry/tool-call.ts";
 import { mayHaveRun } from "../call-failures.ts";
 import type { SessionLifecycle } from "../session-lifecycle.ts";
 import { asGatewayError } from "../session-responses.ts";
@@ -40,6 +41,11 @@ export interface TaskSession {
 	 * Reads the binding synchronously, so it still works as a session ends.
 	 */
 	cancelUpstream(requestId: RequestId, reason: string): Promise<void>;
+	/**
+	 * A held program's inner calls ran (code mode's `execute_code`, `within`):
+	 * their `tool_call` events, accounted by the session as the edge would (decision 0139).
+	 */
+	innerCallsRan(within: string, notes: readonly InnerCallNote[], era: "2025" | "2026-07-28"): void;
 	/** A task's status changed after it was created: a client that listens is told (status notifications). */
 	taskChanged(task: HeldTask): void;
 }
@@ -92,7 +98,11 @@ export class HeldTasks {
 	 * `unsaved`: nothing is written until `keep` (a call that may finish
 	 * before anyone learns of its task, then `forget`: it costs no write).
 	 */
-	async start(call: ToolCall, ttlMs: number | undefined, options: { unsaved?: boolean } = {}): Promise<HeldTask> {
+	async start(
+		call: ToolCall,
+		ttlMs: number | undefined,
+		options: { unsaved?: boolean; era?: "2026-07-28" } = {},
+	): Promise<HeldTask> {
 		const tasks = await this.loaded();
 		const { maxPerSession, ttlMs: maxTtlMs } = this.state.settings.tasks;
 		const now = this.state.clock.now();
@@ -112,6 +122,7 @@ export class HeldTasks {
 			ttlMs: Math.max(MIN_TTL_MS, Math.min(ttlMs ?? maxTtlMs, maxTtlMs)),
 			pollIntervalMs: POLL_INTERVAL_MS,
 			tool,
+			...(options.era ? { era: options.era } : {}),
 		};
 		tasks.set(task.taskId, task);
 		// The call runs under an id of the gateway's: the client's id answered the task's creation.
@@ -249,8 +260,12 @@ export class HeldTasks {
 	 * it is as durable as any (a 2026-07-28 call promoted to a task). Null as `get`.
 	 */
 	async keep(taskId: string): Promise<HeldTask | null> {
-		const task = await this.get(taskId);
-		if (task && this.unsaved.delete(taskId)) await this.save(task);
+		const found = await this.get(taskId);
+		if (!found || !this.unsaved.delete(taskId)) return found;
+		// A call that ended as it was promoted: its program's inner calls are the task's to account now.
+		const task = found.result ? { ...found, result: this.accounted(found, found.result) } : found;
+		this.tasks?.set(taskId, task);
+		await this.save(task);
 		return task;
 	}
 
@@ -363,8 +378,13 @@ export class HeldTasks {
 		} finally {
 			runner.stopDeadline();
 		}
-		// A task cancelled, forgotten or expired meanwhile has no runner any more, and stays as it is.
-		if (this.runners.get(taskId) !== runner) return;
+		// A task cancelled, forgotten or expired meanwhile has no runner any more, and stays as it is; a
+		// cancelled program's inner calls were made all the same, and are accounted (a forgotten one's by the edge).
+		if (this.runners.get(taskId) !== runner) {
+			const task = this.tasks?.get(taskId);
+			if (task && "result" in outcome) this.accounted(task, outcome.result);
+			return;
+		}
 		this.runners.delete(taskId);
 		await this.finish(taskId, outcome).catch((error: unknown) =>
 			console.error(`task outcome not stored: ${describeError(error)}`),
@@ -411,9 +431,25 @@ export class HeldTasks {
 		await this.update(
 			task,
 			"result" in outcome
-				? { status: "completed", result: outcome.result }
+				? { status: "completed", result: this.accounted(task, outcome.result) }
 				: { status: "failed", error: outcome.error, statusMessage: outcome.error.message },
 		);
+	}
+
+	/**
+	 * A held program's result, its inner calls accounted by the session and
+	 * taken out of its `_meta`: the edge accounts a call from its `tools/call`
+	 * answer, which for a task is the task, so a read of the result (as often
+	 * as the client reads it, or never) accounts nothing. A task not kept yet
+	 * (a 2026-07-28 call within its promotion delay) keeps them: answered as
+	 * the call itself, the edge accounts them; promoted, `keep` does.
+	 */
+	private accounted(task: HeldTask, result: Record<string, unknown>): Record<string, unknown> {
+		if (this.unsaved.has(task.taskId)) return result;
+		const notes = innerCallsOf(result._meta);
+		if (notes.length === 0) return result;
+		this.session.innerCallsRan(task.tool ?? "", notes, task.era ?? "2025");
+		return withoutInnerCalls(result);
 	}
 
 	/** One state change: kept, written once, told to whoever waits and to the client. A status message describes its own state only. */
