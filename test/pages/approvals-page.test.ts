@@ -15,14 +15,50 @@ import { keepScreenshot, readabilityProblems } from "./support/readability.ts";
 
 const ApprovalsSchema = z.object({ approvals: z.array(z.object({ id: z.string(), arguments: z.string() })) });
 
+/** The `a` of the calls this file's policy holds. */
+const HELD_A = 424_242;
+
+/**
+ * A call of `add` the policy holds, listed for approvers. The policy reaches the gateway's isolate
+ * within its cache's TTL (ENDPOINT_CACHE_TTL_SECONDS, 10 s under npm start): until then a call is
+ * answered unheld, and the test calls again, a moment later, with other arguments.
+ */
+async function heldCall(client: Client) {
+	return eventually(
+		async () => {
+			const args = { a: HELD_A, b: Math.floor(Math.random() * 1_000_000) };
+			let answered = false;
+			const called = client.callTool({ name: "add", arguments: args }, undefined, { timeout: 120_000 });
+			called.then(
+				() => {
+					answered = true;
+				},
+				() => {
+					answered = true;
+				},
+			);
+			const waiting = await eventually(async () => {
+				const listed = ApprovalsSchema.parse(await admin("GET", "/approvals"));
+				const found = listed.approvals.find((entry) => entry.arguments === JSON.stringify(args));
+				return found ?? (answered ? "answered" : null);
+			}, "the call listed for approvers, or answered");
+			if (waiting !== "answered") return { args, called, waiting };
+			// Not held yet: the isolate still has the policies it read before this test's.
+			await new Promise((resolve) => setTimeout(resolve, 500));
+			return null;
+		},
+		"a call held for approvers",
+		30_000,
+	);
+}
+
 describe("the approvals page", () => {
 	const tab = useBrowser({ viewport: PHONE });
 
 	it("dave signs in, reads the waiting call on a phone, and approves it with a reason: the caller gets its result", async () => {
 		const { page } = tab();
-		const args = { a: 424_242, b: Math.floor(Math.random() * 1_000_000) };
 		await admin("PUT", "/policies/pages-approve", {
-			expression: `tool.name == "add" && has(arguments.a) && arguments.a == ${args.a}`,
+			expression: `tool.name == "add" && has(arguments.a) && arguments.a == ${HELD_A}`,
 			effect: "approve",
 			applies: { servers: ["demo"] },
 		});
@@ -34,11 +70,7 @@ describe("the approvals page", () => {
 					requestInit: { headers: { authorization: `Bearer ${created.key}` } },
 				}),
 			);
-			const called = client.callTool({ name: "add", arguments: args }, undefined, { timeout: 120_000 });
-			const waiting = await eventually(async () => {
-				const listed = ApprovalsSchema.parse(await admin("GET", "/approvals"));
-				return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
-			}, "the call listed for approvers");
+			const { args, called, waiting } = await heldCall(client);
 
 			const first = await page.goto(`${GATEWAY}/approvals`);
 			expect(first?.status()).toBe(401);
