@@ -7,6 +7,7 @@ import { type ApprovalNotice, approvalNotice } from "../src/governance/approval-
 import { registryStub } from "../src/registry/registry-stub.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, uniqueName } from "./support/gateway.ts";
+import { testPolicies, uniqueArgs, waitingFor } from "./support/held-calls.ts";
 import { textOf } from "./support/modern.ts";
 import {
 	CLIENT_REDIRECT,
@@ -40,19 +41,10 @@ const SIGN_IN = {
 const gateway = gatewayWith(SIGN_IN);
 const accessRule = testAccessRules();
 
-const made: string[] = [];
-afterEach(async () => {
-	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
+const policy = testPolicies("approvers");
+afterEach(() => {
 	vi.restoreAllMocks();
 });
-
-async function policy(body: Record<string, unknown>): Promise<string> {
-	const name = uniqueName("approvers");
-	const response = await admin("PUT", `/policies/${name}`, body);
-	if (response.status !== 201) throw new Error(`policy: ${await response.text()}`);
-	made.push(name);
-	return name;
-}
 
 /** A server of its own (policies are global) on the beta upstream, with an approve policy on its `add`. */
 async function heldServer(extra: Record<string, unknown> = {}): Promise<{ server: string; policy: string }> {
@@ -67,24 +59,6 @@ async function heldServer(extra: Record<string, unknown> = {}): Promise<{ server
 		...extra,
 	});
 	return { server, policy: name };
-}
-
-/** Arguments no other test sends, so this test's call can be found in the shared upstream's log. */
-function uniqueArgs(): { a: number; b: number } {
-	return { a: 1_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 3 };
-}
-
-interface Listed {
-	id: string;
-	principal: string;
-	arguments: string;
-}
-
-async function waitingFor(args: Record<string, unknown>): Promise<Listed> {
-	return eventually(async () => {
-		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: Listed[] };
-		return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
-	}, "the approval listed");
 }
 
 /** A key's SDK client calling `add` on `server`; the call waits for an approver. */
@@ -138,7 +112,7 @@ describe("people whose access rule has approver: true decide held calls at /appr
 	it("an approver sees the waiting call (caller, server, tool, arguments, until when) and approves it: the caller gets the result, the upstream saw exactly one call, and the audit line and the registry's record name the person", async () => {
 		const { server, policy: holding } = await heldServer();
 		const rule = await personRule("alice@example.com", true);
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const { key, client, called, waiting } = await heldCall(server, args);
 		const audit = auditLines();
 		const { browser, page } = await signedIn("alice");
@@ -177,7 +151,7 @@ describe("people whose access rule has approver: true decide held calls at /appr
 	it("an approver denies a call with a reason: the caller is told the reason, nothing reaches the upstream, and the list no longer shows it", async () => {
 		const { server } = await heldServer();
 		await personRule("alice@example.com", true);
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const { client, called, waiting } = await heldCall(server, args);
 		const { browser, page } = await signedIn("alice");
 		const done = await decideOnPage(browser, page, waiting.id, "deny", "not during the freeze");
@@ -194,7 +168,7 @@ describe("people whose access rule has approver: true decide held calls at /appr
 	it("a person whose rule is not an approver gets a 403 page for the list and for a decision, and the call still waits", async () => {
 		const { server } = await heldServer();
 		await personRule("bob@contractor.example", false);
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const { client, called, waiting } = await heldCall(server, args);
 		const { browser, page } = await signedIn("bob");
 		expect(page.status).toBe(403);
@@ -213,7 +187,7 @@ describe("people whose access rule has approver: true decide held calls at /appr
 	it("a person not signed in is sent to sign in, and a form posted from another origin is refused: nothing is decided", async () => {
 		const { server } = await heldServer();
 		await personRule("alice@example.com", true);
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const { client, called, waiting } = await heldCall(server, args);
 		const anonymous = await newBrowser().get(`${ORIGIN}/approvals`);
 		expect(anonymous.status).toBe(401);
@@ -233,7 +207,7 @@ describe("people whose access rule has approver: true decide held calls at /appr
 		const { server } = await heldServer();
 		await personRule("alice@example.com", true, [server]);
 		const { client } = await connectAs(`/mcp/${server}`, "alice");
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const called = client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
 		const waiting = await waitingFor(args);
 		expect(waiting.principal).toMatch(/^oauth~/);
@@ -264,7 +238,7 @@ describe("an approve policy's approvalWebhook is told of each held call", () => 
 	it("a held call's notice arrives once, signed, with the approval's id and fields, Slack's text and blocks, and links to the approvals page and the dashboard", async () => {
 		const path = `/ok/${uniqueName("notice")}`;
 		const { server, policy: holding } = await heldServer({ approvalWebhook: { url: `${RECEIVER}${path}`, secret } });
-		const args = uniqueArgs();
+		const args = uniqueArgs(3);
 		const { key, client, called, waiting } = await heldCall(server, args);
 		const [notice] = await eventually(async () => {
 			const received = await noticesAt(path);
@@ -304,7 +278,7 @@ describe("an approve policy's approvalWebhook is told of each held call", () => 
 			const { server } = await heldServer({ approvalWebhook: { url: target, secret } });
 			const warned: string[] = [];
 			vi.spyOn(console, "warn").mockImplementation((line: unknown) => void warned.push(String(line)));
-			const args = uniqueArgs();
+			const args = uniqueArgs(3);
 			const { client, called, waiting } = await heldCall(server, args);
 			await eventually(
 				async () => warned.find((line) => line.startsWith(`approval ${waiting.id}`) && line.includes(logged)) ?? null,

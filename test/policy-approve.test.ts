@@ -1,11 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
 import { eventually } from "./support/eventually.ts";
 import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { type ListedApproval, testPolicies, uniqueArgs, waitingFor } from "./support/held-calls.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
 import { manualTime, objectMadeBy, sessionObject } from "./support/session-object.ts";
 import { TASKS_CLIENT } from "./support/tasks.ts";
@@ -19,29 +20,13 @@ import { registerServer, toolCallsOf, upstreamUrl } from "./support/upstreams.ts
  * deleted after it.
  */
 
-const made: string[] = [];
-afterEach(async () => {
-	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
-});
-
-async function policy(body: Record<string, unknown>): Promise<string> {
-	const name = uniqueName("approve");
-	const response = await admin("PUT", `/policies/${name}`, body);
-	if (response.status !== 201) throw new Error(`policy: ${await response.text()}`);
-	made.push(name);
-	return name;
-}
+const policy = testPolicies("approve");
 
 async function server(): Promise<string> {
 	const name = uniqueName("approving");
 	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl("beta") });
 	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
 	return name;
-}
-
-/** Arguments no other test sends, so this test's call can be found in the shared upstream's log. */
-function uniqueArgs(): { a: number; b: number } {
-	return { a: 1_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 2 };
 }
 
 async function modernClient(path: string, key: string): Promise<ModernClient> {
@@ -62,25 +47,6 @@ const DENIED =
 	/An approver denied the call of 'add' on server '[^']+' \(policy '[^']+'\): not today\. Nothing was sent\./;
 const TIMED_OUT =
 	/No approver decided the call of 'add' on server '[^']+' within 30 s \(policy '[^']+'\), so the gateway did not send it/;
-
-interface Listed {
-	id: string;
-	policy: string;
-	principal: string;
-	server: string;
-	tool: string;
-	arguments: string;
-	since: number;
-	until: number;
-}
-
-/** The approval waiting for the call with these arguments, once the admin's list shows it. */
-async function waitingFor(args: Record<string, unknown>): Promise<Listed> {
-	return eventually(async () => {
-		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: Listed[] };
-		return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args)) ?? null;
-	}, "the approval listed");
-}
 
 function decide(id: string, decision: "approve" | "deny", reason?: string): Promise<Response> {
 	return admin("POST", `/approvals/${id}`, reason === undefined ? { decision } : { decision, reason });
@@ -200,7 +166,7 @@ describe("a 2025-11-25 client without tasks support waits on its request", () =>
 		expect(again.status).toBe(409);
 		expect(await again.text()).toContain("approved already");
 		expect(await toolCallsOf("beta", "add", args)).toHaveLength(1);
-		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: Listed[] };
+		const listed = (await (await admin("GET", "/approvals")).json()) as { approvals: ListedApproval[] };
 		expect(listed.approvals.map((entry) => entry.id)).not.toContain(waiting.id);
 		await client.close();
 	});

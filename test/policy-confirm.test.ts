@@ -3,11 +3,12 @@ import { exports } from "cloudflare:workers";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { argumentSummary, MAX_SUMMARY_CHARS } from "../src/governance/call-confirmation.ts";
 import { compilePolicies, policyVerdict } from "../src/governance/policies.ts";
 import type { PolicyRecord } from "../src/registry/policy-records.ts";
 import { admin, BASE, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { testPolicies, uniqueArgs } from "./support/held-calls.ts";
 import { ENVELOPE, MODERN, modernPost, textOf } from "./support/modern.ts";
 import { manualTime, sessionObject } from "./support/session-object.ts";
 import { eventReader } from "./support/sse-events.ts";
@@ -22,29 +23,13 @@ import { toolCallsOf, type UpstreamName, upstreamUrl } from "./support/upstreams
  * names its test's own server (policies are global) and is deleted after it.
  */
 
-const made: string[] = [];
-afterEach(async () => {
-	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
-});
-
-async function policy(body: Record<string, unknown>): Promise<string> {
-	const name = uniqueName("confirm");
-	const response = await admin("PUT", `/policies/${name}`, body);
-	if (response.status !== 201) throw new Error(`policy: ${await response.text()}`);
-	made.push(name);
-	return name;
-}
+const policy = testPolicies("confirm");
 
 async function server(which: UpstreamName = "beta"): Promise<string> {
 	const name = uniqueName("confirming");
 	const response = await admin("PUT", `/servers/${name}`, { url: upstreamUrl(which) });
 	if (response.status !== 201) throw new Error(`server: ${await response.text()}`);
 	return name;
-}
-
-/** Arguments no other test sends, so this test's call can be found in the shared upstream's log. */
-function uniqueArgs(): { a: number; b: number } {
-	return { a: 1_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 2 };
 }
 
 type Answer = ElicitResult["action"] | "accept-false";

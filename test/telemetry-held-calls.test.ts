@@ -1,9 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { ElicitRequestSchema, type ElicitResult } from "@modelcontextprotocol/sdk/types.js";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { eventually } from "./support/eventually.ts";
 import { admin, connectClient, createKey, openSession, rpc, uniqueName } from "./support/gateway.ts";
+import { testPolicies, uniqueArgs, waitingFor } from "./support/held-calls.ts";
 import { GATEWAY_OTLP_TENANT, otlpMetrics, resetOtlp } from "./support/otlp.ts";
 import { manualTime, sessionObject } from "./support/session-object.ts";
 import { toolCallsOf, upstreamUrl } from "./support/upstreams.ts";
@@ -22,24 +23,18 @@ beforeEach(async () => {
 	await resetOtlp(GATEWAY_OTLP_TENANT);
 });
 
-const made: string[] = [];
-afterEach(async () => {
-	for (const name of made.splice(0)) await admin("DELETE", `/policies/${name}`);
-});
+const policy = testPolicies("confirm-counted");
 
 /** A server of its own with a confirm (or approve) policy on `add`, and a key for it. */
 async function confirmingServer(effect: "confirm" | "approve" = "confirm"): Promise<{ server: string; key: string }> {
 	const server = uniqueName("confirm-counted");
 	expect((await admin("PUT", `/servers/${server}`, { url: upstreamUrl("beta") })).status).toBe(201);
-	const policy = uniqueName("confirm-counted");
-	const put = await admin("PUT", `/policies/${policy}`, {
+	await policy({
 		expression: 'tool.name == "add"',
 		effect,
 		applies: { servers: [server] },
 		...(effect === "approve" ? { approvalTimeoutSeconds: 30 } : {}),
 	});
-	expect(put.status).toBe(201);
-	made.push(policy);
 	return { server, key: (await createKey({ servers: [server] })).key };
 }
 
@@ -75,24 +70,19 @@ async function countedAtLeast(client: Client, kind: string, count: number): Prom
 	}, `${count} refusals of kind ${kind}`);
 }
 
-/** Arguments no other test sends, so this call can be found in the shared upstream's log. */
-function uniqueArgs(): { a: number; b: number } {
-	return { a: 3_000_000 + Math.floor(Math.random() * 1_000_000_000), b: 5 };
-}
-
 describe("a confirmation the caller does not give is a refusal in mcp_gateway.refusals", () => {
 	it("declined and cancelled confirmations are each counted with kind confirm_declined; an accepted one is not; nothing refused reaches the upstream", async () => {
 		const { server, key } = await confirmingServer();
 		// Accepted first: had it been counted, its count would be exported no later than the refusals after it.
 		const accepting = await answering(server, key, { action: "accept", content: { confirm: true } });
-		const accepted = uniqueArgs();
+		const accepted = uniqueArgs(5);
 		await accepting.callTool({ name: "add", arguments: accepted });
 		expect(await toolCallsOf("beta", "add", accepted)).toHaveLength(1);
 		await accepting.close();
 		let last: Client | undefined;
 		for (const action of ["decline", "cancel"] as const) {
 			const client = await answering(server, key, { action });
-			const args = uniqueArgs();
+			const args = uniqueArgs(5);
 			const refused = await client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
 			expect(String(refused)).toMatch(/was not confirmed, so the gateway did not send it/);
 			expect(await toolCallsOf("beta", "add", args)).toEqual([]);
@@ -108,7 +98,7 @@ describe("a confirmation the caller does not give is a refusal in mcp_gateway.re
 	it("a client that cannot answer elicitations is counted with kind confirm_unavailable", async () => {
 		const { server, key } = await confirmingServer();
 		const { client } = await connectClient(`/mcp/${server}`, key);
-		const args = uniqueArgs();
+		const args = uniqueArgs(5);
 		const refused = await client.callTool({ name: "add", arguments: args }).catch((error: unknown) => error);
 		expect(String(refused)).toMatch(/requires a confirmation of each call of 'add'.*cannot answer elicitations/);
 		expect(await toolCallsOf("beta", "add", args)).toEqual([]);
@@ -118,16 +108,6 @@ describe("a confirmation the caller does not give is a refusal in mcp_gateway.re
 		await client.close();
 	});
 });
-
-/** The approval waiting for the call with these arguments, once the admin's list shows it. */
-async function waitingFor(args: Record<string, unknown>): Promise<string> {
-	return eventually(async () => {
-		const listed = (await (await admin("GET", "/approvals")).json()) as {
-			approvals: Array<{ id: string; arguments: string }>;
-		};
-		return listed.approvals.find((entry) => entry.arguments === JSON.stringify(args))?.id;
-	}, "the approval listed");
-}
 
 describe("a call no approver lets through is a refusal in mcp_gateway.refusals", () => {
 	it("a denied approval is counted with kind approval_denied and one nobody decided in time with approval_timed_out; nothing reaches the upstream", async () => {
@@ -139,14 +119,14 @@ describe("a call no approver lets through is a refusal in mcp_gateway.refusals",
 		const call = (id: number, args: Record<string, unknown>) =>
 			rpc(path, key, sessionId, { jsonrpc: "2.0", id, method: "tools/call", params: { name: "add", arguments: args } });
 
-		const denied = uniqueArgs();
+		const denied = uniqueArgs(5);
 		const deniedReply = call(1, denied);
-		expect((await admin("POST", `/approvals/${await waitingFor(denied)}`, { decision: "deny" })).status).toBe(200);
+		expect((await admin("POST", `/approvals/${(await waitingFor(denied)).id}`, { decision: "deny" })).status).toBe(200);
 		expect(((await (await deniedReply).json()) as { error?: { message: string } }).error?.message).toMatch(
 			/An approver denied the call of 'add'/,
 		);
 
-		const unanswered = uniqueArgs();
+		const unanswered = uniqueArgs(5);
 		const unansweredReply = call(2, unanswered);
 		await waitingFor(unanswered);
 		clock.advance(30_000);
